@@ -1,0 +1,47 @@
+"""Shared fixtures of the example suite: the back-ends and a seeded random generator.
+
+This directory goes on ``sys.path`` so the tests import ``kernels`` (the library under test) and
+``budgets`` (sizes and budgets) without installing anything.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import kernels  # noqa: E402
+
+
+def _load(name: str) -> ModuleType:
+    reason = kernels.unavailable_reason(name)
+    if reason is not None:
+        pytest.skip(reason)
+    return kernels.get_backend(name)
+
+
+@pytest.fixture(params=kernels.BACKENDS)
+def backend(request: pytest.FixtureRequest) -> ModuleType:
+    """The back-end module under test: each test runs once with NumPy and once with CuPy.
+
+    The CuPy run skips, saying why, where CuPy is not importable or sees no GPU.
+    """
+    return _load(request.param)
+
+
+@pytest.fixture
+def cupy_backend() -> ModuleType:
+    """The CuPy back-end, for tests that only make sense on a GPU."""
+    return _load("cupy")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20_240_611)

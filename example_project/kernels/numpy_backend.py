@@ -1,0 +1,206 @@
+"""NumPy back-end: runs everywhere, one CPU thread (BLAS may use more for ``gemm``).
+
+NumPy cannot fuse, so the good variants get their speed from *blocking*: the passes NumPy must
+make run over a block small enough to stay in the core's L2, so DRAM sees each operand once.
+Every kernel takes its output array and returns it (``saxpy`` updates ``y`` in place).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+NAME = "numpy"
+
+Array = npt.NDArray[Any]
+
+#: Block size for the blocked kernels: half of this machine's 2 MiB L2 per core, so a block and
+#: its output survive between the passes NumPy makes over them.
+BLOCK_BYTES = 512 * 1024
+#: Rows per strip of the blocked transpose (a strip's strided side stays in L1/L2).
+TRANSPOSE_STRIP = 128
+
+
+def to_device(a: npt.ArrayLike) -> Array:
+    """A fresh copy of ``a`` in this back-end's memory."""
+    return np.array(a, copy=True)
+
+
+def to_host(a: Array) -> Array:
+    """``a`` as a NumPy array."""
+    return np.asarray(a)
+
+
+def empty(shape: tuple[int, ...], dtype: npt.DTypeLike) -> Array:
+    return np.empty(shape, dtype)
+
+
+def synchronize() -> None:
+    """NumPy calls are synchronous."""
+
+
+def _rows_per_block(row: Array) -> int:
+    return max(1, BLOCK_BYTES // max(1, row.nbytes))
+
+
+# --- elementwise ---------------------------------------------------------------------------------
+
+
+def saxpy(a: float, x: Array, y: Array) -> Array:
+    """``y += a * x`` in place (1-D, any strides)."""
+    # Memory-bound (2 FLOP / 12 B): the a*x temporary lives in an L2-sized buffer, so DRAM sees
+    # x read once and y read and written once: the roofline's 3 streams, not NumPy's usual 5.
+    _check_1d_pair(x, y)
+    a = y.dtype.type(a)
+    chunk = max(1, BLOCK_BYTES // y.itemsize)
+    buf = np.empty(min(chunk, y.size), y.dtype)
+    for start in range(0, y.size, chunk):
+        xs, ys = x[start : start + chunk], y[start : start + chunk]
+        tmp = buf[: ys.size]
+        np.multiply(xs, a, out=tmp)
+        np.add(ys, tmp, out=ys)
+    return y
+
+
+def saxpy_strided(a: float, x: Array, y: Array, stride: int) -> Array:
+    """``y[::stride] += a * x[::stride]`` in place; returns the updated view of ``y``."""
+    # The same code on every stride-th element: each 64 B cache line fetched carries one useful
+    # 4 B float, so DRAM moves up to 16x the bytes the roofline counts.
+    _check_stride(stride)
+    return saxpy(a, x[::stride], y[::stride])
+
+
+# --- layernorm over the last axis ----------------------------------------------------------------
+
+
+def layernorm(x: Array, gamma: Array, beta: Array, out: Array, eps: float = 1e-5) -> Array:
+    """``out = (x - mean) / sqrt(var + eps) * gamma + beta`` per row."""
+    # Memory-bound (AI ~ 1 FLOP/B): six in-place passes over an L2-sized block of rows, so DRAM
+    # sees x read once and out written once; the row sums run as a BLAS gemv.
+    rows, cols = _check_rows(x, gamma, beta, out)
+    ones = np.ones(cols, x.dtype)
+    step = _rows_per_block(x[0])
+    for r in range(0, rows, step):
+        xb, ob = x[r : r + step], out[r : r + step]
+        mean = xb @ ones
+        mean *= 1.0 / cols
+        np.subtract(xb, mean[:, None], out=ob)
+        var = np.einsum("ij,ij->i", ob, ob)
+        var *= 1.0 / cols
+        var += eps
+        rstd = np.reciprocal(np.sqrt(var, out=var), out=var)
+        ob *= rstd[:, None]
+        ob *= gamma
+        ob += beta
+    return out
+
+
+def layernorm_naive(x: Array, gamma: Array, beta: Array, out: Array, eps: float = 1e-5) -> Array:
+    """The textbook one-liner: a full-size temporary for every step."""
+    # Each step allocates and streams a whole rows x cols temporary: about ten trips through DRAM
+    # (plus page faults on the fresh memory) where the roofline counts one read and one write.
+    _check_rows(x, gamma, beta, out)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    np.copyto(out, (x - mean) / np.sqrt(var + eps) * gamma + beta)
+    return out
+
+
+# --- gemm ----------------------------------------------------------------------------------------
+
+
+def gemm(a: Array, b: Array, out: Array) -> Array:
+    """``out = a @ b`` through BLAS."""
+    # Compute-bound (AI = N/6 FLOP/B for square fp32): BLAS tiles for register and cache reuse.
+    _check_gemm(a, b, out)
+    return np.matmul(a, b, out=out)
+
+
+def gemm_naive(a: Array, b: Array, out: Array) -> Array:
+    """``out = a @ b`` as K rank-1 updates."""
+    # C and a C-sized temporary round-trip through the cache K times: ~16 B moved per 2 FLOP,
+    # so a compute-bound op runs at cache bandwidth, far below the FLOP roof.
+    _check_gemm(a, b, out)
+    out.fill(0)
+    tmp = np.empty_like(out)
+    for k in range(a.shape[1]):
+        np.outer(a[:, k], b[k], out=tmp)
+        out += tmp
+    return out
+
+
+# --- transpose -----------------------------------------------------------------------------------
+
+
+def transpose(a: Array, out: Array) -> Array:
+    """``out = a.T``, one strip of rows at a time."""
+    # Pure data movement (2 * rows * cols * itemsize B): a 128-row strip's strided side is reused
+    # from L1/L2 before eviction, so each cache line crosses the DRAM bus once.
+    _check_transpose(a, out)
+    for r in range(0, a.shape[0], TRANSPOSE_STRIP):
+        np.copyto(out[:, r : r + TRANSPOSE_STRIP], a[r : r + TRANSPOSE_STRIP].T)
+    return out
+
+
+def transpose_naive(a: Array, out: Array) -> Array:
+    """``out = a.T`` in one NumPy call."""
+    # One side walks down whole columns: at power-of-two row pitches those lines alias to a few
+    # cache sets and are evicted before their other 15 floats are used.
+    _check_transpose(a, out)
+    np.copyto(out, a.T)
+    return out
+
+
+# --- custom op: relu(x + bias) -------------------------------------------------------------------
+
+
+def bias_relu(x: Array, bias: Array, out: Array) -> Array:
+    """``out = max(x + bias, 0)``, ``bias`` broadcast over the rows of ``x``."""
+    # Memory-bound: both passes run over an L2-sized block, so DRAM sees x once, out once and the
+    # bias row once: (2 * rows * cols + cols) * itemsize bytes.
+    rows, cols = x.shape
+    if bias.shape != (cols,) or out.shape != x.shape:
+        raise ValueError(f"bias must be ({cols},) and out {x.shape}; got {bias.shape} and {out.shape}")
+    step = _rows_per_block(x[0])
+    for r in range(0, rows, step):
+        ob = out[r : r + step]
+        np.add(x[r : r + step], bias, out=ob)
+        np.maximum(ob, 0, out=ob)
+    return out
+
+
+# --- argument checks -----------------------------------------------------------------------------
+
+
+def _check_1d_pair(x: Array, y: Array) -> None:
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x and y must be 1-D of the same length; got {x.shape} and {y.shape}")
+
+
+def _check_stride(stride: int) -> None:
+    if not isinstance(stride, int) or stride < 1:
+        raise ValueError(f"stride must be a positive integer; got {stride!r}")
+
+
+def _check_rows(x: Array, gamma: Array, beta: Array, out: Array) -> tuple[int, int]:
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D (rows, cols); got shape {x.shape}")
+    rows, cols = x.shape
+    if gamma.shape != (cols,) or beta.shape != (cols,) or out.shape != x.shape:
+        raise ValueError(
+            f"gamma and beta must be ({cols},) and out {x.shape}; "
+            f"got {gamma.shape}, {beta.shape} and {out.shape}"
+        )
+    return rows, cols
+
+
+def _check_gemm(a: Array, b: Array, out: Array) -> None:
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or out.shape != (a.shape[0], b.shape[1]):
+        raise ValueError(f"shapes do not chain: a {a.shape} @ b {b.shape} -> out {out.shape}")
+
+
+def _check_transpose(a: Array, out: Array) -> None:
+    if a.ndim != 2 or out.shape != a.shape[::-1]:
+        raise ValueError(f"out must have shape {a.shape[::-1]}; got {out.shape}")

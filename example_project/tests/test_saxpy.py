@@ -1,0 +1,77 @@
+"""saxpy, ``y += a * x``: a memory-bound elementwise op, contiguous vs strided.
+
+Fixture only, no marker: each call names its op and shape with keywords.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+import pytest
+from budgets import BUDGETS, SAXPY_N, SAXPY_STRIDE, SAXPY_STRIDED_N, misses_roofline
+
+A = 0.5
+
+
+def test_saxpy_contiguous(backend: ModuleType, roofline, rng: np.random.Generator) -> None:
+    x = rng.random(SAXPY_N, dtype=np.float32)
+    y = rng.random(SAXPY_N, dtype=np.float32)
+    dx, dy = backend.to_device(x), backend.to_device(y)
+
+    backend.saxpy(A, dx, dy)
+    np.testing.assert_allclose(backend.to_host(dy), y + np.float32(A) * x, rtol=1e-6)
+
+    roofline(
+        backend.saxpy,
+        A,
+        dx,
+        dy,
+        op="elementwise",
+        n=SAXPY_N,
+        inputs=2,
+        outputs=1,
+        flops_per_element=2,
+        dtype="float32",
+        min_fraction=BUDGETS["saxpy"][backend.NAME],
+    )
+
+
+@misses_roofline(
+    f"every {SAXPY_STRIDE}th float: each cache line (CPU) or sector (GPU) fetched carries one useful "
+    "float, so DRAM moves up to 16x the bytes the roofline counts"
+)
+def test_saxpy_strided(backend: ModuleType, roofline, rng: np.random.Generator) -> None:
+    size = SAXPY_STRIDED_N * SAXPY_STRIDE
+    x = rng.random(size, dtype=np.float32)
+    y = rng.random(size, dtype=np.float32)
+    dx, dy = backend.to_device(x), backend.to_device(y)
+
+    backend.saxpy_strided(A, dx, dy, SAXPY_STRIDE)
+    expected = y.copy()
+    expected[::SAXPY_STRIDE] += np.float32(A) * x[::SAXPY_STRIDE]
+    np.testing.assert_allclose(backend.to_host(dy), expected, rtol=1e-6)
+
+    # The roofline counts the useful bytes only: n = the elements actually updated.
+    roofline(
+        backend.saxpy_strided,
+        A,
+        dx,
+        dy,
+        SAXPY_STRIDE,
+        op="elementwise",
+        n=SAXPY_STRIDED_N,
+        inputs=2,
+        outputs=1,
+        flops_per_element=2,
+        dtype="float32",
+        min_fraction=BUDGETS["saxpy"][backend.NAME],
+        name=f"saxpy_strided[stride={SAXPY_STRIDE}]",
+    )
+
+
+def test_saxpy_rejects_mismatched_lengths(backend: ModuleType) -> None:
+    x = backend.to_device(np.ones(8, np.float32))
+    y = backend.to_device(np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="same length"):
+        backend.saxpy(A, x, y)

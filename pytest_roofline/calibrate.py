@@ -1,0 +1,828 @@
+"""Measured ceilings, cached: this machine's CPU (and, on request, a GPU), plus user ceilings files.
+
+**CPU.** A CPU has no datasheet we can trust here, so its ceilings are measured with numpy:
+
+- *Bandwidth* is the best of five kernels over float64 arrays of at least 4× the last-level cache
+  (STREAM's rule), each counted as the bytes it reads plus the bytes it writes (STREAM's
+  convention: write-allocate reads are not counted):
+
+  ============  ===================================================  =========================
+  kernel        numpy                                                arrays of traffic counted
+  ============  ===================================================  =========================
+  copy          ``np.copyto(c, a)``                                  2
+  scale         ``np.multiply(b, s, out=c)``                         2
+  add           ``np.add(a, b, out=c)``                              3
+  triad         ``np.multiply(b, s, out=c); np.add(c, a, out=c)``    5 (numpy makes two passes)
+  dot           ``np.dot(a, b)`` (BLAS, read only)                   2
+  ============  ===================================================  =========================
+
+  numpy cannot fuse STREAM's triad, so it runs as the two passes it really is and both passes'
+  bytes are counted; counting STREAM's 3 arrays would overstate bandwidth by 5/3. The read-only
+  BLAS ``dot`` is there because a floor must never be above the true best time: it pays no
+  write-allocate and BLAS runs it on every core, so it outruns every single-threaded STREAM
+  kernel (on the reference 2-core Xeon: about 24 GB/s against copy's 18), and a numpy kernel
+  under test can do the same. Arrays are touched once, untimed, before any kernel is timed (page
+  faults); the best rate over all runs is kept.
+- *Compute* is ``np.matmul`` FLOP/s (2·n³ per call) for fp64 and fp32, with n chosen from a small
+  probe so that one call takes about :data:`MATMUL_TARGET_S`; best of a few calls. Narrower
+  formats (tf32, fp16, bf16, fp8, int8) take fp32's figure, marked :attr:`Source.DERIVED`:
+  nothing measured them, and numpy has no path for them that is faster than fp32 BLAS, so fp32's
+  rate is an upper bound and keeps their floors honest. Every CPU peak is :attr:`Unit.VECTOR`.
+
+Calibration runs within a time budget (:data:`CPU_BUDGET_S`): every kernel runs at least once,
+and more runs are added, fastest kernel first, only while the budget allows; array sizes are never
+reduced to save time. On a 2-core Xeon with a 300 MiB L3 (1.2 GiB arrays, 3.6 GiB in all, freed on
+return) the obligatory part takes about 3.4 s and the whole about 3.5 s; a slower or busier
+machine can overrun the budget by its obligatory part.
+
+**Cache.** A calibration is stored as JSON in :func:`cache_dir` (``$XDG_CACHE_HOME/pytest-roofline``
+or ``~/.cache/pytest-roofline``), in a file named after a hash of its key: for the CPU the model
+name, the core count and the numpy version; for a GPU its name, table key, SM count, cache size
+and the CuPy version. The key is stored in the file too and checked on load. Files are written
+atomically (a temporary file in the same folder, then :func:`os.replace`), and a calibration runs
+under a file lock, so pytest-xdist workers starting together calibrate once. A file that is not
+valid JSON, not of this schema or keyed for another machine is recalibrated and replaced, with a
+:class:`RooflineWarning` naming it; a cache folder that cannot be written to costs a warning, not
+the run.
+
+**User ceilings** (``--roofline-peaks FILE``, :func:`load_peaks_file`) are a JSON object::
+
+    {
+      "name": "my-gpu",                       # required without a base device
+      "key": "my-gpu",                        # optional: default the base's key, else from the name
+      "kind": "cuda",                         # cpu | cuda | rocm; required without a base device
+      "bandwidth_gbs": 3350,                  # DRAM bandwidth, GB/s (1e9 bytes per second)
+      "peaks_tflops": {"bf16:tensor": 989.4, "fp32:vector": 66.9},
+      "peaks_gflops": {"fp64:vector": 33500}, # the same, in GFLOP/s (handier for CPUs)
+      "llc_mib": 50,                          # optional: last-level cache, MiB
+      "cores": 132,                           # optional: SMs, CUs or CPU cores
+      "notes": ["anything worth printing"]    # optional
+    }
+
+A peak's key is ``precision:unit``: the precision in any spelling :func:`~.model.parse_dtype`
+accepts (``fp32``, ``float32``, ``bf16``, ``fp8``, ``int8``, ...), the unit ``tensor`` or
+``vector``; int8 figures are TOPS (or GOPS). Every figure in the file is :attr:`Source.USER`. With
+a base device, the figures the file does not give are kept from the base; without one, the file
+needs ``name``, ``kind``, ``bandwidth_gbs`` and at least one ``vector`` peak. Any mistake is one
+:class:`~.devices.DeviceError` naming the file, the key and the value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .devices import DeviceError, describe_peaks
+from .model import (
+    ACCEPTED_DTYPES,
+    Device,
+    Figure,
+    Kind,
+    PeakTable,
+    Precision,
+    Source,
+    Unit,
+    did_you_mean,
+    parse_dtype,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "CPU_BUDGET_S",
+    "MATMUL_TARGET_S",
+    "Calibration",
+    "Ceilings",
+    "RooflineWarning",
+    "cache_dir",
+    "calibrate_cpu",
+    "calibrate_cuda",
+    "cpu_device",
+    "cpu_identity",
+    "cpu_model_name",
+    "format_calibration",
+    "load_peaks_file",
+    "measure_cpu",
+]
+
+#: wall-time budget of a CPU calibration, in seconds; the first run of every kernel is always taken
+CPU_BUDGET_S = 3.5
+#: how long one ``np.matmul`` call should take when measuring FLOP/s
+MATMUL_TARGET_S = 0.06
+#: bandwidth arrays are this many times the last-level cache (STREAM's rule)
+LLC_MULTIPLE = 4
+#: the most timed runs of any one bandwidth kernel
+MAX_KERNEL_RUNS = 5
+
+CPU_NOTE = "measured with numpy (single-threaded elementwise; BLAS dot and matmul)"
+
+_SCHEMA = 1
+_GB = 1e9
+_MIB = 1 << 20
+_LOCK_TIMEOUT_S = 60.0
+_CPUINFO = Path("/proc/cpuinfo")
+_NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3, Precision.INT8)
+
+Clock = Callable[[], float]
+
+
+class RooflineWarning(UserWarning):
+    """Something pytest-roofline worked around: a corrupt or unwritable cache, a missing lock."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ceilings:
+    """What a calibration measures: DRAM bandwidth (bytes/s), peak FLOP/s, and how they were found."""
+
+    bandwidth: Figure
+    peaks: PeakTable
+    #: raw numbers behind the figures (per-kernel rates, sizes, run counts), for the cache file
+    details: Mapping[str, float | int | str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A device with measured ceilings, where they are cached and how this call got them."""
+
+    device: Device
+    #: the cache file, or None when it could not be written
+    cache_path: Path | None
+    #: True when the ceilings were read from the cache rather than measured now
+    from_cache: bool
+    #: wall time of this call: the measurement, or reading the cache
+    seconds: float
+
+
+# -- the cache ---------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/pytest-roofline`` (when set to an absolute path) or ``~/.cache/pytest-roofline``."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "pytest-roofline"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry
+        return Path(tempfile.gettempdir()) / "pytest-roofline"
+    return home / ".cache" / "pytest-roofline"
+
+
+_default_cache_dir = cache_dir  # the calibrate functions take a parameter of that name
+
+
+def cpu_model_name(cpuinfo: Path = _CPUINFO) -> str:
+    """The CPU model: ``model name`` in /proc/cpuinfo, else ``platform.processor()`` or the machine."""
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def cpu_identity() -> dict[str, str | int]:
+    """What a CPU calibration is keyed by: the CPU model, the core count and the numpy version."""
+    import numpy as np
+
+    return {"cpu_model": cpu_model_name(), "cores": os.cpu_count() or 1, "numpy": np.__version__}
+
+
+def _cache_file(directory: Path, kind: str, key: Mapping[str, object]) -> Path:
+    canonical = json.dumps({"schema": _SCHEMA, "kind": kind, "key": key}, sort_keys=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    label = str(key.get("cpu_model") or key.get("name") or kind)
+    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40].strip("-")
+    return directory / f"{kind}-{slug}-{digest}.json" if slug else directory / f"{kind}-{digest}.json"
+
+
+class _CorruptCache(Exception):
+    """A cache file that exists but cannot be used; the message says why."""
+
+
+def _load(path: Path, kind: str, key: Mapping[str, object]) -> Ceilings | None:
+    """The cached ceilings, None when there is no file, _CorruptCache when it cannot be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):  # none yet, or no folder to hold one
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _CorruptCache(f"cannot be read ({exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise _CorruptCache(f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise _CorruptCache("is not a JSON object")
+    if data.get("schema") != _SCHEMA or data.get("kind") != kind:
+        raise _CorruptCache(
+            f"has schema {data.get('schema')!r} and kind {data.get('kind')!r}; "
+            f"expected {_SCHEMA} and {kind!r}"
+        )
+    if data.get("key") != dict(key):
+        raise _CorruptCache(f"was written for {data.get('key')!r}, not for {dict(key)!r}")
+    try:
+        bandwidth = _figure_from_json(data["bandwidth"])
+        raw_peaks = data["peaks"]
+        if not isinstance(raw_peaks, dict):
+            raise TypeError("'peaks' is not an object")
+        peaks = {_parse_peak_key(name): _figure_from_json(value) for name, value in raw_peaks.items()}
+        details = data.get("details", {})
+        if not isinstance(details, dict) or not all(
+            isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in details.values()
+        ):
+            raise TypeError("'details' is not an object of numbers and strings")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _CorruptCache(f"does not match the cache schema ({type(exc).__name__}: {exc})") from None
+    return Ceilings(bandwidth=bandwidth, peaks=peaks, details=details)
+
+
+def _figure_to_json(figure: Figure) -> dict[str, object]:
+    return {"value": figure.value, "source": figure.source.value, "note": figure.note}
+
+
+def _figure_from_json(data: object) -> Figure:
+    if not isinstance(data, dict) or set(data) != {"value", "source", "note"}:
+        raise TypeError(f"a figure must be {{value, source, note}}; got {data!r}")
+    value, source, note = data["value"], data["source"], data["note"]
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not isinstance(note, str):
+        raise TypeError(f"bad figure {data!r}")
+    return Figure(float(value), Source(source), note)
+
+
+def _store(path: Path, payload: Mapping[str, object]) -> bool:
+    """Write ``payload`` atomically; on failure warn, leave any old file untouched and return False."""
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(payload, out, indent=2, sort_keys=True)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        _warn(
+            f"cannot write the calibration cache {path} ({exc}); the measured ceilings are used but not kept"
+        )
+        return False
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return True
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path, *, timeout_s: float = _LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (best effort: POSIX only, skipped when it cannot be made)."""
+    if sys.platform == "win32":
+        yield
+        return
+    import fcntl
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield  # an unwritable folder: the write will warn
+        return
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    _warn(f"{path} stayed locked for {timeout_s:.0f} s; calibrating without the lock")
+                    break
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RooflineWarning, stacklevel=3)
+
+
+def _calibrate(
+    kind: str,
+    key: Mapping[str, object],
+    *,
+    directory: Path,
+    force: bool,
+    measure: Callable[[], Ceilings],
+    build: Callable[[Ceilings], Device],
+) -> Calibration:
+    """Load or measure, then cache: the one path both CPU and GPU calibrations take."""
+    start = time.perf_counter()
+    path = _cache_file(directory, kind, key)
+    if not force:
+        try:
+            cached = _load(path, kind, key)
+        except _CorruptCache as exc:
+            _warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
+            cached = None
+        if cached is not None:
+            return Calibration(build(cached), path, True, time.perf_counter() - start)
+    with _exclusive(path.with_name(f".{path.stem}.lock")):
+        if not force:
+            # another process (an xdist worker) may have calibrated while this one waited
+            with contextlib.suppress(_CorruptCache):
+                cached = _load(path, kind, key)
+                if cached is not None:
+                    return Calibration(build(cached), path, True, time.perf_counter() - start)
+        ceilings = measure()
+        seconds = time.perf_counter() - start
+        payload = {
+            "schema": _SCHEMA,
+            "kind": kind,
+            "key": dict(key),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "seconds": round(seconds, 4),
+            "bandwidth": _figure_to_json(ceilings.bandwidth),
+            "peaks": {_peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
+            "details": dict(ceilings.details),
+        }
+        written = _store(path, payload)
+    return Calibration(build(ceilings), path if written else None, False, seconds)
+
+
+# -- the CPU -----------------------------------------------------------------------------------
+
+
+def calibrate_cpu(
+    *,
+    force: bool = False,
+    cache_dir: Path | str | None = None,
+    measure: Callable[[], Ceilings] | None = None,
+) -> Calibration:
+    """This CPU's measured ceilings, from the cache when it has them (``force=True`` remeasures).
+
+    ``measure`` replaces :func:`measure_cpu` (tests inject a fake; nothing else needs to).
+    """
+    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    return _calibrate(
+        "cpu",
+        cpu_identity(),
+        directory=directory,
+        force=force,
+        measure=measure or measure_cpu,
+        build=_cpu_device,
+    )
+
+
+_cpu_memo: dict[str, Device] = {}
+
+
+def cpu_device(*, force: bool = False) -> Device:
+    """This CPU as a Device: calibrated once per process (from the cache when it can be)."""
+    if force or "cpu" not in _cpu_memo:
+        _cpu_memo["cpu"] = calibrate_cpu(force=force).device
+    return _cpu_memo["cpu"]
+
+
+def _cpu_device(ceilings: Ceilings) -> Device:
+    from .timing.cpu import last_level_cache_bytes
+
+    peaks = dict(ceilings.peaks)
+    fp32 = peaks.get((Precision.FP32, Unit.VECTOR))
+    if fp32 is not None:
+        note = "fp32's matmul figure, not measured (numpy has no faster path for narrower formats)"
+        for precision in _NARROW:
+            peaks.setdefault((precision, Unit.VECTOR), Figure(fp32.value, Source.DERIVED, note))
+    name = cpu_model_name()
+    return Device(
+        key="cpu",
+        name=name,
+        kind="cpu",
+        peaks=peaks,
+        bandwidth=ceilings.bandwidth,
+        llc_bytes=last_level_cache_bytes(),
+        cores=os.cpu_count(),
+        names=(name,),
+        notes=(CPU_NOTE,),
+    )
+
+
+def measure_cpu(
+    *,
+    array_bytes: int | None = None,
+    budget_s: float = CPU_BUDGET_S,
+    matmul_target_s: float = MATMUL_TARGET_S,
+    matmul_n: int | None = None,
+    matmul_runs: int = 3,
+    clock: Clock = time.perf_counter,
+) -> Ceilings:
+    """Measure this CPU's bandwidth and fp64/fp32 matmul FLOP/s with numpy (see the module docstring).
+
+    ``array_bytes`` defaults to 4× the last-level cache; ``matmul_n`` to a size chosen so one call
+    takes about ``matmul_target_s``. Matmul runs first, then the bandwidth kernels get what is left
+    of ``budget_s`` (each runs at least once, at most :data:`MAX_KERNEL_RUNS` times). ``clock``
+    times every call.
+    """
+    import numpy as np
+
+    if array_bytes is None:
+        from .timing.cpu import last_level_cache_bytes
+
+        array_bytes = LLC_MULTIPLE * last_level_cache_bytes()
+    if not isinstance(array_bytes, int) or array_bytes < 8:
+        raise ValueError(f"array_bytes must be an integer >= 8; got {array_bytes!r}")
+    if not (math.isfinite(budget_s) and budget_s > 0):
+        raise ValueError(f"budget_s must be a positive number; got {budget_s!r}")
+    if matmul_n is not None and (not isinstance(matmul_n, int) or matmul_n < 1):
+        raise ValueError(f"matmul_n must be a positive integer; got {matmul_n!r}")
+    if not isinstance(matmul_runs, int) or matmul_runs < 1:
+        raise ValueError(f"matmul_runs must be a positive integer; got {matmul_runs!r}")
+
+    start = clock()
+    details: dict[str, float | int | str] = {}
+    peaks: dict[tuple[Precision, Unit], Figure] = {}
+    for precision, dtype in ((Precision.FP64, np.float64), (Precision.FP32, np.float32)):
+        n = matmul_n or _matmul_size(dtype, matmul_target_s, clock)
+        rate = _matmul_rate(dtype, n, matmul_runs, clock)
+        details[f"matmul_n_{precision}"] = n
+        details[f"matmul_flops_{precision}"] = rate
+        note = f"np.matmul n={n}, best of {matmul_runs}"
+        peaks[(precision, Unit.VECTOR)] = Figure(rate, Source.MEASURED, note)
+
+    rates, runs = _stream(array_bytes // 8, deadline=start + budget_s, clock=clock)
+    best = max(rates, key=lambda name: rates[name])
+    details.update({f"bandwidth_{name}": rate for name, rate in rates.items()})
+    details.update({f"runs_{name}": count for name, count in runs.items()})
+    details["array_bytes"] = array_bytes // 8 * 8
+    details["bandwidth_kernel"] = best
+    listed = ", ".join(f"{name} {rate / _GB:.1f}" for name, rate in rates.items())
+    note = f"{best} kernel; all: {listed} GB/s over {_size(array_bytes // 8 * 8)} float64 arrays"
+    return Ceilings(bandwidth=Figure(rates[best], Source.MEASURED, note), peaks=peaks, details=details)
+
+
+def _matmul_size(dtype: type[np.floating[Any]], target_s: float, clock: Clock, probe: int = 512) -> int:
+    """The n (a multiple of 64, 256..8192) for which one n×n matmul takes about ``target_s``."""
+    rate = _matmul_rate(dtype, probe, 2, clock)  # the first call also wakes BLAS's threads
+    n = int((rate * target_s / 2) ** (1 / 3)) // 64 * 64
+    return min(max(n, 256), 8192)
+
+
+def _matmul_rate(dtype: type[np.floating[Any]], n: int, runs: int, clock: Clock) -> float:
+    import numpy as np
+
+    x = np.full((n, n), 1.0, dtype=dtype)
+    y = np.full((n, n), 0.5, dtype=dtype)
+    out = np.empty((n, n), dtype=dtype)
+    best = 0.0
+    for _ in range(runs):
+        t0 = clock()
+        np.matmul(x, y, out=out)
+        best = max(best, 2.0 * n**3 / _elapsed(t0, clock()))
+    return best
+
+
+def _stream(n: int, *, deadline: float, clock: Clock) -> tuple[dict[str, float], dict[str, int]]:
+    """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, and how often each ran."""
+    import numpy as np
+
+    a = np.full(n, 1.0)
+    b = np.full(n, 2.0)
+    c = np.empty(n)
+    np.copyto(c, a)  # first touch of c, untimed: page faults are not bandwidth
+    nbytes = n * 8
+    scalar = 3.0
+
+    def triad() -> None:
+        np.multiply(b, scalar, out=c)
+        np.add(c, a, out=c)
+
+    kernels: tuple[tuple[str, int, Callable[[], object]], ...] = (
+        ("copy", 2, lambda: np.copyto(c, a)),
+        ("scale", 2, lambda: np.multiply(b, scalar, out=c)),
+        ("add", 3, lambda: np.add(a, b, out=c)),
+        ("triad", 5, triad),
+        ("dot", 2, lambda: np.dot(a, b)),
+    )
+    rates: dict[str, float] = {}
+    runs: dict[str, int] = {}
+    last: dict[str, float] = {}
+
+    def run(name: str, arrays: int, kernel: Callable[[], object]) -> None:
+        t0 = clock()
+        kernel()
+        seconds = _elapsed(t0, clock())
+        rates[name] = max(rates.get(name, 0.0), arrays * nbytes / seconds)
+        runs[name] = runs.get(name, 0) + 1
+        last[name] = seconds
+
+    for kernel in kernels:  # every kernel once, whatever the budget
+        run(*kernel)
+    more = True
+    while more:  # then more rounds while the budget allows, the fastest kernels first: they set the figure
+        more = False
+        for name, arrays, fn in sorted(kernels, key=lambda kernel: -rates[kernel[0]]):
+            if runs[name] < MAX_KERNEL_RUNS and clock() + last[name] <= deadline:
+                run(name, arrays, fn)
+                more = True
+    return rates, runs  # a, b and c are freed here
+
+
+def _elapsed(t0: float, t1: float) -> float:
+    return max(t1 - t0, 1e-9)
+
+
+# -- a GPU -------------------------------------------------------------------------------------
+
+
+def calibrate_cuda(
+    index: int = 0,
+    *,
+    force: bool = False,
+    cache_dir: Path | str | None = None,
+    measure: Callable[[int], tuple[Figure, Mapping[tuple[Precision, Unit], Figure]]] | None = None,
+) -> Calibration:
+    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones.
+
+    Keyed by what identifies the model, not the slot: name, table key, SM count, L2 size and the
+    CuPy version, so identical GPUs share one calibration. ``measure`` replaces
+    ``timing.cuda.measure_ceilings``.
+    """
+    from .timing import cuda
+
+    base = cuda.cuda_device(index)
+    key: dict[str, object] = {
+        "name": base.name,
+        "key": base.key,
+        "sms": base.cores,
+        "llc_bytes": base.llc_bytes,
+        "cupy": _cupy_version(),
+        "tf32": _tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
+    }
+    measure_fn = measure or cuda.measure_ceilings
+
+    def run() -> Ceilings:
+        bandwidth, peaks = measure_fn(index)
+        return Ceilings(bandwidth=bandwidth, peaks=dict(peaks))
+
+    def build(ceilings: Ceilings) -> Device:
+        device = base.with_figures(peaks={**base.peaks, **ceilings.peaks}, bandwidth=ceilings.bandwidth)
+        return dataclasses.replace(device, notes=(*base.notes, "ceilings measured on this GPU"))
+
+    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    return _calibrate(base.kind, key, directory=directory, force=force, measure=run, build=build)
+
+
+def _tf32_requested() -> bool:
+    try:
+        return int(os.environ.get("CUPY_TF32", "0")) > 0
+    except ValueError:
+        return False
+
+
+def _cupy_version() -> str:
+    module = sys.modules.get("cupy")  # timing.cuda imported it to find the device
+    return str(getattr(module, "__version__", "unknown"))
+
+
+# -- reporting ---------------------------------------------------------------------------------
+
+
+def format_calibration(cal: Calibration) -> str:
+    """A few lines for ``roofline calibrate``: the device, its ceilings, the cache and the time taken.
+
+    Precisions whose peaks are the same figure share a line (the CPU's narrow formats take fp32's).
+    """
+    device = cal.device
+    facts: list[str] = [device.kind]
+    if device.cores:
+        facts.append(f"{device.cores} {'cores' if device.kind == 'cpu' else 'SMs'}")
+    if device.llc_bytes:
+        facts.append(f"{_size(device.llc_bytes)} last-level cache")
+    bw = device.bandwidth
+    rows = [
+        ("device", f"{device.name} [{', '.join(facts)}]"),
+        ("bandwidth", f"{bw.value / _GB:,.1f} GB/s  {_source(bw)}"),
+    ]
+    groups: dict[tuple[Figure, Unit, bool], list[Precision]] = {}
+    for precision, unit, figure in describe_peaks(device):
+        groups.setdefault((figure, unit, precision is Precision.INT8), []).append(precision)
+    for (figure, unit, integer), precisions in groups.items():
+        rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
+        rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))
+    rows.append(("cache", "not written (see the warning)" if cal.cache_path is None else str(cal.cache_path)))
+    how = "read from the cache" if cal.from_cache else "calibrated"
+    rows.append(("", f"{how} in {_duration(cal.seconds)}"))
+    width = max(len(label) for label, _ in rows if len(label) <= 16)  # a long group just sticks out
+    return "\n".join(f"{label:<{width}}  {text}" for label, text in rows)
+
+
+def _source(figure: Figure) -> str:
+    return f"({figure.source}: {figure.note})" if figure.note else f"({figure.source})"
+
+
+def _rate(value: float, unit: str) -> str:
+    if unit == "OPS":
+        return f"{value / 1e12:,.1f} TOPS" if value >= 1e12 else f"{value / 1e9:,.1f} GOPS"
+    return f"{value / 1e12:,.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:,.1f} GFLOP/s"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _size(nbytes: int) -> str:
+    if nbytes >= 1 << 30:
+        return f"{nbytes / (1 << 30):.1f} GiB"
+    return f"{nbytes / _MIB:.0f} MiB" if nbytes >= _MIB else f"{nbytes / 1024:.0f} KiB"
+
+
+# -- peak keys ("bf16:tensor") and user ceilings files -----------------------------------------
+
+
+def _peak_key(precision: Precision, unit: Unit) -> str:
+    return f"{precision.label}:{unit.value}"
+
+
+def _parse_peak_key(text: object) -> tuple[Precision, Unit]:
+    """``"bf16:tensor"`` -> (BF16, TENSOR); ValueError saying what is wrong and what is accepted."""
+    if not isinstance(text, str):
+        raise ValueError(f"a peak's key must be a string such as 'bf16:tensor'; got {text!r}")
+    spelled, colon, unit_text = text.partition(":")
+    if not colon:
+        raise ValueError("expected precision:unit, such as 'bf16:tensor' or 'fp32:vector'")
+    labels = [p.label for p in Precision]
+    try:
+        precision = parse_dtype(spelled)
+    except ValueError:
+        raise ValueError(
+            f"unknown precision {spelled!r}{did_you_mean(spelled, [*labels, *ACCEPTED_DTYPES])}; "
+            f"accepted: {', '.join(labels)}"
+        ) from None
+    units = [u.value for u in Unit]
+    wanted = unit_text.strip().lower()
+    if wanted not in units:
+        raise ValueError(
+            f"unknown unit {unit_text!r}{did_you_mean(wanted, units)}; accepted: {', '.join(units)}"
+        )
+    return precision.rate_class, Unit(wanted)
+
+
+_PEAKS_KEYS = (
+    "name",
+    "key",
+    "kind",
+    "bandwidth_gbs",
+    "peaks_tflops",
+    "peaks_gflops",
+    "llc_mib",
+    "cores",
+    "notes",
+)
+_KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm")
+
+
+def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
+    """A device from a user ceilings file (schema in the module docstring); ``base`` fills the gaps."""
+    path = Path(path)
+
+    def fail(message: str) -> DeviceError:
+        return DeviceError(f"peaks file {str(path)!r}: {message}")
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot be read ({exc})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise fail(f"key {exc.args[0]!r} appears more than once") from None
+    except ValueError as exc:
+        raise fail(f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise fail(f"must hold a JSON object; got {type(data).__name__}")
+    for name in data:
+        if name not in _PEAKS_KEYS:
+            raise fail(
+                f"unknown key {name!r}{did_you_mean(name, _PEAKS_KEYS)}; accepted: {', '.join(_PEAKS_KEYS)}"
+            )
+    if base is None:
+        missing = [name for name in ("name", "kind", "bandwidth_gbs") if name not in data]
+        if not ("peaks_tflops" in data or "peaks_gflops" in data):
+            missing.append("peaks_tflops (or peaks_gflops)")
+        if missing:
+            raise fail(f"missing {', '.join(missing)} (needed without a base device)")
+
+    def text_field(name: str) -> str | None:
+        value = data.get(name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise fail(f"{name!r} must be a non-empty string; got {value!r}")
+        return value.strip() if isinstance(value, str) else None
+
+    def number(where: str, value: object) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise fail(f"{where} must be a positive number; got {value!r}")
+        return float(value)
+
+    note = f"from {path.name}"
+    name = text_field("name")
+    kind_text = text_field("kind")
+    if kind_text is not None and kind_text not in _KINDS:
+        raise fail(f"'kind' is {kind_text!r}{did_you_mean(kind_text, _KINDS)}; accepted: {', '.join(_KINDS)}")
+    kind = kind_text
+
+    peaks: dict[tuple[Precision, Unit], Figure] = {}
+    for table, scale in (("peaks_tflops", 1e12), ("peaks_gflops", 1e9)):
+        if table not in data:
+            continue
+        entries = data[table]
+        if not isinstance(entries, dict) or not entries:
+            raise fail(
+                f'{table!r} must be a non-empty object such as {{"bf16:tensor": 989.4}}; got {entries!r}'
+            )
+        for spelled, value in entries.items():
+            try:
+                peak = _parse_peak_key(spelled)
+            except ValueError as exc:
+                raise fail(f"{table}[{spelled!r}] = {value!r}: {exc}") from None
+            figure = Figure(number(f"{table}[{spelled!r}]", value) * scale, Source.USER, note)
+            if peak in peaks:
+                raise fail(f"{table}[{spelled!r}] gives the {_peak_key(*peak)} peak a second time")
+            peaks[peak] = figure
+    if base is None and not any(unit is Unit.VECTOR for _, unit in peaks):
+        raise fail("needs at least one 'vector' peak (kernels that cannot use tensor units fall back to it)")
+
+    bandwidth = None
+    if "bandwidth_gbs" in data:
+        bandwidth = Figure(number("'bandwidth_gbs'", data["bandwidth_gbs"]) * _GB, Source.USER, note)
+    llc_bytes = int(number("'llc_mib'", data["llc_mib"]) * _MIB) if "llc_mib" in data else None
+    cores = data.get("cores")
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores <= 0):
+        raise fail(f"'cores' must be a positive integer; got {cores!r}")
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise fail(f"'notes' must be a list of strings; got {notes!r}")
+
+    if base is None:
+        if name is None or kind is None or bandwidth is None:  # pragma: no cover - checked above
+            raise fail("missing name, kind or bandwidth_gbs")
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
+        return Device(
+            key=text_field("key") or slug,
+            name=name,
+            kind=kind,
+            peaks=peaks,
+            bandwidth=bandwidth,
+            llc_bytes=llc_bytes,
+            cores=cores,
+            names=(name,),
+            notes=(f"ceilings {note}", *notes),
+        )
+    return Device(
+        key=text_field("key") or base.key,
+        name=name or base.name,
+        kind=kind or base.kind,
+        peaks={**base.peaks, **peaks},
+        bandwidth=bandwidth or base.bandwidth,
+        llc_bytes=llc_bytes if llc_bytes is not None else base.llc_bytes,
+        cores=cores if cores is not None else base.cores,
+        names=base.names if name is None else (name, *base.names),
+        notes=(*base.notes, f"ceilings {note}", *notes),
+    )
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for name, value in pairs:
+        if name in result:
+            raise _DuplicateKey(name)
+        result[name] = value
+    return result

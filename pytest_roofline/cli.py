@@ -1,0 +1,270 @@
+"""The ``roofline`` command: napkin estimates before any code exists.
+
+    roofline floor gemm M=4096 N=4096 K=4096 dtype=bf16 --device h100-sxm
+    roofline devices
+    roofline ops
+    roofline calibrate [--device D] [--force]
+
+Bad input prints one line saying what is wrong and exits 2; there is no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import units
+from .devices import table
+from .model import Device, Estimate, Precision, Unit
+from .ops import all_ops
+
+USAGE_ERROR = 2
+
+
+class CliError(Exception):
+    """A mistake in the command line; printed as one line, exit status 2."""
+
+
+def parse_value(text: str) -> Any:
+    """``4096`` -> int, ``1.5e9`` -> float, ``true``/``false`` -> bool, anything else a string."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise CliError(f"expected key=value, got {item!r} (for example M=4096 or dtype=bf16)")
+        if name in params:
+            raise CliError(f"{name} is given twice")
+        params[name] = parse_value(value)
+    return params
+
+
+def _floor(args: argparse.Namespace) -> str:
+    from .floor import estimate
+
+    params = parse_assignments(args.params)
+    dtype = params.pop("dtype", None)
+    if dtype is None:
+        raise CliError(f"{args.op} needs dtype=... (for example dtype=bf16, dtype=fp32)")
+    est = estimate(args.op, dtype=dtype, device=args.device, math=args.math, **params)
+    if args.json:
+        return json.dumps(estimate_dict(est), indent=2)
+    return format_estimate(est)
+
+
+def estimate_dict(est: Estimate) -> dict[str, Any]:
+    """An estimate as plain JSON-ready values."""
+    return {
+        "op": est.op,
+        "label": est.label,
+        "params": dict(est.params),
+        "dtype": str(est.precision),
+        "math": str(est.peak_precision),
+        "unit": str(est.unit),
+        "device": est.device.key,
+        "device_name": est.device.name,
+        "flops": est.flops,
+        "bytes": est.bytes,
+        "intensity": est.intensity if est.intensity != float("inf") else None,
+        "ridge": est.ridge,
+        "compute_s": est.compute_s,
+        "memory_s": est.memory_s,
+        "floor_s": est.floor_s,
+        "bound": est.bound,
+        "peak_flops": est.peak_flops,
+        "peak_source": str(est.peak_source),
+        "bandwidth": est.bandwidth,
+        "bandwidth_source": str(est.bandwidth_source),
+    }
+
+
+def format_estimate(est: Estimate) -> str:
+    """The napkin: work, traffic, intensity against the ridge, both times, the floor and its bound."""
+    peak = f"{units.flop_rate(est.peak_flops)} {est.peak_precision} {est.unit} ({est.peak_source})"
+    if est.peak_note:
+        peak += f" [{est.peak_note}]"
+    bandwidth = f"{units.byte_rate(est.bandwidth)} ({est.bandwidth_source})"
+    rows = [
+        ("FLOPs", units.flops(est.flops)),
+        ("bytes", units.nbytes(est.bytes)),
+        ("intensity", f"{units.intensity(est.intensity)} FLOP/byte"),
+        ("ridge", f"{units.intensity(est.ridge)} FLOP/byte  = {peak} / {bandwidth}"),
+        ("compute", units.seconds(est.compute_s)),
+        ("memory", units.seconds(est.memory_s)),
+        ("floor", f"{units.seconds(est.floor_s)}  {est.bound}-bound"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = [f"{est.label} on {est.device.name} ({est.device.key})"]
+    lines += [f"  {name:<{width}}  {value}" for name, value in rows]
+    return "\n".join(lines)
+
+
+def _devices(args: argparse.Namespace) -> str:
+    from tabulate import tabulate
+
+    from .detect import auto_spec
+
+    auto = auto_spec()
+    headers = [
+        "",
+        "key",
+        "name",
+        "kind",
+        "SMs/CUs",
+        "DRAM",
+        "L2",
+        "fp64",
+        "fp32",
+        "tf32 TC",
+        "bf16 TC",
+        "fp8 TC",
+    ]
+    rows: list[list[object]] = [
+        [
+            "*" if auto == "cpu" else "",
+            "cpu",
+            "this machine's CPU",
+            "cpu",
+            "",
+            "measured",
+            "",
+            "measured",
+            "measured",
+            "",
+            "",
+            "",
+        ]
+    ]
+    for device in table().values():
+        rows.append(
+            [
+                "",
+                device.key,
+                device.name,
+                device.kind,
+                device.cores or "",
+                units.byte_rate(device.bandwidth.value),
+                units.nbytes(device.llc_bytes or 0) if device.llc_bytes else "",
+                *(_peak(device, p, u) for p, u in _DEVICE_COLUMNS),
+            ]
+        )
+    footer = f"\n* = what --device auto resolves to here ({auto})."
+    if auto != "cpu":
+        footer = f"\n--device auto resolves to {auto} here."
+    return tabulate(rows, headers=headers, disable_numparse=True) + footer
+
+
+_DEVICE_COLUMNS = (
+    (Precision.FP64, Unit.VECTOR),
+    (Precision.FP32, Unit.VECTOR),
+    (Precision.TF32, Unit.TENSOR),
+    (Precision.BF16, Unit.TENSOR),
+    (Precision.FP8_E4M3, Unit.TENSOR),
+)
+
+
+def _peak(device: Device, precision: Precision, unit: Unit) -> str:
+    figure = device.peak(precision, unit)
+    if figure is None:
+        return "-"
+    return f"{figure.value / 1e12:g}" + ("ᵈ" if figure.source == "derived" else "")
+
+
+def _ops(args: argparse.Namespace) -> str:
+    from tabulate import tabulate
+
+    rows = [
+        [
+            spec.name,
+            ", ".join(map(str, spec.params)),
+            spec.flops_formula,
+            spec.bytes_formula,
+            str(spec.unit_for({})),
+        ]
+        for spec in all_ops()
+    ]
+    headers = ["op", "parameters (and dtype)", "FLOPs", "bytes (× size of dtype)", "unit"]
+    note = (
+        "\nMatrix-shaped ops use tensor units where the device has them for the dtype; fp32 only with "
+        "--math tf32.\nPeak FLOP/s in TFLOP/s; ᵈ = derived. `roofline floor OP key=value ... dtype=D` "
+        "computes a floor."
+    )
+    return tabulate(rows, headers=headers) + note
+
+
+def _calibrate(args: argparse.Namespace) -> str:
+    from .calibrate import calibrate_cpu, calibrate_cuda, format_calibration
+    from .detect import parse_target
+
+    target = parse_target(args.device)
+    if target.kind == "cpu":
+        return format_calibration(calibrate_cpu(force=args.force))
+    if target.kind == "cuda":
+        return format_calibration(calibrate_cuda(target.index or 0, force=args.force))
+    raise CliError(
+        f"--device {args.device}: a table device has datasheet peaks; calibrate measures local hardware "
+        "(cpu, cuda, cuda:N)"
+    )
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's default prints usage; one line is enough
+        raise CliError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="roofline", description="Speed-of-light estimates and device ceilings.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    floor = commands.add_parser(
+        "floor",
+        help="the fastest an op can run on a device",
+        description="Print the napkin estimate: FLOPs, bytes, intensity, ridge, both times, the floor.",
+    )
+    floor.add_argument("op", help="an op name (see `roofline ops`)")
+    floor.add_argument("params", nargs="*", metavar="key=value", help="op parameters and dtype=...")
+    floor.add_argument("--device", default="auto", help="a table key, cpu, cuda[:N] or auto (default: auto)")
+    floor.add_argument(
+        "--math", choices=("ieee", "tf32"), default=None, help="fp32 matrix math (default: ieee)"
+    )
+    floor.add_argument("--json", action="store_true", help="print JSON instead of text")
+    floor.set_defaults(run=_floor)
+    devices = commands.add_parser("devices", help="list the device table")
+    devices.set_defaults(run=_devices)
+    ops = commands.add_parser("ops", help="list the ops, their parameters and formulas")
+    ops.set_defaults(run=_ops)
+    calibrate = commands.add_parser("calibrate", help="measure this machine's ceilings (cached)")
+    calibrate.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    calibrate.add_argument("--force", action="store_true", help="measure again even when cached")
+    calibrate.set_defaults(run=_calibrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return USAGE_ERROR
+        print(args.run(args))
+    except (CliError, ValueError) as exc:  # OpError and DeviceError are ValueErrors
+        print(f"roofline: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except RuntimeError as exc:  # an unavailable device or CuPy: said in one line, not a traceback
+        print(f"roofline: error: {exc}", file=sys.stderr)
+        return 1
+    return 0

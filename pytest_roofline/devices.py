@@ -1,0 +1,331 @@
+"""The built-in device table, name matching, and derivation of devices the table does not know.
+
+Figures are dense datasheet peaks (``shared/reference/hardware.md`` sections 1-2). Where a card has
+two tensor rates (FP16 vs FP32 accumulate) the table holds the higher one, since a floor must never
+be above the true best time; BF16 tensor math only accumulates in FP32, so BF16 takes that rate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .model import Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
+
+T = 1e12
+GB = 1e9
+MiB = 1 << 20
+
+P = Precision
+V, TC = Unit.VECTOR, Unit.TENSOR
+
+
+class DeviceError(ValueError):
+    """A device that cannot be found or built; the message names it and the choices."""
+
+
+# Column order of the peak rows below, matching hardware.md section 2.
+_COLUMNS: tuple[tuple[Precision, Unit], ...] = (
+    (P.FP64, V), (P.FP64, TC), (P.FP32, V), (P.FP16, V), (P.TF32, TC),
+    (P.FP16, TC), (P.FP8_E4M3, TC), (P.INT8, TC),
+)  # fmt: skip
+
+# A peak cell: a number (datasheet), (number, "d") derived, (number, "?") unconfirmed, None absent.
+Cell = float | tuple[float, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    key: str
+    names: tuple[str, ...]
+    kind: Kind
+    cores: int
+    bandwidth_gbs: float
+    l2_mib: float
+    peaks: tuple[Cell, ...]
+    # BF16 runs at the FP16 rate unless a row says otherwise ("same"), or not at all (None)
+    bf16_vector: Cell | Literal["same"] = "same"
+    bf16_tensor: Cell | Literal["same"] = "same"
+    notes: tuple[str, ...] = ()
+
+
+_D, _Q = "d", "?"
+_ROWS: tuple[_Row, ...] = (
+    _Row("v100-sxm2", ("Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"), "cuda", 80, 900, 6,
+         (7.8, None, 15.7, 31.3, None, 125, None, None), bf16_vector=None, bf16_tensor=None,
+         notes=("no BF16 support",)),
+    _Row("t4", ("Tesla T4",), "cuda", 40, 320, 4,
+         (0.25, None, 8.1, (16.3, _D), None, 65, None, 130), bf16_vector=None, bf16_tensor=None,
+         notes=("no BF16 support",)),
+    _Row("a100-sxm-40gb", ("NVIDIA A100-SXM4-40GB",), "cuda", 108, 1555, 40,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39),
+    _Row("a100-sxm-80gb", ("NVIDIA A100-SXM4-80GB",), "cuda", 108, 2039, 40,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39),
+    _Row("a100-pcie-80gb", ("NVIDIA A100 80GB PCIe",), "cuda", 108, 1935, 40,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39),
+    _Row("a10", ("NVIDIA A10",), "cuda", 72, 600, 6,
+         ((0.49, _D), None, 31.2, 31.2, 62.5, 125, None, 250)),
+    _Row("l4", ("NVIDIA L4",), "cuda", 58, 300, 48,
+         ((0.47, _D), None, 30.3, 30.3, 60, 121, 242.5, 242.5)),
+    _Row("l40s", ("NVIDIA L40S",), "cuda", 142, 864, 96,
+         (1.43, None, 91.6, 91.6, 183, 362, 733, 733)),
+    _Row("rtx-3070-ti", ("NVIDIA GeForce RTX 3070 Ti",), "cuda", 48, 608, 4,
+         ((0.34, _D), None, (21.7, _D), (21.7, _D), (21.7, _D), (87.0, _D), None, (174, _D)),
+         bf16_tensor=(43.5, _D), notes=("FP16 tensor figure is the FP16-accumulate rate",)),
+    _Row("rtx-3090", ("NVIDIA GeForce RTX 3090",), "cuda", 82, 936, 6,
+         ((0.56, _D), None, 35.6, 35.6, 35.6, 142, None, 284), bf16_tensor=71,
+         notes=("FP16 tensor figure is the FP16-accumulate rate",)),
+    _Row("rtx-4090", ("NVIDIA GeForce RTX 4090",), "cuda", 128, 1008, 72,
+         (1.29, None, 82.6, 82.6, 82.6, 330.3, 660.6, 660.6), bf16_tensor=165.2,
+         notes=("FP16 and FP8 tensor figures are the FP16-accumulate rates",)),
+    _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
+         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=None,
+         notes=("FP64, FP16 vector, TF32 and BF16 peaks unconfirmed",
+                "FP16 tensor is the FP16-accumulate rate")),
+    _Row("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50,
+         (33.5, 66.9, 66.9, 133.8, 494.7, 989.4, 1978.9, 1978.9)),
+    _Row("h100-pcie", ("NVIDIA H100 PCIe",), "cuda", 114, 2000, 50,
+         (25.6, 51.2, 51.2, 102.4, 378, 756, 1513, 1513)),
+    _Row("h100-nvl", ("NVIDIA H100 NVL",), "cuda", 132, 3900, 50,
+         (30, 60, 60, None, 417.5, 835.5, 1670.5, 1670.5),
+         notes=("SM count, clock and L2 unconfirmed",)),
+    _Row("h200", ("NVIDIA H200",), "cuda", 132, 4800, 50,
+         (34, 67, 67, (133.8, _Q), 494.5, 989.5, 1979, 1979),
+         notes=("L2 50 MB unconfirmed (one machine reported 60 MB)",)),
+    _Row("b200", ("NVIDIA B200",), "cuda", 148, 8000, 126,
+         (37, 37, 75, None, 1100, 2250, 4500, 4500),
+         notes=("HGX datasheet bandwidth is 7.7 TB/s; 8 TB/s held, the higher",)),
+    # One CuPy device is one die, half of the card: the per-card figures are halved.
+    _Row("mi250x", ("AMD Instinct MI250X/MI250", "AMD Instinct MI250X", "AMD Instinct MI250"), "rocm",
+         110, 1638, 8,
+         (23.95, 47.85, 47.85, None, None, 191.5, None, 191.5),
+         notes=("per die (one CuPy device); FP32 is the packed-FP32 rate",)),
+    _Row("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32,
+         (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9),
+         notes=("plus 256 MB Infinity Cache",)),
+)  # fmt: skip
+
+
+def _figure(cell: Cell | Literal["same"], scale: float) -> Figure | None:
+    if cell is None or cell == "same":
+        return None
+    if isinstance(cell, tuple):
+        value, mark = cell
+        source = Source.DERIVED if mark == _D else Source.DATASHEET
+        return Figure(value * scale, source, "unconfirmed" if mark == _Q else "")
+    return Figure(cell * scale, Source.DATASHEET)
+
+
+def _build(row: _Row) -> Device:
+    peaks: dict[tuple[Precision, Unit], Figure] = {}
+    for column, cell in zip(_COLUMNS, row.peaks, strict=True):
+        figure = _figure(cell, T)
+        if figure is not None:
+            peaks[column] = figure
+    bf16_cells: tuple[tuple[Unit, Cell | Literal["same"]], ...] = (
+        (V, row.bf16_vector),
+        (TC, row.bf16_tensor),
+    )
+    for unit, bf16 in bf16_cells:
+        figure = peaks.get((P.FP16, unit)) if bf16 == "same" else _figure(bf16, T)
+        if figure is not None:
+            peaks[(P.BF16, unit)] = figure
+    return Device(
+        key=row.key,
+        name=row.names[0],
+        kind=row.kind,
+        peaks=peaks,
+        bandwidth=Figure(row.bandwidth_gbs * GB, Source.DATASHEET),
+        llc_bytes=int(row.l2_mib * MiB),
+        cores=row.cores,
+        names=row.names,
+        notes=row.notes,
+    )
+
+
+_TABLE: dict[str, Device] = {row.key: _build(row) for row in _ROWS}
+_CPU_KEY = "cpu"
+
+
+def table() -> Mapping[str, Device]:
+    """The built-in and registered devices by key (the CPU is measured, so it is not in here)."""
+    return dict(_TABLE)
+
+
+def register_device(device: Device, *, replace: bool = False) -> Device:
+    """Add a device to the table so ``get_device`` finds it by key and by reported name."""
+    if not isinstance(device, Device):
+        raise DeviceError(f"register_device takes a Device; got {device!r}")
+    if device.key == _CPU_KEY:
+        raise DeviceError("the key 'cpu' is reserved for this machine's measured CPU")
+    if device.key in _TABLE and not replace:
+        raise DeviceError(f"device {device.key!r} is already registered; pass replace=True to redefine it")
+    _TABLE[device.key] = device
+    return device
+
+
+def unregister_device(key: str) -> None:
+    _TABLE.pop(key, None)
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[\s_]+", " ", name.strip()).lower()
+
+
+def find_device(name_or_key: str) -> Device | None:
+    """A table device by key (``h100-sxm``) or by the exact name the driver reports."""
+    if name_or_key in _TABLE:
+        return _TABLE[name_or_key]
+    wanted = _normalize(name_or_key)
+    for device in _TABLE.values():
+        if wanted == device.key or any(_normalize(n) == wanted for n in device.names):
+            return device
+    return None
+
+
+def lookup(name_or_key: str) -> Device:
+    """Like :func:`find_device`, but a DeviceError naming the key and the choices when absent."""
+    if not isinstance(name_or_key, str):
+        raise DeviceError(f"device must be a key or a device name; got {name_or_key!r}")
+    found = find_device(name_or_key)
+    if found is None:
+        choices = sorted(_TABLE)
+        raise DeviceError(
+            f"unknown device {name_or_key!r}{did_you_mean(name_or_key, [*choices, _CPU_KEY])}; "
+            f"known: cpu, {', '.join(choices)} (run `roofline devices`)"
+        )
+    return found
+
+
+# -- devices that are not in the table -------------------------------------------------------
+
+# Dense FLOP per clock per SM (hardware.md section 3), by compute capability. Where a GeForce part
+# is slower (GA10x/Ada TF32 and FP32-accumulate rates), the higher professional rate is kept.
+_PER_SM_RATES: dict[tuple[int, int], dict[tuple[Precision, Unit], int]] = {
+    (7, 0): {(P.FP64, V): 64, (P.FP32, V): 128, (P.FP16, V): 256, (P.FP16, TC): 1024},
+    (7, 5): {(P.FP64, V): 4, (P.FP32, V): 128, (P.FP16, V): 256, (P.FP16, TC): 1024, (P.INT8, TC): 2048},
+    (8, 0): {(P.FP64, V): 64, (P.FP64, TC): 128, (P.FP32, V): 128, (P.FP16, V): 512, (P.TF32, TC): 1024,
+             (P.FP16, TC): 2048, (P.BF16, TC): 2048, (P.INT8, TC): 4096},
+    (8, 6): {(P.FP64, V): 4, (P.FP32, V): 256, (P.FP16, V): 256, (P.TF32, TC): 512, (P.FP16, TC): 1024,
+             (P.BF16, TC): 1024, (P.INT8, TC): 2048},
+    (8, 9): {(P.FP64, V): 4, (P.FP32, V): 256, (P.FP16, V): 256, (P.TF32, TC): 512, (P.FP16, TC): 1024,
+             (P.BF16, TC): 1024, (P.FP8_E4M3, TC): 2048, (P.INT8, TC): 2048},
+    (9, 0): {(P.FP64, V): 128, (P.FP64, TC): 256, (P.FP32, V): 256, (P.FP16, V): 512, (P.TF32, TC): 2048,
+             (P.FP16, TC): 4096, (P.BF16, TC): 4096, (P.FP8_E4M3, TC): 8192, (P.INT8, TC): 8192},
+}  # fmt: skip
+# Other GA10x-like minors (8.7 Orin) share 8.6's rates.
+_ARCH_ALIASES = {(8, 7): (8, 6)}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProperties:
+    """What the driver reports about a GPU, in the units CUDA uses (clocks in kHz)."""
+
+    name: str
+    kind: Kind = "cuda"
+    major: int = 0
+    minor: int = 0
+    multiprocessors: int = 0
+    clock_khz: int = 0
+    memory_clock_khz: int = 0
+    bus_width_bits: int = 0
+    l2_bytes: int = 0
+    arch_name: str = ""  # ROCm gcnArchName
+
+
+def from_properties(props: DeviceProperties) -> Device:
+    """The device a driver describes: the table's entry when the name matches, else derived.
+
+    A table match whose reported SM count is lower (a MIG slice) has its compute peaks scaled by
+    the SM ratio; bandwidth is left whole, which keeps the floor optimistic. MI250 and MI250X report
+    one name and are told apart by their CU count.
+    """
+    known = find_device(props.name)
+    if known is not None and known.key == "mi250x" and props.multiprocessors and props.multiprocessors < 110:
+        known = None  # an MI250 die has 104 CUs: derive nothing, ask for peaks below
+    if known is not None:
+        if props.multiprocessors and known.cores and props.multiprocessors < known.cores:
+            return _scaled(known, props.multiprocessors)
+        return known
+    if props.kind == "rocm":
+        raise DeviceError(
+            f"device {props.name!r} ({props.arch_name or 'unknown arch'}) is not in the table and AMD "
+            "peaks cannot be derived from properties; give its ceilings with --roofline-peaks FILE"
+        )
+    return derive(props)
+
+
+def _scaled(device: Device, sms: int) -> Device:
+    ratio = sms / (device.cores or sms)
+    note = f"{sms} of {device.cores} SMs (MIG or partition): compute peaks scaled by {ratio:.3f}"
+    peaks = {k: Figure(f.value * ratio, Source.DERIVED, note) for k, f in device.peaks.items()}
+    return Device(
+        key=f"{device.key}-{sms}sm",
+        name=device.name,
+        kind=device.kind,
+        peaks=peaks,
+        bandwidth=device.bandwidth,
+        llc_bytes=device.llc_bytes,
+        cores=sms,
+        names=device.names,
+        notes=(*device.notes, note),
+    )
+
+
+def derive(props: DeviceProperties) -> Device:
+    """Peaks from SMs × clock × per-SM rate; bandwidth = 2 × memory clock × bus width / 8."""
+    arch = _ARCH_ALIASES.get((props.major, props.minor), (props.major, props.minor))
+    rates = _PER_SM_RATES.get(arch)
+    if rates is None:
+        raise DeviceError(
+            f"device {props.name!r} (compute capability {props.major}.{props.minor}) is not in the table "
+            "and its per-SM rates are not confirmed; give its ceilings with --roofline-peaks FILE"
+        )
+    missing = [
+        label
+        for label, value in (
+            ("multiProcessorCount", props.multiprocessors),
+            ("clockRate", props.clock_khz),
+            ("memoryClockRate", props.memory_clock_khz),
+            ("memoryBusWidth", props.bus_width_bits),
+        )
+        if value <= 0
+    ]
+    if missing:
+        raise DeviceError(
+            f"cannot derive device {props.name!r}: the driver did not report {', '.join(missing)}"
+        )
+    clock_hz = props.clock_khz * 1e3
+    mhz = props.clock_khz / 1e3
+    note = f"{props.multiprocessors} SMs × {mhz:.0f} MHz × per-SM rate of CC {arch[0]}.{arch[1]}"
+    peaks: PeakTable = {
+        key: Figure(props.multiprocessors * clock_hz * rate, Source.DERIVED, note)
+        for key, rate in rates.items()
+    }
+    bandwidth = 2 * props.memory_clock_khz * 1e3 * props.bus_width_bits / 8
+    return Device(
+        key=_slug(props.name),
+        name=props.name,
+        kind=props.kind,
+        peaks=peaks,
+        bandwidth=Figure(bandwidth, Source.DERIVED, "2 × memory clock × bus width / 8"),
+        llc_bytes=props.l2_bytes or None,
+        cores=props.multiprocessors,
+        names=(props.name,),
+        notes=("derived from device properties",),
+    )
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+def describe_peaks(device: Device) -> Iterable[tuple[Precision, Unit, Figure]]:
+    """The device's peaks in a stable order: precision, then tensor before vector."""
+    order = list(Precision)
+    return sorted(
+        ((p, u, f) for (p, u), f in device.peaks.items()),
+        key=lambda item: (order.index(item[0]), item[1] is Unit.VECTOR),
+    )

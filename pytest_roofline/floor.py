@@ -1,0 +1,69 @@
+"""``estimate()``: the speed-of-light floor of a named op on a device, checked from end to end."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .model import Device, Estimate, Precision, Unit, parse_dtype, roofline
+from .ops import OpError, OpSpec, check_params, get_op
+
+Math = Literal["tf32", "ieee"]
+MATH_MODES: tuple[str, ...] = ("ieee", "tf32")
+
+
+def select_unit(
+    spec: OpSpec, params: dict[str, Any], precision: Precision, math: str | None
+) -> tuple[Precision, Unit]:
+    """The (precision, unit) whose peak bounds this op.
+
+    Matrix-shaped ops use tensor units when the device has them for the precision, except fp32,
+    which runs on tensor units (as TF32) only when the caller says ``math="tf32"``: fp32 GEMMs are
+    IEEE by default in cuBLAS, CuPy and PyTorch, so the TF32 peak would set an unreachable floor.
+    """
+    if math is not None and math not in MATH_MODES:
+        raise OpError(f"math must be one of {', '.join(map(repr, MATH_MODES))}; got {math!r}")
+    if math == "tf32" and precision not in (Precision.FP32, Precision.TF32):
+        raise OpError(f"math='tf32' applies to fp32 data only; dtype is {precision}")
+    unit = spec.unit_for(params)
+    if unit is Unit.VECTOR:
+        return precision, unit
+    if precision is Precision.FP32:
+        return (Precision.TF32, Unit.TENSOR) if math == "tf32" else (Precision.FP32, Unit.VECTOR)
+    if precision is Precision.TF32 and math == "ieee":
+        return Precision.FP32, Unit.VECTOR
+    return precision, unit
+
+
+def estimate(
+    op: str, *, dtype: object, device: Device | str, math: str | None = None, **params: Any
+) -> Estimate:
+    """The speed-of-light floor of ``op`` with ``params`` in ``dtype`` on ``device``.
+
+    ``device`` is a :class:`Device` or a key (``"h100-sxm"``), a reported name
+    (``"NVIDIA H100 80GB HBM3"``) or ``"cpu"`` (measured on first use). ``math="tf32"`` lets an fp32
+    matrix op use TF32 tensor units. Bad input raises ValueError naming the parameter and the value.
+
+    >>> e = estimate("gemm", M=4096, N=4096, K=4096, dtype="bf16", device="h100-sxm")
+    >>> round(e.floor_s * 1e6), e.bound
+    (139, 'compute')
+    """
+    spec = get_op(op)
+    checked = check_params(spec, params)
+    precision = parse_dtype(dtype)
+    peak_precision, unit = select_unit(spec, checked, precision, math)
+    if not isinstance(device, Device):
+        from .detect import get_device  # lazily: "cpu" calibrates on first use
+
+        device = get_device(device)
+    cost = spec.cost(checked, precision)
+    return roofline(
+        cost,
+        precision,
+        unit,
+        device,
+        op=spec.name,
+        params=checked,
+        label=spec.label(checked, precision),
+        shape=spec.shape(checked),
+        peak_precision=peak_precision,
+    )

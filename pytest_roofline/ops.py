@@ -1,0 +1,453 @@
+"""The op catalogue: what each operation computes and moves, and strict checking of its parameters.
+
+Byte counts are the *ideal* DRAM traffic: every input read once, every output written once, as a
+perfectly fused kernel would. That is what makes the result a floor: a kernel that re-reads memory
+pays for it in measured time, and the gap shows up as a lower attained fraction.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .model import Cost, Precision, Unit, did_you_mean
+
+ParamKind = Literal["size", "count", "amount", "flag", "choice"]
+Params = Mapping[str, Any]
+CostFunction = Callable[[Params, int], Cost]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+class OpError(ValueError):
+    """A wrong op name or parameter; the message names the culprit and what would be right."""
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One parameter of an op.
+
+    kinds: ``size`` a positive integer; ``count`` a non-negative integer; ``amount`` a
+    non-negative real number; ``flag`` a bool; ``choice`` one of ``choices``.
+    """
+
+    name: str
+    default: Any = REQUIRED
+    kind: ParamKind = "size"
+    choices: tuple[str, ...] = ()
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def check(self, op: str, value: object) -> object:
+        """The checked value, or an OpError naming the op, the parameter and the value."""
+        where = f"{op}: {self.name}"
+        if self.kind in ("size", "count"):
+            number = _as_integer(value)
+            if number is None or number < (1 if self.kind == "size" else 0):
+                raise OpError(f"{where} must be a {_kind_words(self.kind)}; got {value!r}")
+            return number
+        if self.kind == "amount":
+            amount = _as_real(value)
+            if amount is None or not math.isfinite(amount) or amount < 0:
+                raise OpError(f"{where} must be a non-negative number; got {value!r}")
+            return value
+        if self.kind == "flag":
+            if not _is_bool(value):
+                raise OpError(f"{where} must be True or False; got {value!r}")
+            return bool(value)
+        if value not in self.choices:
+            raise OpError(f"{where} must be one of {', '.join(map(repr, self.choices))}; got {value!r}")
+        return value
+
+    def __str__(self) -> str:
+        return self.name if self.required else f"{self.name}={self.default!r}"
+
+
+def _kind_words(kind: ParamKind) -> str:
+    return "positive integer" if kind == "size" else "non-negative integer"
+
+
+def _is_bool(value: object) -> bool:
+    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's bool is no int subclass
+
+
+def _as_integer(value: object) -> int | None:
+    """``value`` as an int when it is an integer type (numpy's too), never a float or a bool."""
+    if isinstance(value, numbers.Integral) and not _is_bool(value):
+        return int(value)
+    return None
+
+
+def _as_real(value: object) -> float | None:
+    if isinstance(value, numbers.Real) and not _is_bool(value):
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """An operation: its parameters, its cost function and whether it is matrix-shaped."""
+
+    name: str
+    params: tuple[Param, ...]
+    cost_fn: CostFunction
+    #: matrix-shaped ops may run on tensor units; the rest use the vector peak
+    matrix: bool = False
+    flops_formula: str = ""
+    bytes_formula: str = ""
+
+    @property
+    def doc(self) -> str:
+        """The cost function's docstring: its formula and what it assumes."""
+        return (self.cost_fn.__doc__ or "").strip()
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def check(self, params: Params) -> dict[str, Any]:
+        """All parameters, defaults filled in, each checked; raises OpError on the first mistake."""
+        by_name = {p.name: p for p in self.params}
+        for name in params:
+            if name not in by_name:
+                raise OpError(
+                    f"{self.name} has no parameter {name!r}{did_you_mean(name, by_name)}; "
+                    f"it takes {self.signature()}"
+                )
+        checked: dict[str, Any] = {}
+        for param in self.params:
+            if param.name in params:
+                checked[param.name] = param.check(self.name, params[param.name])
+            elif param.required:
+                raise OpError(f"{self.name} needs {param.name} (it takes {self.signature()})")
+            else:
+                checked[param.name] = param.default
+        return checked
+
+    def cost(self, params: Params, precision: Precision) -> Cost:
+        """The cost of one call; ``params`` must come from :meth:`check`."""
+        return self.cost_fn(params, precision.itemsize)
+
+    def unit_for(self, params: Params) -> Unit:
+        """Matrix-shaped ops may use tensor units; ``custom`` says so through its ``unit`` parameter."""
+        if "unit" in params and isinstance(params["unit"], str):
+            return Unit(params["unit"])
+        return Unit.TENSOR if self.matrix else Unit.VECTOR
+
+    def shape(self, params: Params) -> str:
+        """``M=4096 N=4096 K=4096``: required and non-default parameters."""
+        return " ".join(
+            f"{p.name}={_fmt(params[p.name])}"
+            for p in self.params
+            if p.name in params and (p.required or params[p.name] != p.default)
+        )
+
+    def label(self, params: Params, precision: Precision) -> str:
+        """``gemm[M=4096 N=4096 K=4096 bf16]``: the shape, then the dtype."""
+        shape = self.shape(params)
+        return f"{self.name}[{shape} {precision}]" if shape else f"{self.name}[{precision}]"
+
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.params))})"
+
+
+def _fmt(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# -- the built-in catalogue ------------------------------------------------------------------
+
+
+def _gemm(p: Params, size: int) -> Cost:
+    """C[M,N] = A[M,K] @ B[K,N], ``batch`` times.
+
+    FLOPs 2·batch·M·N·K (one multiply and one add per term); bytes batch·(M·K + K·N + M·N)·size:
+    A and B read once, C written once. Assumes C is not read (beta = 0) and that a tiled kernel keeps
+    its reuse on chip; the floor therefore ignores re-reads a real kernel may pay for.
+    """
+    b, m, n, k = p["batch"], p["M"], p["N"], p["K"]
+    return Cost(flops=2 * b * m * n * k, bytes=b * (m * k + k * n + m * n) * size)
+
+
+def _gemv(p: Params, size: int) -> Cost:
+    """y[M] = A[M,K] @ x[K].
+
+    FLOPs 2·M·K; bytes (M·K + K + M)·size: the matrix and x read once, y written once.
+    """
+    m, k = p["M"], p["K"]
+    return Cost(flops=2 * m * k, bytes=(m * k + k + m) * size)
+
+
+def _dot(p: Params, size: int) -> Cost:
+    """s = x · y over n elements.
+
+    FLOPs 2·n; bytes (2·n + 1)·size: both vectors read once, one scalar written.
+    """
+    n = p["n"]
+    return Cost(flops=2 * n, bytes=(2 * n + 1) * size)
+
+
+def _elementwise(p: Params, size: int) -> Cost:
+    """out_j = f(in_1, ..., in_inputs) over n elements.
+
+    FLOPs n·flops_per_element; bytes n·(inputs + outputs)·size: every input read once, every output
+    written once (a fused kernel; an unfused chain pays for its temporaries).
+    """
+    n = p["n"]
+    return Cost(flops=n * p["flops_per_element"], bytes=n * (p["inputs"] + p["outputs"]) * size)
+
+
+def _copy(p: Params, size: int) -> Cost:
+    """dst = src over n elements.
+
+    FLOPs 0; bytes 2·n·size (read once, written once; write-allocate traffic is not counted, as in STREAM).
+    """
+    return Cost(flops=0, bytes=2 * p["n"] * size)
+
+
+def _transpose(p: Params, size: int) -> Cost:
+    """out[cols, rows] = in[rows, cols].
+
+    FLOPs 0; bytes 2·rows·cols·size: read once, written once (a tiled kernel keeps both coalesced).
+    """
+    return Cost(flops=0, bytes=2 * p["rows"] * p["cols"] * size)
+
+
+def _reduction(p: Params, size: int) -> Cost:
+    """A sum (or max, ...) of n elements into ``outputs`` results.
+
+    FLOPs n (one add per element); bytes (n + outputs)·size.
+    """
+    n = p["n"]
+    return Cost(flops=n, bytes=(n + p["outputs"]) * size)
+
+
+def _softmax(p: Params, size: int) -> Cost:
+    """Row-wise softmax of a rows × cols matrix.
+
+    FLOPs 5·rows·cols (max, subtract, exp, sum, divide; exp counted as one); bytes 2·rows·cols·size:
+    one pass in, one pass out (the online/fused formulation; a three-pass kernel reads three times).
+    """
+    rc = p["rows"] * p["cols"]
+    return Cost(flops=5 * rc, bytes=2 * rc * size)
+
+
+def _layernorm(p: Params, size: int) -> Cost:
+    """Row-wise LayerNorm of a rows × cols matrix with affine gamma and beta.
+
+    FLOPs 8·rows·cols (mean, variance, normalize, scale, shift); bytes (2·rows·cols + 2·cols)·size:
+    input read once, output written once, gamma and beta read once.
+    """
+    r, c = p["rows"], p["cols"]
+    return Cost(flops=8 * r * c, bytes=(2 * r * c + 2 * c) * size)
+
+
+def _rmsnorm(p: Params, size: int) -> Cost:
+    """Row-wise RMSNorm of a rows × cols matrix with a gain vector.
+
+    FLOPs 4·rows·cols (square, sum, scale, gain); bytes (2·rows·cols + cols)·size.
+    """
+    r, c = p["rows"], p["cols"]
+    return Cost(flops=4 * r * c, bytes=(2 * r * c + c) * size)
+
+
+def _attention(p: Params, size: int) -> Cost:
+    """Fused scaled-dot-product attention, O = softmax(Q·Kᵀ)·V, per batch and head.
+
+    FLOPs 4·batch·heads·seq_q·seq_k·head_dim (Q·Kᵀ and P·V, softmax not counted); with ``causal``,
+    only the unmasked (query, key) pairs count, about half for square shapes (the mask is aligned to
+    the bottom right, as in FlashAttention, when seq_q != seq_k). Bytes
+    batch·heads·(2·seq_q + 2·seq_k)·head_dim·size: Q, K, V read once and O written once; the score
+    matrix never leaves the chip (a non-fused kernel moves seq_q·seq_k more per head).
+    """
+    b, h, sq, sk, d = p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"]
+    pairs = _causal_pairs(sq, sk) if p["causal"] else sq * sk
+    return Cost(flops=4 * b * h * pairs * d, bytes=b * h * (2 * sq + 2 * sk) * d * size)
+
+
+def _causal_pairs(seq_q: int, seq_k: int) -> int:
+    """Visible (query, key) pairs when query i sees keys j <= i + (seq_k - seq_q).
+
+    Query i sees t = i + seq_k - seq_q + 1 keys (at least 0), so t runs over
+    max(1, seq_k - seq_q + 1) .. seq_k and the pairs are a difference of triangular numbers.
+    """
+
+    def triangle(x: int) -> int:
+        return x * (x + 1) // 2
+
+    return triangle(seq_k) - triangle(max(0, seq_k - seq_q))
+
+
+def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def _conv2d(p: Params, size: int) -> Cost:
+    """Direct 2-D convolution, NCHW input, K filters of C×R×S, output N×K×P×Q.
+
+    P = (H + 2·padding − R) // stride + 1 and Q likewise from W and S. FLOPs 2·N·K·P·Q·C·R·S; bytes
+    (N·C·H·W + K·C·R·S + N·K·P·Q)·size: input, filters read once, output written once (an implicit
+    GEMM keeps the R·S-fold reuse on chip; a naive kernel re-reads the input up to R·S times).
+    """
+    n, c, h, w, k, r, s = (p[x] for x in ("N", "C", "H", "W", "K", "R", "S"))
+    out_p = _conv_out(h, r, p["stride"], p["padding"])
+    out_q = _conv_out(w, s, p["stride"], p["padding"])
+    return Cost(
+        flops=2 * n * k * out_p * out_q * c * r * s,
+        bytes=(n * c * h * w + k * c * r * s + n * k * out_p * out_q) * size,
+    )
+
+
+def _custom(p: Params, size: int) -> Cost:
+    """Any kernel whose work you counted yourself.
+
+    FLOPs as given; bytes as given, already in bytes (the dtype only picks the peak). ``unit`` says
+    whether the kernel runs on tensor units.
+    """
+    return Cost(flops=p["flops"], bytes=p["bytes"])
+
+
+def _check_conv2d(op: str, p: Params) -> None:
+    for axis, length, kernel in (("H", p["H"], p["R"]), ("W", p["W"], p["S"])):
+        if _conv_out(length, kernel, p["stride"], p["padding"]) < 1:
+            raise OpError(
+                f"{op}: the filter ({'R' if axis == 'H' else 'S'}={kernel}) does not fit in "
+                f"{axis}={length} with padding={p['padding']}; the output would be empty"
+            )
+
+
+def _check_custom(op: str, p: Params) -> None:
+    if not p["flops"] and not p["bytes"]:
+        raise OpError(f"{op} needs flops or bytes greater than 0: with neither there is nothing to bound")
+
+
+def _check_elementwise(op: str, p: Params) -> None:
+    if p["inputs"] + p["outputs"] == 0:
+        raise OpError(f"{op}: inputs and outputs cannot both be 0")
+
+
+_REGISTRY: dict[str, OpSpec] = {}
+_EXTRA_CHECKS: dict[str, Callable[[str, Params], None]] = {
+    "conv2d": _check_conv2d,
+    "custom": _check_custom,
+    "elementwise": _check_elementwise,
+}
+
+
+def register_op(
+    name: str,
+    params: Sequence[str | Param],
+    cost: CostFunction,
+    *,
+    matrix: bool = False,
+    flops: str = "",
+    bytes: str = "",
+    replace: bool = False,
+) -> OpSpec:
+    """Add an op to the catalogue.
+
+    ``params`` are Param objects or plain names (a required positive integer each). ``cost`` is
+    called as ``cost(params, itemsize)`` with checked parameters and returns a :class:`Cost`; its
+    docstring should state the formula and what it assumes. ``flops`` and ``bytes`` are short
+    formulas for ``roofline ops``. Registering an existing name is an error unless ``replace``.
+
+    >>> from pytest_roofline import Cost, register_op
+    >>> spec = register_op("axpby", ["n"], lambda p, size: Cost(3 * p["n"], 3 * p["n"] * size),
+    ...                    flops="3·n", bytes="3·n", replace=True)
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise OpError(f"op name must be an identifier; got {name!r}")
+    if name in _REGISTRY and not replace:
+        raise OpError(f"op {name!r} is already registered; pass replace=True to redefine it")
+    if not callable(cost):
+        raise OpError(f"cost for op {name!r} must be callable; got {cost!r}")
+    checked = tuple(p if isinstance(p, Param) else Param(p) for p in params)
+    names = [p.name for p in checked]
+    if len(set(names)) != len(names):
+        raise OpError(f"op {name!r} lists a parameter twice: {names}")
+    if "dtype" in names:
+        raise OpError(f"op {name!r}: 'dtype' is taken by every op and cannot be a parameter")
+    spec = OpSpec(name, checked, cost, matrix=matrix, flops_formula=flops, bytes_formula=bytes)
+    _REGISTRY[name] = spec
+    return spec
+
+
+def unregister_op(name: str) -> None:
+    """Remove an op (tests and plugins that register ops for one session)."""
+    _REGISTRY.pop(name, None)
+    _EXTRA_CHECKS.pop(name, None)
+
+
+def get_op(name: object) -> OpSpec:
+    """The op called ``name``, or an OpError listing the ops and the closest name."""
+    if isinstance(name, str) and name in _REGISTRY:
+        return _REGISTRY[name]
+    hint = did_you_mean(name, _REGISTRY) if isinstance(name, str) else ""
+    raise OpError(f"unknown op {name!r}{hint}; known ops: {', '.join(sorted(_REGISTRY))}")
+
+
+def op_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def all_ops() -> Iterable[OpSpec]:
+    return (_REGISTRY[name] for name in sorted(_REGISTRY))
+
+
+def check_params(spec: OpSpec, params: Params) -> dict[str, Any]:
+    """Check ``params`` against ``spec`` including cross-parameter rules (conv2d fits, custom has work)."""
+    checked = spec.check(params)
+    extra = _EXTRA_CHECKS.get(spec.name)
+    if extra is not None:
+        extra(spec.name, checked)
+    return checked
+
+
+def _register_builtins() -> None:
+    count: ParamKind = "count"
+    builtin: list[tuple[str, list[Param], CostFunction, bool, str, str]] = [
+        ("gemm", [Param("M"), Param("N"), Param("K"), Param("batch", 1)], _gemm, True,
+         "2·batch·M·N·K", "batch·(M·K + K·N + M·N)"),
+        ("gemv", [Param("M"), Param("K")], _gemv, True, "2·M·K", "M·K + K + M"),
+        ("dot", [Param("n")], _dot, False, "2·n", "2·n + 1"),
+        ("elementwise",
+         [Param("n"), Param("inputs", 1, count), Param("outputs", 1, count),
+          Param("flops_per_element", 1, "amount")],
+         _elementwise, False, "n·flops_per_element", "n·(inputs + outputs)"),
+        ("copy", [Param("n")], _copy, False, "0", "2·n"),
+        ("transpose", [Param("rows"), Param("cols")], _transpose, False, "0", "2·rows·cols"),
+        ("reduction", [Param("n"), Param("outputs", 1)], _reduction, False, "n", "n + outputs"),
+        ("softmax", [Param("rows"), Param("cols")], _softmax, False, "5·rows·cols", "2·rows·cols"),
+        ("layernorm", [Param("rows"), Param("cols")], _layernorm, False,
+         "8·rows·cols", "2·rows·cols + 2·cols"),
+        ("rmsnorm", [Param("rows"), Param("cols")], _rmsnorm, False, "4·rows·cols", "2·rows·cols + cols"),
+        ("attention",
+         [Param("batch"), Param("heads"), Param("seq_q"), Param("seq_k"), Param("head_dim"),
+          Param("causal", False, "flag")],
+         _attention, True, "4·batch·heads·seq_q·seq_k·head_dim (~half if causal)",
+         "batch·heads·(2·seq_q + 2·seq_k)·head_dim"),
+        ("conv2d",
+         [Param("N"), Param("C"), Param("H"), Param("W"), Param("K"), Param("R"), Param("S"),
+          Param("stride", 1), Param("padding", 0, count)],
+         _conv2d, True, "2·N·K·P·Q·C·R·S", "N·C·H·W + K·C·R·S + N·K·P·Q"),
+        ("custom",
+         [Param("flops", 0, "amount"), Param("bytes", 0, "amount"),
+          Param("unit", "vector", "choice", ("vector", "tensor"))],
+         _custom, False, "flops", "bytes (in bytes, not elements)"),
+    ]  # fmt: skip
+    for name, params, fn, matrix, flops, nbytes in builtin:
+        register_op(name, params, fn, matrix=matrix, flops=flops, bytes=nbytes, replace=True)
+
+
+_register_builtins()

@@ -1,0 +1,259 @@
+"""Results as records, tables and JSON. No pytest here.
+
+Everything the report shows goes through a plain JSON-ready *record* per measurement, so results
+measured in pytest-xdist workers travel to the controller unchanged and the terminal table, the
+JSON file and later formats (step summaries, plots, baselines) all read one shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import units
+from .devices import describe_peaks
+from .model import Device, Unit
+from .verdict import Result, Verdict, budget_percent
+
+Record = dict[str, Any]
+SCHEMA_VERSION = 1
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: an op that moves no bytes has intensity null."""
+    return value if math.isfinite(value) else None
+
+
+def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
+    """Every field a CI job or a baseline needs, raw samples included."""
+    est, m = result.estimate, result.measurement
+    s = m.stats
+    return {
+        "nodeid": nodeid,
+        "name": result.name,
+        "label": est.label,
+        "op": est.op,
+        "shape": est.shape,
+        "params": dict(est.params),
+        "dtype": str(est.precision),
+        "precision": str(est.peak_precision),
+        "unit": str(est.unit),
+        "flops": est.flops,
+        "bytes": est.bytes,
+        "intensity": _finite(est.intensity),
+        "ridge": est.ridge,
+        "bound": est.bound,
+        "compute_s": est.compute_s,
+        "memory_s": est.memory_s,
+        "floor_s": est.floor_s,
+        "peak_flops": est.peak_flops,
+        "peak_source": str(est.peak_source),
+        "bandwidth": est.bandwidth,
+        "bandwidth_source": str(est.bandwidth_source),
+        "time_s": m.time_s,
+        "stat": m.stat,
+        "attained": _finite(result.attained),
+        "min_fraction": result.min_fraction,
+        "passed": result.passed,
+        "verdict": str(result.verdict),
+        "remeasured": result.remeasured,
+        "mode": mode,
+        "device": est.device.key,
+        "device_name": est.device.name,
+        "backend": m.backend,
+        "flushed": m.flushed,
+        "stop_reason": m.stop_reason.value,
+        "calls_per_sample": m.calls_per_sample,
+        "wall_s": m.wall_s,
+        "stats": {
+            "n": s.n,
+            "min": s.min,
+            "max": s.max,
+            "median": s.median,
+            "mean": s.mean,
+            "stdev": s.stdev,
+            "q1": s.q1,
+            "q3": s.q3,
+            "iqr_rel": s.iqr_rel,
+            "ci_half": s.ci_half,
+            "ci_rel": s.ci_rel,
+        },
+        "samples_s": list(m.samples_s),
+    }
+
+
+def skipped_record(*, nodeid: str, label: str, reason: str) -> Record:
+    """A marked test that did not measure (its device is not here): it still shows in the report."""
+    return {"nodeid": nodeid, "name": "", "label": label, "verdict": str(Verdict.SKIPPED), "reason": reason}
+
+
+def device_record(device: Device) -> Record:
+    peaks = [
+        {
+            "precision": str(precision),
+            "unit": str(unit),
+            "flops": figure.value,
+            "source": str(figure.source),
+            "note": figure.note,
+            "ridge": figure.value / device.bandwidth.value,
+        }
+        for precision, unit, figure in describe_peaks(device)
+    ]
+    return {
+        "key": device.key,
+        "name": device.name,
+        "kind": device.kind,
+        "bandwidth": device.bandwidth.value,
+        "bandwidth_source": str(device.bandwidth.source),
+        "bandwidth_note": device.bandwidth.note,
+        "llc_bytes": device.llc_bytes,
+        "cores": device.cores,
+        "peaks": peaks,
+        "notes": list(device.notes),
+    }
+
+
+def environment() -> Record:
+    """Versions that change what a time means; CuPy is looked up, never imported, for this."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def dist_version(*names: str) -> str | None:
+        for name in names:
+            try:
+                return version(name)
+            except PackageNotFoundError:
+                continue
+        return None
+
+    cupy = sys.modules.get("cupy")
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "numpy": dist_version("numpy"),
+        "cupy": getattr(cupy, "__version__", None)
+        or dist_version("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x"),
+        "pytest": dist_version("pytest"),
+        "pytest_roofline": dist_version("pytest-roofline"),
+    }
+
+
+def payload(records: Sequence[Record], devices: Iterable[Record]) -> Record:
+    return {
+        "schema": SCHEMA_VERSION,
+        "environment": environment(),
+        "devices": list(devices),
+        "measurements": list(records),
+    }
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never a half-written file."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, allow_nan=False)
+            handle.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+# -- terminal -----------------------------------------------------------------------------------
+
+
+def format_device_header(device: Record) -> list[str]:
+    """Device, its ceilings with their sources, and the ridge point of each."""
+    bw = f"{units.byte_rate(device['bandwidth'])} ({device['bandwidth_source']})"
+    lines = [f"device: {device['name']} [{device['key']}, {device['kind']}]  DRAM bandwidth {bw}"]
+    peaks = device["peaks"]
+    shown = [p for p in peaks if not (p["source"] == "derived" and p["note"].startswith("no "))]
+    for unit in (Unit.TENSOR.value, Unit.VECTOR.value):
+        row = [
+            f"{p['precision']} {units.flop_rate(p['flops'])} "
+            f"({p['source']}, ridge {units.intensity(p['ridge'])} FLOP/B)"
+            for p in shown
+            if p["unit"] == unit
+        ]
+        if row:
+            lines.append(f"  {unit:<6} peaks: " + "; ".join(row))
+    for note in device.get("notes", []):
+        lines.append(f"  note: {note}")
+    return lines
+
+
+TABLE_HEADERS = (
+    "test",
+    "op and shape",
+    "dtype",
+    "bound",
+    "FLOP/B",
+    "floor",
+    "measured (± noise)",
+    "attained",
+    "budget",
+    "verdict",
+)
+
+
+def ordered(records: Sequence[Record]) -> list[Record]:
+    """The table's order: memory-bound rows first, then compute-bound, then skipped, each in run order."""
+    rank = {"memory": 0, "compute": 1}
+    runs = sorted(enumerate(records), key=lambda run: (rank.get(run[1].get("bound", ""), 2), run[0]))
+    return [record for _, record in runs]
+
+
+def table_rows(records: Sequence[Record]) -> list[list[str]]:
+    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case)."""
+    rows = []
+    for r in ordered(records):
+        test = r["nodeid"] + (f" [{r['name']}]" if r.get("name") else "")
+        if r["verdict"] == Verdict.SKIPPED.value:
+            rows.append([test, r["label"], "", "", "", "", r.get("reason", ""), "", "", "skipped"])
+            continue
+        noise = f"{units.seconds(r['time_s'])} ± {r['stats']['ci_rel'] * 100:.1f}%"
+        if not r["flushed"]:
+            noise += " warm"
+        attained = "inf" if r["attained"] is None else units.percent(r["attained"])
+        verdict = r["verdict"]
+        if verdict != Verdict.PASS.value and r["mode"] in ("report", "measure"):
+            verdict += f" ({r['mode']})"  # recorded, but it did not fail the test
+        rows.append([
+            test,
+            f"{r['op']} {r['shape']}".strip(),
+            r["dtype"] + (f"→{r['precision']}" if r["precision"] != r["dtype"] else ""),
+            r["bound"],
+            "inf" if r["intensity"] is None else units.intensity(r["intensity"]),
+            units.seconds(r["floor_s"]),
+            noise,
+            attained,
+            budget_percent(r["min_fraction"]),
+            verdict,
+        ])
+    return rows
+
+
+def format_table(records: Sequence[Record]) -> list[str]:
+    from tabulate import tabulate
+
+    text = tabulate(table_rows(records), headers=TABLE_HEADERS, disable_numparse=True)
+    return text.splitlines()
+
+
+def summary_counts(records: Sequence[Record]) -> str:
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: kv[0].lower())]
+    return f"{len(records)} measurement(s): " + ", ".join(parts) if parts else "no measurements"

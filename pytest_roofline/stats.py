@@ -1,0 +1,123 @@
+"""Frozen statistics over timing samples.
+
+Plain Python (``sorted`` and ``math.fsum``), no numpy: the plugin may be loaded by a session that
+never times anything, and the engine recomputes these after every sampling round.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # type-only: importing the timing package at run time would cycle back here through the engine
+    from pytest_roofline.timing.base import Stat
+
+#: two-sided 95% normal quantile used for the confidence interval of the median
+Z_95 = 1.96
+
+
+def median_ci_ranks(n: int) -> tuple[int, int]:
+    """1-based ranks ``(lo, hi)`` of the order statistics bounding a 95% interval for the median.
+
+    Distribution-free: the number of samples below the true median is Binomial(n, 1/2), with mean
+    ``n/2`` and standard deviation ``√n/2``. Its normal approximation, with a continuity correction
+    that keeps the ranks symmetric about the sample median's rank ``(n+1)/2``, gives
+    ``lo = ⌊n/2 − 1.96·√n/2⌋`` and ``hi = n + 1 − lo`` (= ``⌈n/2 + 1 + 1.96·√n/2⌉``), clamped
+    to ``[1, n]``. For n = 100 this is (40, 61), the textbook interval.
+
+    The clamping means that for n < 6, where no pair of order statistics reaches 95% coverage,
+    the interval is ``[min, max]`` (coverage 1 − 2^(1−n)): it is then narrower than an honest one.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1; got {n}")
+    lo = math.floor(n / 2 - Z_95 * math.sqrt(n) / 2)
+    hi = n + 1 - lo
+    return max(lo, 1), min(hi, n)
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Summary of a set of samples (seconds, or any unit: nothing here assumes one).
+
+    Quartiles use linear interpolation between order statistics (numpy's default ``linear``
+    method), so ``median`` equals the usual middle value or mean of the two middle values.
+    ``ci_half`` is half the width of the 95% interval ``[x(lo), x(hi)]`` of
+    :func:`median_ci_ranks`; relative figures (``iqr_rel``, ``ci_rel``) divide by ``|median|``
+    and are ``inf`` when the median is 0 but the spread is not.
+    """
+
+    n: int
+    min: float
+    max: float
+    median: float
+    mean: float
+    #: sample standard deviation (n − 1 denominator); 0 for a single sample
+    stdev: float
+    q1: float
+    q3: float
+    #: interquartile range relative to the median
+    iqr_rel: float
+    #: half-width of the 95% confidence interval of the median
+    ci_half: float
+    #: ``ci_half`` relative to the median
+    ci_rel: float
+
+    @classmethod
+    def from_samples(cls, samples: Iterable[float]) -> Stats:
+        """Compute every statistic; raises ``ValueError`` on no samples or a non-finite one."""
+        xs = sorted(float(x) for x in samples)
+        n = len(xs)
+        if n == 0:
+            raise ValueError("cannot compute statistics of no samples")
+        bad = next((x for x in xs if not math.isfinite(x)), None)
+        if bad is not None:
+            raise ValueError(f"samples must be finite; got {bad!r}")
+        mean = math.fsum(xs) / n
+        # two-pass variance: exact enough for timings and no catastrophic cancellation
+        stdev = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+        median = _quantile(xs, 0.5)
+        q1, q3 = _quantile(xs, 0.25), _quantile(xs, 0.75)
+        lo, hi = median_ci_ranks(n)
+        ci_half = (xs[hi - 1] - xs[lo - 1]) / 2
+        return cls(
+            n=n,
+            min=xs[0],
+            max=xs[-1],
+            median=median,
+            mean=mean,
+            stdev=stdev,
+            q1=q1,
+            q3=q3,
+            iqr_rel=_relative(q3 - q1, median),
+            ci_half=ci_half,
+            ci_rel=_relative(ci_half, median),
+        )
+
+    def value(self, stat: Stat) -> float:
+        """The statistic a verdict uses: ``"median"``, ``"min"`` or ``"mean"``."""
+        if stat == "median":
+            return self.median
+        if stat == "min":
+            return self.min
+        if stat == "mean":
+            return self.mean
+        raise ValueError(f"stat must be one of median, min, mean; got {stat!r}")
+
+
+def _quantile(xs: Sequence[float], p: float) -> float:
+    """Linear interpolation between the order statistics of sorted ``xs``."""
+    pos = p * (len(xs) - 1)
+    i = math.floor(pos)
+    frac = pos - i
+    if frac == 0:
+        return xs[i]
+    return xs[i] + (xs[i + 1] - xs[i]) * frac
+
+
+def _relative(spread: float, center: float) -> float:
+    if center == 0:
+        return 0.0 if spread == 0 else math.inf
+    return spread / abs(center)

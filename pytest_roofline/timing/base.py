@@ -1,0 +1,101 @@
+"""The contract between the backend-neutral engine and a timer backend.
+
+A backend knows only how to open and close a timed window around some calls, how to flush
+the cache outside that window, and what its host clock reads. Warm-up, batching, stopping and
+statistics all live in :mod:`pytest_roofline.timing.engine`, so they are tested once, on the
+CPU, with a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Stat = Literal["median", "min", "mean"]
+STATS: tuple[Stat, ...] = ("median", "min", "mean")
+
+Kernel = Callable[..., object]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How long and how carefully to measure. Every field is checked on construction."""
+
+    #: warm-up runs until at least this much wall time *and* ``warmup_calls`` calls have passed
+    warmup_s: float = 0.025
+    warmup_calls: int = 2
+    #: never judge on fewer samples than this
+    min_samples: int = 10
+    #: hard cap on the number of samples
+    max_samples: int = 10_000
+    #: wall-time budget for one measurement (warm-up and flushes included), in seconds; the first
+    #: ``min_samples`` are always taken, so a slow kernel may overrun it
+    max_time_s: float = 1.0
+    #: stop once the 95% confidence half-width of the median is within this fraction of it
+    target_rel_ci: float = 0.01
+    #: flush the cache before every sample, outside the timed window
+    flush: bool = True
+    #: batch k calls per sample when one call is shorter than ``batch_factor`` x timer resolution
+    batch_factor: float = 100.0
+    #: the statistic a verdict uses
+    stat: Stat = "median"
+    #: CUDA only: capture the calls of a sample in a CUDA graph and time its replay
+    graph: bool = False
+
+    def __post_init__(self) -> None:
+        _check_positive("warmup_s", self.warmup_s, allow_zero=True)
+        _check_count("warmup_calls", self.warmup_calls, minimum=1)
+        _check_count("min_samples", self.min_samples, minimum=1)
+        _check_count("max_samples", self.max_samples, minimum=1)
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})")
+        _check_positive("max_time_s", self.max_time_s)
+        _check_positive("target_rel_ci", self.target_rel_ci)
+        _check_positive("batch_factor", self.batch_factor)
+        if self.stat not in STATS:
+            raise ValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
+
+
+def _check_positive(name: str, value: object, *, allow_zero: bool = False) -> None:
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value >= 0 if allow_zero else value > 0)
+    )
+    if not ok:
+        want = "a non-negative number" if allow_zero else "a positive number"
+        raise ValueError(f"{name} must be {want}; got {value!r}")
+
+
+def _check_count(name: str, value: object, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+
+
+class Backend(Protocol):
+    """What the engine needs from a timer. Implementations: ``cpu.CpuBackend``, ``cuda.CudaBackend``."""
+
+    #: "cpu" or "cuda"
+    name: str
+    #: human-readable device the windows run on ("Intel(R) Xeon(R) ...", "NVIDIA H100 80GB HBM3")
+    device_name: str
+    #: the shortest window this timer resolves faithfully, its own overhead included, in seconds
+    resolution_s: float
+
+    def clock(self) -> float:
+        """Host monotonic time in seconds: wall-time accounting and the time budget."""
+        ...
+
+    def run(
+        self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
+    ) -> list[float]:
+        """Time ``samples`` windows, each of ``calls`` back-to-back ``fn(*args)`` calls.
+
+        When ``flush`` is true the cache is flushed before every window, outside it. Returns each
+        window's elapsed seconds (the total for its ``calls`` calls, not divided). A backend may
+        queue all windows and synchronize once at the end (CUDA does).
+        """
+        ...

@@ -1,0 +1,196 @@
+"""The CPU timer backend: ``perf_counter_ns`` around the calls, gc paused, cache flushed outside.
+
+numpy is imported only on the first flush, so constructing a backend (or importing this module)
+stays cheap for a session that never times anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_roofline.timing.base import Kernel
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: last-level cache size assumed when the OS does not say
+FALLBACK_LLC_BYTES = 64 * 2**20
+
+_SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+#: back-to-back clock reads whose minimum gap is the timer's own overhead
+_RESOLUTION_READS = 300
+
+
+@functools.cache
+def last_level_cache_bytes() -> int:
+    """Size of the largest-level data/unified CPU cache in bytes, as the OS reports it.
+
+    Linux: ``/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}``; macOS: ``sysctl
+    hw.l3cachesize``, then ``hw.l2cachesize``; otherwise, or when those fail, 64 MiB. Cached.
+    """
+    size: int | None = None
+    if sys.platform.startswith("linux"):
+        size = _linux_llc_bytes(_SYSFS_CACHE)
+    elif sys.platform == "darwin":
+        size = _darwin_llc_bytes(_sysctl)
+    return size or FALLBACK_LLC_BYTES
+
+
+class CpuBackend:
+    """Times windows of back-to-back calls on the host CPU.
+
+    Inside a window garbage collection is paused (as :mod:`timeit` does) and restored to its
+    previous state afterwards, also when the kernel raises. With ``flush=True`` a buffer of twice
+    the last-level cache is written before each window, outside it; the buffer is allocated on the
+    first flush and reused.
+
+    Every input that touches the machine is injectable for tests: ``clock_ns`` (default
+    ``time.perf_counter_ns``), ``llc_bytes`` (default :func:`last_level_cache_bytes`, called on
+    the first flush), ``resolution_s`` (default: measured, see :attr:`resolution_s`) and
+    ``device_name`` (default: the CPU model the OS reports).
+    """
+
+    name = "cpu"
+
+    def __init__(
+        self,
+        *,
+        clock_ns: Callable[[], int] = time.perf_counter_ns,
+        llc_bytes: Callable[[], int] = last_level_cache_bytes,
+        resolution_s: float | None = None,
+        device_name: str | None = None,
+    ) -> None:
+        self._clock_ns = clock_ns
+        self._llc_bytes = llc_bytes
+        #: the larger of the clock's stated resolution and the measured cost of reading it twice
+        self.resolution_s = _measure_resolution_s(clock_ns) if resolution_s is None else resolution_s
+        self.device_name = _cpu_model_name() if device_name is None else device_name
+        self._flush_buffer: npt.NDArray[np.uint8] | None = None
+        self._flush_value = 0
+
+    def clock(self) -> float:
+        return self._clock_ns() / 1e9
+
+    @property
+    def flush_bytes(self) -> int:
+        """Bytes written by one flush: twice the last-level cache."""
+        return 2 * self._llc_bytes()
+
+    def flush(self) -> None:
+        """Evict the caches by writing a buffer twice the size of the last-level cache."""
+        if self._flush_buffer is None:
+            import numpy as np
+
+            self._flush_buffer = np.empty(self.flush_bytes, dtype=np.uint8)
+        # a new value each time, so every line is really rewritten
+        self._flush_value = self._flush_value % 255 + 1
+        self._flush_buffer.fill(self._flush_value)
+
+    def run(
+        self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
+    ) -> list[float]:
+        if calls < 1 or samples < 1:
+            raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+        clock_ns = self._clock_ns
+        windows: list[float] = []
+        for _ in range(samples):
+            if flush:
+                self.flush()
+            with _gc_paused():
+                start = clock_ns()
+                for _ in range(calls):
+                    fn(*args)
+                stop = clock_ns()
+            windows.append((stop - start) / 1e9)
+        return windows
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
+    stated = time.get_clock_info("perf_counter").resolution
+    gaps = []
+    for _ in range(_RESOLUTION_READS):
+        a = clock_ns()
+        b = clock_ns()
+        gaps.append(b - a)
+    return max(stated, min(gaps) / 1e9)
+
+
+def _parse_size(text: str) -> int:
+    """``"307200K"`` -> 314572800; sysfs writes K (and, rarely, M or G) for KiB/MiB/GiB."""
+    text = text.strip().upper().removesuffix("B")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    return int(digits) * scale
+
+
+def _linux_llc_bytes(root: Path) -> int | None:
+    best: tuple[int, int] | None = None  # (level, bytes)
+    for index in sorted(root.glob("index*")):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((index / "level").read_text())
+            size = _parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if size > 0 and (best is None or level > best[0]):
+            best = (level, size)
+    return None if best is None else best[1]
+
+
+def _sysctl(key: str) -> str | None:
+    try:
+        done = subprocess.run(["sysctl", "-n", key], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _darwin_llc_bytes(sysctl: Callable[[str], str | None]) -> int | None:
+    for key in ("hw.l3cachesize", "hw.l2cachesize"):
+        out = sysctl(key)
+        try:
+            size = int(out) if out is not None else 0
+        except ValueError:
+            continue
+        if size > 0:
+            return size
+    return None
+
+
+@functools.cache
+def _cpu_model_name() -> str:
+    if sys.platform.startswith("linux"):
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+        except OSError:
+            pass
+    elif sys.platform == "darwin":
+        brand = _sysctl("machdep.cpu.brand_string")
+        if brand and brand.strip():
+            return brand.strip()
+    return platform.processor() or platform.machine() or "unknown CPU"

@@ -1,0 +1,97 @@
+"""Shared setup for the plugin's tests: pytester, and a fake device and timer for its runs.
+
+Every pytester run of the plugin goes through the plugin's own hooks: ``pytest_roofline_device``
+serves a small fake device for ``auto`` and ``cpu`` (so nothing calibrates) and
+``pytest_roofline_backend`` a :class:`fakes.ScriptedBackend` (so nothing is timed for real; the
+kernel is still called, so its assertions still run).
+
+The fake device: DRAM bandwidth 100 GB/s, fp32 and fp64 vector peaks 1 TFLOP/s, so the two
+standard shapes below both have a floor of 2 ms, and the default of 2.5 ms a call attains 80%:
+
+- ``gemm`` M = N = K = 1000 fp32: 2e9 FLOP, compute-bound (intensity 167 FLOP/B, ridge 10);
+- ``copy`` n = 25,000,000 fp32: 2e8 bytes, memory-bound.
+
+A test sets its per-call times with ``@pytest.mark.fake_time(first, second, ...)``: one duration
+per measurement, the last repeating (``fake_time(8e-3, 2.5e-3)``: a miss, then a pass on the
+re-measure). ``FAKE_ROOFLINE_SOURCE=measured`` makes the device's figures measured ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+GEMM = "M=1000, N=1000, K=1000"
+COPY = "n=25_000_000"
+FLOOR_S = 2e-3
+DEFAULT_TIME_S = 2.5e-3
+
+_HEADER = f'''
+import os
+import sys
+
+import pytest
+
+if {str(TESTS_DIR)!r} not in sys.path:  # tests/fakes.py, in a subprocess too
+    sys.path.insert(0, {str(TESTS_DIR)!r})
+
+from fakes import ScriptedBackend
+
+from pytest_roofline import Device, Figure, Precision, Source, Unit
+'''
+
+_DEVICE = '''
+
+def fake_device():
+    source = Source(os.environ.get("FAKE_ROOFLINE_SOURCE", "datasheet"))
+    peak = Figure(1e12, source)
+    return Device(
+        key="fake",
+        name="Fake Accelerator",
+        kind="cpu",
+        peaks={(Precision.FP32, Unit.VECTOR): peak, (Precision.FP64, Unit.VECTOR): peak},
+        bandwidth=Figure(1e11, source),
+        llc_bytes=32 * 2**20,
+        cores=4,
+    )
+
+
+def pytest_roofline_device(config, spec):
+    return fake_device() if spec in ("auto", "cpu") else None
+'''
+
+_BACKEND = f'''
+
+DEFAULT_TIME_S = {DEFAULT_TIME_S!r}
+BACKEND = ScriptedBackend((DEFAULT_TIME_S,), resolution_s=1e-9, device_name="fake accelerator")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fake_time(*seconds): per-call seconds of each measurement")
+
+
+def pytest_runtest_setup(item):
+    mark = item.get_closest_marker("fake_time")
+    BACKEND.reset(mark.args if mark else (DEFAULT_TIME_S,))
+
+
+def pytest_roofline_backend(config, device, spec):
+    return BACKEND
+'''
+
+
+def fake_conftest(*, device: bool = True, backend: bool = True, extra: str = "") -> str:
+    """The text of a conftest.py with the fake device and/or the scripted backend, plus ``extra``."""
+    return _HEADER + (_DEVICE if device else "") + (_BACKEND if backend else "") + extra
+
+
+@pytest.fixture
+def rl(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester directory whose conftest.py serves the fake device and the scripted backend."""
+    pytester.makeconftest(fake_conftest())
+    return pytester

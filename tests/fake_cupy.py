@@ -1,0 +1,394 @@
+"""A fake ``cupy`` for testing ``pytest_roofline.timing.cuda`` on machines without a GPU.
+
+``FakeCupy().install(monkeypatch)`` puts a ``types.ModuleType`` tree (``cupy``, ``cupy.cuda``,
+``cupy.cuda.runtime``) into ``sys.modules``. It mirrors only what the backend calls, with the
+documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
+
+``cupy.cuda`` (``cupy/cuda/stream.pyx``, ``cupy/cuda/graph.pyx``, ``cupy/cuda/device.pyx``):
+
+- ``Device(device=None)``: context manager making ``device`` current; ``compute_capability``.
+- ``Event(block=False, disable_timing=False, interprocess=False)``; ``Event.record(stream=None)``
+  (``None``: the current stream); ``Event.synchronize()``.
+- ``get_elapsed_time(start_event, end_event) -> float``: milliseconds; like
+  ``cudaEventElapsedTime`` it fails (cudaErrorNotReady) unless the host synchronized past the
+  end event.
+- ``get_current_stream(device_id=-1)``.
+- ``Stream(null=False, non_blocking=False, ptds=False, priority=None)``, ``Stream.null``;
+  ``with stream:`` (refused when the stream's device is not current, like CuPy);
+  ``Stream.synchronize()``, ``Stream.record(event=None) -> Event``, ``Stream.wait_event(event)``,
+  ``Stream.begin_capture(mode=None)`` (refused on the legacy stream, ptr 0 or 1, like CuPy),
+  ``Stream.end_capture() -> Graph``, ``Graph.launch(stream=None)``.
+- ``Stream.from_external(obj)``: CuPy >= 14, objects with ``__cuda_stream__() -> (0, ptr)``;
+  absent with ``FakeCupy(from_external=False)`` (CuPy 13).
+- ``ExternalStream(ptr, device_id=-1)``: warns ``DeprecationWarning`` where ``from_external``
+  exists, as CuPy 14 does.
+
+``cupy.cuda.runtime`` (``cupy_backends/cuda/api/runtime.pyx``, ``_runtime_enum.pxd``):
+``getDeviceCount()``, ``getDeviceProperties(device) -> dict`` (``name`` as bytes),
+``deviceGetAttribute(attrib, device) -> int``, the ``cudaDevAttr*`` constants the backend uses
+(CUDA's values, or distinct ones with ``is_hip=True``, since HIP's enum differs), ``is_hip``,
+``memsetAsync(ptr, value, size, stream)``.
+
+``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``copyto(dst, src)``,
+``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``.
+
+Everything that reaches the device is appended to ``log`` as a small tuple, in order:
+``("record", stream)``, ``("kernel", stream)`` (a kernel ran while ``stream`` was current),
+``("flush", stream)``, ``("synchronize", what)``, ``("elapsed",)``, ``("enter", stream)``,
+``("exit", stream)``, ``("device", index)``, ``("alloc", nbytes)``, ``("begin_capture", stream)``,
+``("end_capture", stream)``, ``("launch", stream, kernels)``, ``("wait_event", stream)``,
+``("attribute", name)``. Streams appear by name: ``"null"``, ``"stream1"``..., ``"external:<ptr>"``.
+
+Elapsed times are scripted: ``elapsed_ms`` (a sequence, its last value repeating), or else
+``kernel_ms`` times the kernels that ran between the two events (a graph launch counts its kernels).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import types
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+MiB = 2**20
+
+#: what an H100 SXM reports (CUDA 12): clocks in kHz, bus width in bits, L2 in bytes
+H100_PROPERTIES: dict[str, object] = {
+    "name": b"NVIDIA H100 80GB HBM3",
+    "major": 9,
+    "minor": 0,
+    "multiProcessorCount": 132,
+    "clockRate": 1_980_000,
+    "memoryClockRate": 2_619_000,
+    "memoryBusWidth": 5120,
+    "l2CacheSize": 50 * MiB,
+    "totalGlobalMem": 80 * 2**30,
+}
+
+# cudaDeviceAttr values (CUDA runtime enum) and, for HIP, different ones: the backend must use names
+CUDA_ATTRIBUTES = {
+    "cudaDevAttrClockRate": 13,
+    "cudaDevAttrMultiProcessorCount": 16,
+    "cudaDevAttrMemoryClockRate": 36,
+    "cudaDevAttrGlobalMemoryBusWidth": 37,
+    "cudaDevAttrL2CacheSize": 38,
+}
+HIP_ATTRIBUTES = {
+    "cudaDevAttrClockRate": 5,
+    "cudaDevAttrMultiProcessorCount": 64,
+    "cudaDevAttrMemoryClockRate": 61,
+    "cudaDevAttrGlobalMemoryBusWidth": 60,
+    "cudaDevAttrL2CacheSize": 20,
+}
+
+
+class FakeCudaError(RuntimeError):
+    """Stands in for ``cupy_backends.cuda.api.runtime.CUDARuntimeError`` (a RuntimeError)."""
+
+
+class FakeDType:
+    """A dtype numpy does not have (``ml_dtypes.bfloat16``)."""
+
+    def __init__(self, name: str, itemsize: int) -> None:
+        self.name = name
+        self.itemsize = itemsize
+
+
+class FakeArray:
+    _ptrs = itertools.count(0x7000_0000, 0x1000)
+
+    def __init__(self, shape: int | tuple[int, ...], dtype: Any) -> None:
+        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.dtype = dtype if isinstance(dtype, FakeDType) else np.dtype(dtype)
+        self.size = int(np.prod(self.shape))
+        self.nbytes = self.size * self.dtype.itemsize
+        self.data = types.SimpleNamespace(ptr=next(self._ptrs))
+
+
+class FakeEvent:
+    def __init__(self, world: FakeCupy) -> None:
+        self.world = world
+        self.position: int | None = None  # log length when recorded
+        self.stream: FakeStream | None = None
+
+    def record(self, stream: FakeStream | None = None) -> None:
+        stream = stream if stream is not None else self.world.current_stream
+        self.stream = stream
+        self.world.log.append(("record", stream.name))
+        self.position = len(self.world.log)
+
+    def synchronize(self) -> None:
+        self.world.log.append(("synchronize", "event"))
+        if self.position is not None:
+            self.world.synced_upto = max(self.world.synced_upto, self.position)
+
+
+class FakeGraph:
+    def __init__(self, world: FakeCupy, kernels: int) -> None:
+        self.world = world
+        self.kernels = kernels
+
+    def launch(self, stream: FakeStream | None = None) -> None:
+        stream = stream if stream is not None else self.world.current_stream
+        self.world.log.append(("launch", stream.name, self.kernels))
+
+
+class FakeStream:
+    def __init__(self, world: FakeCupy, ptr: int, device_id: int, name: str) -> None:
+        self.world = world
+        self.ptr = ptr
+        self.device_id = device_id
+        self.name = name
+        self._capture_start: int | None = None
+        world.streams_by_ptr[ptr] = self
+
+    def __repr__(self) -> str:
+        return f"<FakeStream {self.name}>"
+
+    def __enter__(self) -> FakeStream:
+        if self.device_id not in (-1, self.world.current_device):
+            raise RuntimeError(
+                f"The device that the stream is created on ({self.device_id}) does not match with "
+                f"the current device ({self.world.current_device})"
+            )
+        self.world.stream_stack.append(self)
+        self.world.log.append(("enter", self.name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.world.stream_stack.pop()
+        self.world.log.append(("exit", self.name))
+
+    def synchronize(self) -> None:
+        self.world.log.append(("synchronize", f"stream:{self.name}"))
+        self.world.synced_upto = len(self.world.log)
+
+    def record(self, event: FakeEvent | None = None) -> FakeEvent:
+        event = event if event is not None else FakeEvent(self.world)
+        event.record(self)
+        return event
+
+    def wait_event(self, event: FakeEvent) -> None:
+        self.world.log.append(("wait_event", self.name))
+
+    def begin_capture(self, mode: int | None = None) -> None:
+        if self.ptr in (0, 1):
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        self.world.log.append(("begin_capture", self.name))
+        self._capture_start = len(self.world.log)
+
+    def end_capture(self) -> FakeGraph:
+        assert self._capture_start is not None, "end_capture without begin_capture"
+        kernels = sum(1 for entry in self.world.log[self._capture_start :] if entry[0] == "kernel")
+        self._capture_start = None
+        self.world.log.append(("end_capture", self.name))
+        return FakeGraph(self.world, kernels)
+
+
+class FakeDevice:
+    def __init__(self, world: FakeCupy, device: int | None = None) -> None:
+        self.world = world
+        self.id = world.current_device if device is None else device
+        self._previous: list[int] = []
+
+    @property
+    def compute_capability(self) -> str:
+        props = self.world.properties
+        return f"{props.get('major', 0)}{props.get('minor', 0)}"
+
+    def __enter__(self) -> FakeDevice:
+        if not 0 <= self.id < self.world.device_count:
+            raise FakeCudaError("cudaErrorInvalidDevice: invalid device ordinal")
+        self._previous.append(self.world.current_device)
+        self.world.current_device = self.id
+        self.world.log.append(("device", self.id))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.world.current_device = self._previous.pop()
+
+
+class FakeCupy:
+    """One fake CuPy installation: its module tree, scripted device and the ordered ``log``."""
+
+    def __init__(
+        self,
+        *,
+        device_count: int = 1,
+        count_error: Exception | None = None,
+        properties: Mapping[str, object] = H100_PROPERTIES,
+        attributes: Mapping[str, int] | None = None,
+        is_hip: bool = False,
+        elapsed_ms: Sequence[float] | None = None,
+        kernel_ms: float = 0.01,
+        from_external: bool = True,
+        bfloat16: bool = False,
+    ) -> None:
+        self.device_count = device_count
+        self.count_error = count_error
+        self.properties = dict(properties)
+        #: deviceGetAttribute answers, by attribute name
+        self.attributes = dict(attributes or {})
+        self.is_hip = is_hip
+        self.elapsed_ms = list(elapsed_ms) if elapsed_ms is not None else None
+        self.kernel_ms = kernel_ms
+        self.bfloat16 = bfloat16
+        self.log: list[tuple[Any, ...]] = []
+        #: (value, size, stream name) of every memsetAsync
+        self.memsets: list[tuple[int, int, str]] = []
+        self.external_streams: list[tuple[int, int]] = []  # ExternalStream(ptr, device_id) calls
+        self.synced_upto = 0
+        self.current_device = 0
+        self.streams_by_ptr: dict[int, FakeStream] = {}
+        self._elapsed_calls = 0
+        self._stream_names = itertools.count(1)
+        self._stream_ptrs = itertools.count(0x1000, 0x10)
+        self.null_stream = FakeStream(self, 0, -1, "null")
+        self.stream_stack: list[FakeStream] = [self.null_stream]
+        self.cupy = self._build(from_external)
+
+    # -- what tests use --------------------------------------------------------------------
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
+        monkeypatch.setitem(sys.modules, "cupy", self.cupy)
+        monkeypatch.setitem(sys.modules, "cupy.cuda", self.cupy.cuda)
+        monkeypatch.setitem(sys.modules, "cupy.cuda.runtime", self.cupy.cuda.runtime)
+        return self
+
+    def kernel(self, *args: object) -> None:
+        """A stand-in kernel: logs that it ran, on the current stream."""
+        self.log.append(("kernel", self.current_stream.name))
+
+    @property
+    def current_stream(self) -> FakeStream:
+        return self.stream_stack[-1]
+
+    def entries(self, *kinds: str) -> list[tuple[Any, ...]]:
+        """The log, keeping only entries of these kinds."""
+        return [entry for entry in self.log if entry[0] in kinds]
+
+    def count(self, kind: str) -> int:
+        return sum(1 for entry in self.log if entry[0] == kind)
+
+    # -- the module tree -------------------------------------------------------------------
+
+    def _build(self, from_external: bool) -> types.ModuleType:
+        world = self
+        cupy = types.ModuleType("cupy")
+        cuda = types.ModuleType("cupy.cuda")
+        runtime = types.ModuleType("cupy.cuda.runtime")
+        cupy.cuda = cuda
+        cuda.runtime = runtime
+
+        class Stream(FakeStream):
+            def __init__(
+                self, null: bool = False, non_blocking: bool = False, ptds: bool = False, priority: int = 0
+            ) -> None:
+                ptr = 0 if null else next(world._stream_ptrs)
+                name = "null" if null else f"stream{next(world._stream_names)}"
+                super().__init__(world, ptr, -1 if null else world.current_device, name)
+                self.non_blocking = non_blocking
+
+        Stream.null = self.null_stream
+        if from_external:
+
+            def _from_external(cls: type, obj: Any) -> FakeStream:
+                version, ptr = obj.__cuda_stream__()
+                assert version == 0
+                return FakeStream(world, ptr, world.current_device, f"external:{ptr}")
+
+            Stream.from_external = classmethod(_from_external)
+
+        def external_stream(ptr: int, device_id: int = -1) -> FakeStream:
+            if from_external:
+                warnings.warn(
+                    "ExternalStream is deprecated. Use Stream.from_external() instead",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+            world.external_streams.append((ptr, device_id))
+            return FakeStream(world, ptr, device_id, f"external:{ptr}")
+
+        def get_elapsed_time(start: FakeEvent, end: FakeEvent) -> float:
+            if start.position is None or end.position is None:
+                raise FakeCudaError("cudaErrorInvalidResourceHandle: event not recorded")
+            if end.position > world.synced_upto:
+                raise FakeCudaError("cudaErrorNotReady: device not ready")
+            world.log.append(("elapsed",))
+            if world.elapsed_ms is not None:
+                i = min(world._elapsed_calls, len(world.elapsed_ms) - 1)
+                world._elapsed_calls += 1
+                return world.elapsed_ms[i]
+            work = 0
+            for entry in world.log[start.position : end.position]:
+                if entry[0] == "kernel":
+                    work += 1
+                elif entry[0] == "launch":
+                    work += entry[2]
+            return world.kernel_ms * work
+
+        cuda.Device = lambda device=None: FakeDevice(world, device)
+        cuda.Event = lambda block=False, disable_timing=False, interprocess=False: FakeEvent(world)
+        cuda.Stream = Stream
+        cuda.ExternalStream = external_stream
+        cuda.get_elapsed_time = get_elapsed_time
+        cuda.get_current_stream = lambda device_id=-1: world.current_stream
+
+        def get_device_count() -> int:
+            if world.count_error is not None:
+                raise world.count_error
+            return world.device_count
+
+        enum = HIP_ATTRIBUTES if self.is_hip else CUDA_ATTRIBUTES
+        by_value = {value: name for name, value in enum.items()}
+
+        def device_get_attribute(attrib: int, device: int) -> int:
+            name = by_value.get(attrib)
+            if name is None or name not in world.attributes:
+                raise FakeCudaError(f"cudaErrorInvalidValue: attribute {attrib}")
+            world.log.append(("attribute", name))
+            return world.attributes[name]
+
+        def memset_async(ptr: int, value: int, size: int, stream: int) -> None:
+            name = world.streams_by_ptr[stream].name
+            world.memsets.append((value, size, name))
+            world.log.append(("flush", name))
+
+        runtime.getDeviceCount = get_device_count
+        runtime.getDeviceProperties = lambda device: dict(world.properties)
+        runtime.deviceGetAttribute = device_get_attribute
+        runtime.memsetAsync = memset_async
+        runtime.is_hip = self.is_hip
+        for name, value in enum.items():
+            setattr(runtime, name, value)
+
+        def alloc(shape: int | tuple[int, ...], dtype: Any = float) -> FakeArray:
+            array = FakeArray(shape, dtype)
+            world.log.append(("alloc", array.nbytes))
+            return array
+
+        def matmul(a: FakeArray, b: FakeArray, out: FakeArray | None = None) -> FakeArray:
+            if isinstance(a.dtype, FakeDType) and not world.bfloat16:
+                raise TypeError(f"Unsupported dtype {a.dtype.name}")
+            world.kernel()
+            return out if out is not None else FakeArray((a.shape[0], b.shape[1]), a.dtype)
+
+        cupy.empty = alloc
+        cupy.ones = alloc
+        cupy.copyto = lambda dst, src: world.kernel()
+        cupy.matmul = matmul
+        cupy.uint8, cupy.float16, cupy.float32, cupy.float64 = np.uint8, np.float16, np.float32, np.float64
+        return cupy
+
+
+def install_fake_ml_dtypes(monkeypatch: pytest.MonkeyPatch) -> FakeDType:
+    """Install an ``ml_dtypes`` module whose ``bfloat16`` a ``FakeCupy(bfloat16=True)`` can matmul."""
+    module = types.ModuleType("ml_dtypes")
+    module.bfloat16 = FakeDType("bfloat16", 2)
+    monkeypatch.setitem(sys.modules, "ml_dtypes", module)
+    return module.bfloat16

@@ -1,0 +1,797 @@
+"""Measured ceilings and their cache, with fake measurements; user ceilings files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_roofline import calibrate
+from pytest_roofline.calibrate import (
+    CPU_NOTE,
+    MAX_KERNEL_RUNS,
+    Calibration,
+    Ceilings,
+    RooflineWarning,
+    cache_dir,
+    calibrate_cpu,
+    calibrate_cuda,
+    cpu_device,
+    cpu_identity,
+    cpu_model_name,
+    format_calibration,
+    load_peaks_file,
+    measure_cpu,
+)
+from pytest_roofline.devices import DeviceError, lookup
+from pytest_roofline.model import Device, Figure, Precision, Source, Unit
+from pytest_roofline.timing import cuda
+from pytest_roofline.timing.cpu import last_level_cache_bytes
+
+P, V, TC = Precision, Unit.VECTOR, Unit.TENSOR
+
+
+class FakeMeasure:
+    """Stands in for ``measure_cpu``: fixed ceilings, and a count of how often it ran."""
+
+    def __init__(self, bandwidth: float = 20e9, fp64: float = 100e9, fp32: float = 200e9) -> None:
+        self.calls = 0
+        self.ceilings = Ceilings(
+            bandwidth=Figure(bandwidth, Source.MEASURED, "copy; fake"),
+            peaks={
+                (P.FP64, V): Figure(fp64, Source.MEASURED, "np.matmul n=64, best of 3"),
+                (P.FP32, V): Figure(fp32, Source.MEASURED, "np.matmul n=64, best of 3"),
+            },
+            details={"bandwidth_kernel": "copy", "runs_copy": 2},
+        )
+
+    def __call__(self) -> Ceilings:
+        self.calls += 1
+        return self.ceilings
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private cache folder (through XDG_CACHE_HOME), a fake HOME and a fresh per-process memo."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(calibrate, "_cpu_memo", {})
+    return tmp_path / "xdg" / "pytest-roofline"
+
+
+@pytest.fixture
+def fake() -> FakeMeasure:
+    return FakeMeasure()
+
+
+def only_file(directory: Path) -> Path:
+    files = sorted(directory.glob("*.json"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+# -- where the cache lives ---------------------------------------------------------------------
+
+
+def test_cache_dir_follows_xdg_cache_home(cache: Path) -> None:
+    assert cache_dir() == cache
+
+
+def test_cache_dir_defaults_to_home_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / ".cache" / "pytest-roofline"
+
+
+def test_cache_dir_ignores_a_relative_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG spec says to ignore it
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / ".cache" / "pytest-roofline"
+
+
+# -- the CPU's identity ------------------------------------------------------------------------
+
+
+def test_cpu_model_name_reads_cpuinfo(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Fake Xeon 9999 @ 3.0GHz\n")
+    assert cpu_model_name(cpuinfo) == "Fake Xeon 9999 @ 3.0GHz"
+
+
+@pytest.mark.parametrize("content", [None, "processor\t: 0\nmodel name\t:   \n"])
+def test_cpu_model_name_falls_back_to_platform(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None
+) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    if content is not None:
+        cpuinfo.write_text(content)
+    monkeypatch.setattr(platform, "processor", lambda: "fakeproc")
+    assert cpu_model_name(cpuinfo) == "fakeproc"
+    monkeypatch.setattr(platform, "processor", lambda: "")
+    monkeypatch.setattr(platform, "machine", lambda: "fakemachine")
+    assert cpu_model_name(cpuinfo) == "fakemachine"
+
+
+def test_cpu_identity_is_model_cores_and_numpy() -> None:
+    assert cpu_identity() == {"cpu_model": cpu_model_name(), "cores": os.cpu_count(), "numpy": np.__version__}
+
+
+# -- calibrate_cpu and its cache ---------------------------------------------------------------
+
+
+def test_first_call_measures_and_writes_the_keyed_file(cache: Path, fake: FakeMeasure) -> None:
+    cal = calibrate_cpu(measure=fake)
+    assert fake.calls == 1
+    path = only_file(cache)
+    assert cal.cache_path == path
+    assert not cal.from_cache
+    assert cal.seconds >= 0
+    assert path.name.startswith("cpu-")
+    data = json.loads(path.read_text())
+    assert data["key"] == {"cpu_model": cpu_model_name(), "cores": os.cpu_count(), "numpy": np.__version__}
+    assert data["kind"] == "cpu"
+    assert data["bandwidth"] == {"value": 20e9, "source": "measured", "note": "copy; fake"}
+    assert data["peaks"]["fp64:vector"]["value"] == 100e9
+    assert data["details"] == {"bandwidth_kernel": "copy", "runs_copy": 2}
+    assert leftovers(cache) == []
+
+
+def test_second_call_reads_the_cache(cache: Path, fake: FakeMeasure) -> None:
+    first = calibrate_cpu(measure=fake)
+    second = calibrate_cpu(measure=fake)
+    assert fake.calls == 1
+    assert second.from_cache
+    assert second.cache_path == first.cache_path
+    assert second.device == first.device
+
+
+def test_force_remeasures(cache: Path, fake: FakeMeasure) -> None:
+    calibrate_cpu(measure=fake)
+    newer = FakeMeasure(bandwidth=30e9)
+    cal = calibrate_cpu(force=True, measure=newer)
+    assert newer.calls == 1
+    assert not cal.from_cache
+    assert cal.device.bandwidth.value == 30e9
+    assert calibrate_cpu(measure=fake).device.bandwidth.value == 30e9  # and the cache has the new one
+
+
+def test_explicit_cache_dir(tmp_path: Path, fake: FakeMeasure) -> None:
+    cal = calibrate_cpu(cache_dir=tmp_path / "mine", measure=fake)
+    assert cal.cache_path is not None
+    assert cal.cache_path.parent == tmp_path / "mine"
+
+
+def test_key_is_in_the_file_name(cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch) -> None:
+    calibrate_cpu(measure=fake)
+    monkeypatch.setattr(np, "__version__", "0.0.0-other")
+    cal = calibrate_cpu(measure=fake)  # another numpy: another file, measured afresh, no warning
+    assert fake.calls == 2
+    assert not cal.from_cache
+    assert len(list(cache.glob("cpu-*.json"))) == 2
+
+
+def test_cpu_device_fields(cache: Path, fake: FakeMeasure) -> None:
+    device = calibrate_cpu(measure=fake).device
+    assert device.key == "cpu"
+    assert device.kind == "cpu"
+    assert device.name == cpu_model_name()
+    assert device.cores == os.cpu_count()
+    assert device.llc_bytes == last_level_cache_bytes()
+    assert device.notes == (CPU_NOTE,)
+    assert device.bandwidth == fake.ceilings.bandwidth
+    assert all(unit is V for _, unit in device.peaks)
+    assert device.peaks[(P.FP64, V)].source is Source.MEASURED
+    for precision in (P.TF32, P.FP16, P.BF16, P.FP8_E4M3, P.INT8):
+        figure = device.peaks[(precision, V)]
+        assert figure.value == 200e9
+        assert figure.source is Source.DERIVED
+        assert "fp32" in figure.note
+    # numpy has no tensor path: a tensor-unit kernel runs against the vector peak
+    assert device.resolve_peak(P.BF16, TC) == (device.peaks[(P.BF16, V)], V)
+    assert device.resolve_peak(P.FP8_E5M2, V)[0].value == 200e9
+
+
+def test_cpu_device_is_memoized(cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calibrate, "measure_cpu", fake)
+    first = cpu_device()
+    assert cpu_device() is first
+    assert fake.calls == 1
+    calibrate._cpu_memo.clear()
+    assert cpu_device() == first  # a new process: from the cache, not measured again
+    assert fake.calls == 1
+    cpu_device(force=True)
+    assert fake.calls == 2
+
+
+# -- corrupt files -----------------------------------------------------------------------------
+
+
+def cached_payload(cache: Path, fake: FakeMeasure) -> tuple[Path, dict[str, Any]]:
+    cal = calibrate_cpu(measure=fake)
+    assert cal.cache_path is not None
+    return cal.cache_path, json.loads(cal.cache_path.read_text())
+
+
+def test_corrupt_json_is_replaced_with_a_warning(cache: Path, fake: FakeMeasure) -> None:
+    path, _ = cached_payload(cache, fake)
+    path.write_text('{"schema": 1, "kind": "cpu", "key": {')
+    with pytest.warns(
+        RooflineWarning, match=r"(?s)calibration cache .*cpu-.*\.json is not valid JSON.*recalib"
+    ):
+        cal = calibrate_cpu(measure=fake)
+    assert fake.calls == 2
+    assert not cal.from_cache
+    assert cal.cache_path == path
+    assert json.loads(path.read_text())["bandwidth"]["value"] == 20e9
+    assert calibrate_cpu(measure=fake).from_cache  # replaced: no warning the next time
+
+
+def _drop(data: dict[str, Any], key: str) -> None:
+    del data[key]
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        pytest.param(lambda d: d.update(schema=0), "schema 0", id="old-schema"),
+        pytest.param(lambda d: d.update(kind="cuda"), "kind 'cuda'", id="kind"),
+        pytest.param(lambda d: _drop(d, "bandwidth"), "KeyError", id="no-bandwidth"),
+        pytest.param(lambda d: d.update(peaks=[]), "'peaks' is not an object", id="peaks-list"),
+        pytest.param(lambda d: d["bandwidth"].update(value=-1.0), "positive", id="negative"),
+        pytest.param(lambda d: d["bandwidth"].update(value="fast"), "bad figure", id="string-value"),
+        pytest.param(lambda d: d["bandwidth"].update(source="guessed"), "guessed", id="bad-source"),
+        pytest.param(lambda d: d["bandwidth"].update(extra=1), "value, source, note", id="extra-field"),
+        pytest.param(
+            lambda d: d["peaks"].update({"fp99:vector": d["bandwidth"]}), "fp99", id="bad-precision"
+        ),
+        pytest.param(lambda d: d.update(details={"x": [1]}), "details", id="bad-details"),
+    ],
+)
+def test_wrong_schema_is_replaced_with_a_warning(
+    cache: Path, fake: FakeMeasure, damage: Any, reason: str
+) -> None:
+    path, data = cached_payload(cache, fake)
+    damage(data)
+    path.write_text(json.dumps(data))
+    with pytest.warns(RooflineWarning, match=str(path)) as record:
+        cal = calibrate_cpu(measure=fake)
+    assert reason in str(record[0].message)
+    assert fake.calls == 2
+    assert not cal.from_cache
+    assert calibrate_cpu(measure=fake).from_cache
+
+
+def test_a_json_array_is_corrupt(cache: Path, fake: FakeMeasure) -> None:
+    path, _ = cached_payload(cache, fake)
+    path.write_text("[1, 2]")
+    with pytest.warns(RooflineWarning, match="is not a JSON object"):
+        calibrate_cpu(measure=fake)
+    assert fake.calls == 2
+
+
+def test_wrong_key_inside_the_file_is_recalibrated(cache: Path, fake: FakeMeasure) -> None:
+    path, data = cached_payload(cache, fake)
+    data["key"]["cpu_model"] = "Some Other CPU"
+    path.write_text(json.dumps(data))
+    with pytest.warns(RooflineWarning, match="was written for .*Some Other CPU"):
+        cal = calibrate_cpu(measure=fake)
+    assert fake.calls == 2
+    assert not cal.from_cache
+    assert json.loads(path.read_text())["key"]["cpu_model"] == cpu_model_name()
+
+
+# -- writing: atomic, and never fatal ----------------------------------------------------------
+
+
+def test_failed_dump_leaves_the_old_file_and_no_temp_file(
+    cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = cached_payload(cache, fake)
+    before = path.read_bytes()
+
+    def half_dump(obj: object, fp: Any, **kwargs: Any) -> None:
+        fp.write('{"schema": 1, "kind": "cp')
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", half_dump)
+    with pytest.warns(RooflineWarning, match="cannot write the calibration cache .*No space left"):
+        cal = calibrate_cpu(force=True, measure=FakeMeasure(bandwidth=1e9))
+    assert cal.cache_path is None
+    assert cal.device.bandwidth.value == 1e9  # the new measurement is still used
+    assert path.read_bytes() == before
+    assert leftovers(cache) == []
+
+
+def test_failed_replace_leaves_the_old_file_and_no_temp_file(
+    cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = cached_payload(cache, fake)
+    before = path.read_bytes()
+
+    def refuse(src: object, dst: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.warns(RooflineWarning, match="cannot write the calibration cache"):
+        cal = calibrate_cpu(force=True, measure=fake)
+    assert cal.cache_path is None
+    assert path.read_bytes() == before
+    assert leftovers(cache) == []
+
+
+def test_unwritable_cache_dir_warns_and_calibrates(tmp_path: Path, fake: FakeMeasure) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")  # works for root too, unlike chmod
+    with pytest.warns(RooflineWarning, match="cannot write the calibration cache"):
+        cal = calibrate_cpu(cache_dir=blocker / "cache", measure=fake)
+    assert isinstance(cal, Calibration)
+    assert cal.cache_path is None
+    assert not cal.from_cache
+    assert cal.device.bandwidth.value == 20e9
+    assert "not written" in format_calibration(cal)
+
+
+def test_unreadable_cache_file_is_recalibrated(cache: Path, fake: FakeMeasure) -> None:
+    path, _ = cached_payload(cache, fake)
+    path.unlink()
+    path.mkdir()  # reading a folder fails, whoever runs the test
+    with pytest.warns(RooflineWarning) as record:
+        cal = calibrate_cpu(measure=fake)
+    messages = [str(w.message) for w in record]
+    assert any("cannot be read" in m for m in messages)
+    assert any("cannot write" in m for m in messages)
+    assert cal.cache_path is None
+    assert fake.calls == 2
+
+
+# -- the lock: concurrent workers calibrate once -----------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the lock is POSIX flock")
+def test_measurement_runs_under_the_lock(cache: Path) -> None:
+    import fcntl
+
+    held: list[bool] = []
+
+    def measure() -> Ceilings:
+        (lock,) = cache.glob(".cpu-*.lock")
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        return FakeMeasure().ceilings
+
+    calibrate_cpu(measure=measure)
+    assert held == [True]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the lock is POSIX flock")
+def test_a_lock_held_too_long_is_given_up_with_a_warning(tmp_path: Path) -> None:
+    import fcntl
+
+    lock = tmp_path / ".cpu.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        entered = False
+        with (
+            pytest.warns(RooflineWarning, match=r"stayed locked for 0 s; calibrating without the lock"),
+            calibrate._exclusive(lock, timeout_s=0.0),
+        ):
+            entered = True
+        assert entered
+    finally:
+        os.close(fd)
+
+
+def test_waiting_worker_reads_what_the_other_one_wrote(
+    cache: Path, tmp_path: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    published = calibrate_cpu(cache_dir=tmp_path / "other", measure=FakeMeasure(bandwidth=42e9)).cache_path
+    assert published is not None
+
+    @contextlib.contextmanager
+    def lock_won_by_another_worker(path: Path, **kwargs: Any) -> Iterator[None]:
+        # while this process waited for the lock, another worker calibrated and published the file
+        cache.mkdir(parents=True, exist_ok=True)
+        os.replace(published, cache / published.name)
+        yield
+
+    monkeypatch.setattr(calibrate, "_exclusive", lock_won_by_another_worker)
+    cal = calibrate_cpu(measure=fake)
+    assert fake.calls == 0
+    assert cal.from_cache
+    assert cal.cache_path == cache / published.name
+    assert cal.device.bandwidth.value == 42e9
+
+
+# -- the real measurement, small and fast ------------------------------------------------------
+
+
+def test_measure_cpu_for_real_with_tiny_sizes() -> None:
+    ceilings = measure_cpu(array_bytes=1 << 16, matmul_n=32, matmul_runs=1, budget_s=0.05)
+    assert ceilings.bandwidth.source is Source.MEASURED
+    assert ceilings.bandwidth.value > 0
+    assert set(ceilings.peaks) == {(P.FP64, V), (P.FP32, V)}
+    assert all(f.value > 0 and f.source is Source.MEASURED for f in ceilings.peaks.values())
+    for kernel in ("copy", "scale", "add", "triad", "dot"):
+        assert kernel in ceilings.bandwidth.note
+        assert 1 <= int(ceilings.details[f"runs_{kernel}"]) <= MAX_KERNEL_RUNS
+    assert ceilings.details["array_bytes"] == 1 << 16
+    assert str(ceilings.details["bandwidth_kernel"]) in ceilings.bandwidth.note
+
+
+class SteppingClock:
+    """Every read is one second after the last: each timed call takes exactly 1 s."""
+
+    def __init__(self) -> None:
+        self.now = -1.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_measure_cpu_counts_bytes_read_plus_written() -> None:
+    nbytes = 8 * 1024
+    ceilings = measure_cpu(array_bytes=nbytes, matmul_n=16, budget_s=1.0, clock=SteppingClock())
+    rates = {k: ceilings.details[f"bandwidth_{k}"] for k in ("copy", "scale", "add", "triad", "dot")}
+    # triad is numpy's two passes, b -> c then c + a -> c: five arrays of traffic
+    assert rates == {
+        "copy": 2 * nbytes,
+        "scale": 2 * nbytes,
+        "add": 3 * nbytes,
+        "triad": 5 * nbytes,
+        "dot": 2 * nbytes,
+    }
+    assert ceilings.bandwidth.value == 5 * nbytes
+    assert ceilings.details["bandwidth_kernel"] == "triad"
+    assert ceilings.peaks[(P.FP64, V)].value == 2 * 16**3
+    assert ceilings.peaks[(P.FP32, V)].note == "np.matmul n=16, best of 3"
+    # the budget was spent on the matmuls: every kernel ran once, and only once
+    assert all(ceilings.details[f"runs_{k}"] == 1 for k in rates)
+
+
+def test_measure_cpu_adds_runs_while_the_budget_allows() -> None:
+    ceilings = measure_cpu(array_bytes=8 * 64, matmul_n=8, budget_s=1e6, clock=SteppingClock())
+    assert all(
+        ceilings.details[f"runs_{k}"] == MAX_KERNEL_RUNS for k in ("copy", "scale", "add", "triad", "dot")
+    )
+
+
+def test_measure_cpu_picks_the_matmul_size_from_a_probe() -> None:
+    # with every call taking 1 s, the 512 probe runs at 2·512³ FLOP/s: n for a 0.06 s call is
+    # 512 × 0.06^(1/3) ≈ 200, clamped to the smallest size, 256
+    ceilings = measure_cpu(array_bytes=64, matmul_runs=1, budget_s=1.0, clock=SteppingClock())
+    assert ceilings.details["matmul_n_fp64"] == 256
+    assert ceilings.details["matmul_n_fp32"] == 256
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"array_bytes": 4}, "array_bytes"),
+        ({"budget_s": 0.0}, "budget_s"),
+        ({"budget_s": math.inf}, "budget_s"),
+        ({"matmul_n": 0}, "matmul_n"),
+        ({"matmul_runs": 0}, "matmul_runs"),
+    ],
+)
+def test_measure_cpu_checks_its_arguments(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        measure_cpu(**kwargs)
+
+
+# -- a GPU ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def h100(monkeypatch: pytest.MonkeyPatch) -> Device:
+    device = lookup("h100-sxm")
+    monkeypatch.setattr(cuda, "cuda_device", lambda index=0: device)
+    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(__version__="13.6.0"))
+    monkeypatch.delenv("CUPY_TF32", raising=False)
+    return device
+
+
+class FakeCudaMeasure:
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+
+    def __call__(self, index: int) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
+        self.indices.append(index)
+        return Figure(3.0e12, Source.MEASURED, "cupy.copyto"), {
+            (P.FP32, V): Figure(50e12, Source.MEASURED, "cupy.matmul fp32"),
+            (P.FP16, TC): Figure(700e12, Source.MEASURED, "cupy.matmul fp16"),
+        }
+
+
+def test_calibrate_cuda_replaces_datasheet_figures(cache: Path, h100: Device) -> None:
+    measure = FakeCudaMeasure()
+    cal = calibrate_cuda(1, measure=measure)
+    assert measure.indices == [1]
+    device = cal.device
+    assert device.key == "h100-sxm"
+    assert device.bandwidth == Figure(3.0e12, Source.MEASURED, "cupy.copyto")
+    assert device.peaks[(P.FP32, V)].value == 50e12
+    assert device.peaks[(P.FP16, TC)].source is Source.MEASURED
+    assert device.peaks[(P.BF16, TC)] == h100.peaks[(P.BF16, TC)]  # not measured: datasheet kept
+    assert device.notes[-1] == "ceilings measured on this GPU"
+    assert cal.cache_path is not None
+    assert cal.cache_path.name.startswith("cuda-nvidia-h100-80gb-hbm3-")
+    key = json.loads(cal.cache_path.read_text())["key"]
+    assert key == {
+        "name": "NVIDIA H100 80GB HBM3",
+        "key": "h100-sxm",
+        "sms": 132,
+        "llc_bytes": h100.llc_bytes,
+        "cupy": "13.6.0",
+        "tf32": False,
+    }
+
+
+def test_calibrate_cuda_is_cached_across_indices(cache: Path, h100: Device) -> None:
+    measure = FakeCudaMeasure()
+    first = calibrate_cuda(0, measure=measure)
+    second = calibrate_cuda(3, measure=measure)  # an identical GPU in another slot
+    assert measure.indices == [0]
+    assert second.from_cache
+    assert second.device == first.device
+
+
+def test_calibrate_cuda_defaults_to_the_backend_measurement(
+    cache: Path, h100: Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measure = FakeCudaMeasure()
+    monkeypatch.setattr(cuda, "measure_ceilings", measure)
+    calibrate_cuda(force=True)
+    assert measure.indices == [0]
+
+
+def test_calibrate_cuda_keys_on_cupy_tf32(cache: Path, h100: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    measure = FakeCudaMeasure()
+    calibrate_cuda(measure=measure)
+    monkeypatch.setenv("CUPY_TF32", "1")
+    assert not calibrate_cuda(measure=measure).from_cache
+    assert len(measure.indices) == 2
+
+
+# -- format_calibration ------------------------------------------------------------------------
+
+
+def test_format_calibration_of_a_fresh_cpu_calibration(cache: Path, fake: FakeMeasure) -> None:
+    cal = calibrate_cpu(measure=fake)
+    lines = format_calibration(cal).splitlines()
+    assert (
+        lines[0] == f"device     {cpu_model_name()} [cpu, {os.cpu_count()} cores, {_llc()} last-level cache]"
+    )
+    assert lines[1] == "bandwidth  20.0 GB/s  (measured: copy; fake)"
+    assert lines[2] == "fp64       100.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
+    assert lines[3] == "fp32       200.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
+    # the narrow formats share fp32's figure, and one line; int8 counts operations
+    assert lines[4].startswith(
+        "tf32, fp16, bf16, fp8_e4m3  200.0 GFLOP/s vector  (derived: fp32's matmul figure"
+    )
+    assert lines[5].startswith("int8       200.0 GOPS vector  (derived: fp32's matmul figure")
+    assert lines[6] == f"cache      {cal.cache_path}"
+    assert lines[7].startswith("           calibrated in ")
+    assert len(lines) == 8
+
+
+def _llc() -> str:
+    nbytes = last_level_cache_bytes()
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.0f} MiB"
+
+
+def test_format_calibration_from_the_cache(cache: Path, fake: FakeMeasure) -> None:
+    calibrate_cpu(measure=fake)
+    cal = calibrate_cpu(measure=fake)
+    assert "read from the cache in " in format_calibration(cal)
+    slow = Calibration(cal.device, cal.cache_path, False, 3.25)
+    assert format_calibration(slow).endswith("calibrated in 3.25 s")
+
+
+def test_format_calibration_of_a_gpu(cache: Path, h100: Device) -> None:
+    text = format_calibration(calibrate_cuda(measure=FakeCudaMeasure()))
+    assert "device      NVIDIA H100 80GB HBM3 [cuda, 132 SMs, 50 MiB last-level cache]" in text
+    assert "bandwidth   3,000.0 GB/s  (measured: cupy.copyto)" in text
+    assert "fp32        50.0 TFLOP/s vector  (measured: cupy.matmul fp32)" in text
+    assert "fp16        700.0 TFLOP/s tensor  (measured: cupy.matmul fp16)" in text
+    assert "bf16        989.4 TFLOP/s tensor  (datasheet)" in text
+    assert "int8        1,978.9 TOPS tensor  (datasheet)" in text
+
+
+# -- user ceilings files -----------------------------------------------------------------------
+
+
+def write(tmp_path: Path, content: object, name: str = "peaks.json") -> Path:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+GOOD = {
+    "name": "my-gpu",
+    "kind": "cuda",
+    "bandwidth_gbs": 3350,
+    "peaks_tflops": {"bf16:tensor": 989.4, "fp32:vector": 66.9, "fp8:tensor": 1978.9},
+    "peaks_gflops": {"float64:VECTOR": 33500},
+    "llc_mib": 50,
+    "cores": 132,
+    "notes": ["borrowed card"],
+}
+
+
+def test_peaks_file_standalone(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    device = load_peaks_file(path)
+    assert device.key == "my-gpu"
+    assert device.name == "my-gpu"
+    assert device.kind == "cuda"
+    assert device.bandwidth == Figure(3350e9, Source.USER, "from peaks.json")
+    assert device.peaks == {
+        (P.BF16, TC): Figure(989.4 * 1e12, Source.USER, "from peaks.json"),
+        (P.FP32, V): Figure(66.9 * 1e12, Source.USER, "from peaks.json"),
+        (P.FP8_E4M3, TC): Figure(1978.9 * 1e12, Source.USER, "from peaks.json"),
+        (P.FP64, V): Figure(33500e9, Source.USER, "from peaks.json"),
+    }
+    assert device.llc_bytes == 50 * 2**20
+    assert device.cores == 132
+    assert device.notes == ("ceilings from peaks.json", "borrowed card")
+    assert device.peak(P.FP8_E5M2, TC) is not None  # both fp8 formats share one rate
+
+
+def test_peaks_file_over_a_base_keeps_what_it_does_not_give(tmp_path: Path) -> None:
+    base = lookup("h100-sxm")
+    path = write(tmp_path, {"bandwidth_gbs": 3000, "peaks_tflops": {"bf16:tensor": 700}})
+    device = load_peaks_file(str(path), base=base)
+    assert device.key == "h100-sxm"
+    assert device.name == base.name
+    assert device.kind == "cuda"
+    assert device.bandwidth.value == 3000e9
+    assert device.bandwidth.source is Source.USER
+    assert device.peaks[(P.BF16, TC)].value == 700e12
+    assert device.peaks[(P.FP32, V)] == base.peaks[(P.FP32, V)]
+    assert device.cores == base.cores
+    assert device.llc_bytes == base.llc_bytes
+    assert device.notes[-1] == "ceilings from peaks.json"
+
+
+def test_empty_peaks_file_over_a_base_is_the_base(tmp_path: Path) -> None:
+    base = lookup("a10")
+    device = load_peaks_file(write(tmp_path, {}), base=base)
+    assert device.peaks == base.peaks
+    assert device.bandwidth == base.bandwidth
+
+
+def test_peaks_file_over_a_base_can_rename(tmp_path: Path) -> None:
+    device = load_peaks_file(
+        write(tmp_path, {"name": "lab box", "key": "lab", "cores": 2}), base=lookup("t4")
+    )
+    assert (device.key, device.name, device.cores) == ("lab", "lab box", 2)
+    assert device.names[0] == "lab box"
+
+
+def _with(**changes: object) -> dict[str, object]:
+    data = dict(GOOD)
+    for key, value in changes.items():
+        if value is None:
+            del data[key]
+        else:
+            data[key] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        pytest.param("{not json", "is not valid JSON", id="bad-json"),
+        pytest.param("[1, 2]", "must hold a JSON object; got list", id="array"),
+        pytest.param(
+            _with(bandwith_gbs=1),
+            r"unknown key 'bandwith_gbs' \(did you mean 'bandwidth_gbs'\?\); accepted: name",
+            id="unknown-key",
+        ),
+        pytest.param(
+            _with(peaks_tflops={"fp23:vector": 1}),
+            r"peaks_tflops\['fp23:vector'\] = 1: unknown precision 'fp23' \(did you mean 'fp32'\?\); "
+            r"accepted: fp64, fp32",
+            id="precision",
+        ),
+        pytest.param(
+            _with(peaks_tflops={"fp32:vectr": 66.9}),
+            r"peaks_tflops\['fp32:vectr'\] = 66.9: unknown unit 'vectr' \(did you mean 'vector'\?\); "
+            r"accepted: tensor, vector",
+            id="unit",
+        ),
+        pytest.param(
+            _with(peaks_tflops={"fp32": 66.9}),
+            r"peaks_tflops\['fp32'\] = 66.9: expected precision:unit",
+            id="no-unit",
+        ),
+        pytest.param(
+            _with(peaks_tflops={"fp32:vector": 0}),
+            r"peaks_tflops\['fp32:vector'\] must be a positive number; got 0",
+            id="zero",
+        ),
+        pytest.param(_with(peaks_tflops={"fp32:vector": -5}), "got -5", id="negative"),
+        pytest.param(_with(peaks_tflops={"fp32:vector": True}), "got True", id="bool"),
+        pytest.param(_with(peaks_tflops={"fp32:vector": "66.9"}), "got '66.9'", id="string"),
+        pytest.param(
+            '{"name": "x", "kind": "cuda", "bandwidth_gbs": NaN, "peaks_tflops": {"fp32:vector": 1}}',
+            "'bandwidth_gbs' must be a positive number; got nan",
+            id="nan",
+        ),
+        pytest.param(
+            _with(bandwidth_gbs=-1), "'bandwidth_gbs' must be a positive number; got -1", id="bandwidth"
+        ),
+        pytest.param(_with(llc_mib=0), "'llc_mib' must be a positive number; got 0", id="llc"),
+        pytest.param(_with(cores=1.5), "'cores' must be a positive integer; got 1.5", id="cores"),
+        pytest.param(_with(kind="xyz"), r"'kind' is 'xyz'; accepted: cpu, cuda, rocm", id="kind"),
+        pytest.param(_with(kind="cdua"), r"did you mean 'cuda'", id="kind-typo"),
+        pytest.param(_with(name=""), "'name' must be a non-empty string; got ''", id="empty-name"),
+        pytest.param(_with(notes="one note"), "'notes' must be a list of strings", id="notes"),
+        pytest.param(_with(peaks_tflops={}), "'peaks_tflops' must be a non-empty object", id="empty-peaks"),
+        pytest.param(_with(peaks_tflops=[1]), "'peaks_tflops' must be a non-empty object", id="peaks-list"),
+        pytest.param(_with(name=None, bandwidth_gbs=None), "missing name, bandwidth_gbs", id="missing"),
+        pytest.param(
+            _with(peaks_tflops=None, peaks_gflops=None),
+            r"missing peaks_tflops \(or peaks_gflops\)",
+            id="no-peaks",
+        ),
+        pytest.param(
+            _with(peaks_tflops={"bf16:tensor": 1}, peaks_gflops=None),
+            "needs at least one 'vector' peak",
+            id="no-vector",
+        ),
+        pytest.param(
+            _with(peaks_tflops={"fp8:tensor": 1, "fp8_e5m2:tensor": 2, "fp32:vector": 1}),
+            r"gives the fp8_e4m3:tensor peak a second time",
+            id="same-peak",
+        ),
+        pytest.param(
+            _with(peaks_gflops={"fp32:vector": 1}),
+            r"peaks_gflops\['fp32:vector'\] gives the fp32:vector peak a second time",
+            id="same-peak-units",
+        ),
+        pytest.param('{"name": "a", "name": "b"}', "key 'name' appears more than once", id="duplicate-key"),
+    ],
+)
+def test_peaks_file_errors_name_the_file_key_and_value(tmp_path: Path, content: object, match: str) -> None:
+    path = write(tmp_path, content)
+    with pytest.raises(DeviceError, match=match) as info:
+        load_peaks_file(path)
+    assert str(info.value).startswith(f"peaks file {str(path)!r}: ")
+
+
+def test_missing_peaks_file(tmp_path: Path) -> None:
+    with pytest.raises(DeviceError, match=r"peaks file '.*nowhere\.json': cannot be read \(.*No such file"):
+        load_peaks_file(tmp_path / "nowhere.json")
+
+
+def test_peaks_file_that_is_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(DeviceError, match="cannot be read"):
+        load_peaks_file(tmp_path)
+
+
+def test_peaks_file_errors_also_apply_over_a_base(tmp_path: Path) -> None:
+    with pytest.raises(DeviceError, match="unknown unit 'tensr'"):
+        load_peaks_file(write(tmp_path, {"peaks_tflops": {"bf16:tensr": 1}}), base=lookup("h100-sxm"))

@@ -1,0 +1,361 @@
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fakes import FakeBackend, Run
+
+from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.timing.cpu import CpuBackend
+
+
+def noop() -> None:
+    pass
+
+
+def alternating(fast: float, slow: float) -> Callable[[int], float]:
+    """Half the calls fast, half slow: the interval of the median never narrows."""
+    return lambda i: slow if i % 2 else fast
+
+
+def cycling(*values: float) -> Callable[[int], float]:
+    return lambda i: values[i % len(values)]
+
+
+def sampling_runs(backend: FakeBackend, m: Measurement) -> list[Run]:
+    return backend.split_runs(m.warmup_calls)[1]
+
+
+# -- warm-up -----------------------------------------------------------------------------------
+
+
+def test_warmup_runs_until_its_time_has_passed() -> None:
+    backend = FakeBackend(1e-3)
+    m = measure(noop, backend=backend)
+    warmup, _ = backend.split_runs(m.warmup_calls)
+    # doubling rounds, the last one cut to end on the 25 ms mark rather than overshoot it
+    assert [r.calls for r in warmup] == [1, 1, 2, 4, 8, 9]
+    assert all(r == Run(r.calls, 1, False) for r in warmup)
+    assert m.warmup_calls == 25
+    assert m.warmup_s == pytest.approx(0.025)
+
+
+def test_warmup_runs_until_its_calls_have_passed() -> None:
+    backend = FakeBackend(1e-3)
+    m = measure(noop, policy=Policy(warmup_s=0.0, warmup_calls=10), backend=backend)
+    warmup, _ = backend.split_runs(m.warmup_calls)
+    assert [r.calls for r in warmup] == [1, 1, 8]
+    assert m.warmup_calls == 10
+
+
+def test_slow_kernel_warms_up_in_two_calls() -> None:
+    m = measure(noop, backend=FakeBackend(2.0), policy=Policy(max_time_s=1.0))
+    assert m.warmup_calls == 2
+    assert m.warmup_s == pytest.approx(4.0)
+
+
+def test_warmup_takes_two_rounds_even_when_one_call_is_enough() -> None:
+    backend = FakeBackend(1e-3)
+    m = measure(noop, policy=Policy(warmup_s=0.0, warmup_calls=1), backend=backend)
+    assert m.warmup_calls == 2
+    assert backend.runs[:2] == [Run(1, 1, False), Run(1, 1, False)]
+
+
+def test_first_call_is_neither_a_sample_nor_the_estimate() -> None:
+    # a 1 s first call (compilation) followed by 1 µs calls: batching must see the 1 µs
+    backend = FakeBackend([1.0, 1e-6], resolution_s=1e-6)
+    m = measure(noop, backend=backend)
+    assert m.calls_per_sample == 100
+    assert max(m.samples_s) == pytest.approx(1e-6)
+    assert backend.runs[0] == Run(1, 1, False)
+
+
+# -- batching ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("per_call", "resolution", "batch_factor", "k"),
+    [
+        (1e-3, 1e-6, 100.0, 1),
+        (1e-4, 1e-6, 100.0, 1),  # exactly at the threshold: one call is long enough
+        (1e-5, 1e-6, 100.0, 10),
+        (1e-6, 1e-6, 100.0, 100),
+        (3e-7, 1e-6, 100.0, 334),
+        (1e-5, 1e-6, 10.0, 1),
+        (1e-5, 1e-7, 1000.0, 10),
+    ],
+)
+def test_batching(per_call: float, resolution: float, batch_factor: float, k: int) -> None:
+    backend = FakeBackend(per_call, resolution_s=resolution)
+    policy = Policy(warmup_s=1e-3, batch_factor=batch_factor)
+    m = measure(noop, policy=policy, backend=backend)
+    assert m.calls_per_sample == k
+    assert all(r.calls == k for r in sampling_runs(backend, m))
+    # per-call time is the window divided by k
+    assert m.samples_s == pytest.approx([per_call] * m.stats.n)
+
+
+def test_batching_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "MAX_CALLS_PER_SAMPLE", 50)
+    m = measure(noop, policy=Policy(warmup_s=1e-6), backend=FakeBackend(1e-9, resolution_s=1e-6))
+    assert m.calls_per_sample == 50
+
+
+def test_per_call_samples_divide_windows_by_k() -> None:
+    # warm-up is two 2 µs calls; then each window of k=50 calls holds 48 of 2 µs and 2 of 3 µs
+    calls_per_window = 50
+    durations = [2e-6, 2e-6] + ([2e-6] * 48 + [3e-6] * 2) * 20
+    backend = FakeBackend(durations, resolution_s=1e-6)
+    policy = Policy(warmup_s=0.0, batch_factor=calls_per_window * 2, min_samples=3, max_samples=3)
+    m = measure(noop, policy=policy, backend=backend)
+    assert m.calls_per_sample == calls_per_window
+    assert m.samples_s == pytest.approx([(48 * 2e-6 + 2 * 3e-6) / 50] * 3)
+
+
+# -- stopping ----------------------------------------------------------------------------------
+
+
+def test_stops_on_precision_after_min_samples() -> None:
+    backend = FakeBackend(1e-3)
+    m = measure(noop, backend=backend)
+    assert m.stop_reason is StopReason.PRECISION
+    assert m.stats.n == 10
+    assert sampling_runs(backend, m) == [Run(1, 10, True)]
+
+
+def test_stops_on_precision_once_the_interval_narrows() -> None:
+    backend = FakeBackend(cycling(0.98e-3, 1e-3, 1.02e-3))
+    m = measure(noop, backend=backend)
+    assert m.stop_reason == "precision"
+    assert 10 < m.stats.n < 1000
+    assert m.stats.ci_rel <= 0.01
+    runs = sampling_runs(backend, m)
+    assert runs[0].samples == 10
+    assert len(runs) > 1
+
+
+def test_stops_on_time() -> None:
+    policy = Policy(max_time_s=0.1)
+    backend = FakeBackend(alternating(1e-3, 2e-3))
+    m = measure(noop, policy=policy, backend=backend)
+    assert m.stop_reason is StopReason.TIME
+    # the budget covers the whole measurement, warm-up included; rounds are planned to fit, so it
+    # is neither overrun by more than a sample nor wasted
+    assert 0.1 - 2e-3 <= m.wall_s <= 0.1 + 2e-3
+    assert m.stats.n < policy.max_samples
+
+
+def test_does_not_start_a_round_that_would_overrun_the_time_budget() -> None:
+    # two samples of 0.3 s and 0.6 s leave 0.1 s: not enough for one more
+    policy = Policy(warmup_s=0.0, min_samples=2, max_time_s=1.0)
+    m = measure(noop, policy=policy, backend=FakeBackend(alternating(0.3, 0.6)))
+    assert m.stop_reason is StopReason.TIME
+    assert m.stats.n == 2
+    assert m.wall_s - m.warmup_s == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(("min_samples", "max_samples"), [(10, 50), (10, 10), (1, 7)])
+def test_stops_on_max_samples(min_samples: int, max_samples: int) -> None:
+    policy = Policy(min_samples=min_samples, max_samples=max_samples, max_time_s=1e6)
+    backend = FakeBackend(alternating(1e-3, 2e-3))
+    m = measure(noop, policy=policy, backend=backend)
+    assert m.stop_reason is StopReason.MAX_SAMPLES
+    assert m.stats.n == max_samples
+    assert sum(r.samples for r in sampling_runs(backend, m)) == max_samples
+
+
+def test_min_samples_are_taken_even_when_they_blow_the_time_budget() -> None:
+    policy = Policy(min_samples=10, max_time_s=0.5)
+    m = measure(noop, policy=policy, backend=FakeBackend(alternating(1.0, 2.0)))
+    assert m.stop_reason is StopReason.TIME
+    assert m.stats.n == 10
+    assert m.wall_s - m.warmup_s == pytest.approx(15.0)
+
+
+def test_max_samples_wins_over_time_when_both_apply() -> None:
+    policy = Policy(min_samples=5, max_samples=5, max_time_s=1e-3)
+    m = measure(noop, policy=policy, backend=FakeBackend(alternating(1e-3, 2e-3)))
+    assert m.stop_reason is StopReason.MAX_SAMPLES
+
+
+def test_precision_wins_when_every_rule_applies() -> None:
+    policy = Policy(min_samples=6, max_samples=6, max_time_s=1e-3)
+    m = measure(noop, policy=policy, backend=FakeBackend(1e-3))
+    assert m.stop_reason is StopReason.PRECISION
+
+
+def test_precision_needs_six_samples() -> None:
+    # one sample has no spread, but says nothing about the median's interval
+    backend = FakeBackend(1e-3)
+    m = measure(noop, policy=Policy(min_samples=1), backend=backend)
+    assert m.stop_reason is StopReason.PRECISION
+    assert m.stats.n == 6
+    assert [r.samples for r in sampling_runs(backend, m)] == [1, 5]
+
+
+def test_a_zero_median_with_spread_never_counts_as_precise() -> None:
+    # 60% of the samples are 0: the median is 0, the 95% interval reaches past it
+    policy = Policy(max_samples=50, max_time_s=1e3)
+    m = measure(noop, policy=policy, backend=FakeBackend(cycling(0.0, 0.0, 0.0, 1e-3, 1e-3)))
+    assert m.stats.median == 0.0
+    assert m.stats.ci_rel == float("inf")
+    assert m.stop_reason is StopReason.MAX_SAMPLES
+    assert m.stats.n == 50
+
+
+# -- flushing and wall time --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_flush_flag_reaches_the_backend_for_samples_only(flush: bool) -> None:
+    backend = FakeBackend(1e-3)
+    m = measure(noop, policy=Policy(flush=flush), backend=backend)
+    warmup, sampling = backend.split_runs(m.warmup_calls)
+    assert not any(r.flush for r in warmup)
+    assert all(r.flush is flush for r in sampling)
+    assert m.flushed is flush
+    assert m.cache == ("cold" if flush else "warm")
+    assert ("warm cache" in str(m)) is not flush
+    assert backend.events.count("flush") == (m.stats.n if flush else 0)
+
+
+def test_wall_time_includes_warmup_and_flushes() -> None:
+    backend = FakeBackend(1e-3, flush_s=0.05)
+    m = measure(noop, backend=backend)
+    assert m.stats.n == 10
+    assert m.warmup_s == pytest.approx(0.025)
+    assert m.wall_s == pytest.approx(0.025 + 10 * (0.05 + 1e-3))
+    assert m.wall_s == pytest.approx(backend.clock())
+
+
+def test_time_budget_counts_flushes() -> None:
+    # 1 ms kernels behind 99 ms flushes: a 1 s budget affords about ten samples, not a thousand
+    policy = Policy(max_time_s=1.0)
+    m = measure(noop, policy=policy, backend=FakeBackend(alternating(1e-3, 1.1e-3), flush_s=0.099))
+    assert m.stop_reason is StopReason.TIME
+    assert m.stats.n <= 11
+
+
+# -- the result ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("stat", "expected"), [("median", 2e-3), ("min", 1e-3), ("mean", 3e-3)])
+def test_stat_selects_the_verdict_time(stat: Any, expected: float) -> None:
+    # two warm-up calls, then exactly three samples of 1, 2 and 6 ms
+    durations = [5e-3, 5e-3, 1e-3, 2e-3, 6e-3]
+    policy = Policy(warmup_s=0.0, min_samples=3, max_samples=3, stat=stat)
+    m = measure(noop, policy=policy, backend=FakeBackend(durations, resolution_s=1e-9))
+    assert m.samples_s == pytest.approx((1e-3, 2e-3, 6e-3))
+    assert m.stat == stat
+    assert m.time_s == pytest.approx(expected)
+    assert m.time_s == m.stats.value(stat)
+
+
+def test_measurement_describes_its_origin() -> None:
+    policy = Policy(flush=False)
+    m = measure(noop, policy=policy, backend=FakeBackend(1e-3, device_name="Fake GPU 9000"))
+    assert (m.backend, m.device, m.policy) == ("fake", "Fake GPU 9000", policy)
+    assert isinstance(m.samples_s, tuple)
+    assert len(m.samples_s) == m.stats.n
+    assert str(m) == (
+        "1000 µs median of 10 samples (±0.00% 95% CI of the median, 1 call(s)/sample, warm cache;"
+        " fake: Fake GPU 9000; stopped on precision)"
+    )
+
+
+def test_measurement_is_frozen_and_slotted() -> None:
+    m = measure(noop, backend=FakeBackend(1e-3))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.time_s = 0.0  # type: ignore[misc]
+    assert not hasattr(m, "__dict__")
+
+
+def test_kernel_receives_its_arguments() -> None:
+    seen: list[tuple[object, ...]] = []
+    measure(lambda *a: seen.append(a), 1, "x", policy=Policy(min_samples=1), backend=FakeBackend(1e-3))
+    assert set(seen) == {(1, "x")}
+
+
+# -- the checking front ------------------------------------------------------------------------
+
+
+def test_non_callable_kernel_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match=re.escape("kernel must be callable; got 3 (int)")):
+        measure(3)  # type: ignore[arg-type]
+
+
+def test_policy_must_be_a_policy() -> None:
+    with pytest.raises(TypeError, match=re.escape("policy must be a Policy; got {'flush': False} (dict)")):
+        measure(noop, policy={"flush": False})  # type: ignore[arg-type]
+
+
+def test_backend_must_look_like_a_backend() -> None:
+    with pytest.raises(TypeError, match="object lacks name, device_name, resolution_s, clock, run"):
+        measure(noop, backend=object())  # type: ignore[arg-type]
+
+
+def test_backend_returning_the_wrong_number_of_windows_is_an_error() -> None:
+    class Short(FakeBackend):
+        def run(self, *args: Any, **kwargs: Any) -> list[float]:
+            return super().run(*args, **kwargs)[:-1]
+
+    with pytest.raises(RuntimeError, match="backend 'fake' returned 0 windows for 1 samples"):
+        measure(noop, backend=Short(1e-3))
+
+
+def test_kernel_exception_propagates_unchanged() -> None:
+    error = ValueError("boom")
+
+    def kernel() -> None:
+        raise error
+
+    with pytest.raises(ValueError, match="boom") as info:
+        measure(kernel, backend=FakeBackend(1e-3))
+    assert info.value is error
+
+
+def test_default_backend_is_one_cpu_backend_per_process() -> None:
+    assert isinstance(engine._default_backend(), CpuBackend)
+    assert engine._default_backend() is engine._default_backend()
+    policy = Policy(warmup_s=0.0, min_samples=2, max_samples=3, max_time_s=0.01, flush=False)
+    m = measure(noop, policy=policy)
+    assert m.backend == "cpu"
+    assert m.device
+    assert 2 <= m.stats.n <= 3
+
+
+# -- policy --------------------------------------------------------------------------------------
+
+
+def test_policy_defaults() -> None:
+    p = Policy()
+    assert (p.warmup_s, p.warmup_calls, p.min_samples, p.max_samples) == (0.025, 2, 10, 10_000)
+    assert (p.max_time_s, p.target_rel_ci, p.flush, p.batch_factor, p.stat) == (
+        1.0,
+        0.01,
+        True,
+        100.0,
+        "median",
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"warmup_s": -1}, "warmup_s must be a non-negative number; got -1"),
+        ({"warmup_calls": 0}, "warmup_calls must be an integer >= 1; got 0"),
+        ({"min_samples": 1.5}, "min_samples must be an integer >= 1; got 1.5"),
+        ({"max_samples": True}, "max_samples must be an integer >= 1; got True"),
+        ({"min_samples": 20, "max_samples": 10}, "max_samples (10) must be >= min_samples (20)"),
+        ({"max_time_s": 0}, "max_time_s must be a positive number; got 0"),
+        ({"target_rel_ci": float("nan")}, "target_rel_ci must be a positive number; got nan"),
+        ({"batch_factor": "100"}, "batch_factor must be a positive number; got '100'"),
+        ({"stat": "max"}, "stat must be one of median, min, mean; got 'max'"),
+    ],
+)
+def test_policy_validation(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Policy(**kwargs)

@@ -1,0 +1,257 @@
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes import FakeClock
+
+from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
+from pytest_roofline.timing.cpu import FALLBACK_LLC_BYTES, CpuBackend, last_level_cache_bytes
+
+KiB = 2**10
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(start_s=100.0)
+
+
+@pytest.fixture
+def backend(clock: FakeClock) -> CpuBackend:
+    return CpuBackend(
+        clock_ns=clock.now_ns, llc_bytes=lambda: 4 * KiB, resolution_s=1e-6, device_name="Fake CPU"
+    )
+
+
+@pytest.fixture
+def restore_gc() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    yield
+    if was_enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_is_a_backend(backend: CpuBackend) -> None:
+    typed: Backend = backend  # checked by mypy: CpuBackend satisfies the protocol
+    assert (typed.name, typed.device_name, typed.resolution_s) == ("cpu", "Fake CPU", 1e-6)
+
+
+def test_clock_reads_the_injected_clock_in_seconds(backend: CpuBackend, clock: FakeClock) -> None:
+    assert backend.clock() == 100.0
+    clock.advance(0.25)
+    assert backend.clock() == 100.25
+
+
+@pytest.mark.parametrize(("calls", "samples"), [(1, 1), (1, 3), (4, 2)])
+def test_windows_time_back_to_back_calls(
+    backend: CpuBackend, clock: FakeClock, calls: int, samples: int
+) -> None:
+    made: list[str] = []
+
+    def kernel(tag: str) -> None:
+        made.append(tag)
+        clock.advance(1e-3)
+
+    windows = backend.run(kernel, ("k",), calls=calls, samples=samples, flush=False)
+    assert windows == pytest.approx([calls * 1e-3] * samples)
+    assert made == ["k"] * (calls * samples)
+
+
+@pytest.mark.parametrize(("calls", "samples"), [(0, 1), (1, 0)])
+def test_run_rejects_empty_windows(backend: CpuBackend, calls: int, samples: int) -> None:
+    with pytest.raises(ValueError, match="calls and samples must be >= 1"):
+        backend.run(print, (), calls=calls, samples=samples, flush=False)
+
+
+def test_flush_happens_before_each_window_and_outside_it(
+    backend: CpuBackend, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+
+    def slow_flush() -> None:
+        events.append("flush")
+        clock.advance(1.0)
+
+    def kernel() -> None:
+        events.append("call")
+        clock.advance(1e-3)
+
+    monkeypatch.setattr(backend, "flush", slow_flush)
+    windows = backend.run(kernel, (), calls=2, samples=2, flush=True)
+    assert events == ["flush", "call", "call", "flush", "call", "call"]
+    assert windows == pytest.approx([2e-3, 2e-3])
+
+
+def test_no_flush_when_not_asked(backend: CpuBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    flushes: list[None] = []
+    monkeypatch.setattr(backend, "flush", lambda: flushes.append(None))
+    backend.run(lambda: None, (), calls=1, samples=3, flush=False)
+    assert flushes == []
+
+
+@pytest.mark.usefixtures("restore_gc")
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_gc_is_paused_inside_the_window_and_restored(backend: CpuBackend, enabled_before: bool) -> None:
+    if enabled_before:
+        gc.enable()
+    else:
+        gc.disable()
+    seen: list[bool] = []
+    backend.run(lambda: seen.append(gc.isenabled()), (), calls=2, samples=2, flush=False)
+    assert seen == [False] * 4
+    assert gc.isenabled() is enabled_before
+
+
+@pytest.mark.usefixtures("restore_gc")
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_kernel_exception_propagates_and_gc_is_restored(backend: CpuBackend, enabled_before: bool) -> None:
+    if enabled_before:
+        gc.enable()
+    else:
+        gc.disable()
+    error = RuntimeError("kernel failed")
+
+    def kernel() -> None:
+        raise error
+
+    with pytest.raises(RuntimeError, match="kernel failed") as info:
+        measure(kernel, backend=backend)
+    assert info.value is error
+    assert gc.isenabled() is enabled_before
+
+
+def test_flush_writes_twice_the_llc_into_one_reused_buffer(backend: CpuBackend) -> None:
+    assert backend.flush_bytes == 8 * KiB
+    backend.flush()
+    buffer = backend._flush_buffer
+    assert buffer is not None
+    assert buffer.nbytes == 8 * KiB
+    first = int(buffer[0])
+    backend.flush()
+    assert backend._flush_buffer is buffer
+    # every flush writes a new value, so each line really is rewritten
+    assert int(buffer[0]) != first
+    assert int(buffer.min()) == int(buffer.max())
+
+
+def test_llc_size_is_read_lazily() -> None:
+    reads: list[None] = []
+
+    def llc() -> int:
+        reads.append(None)
+        return KiB
+
+    backend = CpuBackend(llc_bytes=llc, resolution_s=1e-6)
+    backend.run(lambda: None, (), calls=1, samples=2, flush=False)
+    assert reads == []
+    backend.run(lambda: None, (), calls=1, samples=2, flush=True)
+    assert reads == [None]
+
+
+def test_importing_and_constructing_does_not_import_numpy() -> None:
+    code = (
+        "import sys\n"
+        "from pytest_roofline.timing import measure\n"
+        "from pytest_roofline.timing.cpu import CpuBackend\n"
+        "CpuBackend()\n"
+        "assert 'numpy' not in sys.modules, 'numpy was imported'\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_measure_with_a_fake_clock_is_exact(backend: CpuBackend, clock: FakeClock) -> None:
+    m = measure(lambda: clock.advance(2e-3), policy=Policy(flush=False), backend=backend)
+    assert m.samples_s == pytest.approx([2e-3] * 10)
+    assert m.stop_reason is StopReason.PRECISION
+    assert m.warmup_calls == 13  # 1, 1, 2, 4 calls, then the 5 left to reach 25 ms
+    assert (m.backend, m.device) == ("cpu", "Fake CPU")
+
+
+# -- resolution and machine facts --------------------------------------------------------------
+
+
+def test_resolution_is_at_least_the_stated_clock_resolution() -> None:
+    stated = time.get_clock_info("perf_counter").resolution
+    assert CpuBackend().resolution_s >= stated
+    # a clock that never moves has no read overhead: the stated resolution remains
+    assert CpuBackend(clock_ns=lambda: 0).resolution_s == stated
+
+
+def test_resolution_includes_the_cost_of_reading_the_clock() -> None:
+    ticks = iter(range(0, 10**9, 250))  # every read costs 250 ns
+    backend = CpuBackend(clock_ns=lambda: next(ticks))
+    assert backend.resolution_s == pytest.approx(max(250e-9, time.get_clock_info("perf_counter").resolution))
+
+
+def test_device_name_is_the_cpu_model() -> None:
+    assert CpuBackend().device_name.strip()
+
+
+def make_sysfs(root: Path, caches: list[tuple[str, str, str]]) -> Path:
+    for i, (level, kind, size) in enumerate(caches):
+        index = root / f"index{i}"
+        index.mkdir()
+        (index / "level").write_text(level + "\n")
+        (index / "type").write_text(kind + "\n")
+        (index / "size").write_text(size + "\n")
+    return root
+
+
+def test_linux_llc_is_the_highest_data_level(tmp_path: Path) -> None:
+    root = make_sysfs(
+        tmp_path,
+        [
+            ("1", "Data", "48K"),
+            ("1", "Instruction", "32K"),
+            ("2", "Unified", "2048K"),
+            ("3", "Unified", "307200K"),
+        ],
+    )
+    assert cpu._linux_llc_bytes(root) == 307200 * KiB
+
+
+def test_linux_llc_ignores_instruction_caches_and_junk(tmp_path: Path) -> None:
+    root = make_sysfs(
+        tmp_path, [("2", "Unified", "1M"), ("3", "Instruction", "64M"), ("4", "Unified", "huge")]
+    )
+    assert cpu._linux_llc_bytes(root) == 2**20
+
+
+def test_linux_llc_without_sysfs(tmp_path: Path) -> None:
+    assert cpu._linux_llc_bytes(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("48K", 48 * KiB), ("32M", 32 * 2**20), ("1G", 2**30), ("4096", 4096)]
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert cpu._parse_size(text) == size
+
+
+@pytest.mark.parametrize(
+    ("answers", "size"),
+    [
+        ({"hw.l3cachesize": "33554432\n", "hw.l2cachesize": "262144\n"}, 32 * 2**20),
+        ({"hw.l3cachesize": None, "hw.l2cachesize": "4194304\n"}, 4 * 2**20),  # Apple silicon: no L3
+        ({"hw.l3cachesize": "0\n", "hw.l2cachesize": "4194304\n"}, 4 * 2**20),
+        ({"hw.l3cachesize": None, "hw.l2cachesize": None}, None),
+    ],
+)
+def test_darwin_llc(answers: dict[str, str | None], size: int | None) -> None:
+    assert cpu._darwin_llc_bytes(answers.__getitem__) == size
+
+
+def test_last_level_cache_bytes_is_positive_and_cached() -> None:
+    size = last_level_cache_bytes()
+    assert size > 0
+    assert last_level_cache_bytes() == size
+    assert FALLBACK_LLC_BYTES == 64 * 2**20
