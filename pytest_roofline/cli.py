@@ -57,6 +57,11 @@ def _floor(args: argparse.Namespace) -> str:
     from .floor import estimate
 
     params = parse_assignments(args.params)
+    for option in ("device", "math"):
+        if option in params:
+            raise CliError(f"{option} is an option here: write --{option} {params[option]}")
+    if "op" in params:
+        raise CliError(f"the op comes first: roofline floor {params['op']} key=value ...")
     dtype = params.pop("dtype", None)
     if dtype is None:
         raise CliError(f"{args.op} needs dtype=... (for example dtype=bf16, dtype=fp32)")
@@ -158,7 +163,7 @@ def _devices(args: argparse.Namespace) -> str:
                 device.kind,
                 device.cores or "",
                 units.byte_rate(device.bandwidth.value),
-                units.nbytes(device.llc_bytes or 0) if device.llc_bytes else "",
+                units.binary_bytes(device.llc_bytes) if device.llc_bytes else "",
                 *(_peak(device, p, u) for p, u in _DEVICE_COLUMNS),
             ]
         )
@@ -258,9 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            parser.print_help()
-            return USAGE_ERROR
+            raise CliError("a command is required: floor, devices, ops or calibrate (see roofline -h)")
         print(args.run(args))
+    except BrokenPipeError:  # `roofline devices | head`: the reader left; that is not an error
+        sys.stdout = None  # type: ignore[assignment]  # keep the interpreter from flushing into the pipe
+        return 0
     except (CliError, ValueError) as exc:  # OpError and DeviceError are ValueErrors
         print(f"roofline: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

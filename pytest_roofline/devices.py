@@ -81,7 +81,7 @@ _ROWS: tuple[_Row, ...] = (
          (1.29, None, 82.6, 82.6, 82.6, 330.3, 660.6, 660.6), bf16_tensor=165.2,
          notes=("FP16 and FP8 tensor figures are the FP16-accumulate rates",)),
     _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
-         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=None,
+         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=(419, _Q),
          notes=("FP64, FP16 vector, TF32 and BF16 peaks unconfirmed",
                 "FP16 tensor is the FP16-accumulate rate")),
     _Row("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50,
@@ -179,7 +179,8 @@ def find_device(name_or_key: str) -> Device | None:
     if name_or_key in _TABLE:
         return _TABLE[name_or_key]
     wanted = _normalize(name_or_key)
-    for device in _TABLE.values():
+    # newest first: a device registered by a plugin wins over the built-in entry it renames
+    for device in reversed(list(_TABLE.values())):
         if wanted == device.key or any(_normalize(n) == wanted for n in device.names):
             return device
     return None
@@ -235,6 +236,9 @@ class DeviceProperties:
     arch_name: str = ""  # ROCm gcnArchName
 
 
+_MIG_SUFFIX = re.compile(r"\s+MIG\s+\S+$")
+
+
 def from_properties(props: DeviceProperties) -> Device:
     """The device a driver describes: the table's entry when the name matches, else derived.
 
@@ -242,7 +246,8 @@ def from_properties(props: DeviceProperties) -> Device:
     the SM ratio; bandwidth is left whole, which keeps the floor optimistic. MI250 and MI250X report
     one name and are told apart by their CU count.
     """
-    known = find_device(props.name)
+    # MIG slices report e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb": the card is the name before " MIG"
+    known = find_device(_MIG_SUFFIX.sub("", props.name))
     if known is not None and known.key == "mi250x" and props.multiprocessors and props.multiprocessors < 110:
         known = None  # an MI250 die has 104 CUs: derive nothing, ask for peaks below
     if known is not None:

@@ -39,8 +39,8 @@ def estimate(
 ) -> Estimate:
     """The speed-of-light floor of ``op`` with ``params`` in ``dtype`` on ``device``.
 
-    ``device`` is a :class:`Device` or a key (``"h100-sxm"``), a reported name
-    (``"NVIDIA H100 80GB HBM3"``) or ``"cpu"`` (measured on first use). ``math="tf32"`` lets an fp32
+    ``device`` is a :class:`Device`, a key (``"h100-sxm"``), a reported name
+    (``"NVIDIA H100 80GB HBM3"``), ``"cpu"`` (measured on first use), ``"cuda[:N]"`` or ``"auto"``. ``math="tf32"`` lets an fp32
     matrix op use TF32 tensor units. Bad input raises ValueError naming the parameter and the value.
 
     >>> e = estimate("gemm", M=4096, N=4096, K=4096, dtype="bf16", device="h100-sxm")
@@ -52,9 +52,7 @@ def estimate(
     precision = parse_dtype(dtype)
     peak_precision, unit = select_unit(spec, checked, precision, math)
     if not isinstance(device, Device):
-        from .detect import get_device  # lazily: "cpu" calibrates on first use
-
-        device = get_device(device)
+        device = _device(device)
     cost = spec.cost(checked, precision)
     return roofline(
         cost,
@@ -67,3 +65,14 @@ def estimate(
         shape=spec.shape(checked),
         peak_precision=peak_precision,
     )
+
+
+def _device(spec: object) -> Device:
+    """A device from a spec; detection (and CuPy) only for ``auto`` and ``cuda[:N]``."""
+    from .detect import detect_device, get_device  # lazily: "cpu" calibrates on first use
+
+    if isinstance(spec, str):
+        keyword = spec.strip().lower()
+        if keyword == "auto" or keyword == "cuda" or keyword.startswith("cuda:"):
+            return detect_device(keyword)
+    return get_device(spec)  # type: ignore[arg-type]  # get_device names a non-string in its error

@@ -66,8 +66,9 @@ class Precision(enum.Enum):
 
 
 _DTYPE_ALIASES: dict[str, Precision] = {
-    **dict.fromkeys(("fp64", "float64", "f64", "double", "f8", "d", "float_"), Precision.FP64),
-    **dict.fromkeys(("fp32", "float32", "f32", "float", "single", "f4", "f", "float_32"), Precision.FP32),
+    # "float" is numpy's float64, as in np.dtype(float); "f8" is refused as ambiguous (see parse_dtype)
+    **dict.fromkeys(("fp64", "float64", "f64", "double", "float", "d", "float_"), Precision.FP64),
+    **dict.fromkeys(("fp32", "float32", "f32", "single", "f4", "f"), Precision.FP32),
     **dict.fromkeys(("tf32", "tensorfloat32"), Precision.TF32),
     **dict.fromkeys(("fp16", "float16", "f16", "half", "f2", "e"), Precision.FP16),
     **dict.fromkeys(("bf16", "bfloat16"), Precision.BF16),
@@ -95,11 +96,15 @@ def parse_dtype(dtype: object) -> Precision:
     name = _dtype_name(dtype)
     key = name.strip().lower().replace("-", "_").replace(" ", "")
     key = key.removeprefix("torch.").removeprefix("numpy.").removeprefix("np.").removeprefix("jnp.")
+    if key == "f8":
+        raise ValueError(
+            "dtype 'f8' is ambiguous: numpy reads it as float64, ML code as fp8; write fp64 or fp8"
+        )
     try:
         return _DTYPE_ALIASES[key]
     except KeyError:
         raise ValueError(
-            f"unknown dtype {name!r}; accepted: {', '.join(_PRIMARY_NAMES)} "
+            f"unknown dtype {name!r}{did_you_mean(key, _DTYPE_ALIASES)}; accepted: {', '.join(_PRIMARY_NAMES)} "
             f"(also numpy/cupy/torch dtypes and spellings such as {', '.join(_EXAMPLE_SPELLINGS)})"
         ) from None
 
@@ -170,6 +175,8 @@ class Device:
             return figure, unit
         if unit is Unit.TENSOR:
             return self.resolve_peak(precision, Unit.VECTOR)
+        if precision is Precision.TF32:  # TF32 exists only in tensor units; off them it is fp32
+            return self.resolve_peak(Precision.FP32, Unit.VECTOR)
         vector = [(fig, p) for (p, u), fig in self.peaks.items() if u is Unit.VECTOR]
         if not vector:
             raise ValueError(f"device {self.key!r} has no vector peak for {precision} or any other precision")
@@ -288,11 +295,20 @@ def roofline(
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'K'?)`` when a choice is close to ``word``, else an empty string."""
-    names = list(choices)
-    close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+    """`` (did you mean 'K'?)`` when choices are close to ``word`` (up to two, equally close ones
+    both named: 'gemn' could be 'gemm' or 'gemv'), else an empty string."""
+    names = list(dict.fromkeys(choices))
+    extending = sorted(n for n in names if n.lower().startswith(word.lower()) and n != word)
+    if extending:  # "a100-pcie" is a prefix of 'a100-pcie-80gb', which beats the closer-looking 'h100-pcie'
+        return f" (did you mean {' or '.join(repr(c) for c in extending[:2])}?)"
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, word, name).ratio(), name) for name in names), key=lambda t: -t[0]
+    )
+    close = [name for ratio, name in scored if ratio >= 0.5 and ratio == scored[0][0]][:2] if scored else []
     if not close:
         lowered = {n.lower(): n for n in names}
         if word.lower() in lowered:
             close = [lowered[word.lower()]]
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(c) for c in sorted(close))}?)"

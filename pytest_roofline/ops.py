@@ -18,6 +18,12 @@ from .model import Cost, Precision, Unit, did_you_mean
 ParamKind = Literal["size", "count", "amount", "flag", "choice"]
 Params = Mapping[str, Any]
 CostFunction = Callable[[Params, int], Cost]
+CrossCheck = Callable[[str, Params], None]
+
+#: names every op's caller already uses (estimate, the marker, the fixture): no op may take them
+RESERVED_NAMES = frozenset(
+    {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "flush"}
+)
 
 
 class _Required:
@@ -79,7 +85,9 @@ def _kind_words(kind: ParamKind) -> str:
 
 
 def _is_bool(value: object) -> bool:
-    return isinstance(value, bool) or type(value).__name__ == "bool_"  # numpy's bool is no int subclass
+    # numpy's bool (np.bool_, named "bool" in numpy 2) is not an int subclass but is Integral-like
+    kind = type(value)
+    return isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))
 
 
 def _as_integer(value: object) -> int | None:
@@ -106,6 +114,8 @@ class OpSpec:
     matrix: bool = False
     flops_formula: str = ""
     bytes_formula: str = ""
+    #: rules across parameters (a conv2d filter fits its input, a custom op has work), or None
+    cross_check: CrossCheck | None = None
 
     @property
     def doc(self) -> str:
@@ -133,11 +143,24 @@ class OpSpec:
                 raise OpError(f"{self.name} needs {param.name} (it takes {self.signature()})")
             else:
                 checked[param.name] = param.default
+        if self.cross_check is not None:
+            self.cross_check(self.name, checked)
         return checked
 
     def cost(self, params: Params, precision: Precision) -> Cost:
-        """The cost of one call; ``params`` must come from :meth:`check`."""
-        return self.cost_fn(params, precision.itemsize)
+        """The cost of one call; ``params`` must come from :meth:`check`.
+
+        A registered cost function that returns anything but a Cost of finite, non-negative
+        numbers is an OpError naming the op: a floor built on it would be nonsense.
+        """
+        cost = self.cost_fn(params, precision.itemsize)
+        if not isinstance(cost, Cost):
+            raise OpError(f"cost function of op {self.name!r} returned {cost!r}, not a Cost")
+        for what, value in (("flops", cost.flops), ("bytes", cost.bytes)):
+            number = _as_real(value)
+            if number is None or not math.isfinite(number) or number < 0:
+                raise OpError(f"cost function of op {self.name!r} returned {what}={value!r}; expected >= 0")
+        return cost
 
     def unit_for(self, params: Params) -> Unit:
         """Matrix-shaped ops may use tensor units; ``custom`` says so through its ``unit`` parameter."""
@@ -338,11 +361,6 @@ def _check_elementwise(op: str, p: Params) -> None:
 
 
 _REGISTRY: dict[str, OpSpec] = {}
-_EXTRA_CHECKS: dict[str, Callable[[str, Params], None]] = {
-    "conv2d": _check_conv2d,
-    "custom": _check_custom,
-    "elementwise": _check_elementwise,
-}
 
 
 def register_op(
@@ -353,6 +371,7 @@ def register_op(
     matrix: bool = False,
     flops: str = "",
     bytes: str = "",
+    check: CrossCheck | None = None,
     replace: bool = False,
 ) -> OpSpec:
     """Add an op to the catalogue.
@@ -360,7 +379,8 @@ def register_op(
     ``params`` are Param objects or plain names (a required positive integer each). ``cost`` is
     called as ``cost(params, itemsize)`` with checked parameters and returns a :class:`Cost`; its
     docstring should state the formula and what it assumes. ``flops`` and ``bytes`` are short
-    formulas for ``roofline ops``. Registering an existing name is an error unless ``replace``.
+    formulas for ``roofline ops``. ``check(op_name, params)`` may raise OpError for rules across
+    parameters. Registering an existing name is an error unless ``replace``.
 
     >>> from pytest_roofline import Cost, register_op
     >>> spec = register_op("axpby", ["n"], lambda p, size: Cost(3 * p["n"], 3 * p["n"] * size),
@@ -376,9 +396,17 @@ def register_op(
     names = [p.name for p in checked]
     if len(set(names)) != len(names):
         raise OpError(f"op {name!r} lists a parameter twice: {names}")
-    if "dtype" in names:
-        raise OpError(f"op {name!r}: 'dtype' is taken by every op and cannot be a parameter")
-    spec = OpSpec(name, checked, cost, matrix=matrix, flops_formula=flops, bytes_formula=bytes)
+    for param_name in names:
+        if not param_name.isidentifier():
+            raise OpError(f"op {name!r}: parameter names must be identifiers; got {param_name!r}")
+        if param_name in RESERVED_NAMES:
+            raise OpError(
+                f"op {name!r}: {param_name!r} cannot be a parameter: every caller already uses it "
+                f"(reserved: {', '.join(sorted(RESERVED_NAMES))})"
+            )
+    spec = OpSpec(
+        name, checked, cost, matrix=matrix, flops_formula=flops, bytes_formula=bytes, cross_check=check
+    )
     _REGISTRY[name] = spec
     return spec
 
@@ -386,7 +414,6 @@ def register_op(
 def unregister_op(name: str) -> None:
     """Remove an op (tests and plugins that register ops for one session)."""
     _REGISTRY.pop(name, None)
-    _EXTRA_CHECKS.pop(name, None)
 
 
 def get_op(name: object) -> OpSpec:
@@ -406,12 +433,8 @@ def all_ops() -> Iterable[OpSpec]:
 
 
 def check_params(spec: OpSpec, params: Params) -> dict[str, Any]:
-    """Check ``params`` against ``spec`` including cross-parameter rules (conv2d fits, custom has work)."""
-    checked = spec.check(params)
-    extra = _EXTRA_CHECKS.get(spec.name)
-    if extra is not None:
-        extra(spec.name, checked)
-    return checked
+    """Check ``params`` against ``spec``, cross-parameter rules included (same as ``spec.check``)."""
+    return spec.check(params)
 
 
 def _register_builtins() -> None:
@@ -446,8 +469,18 @@ def _register_builtins() -> None:
           Param("unit", "vector", "choice", ("vector", "tensor"))],
          _custom, False, "flops", "bytes (in bytes, not elements)"),
     ]  # fmt: skip
+    cross_checks = {"conv2d": _check_conv2d, "custom": _check_custom, "elementwise": _check_elementwise}
     for name, params, fn, matrix, flops, nbytes in builtin:
-        register_op(name, params, fn, matrix=matrix, flops=flops, bytes=nbytes, replace=True)
+        register_op(
+            name,
+            params,
+            fn,
+            matrix=matrix,
+            flops=flops,
+            bytes=nbytes,
+            check=cross_checks.get(name),
+            replace=True,
+        )
 
 
 _register_builtins()

@@ -91,15 +91,24 @@ def parse_device(text: str) -> str:
 
 
 def parse_peaks(text: str) -> str:
-    """``datasheet``, ``measured``, or a JSON file of the user's own ceilings (read and checked now)."""
+    """``datasheet``, ``measured``, or a JSON file of the user's own ceilings (read and checked now).
+
+    The file is applied over the session's device, so it need not be complete: it is checked here
+    over a stand-in device, which makes every mistake in it a usage error before any test runs.
+    """
     if text in PEAK_SOURCES:
         return text
     from .calibrate import load_peaks_file
+    from .model import Device, Figure, Precision, Source, Unit
 
+    stand_in = Figure(1.0, Source.DATASHEET)
+    base = Device("base", "base", "cpu", {(Precision.FP32, Unit.VECTOR): stand_in}, stand_in)
     try:
-        load_peaks_file(text)
+        load_peaks_file(text, base=base)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected datasheet, measured or a peaks file: {exc}") from None
+        raise argparse.ArgumentTypeError(
+            f"{exc} (expected datasheet, measured or a JSON file of ceilings)"
+        ) from None
     return text
 
 
@@ -148,10 +157,10 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("report", "--roofline-report", parse_bool, False,
-            "print a table of every measurement after the tests"),
+            "print a table of every measurement after the tests (default: off)"),
     Setting("json", "--roofline-json", parse_json_path, None,
-            "write every measurement, with raw samples and environment, to PATH as JSON", "PATH",
-            path=True),
+            "write every measurement, with raw samples and environment, to PATH as JSON "
+            "(default: none)", "PATH", path=True),
     Setting("device", "--roofline-device", parse_device, "auto",
             "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
             "(default: auto = the first CUDA device, else this CPU)", "DEVICE"),
@@ -166,7 +175,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
             f"sampling budget per measurement in seconds (default: {DEFAULT_MAX_TIME})", "SECONDS"),
     Setting("no_flush", "--roofline-no-flush", parse_bool, False,
-            "do not flush caches before each sample: warm-cache times, reported as such"),
+            "do not flush caches before each sample: warm-cache times, reported as such "
+            "(default: flush)"),
     Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
             "ceilings to judge against: datasheet, measured, or a JSON file of your own "
             "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
@@ -188,7 +198,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(s.flag, action="store_true", default=None, dest=s.dest, help=s.help)
         else:
             group.addoption(s.flag, type=s.parse, default=None, dest=s.dest, metavar=s.metavar, help=s.help)
-        parser.addini(s.dest, f"{s.help} [{s.flag}]", type="string", default=None)
+        twin = f"{s.flag}; true or false" if s.metavar is None else s.flag
+        parser.addini(s.dest, f"{s.help} [{twin}]", type="string", default=None)
 
 
 def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
@@ -571,7 +582,8 @@ class RooflineSession:
             dtype = next((getattr(a, "dtype") for a in args if hasattr(a, "dtype")), None)  # noqa: B009
         if dtype is None:
             raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call")
-        _check_keywords(keywords)
+        _check_params(op, params, complete=True)  # here too for mode off, which estimates nothing
+        _check_keywords({**keywords, "dtype": dtype})
         min_fraction = check_fraction(keywords.get("min_fraction", self.settings.min_fraction))
         return Request(
             op=op,
@@ -635,13 +647,15 @@ class RooflineSession:
         mode = self.settings.mode if can_fail else "measure"
         self.records.append(result_record(result, nodeid=item.nodeid, mode=mode))
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
-        item.user_properties.extend([
-            (f"{prefix}_attained", round(result.attained, 6)),
-            (f"{prefix}_floor_s", result.floor_s),
-            (f"{prefix}_time_s", result.time_s),
-            (f"{prefix}_min_fraction", result.min_fraction),
-            (f"{prefix}_verdict", str(result.verdict)),
-        ])
+        item.user_properties.extend(
+            [
+                (f"{prefix}_attained", round(result.attained, 6)),
+                (f"{prefix}_floor_s", result.floor_s),
+                (f"{prefix}_time_s", result.time_s),
+                (f"{prefix}_min_fraction", result.min_fraction),
+                (f"{prefix}_verdict", str(result.verdict)),
+            ]
+        )
         self.config.hook.pytest_roofline_result(item=item, result=result)
         if can_fail and self.settings.mode == "enforce" and result.verdict is not Verdict.PASS:
             _fail(result.message())
@@ -762,8 +776,9 @@ class RooflineSession:
 
 
 def _fail(message: str) -> NoReturn:
+    """Fail the current test with ``message`` only: no traceback, no chained exception above it."""
     __tracebackhide__ = True
-    pytest.fail(message, pytrace=False)
+    raise pytest.fail.Exception(message, pytrace=False) from None
 
 
 # -- configure / fixture ---------------------------------------------------------------------------

@@ -229,18 +229,20 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
         verdict = r["verdict"]
         if verdict != Verdict.PASS.value and r["mode"] in ("report", "measure"):
             verdict += f" ({r['mode']})"  # recorded, but it did not fail the test
-        rows.append([
-            test,
-            f"{r['op']} {r['shape']}".strip(),
-            r["dtype"] + (f"→{r['precision']}" if r["precision"] != r["dtype"] else ""),
-            r["bound"],
-            "inf" if r["intensity"] is None else units.intensity(r["intensity"]),
-            units.seconds(r["floor_s"]),
-            noise,
-            attained,
-            budget_percent(r["min_fraction"]),
-            verdict,
-        ])
+        rows.append(
+            [
+                test,
+                f"{r['op']} {r['shape']}".strip(),
+                r["dtype"] + (f"→{r['precision']}" if r["precision"] != r["dtype"] else ""),
+                r["bound"],
+                "inf" if r["intensity"] is None else units.intensity(r["intensity"]),
+                units.seconds(r["floor_s"]),
+                noise,
+                attained,
+                budget_percent(r["min_fraction"]),
+                verdict,
+            ]
+        )
     return rows
 
 

@@ -12,23 +12,33 @@ def si(value: float, unit: str, digits: int = 3) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}"
     for scale, prefix in _PREFIXES:
-        if abs(value) >= scale:
+        # round first, then pick the prefix: 999.96e9 is "1.00 TB", not "1000 GB"
+        if abs(_round_sig(value, digits)) >= scale:
             return f"{_sig(value / scale, digits)} {prefix}{unit}"
     return f"{_sig(value, digits)} {unit}"
 
 
+def _round_sig(x: float, digits: int) -> float:
+    return float(f"{x:.{digits - 1}e}")
+
+
 def _sig(x: float, digits: int, max_decimals: int = 3) -> str:
-    magnitude = math.floor(math.log10(abs(x))) if x else 0
+    rounded = _round_sig(x, digits)  # 999.96 has four digits as 1000, not as 999.96
+    magnitude = math.floor(math.log10(abs(rounded))) if rounded else 0
     decimals = min(max_decimals, max(0, digits - 1 - magnitude))
     return f"{x:.{decimals}f}"
 
 
 def seconds(value: float) -> str:
-    """Four significant digits, in µs up to 10 ms (``139.0 µs``, ``1130 µs``), then ms, then s."""
+    """In µs up to 10 ms (``139.0 µs``, ``1130 µs``), then ms, then s; one decimal at most.
+
+    That is four significant digits from 100 of a unit up, fewer below (``4.0 µs``), as profilers print.
+    """
     if not math.isfinite(value) or value == 0:
         return f"{value:g} s"
+    rounded = _round_sig(value, 4)
     for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-2, 1e-6, "µs"), (10.0, 1e-3, "ms")):
-        if abs(value) < limit:
+        if abs(rounded) < limit:
             return f"{_sig(value / scale, 4, 1)} {unit}"
     return f"{_sig(value, 4, 1)} s"
 
@@ -51,10 +61,20 @@ def byte_rate(value: float) -> str:
 
 def intensity(value: float) -> str:
     """FLOP per byte: whole numbers from 100 up (``1365``), three significant digits below."""
-    if math.isinf(value):
-        return "inf"
-    return f"{value:.0f}" if value >= 100 else _sig(value, 3) if value else "0"
+    if not math.isfinite(value):
+        return "inf" if value > 0 else str(value)
+    if value == 0:
+        return "0"
+    return f"{value:.0f}" if _round_sig(value, 3) >= 100 else _sig(value, 3)
 
 
 def percent(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
+
+
+def binary_bytes(value: float) -> str:
+    """Cache sizes as vendors state them: ``50 MiB``, ``300 MiB``, ``2 MiB``."""
+    for scale, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"

@@ -22,6 +22,12 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, before any in-process pytester run: pytester drops the modules a run imported
+# when it ends, so a module first imported inside a run would be imported afresh by the next,
+# and a monkeypatch applied to it from a test would miss the copy the plugin uses.
+import pytest_roofline.report
+import pytest_roofline.timing.cuda
+
 pytest_plugins = ["pytester"]
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -31,7 +37,7 @@ COPY = "n=25_000_000"
 FLOOR_S = 2e-3
 DEFAULT_TIME_S = 2.5e-3
 
-_HEADER = f'''
+_HEADER = f"""
 import os
 import sys
 
@@ -43,9 +49,9 @@ if {str(TESTS_DIR)!r} not in sys.path:  # tests/fakes.py, in a subprocess too
 from fakes import ScriptedBackend
 
 from pytest_roofline import Device, Figure, Precision, Source, Unit
-'''
+"""
 
-_DEVICE = '''
+_DEVICE = """
 
 def fake_device():
     source = Source(os.environ.get("FAKE_ROOFLINE_SOURCE", "datasheet"))
@@ -63,9 +69,9 @@ def fake_device():
 
 def pytest_roofline_device(config, spec):
     return fake_device() if spec in ("auto", "cpu") else None
-'''
+"""
 
-_BACKEND = f'''
+_BACKEND = f"""
 
 DEFAULT_TIME_S = {DEFAULT_TIME_S!r}
 BACKEND = ScriptedBackend((DEFAULT_TIME_S,), resolution_s=1e-9, device_name="fake accelerator")
@@ -82,7 +88,7 @@ def pytest_runtest_setup(item):
 
 def pytest_roofline_backend(config, device, spec):
     return BACKEND
-'''
+"""
 
 
 def fake_conftest(*, device: bool = True, backend: bool = True, extra: str = "") -> str:
@@ -95,3 +101,9 @@ def rl(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester directory whose conftest.py serves the fake device and the scripted backend."""
     pytester.makeconftest(fake_conftest())
     return pytester
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine has no CUDA device, whatever machine runs the tests."""
+    monkeypatch.setattr(pytest_roofline.timing.cuda, "device_count", lambda: 0)

@@ -156,6 +156,18 @@ def test_floor_device_defaults_to_auto(capsys: pytest.CaptureFixture[str], fake_
     assert json.loads(out)["device_name"] == "Fake CPU"
 
 
+def test_floor_device_cuda_without_a_gpu_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --device accepts "cuda[:N]": with no GPU visible the error must say that, not "unknown device"
+    from pytest_roofline.timing import cuda
+
+    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+    code, out, err = run(capsys, "floor", "copy", "n=1000", "dtype=fp32", "--device", "cuda:0")
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert "no such CUDA device" in err
+
+
 # -- devices and ops ---------------------------------------------------------------------------
 
 
@@ -194,7 +206,7 @@ def test_devices_lists_the_table(
         assert key in rows
     assert "cpu" in rows
     assert rows["cpu"].startswith("*") is (auto == "cpu")
-    h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+52.4 MB\s+33.5\s+66.9\s+494.7\s+989.4\s+1978.9$"
+    h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+50 MiB\s+33.5\s+66.9\s+494.7\s+989.4\s+1978.9$"
     assert re.search(h100, rows["h100-sxm"])
     assert "0.49ᵈ" in rows["a10"]  # a derived cell keeps its mark
     assert re.search(r"\s-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8 tensor peak

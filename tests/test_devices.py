@@ -498,5 +498,23 @@ def test_unregister_device() -> None:
     assert sorted(table()) == sorted(KEYS)
 
 
+@pytest.mark.usefixtures("device_table")
+def test_a_registered_device_claiming_a_table_name_is_found_by_that_name_or_refused() -> None:
+    # register_device: "so get_device finds it by key and by reported name". A device registered
+    # for a name the table already has (say, measured peaks for a clock-locked H100) must either be
+    # what that name finds, or be refused; silently losing to the built-in entry is neither.
+    mine = my_gpu("my-h100", name="NVIDIA H100 80GB HBM3", names=("NVIDIA H100 80GB HBM3",))
+    refusal = ""
+    try:
+        register_device(mine)
+    except DeviceError as exc:
+        refusal = str(exc)
+    if refusal:
+        assert "NVIDIA H100 80GB HBM3" in refusal
+    else:
+        assert lookup("NVIDIA H100 80GB HBM3") is mine
+        assert from_properties(props("NVIDIA H100 80GB HBM3", multiprocessors=132)) is mine
+
+
 def test_the_device_table_fixture_left_the_table_alone() -> None:
     assert sorted(table()) == sorted(KEYS)

@@ -94,7 +94,7 @@ def test_units_and_sources_print_as_their_value(member: Unit | Source, text: str
 @pytest.mark.parametrize(
     ("spelling", "expected"),
     [
-        ("float32", P.FP32), ("fp32", P.FP32), ("f32", P.FP32), ("float", P.FP32), ("single", P.FP32),
+        ("float32", P.FP32), ("fp32", P.FP32), ("f32", P.FP32), ("float", P.FP64), ("single", P.FP32),
         ("half", P.FP16), ("float16", P.FP16), ("fp16", P.FP16), ("f16", P.FP16),
         ("bfloat16", P.BF16), ("bf16", P.BF16),
         ("float64", P.FP64), ("double", P.FP64), ("fp64", P.FP64), ("f64", P.FP64),

@@ -59,7 +59,7 @@ def _claims(
 
 # --- elementwise: saxpy y = a*x + y -------------------------------------------------------------
 
-# Memory-bound (AI = 2 FLOP / 12 B): float4 loads move 16 B per instruction, fully coalesced.
+# Memory-bound (AI = 2 FLOP / 12 B): coalesced float4 loads and stores move 16 B per thread per access.
 SAXPY_VEC4_SRC = r"""
 extern "C" __global__ void saxpy_vec4(const float a, const float* __restrict__ x,
                                       float* __restrict__ y, const long long n)
@@ -85,8 +85,7 @@ extern "C" __global__ void saxpy_vec4(const float a, const float* __restrict__ x
 }
 """
 
-# Same FLOPs and useful bytes, but neighbouring threads are `stride` floats apart: every 4 B
-# element drags in its own 32 B sector, so DRAM moves up to 8x the bytes the roofline counts.
+# Neighbouring threads sit `stride` floats apart: each 4 B element drags in its own 32 B sector.
 SAXPY_STRIDED_SRC = r"""
 extern "C" __global__ void saxpy_strided(const float a, const float* x, float* y,
                                          const long long n, const long long stride)
@@ -101,8 +100,7 @@ extern "C" __global__ void saxpy_strided(const float a, const float* x, float* y
 
 # --- layernorm over the last axis --------------------------------------------------------------
 
-# Memory-bound (AI ~ 1 FLOP/B): one block per row reads x from DRAM once (the re-reads hit L1/L2)
-# and writes y once; the row reductions stay on chip in warp shuffles.
+# Memory-bound (~1 FLOP/B): a block per row reads x from DRAM once, reduces in warp shuffles, writes once.
 LAYERNORM_FUSED_SRC = r"""
 __device__ __forceinline__ float warp_sum(float v)
 {
@@ -164,9 +162,7 @@ extern "C" __global__ void layernorm_fused(const float* __restrict__ x,
 }
 """
 
-# Four kernels, four trips through DRAM (x read twice, a centred temporary written and read twice),
-# and each row reduction is one thread walking a row: neighbouring threads are a row apart, so
-# every load is uncoalesced.
+# Four kernels with a centred copy of x in global memory, and uncoalesced one-thread-per-row sums.
 LAYERNORM_NAIVE_SRC = r"""
 extern "C" __global__ void ln_row_mean(const float* x, float* mean, const int rows, const int cols)
 {
@@ -218,8 +214,7 @@ extern "C" __global__ void ln_scale(const float* xc, const float* rstd, const fl
 
 # --- gemm ----------------------------------------------------------------------------------------
 
-# Compute-bound as an op (AI = N/6 FLOP/B for square fp32), but one thread per output re-reads a
-# row of A and a column of B from L2/DRAM for every C element: AI ~ 0.25 FLOP/B, far under the ridge.
+# One thread per output re-reads a row of A and a column of B: AI ~0.25 FLOP/B, far under the ridge.
 GEMM_NAIVE_SRC = r"""
 extern "C" __global__ void gemm_naive(const float* a, const float* b, float* c,
                                       const int M, const int N, const int K)
@@ -238,8 +233,7 @@ extern "C" __global__ void gemm_naive(const float* a, const float* b, float* c,
 
 # --- transpose -----------------------------------------------------------------------------------
 
-# Pure data movement (2*rows*cols*itemsize bytes): reads are coalesced, but the 32 writes of a warp
-# land `rows` floats apart, 32 sectors per store instruction.
+# Coalesced reads, but a warp's 32 stores land `rows` floats apart: 32 sectors per store instruction.
 TRANSPOSE_NAIVE_SRC = r"""
 extern "C" __global__ void transpose_naive(const float* in, float* out, const int rows, const int cols)
 {
@@ -251,8 +245,7 @@ extern "C" __global__ void transpose_naive(const float* in, float* out, const in
 }
 """
 
-# Stage a 32x32 tile in shared memory so both the global read and the global write are coalesced;
-# the +1 column of padding puts a tile column in 32 different banks (no bank conflicts).
+# A 32x33 shared tile makes both global sides coalesced; the +1 pad spreads a tile column over 32 banks.
 TRANSPOSE_TILED_SRC = r"""
 #define TILE 32
 #define BLOCK_ROWS 8
@@ -281,7 +274,7 @@ extern "C" __global__ void transpose_tiled(const float* __restrict__ in, float* 
 
 # --- custom op: y = relu(x + bias), bias broadcast over rows --------------------------------------
 
-# Memory-bound: x read once, y written once, the bias row stays in cache; float4 on both sides.
+# Memory-bound: float4 loads of x, float4 stores of y; the bias row stays in cache.
 BIAS_RELU_VEC4_SRC = r"""
 extern "C" __global__ void bias_relu_vec4(const float* __restrict__ x, const float* __restrict__ bias,
                                           float* __restrict__ y, const int rows, const int cols)

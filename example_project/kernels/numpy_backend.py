@@ -16,8 +16,8 @@ NAME = "numpy"
 
 Array = npt.NDArray[Any]
 
-#: Block size for the blocked kernels: half of this machine's 2 MiB L2 per core, so a block and
-#: its output survive between the passes NumPy makes over them.
+#: Block size of the blocked kernels: a quarter of this machine's 2 MiB L2 per core, so a block,
+#: its output and any temporary stay in L2 between the passes NumPy makes over them.
 BLOCK_BYTES = 512 * 1024
 #: Rows per strip of the blocked transpose (a strip's strided side stays in L1/L2).
 TRANSPOSE_STRIP = 128
@@ -50,24 +50,22 @@ def _rows_per_block(row: Array) -> int:
 
 def saxpy(a: float, x: Array, y: Array) -> Array:
     """``y += a * x`` in place (1-D, any strides)."""
-    # Memory-bound (2 FLOP / 12 B): the a*x temporary lives in an L2-sized buffer, so DRAM sees
-    # x read once and y read and written once: the roofline's 3 streams, not NumPy's usual 5.
+    # Memory-bound (2 FLOP / 12 B): chunks keep a*x in L2, so DRAM sees 3 streams (x, y, y), not 5.
     _check_1d_pair(x, y)
-    a = y.dtype.type(a)
+    scale = y.dtype.type(a)
     chunk = max(1, BLOCK_BYTES // y.itemsize)
     buf = np.empty(min(chunk, y.size), y.dtype)
     for start in range(0, y.size, chunk):
         xs, ys = x[start : start + chunk], y[start : start + chunk]
         tmp = buf[: ys.size]
-        np.multiply(xs, a, out=tmp)
+        np.multiply(xs, scale, out=tmp)
         np.add(ys, tmp, out=ys)
     return y
 
 
 def saxpy_strided(a: float, x: Array, y: Array, stride: int) -> Array:
     """``y[::stride] += a * x[::stride]`` in place; returns the updated view of ``y``."""
-    # The same code on every stride-th element: each 64 B cache line fetched carries one useful
-    # 4 B float, so DRAM moves up to 16x the bytes the roofline counts.
+    # Same code on every stride-th float: each 64 B cache line fetched carries 4 useful bytes.
     _check_stride(stride)
     return saxpy(a, x[::stride], y[::stride])
 
@@ -77,8 +75,7 @@ def saxpy_strided(a: float, x: Array, y: Array, stride: int) -> Array:
 
 def layernorm(x: Array, gamma: Array, beta: Array, out: Array, eps: float = 1e-5) -> Array:
     """``out = (x - mean) / sqrt(var + eps) * gamma + beta`` per row."""
-    # Memory-bound (AI ~ 1 FLOP/B): six in-place passes over an L2-sized block of rows, so DRAM
-    # sees x read once and out written once; the row sums run as a BLAS gemv.
+    # Memory-bound (~1 FLOP/B): six passes over an L2-sized block of rows; DRAM sees x once, out once.
     rows, cols = _check_rows(x, gamma, beta, out)
     ones = np.ones(cols, x.dtype)
     step = _rows_per_block(x[0])
@@ -99,8 +96,7 @@ def layernorm(x: Array, gamma: Array, beta: Array, out: Array, eps: float = 1e-5
 
 def layernorm_naive(x: Array, gamma: Array, beta: Array, out: Array, eps: float = 1e-5) -> Array:
     """The textbook one-liner: a full-size temporary for every step."""
-    # Each step allocates and streams a whole rows x cols temporary: about ten trips through DRAM
-    # (plus page faults on the fresh memory) where the roofline counts one read and one write.
+    # A full-size temporary per step: ~16 full-array DRAM streams where the roofline counts 2.
     _check_rows(x, gamma, beta, out)
     mean = x.mean(axis=1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
@@ -120,8 +116,7 @@ def gemm(a: Array, b: Array, out: Array) -> Array:
 
 def gemm_naive(a: Array, b: Array, out: Array) -> Array:
     """``out = a @ b`` as K rank-1 updates."""
-    # C and a C-sized temporary round-trip through the cache K times: ~16 B moved per 2 FLOP,
-    # so a compute-bound op runs at cache bandwidth, far below the FLOP roof.
+    # C and a C-sized temporary cross the cache K times (8 B per FLOP): far below the FLOP roof.
     _check_gemm(a, b, out)
     out.fill(0)
     tmp = np.empty_like(out)
@@ -136,8 +131,7 @@ def gemm_naive(a: Array, b: Array, out: Array) -> Array:
 
 def transpose(a: Array, out: Array) -> Array:
     """``out = a.T``, one strip of rows at a time."""
-    # Pure data movement (2 * rows * cols * itemsize B): a 128-row strip's strided side is reused
-    # from L1/L2 before eviction, so each cache line crosses the DRAM bus once.
+    # Data movement only: a 128-row strip's strided side stays cached until its lines are fully used.
     _check_transpose(a, out)
     for r in range(0, a.shape[0], TRANSPOSE_STRIP):
         np.copyto(out[:, r : r + TRANSPOSE_STRIP], a[r : r + TRANSPOSE_STRIP].T)
@@ -146,8 +140,7 @@ def transpose(a: Array, out: Array) -> Array:
 
 def transpose_naive(a: Array, out: Array) -> Array:
     """``out = a.T`` in one NumPy call."""
-    # One side walks down whole columns: at power-of-two row pitches those lines alias to a few
-    # cache sets and are evicted before their other 15 floats are used.
+    # Walks whole columns: power-of-two pitches alias the lines to a few cache sets, evicted half-used.
     _check_transpose(a, out)
     np.copyto(out, a.T)
     return out
@@ -158,8 +151,7 @@ def transpose_naive(a: Array, out: Array) -> Array:
 
 def bias_relu(x: Array, bias: Array, out: Array) -> Array:
     """``out = max(x + bias, 0)``, ``bias`` broadcast over the rows of ``x``."""
-    # Memory-bound: both passes run over an L2-sized block, so DRAM sees x once, out once and the
-    # bias row once: (2 * rows * cols + cols) * itemsize bytes.
+    # Memory-bound: both passes run over an L2-sized block; DRAM sees x, out and the bias row once.
     rows, cols = x.shape
     if bias.shape != (cols,) or out.shape != x.shape:
         raise ValueError(f"bias must be ({cols},) and out {x.shape}; got {bias.shape} and {out.shape}")

@@ -1,0 +1,144 @@
+"""Bad input in markers and calls: a clear message on that test, naming the parameter and the value.
+
+Never an INTERNALERROR, and the other tests of the run still run. Marker mistakes are caught at
+setup (an error on the test), call mistakes when the fixture is called (a failure).
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import COPY, GEMM
+
+MARKER_MISTAKES = [
+    pytest.param('"gem", M=1000, N=1000, K=1000, dtype="fp32"',
+                 "unknown op 'gem' (did you mean 'gemm'*?); known ops: *", id="unknown-op"),
+    pytest.param('"gemm", M=1000, N=1000, dtype="fp32"',
+                 "gemm needs K (it takes gemm(M, N, K, batch=1))", id="missing-parameter"),
+    pytest.param('"gemm", M=1000, N=1000, k=1000, dtype="fp32"',
+                 "gemm has no parameter 'k' (did you mean 'K'?); it takes gemm(M, N, K, batch=1)",
+                 id="unknown-parameter"),
+    pytest.param('"gemm", M=0, N=1000, K=1000, dtype="fp32"',
+                 "gemm: M must be a positive integer; got 0", id="non-positive-size"),
+    pytest.param('"gemm", M=1000, N=1.5, K=1000, dtype="fp32"',
+                 "gemm: N must be a positive integer; got 1.5", id="non-integer-size"),
+    pytest.param('"gemm", M=1000, N=1000, K="1000", dtype="fp32"',
+                 "gemm: K must be a positive integer; got '1000'", id="string-size"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="float33"',
+                 "unknown dtype 'float33'*; accepted: fp64, fp32, *", id="unknown-dtype"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000',
+                 "gemm needs dtype: pass dtype=... to the marker or parametrize dtype", id="no-dtype"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", min_fraction=1.5',
+                 "min_fraction must be a number in (0, 1]; got 1.5", id="min-fraction-above-1"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", min_fraction=0',
+                 "min_fraction must be a number in (0, 1]; got 0", id="min-fraction-0"),
+    pytest.param('"custom", dtype="fp32"',
+                 "custom needs flops or bytes greater than 0: with neither there is nothing to bound",
+                 id="custom-op-without-work"),
+    pytest.param('"gemm", "fp32"',
+                 "@pytest.mark.speed_of_light: too many positional arguments", id="extra-positional"),
+    pytest.param('min_fraction=0.5',
+                 "@pytest.mark.speed_of_light needs an op when the test does not use the roofline fixture",
+                 id="no-op"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", stat="p99"',
+                 "stat must be one of median, min, mean; got 'p99'", id="unknown-stat"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", max_time=-1',
+                 "max_time must be a positive number; got -1", id="negative-max-time"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", math="fast"',
+                 "math must be one of ieee, tf32; got 'fast'", id="unknown-math"),
+    pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", device="h100-sx"',
+                 "unknown device 'h100-sx' (did you mean 'h100-sxm'?)*", id="unknown-device"),
+    pytest.param('M=1000', "@pytest.mark.speed_of_light: parameters ['M'] given without an op",
+                 id="parameters-without-op"),
+]  # fmt: skip
+
+
+def test_each_marker_mistake_is_an_error_on_its_own_test(rl: pytest.Pytester) -> None:
+    source = ["import pytest"]
+    for case in MARKER_MISTAKES:
+        marker, _ = case.values
+        source.append(
+            f"@pytest.mark.speed_of_light({marker})\ndef test_{case.id.replace('-', '_')}():\n    pass\n"
+        )
+    source.append("def test_unmarked():\n    pass\n")
+    rl.makepyfile("\n\n".join(source))
+    result = rl.runpytest()
+    result.assert_outcomes(errors=len(MARKER_MISTAKES), passed=1)
+    for case in MARKER_MISTAKES:
+        _, message = case.values
+        result.stdout.fnmatch_lines(
+            [f"*ERROR at setup of test_{case.id.replace('-', '_')} *", f"roofline: {message}"]
+        )
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_a_bad_parametrize_value_is_an_error_naming_it(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("M", [1000, -5])
+        @pytest.mark.speed_of_light("gemm", N=1000, K=1000, dtype="fp32")
+        def test_marked(M):
+            pass
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(errors=1, passed=1)
+    result.stdout.fnmatch_lines(["roofline: gemm: M must be a positive integer; got -5"])
+
+
+CALL_MISTAKES = [
+    pytest.param(f'42, op="copy", {COPY}, dtype="fp32"', "the kernel must be callable; got 42 (int)",
+                 id="non-callable-kernel"),
+    pytest.param('lambda: None, dtype="fp32"',
+                 "no op: pass op=... to roofline(...) or mark the test with "
+                 "@pytest.mark.speed_of_light(op, ...) (`roofline ops` lists them)",
+                 id="no-op"),
+    pytest.param('lambda: None, op="cpy", n=10, dtype="fp32"', "unknown op 'cpy' (did you mean 'copy'?)*",
+                 id="unknown-op"),
+    pytest.param('lambda: None, op="gemm", M=1000, N=1000, dtype="fp32"', "gemm needs K (it takes *)",
+                 id="missing-parameter"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, size=3, dtype="fp32"',
+                 "copy has no parameter 'size'; it takes copy(n)", id="unknown-parameter"),
+    pytest.param('lambda: None, op="copy", n=-1, dtype="fp32"', "copy: n must be a positive integer; got -1",
+                 id="non-positive-size"),
+    pytest.param('lambda: None, op="copy", n=2.5, dtype="fp32"',
+                 "copy: n must be a positive integer; got 2.5",
+                 id="non-integer-size"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="float33"', "unknown dtype 'float33'*",
+                 id="unknown-dtype"),
+    pytest.param(f'lambda: None, op="copy", {COPY}',
+                 "copy needs dtype: pass dtype=... to the marker or the call",
+                 id="no-dtype"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=2',
+                 "min_fraction must be a number in (0, 1]; got 2", id="min-fraction-above-1"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=-0.5',
+                 "min_fraction must be a number in (0, 1]; got -0.5", id="negative-min-fraction"),
+    pytest.param('lambda: None, op="custom", dtype="fp32", flops=0, bytes=0',
+                 "custom needs flops or bytes greater than 0*", id="custom-op-without-work"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", device="h100-sxm"',
+                 "device 'h100-sxm' is a table entry with no local hardware*", id="unavailable-device"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["call", "measure", "estimate"])
+def test_each_call_mistake_fails_its_own_test(rl: pytest.Pytester, how: str) -> None:
+    cases = []
+    for case in CALL_MISTAKES:
+        call, message = case.values
+        if how == "estimate":
+            if call.startswith("42") or "device=" in call:
+                continue  # estimate takes no kernel and no device
+            call = call.removeprefix("lambda: None, ").replace('op="', '"', 1)
+        cases.append((case.id.replace("-", "_"), call, message))
+    method = {"call": "roofline", "measure": "roofline.measure", "estimate": "roofline.estimate"}[how]
+    source = [f"def test_{name}(roofline):\n    {method}({call})\n" for name, call, _ in cases]
+    source.append(f'def test_fine(roofline):\n    roofline(lambda: None, op="gemm", {GEMM}, dtype="fp32")\n')
+    rl.makepyfile("\n\n".join(source))
+    result = rl.runpytest()
+    result.assert_outcomes(failed=len(cases), passed=1)
+    for name, _, message in cases:
+        result.stdout.fnmatch_lines([f"*_ test_{name} _*", f"roofline: {message}"])
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")

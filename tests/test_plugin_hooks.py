@@ -1,0 +1,288 @@
+"""The plugin's own hooks, each through the example in its docstring pasted into a conftest.py;
+registrations undone at the end of a session; the plugin costs nothing when unused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import COPY, GEMM, fake_conftest
+
+from pytest_roofline import hookspecs
+from pytest_roofline.devices import table
+from pytest_roofline.ops import get_op, op_names
+
+
+def example(hook: str) -> str:
+    """The ready-to-paste example of a hookspec's docstring: the indented block after its ``::``."""
+    doc = getattr(hookspecs, hook).__doc__
+    assert doc is not None
+    lines = doc.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.rstrip().endswith("::")) + 1
+    block: list[str] = []
+    for line in lines[start:]:
+        if line.strip() and not line.startswith(" " * 8):
+            break
+        block.append(line)
+    code = textwrap.dedent("\n".join(block)).strip() + "\n"
+    compile(code, hook, "exec")
+    return "\n\n" + code
+
+
+def test_every_hook_has_a_pasteable_example() -> None:
+    hooks = [name for name in dir(hookspecs) if name.startswith("pytest_roofline_")]
+    assert sorted(hooks) == [
+        "pytest_roofline_backend", "pytest_roofline_device", "pytest_roofline_register_devices",
+        "pytest_roofline_register_ops", "pytest_roofline_result",
+    ]  # fmt: skip
+    for hook in hooks:
+        assert f"def {hook}(" in example(hook)
+
+
+# -- register ops ----------------------------------------------------------------------------------
+
+
+def test_register_ops_example(rl: pytest.Pytester) -> None:
+    rl.makeconftest(fake_conftest(extra=example("pytest_roofline_register_ops")))
+    rl.makepyfile(
+        """
+        import pytest
+        from pytest_roofline import op_names
+
+        @pytest.mark.speed_of_light("rope", tokens=4096, dim=128, dtype="fp32")
+        def test_rope(roofline):
+            r = roofline.measure(lambda: None)
+            assert r.flops == 3 * 4096 * 128
+            assert r.bytes == (2 * 4096 * 128 + 128) * 4
+            assert "rope" in op_names()
+
+        @pytest.mark.speed_of_light("rope", tokens=4096, dtype="fp32")
+        def test_rope_checked():
+            pass
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["roofline: rope needs dim (it takes rope(tokens, dim))"])
+    assert "rope" not in op_names()
+
+
+def test_a_registered_op_that_replaced_one_gives_it_back(rl: pytest.Pytester) -> None:
+    builtin = get_op("copy")
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+from pytest_roofline import Cost
+
+def pytest_roofline_register_ops(config, register):
+    register("copy", ["n"], lambda p, size: Cost(0, 3 * p["n"] * size), replace=True)
+"""
+        )
+    )
+    rl.makepyfile(
+        f"""
+        def test_copy(roofline):
+            assert roofline.estimate("copy", {COPY}, dtype="fp32").bytes == 3e8
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+    assert get_op("copy") == builtin
+
+
+def test_an_op_registered_by_a_conftest_found_during_collection_works(rl: pytest.Pytester) -> None:
+    sub = rl.mkpydir("sub")
+    (sub / "conftest.py").write_text(example("pytest_roofline_register_ops"))
+    (sub / "test_rope.py").write_text(
+        "def test_rope(roofline):\n"
+        "    assert roofline.estimate('rope', tokens=10, dim=10, dtype='fp32').flops == 300\n"
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+    assert "rope" not in op_names()
+
+
+def test_a_bad_registration_is_a_usage_error(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+def pytest_roofline_register_ops(config, register):
+    register("1st-op", ["n"], lambda p, size: None)
+"""
+        )
+    )
+    result = rl.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: pytest_roofline_register_ops: op name must be an identifier; got '1st-op'"]
+    )
+
+
+# -- register devices --------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("no_gpu")
+def test_register_devices_example(rl: pytest.Pytester) -> None:
+    rl.makeconftest(fake_conftest(extra=example("pytest_roofline_register_devices")))
+    rl.makepyfile(
+        """
+        from pytest_roofline import get_device
+
+        def test_device():
+            device = get_device("My Accelerator 9000")
+            assert device.key == "my-accel"
+            assert device.bandwidth.value == 2.0e12
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+    assert "my-accel" not in table()
+    # a registered key is a known device: asking for it without the hardware is a usage error
+    result = rl.runpytest("--roofline-device=my-accel")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --roofline-device my-accel: device 'my-accel' is a table entry with no*"]
+    )
+    assert "my-accel" not in table()
+
+
+def test_a_registered_device_served_by_a_device_hook_is_the_session_device(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        fake_conftest(device=False)
+        + example("pytest_roofline_register_devices")
+        + """
+from pytest_roofline import get_device
+
+def pytest_roofline_device(config, spec):
+    return get_device(spec) if spec == "my-accel" else None
+"""
+    )
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.fake_time(4e-3)
+        def test_gemm(roofline):
+            r = roofline(lambda: None, op="gemm", {GEMM}, dtype="bf16")
+            assert r.estimate.device.name == "My Accelerator 9000"
+            assert r.estimate.peak_flops == 500e12
+        """
+    )
+    rl.runpytest("--roofline-device=my-accel", "--roofline-mode=report").assert_outcomes(passed=1)
+
+
+# -- pick the device -----------------------------------------------------------------------------------
+
+
+def test_device_example_first_result_wins(rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the fake device comes from a plugin registered before the conftest: the conftest is asked first
+    rl.makepyfile(fake_device_plugin=fake_conftest(backend=False))
+    rl.makeconftest(fake_conftest(device=False) + example("pytest_roofline_device"))
+    rl.makepyfile(
+        """
+        import os
+
+        def test_device(roofline):
+            expected = "a100-sxm-80gb" if os.environ.get("CI_GPU") == "a100" else "fake"
+            assert roofline.device.key == expected
+            r = roofline.measure(lambda: None, op="gemm", M=1000, N=1000, K=1000, dtype="fp32")
+            assert r.estimate.device.key == expected
+        """
+    )
+    monkeypatch.syspath_prepend(rl.path)
+    monkeypatch.setenv("CI_GPU", "a100")
+    rl.runpytest("-p", "fake_device_plugin").assert_outcomes(passed=1)
+    monkeypatch.delenv("CI_GPU")
+    rl.runpytest("-p", "fake_device_plugin").assert_outcomes(passed=1)
+
+
+# -- the backend ----------------------------------------------------------------------------------------
+
+
+def test_backend_example(rl: pytest.Pytester) -> None:
+    rl.makeconftest(fake_conftest(backend=False) + example("pytest_roofline_backend"))
+    rl.makepyfile(
+        """
+        from pytest_roofline.timing.cpu import CpuBackend
+
+        def test_backend(request, roofline):
+            hook = request.config.hook
+            backend = hook.pytest_roofline_backend(config=request.config, device=roofline.device, spec="auto")
+            assert isinstance(backend, CpuBackend)
+            assert backend.resolution_s == 1e-6
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+# -- every result ---------------------------------------------------------------------------------------
+
+
+def test_result_example(rl: pytest.Pytester) -> None:
+    rl.makeconftest(fake_conftest(extra=example("pytest_roofline_result")))
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        def test_copy(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+            roofline.measure(lambda: None, op="gemm", {GEMM}, dtype="fp32")
+
+        @pytest.mark.fake_time(20e-3)
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_marker():
+            pass
+        """
+    )
+    result = rl.runpytest("-s")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_result_example.py::test_copy: 80.0% of speed of light (pass)",
+            "*test_result_example.py::test_copy: 80.0% of speed of light (pass)",
+            "*test_result_example.py::test_marker: 10.0% of speed of light (MISS)",
+        ]
+    )
+
+
+# -- registries are cleaned up at unconfigure ------------------------------------------------------------
+
+
+def test_registrations_are_undone_even_when_the_session_fails_to_start(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        fake_conftest(
+            extra=example("pytest_roofline_register_ops") + example("pytest_roofline_register_devices")
+        )
+    )
+    result = rl.runpytest("--roofline-device=nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "rope" not in op_names()
+    assert "my-accel" not in table()
+
+
+# -- cheap when unused --------------------------------------------------------------------------------------
+
+
+HEAVY = ("numpy", "cupy", "tabulate", "pytest_roofline.timing", "pytest_roofline.calibrate")
+
+
+def test_importing_the_plugin_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, pytest_roofline.plugin\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_session_that_measures_nothing_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        f"""
+        import sys
+
+        def test_plain(pytestconfig):
+            assert pytestconfig.pluginmanager.has_plugin("roofline")
+            heavy = [m for m in {HEAVY!r} if m in sys.modules]
+            assert not heavy, heavy
+        """
+    )
+    pytester.runpytest_subprocess("-p", "roofline").assert_outcomes(passed=1)

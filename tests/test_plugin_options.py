@@ -1,0 +1,338 @@
+"""Options and their ini twins, the device and peaks settings, ``--help`` and ``--markers``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import COPY
+
+from pytest_roofline.verdict import Result
+
+MISS = f"""
+import pytest
+
+@pytest.mark.fake_time(10e-3)
+def test_copy(roofline):
+    roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+"""
+
+PEAKS = {"bandwidth_gbs": 50, "notes": ["a slower memory"]}
+
+
+def the_result(reprec: pytest.HookRecorder) -> Result:
+    (call,) = reprec.getcalls("pytest_roofline_result")
+    result: Result = call.result
+    return result
+
+
+Check = Callable[[pytest.HookRecorder, Path], None]
+
+
+def check_report(reprec: pytest.HookRecorder, path: Path) -> None:
+    reprec.assertoutcome(failed=1)
+
+
+def check_json(reprec: pytest.HookRecorder, path: Path) -> None:
+    data = json.loads((path / "out.json").read_text())
+    assert [m["nodeid"] for m in data["measurements"]] == ["test_setting.py::test_copy"]
+
+
+def check_device(reprec: pytest.HookRecorder, path: Path) -> None:
+    assert the_result(reprec).estimate.device.key == "fake"
+
+
+def check_min_fraction(reprec: pytest.HookRecorder, path: Path) -> None:
+    reprec.assertoutcome(passed=1)
+    assert the_result(reprec).min_fraction == 0.1
+
+
+def check_mode(reprec: pytest.HookRecorder, path: Path) -> None:
+    reprec.assertoutcome(passed=1)
+    assert the_result(reprec).verdict == "MISS"
+
+
+def check_mode_off(reprec: pytest.HookRecorder, path: Path) -> None:
+    reprec.assertoutcome(passed=1)
+    assert reprec.getcalls("pytest_roofline_result") == []
+
+
+def check_stat(reprec: pytest.HookRecorder, path: Path) -> None:
+    assert the_result(reprec).measurement.stat == "mean"
+
+
+def check_max_time(reprec: pytest.HookRecorder, path: Path) -> None:
+    assert the_result(reprec).measurement.policy.max_time_s == 0.3
+
+
+def check_no_flush(reprec: pytest.HookRecorder, path: Path) -> None:
+    assert the_result(reprec).measurement.flushed is False
+
+
+def check_peaks(reprec: pytest.HookRecorder, path: Path) -> None:
+    est = the_result(reprec).estimate
+    assert est.bandwidth == 50e9
+    assert str(est.bandwidth_source) == "user"
+    assert est.floor_s == pytest.approx(4e-3)
+
+
+SETTINGS: list[tuple[str, str | None, str, Check]] = [
+    ("--roofline-report", None, "roofline_report = true", check_report),
+    ("--roofline-json", "out.json", "roofline_json = out.json", check_json),
+    ("--roofline-device", "cpu", "roofline_device = cpu", check_device),
+    ("--roofline-min-fraction", "0.1", "roofline_min_fraction = 0.1", check_min_fraction),
+    ("--roofline-mode", "report", "roofline_mode = report", check_mode),
+    ("--roofline-mode", "off", "roofline_mode = off", check_mode_off),
+    ("--roofline-stat", "mean", "roofline_stat = mean", check_stat),
+    ("--roofline-max-time", "0.3", "roofline_max_time = 0.3", check_max_time),
+    ("--roofline-no-flush", None, "roofline_no_flush = yes", check_no_flush),
+    ("--roofline-peaks", "peaks.json", "roofline_peaks = peaks.json", check_peaks),
+]
+
+
+@pytest.mark.parametrize("source", ["option", "ini"])
+@pytest.mark.parametrize(
+    ("flag", "value", "ini", "check"), SETTINGS, ids=[f"{s[0]}={s[1]}" for s in SETTINGS]
+)
+def test_each_option_and_its_ini_twin(
+    rl: pytest.Pytester, source: str, flag: str, value: str | None, ini: str, check: Check
+) -> None:
+    rl.makepyfile(test_setting=MISS)
+    (rl.path / "peaks.json").write_text(json.dumps(PEAKS))
+    if source == "option":
+        args = [flag] if value is None else [f"{flag}={value}"]
+    else:
+        args = []
+        rl.makeini(f"[pytest]\n{ini}\n")
+    result_path = rl.path
+    reprec = rl.inline_run(*args)
+    check(reprec, result_path)
+
+
+def test_an_ini_path_is_relative_to_the_ini_file(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rl.makepyfile(test_setting=MISS)
+    (rl.path / "peaks.json").write_text(json.dumps(PEAKS))
+    rl.makeini("[pytest]\nroofline_peaks = peaks.json\nroofline_json = out.json\nroofline_mode = report\n")
+    elsewhere = rl.mkdir("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    reprec = rl.inline_run(str(rl.path))
+    reprec.assertoutcome(passed=1)
+    assert the_result(reprec).estimate.bandwidth == 50e9
+    assert (rl.path / "out.json").is_file()
+
+
+def test_the_command_line_wins_over_the_ini_file(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_setting=MISS)
+    rl.makeini("[pytest]\nroofline_mode = enforce\nroofline_stat = min\n")
+    reprec = rl.inline_run("--roofline-mode=report", "--roofline-stat=mean")
+    reprec.assertoutcome(passed=1)
+    assert the_result(reprec).measurement.stat == "mean"
+
+
+BAD_VALUES = [
+    ("--roofline-mode", "fast", "expected one of enforce, report, off, got 'fast'"),
+    ("--roofline-stat", "p99", "expected one of median, min, mean, got 'p99'"),
+    ("--roofline-min-fraction", "0", "expected a number in (0, 1], got '0'"),
+    ("--roofline-min-fraction", "1.5", "expected a number in (0, 1], got '1.5'"),
+    ("--roofline-min-fraction", "half", "expected a number in (0, 1], got 'half'"),
+    ("--roofline-max-time", "-1", "expected a positive number of seconds, got '-1'"),
+    ("--roofline-max-time", "inf", "expected a positive number of seconds, got 'inf'"),
+    ("--roofline-peaks", "missing.json", "peaks file '*missing.json': cannot be read (*No such file*"),
+    (
+        "--roofline-json",
+        "no/such/dir/out.json",
+        "cannot write '*no/such/dir/out.json': directory * does not exist",
+    ),
+    ("--roofline-device", "cuda:x", "expected cuda or cuda:N (N a GPU index), got 'cuda:x'"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), BAD_VALUES)
+def test_a_bad_option_value_is_a_usage_error(
+    rl: pytest.Pytester, flag: str, value: str, message: str
+) -> None:
+    result = rl.runpytest(f"{flag}={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*argument {flag}: {message}*"])
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [(flag.removeprefix("--").replace("-", "_"), value, message) for flag, value, message in BAD_VALUES]
+    + [
+        ("roofline_report", "maybe", "expected true or false, got 'maybe'"),
+        ("roofline_no_flush", "2", "expected true or false, got '2'"),
+    ],
+)
+def test_a_bad_ini_value_is_a_usage_error(rl: pytest.Pytester, key: str, value: str, message: str) -> None:
+    rl.makepyfile(test_setting=MISS)
+    rl.makeini(f"[pytest]\n{key} = {value}\n")
+    result = rl.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ini option {key} = '{value}': {message}*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_the_json_path_may_not_be_a_directory(rl: pytest.Pytester) -> None:
+    rl.mkdir("out")
+    result = rl.runpytest("--roofline-json=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*argument --roofline-json: cannot write 'out': it is a directory*"])
+
+
+# -- devices -------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("no_gpu")
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (["--roofline-device=h100-sxm"], "",
+         "--roofline-device h100-sxm: device 'h100-sxm' is a table entry with no local hardware*"),
+        (["--roofline-device=cuda"], "", "--roofline-device cuda: cuda: no such CUDA device (0 visible*"),
+        (["--roofline-device", "cuda:1"], "", "--roofline-device cuda:1: cuda:1: no such CUDA device*"),
+        ([], "roofline_device = cuda", "ini roofline_device cuda: cuda: no such CUDA device*"),
+        (["--roofline-device=h100-sx"], "",
+         "--roofline-device h100-sx: unknown device 'h100-sx' (did you mean*"),
+    ],
+)  # fmt: skip
+def test_asking_for_a_device_that_is_not_here_is_a_usage_error(
+    rl: pytest.Pytester, args: list[str], ini: str, message: str
+) -> None:
+    rl.makepyfile(test_setting=MISS)
+    if ini:
+        rl.makeini(f"[pytest]\n{ini}\n")
+    result = rl.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    result.stderr.fnmatch_lines(["*use auto or cpu, or --roofline-mode off*"])
+
+
+@pytest.mark.usefixtures("no_gpu")
+def test_mode_off_needs_no_device(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_setting=MISS)
+    rl.runpytest("--roofline-device=h100-sxm", "--roofline-mode=off").assert_outcomes(passed=1)
+
+
+def test_a_device_hook_can_serve_any_table_device(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        rl.path.joinpath("conftest.py").read_text()
+        + """
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_roofline_device(config, spec):
+    from pytest_roofline import get_device
+
+    return get_device(spec) if spec == "h100-sxm" else None
+"""
+    )
+    rl.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.speed_of_light("gemm", M=4096, N=4096, K=4096, dtype="bf16")
+        def test_gemm(roofline):
+            assert roofline.estimate().floor_s == pytest.approx(139e-6, rel=1e-3)
+            assert roofline.device.name == "NVIDIA H100 80GB HBM3"
+        """
+    )
+    rl.runpytest("--roofline-device=h100-sxm").assert_outcomes(passed=1)
+
+
+# -- peaks -----------------------------------------------------------------------------------------
+
+
+def test_a_peaks_file_overrides_the_device_figures_and_the_report_says_so(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_setting=MISS)
+    (rl.path / "peaks.json").write_text(json.dumps(PEAKS))
+    result = rl.runpytest("--roofline-peaks=peaks.json", "--roofline-report", "--roofline-mode=report")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "device: Fake Accelerator [[]fake, cpu[]]  DRAM bandwidth 50.0 GB/s (user)",
+            "*vector peaks: fp64 1.00 TFLOP/s (datasheet, ridge 20.0 FLOP/B)*",
+            "  note: ceilings from peaks.json",
+            "  note: a slower memory",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "peaks file *peaks.json*: is not valid JSON*"),
+        ('{"bandwidth": 50}', "peaks file *peaks.json*: unknown key 'bandwidth'*"),
+        (
+            '{"bandwidth_gbs": -1}',
+            "peaks file *peaks.json*: 'bandwidth_gbs' must be a positive number; got -1",
+        ),
+        (
+            '{"peaks_tflops": {"fp33:vector": 1}}',
+            "peaks file *peaks.json*: peaks_tflops[[]'fp33:vector'[]] = 1: *",
+        ),
+    ],
+)
+def test_a_bad_peaks_file_is_a_usage_error_naming_it(rl: pytest.Pytester, content: str, message: str) -> None:
+    (rl.path / "peaks.json").write_text(content)
+    result = rl.runpytest("--roofline-peaks=peaks.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*argument --roofline-peaks: {message} (expected datasheet, measured or a JSON *"]
+    )
+
+
+# -- help ------------------------------------------------------------------------------------------
+
+
+def test_help_lists_every_option_with_its_default_and_its_ini_twin(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "speed-of-light performance budgets:",
+            "  --roofline-report     print a table of every measurement after the tests",
+            "  --roofline-json=PATH  write every measurement*",
+            "  --roofline-device=DEVICE",
+            "  --roofline-min-fraction=FRACTION",
+            "*fraction of speed of light (default: 0.5)",
+            "  --roofline-mode=MODE  enforce: fail tests below budget; report: measure and",
+            "  --roofline-stat=STAT  statistic the verdict uses: median, min or mean",
+            "  --roofline-max-time=SECONDS",
+            "  --roofline-no-flush   do not flush caches before each sample: warm-cache",
+            "  --roofline-peaks=SOURCE",
+        ]
+    )
+    text = " ".join(result.stdout.str().split())  # unwrapped
+    for s in SETTINGS:
+        flag, key = s[0], s[0].removeprefix("--").replace("-", "_")
+        assert f"{key} (string):" in text
+        assert f"[{flag}" in text
+    assert "(default: off)" in text
+    assert "(default: enforce)" in text
+    assert "[--roofline-report; true or false]" in text
+
+
+def test_markers_shows_the_marker_signature(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.speed_of_light(op, [*], min_fraction=None, dtype=None, device=None, *, **params): "
+            "this test's kernel must reach min_fraction of the speed-of-light floor*"
+        ]
+    )
+
+
+def test_the_marker_is_registered_for_strict_markers(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32")
+        def test_copy():
+            pass
+        """
+    )
+    rl.runpytest("--strict-markers").assert_outcomes(passed=1)

@@ -1,0 +1,303 @@
+"""What a run leaves behind: the terminal report, the JSON file, junit properties, xdist merging."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+from conftest import COPY, GEMM
+
+import pytest_roofline.report
+from pytest_roofline.report import TABLE_HEADERS
+
+SUITE = f"""
+import pytest
+
+@pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+def test_gemm_marker():
+    pass
+
+def test_copy(roofline):
+    roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+
+@pytest.mark.fake_time(20e-3)
+def test_slow_gemm(roofline):
+    roofline(lambda: None, op="gemm", {GEMM}, dtype="fp32", min_fraction=0.7)
+
+@pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32", device="cuda:7")
+def test_elsewhere():
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+# -- the terminal report ---------------------------------------------------------------------------
+
+
+def table(result: pytest.RunResult) -> list[list[str]]:
+    """The report table's lines, split into cells (columns are two or more spaces apart)."""
+    lines = result.stdout.lines
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith("test ") and line.rstrip().endswith("verdict")
+    )
+    end = next(i for i in range(start, len(lines)) if "measurement(s)" in lines[i])
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[start:end] if not line.startswith("---")]
+
+
+@pytest.mark.usefixtures("no_gpu")
+def test_the_report_has_a_device_header_and_a_row_per_measurement(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-report", "--color=no")
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= roofline report =*",
+            "device: Fake Accelerator [[]fake, cpu[]]  DRAM bandwidth 100 GB/s (datasheet)",
+            "  vector peaks: fp64 1.00 TFLOP/s (datasheet, ridge 10.0 FLOP/B); "
+            "fp32 1.00 TFLOP/s (datasheet, ridge 10.0 FLOP/B)",
+            "test *verdict",
+            "---*",
+            "4 measurement(s): 1 MISS, 2 pass, 1 skipped; mode enforce",
+        ]
+    )
+    header, *rows = table(result)
+    assert header == list(TABLE_HEADERS)
+    # memory-bound rows first, then compute-bound, then skipped ones
+    assert rows == [
+        ["test_suite.py::test_copy", "copy n=25000000", "fp32", "memory", "0", "2000 µs", "2500 µs ± 0.0%",
+         "80.0%", "50%", "pass"],
+        ["test_suite.py::test_gemm_marker", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
+         "2500 µs ± 0.0%", "80.0%", "50%", "pass"],
+        ["test_suite.py::test_slow_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
+         "20.0 ms ± 0.0%", "10.0%", "70%", "MISS"],
+        ["test_suite.py::test_elsewhere", "gemm", "needs CUDA device 7 (device='cuda:7'); 0 visible here "
+         "(CuPy missing or no GPU)", "skipped"],
+    ]  # fmt: skip
+
+
+def test_without_the_option_there_is_no_report(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest()
+    result.stdout.no_fnmatch_line("*roofline report*")
+
+
+def test_report_rows_are_colored_by_verdict(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-report", "--color=yes")
+    red, green = "\x1b[31m", "\x1b[32m"
+    lines = result.stdout.lines
+    (miss,) = [line for line in lines if "test_slow_gemm" in line and "MISS" in line]
+    (passed,) = [line for line in lines if "test_copy" in line and "memory" in line]
+    assert red in miss
+    assert green in passed
+
+
+def test_an_ini_file_turns_the_report_on(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    rl.makeini("[pytest]\nroofline_report = true\n")
+    result = rl.runpytest()
+    result.stdout.fnmatch_lines(["*= roofline report =*"])
+
+
+def test_an_empty_report_says_so(rl: pytest.Pytester) -> None:
+    rl.makepyfile("def test_plain():\n    pass\n")
+    result = rl.runpytest("--roofline-report")
+    result.stdout.fnmatch_lines(["*= roofline report =*", "no measurements; mode enforce"])
+
+
+# -- JSON ------------------------------------------------------------------------------------------
+
+
+MEASUREMENT_FIELDS = {
+    "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
+    "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
+    "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
+    "remeasured", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
+    "calls_per_sample", "wall_s", "stats", "samples_s",
+}  # fmt: skip
+
+
+@pytest.mark.usefixtures("no_gpu")
+def test_the_json_file_has_every_measurement_device_and_environment(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-json=out.json")
+    result.stdout.fnmatch_lines(["roofline: wrote 4 measurement(s) to out.json"])
+    data = json.loads((rl.path / "out.json").read_text(encoding="utf-8"))
+    assert data["schema"] == 1
+    env = data["environment"]
+    assert set(env) >= {"python", "numpy", "cupy", "pytest", "pytest_roofline", "platform"}
+    assert env["pytest"] == pytest.__version__
+    (device,) = data["devices"]
+    assert (device["key"], device["name"], device["bandwidth"], device["bandwidth_source"]) == (
+        "fake", "Fake Accelerator", 1e11, "datasheet",
+    )  # fmt: skip
+    assert {(p["precision"], p["unit"], p["flops"]) for p in device["peaks"]} >= {
+        ("fp32", "vector", 1e12), ("fp64", "vector", 1e12),
+    }  # fmt: skip
+
+    by_test = {m["nodeid"].split("::")[1]: m for m in data["measurements"]}
+    assert list(by_test) == ["test_gemm_marker", "test_copy", "test_slow_gemm", "test_elsewhere"]
+    gemm = by_test["test_gemm_marker"]
+    assert set(gemm) == MEASUREMENT_FIELDS
+    expected: dict[str, Any] = {
+        "nodeid": "test_suite.py::test_gemm_marker", "name": "", "op": "gemm",
+        "params": {"M": 1000, "N": 1000, "K": 1000, "batch": 1}, "dtype": "fp32", "precision": "fp32",
+        "unit": "vector", "flops": 2e9, "bytes": 1.2e7, "bound": "compute", "stat": "median",
+        "min_fraction": 0.5, "passed": True, "verdict": "pass", "mode": "enforce", "device": "fake",
+        "backend": "fake", "flushed": True, "remeasured": False,
+    }  # fmt: skip
+    assert {k: gemm[k] for k in expected} == expected
+    assert gemm["intensity"] == pytest.approx(166.67, rel=1e-4)
+    assert gemm["floor_s"] == pytest.approx(2e-3)
+    assert gemm["time_s"] == pytest.approx(2.5e-3)
+    assert gemm["attained"] == pytest.approx(0.8)
+    assert gemm["stats"]["n"] == len(gemm["samples_s"]) >= 10
+    assert set(gemm["stats"]) >= {"n", "min", "max", "median", "mean", "stdev", "q1", "q3", "ci_rel"}
+    assert all(s == pytest.approx(2.5e-3) for s in gemm["samples_s"])
+
+    assert by_test["test_copy"]["intensity"] == 0
+    slow = by_test["test_slow_gemm"]
+    assert (slow["verdict"], slow["passed"], slow["min_fraction"], slow["remeasured"]) == (
+        "MISS",
+        False,
+        0.7,
+        True,
+    )
+    skipped = by_test["test_elsewhere"]
+    assert skipped["verdict"] == "skipped"
+    assert "needs CUDA device 7" in skipped["reason"]
+
+
+def test_the_json_file_of_a_copy_op_has_a_null_intensity(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+        def test_nothing_to_move(roofline):
+            roofline.measure(lambda: None, op="custom", flops=1e9, dtype="fp32")
+        """
+    )
+    rl.runpytest("--roofline-json=out.json").assert_outcomes(passed=1)
+    (m,) = json.loads((rl.path / "out.json").read_text())["measurements"]
+    assert m["intensity"] is None  # JSON has no infinity
+    assert m["mode"] == "measure"
+
+
+def test_a_json_write_that_fails_at_the_end_is_an_error_and_the_report_still_prints(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(path: object, data: object) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(pytest_roofline.report, "write_json_atomic", refuse)
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-json=out.json", "--roofline-report", "--roofline-mode=report")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # every test passed, but the file is missing
+    result.assert_outcomes(passed=4, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= roofline report =*",
+            "*test_copy*pass*",
+            "roofline: could not write --roofline-json 'out.json': "
+            "[[]Errno 13[]] Permission denied: 'out.json'",
+        ]
+    )
+    assert not (rl.path / "out.json").exists()
+
+
+def test_an_unwritable_json_path_is_a_usage_error_naming_it(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-json=missing/out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*argument --roofline-json: cannot write 'missing/out.json': directory '*missing' does not exist"]
+    )
+
+
+def test_the_json_file_is_written_atomically(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    (rl.path / "out.json").write_text("old")
+    rl.runpytest("--roofline-json=out.json")
+    assert json.loads((rl.path / "out.json").read_text())["schema"] == 1
+    assert [p.name for p in rl.path.iterdir() if p.name.startswith(".out.json")] == []
+
+
+# -- junit ------------------------------------------------------------------------------------------
+
+
+def test_junit_xml_carries_the_attained_fraction_and_the_floor(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        def test_two(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+            roofline(lambda: None, op="gemm", {GEMM}, dtype="fp32", name="gemm")
+
+        def test_plain():
+            pass
+        """
+    )
+    rl.runpytest("--junitxml=junit.xml").assert_outcomes(passed=2)
+    root = ET.parse(rl.path / "junit.xml").getroot()
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    props = {p.get("name"): p.get("value") for p in cases["test_two"].iter("property")}
+    assert float(props["roofline_attained"]) == pytest.approx(0.8)
+    assert float(props["roofline_floor_s"]) == pytest.approx(2e-3)
+    assert float(props["roofline_time_s"]) == pytest.approx(2.5e-3)
+    assert float(props["roofline_min_fraction"]) == 0.5
+    assert props["roofline_verdict"] == "pass"
+    assert float(props["roofline[gemm]_attained"]) == pytest.approx(0.8)
+    assert float(props["roofline[gemm]_floor_s"]) == pytest.approx(2e-3)
+    assert list(cases["test_plain"].iter("property")) == []
+
+
+# -- xdist -------------------------------------------------------------------------------------------
+
+
+def test_xdist_workers_measurements_reach_the_controllers_report_and_json(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        test_a="""
+        import pytest
+
+        @pytest.mark.parametrize("n", [25_000_000, 50_000_000, 75_000_000])
+        def test_copy(roofline, n):
+            roofline.measure(lambda: None, op="copy", n=n, dtype="fp32")
+        """,
+        test_b=f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_gemm_marker():
+            pass
+
+        @pytest.mark.fake_time(20e-3)
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_slow():
+            pass
+        """,
+    )
+    result = rl.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--roofline-report", "--roofline-json=out.json"
+    )
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(["*2 workers*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*= roofline report =*",
+            "device: Fake Accelerator [[]fake, cpu[]]*",
+            "5 measurement(s): 2 faster-than-light, 1 MISS, 2 pass; mode enforce",
+            "roofline: wrote 5 measurement(s) to out.json",
+        ]
+    )
+    for test in ("test_a.py::test_copy[[]25000000[]]", "test_a.py::test_copy[[]75000000[]]",
+                 "test_b.py::test_gemm_marker", "test_b.py::test_slow"):  # fmt: skip
+        result.stdout.fnmatch_lines([f"{test} *"])
+    data = json.loads((rl.path / "out.json").read_text())
+    assert sorted(m["nodeid"] for m in data["measurements"]) == [
+        "test_a.py::test_copy[25000000]", "test_a.py::test_copy[50000000]", "test_a.py::test_copy[75000000]",
+        "test_b.py::test_gemm_marker", "test_b.py::test_slow",
+    ]  # fmt: skip
+    assert [d["key"] for d in data["devices"]] == ["fake"]
+    assert {m["verdict"] for m in data["measurements"]} == {"pass", "MISS", "faster-than-light"}

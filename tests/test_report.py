@@ -1,0 +1,189 @@
+"""Records, the terminal table and header, and the JSON file (no pytest run, no timing)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import FakeBackend
+
+from pytest_roofline.floor import estimate
+from pytest_roofline.model import Device, Figure, Precision, Source, Unit
+from pytest_roofline.report import (
+    SCHEMA_VERSION,
+    TABLE_HEADERS,
+    device_record,
+    environment,
+    format_device_header,
+    format_table,
+    ordered,
+    payload,
+    result_record,
+    skipped_record,
+    summary_counts,
+    table_rows,
+    write_json_atomic,
+)
+from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.engine import measure
+from pytest_roofline.verdict import Result, judge
+
+DEVICE = Device(
+    key="toy",
+    name="Toy Accelerator",
+    kind="cuda",
+    peaks={
+        (Precision.FP32, Unit.VECTOR): Figure(1e12, Source.DATASHEET),
+        (Precision.TF32, Unit.TENSOR): Figure(8e12, Source.MEASURED, "tf32 probe"),
+    },
+    bandwidth=Figure(1e11, Source.USER, "peaks.json"),
+    notes=("a note",),
+)
+
+
+def a_result(op: str, seconds: float, *, name: str = "", flush: bool = True, **params: Any) -> Result:
+    est = estimate(op, dtype="fp32", device=DEVICE, **params)
+    m = measure(lambda: None, policy=Policy(flush=flush), backend=FakeBackend(seconds))
+    attained, verdict = judge(est, m, 0.5)
+    return Result(name, est, m, 0.5, attained, verdict)
+
+
+def records() -> list[dict[str, Any]]:
+    return [
+        result_record(a_result("gemm", 2e-3, M=1000, N=1000, K=1000), nodeid="t.py::test_gemm",
+                      mode="enforce"),
+        skipped_record(nodeid="t.py::test_gpu", label="gemm", reason="needs CUDA device 0"),
+        result_record(a_result("copy", 1e-3, n=1000, name="small", flush=False), nodeid="t.py::test_copy",
+                      mode="report"),
+        result_record(a_result("gemm", 2e-3, M=1000, N=1000, K=1000, math="tf32"), nodeid="t.py::test_tf32",
+                      mode="measure"),
+    ]  # fmt: skip
+
+
+def test_a_result_record_has_every_field_and_is_plain_json() -> None:
+    r = records()[0]
+    text = json.dumps(r, allow_nan=False)
+    assert json.loads(text) == r
+    assert r["nodeid"] == "t.py::test_gemm"
+    assert (r["op"], r["params"], r["dtype"], r["precision"], r["unit"]) == (
+        "gemm", {"M": 1000, "N": 1000, "K": 1000, "batch": 1}, "fp32", "fp32", "vector",
+    )  # fmt: skip
+    assert (r["flops"], r["bytes"], r["bound"], r["stat"]) == (2e9, 1.2e7, "compute", "median")
+    assert r["floor_s"] == pytest.approx(2e-3)
+    assert r["time_s"] == pytest.approx(2e-3)
+    assert r["attained"] == pytest.approx(1.0)
+    assert (r["min_fraction"], r["passed"], r["verdict"], r["mode"]) == (0.5, True, "pass", "enforce")
+    assert r["stats"]["n"] == len(r["samples_s"]) >= 10
+    assert (r["device"], r["device_name"], r["backend"], r["flushed"]) == (
+        "toy",
+        "Toy Accelerator",
+        "fake",
+        True,
+    )
+    assert r["peak_source"] == "datasheet"
+    assert r["bandwidth_source"] == "user"
+
+
+def test_an_op_without_bytes_has_a_null_intensity() -> None:
+    r = result_record(a_result("custom", 1e-3, flops=1e9), nodeid="t", mode="enforce")
+    assert r["intensity"] is None
+    json.dumps(r, allow_nan=False)
+
+
+def test_a_device_record_lists_every_ceiling_with_its_source_and_ridge() -> None:
+    d = device_record(DEVICE)
+    json.dumps(d, allow_nan=False)
+    assert (d["key"], d["name"], d["kind"], d["bandwidth"], d["bandwidth_source"]) == (
+        "toy", "Toy Accelerator", "cuda", 1e11, "user",
+    )  # fmt: skip
+    peaks = {(p["precision"], p["unit"]): p for p in d["peaks"]}
+    assert peaks["fp32", "vector"]["ridge"] == 10
+    assert peaks["tf32", "tensor"]["source"] == "measured"
+    assert d["notes"] == ["a note"]
+
+
+def test_the_device_header() -> None:
+    lines = format_device_header(device_record(DEVICE))
+    assert lines[0] == "device: Toy Accelerator [toy, cuda]  DRAM bandwidth 100 GB/s (user)"
+    assert "  tensor peaks: tf32 8.00 TFLOP/s (measured, ridge 80.0 FLOP/B)" in lines
+    assert any(
+        line.startswith("  vector peaks: fp32 1.00 TFLOP/s (datasheet, ridge 10.0 FLOP/B)") for line in lines
+    )
+    assert lines[-1] == "  note: a note"
+
+
+def test_rows_are_memory_then_compute_then_skipped_in_run_order() -> None:
+    rs = records()
+    assert [r["nodeid"] for r in ordered(rs)] == [
+        "t.py::test_copy",
+        "t.py::test_gemm",
+        "t.py::test_tf32",
+        "t.py::test_gpu",
+    ]
+    rows = table_rows(rs)
+    assert all(len(row) == len(TABLE_HEADERS) for row in rows)
+    copy, gemm, tf32, gpu = rows
+    assert copy[:4] == ["t.py::test_copy [small]", "copy n=1000", "fp32", "memory"]
+    assert copy[6].endswith(" warm")  # a warm-cache time says so
+    assert copy[9] == "MISS (report)"  # recorded in report mode: it failed nothing
+    assert gemm == ["t.py::test_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
+                    "2000 µs ± 0.0%", "100.0%", "50%", "pass"]  # fmt: skip
+    assert tf32[2] == "fp32→tf32"
+    assert tf32[9] == "MISS (measure)"  # roofline.measure: never a failure
+    assert gpu == ["t.py::test_gpu", "gemm", "", "", "", "", "needs CUDA device 0", "", "", "skipped"]
+
+
+def test_the_table_is_plain_text() -> None:
+    lines = format_table(records())
+    assert lines[0].split() == [
+        "test", "op", "and", "shape", "dtype", "bound", "FLOP/B", "floor", "measured", "(±", "noise)",
+        "attained", "budget", "verdict",
+    ]  # fmt: skip
+    assert set(lines[1]) <= {"-", " "}
+    assert len(lines) == 2 + len(records())
+    assert all("\x1b" not in line for line in lines)
+
+
+def test_summary_counts() -> None:
+    assert summary_counts([]) == "no measurements"
+    assert summary_counts(records()) == "4 measurement(s): 2 MISS, 1 pass, 1 skipped"
+
+
+def test_payload_and_environment() -> None:
+    cupy_before = "cupy" in sys.modules
+    data = payload(records(), [device_record(DEVICE)])
+    assert data["schema"] == SCHEMA_VERSION
+    assert len(data["measurements"]) == 4
+    assert data["devices"][0]["key"] == "toy"
+    env = environment()
+    assert env["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert env["pytest"] == pytest.__version__
+    assert set(env) >= {"numpy", "cupy", "pytest_roofline", "platform", "machine"}
+    assert ("cupy" in sys.modules) == cupy_before  # looked up, never imported
+
+
+def test_write_json_atomic_writes_and_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    assert write_json_atomic(target, {"a": 1}) == target
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+@pytest.mark.parametrize("bad", [{"x": math.nan}, {"x": object()}])
+def test_write_json_atomic_leaves_the_old_file_and_no_temporary_on_failure(tmp_path: Path, bad: Any) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises((ValueError, TypeError)):
+        write_json_atomic(target, bad)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_write_json_atomic_to_a_missing_directory_names_it(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="missing"):
+        write_json_atomic(tmp_path / "missing" / "out.json", {})
