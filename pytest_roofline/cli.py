@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CliError("a command is required: floor, devices, ops or calibrate (see roofline -h)")
         print(args.run(args))
     except BrokenPipeError:  # `roofline devices | head`: the reader left; that is not an error
-        sys.stdout = None  # type: ignore[assignment]  # keep the interpreter from flushing into the pipe
+        sys.stdout = None  # keep the interpreter from flushing into the pipe
         return 0
     except (CliError, ValueError) as exc:  # OpError and DeviceError are ValueErrors
         print(f"roofline: error: {exc}", file=sys.stderr)

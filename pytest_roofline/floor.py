@@ -40,8 +40,9 @@ def estimate(
     """The speed-of-light floor of ``op`` with ``params`` in ``dtype`` on ``device``.
 
     ``device`` is a :class:`Device`, a key (``"h100-sxm"``), a reported name
-    (``"NVIDIA H100 80GB HBM3"``), ``"cpu"`` (measured on first use), ``"cuda[:N]"`` or ``"auto"``. ``math="tf32"`` lets an fp32
-    matrix op use TF32 tensor units. Bad input raises ValueError naming the parameter and the value.
+    (``"NVIDIA H100 80GB HBM3"``), ``"cpu"`` (measured on first use), ``"cuda[:N]"`` or ``"auto"``.
+    ``math="tf32"`` lets an fp32 matrix op use TF32 tensor units. Bad input raises ValueError naming
+    the parameter and the value.
 
     >>> e = estimate("gemm", M=4096, N=4096, K=4096, dtype="bf16", device="h100-sxm")
     >>> round(e.floor_s * 1e6), e.bound

@@ -104,7 +104,8 @@ def parse_dtype(dtype: object) -> Precision:
         return _DTYPE_ALIASES[key]
     except KeyError:
         raise ValueError(
-            f"unknown dtype {name!r}{did_you_mean(key, _DTYPE_ALIASES)}; accepted: {', '.join(_PRIMARY_NAMES)} "
+            f"unknown dtype {name!r}{did_you_mean(key, _DTYPE_ALIASES)}; "
+            f"accepted: {', '.join(_PRIMARY_NAMES)} "
             f"(also numpy/cupy/torch dtypes and spellings such as {', '.join(_EXAMPLE_SPELLINGS)})"
         ) from None
 
