@@ -108,7 +108,9 @@ def pytest_roofline_result(item: pytest.Item, result: Result) -> None:
     """Called for every measurement (``roofline(...)``, ``roofline.measure(...)`` and marked tests).
 
     ``result`` is the frozen :class:`pytest_roofline.verdict.Result`; the call comes before the
-    test passes or fails on it. Example: keep a log of attained fractions::
+    test passes or fails on it, in the process that runs the test (under pytest-xdist, a worker:
+    the controller sees the results as records, in ``--roofline-report`` and ``--roofline-json``).
+    Example: keep a log of attained fractions::
 
         def pytest_roofline_result(item, result):
             print(f"{item.nodeid}: {result.attained:.1%} of speed of light ({result.verdict})")

@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import re
+import warnings
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -422,6 +423,8 @@ class RooflineSession:
         self.registered_ops: dict[str, OpSpec | None] = {}
         self.registered_devices: dict[str, Device | None] = {}
         self.json_error: str | None = None
+        #: warnings raised while resolving devices (calibration), shown with the terminal summary
+        self.notes: list[str] = []
 
     # - registrations (the historic register hooks) -
 
@@ -483,7 +486,13 @@ class RooflineSession:
         A peaks file (``--roofline-peaks FILE``) overrides figures of whichever device that is.
         """
         if spec not in self._devices:
-            device = self.config.hook.pytest_roofline_device(config=self.config, spec=spec)
+            # Calibration may warn (a corrupt cache replaced). Inside a test, a suite's
+            # filterwarnings=error would turn that into the test's failure, so the warnings
+            # are kept and printed with the terminal summary instead.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                device = self.config.hook.pytest_roofline_device(config=self.config, spec=spec)
+            self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
             if device is None:  # every implementation declined, ours included: cannot happen
                 raise RuntimeError(f"no device for {spec!r}")
             peaks = self.settings.peaks
@@ -507,14 +516,14 @@ class RooflineSession:
             return cpu_device()
         require_local(target)
         index = target.index or 0
+        if self.settings.peaks == "measured":  # a visible GPU, or the table entry of one
+            from .calibrate import calibrate_cuda
+
+            return calibrate_cuda(index).device
         if target.kind == "table":
             from .devices import lookup
 
             return lookup(target.spec)
-        if self.settings.peaks == "measured":
-            from .calibrate import calibrate_cuda
-
-            return calibrate_cuda(index).device
         from .timing.cuda import cuda_device
 
         return cuda_device(index)
@@ -748,6 +757,8 @@ class RooflineSession:
         if hasattr(self.config, "workeroutput"):
             return
         tr = terminalreporter
+        for note in dict.fromkeys(self.notes):
+            tr.write_line(f"roofline: {note}", yellow=True)
         if self.settings.report:
             from .report import format_device_header, format_table, ordered, summary_counts
 

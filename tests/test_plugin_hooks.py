@@ -286,3 +286,36 @@ def test_a_session_that_measures_nothing_imports_nothing_heavy(pytester: pytest.
         """
     )
     pytester.runpytest_subprocess("-p", "roofline").assert_outcomes(passed=1)
+
+
+def test_a_warning_while_resolving_the_device_is_printed_not_raised_in_the_test(rl: pytest.Pytester) -> None:
+    # Calibration warns when it replaces a corrupt cache; with filterwarnings=error that warning
+    # must not become the failure of whichever test first measured.
+    rl.makeconftest(
+        fake_conftest(device=False)
+        + """
+
+import warnings
+
+from pytest_roofline import Device, Figure, Precision, Source, Unit
+
+
+def pytest_roofline_device(config, spec):
+    warnings.warn("cache file corrupt: replaced", UserWarning)
+    peak = Figure(1e12, Source.MEASURED)
+    return Device(key="fake", name="Fake", kind="cpu", peaks={(Precision.FP32, Unit.VECTOR): peak},
+                  bandwidth=Figure(1e11, Source.MEASURED))
+"""
+    )
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32", min_fraction=0.5)
+        def test_gemm(roofline):
+            roofline(lambda: None)
+        """
+    )
+    result = rl.runpytest("-W", "error")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["roofline: UserWarning: cache file corrupt: replaced"])
