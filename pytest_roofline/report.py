@@ -180,11 +180,15 @@ def format_device_header(device: Record) -> list[str]:
     peaks = device["peaks"]
     shown = [p for p in peaks if not (p["source"] == "derived" and p["note"].startswith("no "))]
     for unit in (Unit.TENSOR.value, Unit.VECTOR.value):
+        # precisions sharing one figure (a CPU's narrow formats use fp32's) share one entry
+        groups: dict[tuple[float, str], list[Record]] = {}
+        for p in shown:
+            if p["unit"] == unit:
+                groups.setdefault((p["flops"], p["source"]), []).append(p)
         row = [
-            f"{p['precision']} {units.flop_rate(p['flops'])} "
-            f"({p['source']}, ridge {units.intensity(p['ridge'])} FLOP/B)"
-            for p in shown
-            if p["unit"] == unit
+            f"{'/'.join(p['precision'] for p in group)} {units.flop_rate(flops)} "
+            f"({source}, ridge {units.intensity(group[0]['ridge'])} FLOP/B)"
+            for (flops, source), group in groups.items()
         ]
         if row:
             lines.append(f"  {unit:<6} peaks: " + "; ".join(row))

@@ -58,8 +58,8 @@ def test_the_report_has_a_device_header_and_a_row_per_measurement(rl: pytest.Pyt
         [
             "*= roofline report =*",
             "device: Fake Accelerator [[]fake, cpu[]]  DRAM bandwidth 100 GB/s (datasheet)",
-            "  vector peaks: fp64 1.00 TFLOP/s (datasheet, ridge 10.0 FLOP/B); "
-            "fp32 1.00 TFLOP/s (datasheet, ridge 10.0 FLOP/B)",
+            # precisions sharing a figure share an entry
+            "  vector peaks: fp64/fp32 1.00 TFLOP/s (datasheet, ridge 10.0 FLOP/B)",
             "test *verdict",
             "---*",
             "4 measurement(s): 1 MISS, 2 pass, 1 skipped; mode enforce",

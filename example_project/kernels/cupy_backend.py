@@ -16,6 +16,8 @@ import numpy.typing as npt
 from .cuda_src import CUDA_SOURCES
 
 NAME = "cupy"
+#: the device whose ceilings judge this back-end's kernels (and whose timer times them)
+DEVICE = "cuda"
 
 #: cupy.ndarray (CuPy ships no type information).
 Array = Any

@@ -11,11 +11,13 @@ from types import ModuleType
 import numpy as np
 from budgets import BIAS_RELU_SHAPE, BUDGETS
 
+from pytest_roofline.plugin import Roofline
+
 ROWS, COLS = BIAS_RELU_SHAPE
 ITEMSIZE = np.dtype(np.float32).itemsize
 
 
-def test_bias_relu(backend: ModuleType, roofline, rng: np.random.Generator) -> None:
+def test_bias_relu(backend: ModuleType, roofline: Roofline, rng: np.random.Generator) -> None:
     x = rng.standard_normal((ROWS, COLS), dtype=np.float32)
     bias = rng.standard_normal(COLS, dtype=np.float32)
     dx, dbias = backend.to_device(x), backend.to_device(bias)
@@ -33,6 +35,7 @@ def test_bias_relu(backend: ModuleType, roofline, rng: np.random.Generator) -> N
         flops=2 * ROWS * COLS,
         bytes=(2 * ROWS * COLS + COLS) * ITEMSIZE,
         dtype="float32",
+        device=backend.DEVICE,
         min_fraction=BUDGETS["bias_relu"][backend.NAME],
         name="bias_relu",
     )

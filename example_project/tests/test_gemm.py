@@ -24,6 +24,8 @@ from budgets import (
 )
 from kernels import numpy_backend
 
+from pytest_roofline.plugin import Roofline
+
 Matrix = npt.NDArray[np.float32]
 
 
@@ -118,7 +120,13 @@ def test_numpy_rank1_gemm(rank1_case: GemmCase) -> None:
     ],
 )
 def test_cupy_gemm(
-    cupy_backend: ModuleType, roofline, rng: np.random.Generator, kernel: str, M: int, N: int, K: int
+    cupy_backend: ModuleType,
+    roofline: Roofline,
+    rng: np.random.Generator,
+    kernel: str,
+    M: int,
+    N: int,
+    K: int,
 ) -> None:
     a = rng.random((M, K), dtype=np.float32)
     b = rng.random((K, N), dtype=np.float32)
@@ -130,4 +138,4 @@ def test_cupy_gemm(
     fn(da, db, dc)
     check(cupy_backend.to_host(dc))
 
-    roofline(fn, da, db, dc)
+    roofline(fn, da, db, dc, device=cupy_backend.DEVICE)

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from budgets import BUDGETS, SAXPY_N, SAXPY_STRIDE, SAXPY_STRIDED_N, misses_roofline
 
+from pytest_roofline.plugin import Roofline
+
 A = 0.5
 
 
-def test_saxpy_contiguous(backend: ModuleType, roofline, rng: np.random.Generator) -> None:
+def test_saxpy_contiguous(backend: ModuleType, roofline: Roofline, rng: np.random.Generator) -> None:
     x = rng.random(SAXPY_N, dtype=np.float32)
     y = rng.random(SAXPY_N, dtype=np.float32)
     dx, dy = backend.to_device(x), backend.to_device(y)
@@ -33,6 +35,7 @@ def test_saxpy_contiguous(backend: ModuleType, roofline, rng: np.random.Generato
         outputs=1,
         flops_per_element=2,
         dtype="float32",
+        device=backend.DEVICE,
         min_fraction=BUDGETS["saxpy"][backend.NAME],
     )
 
@@ -41,7 +44,7 @@ def test_saxpy_contiguous(backend: ModuleType, roofline, rng: np.random.Generato
     f"every {SAXPY_STRIDE}th float: each cache line (CPU) or sector (GPU) fetched carries one useful "
     "float, so DRAM moves up to 16x the bytes the roofline counts"
 )
-def test_saxpy_strided(backend: ModuleType, roofline, rng: np.random.Generator) -> None:
+def test_saxpy_strided(backend: ModuleType, roofline: Roofline, rng: np.random.Generator) -> None:
     size = SAXPY_STRIDED_N * SAXPY_STRIDE
     x = rng.random(size, dtype=np.float32)
     y = rng.random(size, dtype=np.float32)
@@ -65,6 +68,7 @@ def test_saxpy_strided(backend: ModuleType, roofline, rng: np.random.Generator) 
         outputs=1,
         flops_per_element=2,
         dtype="float32",
+        device=backend.DEVICE,
         min_fraction=BUDGETS["saxpy"][backend.NAME],
         name=f"saxpy_strided[stride={SAXPY_STRIDE}]",
     )

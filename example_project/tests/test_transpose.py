@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from budgets import BUDGETS, TRANSPOSE_SHAPE, misses_roofline
 
+from pytest_roofline.plugin import Roofline
+
 ROWS, COLS = TRANSPOSE_SHAPE
 
 
@@ -29,15 +31,23 @@ class TestTranspose:
         np.testing.assert_array_equal(backend.to_host(out), matrix.T)
         return a, out
 
-    def test_blocked(self, backend: ModuleType, roofline, matrix: np.ndarray) -> None:
+    def test_blocked(self, backend: ModuleType, roofline: Roofline, matrix: np.ndarray) -> None:
         a, out = self.run(backend, "transpose", matrix)
-        roofline(backend.transpose, a, out, min_fraction=BUDGETS["transpose"][backend.NAME])
+        roofline(
+            backend.transpose, a, out, device=backend.DEVICE, min_fraction=BUDGETS["transpose"][backend.NAME]
+        )
 
     @misses_roofline(
         "one side walks whole columns: on the GPU each warp's 32 stores hit 32 sectors; on the CPU "
-        "the power-of-two row pitch maps a column's cache lines to a few sets, evicting each line "
-        "before its other 15 floats are used"
+        "each row is scattered down a column, one store per cache line, so every line of out is "
+        "written back and fetched again sixteen times"
     )
-    def test_naive(self, backend: ModuleType, roofline, matrix: np.ndarray) -> None:
+    def test_naive(self, backend: ModuleType, roofline: Roofline, matrix: np.ndarray) -> None:
         a, out = self.run(backend, "transpose_naive", matrix)
-        roofline(backend.transpose_naive, a, out, min_fraction=BUDGETS["transpose"][backend.NAME])
+        roofline(
+            backend.transpose_naive,
+            a,
+            out,
+            device=backend.DEVICE,
+            min_fraction=BUDGETS["transpose"][backend.NAME],
+        )
