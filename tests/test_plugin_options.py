@@ -254,7 +254,7 @@ def test_a_peaks_file_overrides_the_device_figures_and_the_report_says_so(rl: py
     result.stdout.fnmatch_lines(
         [
             "device: Fake Accelerator [[]fake, cpu[]]  DRAM bandwidth 50.0 GB/s (user)",
-            "*vector peaks: fp64 1.00 TFLOP/s (datasheet, ridge 20.0 FLOP/B)*",
+            "*vector peaks: fp64/fp32 1.00 TFLOP/s (datasheet, ridge 20.0 FLOP/B)*",
             "  note: ceilings from peaks.json",
             "  note: a slower memory",
         ]
