@@ -11,6 +11,7 @@ import json
 import math
 import os
 import platform
+import posixpath
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -221,8 +222,9 @@ def ordered(records: Sequence[Record]) -> list[Record]:
 def table_rows(records: Sequence[Record]) -> list[list[str]]:
     """One row per record, in :func:`ordered` order; readable without color (MISS is upper case)."""
     rows = []
+    prefix = _common_directory([r["nodeid"] for r in records])
     for r in ordered(records):
-        test = r["nodeid"] + (f" [{r['name']}]" if r.get("name") else "")
+        test = r["nodeid"][len(prefix) :] + (f" [{r['name']}]" if r.get("name") else "")
         if r["verdict"] == Verdict.SKIPPED.value:
             rows.append([test, r["label"], "", "", "", "", r.get("reason", ""), "", "", "skipped"])
             continue
@@ -248,6 +250,15 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _common_directory(nodeids: Sequence[str]) -> str:
+    """``example_project/tests/`` when every test lives below it: the table leaves it out."""
+    directories = [nodeid.split("::", 1)[0].rpartition("/")[0] for nodeid in nodeids]
+    if not directories or "" in directories:
+        return ""
+    common = posixpath.commonpath(directories)  # node ids use "/" on every platform
+    return f"{common}/" if common else ""
 
 
 def format_table(records: Sequence[Record]) -> list[str]:

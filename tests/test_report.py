@@ -187,3 +187,12 @@ def test_write_json_atomic_leaves_the_old_file_and_no_temporary_on_failure(tmp_p
 def test_write_json_atomic_to_a_missing_directory_names_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="missing"):
         write_json_atomic(tmp_path / "missing" / "out.json", {})
+
+
+def test_the_table_leaves_out_the_directory_all_tests_share() -> None:
+    rs = [dict(r, nodeid=f"example_project/tests/{r['nodeid']}") for r in records()]
+    assert [row[0] for row in table_rows(rs)] == [
+        "t.py::test_copy [small]", "t.py::test_gemm", "t.py::test_tf32", "t.py::test_gpu",
+    ]  # fmt: skip
+    rs[0]["nodeid"] = "other/t.py::test_gemm"
+    assert table_rows(rs)[1][0] == "other/t.py::test_gemm"  # nothing shared: full node ids
