@@ -10,8 +10,9 @@ near 1; this was written on a machine without a GPU, so no figure here has been 
 Run from the repository root: ``python benchmarks/gpu_selfcheck.py [--device N]``. Without CuPy
 or without a GPU it prints one line saying so and exits with status 2.
 
-To check more kernels (the example project's CuPy kernels, say), append :class:`Case` objects to
-:data:`CASES`, or call :func:`main` with your own list.
+It then does the same for every CuPy kernel of the example project (``example_project/kernels``),
+good and bad variants alike. To check more kernels, append :class:`Case` objects to :data:`CASES`,
+or call :func:`main` with your own list.
 """
 
 from __future__ import annotations
@@ -62,9 +63,39 @@ def _matmul_4096_f32(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
     return matmul, (a, b, cupy.empty((n, n), dtype=cupy.float32))
 
 
+def _example(
+    kernel: str, *shapes: tuple[int, ...], lead: tuple[object, ...] = (), tail: tuple[object, ...] = ()
+) -> Callable[[Any], tuple[Kernel, tuple[object, ...]]]:
+    """A case for one of example_project's CuPy kernels: ``lead``, float32 arrays of ``shapes``, ``tail``."""
+
+    def setup(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "example_project"))
+        from kernels import cupy_backend
+
+        arrays = tuple(cupy.random.random(shape, dtype=cupy.float32) for shape in shapes)
+        return getattr(cupy_backend, kernel), (*lead, *arrays, *tail)
+
+    return setup
+
+
+_N = 1 << 24
+_ROWS, _COLS = 8192, 1024
+_COL, _MATRIX, _MATRIX_T = (_COLS,), (_ROWS, _COLS), (_COLS, _ROWS)
+
 CASES: list[Case] = [
     Case("copy 256 MiB d2d", _copy_256_mib),
     Case("matmul 4096³ f32", _matmul_4096_f32),
+    # the example project's kernels, good and bad side by side
+    Case("example saxpy vec4", _example("saxpy", (_N,), (_N,), lead=(0.5,))),
+    Case(
+        "example saxpy stride 16", _example("saxpy_strided", (16 * _N,), (16 * _N,), lead=(0.5,), tail=(16,))
+    ),
+    Case("example layernorm fused", _example("layernorm", _MATRIX, _COL, _COL, _MATRIX)),
+    Case("example layernorm naive", _example("layernorm_naive", _MATRIX, _COL, _COL, _MATRIX)),
+    Case("example gemm naive 2048³", _example("gemm_naive", (2048, 2048), (2048, 2048), (2048, 2048))),
+    Case("example transpose tiled", _example("transpose", _MATRIX, _MATRIX_T)),
+    Case("example transpose naive", _example("transpose_naive", _MATRIX, _MATRIX_T)),
+    Case("example bias_relu", _example("bias_relu", _MATRIX, _COL, _MATRIX)),
 ]
 
 

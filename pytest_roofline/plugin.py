@@ -174,7 +174,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stat", "--roofline-stat", parse_stat, "median",
             "statistic the verdict uses: median, min or mean (default: median)", "STAT"),
     Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
-            f"sampling budget per measurement in seconds (default: {DEFAULT_MAX_TIME})", "SECONDS"),
+            "wall-time budget per measurement in seconds, warm-up and flushes included; the first "
+            f"10 samples are always taken (default: {DEFAULT_MAX_TIME})", "SECONDS"),
     Setting("no_flush", "--roofline-no-flush", parse_bool, False,
             "do not flush caches before each sample: warm-cache times, reported as such "
             "(default: flush)"),
@@ -425,6 +426,8 @@ class RooflineSession:
         self.json_error: str | None = None
         #: warnings raised while resolving devices (calibration), shown with the terminal summary
         self.notes: list[str] = []
+        #: node ids of the tests that failed as expected (xfail)
+        self.xfailed: set[str] = set()
 
     # - registrations (the historic register hooks) -
 
@@ -737,12 +740,19 @@ class RooflineSession:
         for record in json.loads(output.get("roofline_devices", "[]")):
             self.device_records.setdefault(record["key"], record)
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Remember the tests that failed as expected: their misses are what the suite shows off."""
+        if report.when == "call" and hasattr(report, "wasxfail"):
+            self.xfailed.add(report.nodeid)
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # an xdist worker: hand everything to the controller
             workeroutput["roofline_records"] = json.dumps(self.records)
             workeroutput["roofline_devices"] = json.dumps(list(self.device_records.values()))
             return
+        for record in self.records:  # xdist sends the workers' reports here, so every node is known
+            record["xfailed"] = record["nodeid"] in self.xfailed
         if self.settings.json:
             from .report import payload, write_json_atomic
 

@@ -276,19 +276,26 @@ def test_xdist_workers_measurements_reach_the_controllers_report_and_json(rl: py
         @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
         def test_slow():
             pass
+
+        @pytest.mark.xfail(strict=True, reason="a bad variant")
+        @pytest.mark.fake_time(20e-3)
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_bad_variant():
+            pass
         """,
     )
     result = rl.runpytest_subprocess(
         "-p", "xdist", "-n", "2", "--roofline-report", "--roofline-json=out.json"
     )
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=4, failed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["test_b.py::test_bad_variant *MISS (xfail)"])
     result.stdout.fnmatch_lines(["*2 workers*"])
     result.stdout.fnmatch_lines(
         [
             "*= roofline report =*",
             "device: Fake Accelerator [[]fake, cpu[]]*",
-            "5 measurement(s): 2 faster-than-light, 1 MISS, 2 pass; mode enforce",
-            "roofline: wrote 5 measurement(s) to out.json",
+            "6 measurement(s): 2 faster-than-light, 2 MISS, 2 pass; mode enforce",
+            "roofline: wrote 6 measurement(s) to out.json",
         ]
     )
     for test in ("test_a.py::test_copy[[]25000000[]]", "test_a.py::test_copy[[]75000000[]]",
@@ -297,7 +304,8 @@ def test_xdist_workers_measurements_reach_the_controllers_report_and_json(rl: py
     data = json.loads((rl.path / "out.json").read_text())
     assert sorted(m["nodeid"] for m in data["measurements"]) == [
         "test_a.py::test_copy[25000000]", "test_a.py::test_copy[50000000]", "test_a.py::test_copy[75000000]",
-        "test_b.py::test_gemm_marker", "test_b.py::test_slow",
+        "test_b.py::test_bad_variant", "test_b.py::test_gemm_marker", "test_b.py::test_slow",
     ]  # fmt: skip
+    assert [m["nodeid"] for m in data["measurements"] if m["xfailed"]] == ["test_b.py::test_bad_variant"]
     assert [d["key"] for d in data["devices"]] == ["fake"]
     assert {m["verdict"] for m in data["measurements"]} == {"pass", "MISS", "faster-than-light"}
