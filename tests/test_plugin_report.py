@@ -117,7 +117,7 @@ MEASUREMENT_FIELDS = {
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
-    "remeasured", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
+    "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
     "calls_per_sample", "wall_s", "stats", "samples_s",
 }  # fmt: skip
 
