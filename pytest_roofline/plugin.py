@@ -352,16 +352,13 @@ def _check_keywords(kw: Mapping[str, Any]) -> None:
     if "stat" in kw and kw["stat"] not in STATS:
         raise ValueError(f"stat must be one of {', '.join(STATS)}; got {kw['stat']!r}")
     if "max_time" in kw:
-        _check_positive("max_time", kw["max_time"])
+        from .timing.base import check_positive
+
+        check_positive("max_time", kw["max_time"])
     if "flush" in kw and not isinstance(kw["flush"], bool):
         raise ValueError(f"flush must be True or False; got {kw['flush']!r}")
     if "device" in kw and not isinstance(kw["device"], str):
         raise ValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
-
-
-def _check_positive(name: str, value: object) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a positive number; got {value!r}")
 
 
 def _parametrized(item: pytest.Item) -> dict[str, Any]:

@@ -45,20 +45,21 @@ class Policy:
     graph: bool = False
 
     def __post_init__(self) -> None:
-        _check_positive("warmup_s", self.warmup_s, allow_zero=True)
+        check_positive("warmup_s", self.warmup_s, allow_zero=True)
         _check_count("warmup_calls", self.warmup_calls, minimum=1)
         _check_count("min_samples", self.min_samples, minimum=1)
         _check_count("max_samples", self.max_samples, minimum=1)
         if self.max_samples < self.min_samples:
             raise ValueError(f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})")
-        _check_positive("max_time_s", self.max_time_s)
-        _check_positive("target_rel_ci", self.target_rel_ci)
-        _check_positive("batch_factor", self.batch_factor)
+        check_positive("max_time_s", self.max_time_s)
+        check_positive("target_rel_ci", self.target_rel_ci)
+        check_positive("batch_factor", self.batch_factor)
         if self.stat not in STATS:
             raise ValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
 
 
-def _check_positive(name: str, value: object, *, allow_zero: bool = False) -> None:
+def check_positive(name: str, value: object, *, allow_zero: bool = False) -> None:
+    """A ValueError naming ``name`` and ``value`` unless it is a finite number > 0 (or >= 0)."""
     ok = (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
