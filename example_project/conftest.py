@@ -19,6 +19,23 @@ if _HERE not in sys.path:
 
 import kernels  # noqa: E402
 
+from pytest_roofline.plugin import roofline_mode  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "misses_roofline(reason): a bad variant, expected to miss its budget")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Bad variants are strict xfails only where a miss fails a test: in enforce mode."""
+    if roofline_mode(config) != "enforce":
+        return
+    for item in items:
+        mark = item.get_closest_marker("misses_roofline")
+        if mark is not None:
+            reason = mark.kwargs["reason"]
+            item.add_marker(pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=reason))
+
 
 def _load(name: str) -> ModuleType:
     reason = kernels.unavailable_reason(name)

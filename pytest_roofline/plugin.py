@@ -901,6 +901,15 @@ def _given(call: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in call.items() if v is not None}
 
 
+def roofline_mode(config: pytest.Config) -> str:
+    """This session's mode: ``enforce``, ``report`` or ``off`` (for conftest.py files).
+
+    A suite whose bad variants are ``xfail(strict=True)`` tests can mark them so only in
+    ``enforce`` mode, where a miss fails the test; see ``example_project/conftest.py``.
+    """
+    return config.stash[SESSION_KEY].settings.mode
+
+
 @pytest.fixture
 def roofline(request: pytest.FixtureRequest) -> Roofline:
     """Time a kernel and judge it against its speed-of-light floor.

@@ -336,3 +336,16 @@ def test_the_marker_is_registered_for_strict_markers(rl: pytest.Pytester) -> Non
         """
     )
     rl.runpytest("--strict-markers").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(("args", "mode"), [((), "enforce"), (("--roofline-mode=report",), "report")])
+def test_a_conftest_can_read_the_sessions_mode(rl: pytest.Pytester, args: tuple[str, ...], mode: str) -> None:
+    rl.makepyfile(
+        f"""
+        from pytest_roofline.plugin import roofline_mode
+
+        def test_mode(request):
+            assert roofline_mode(request.config) == {mode!r}
+        """
+    )
+    rl.runpytest(*args).assert_outcomes(passed=1)

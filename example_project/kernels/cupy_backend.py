@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .cuda_src import CUDA_SOURCES
+from .shapes import check_1d_pair, check_gemm, check_rows, check_transpose
 
 NAME = "cupy"
 #: the device whose ceilings judge this back-end's kernels (and whose timer times them)
@@ -80,7 +81,7 @@ def synchronize() -> None:
 def saxpy(a: float, x: Array, y: Array) -> Array:
     """``y += a * x`` in place; 1-D, contiguous, 16-byte aligned fp32."""
     _check_f32(x, y, aligned=True)
-    _check_1d_pair(x, y)
+    check_1d_pair(x, y)
     n = y.size
     _kernel("saxpy_vec4", "saxpy_vec4")(
         (_blocks(-(-n // 4)),), (_THREADS,), (np.float32(a), x, y, np.int64(n))
@@ -91,7 +92,7 @@ def saxpy(a: float, x: Array, y: Array) -> Array:
 def saxpy_strided(a: float, x: Array, y: Array, stride: int) -> Array:
     """``y[::stride] += a * x[::stride]`` in place; ``x`` and ``y`` are the contiguous buffers."""
     _check_f32(x, y)
-    _check_1d_pair(x, y)
+    check_1d_pair(x, y)
     if not isinstance(stride, int) or stride < 1:
         raise ValueError(f"stride must be a positive integer; got {stride!r}")
     n = -(-y.size // stride)
@@ -137,14 +138,14 @@ def layernorm_naive(x: Array, gamma: Array, beta: Array, out: Array, eps: float 
 def gemm(a: Array, b: Array, out: Array) -> Array:
     """``out = a @ b`` through cuBLAS."""
     _check_f32(a, b, out)
-    _check_gemm(a, b, out)
+    check_gemm(a, b, out)
     return _cupy().matmul(a, b, out=out)
 
 
 def gemm_naive(a: Array, b: Array, out: Array) -> Array:
     """``out = a @ b``, one thread per output element."""
     _check_f32(a, b, out)
-    _check_gemm(a, b, out)
+    check_gemm(a, b, out)
     (m, k), n = a.shape, b.shape[1]
     if -(-m // _TILE_ROWS) > _MAX_GRID_Y:
         raise ValueError(f"gemm_naive supports at most {_MAX_GRID_Y * _TILE_ROWS} rows; got {m}")
@@ -216,32 +217,11 @@ def _check_f32(*arrays: Array, aligned: bool = False) -> None:
             raise ValueError("float4 kernels need 16-byte aligned arrays; this one starts mid-vector")
 
 
-def _check_1d_pair(x: Array, y: Array) -> None:
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"x and y must be 1-D of the same length; got {x.shape} and {y.shape}")
-
-
 def _check_rows(x: Array, gamma: Array, beta: Array, out: Array) -> tuple[int, int]:
     _check_f32(x, gamma, beta, out)
-    if x.ndim != 2:
-        raise ValueError(f"x must be 2-D (rows, cols); got shape {x.shape}")
-    rows, cols = x.shape
-    if gamma.shape != (cols,) or beta.shape != (cols,) or out.shape != x.shape:
-        raise ValueError(
-            f"gamma and beta must be ({cols},) and out {x.shape}; "
-            f"got {gamma.shape}, {beta.shape} and {out.shape}"
-        )
-    return int(rows), int(cols)
-
-
-def _check_gemm(a: Array, b: Array, out: Array) -> None:
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or out.shape != (a.shape[0], b.shape[1]):
-        raise ValueError(f"shapes do not chain: a {a.shape} @ b {b.shape} -> out {out.shape}")
+    return check_rows(x, gamma, beta, out)
 
 
 def _check_transpose(a: Array, out: Array) -> tuple[int, int]:
     _check_f32(a, out)
-    if a.ndim != 2 or out.shape != a.shape[::-1]:
-        raise ValueError(f"out must have shape {a.shape[::-1]}; got {out.shape}")
-    rows, cols = a.shape
-    return int(rows), int(cols)
+    return check_transpose(a, out)

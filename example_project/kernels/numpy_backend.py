@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .shapes import check_1d_pair, check_gemm, check_rows, check_stride, check_transpose
+
 NAME = "numpy"
 #: the device whose ceilings judge this back-end's kernels (and whose timer times them)
 DEVICE = "cpu"
@@ -53,7 +55,7 @@ def _rows_per_block(row: Array) -> int:
 def saxpy(a: float, x: Array, y: Array) -> Array:
     """``y += a * x`` in place (1-D, any strides)."""
     # Memory-bound (2 FLOP / 12 B): chunks keep a*x in L2, so DRAM sees 3 streams (x, y, y), not 5.
-    _check_1d_pair(x, y)
+    check_1d_pair(x, y)
     scale = y.dtype.type(a)
     chunk = max(1, BLOCK_BYTES // y.itemsize)
     buf = np.empty(min(chunk, y.size), y.dtype)
@@ -68,7 +70,7 @@ def saxpy(a: float, x: Array, y: Array) -> Array:
 def saxpy_strided(a: float, x: Array, y: Array, stride: int) -> Array:
     """``y[::stride] += a * x[::stride]`` in place; returns the updated view of ``y``."""
     # Same code on every stride-th float: each 64 B cache line fetched carries 4 useful bytes.
-    _check_stride(stride)
+    check_stride(stride)
     return saxpy(a, x[::stride], y[::stride])
 
 
@@ -78,7 +80,7 @@ def saxpy_strided(a: float, x: Array, y: Array, stride: int) -> Array:
 def layernorm(x: Array, gamma: Array, beta: Array, out: Array, eps: float = 1e-5) -> Array:
     """``out = (x - mean) / sqrt(var + eps) * gamma + beta`` per row."""
     # Memory-bound (~1 FLOP/B): six passes over an L2-sized block of rows; DRAM sees x once, out once.
-    rows, cols = _check_rows(x, gamma, beta, out)
+    rows, cols = check_rows(x, gamma, beta, out)
     ones = np.ones(cols, x.dtype)
     step = _rows_per_block(x[0])
     for r in range(0, rows, step):
@@ -100,7 +102,7 @@ def layernorm_naive(x: Array, gamma: Array, beta: Array, out: Array, eps: float 
     """The textbook version: statistics "for accuracy" in float64, a full-size temporary per step."""
     # Every step streams a full float64 temporary (2x the bytes of x) through DRAM: ~20 x-sized
     # passes where the roofline counts one read of x and one write of out.
-    _check_rows(x, gamma, beta, out)
+    check_rows(x, gamma, beta, out)
     x64 = x.astype(np.float64)
     mean = x64.mean(axis=1, keepdims=True)
     var = ((x64 - mean) ** 2).mean(axis=1, keepdims=True)
@@ -114,14 +116,14 @@ def layernorm_naive(x: Array, gamma: Array, beta: Array, out: Array, eps: float 
 def gemm(a: Array, b: Array, out: Array) -> Array:
     """``out = a @ b`` through BLAS."""
     # Compute-bound (AI = N/6 FLOP/B for square fp32): BLAS tiles for register and cache reuse.
-    _check_gemm(a, b, out)
+    check_gemm(a, b, out)
     return np.matmul(a, b, out=out)
 
 
 def gemm_naive(a: Array, b: Array, out: Array) -> Array:
     """``out = a @ b`` as K rank-1 updates."""
     # C and a C-sized temporary cross the cache K times (8 B per FLOP): far below the FLOP roof.
-    _check_gemm(a, b, out)
+    check_gemm(a, b, out)
     out.fill(0)
     tmp = np.empty_like(out)
     for k in range(a.shape[1]):
@@ -136,7 +138,7 @@ def gemm_naive(a: Array, b: Array, out: Array) -> Array:
 def transpose(a: Array, out: Array) -> Array:
     """``out = a.T``, one strip of rows at a time."""
     # Data movement only: a 128-row strip's strided side stays cached until its lines are fully used.
-    _check_transpose(a, out)
+    check_transpose(a, out)
     for r in range(0, a.shape[0], TRANSPOSE_STRIP):
         np.copyto(out[:, r : r + TRANSPOSE_STRIP], a[r : r + TRANSPOSE_STRIP].T)
     return out
@@ -146,7 +148,7 @@ def transpose_naive(a: Array, out: Array) -> Array:
     """``out = a.T``, one row of ``a`` scattered into one column of ``out`` at a time."""
     # Each row's stores land one per cache line of out, a row pitch apart: every line is written
     # back half-used and fetched again for the next row (and a NumPy call per row on top).
-    _check_transpose(a, out)
+    check_transpose(a, out)
     for i in range(a.shape[0]):
         out[:, i] = a[i]
     return out
@@ -170,35 +172,3 @@ def bias_relu(x: Array, bias: Array, out: Array) -> Array:
 
 
 # --- argument checks -----------------------------------------------------------------------------
-
-
-def _check_1d_pair(x: Array, y: Array) -> None:
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"x and y must be 1-D of the same length; got {x.shape} and {y.shape}")
-
-
-def _check_stride(stride: int) -> None:
-    if not isinstance(stride, int) or stride < 1:
-        raise ValueError(f"stride must be a positive integer; got {stride!r}")
-
-
-def _check_rows(x: Array, gamma: Array, beta: Array, out: Array) -> tuple[int, int]:
-    if x.ndim != 2:
-        raise ValueError(f"x must be 2-D (rows, cols); got shape {x.shape}")
-    rows, cols = x.shape
-    if gamma.shape != (cols,) or beta.shape != (cols,) or out.shape != x.shape:
-        raise ValueError(
-            f"gamma and beta must be ({cols},) and out {x.shape}; "
-            f"got {gamma.shape}, {beta.shape} and {out.shape}"
-        )
-    return rows, cols
-
-
-def _check_gemm(a: Array, b: Array, out: Array) -> None:
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or out.shape != (a.shape[0], b.shape[1]):
-        raise ValueError(f"shapes do not chain: a {a.shape} @ b {b.shape} -> out {out.shape}")
-
-
-def _check_transpose(a: Array, out: Array) -> None:
-    if a.ndim != 2 or out.shape != a.shape[::-1]:
-        raise ValueError(f"out must have shape {a.shape[::-1]}; got {out.shape}")
