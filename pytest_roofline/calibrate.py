@@ -75,7 +75,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -100,6 +99,7 @@ from .model import (
     did_you_mean,
     parse_dtype,
 )
+from .timing.cpu import cpu_model_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -136,7 +136,6 @@ _SCHEMA = 1
 _GB = 1e9
 _MIB = 1 << 20
 _LOCK_TIMEOUT_S = 60.0
-_CPUINFO = Path("/proc/cpuinfo")
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3, Precision.INT8)
 
 Clock = Callable[[], float]
@@ -185,18 +184,6 @@ def cache_dir() -> Path:
 
 
 _default_cache_dir = cache_dir  # the calibrate functions take a parameter of that name
-
-
-def cpu_model_name(cpuinfo: Path = _CPUINFO) -> str:
-    """The CPU model: ``model name`` in /proc/cpuinfo, else ``platform.processor()`` or the machine."""
-    try:
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def cpu_identity() -> dict[str, str | int]:

@@ -74,7 +74,7 @@ class CpuBackend:
         self._llc_bytes = llc_bytes
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
         self.resolution_s = _measure_resolution_s(clock_ns) if resolution_s is None else resolution_s
-        self.device_name = _cpu_model_name() if device_name is None else device_name
+        self.device_name = cpu_model_name() if device_name is None else device_name
         self._flush_buffer: npt.NDArray[np.uint8] | None = None
         self._flush_value = 0
 
@@ -179,11 +179,11 @@ def _darwin_llc_bytes(sysctl: Callable[[str], str | None]) -> int | None:
     return None
 
 
-@functools.cache
-def _cpu_model_name() -> str:
+def cpu_model_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU model the OS reports: Linux's ``model name``, macOS's brand string, else the platform."""
     if sys.platform.startswith("linux"):
         try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
+            for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
                 key, _, value = line.partition(":")
                 if key.strip() == "model name" and value.strip():
                     return value.strip()
