@@ -41,8 +41,6 @@ class Policy:
     batch_factor: float = 100.0
     #: the statistic a verdict uses
     stat: Stat = "median"
-    #: CUDA only: capture the calls of a sample in a CUDA graph and time its replay
-    graph: bool = False
 
     def __post_init__(self) -> None:
         check_positive("warmup_s", self.warmup_s, allow_zero=True)

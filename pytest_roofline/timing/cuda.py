@@ -143,8 +143,8 @@ class CudaBackend:
     ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one
     CUDA graph, launches it once untimed, then times one replay per window; for kernels dominated
     by launch overhead. Capture needs a non-default stream: with ``stream=None`` the backend uses
-    a private non-blocking stream, ordered after the current one. The engine does not pass
-    ``Policy.graph`` to :meth:`run`: build the backend with ``graph=policy.graph``.
+    a private non-blocking stream, ordered after the current one. In a pytest run, serve such a
+    backend from the ``pytest_roofline_backend`` hook.
     """
 
     name = "cuda"
