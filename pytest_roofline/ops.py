@@ -67,7 +67,8 @@ class Param:
             amount = _as_real(value)
             if amount is None or not math.isfinite(amount) or amount < 0:
                 raise OpError(f"{where} must be a non-negative number; got {value!r}")
-            return value
+            # plain Python numbers from here on: a numpy scalar would not survive JSON or xdist
+            return int(amount) if _as_integer(value) is not None else amount
         if self.kind == "flag":
             if not _is_bool(value):
                 raise OpError(f"{where} must be True or False; got {value!r}")
@@ -98,8 +99,12 @@ def _as_integer(value: object) -> int | None:
 
 
 def _as_real(value: object) -> float | None:
+    """``value`` as a float (inf past the largest float), or None when it is not a real number."""
     if isinstance(value, numbers.Real) and not _is_bool(value):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf
     return None
 
 
@@ -156,11 +161,17 @@ class OpSpec:
         cost = self.cost_fn(params, precision.itemsize)
         if not isinstance(cost, Cost):
             raise OpError(f"cost function of op {self.name!r} returned {cost!r}, not a Cost")
+        numbers: list[float] = []
         for what, value in (("flops", cost.flops), ("bytes", cost.bytes)):
             number = _as_real(value)
             if number is None or not math.isfinite(number) or number < 0:
-                raise OpError(f"cost function of op {self.name!r} returned {what}={value!r}; expected >= 0")
-        return cost
+                raise OpError(
+                    f"op {self.name!r} costs {what}={value!r}; expected a finite number >= 0 "
+                    "(are the sizes right?)"
+                )
+            numbers.append(number)
+        # plain floats: numpy scalars would not survive JSON or pytest-xdist
+        return Cost(flops=numbers[0], bytes=numbers[1])
 
     def unit_for(self, params: Params) -> Unit:
         """Matrix-shaped ops may use tensor units; ``custom`` says so through its ``unit`` parameter."""

@@ -309,3 +309,32 @@ def test_xdist_workers_measurements_reach_the_controllers_report_and_json(rl: py
     assert [m["nodeid"] for m in data["measurements"] if m["xfailed"]] == ["test_b.py::test_bad_variant"]
     assert [d["key"] for d in data["devices"]] == ["fake"]
     assert {m["verdict"] for m in data["measurements"]} == {"pass", "MISS", "faster-than-light"}
+
+
+@pytest.mark.parametrize(
+    "args", [("--roofline-json=out.json",), ("-p", "xdist", "-n", "2", "--roofline-json=out.json")]
+)
+def test_numpy_scalars_in_params_and_costs_survive_json_and_xdist(
+    rl: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    # sizes often come out of numpy (np.prod(shape), a.size): they must not reach JSON or execnet as numpy
+    rl.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.parametrize("n", [np.int64(25_000_000)])
+        def test_copy(roofline, n):
+            roofline(lambda: None, op="copy", dtype=np.float32)
+
+        def test_custom(roofline):
+            roofline(lambda: None, op="custom", flops=np.prod((1000, 1000, 2000)), bytes=np.float64(2e8),
+                     dtype="fp32")
+        """
+    )
+    result = rl.runpytest_subprocess(*args) if "xdist" in args else rl.runpytest(*args)
+    result.assert_outcomes(passed=2)
+    data = json.loads((rl.path / "out.json").read_text())
+    assert {m["nodeid"].split("::")[1]: m["flops"] for m in data["measurements"]} == {
+        "test_copy[n0]": 0, "test_custom": 2e9,
+    }  # fmt: skip
