@@ -369,6 +369,11 @@ def _parametrized(item: pytest.Item) -> dict[str, Any]:
     return {name: funcargs.get(name, value) for name, value in params.items()}
 
 
+def _names_a_table_device(spec: str) -> bool:
+    keyword = spec.strip().lower()
+    return keyword not in ("auto", "cpu") and not _CUDA_SPEC.fullmatch(keyword)
+
+
 def _device_skip_reason(spec: str) -> str:
     """Why a marker's device is not on this machine ("" when it is); ValueError for a wrong spec."""
     cuda = _CUDA_SPEC.fullmatch(spec.strip().lower())
@@ -417,6 +422,7 @@ class RooflineSession:
         self.device_records: dict[str, Record] = {}
         self._devices: dict[str, Device] = {}
         self._backends: dict[str, Backend] = {}
+        self._cpu_backend: Backend | None = None
         #: what the register hooks added, and what they replaced (restored at unconfigure)
         self.registered_ops: dict[str, OpSpec | None] = {}
         self.registered_devices: dict[str, Device | None] = {}
@@ -498,8 +504,14 @@ class RooflineSession:
             peaks = self.settings.peaks
             if peaks not in PEAK_SOURCES:
                 from .calibrate import load_peaks_file
+                from .devices import DeviceError
 
-                device = load_peaks_file(peaks, base=device)
+                base, device = device, load_peaks_file(peaks, base=device)
+                if device.kind != base.kind:
+                    raise DeviceError(
+                        f"--roofline-peaks {peaks}: its kind {device.kind!r} does not match the device it "
+                        f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
+                    )
             from .report import device_record
 
             self._devices[spec] = device
@@ -538,14 +550,19 @@ class RooflineSession:
         return self._backends[key]
 
     def builtin_backend(self, spec: str, device: Device) -> Backend:
-        if device.kind == "cpu":
-            from .timing.cpu import CpuBackend
-
-            return CpuBackend()
+        """The host timer for the CPU, CUDA events for a GPU: chosen by where ``spec`` measures,
+        not by the device's figures (a peaks file may describe any device)."""
         from .detect import auto_spec, parse_target
-        from .timing.cuda import CudaBackend
 
         target = parse_target(auto_spec() if spec == "auto" else spec)
+        if target.kind == "cpu":
+            if self._cpu_backend is None:  # one per session: its flush buffer is 2x the LLC
+                from .timing.cpu import CpuBackend
+
+                self._cpu_backend = CpuBackend()
+            return self._cpu_backend
+        from .timing.cuda import CudaBackend
+
         return CudaBackend(target.index or 0)
 
     # - per-test resolution -
@@ -605,10 +622,17 @@ class RooflineSession:
             name=str(name),
         )
 
-    def estimate(self, request: Request) -> Estimate:
+    def estimate(self, request: Request, *, measuring: bool = True) -> Estimate:
+        """The floor of ``request``; a table device needs no local hardware unless it is measured on."""
         from .floor import estimate
 
-        device = self.device(request.device_spec)
+        spec = request.device_spec
+        if not measuring and _names_a_table_device(spec):
+            from .devices import lookup
+
+            device = lookup(spec)
+        else:
+            device = self.device(spec)
         return estimate(request.op, dtype=request.dtype, device=device, math=request.math, **request.params)
 
     def run(
@@ -631,6 +655,8 @@ class RooflineSession:
             request = self.resolve(item, args, call)
         except ValueError as exc:
             _fail(f"{FIXTURE}: {exc}")
+        if request.device_spec != self.settings.device:
+            self._skip_if_absent(item, request.op, request.device_spec)
         if self.settings.mode == "off":
             fn(*args)
             return None
@@ -694,10 +720,22 @@ class RooflineSession:
         except ValueError as exc:
             _fail(f"{FIXTURE}: {exc}")
         if reason:
-            from .report import skipped_record
+            self._skip(item, marker.op or "?", reason)
 
-            self.records.append(skipped_record(nodeid=item.nodeid, label=marker.op or "?", reason=reason))
-            pytest.skip(reason)
+    def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
+        """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
+        try:
+            reason = _device_skip_reason(spec)
+        except ValueError as exc:
+            _fail(f"{FIXTURE}: {exc}")
+        if reason:
+            self._skip(item, op, reason)
+
+    def _skip(self, item: pytest.Item, op: str, reason: str) -> NoReturn:
+        from .report import skipped_record
+
+        self.records.append(skipped_record(nodeid=item.nodeid, label=op, reason=reason))
+        pytest.skip(reason)
 
     def _check_fixtureless(self, item: pytest.Item, marker: MarkerArgs) -> None:
         """A test whose body is the kernel: marker and parametrize values must say everything."""
@@ -887,7 +925,7 @@ class Roofline:
         session = self._session
         try:
             request = session.resolve(self._item, (), _given(dict(params, op=op, dtype=dtype)))
-            return session.estimate(request)
+            return session.estimate(request, measuring=False)
         except (ValueError, RuntimeError) as exc:
             _fail(f"{FIXTURE}: {exc}")
 

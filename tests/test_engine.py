@@ -98,6 +98,15 @@ def test_batching(per_call: float, resolution: float, batch_factor: float, k: in
     assert m.samples_s == pytest.approx([per_call] * m.stats.n)
 
 
+@pytest.mark.parametrize(("per_call", "cache"), [(1e-3, "cold"), (1e-6, "warm")])
+def test_a_batched_sample_is_a_warm_cache_time(per_call: float, cache: str) -> None:
+    # the flush comes before a window of k calls: only its first call is cold
+    backend = FakeBackend(per_call, resolution_s=1e-6)
+    m = measure(noop, policy=Policy(warmup_s=1e-3, flush=True), backend=backend)
+    assert all(r.flush for r in sampling_runs(backend, m))
+    assert (m.calls_per_sample > 1, m.flushed, m.cache) == (cache == "warm", cache == "cold", cache)
+
+
 def test_batching_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "MAX_CALLS_PER_SAMPLE", 50)
     m = measure(noop, policy=Policy(warmup_s=1e-6), backend=FakeBackend(1e-9, resolution_s=1e-6))

@@ -671,3 +671,49 @@ def test_math_tf32_picks_the_tensor_peak(rl: pytest.Pytester) -> None:
         """
     )
     rl.runpytest().assert_outcomes(passed=1)
+
+
+# -- the built-in device and timer, end to end on this CPU -------------------------------------------
+
+
+def test_the_builtin_cpu_device_and_host_timer_end_to_end(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No fake hooks: the measured CPU (from a seeded cache, so nothing calibrates for seconds) and
+    the real host timer. Generous budgets: nothing here asserts on how fast this machine is."""
+    from pytest_roofline.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.model import Figure, Precision, Source, Unit
+
+    cache = pytester.path / "cache"
+    fake = Ceilings(
+        bandwidth=Figure(1e12, Source.MEASURED),  # 1 TB/s: every floor is tiny, every budget met
+        peaks={(p, Unit.VECTOR): Figure(1e15, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
+    )
+    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: fake)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        N = 1 << 16
+
+        @pytest.mark.speed_of_light("copy", n=N, dtype="fp64", min_fraction=1e-6, max_time=0.05)
+        def test_marker_times_the_body():
+            a, b = np.ones(N), np.empty(N)
+            np.copyto(b, a)
+            assert b[0] == 1
+
+        def test_fixture(roofline):
+            a, b = np.ones(N), np.empty(N)
+            r = roofline(np.copyto, b, a, op="copy", n=N, min_fraction=1e-6, max_time=0.05, flush=False)
+            assert r.measurement.backend == "cpu" and r.estimate.device.key == "cpu"
+            assert r.time_s > 0 and r.stats.n >= 10 and not r.measurement.flushed
+        """
+    )
+    result = pytester.runpytest_subprocess("--roofline-report", "--roofline-device=cpu")
+    # (a subprocess, so the seeded cache directory is the one calibration reads)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["device: * [[]cpu*]  DRAM bandwidth 1.00 TB/s (measured)", "*2 pass; mode enforce"]
+    )

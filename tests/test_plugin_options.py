@@ -261,6 +261,18 @@ def test_a_peaks_file_overrides_the_device_figures_and_the_report_says_so(rl: py
     )
 
 
+def test_a_peaks_file_of_another_kind_of_device_is_refused(rl: pytest.Pytester) -> None:
+    # a GPU's sheet applied to this CPU would judge host-timed kernels against GPU peaks
+    rl.makepyfile(test_setting=MISS)
+    (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
+    result = rl.runpytest("--roofline-peaks=peaks.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["roofline: --roofline-peaks *peaks.json: its kind 'cuda' does not match the device it refines, "
+         "'Fake Accelerator' (cpu)*"]
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -72,14 +72,15 @@ class Measurement:
     warmup_s: float
     backend: str
     device: str
-    #: whether the cache was flushed before every sample; False means a warm-cache time
+    #: whether every timed call started from a flushed cache; False means a warm-cache time (flush
+    #: off, or calls batched k > 1 per sample, where only the first call of a batch is cold)
     flushed: bool
     stop_reason: StopReason
     policy: Policy
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
-        """``"cold"`` when every sample started from a flushed cache, ``"warm"`` otherwise."""
+        """``"cold"`` when every timed call started from a flushed cache, ``"warm"`` otherwise."""
         return "cold" if self.flushed else "warm"
 
     def __str__(self) -> str:
@@ -122,7 +123,8 @@ def measure(
         warmup_s=warmup_s,
         backend=backend.name,
         device=backend.device_name,
-        flushed=policy.flush,
+        # a batch of k calls is flushed once, before its first call: the other k - 1 run warm
+        flushed=policy.flush and k == 1,
         stop_reason=reason,
         policy=policy,
     )
