@@ -6,67 +6,54 @@ The model and the op catalogue import neither pytest nor CuPy, so they work from
     >>> e = rl.estimate("gemm", M=4096, N=4096, K=4096, dtype="bf16", device="h100-sxm")
     >>> f"{e.floor_s * 1e6:.0f} µs, {e.bound}-bound"
     '139 µs, compute-bound'
+
+Every name is imported on first use: pytest loads this package for its plugin entry point in every
+run, and a run that measures nothing should pay for nothing.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-from .devices import DeviceError, DeviceProperties, register_device, unregister_device
-from .floor import estimate
-from .model import (
-    Cost,
-    Device,
-    Estimate,
-    Figure,
-    Precision,
-    Source,
-    Unit,
-    parse_dtype,
-)
-from .ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
 
 if TYPE_CHECKING:
     from .detect import detect_device, get_device
+    from .devices import DeviceError, DeviceProperties, register_device, unregister_device
+    from .floor import estimate
+    from .model import Cost, Device, Estimate, Figure, Precision, Source, Unit, parse_dtype
+    from .ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
     from .timing import Measurement, Policy, measure
 
-__all__ = [
-    "Cost",
-    "Device",
-    "DeviceError",
-    "DeviceProperties",
-    "Estimate",
-    "Figure",
-    "Measurement",
-    "OpError",
-    "OpSpec",
-    "Param",
-    "Policy",
-    "Precision",
-    "Source",
-    "Unit",
-    "__version__",
-    "detect_device",
-    "estimate",
-    "get_device",
-    "get_op",
-    "measure",
-    "op_names",
-    "parse_dtype",
-    "register_device",
-    "register_op",
-    "unregister_device",
-    "unregister_op",
-]
-
-# Loaded on first use: detection may calibrate or import CuPy, and timing is not needed for estimates.
+#: public name -> the module that defines it
 _LAZY = {
+    "Cost": "model",
+    "Device": "model",
+    "Estimate": "model",
+    "Figure": "model",
+    "Precision": "model",
+    "Source": "model",
+    "Unit": "model",
+    "parse_dtype": "model",
+    "DeviceError": "devices",
+    "DeviceProperties": "devices",
+    "register_device": "devices",
+    "unregister_device": "devices",
+    "OpError": "ops",
+    "OpSpec": "ops",
+    "Param": "ops",
+    "get_op": "ops",
+    "op_names": "ops",
+    "register_op": "ops",
+    "unregister_op": "ops",
+    "estimate": "floor",
     "detect_device": "detect",
     "get_device": "detect",
-    "measure": "timing",
     "Measurement": "timing",
     "Policy": "timing",
+    "measure": "timing",
 }
+
+__all__ = sorted([*_LAZY, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
@@ -80,6 +67,10 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_roofline' has no attribute {name!r}")
-    from importlib import import_module
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is an ordinary one
+    return value
 
-    return getattr(import_module(f".{module}", __name__), name)
+
+def __dir__() -> list[str]:
+    return __all__

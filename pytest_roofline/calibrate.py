@@ -563,7 +563,7 @@ def calibrate_cuda(
         "sms": base.cores,
         "llc_bytes": base.llc_bytes,
         "cupy": _cupy_version(),
-        "tf32": _tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
+        "tf32": cuda.tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
     }
     measure_fn = measure or cuda.measure_ceilings
 
@@ -577,13 +577,6 @@ def calibrate_cuda(
 
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     return _calibrate(base.kind, key, directory=directory, force=force, measure=run, build=build)
-
-
-def _tf32_requested() -> bool:
-    try:
-        return int(os.environ.get("CUPY_TF32", "0")) > 0
-    except ValueError:
-        return False
 
 
 def _cupy_version() -> str:

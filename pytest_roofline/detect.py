@@ -37,7 +37,8 @@ __all__ = [
 TargetKind = Literal["cpu", "cuda", "table"]
 
 _KEYWORDS = ("auto", "cpu", "cuda")
-_CUDA = re.compile(r"cuda(?::(?P<index>\d+))?")
+#: ``cuda`` or ``cuda:N``
+CUDA_SPEC = re.compile(r"cuda(?::(?P<index>\d+))?")
 _MEASURE_HINT = "run with --roofline-device auto|cpu|cuda[:N]"
 
 
@@ -66,7 +67,7 @@ def parse_target(spec: str) -> Target:
         return Target(spec="auto", kind=resolved.kind, index=resolved.index, local=True)
     if keyword == "cpu":
         return Target(spec="cpu", kind="cpu", index=None, local=True)
-    match = _CUDA.fullmatch(keyword)
+    match = CUDA_SPEC.fullmatch(keyword)
     if match:
         index = int(match["index"] or 0)
         count = _cuda_count()

@@ -11,6 +11,12 @@ Math = Literal["tf32", "ieee"]
 MATH_MODES: tuple[str, ...] = ("ieee", "tf32")
 
 
+def check_math(math: object) -> None:
+    """None, ``"ieee"`` or ``"tf32"``; an OpError naming the value otherwise."""
+    if math is not None and math not in MATH_MODES:
+        raise OpError(f"math must be one of {', '.join(map(repr, MATH_MODES))}; got {math!r}")
+
+
 def select_unit(
     spec: OpSpec, params: dict[str, Any], precision: Precision, math: str | None
 ) -> tuple[Precision, Unit]:
@@ -20,8 +26,7 @@ def select_unit(
     which runs on tensor units (as TF32) only when the caller says ``math="tf32"``: fp32 GEMMs are
     IEEE by default in cuBLAS, CuPy and PyTorch, so the TF32 peak would set an unreachable floor.
     """
-    if math is not None and math not in MATH_MODES:
-        raise OpError(f"math must be one of {', '.join(map(repr, MATH_MODES))}; got {math!r}")
+    check_math(math)
     if math == "tf32" and precision not in (Precision.FP32, Precision.TF32):
         raise OpError(f"math='tf32' applies to fp32 data only; dtype is {precision}")
     unit = spec.unit_for(params)

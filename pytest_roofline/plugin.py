@@ -12,7 +12,6 @@ import functools
 import inspect
 import json
 import os
-import re
 import warnings
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
@@ -32,12 +31,10 @@ if TYPE_CHECKING:
 MARKER = "speed_of_light"
 FIXTURE = "roofline"
 MODES = ("enforce", "report", "off")
-STATS = ("median", "min", "mean")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
 
-_CUDA_SPEC = re.compile(r"cuda(?::(?P<index>\d+))?")
 
 
 # -- option values: each parser raises ArgumentTypeError, which pytest turns into a usage error ----
@@ -77,7 +74,12 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 parse_mode = _choice(MODES)
-parse_stat = _choice(STATS)
+
+
+def parse_stat(text: str) -> str:
+    from .timing.base import STATS  # imported when used: the plugin loads nothing it may not need
+
+    return _choice(STATS)(text)
 
 
 def parse_device(text: str) -> str:
@@ -86,7 +88,9 @@ def parse_device(text: str) -> str:
     spec = text.strip()
     if not spec:
         raise argparse.ArgumentTypeError("expected auto, cpu, cuda, cuda:N or a table key, got ''")
-    if spec.lower().startswith("cuda") and spec.lower() != "cuda" and not _CUDA_SPEC.fullmatch(spec.lower()):
+    from .detect import CUDA_SPEC
+
+    if spec.lower().startswith("cuda") and spec.lower() != "cuda" and not CUDA_SPEC.fullmatch(spec.lower()):
         raise argparse.ArgumentTypeError(f"expected cuda or cuda:N (N a GPU index), got {text!r}")
     return spec
 
@@ -323,23 +327,28 @@ def _check_params(op: str, params: Mapping[str, Any], *, complete: bool) -> OpSp
 
     Raises an OpError (a ValueError) naming the op, the parameter and the value.
     """
-    from .ops import check_params, get_op
+    from .model import did_you_mean
+    from .ops import OpError, check_params, get_op
 
     spec = get_op(op)
+    for name in params:
+        if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
+            raise OpError(
+                f"{spec.name} has no parameter {name!r}{did_you_mean(name, [*spec.param_names, *_KEYWORDS])}; "
+                f"it takes {spec.signature()} and the keywords {', '.join(_KEYWORDS)}"
+            )
     if complete:
         check_params(spec, params)  # required ones present, cross-parameter rules (custom has work)
         return spec
     by_name = {p.name: p for p in spec.params}
     for name, value in params.items():
-        if name not in by_name:
-            spec.check({name: value})  # raises the "has no parameter ..., did you mean" error
         by_name[name].check(spec.name, value)
     return spec
 
 
 def _check_keywords(kw: Mapping[str, Any]) -> None:
     """The marker's (or a call's) keywords; the device only for its spelling (see _device_skip_reason)."""
-    from .floor import MATH_MODES
+    from .floor import check_math
     from .model import parse_dtype
     from .verdict import check_fraction
 
@@ -347,8 +356,10 @@ def _check_keywords(kw: Mapping[str, Any]) -> None:
         parse_dtype(kw["dtype"])
     if "min_fraction" in kw:
         check_fraction(kw["min_fraction"])
-    if "math" in kw and kw["math"] not in MATH_MODES:
-        raise ValueError(f"math must be one of {', '.join(MATH_MODES)}; got {kw['math']!r}")
+    if "math" in kw:
+        check_math(kw["math"])
+    from .timing.base import STATS
+
     if "stat" in kw and kw["stat"] not in STATS:
         raise ValueError(f"stat must be one of {', '.join(STATS)}; got {kw['stat']!r}")
     if "max_time" in kw:
@@ -371,12 +382,16 @@ def _parametrized(item: pytest.Item) -> dict[str, Any]:
 
 def _names_a_table_device(spec: str) -> bool:
     keyword = spec.strip().lower()
-    return keyword not in ("auto", "cpu") and not _CUDA_SPEC.fullmatch(keyword)
+    from .detect import CUDA_SPEC
+
+    return keyword not in ("auto", "cpu") and not CUDA_SPEC.fullmatch(keyword)
 
 
 def _device_skip_reason(spec: str) -> str:
     """Why a marker's device is not on this machine ("" when it is); ValueError for a wrong spec."""
-    cuda = _CUDA_SPEC.fullmatch(spec.strip().lower())
+    from .detect import CUDA_SPEC
+
+    cuda = CUDA_SPEC.fullmatch(spec.strip().lower())
     if cuda:
         from .timing.cuda import device_count
 

@@ -290,7 +290,7 @@ def measure_ceilings(
             f"cupy.copyto of {nbytes / 2**20:.0f} MiB (read + write), {m.stat} of {m.stats.n} samples",
         )
 
-        fp32_key = (Precision.TF32, Unit.TENSOR) if _tf32_requested() else (Precision.FP32, Unit.VECTOR)
+        fp32_key = (Precision.TF32, Unit.TENSOR) if tf32_requested() else (Precision.FP32, Unit.VECTOR)
         matmuls: list[tuple[Any, tuple[Precision, Unit]]] = [
             (cupy.float64, (Precision.FP64, Unit.VECTOR)),
             (cupy.float32, fp32_key),
@@ -384,7 +384,7 @@ def _as_cupy_stream(cupy: Any, stream: object, device: int) -> Any:
     )
 
 
-def _tf32_requested() -> bool:
+def tf32_requested() -> bool:
     """Whether ``CUPY_TF32`` asks CuPy for TF32 fp32 matmuls (read by CuPy as ``int(...) > 0``)."""
     try:
         return int(os.environ.get("CUPY_TF32", "0")) > 0
