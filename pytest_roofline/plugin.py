@@ -36,7 +36,6 @@ DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
 
 
-
 # -- option values: each parser raises ArgumentTypeError, which pytest turns into a usage error ----
 
 
@@ -446,6 +445,8 @@ class RooflineSession:
         self.notes: list[str] = []
         #: node ids of the tests that failed as expected (xfail)
         self.xfailed: set[str] = set()
+        #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
+        self.absent: dict[str, tuple[str, str]] = {}
 
     # - registrations (the historic register hooks) -
 
@@ -721,21 +722,36 @@ class RooflineSession:
     def pytest_roofline_backend(self, config: pytest.Config, device: Device, spec: str) -> Backend | None:
         return self.builtin_backend(spec, device)
 
+    @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they will
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """A test whose marker names a device that is not on this machine is skipped, with the reason.
+
+        Skipped through a mark, so pytest reports the test's own location; a marker with a mistake
+        is left to :meth:`pytest_runtest_setup`, which fails the test with the message.
+        """
+        for item in items:
+            try:
+                marker = read_marker(item)
+                spec = marker.keywords.get("device") if marker is not None else None
+                reason = _device_skip_reason(spec) if spec is not None else ""
+            except ValueError:
+                continue
+            if marker is not None and reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+                self.absent[item.nodeid] = (marker.op or "?", reason)
+
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Check the marker before the test runs; skip when its device is not on this machine."""
+        """Check the marker before the test runs (a test skipped for its device never gets here)."""
         __tracebackhide__ = True
         try:
             marker = read_marker(item)
             item.stash[MARKER_KEY] = marker
-            if marker is None:
-                return
-            reason = _device_skip_reason(marker.keywords["device"]) if "device" in marker.keywords else ""
-            if not reason and FIXTURE not in getattr(item, "fixturenames", ()):
+            if marker is not None and "device" in marker.keywords:
+                _device_skip_reason(marker.keywords["device"])  # a misspelled device is a mistake
+            if marker is not None and FIXTURE not in getattr(item, "fixturenames", ()):
                 self._check_fixtureless(item, marker)
         except ValueError as exc:
             _fail(f"{FIXTURE}: {exc}")
-        if reason:
-            self._skip(item, marker.op or "?", reason)
 
     def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
         """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
@@ -791,7 +807,13 @@ class RooflineSession:
             self.device_records.setdefault(record["key"], record)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Remember the tests that failed as expected: their misses are what the suite shows off."""
+        """Record tests skipped for an absent device; remember the tests that failed as expected
+        (their misses are what a suite of bad variants shows off)."""
+        if report.when == "setup" and report.skipped and report.nodeid in self.absent:
+            from .report import skipped_record
+
+            op, reason = self.absent.pop(report.nodeid)
+            self.records.append(skipped_record(nodeid=report.nodeid, label=op, reason=reason))
         if report.when == "call" and hasattr(report, "wasxfail"):
             self.xfailed.add(report.nodeid)
 

@@ -585,8 +585,11 @@ def test_a_marker_device_that_is_not_here_skips_with_the_reason(rl: pytest.Pytes
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "*needs CUDA device 0 (device='cuda'); 0 visible here*",
-            "*needs 'h100-sxm' (device='h100-sxm'): a table device that is not on this machine*",
+            # the test's own location, not the plugin's
+            "SKIPPED [[]1[]] test_a_marker_device_that_is_not_here_skips_with_the_reason.py:3: "
+            "needs CUDA device 0 (device='cuda'); 0 visible here*",
+            "SKIPPED [[]1[]] test_a_marker_device_that_is_not_here_skips_with_the_reason.py:7: "
+            "needs 'h100-sxm' (device='h100-sxm'): a table device that is not on this machine*",
         ],
         consecutive=False,
     )
