@@ -53,7 +53,34 @@ _LAZY = {
     "measure": "timing",
 }
 
-__all__ = sorted([*_LAZY, "__version__"])
+__all__ = [
+    "Cost",
+    "Device",
+    "DeviceError",
+    "DeviceProperties",
+    "Estimate",
+    "Figure",
+    "Measurement",
+    "OpError",
+    "OpSpec",
+    "Param",
+    "Policy",
+    "Precision",
+    "Source",
+    "Unit",
+    "__version__",
+    "detect_device",
+    "estimate",
+    "get_device",
+    "get_op",
+    "measure",
+    "op_names",
+    "parse_dtype",
+    "register_device",
+    "register_op",
+    "unregister_device",
+    "unregister_op",
+]
 
 
 def __getattr__(name: str) -> Any:

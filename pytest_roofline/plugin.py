@@ -333,7 +333,8 @@ def _check_params(op: str, params: Mapping[str, Any], *, complete: bool) -> OpSp
     for name in params:
         if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
             raise OpError(
-                f"{spec.name} has no parameter {name!r}{did_you_mean(name, [*spec.param_names, *_KEYWORDS])}; "
+                f"{spec.name} has no parameter {name!r}"
+                f"{did_you_mean(name, [*spec.param_names, *_KEYWORDS])}; "
                 f"it takes {spec.signature()} and the keywords {', '.join(_KEYWORDS)}"
             )
     if complete:

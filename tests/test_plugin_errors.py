@@ -15,8 +15,8 @@ MARKER_MISTAKES = [
     pytest.param('"gemm", M=1000, N=1000, dtype="fp32"',
                  "gemm needs K (it takes gemm(M, N, K, batch=1))", id="missing-parameter"),
     pytest.param('"gemm", M=1000, N=1000, k=1000, dtype="fp32"',
-                 "gemm has no parameter 'k' (did you mean 'K'?); it takes gemm(M, N, K, batch=1) and the keywords "
-                 "min_fraction, dtype, device, math, stat, max_time, flush",
+                 "gemm has no parameter 'k' (did you mean 'K'?); it takes gemm(M, N, K, batch=1) "
+                 "and the keywords min_fraction, dtype, device, math, stat, max_time, flush",
                  id="unknown-parameter"),
     pytest.param('"gemm", M=0, N=1000, K=1000, dtype="fp32"',
                  "gemm: M must be a positive integer; got 0", id="non-positive-size"),
@@ -105,7 +105,8 @@ CALL_MISTAKES = [
     pytest.param(f'lambda: None, op="copy", {COPY}, size=3, dtype="fp32"',
                  "copy has no parameter 'size'; it takes copy(n) and the keywords *", id="unknown-parameter"),
     pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fracton=0.5',
-                 "copy has no parameter 'min_fracton' (did you mean 'min_fraction'?)*", id="misspelled-keyword"),
+                 "copy has no parameter 'min_fracton' (did you mean 'min_fraction'?)*",
+                 id="misspelled-keyword"),
     pytest.param('lambda: None, op="copy", n=-1, dtype="fp32"', "copy: n must be a positive integer; got -1",
                  id="non-positive-size"),
     pytest.param('lambda: None, op="copy", n=2.5, dtype="fp32"',
