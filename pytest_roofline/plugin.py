@@ -688,6 +688,7 @@ class RooflineSession:
         from .verdict import Result, Verdict, decide, judge
 
         def measure_once() -> Measurement:
+            __tracebackhide__ = True
             return measure(fn, *args, policy=request.policy, backend=backend)
 
         if can_fail:
@@ -789,7 +790,6 @@ class RooflineSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
         """A marked test without the fixture runs once normally, then its body is timed as the kernel."""
-        __tracebackhide__ = True
         outcome = yield
         marker = pyfuncitem.stash.get(MARKER_KEY, None)
         if marker is None or FIXTURE in pyfuncitem.fixturenames or self.settings.mode == "off":

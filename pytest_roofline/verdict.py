@@ -126,6 +126,7 @@ def decide(
     ``measure_once()`` returns a :class:`Measurement`. A noisy machine must not produce a flaky
     failure, so only a miss is re-measured; a pass or a faster-than-light result stands.
     """
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     first = measure_once()
     attained, verdict = judge(estimate, first, min_fraction)
     measurement, remeasured = first, False

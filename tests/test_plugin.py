@@ -199,6 +199,7 @@ def test_marker_alone_fails_below_budget(rl: pytest.Pytester) -> None:
     result = rl.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*gemm[[]M=1000 N=1000 K=1000 fp32[]] attained 20.0% of speed of light*"])
+    result.stdout.no_fnmatch_line("*All traceback entries are hidden*")  # the message alone, as with the fixture
 
 
 def test_op_may_be_positional_or_a_keyword(rl: pytest.Pytester) -> None:
@@ -327,6 +328,9 @@ def test_a_kernel_that_raises_fails_its_own_test_with_its_own_traceback(rl: pyte
             "1 measurement(s): 1 pass; mode enforce",
         ]
     )
+    # the plugin's own frames stay out of the way (pytest shows them with --full-trace)
+    for internal in ("verdict.py", "engine.py", "plugin.py"):
+        result.stdout.no_fnmatch_line(f"*pytest_roofline*{internal}*")
 
 
 # -- budgets: call > marker > --roofline-min-fraction > ini roofline_min_fraction > 0.5 ---------

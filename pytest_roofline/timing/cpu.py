@@ -99,6 +99,7 @@ class CpuBackend:
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
     ) -> list[float]:
+        __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         if calls < 1 or samples < 1:
             raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
         clock_ns = self._clock_ns

@@ -98,6 +98,7 @@ def measure(
 
     Exceptions raised by ``fn`` propagate unchanged.
     """
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if not callable(fn):
         raise TypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
     if not isinstance(policy, Policy):
@@ -152,6 +153,7 @@ def _check_backend(backend: object) -> None:
 def _run(
     backend: Backend, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
 ) -> list[float]:
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     windows = backend.run(fn, args, calls=calls, samples=samples, flush=flush)
     if len(windows) != samples:
         raise RuntimeError(f"backend {backend.name!r} returned {len(windows)} windows for {samples} samples")
@@ -160,6 +162,7 @@ def _run(
 
 def _warm_up(backend: Backend, fn: Kernel, args: Sequence[object], policy: Policy) -> tuple[int, float]:
     """Run the warm-up rounds; return the calls made and the per-call estimate in seconds."""
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     start = backend.clock()
     calls = rounds = 0
     size = 1
@@ -199,6 +202,7 @@ def _ceil(x: float) -> int:
 def _sample(
     backend: Backend, fn: Kernel, args: Sequence[object], policy: Policy, k: int, *, budget_start: float
 ) -> tuple[list[float], Stats, StopReason]:
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     start = backend.clock()
     samples: list[float] = []
     size = policy.min_samples
