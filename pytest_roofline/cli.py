@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,7 +56,9 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
 
 def _floor(args: argparse.Namespace) -> str:
     from .floor import estimate
+    from .ops import get_op
 
+    get_op(args.op)  # a misspelled op first: it is the likelier mistake
     params = parse_assignments(args.params)
     for option in ("device", "math"):
         if option in params:
@@ -124,6 +127,7 @@ def _devices(args: argparse.Namespace) -> str:
     from .detect import auto_spec
 
     auto = auto_spec()
+    auto_key = "cpu" if auto == "cpu" else _visible_key(auto)
     headers = [
         "",
         "key",
@@ -140,7 +144,7 @@ def _devices(args: argparse.Namespace) -> str:
     ]
     rows: list[list[object]] = [
         [
-            "*" if auto == "cpu" else "",
+            "*" if auto_key == "cpu" else "",
             "cpu",
             "this machine's CPU",
             "cpu",
@@ -157,7 +161,7 @@ def _devices(args: argparse.Namespace) -> str:
     for device in table().values():
         rows.append(
             [
-                "",
+                "*" if device.key == auto_key else "",
                 device.key,
                 device.name,
                 device.kind,
@@ -167,10 +171,26 @@ def _devices(args: argparse.Namespace) -> str:
                 *(_peak(device, p, u) for p, u in _DEVICE_COLUMNS),
             ]
         )
-    footer = f"\n* = what --device auto resolves to here ({auto})."
-    if auto != "cpu":
-        footer = f"\n--device auto resolves to {auto} here."
-    return tabulate(rows, headers=headers, disable_numparse=True) + footer
+    marked = "* = what --device auto resolves to here" + (
+        f" ({auto})"
+        if auto_key
+        else f"; {auto}, a device the table does not know (derived from its properties)"
+    )
+    legend = "Peaks in TFLOP/s, dense; TC = tensor cores; ᵈ = derived; - = none."
+    return "\n".join([tabulate(rows, headers=headers, disable_numparse=True), marked + ".", legend])
+
+
+def _visible_key(spec: str) -> str | None:
+    """The table key of the GPU ``spec`` names, or None when the table does not know it."""
+    from .detect import parse_target
+    from .devices import DeviceError
+    from .timing.cuda import cuda_device
+
+    try:
+        key = cuda_device(parse_target(spec).index or 0).key
+    except (DeviceError, RuntimeError):
+        return None
+    return key if key in table() else None
 
 
 _DEVICE_COLUMNS = (
@@ -205,8 +225,7 @@ def _ops(args: argparse.Namespace) -> str:
     headers = ["op", "parameters (and dtype)", "FLOPs", "bytes (× size of dtype)", "unit"]
     note = (
         "\nMatrix-shaped ops use tensor units where the device has them for the dtype; fp32 only with "
-        "--math tf32.\nPeak FLOP/s in TFLOP/s; ᵈ = derived. `roofline floor OP key=value ... dtype=D` "
-        "computes a floor."
+        "--math tf32.\n`roofline floor OP key=value ... dtype=D` computes a floor."
     )
     return tabulate(rows, headers=headers) + note
 
@@ -243,7 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     floor.add_argument("params", nargs="*", metavar="key=value", help="op parameters and dtype=...")
     floor.add_argument("--device", default="auto", help="a table key, cpu, cuda[:N] or auto (default: auto)")
     floor.add_argument(
-        "--math", choices=("ieee", "tf32"), default=None, help="fp32 matrix math (default: ieee)"
+        "--math",
+        choices=("ieee", "tf32"),
+        default=None,
+        help="matrix math for fp32 data: tf32 judges it against TF32 tensor peaks (default: the dtype's "
+        "own: IEEE for fp32, TF32 for dtype=tf32)",
     )
     floor.add_argument("--json", action="store_true", help="print JSON instead of text")
     floor.set_defaults(run=_floor)
@@ -264,7 +287,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise CliError("a command is required: floor, devices, ops or calibrate (see roofline -h)")
-        print(args.run(args))
+        with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each
+            warnings.simplefilter("always")
+            output = args.run(args)
+        for warning in caught:
+            print(f"roofline: warning: {warning.message}", file=sys.stderr)
+        print(output)
     except BrokenPipeError:  # `roofline devices | head`: the reader left; that is not an error
         sys.stdout = None  # keep the interpreter from flushing into the pipe
         return 0

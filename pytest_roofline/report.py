@@ -88,12 +88,33 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
             "ci_rel": s.ci_rel,
         },
         "samples_s": list(m.samples_s),
+        "reason": None,
     }
+
+
+#: the fields of every record; what a skipped test did not measure is null
+RECORD_FIELDS = (
+    "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
+    "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
+    "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
+    "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
+    "calls_per_sample", "wall_s", "stats", "samples_s", "reason",
+)  # fmt: skip
 
 
 def skipped_record(*, nodeid: str, label: str, reason: str) -> Record:
     """A marked test that did not measure (its device is not here): it still shows in the report."""
-    return {"nodeid": nodeid, "name": "", "label": label, "verdict": str(Verdict.SKIPPED), "reason": reason}
+    record: Record = dict.fromkeys(RECORD_FIELDS)
+    record.update(
+        nodeid=nodeid,
+        name="",
+        label=label,
+        op=label,
+        verdict=str(Verdict.SKIPPED),
+        reason=reason,
+        xfailed=False,
+    )
+    return record
 
 
 def device_record(device: Device) -> Record:

@@ -187,30 +187,53 @@ def test_ops_lists_every_op_with_its_parameters_and_formulas(capsys: pytest.Capt
 
 
 @pytest.mark.parametrize(
-    ("auto", "footer"),
+    ("auto", "gpu", "starred", "footer"),
     [
-        ("cpu", "* = what --device auto resolves to here (cpu)."),
-        ("cuda:0", "--device auto resolves to cuda:0 here."),
+        ("cpu", None, "cpu", "* = what --device auto resolves to here (cpu)."),
+        ("cuda:0", "h100-sxm", "h100-sxm", "* = what --device auto resolves to here (cuda:0)."),
+        (
+            "cuda:0",
+            None,
+            None,
+            "* = what --device auto resolves to here; cuda:0, a device the table does not know",
+        ),
     ],
 )
-def test_devices_lists_the_table(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, auto: str, footer: str
+def test_devices_lists_the_table_and_stars_what_auto_is(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    auto: str,
+    gpu: str | None,
+    starred: str | None,
+    footer: str,
 ) -> None:
     from pytest_roofline import detect
+    from pytest_roofline.devices import DeviceError, lookup
+    from pytest_roofline.timing import cuda
+
+    def cuda_device(index: int) -> Device:
+        if gpu is None:
+            raise DeviceError("not in the table")
+        return lookup(gpu)
 
     monkeypatch.setattr(detect, "auto_spec", lambda: auto)
+    monkeypatch.setattr(detect, "parse_target", lambda spec: detect.Target(spec, "cuda", 0, True))
+    monkeypatch.setattr(cuda, "cuda_device", cuda_device)
     code, out, err = run(capsys, "devices")
     assert (code, err) == (0, "")
     rows = {line.split()[1 if line.startswith("*") else 0]: line for line in out.splitlines() if line.strip()}
     for key in table():
         assert key in rows
     assert "cpu" in rows
-    assert rows["cpu"].startswith("*") is (auto == "cpu")
+    assert [key for key, row in rows.items() if row.startswith("*") and key in (*table(), "cpu")] == (
+        [starred] if starred else []
+    )
     h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+50 MiB\s+33.5\s+66.9\s+494.7\s+989.4\s+1978.9$"
     assert re.search(h100, rows["h100-sxm"])
     assert "0.49ᵈ" in rows["a10"]  # a derived cell keeps its mark
     assert re.search(r"\s-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8 tensor peak
-    assert out.rstrip().endswith(footer)
+    assert footer in out
+    assert out.rstrip().endswith("ᵈ = derived; - = none.")  # the legend of the columns
 
 
 # -- bad input: one line on stderr, exit 2, no traceback ---------------------------------------
@@ -334,3 +357,17 @@ def test_python_dash_m_bad_input_is_one_line() -> None:
     assert result.stdout == ""
     assert result.stderr.startswith("roofline: error: unknown op 'gemn'")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_warning_is_one_line_on_stderr(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import warnings
+
+    def ops(args: object) -> str:
+        warnings.warn("cache file corrupt: replaced", UserWarning, stacklevel=1)
+        return "the ops"
+
+    monkeypatch.setattr(cli, "_ops", ops)
+    code, out, err = run(capsys, "ops")
+    assert (code, out, err) == (0, "the ops\n", "roofline: warning: cache file corrupt: replaced\n")

@@ -118,7 +118,7 @@ MEASUREMENT_FIELDS = {
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
-    "calls_per_sample", "wall_s", "stats", "samples_s",
+    "calls_per_sample", "wall_s", "stats", "samples_s", "reason",
 }  # fmt: skip
 
 
@@ -169,7 +169,13 @@ def test_the_json_file_has_every_measurement_device_and_environment(rl: pytest.P
         True,
     )
     skipped = by_test["test_elsewhere"]
-    assert skipped["verdict"] == "skipped"
+    assert set(skipped) == MEASUREMENT_FIELDS  # every field, what was not measured null
+    assert (skipped["verdict"], skipped["op"], skipped["attained"], skipped["floor_s"]) == (
+        "skipped",
+        "gemm",
+        None,
+        None,
+    )
     assert "needs CUDA device 7" in skipped["reason"]
 
 
