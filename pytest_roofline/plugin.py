@@ -372,6 +372,23 @@ def _check_keywords(kw: Mapping[str, Any]) -> None:
         raise ValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
 
 
+def _dtype_of_arguments(op: str, args: tuple[object, ...]) -> object:
+    """The dtype of the first argument that has one, when neither the marker nor the call gives it."""
+    from .model import parse_dtype
+
+    for index, arg in enumerate(args):
+        dtype = getattr(arg, "dtype", None)
+        if dtype is not None:
+            try:
+                return parse_dtype(dtype)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{op}: no dtype was given, and argument {index}'s ({dtype}) is not one: {exc}; "
+                    "pass dtype=... to the marker or the call"
+                ) from None
+    raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call")
+
+
 def _parametrized(item: pytest.Item) -> dict[str, Any]:
     """The test's parametrize values by name (an indirect one as its fixture's value, once set up)."""
     callspec = getattr(item, "callspec", None)
@@ -622,9 +639,7 @@ class RooflineSession:
         params.update(call)
         dtype = keywords.get("dtype", parametrized.get("dtype"))
         if dtype is None:
-            dtype = next((getattr(a, "dtype") for a in args if hasattr(a, "dtype")), None)  # noqa: B009
-        if dtype is None:
-            raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call")
+            dtype = _dtype_of_arguments(op, args)
         _check_params(op, params, complete=True)  # here too for mode off, which estimates nothing
         _check_keywords({**keywords, "dtype": dtype})
         min_fraction = check_fraction(keywords.get("min_fraction", self.settings.min_fraction))

@@ -199,7 +199,8 @@ def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> 
 def format_device_header(device: Record) -> list[str]:
     """Device, its ceilings with their sources, and the ridge point of each."""
     bw = f"{units.byte_rate(device['bandwidth'])} ({device['bandwidth_source']})"
-    lines = [f"device: {device['name']} [{device['key']}, {device['kind']}]  DRAM bandwidth {bw}"]
+    where = device["kind"] if device["key"] == device["kind"] else f"{device['key']}, {device['kind']}"
+    lines = [f"device: {device['name']} [{where}]  DRAM bandwidth {bw}"]
     peaks = device["peaks"]
     shown = [p for p in peaks if not (p["source"] == "derived" and p["note"].startswith("no "))]
     for unit in (Unit.TENSOR.value, Unit.VECTOR.value):

@@ -8,9 +8,8 @@ state, never a pass. No pytest here: the plugin decides what a verdict does to a
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import units
 from .model import Estimate, Source
@@ -58,7 +57,6 @@ class Result:
     #: whether a miss was measured a second time (the better of the two is judged)
     remeasured: bool = False
     nodeid: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     # The attributes users reach for first, named as the docs name them.
     @property
@@ -215,13 +213,4 @@ def failure_message(result: Result) -> str:
         f"{_label(result)} attained {units.percent(result.attained)} of speed of light "
         f"(budget {budget_percent(result.min_fraction)}) on {device}: floor {units.seconds(est.floor_s)}, "
         f"{_wall(result)}; {_measured(result)}, {_achieved(result)}; needs {needs:.1f}× faster."
-    )
-
-
-def summary_line(result: Result) -> str:
-    """One line for any result: ``label: 80.0% of speed of light on DEVICE (floor ..., measured ...)``."""
-    return (
-        f"{_label(result)}: {units.percent(result.attained)} of speed of light on "
-        f"{result.estimate.device.name} (floor {units.seconds(result.floor_s)}, {result.bound}-bound; "
-        f"{_measured(result)})"
     )

@@ -117,6 +117,9 @@ CALL_MISTAKES = [
     pytest.param(f'lambda: None, op="copy", {COPY}',
                  "copy needs dtype: pass dtype=... to the marker or the call",
                  id="no-dtype"),
+    pytest.param(f'lambda a: None, __import__("numpy").zeros(3, "int32"), op="copy", {COPY}',
+                 "copy: no dtype was given, and argument 0's (int32) is not one: unknown dtype 'int32'*; "
+                 "pass dtype=... to the marker or the call", id="inferred-dtype"),
     pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=2',
                  "min_fraction must be a number in (0, 1]; got 2", id="min-fraction-above-1"),
     pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=-0.5',
@@ -162,8 +165,8 @@ def test_each_call_mistake_fails_its_own_test(rl: pytest.Pytester, how: str) -> 
     for case in CALL_MISTAKES:
         call, message = case.values
         if how == "estimate":
-            if call.startswith("42"):
-                continue  # estimate takes no kernel
+            if not call.startswith("lambda: None, "):
+                continue  # estimate takes no kernel and no arguments
             call = call.removeprefix("lambda: None, ").replace('op="', '"', 1)
         cases.append((case.id.replace("-", "_"), call, message))
     method = {"call": "roofline", "measure": "roofline.measure", "estimate": "roofline.estimate"}[how]

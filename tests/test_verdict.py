@@ -24,7 +24,6 @@ from pytest_roofline.verdict import (
     failure_message,
     ftl_limit,
     judge,
-    summary_line,
 )
 
 
@@ -121,13 +120,6 @@ def test_faster_than_light_with_a_warm_cache_points_at_it() -> None:
     r = result(gemm(), measurement(100e-6, flushed=False))
     assert "caches were NOT flushed: a warm cache" in failure_message(r)
 
-
-def test_summary_line() -> None:
-    r = result(gemm(), measurement(139e-6 / 0.8))
-    assert summary_line(r) == (
-        "gemm[M=4096 N=4096 K=4096 bf16]: 80.0% of speed of light on NVIDIA H100 80GB HBM3 (floor 139.0 µs, "
-        "compute-bound; measured 173.7 µs (median of 57, ±0.4%))"
-    )
 
 
 @pytest.mark.parametrize(("fraction", "text"), [(0.7, "70%"), (0.125, "12.5%"), (0.55, "55%"), (1, "100%")])
