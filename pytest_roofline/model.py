@@ -298,6 +298,8 @@ def roofline(
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'K'?)`` when choices are close to ``word`` (up to two, equally close ones
     both named: 'gemn' could be 'gemm' or 'gemv'), else an empty string."""
+    if not word:
+        return ""  # nothing typed is close to everything
     names = list(dict.fromkeys(choices))
     extending = sorted(n for n in names if n.lower().startswith(word.lower()) and n != word)
     if extending:  # "a100-pcie" is a prefix of 'a100-pcie-80gb', which beats the closer-looking 'h100-pcie'

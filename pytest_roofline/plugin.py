@@ -103,7 +103,11 @@ def parse_peaks(text: str) -> str:
     if text in PEAK_SOURCES:
         return text
     from .calibrate import load_peaks_file
-    from .model import Device, Figure, Precision, Source, Unit
+    from .model import Device, Figure, Precision, Source, Unit, did_you_mean
+
+    hint = did_you_mean(text, PEAK_SOURCES)
+    if hint and not Path(text).exists():  # "datashet": a misspelling, not a missing file
+        raise argparse.ArgumentTypeError(f"expected datasheet, measured or a peaks file, got {text!r}{hint}")
 
     stand_in = Figure(1.0, Source.DATASHEET)
     base = Device("base", "base", "cpu", {(Precision.FP32, Unit.VECTOR): stand_in}, stand_in)
@@ -301,6 +305,11 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
     keywords: dict[str, Any] = {}
     params: dict[str, Any] = {}
     for mark in reversed(marks):  # farthest first, so the closest marker wins
+        if len(mark.args) > 1:
+            raise ValueError(
+                f"@pytest.mark.{MARKER} takes the op as its only positional argument; got "
+                f"{', '.join(map(repr, mark.args))} (write the others as keywords, e.g. dtype=...)"
+            )
         try:
             bound = signature.bind(*mark.args, **mark.kwargs)
         except TypeError as exc:

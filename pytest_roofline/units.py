@@ -37,7 +37,13 @@ def seconds(value: float) -> str:
     if not math.isfinite(value) or value == 0:
         return f"{value:g} s"
     rounded = _round_sig(value, 4)
-    for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-2, 1e-6, "µs"), (10.0, 1e-3, "ms")):
+    # picoseconds only below 0.1 ns: a floor that small is a napkin curiosity, not a kernel
+    for limit, scale, unit in (
+        (1e-10, 1e-12, "ps"),
+        (1e-6, 1e-9, "ns"),
+        (1e-2, 1e-6, "µs"),
+        (10.0, 1e-3, "ms"),
+    ):
         if abs(rounded) < limit:
             return f"{_sig(value / scale, 4, 1)} {unit}"
     return f"{_sig(value, 4, 1)} s"

@@ -36,7 +36,8 @@ MARKER_MISTAKES = [
                  "custom needs flops or bytes greater than 0: with neither there is nothing to bound",
                  id="custom-op-without-work"),
     pytest.param('"gemm", "fp32"',
-                 "@pytest.mark.speed_of_light: too many positional arguments", id="extra-positional"),
+                 "@pytest.mark.speed_of_light takes the op as its only positional argument; "
+                 "got 'gemm', 'fp32' (write the others as keywords, e.g. dtype=...)", id="extra-positional"),
     pytest.param('min_fraction=0.5',
                  "@pytest.mark.speed_of_light needs an op when the test does not use the roofline fixture",
                  id="no-op"),

@@ -19,6 +19,7 @@ from pytest_roofline import units
         (999e-9, "999.0 ns"),  # below: nanoseconds
         (5e-9, "5.0 ns"),
         (0.5e-9, "0.5 ns"),
+        (6e-12, "6.0 ps"),  # below 0.1 ns: picoseconds, not "0.0 ns"
         (9.5e-3, "9500 µs"),  # microseconds up to 10 ms
         (0.0123, "12.3 ms"),  # then milliseconds
         (2.5, "2500 ms"),  # up to 10 s

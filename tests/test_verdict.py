@@ -121,7 +121,6 @@ def test_faster_than_light_with_a_warm_cache_points_at_it() -> None:
     assert "caches were NOT flushed: a warm cache" in failure_message(r)
 
 
-
 @pytest.mark.parametrize(("fraction", "text"), [(0.7, "70%"), (0.125, "12.5%"), (0.55, "55%"), (1, "100%")])
 def test_budget_percent(fraction: float, text: str) -> None:
     assert budget_percent(fraction) == text
