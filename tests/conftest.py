@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 # Imported here, before any in-process pytester run: pytester drops the modules a run imported
 # when it ends, so a module first imported inside a run would be imported afresh by the next,
 # and a monkeypatch applied to it from a test would miss the copy the plugin uses.
+import numpy  # noqa: F401  # (numpy, above all, refuses to be imported twice in one process)
+import pytest
+
 import pytest_roofline.report
 import pytest_roofline.timing.cuda
 
