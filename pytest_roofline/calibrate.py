@@ -1,4 +1,4 @@
-"""Measured ceilings, cached: this machine's CPU (and, on request, a GPU), plus user ceilings files.
+"""Measured ceilings, cached: this machine's CPU (and, on request, a GPU).
 
 **CPU.** A CPU has no datasheet we can trust here, so its ceilings are measured with numpy:
 
@@ -44,27 +44,6 @@ under a file lock, so pytest-xdist workers starting together calibrate once. A f
 valid JSON, not of this schema or keyed for another machine is recalibrated and replaced, with a
 :class:`RooflineWarning` naming it; a cache folder that cannot be written to costs a warning, not
 the run.
-
-**User ceilings** (``--roofline-peaks FILE``, :func:`load_peaks_file`) are a JSON object::
-
-    {
-      "name": "my-gpu",                       # required without a base device
-      "key": "my-gpu",                        # optional: default the base's key, else from the name
-      "kind": "cuda",                         # cpu | cuda | rocm; required without a base device
-      "bandwidth_gbs": 3350,                  # DRAM bandwidth, GB/s (1e9 bytes per second)
-      "peaks_tflops": {"bf16:tensor": 989.4, "fp32:vector": 66.9},
-      "peaks_gflops": {"fp64:vector": 33500}, # the same, in GFLOP/s (handier for CPUs)
-      "llc_mib": 50,                          # optional: last-level cache, MiB
-      "cores": 132,                           # optional: SMs, CUs or CPU cores
-      "notes": ["anything worth printing"]    # optional
-    }
-
-A peak's key is ``precision:unit``: the precision in any spelling :func:`~.model.parse_dtype`
-accepts (``fp32``, ``float32``, ``bf16``, ``fp8``, ``int8``, ...), the unit ``tensor`` or
-``vector``; int8 figures are TOPS (or GOPS). Every figure in the file is :attr:`Source.USER`. With
-a base device, the figures the file does not give are kept from the base; without one, the file
-needs ``name``, ``kind``, ``bandwidth_gbs`` and at least one ``vector`` peak. Any mistake is one
-:class:`~.devices.DeviceError` naming the file, the key and the value.
 """
 
 from __future__ import annotations
@@ -75,7 +54,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import time
@@ -86,19 +64,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .devices import DeviceError, describe_peaks
-from .model import (
-    ACCEPTED_DTYPES,
-    Device,
-    Figure,
-    Kind,
-    PeakTable,
-    Precision,
-    Source,
-    Unit,
-    did_you_mean,
-    parse_dtype,
-)
+from .devices import GB, MiB, describe_peaks, slug
+from .model import Device, Figure, PeakTable, Precision, Source, Unit
+from .peaks import parse_peak_key, peak_key
 from .timing.cpu import cpu_model_name
 
 if TYPE_CHECKING:
@@ -117,7 +85,6 @@ __all__ = [
     "cpu_identity",
     "cpu_model_name",
     "format_calibration",
-    "load_peaks_file",
     "measure_cpu",
 ]
 
@@ -133,8 +100,6 @@ MAX_KERNEL_RUNS = 5
 CPU_NOTE = "measured with numpy (single-threaded elementwise; BLAS dot and matmul)"
 
 _SCHEMA = 1
-_GB = 1e9
-_MIB = 1 << 20
 _LOCK_TIMEOUT_S = 60.0
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3, Precision.INT8)
 
@@ -197,8 +162,8 @@ def _cache_file(directory: Path, kind: str, key: Mapping[str, object]) -> Path:
     canonical = json.dumps({"schema": _SCHEMA, "kind": kind, "key": key}, sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
     label = str(key.get("cpu_model") or key.get("name") or kind)
-    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40].strip("-")
-    return directory / f"{kind}-{slug}-{digest}.json" if slug else directory / f"{kind}-{digest}.json"
+    name = slug(label)[:40].strip("-")
+    return directory / f"{kind}-{name}-{digest}.json" if name else directory / f"{kind}-{digest}.json"
 
 
 class _CorruptCache(Exception):
@@ -231,7 +196,7 @@ def _load(path: Path, kind: str, key: Mapping[str, object]) -> Ceilings | None:
         raw_peaks = data["peaks"]
         if not isinstance(raw_peaks, dict):
             raise TypeError("'peaks' is not an object")
-        peaks = {_parse_peak_key(name): _figure_from_json(value) for name, value in raw_peaks.items()}
+        peaks = {parse_peak_key(name): _figure_from_json(value) for name, value in raw_peaks.items()}
         details = data.get("details", {})
         if not isinstance(details, dict) or not all(
             isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in details.values()
@@ -350,7 +315,7 @@ def _calibrate(
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "seconds": round(seconds, 4),
             "bandwidth": _figure_to_json(ceilings.bandwidth),
-            "peaks": {_peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
+            "peaks": {peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
             "details": dict(ceilings.details),
         }
         written = _store(path, payload)
@@ -462,7 +427,7 @@ def measure_cpu(
     details.update({f"runs_{name}": count for name, count in runs.items()})
     details["array_bytes"] = array_bytes // 8 * 8
     details["bandwidth_kernel"] = best
-    listed = ", ".join(f"{name} {rate / _GB:.1f}" for name, rate in rates.items())
+    listed = ", ".join(f"{name} {rate / GB:.1f}" for name, rate in rates.items())
     note = f"{best} kernel; all: {listed} GB/s over {_size(array_bytes // 8 * 8)} float64 arrays"
     return Ceilings(bandwidth=Figure(rates[best], Source.MEASURED, note), peaks=peaks, details=details)
 
@@ -601,7 +566,7 @@ def format_calibration(cal: Calibration) -> str:
     bw = device.bandwidth
     rows = [
         ("device", f"{device.name} [{', '.join(facts)}]"),
-        ("bandwidth", f"{bw.value / _GB:,.1f} GB/s  {_source(bw)}"),
+        ("bandwidth", f"{bw.value / GB:,.1f} GB/s  {_source(bw)}"),
     ]
     groups: dict[tuple[Figure, Unit, bool], list[Precision]] = {}
     for precision, unit, figure in describe_peaks(device):
@@ -633,176 +598,4 @@ def _duration(seconds: float) -> str:
 def _size(nbytes: int) -> str:
     if nbytes >= 1 << 30:
         return f"{nbytes / (1 << 30):.1f} GiB"
-    return f"{nbytes / _MIB:.0f} MiB" if nbytes >= _MIB else f"{nbytes / 1024:.0f} KiB"
-
-
-# -- peak keys ("bf16:tensor") and user ceilings files -----------------------------------------
-
-
-def _peak_key(precision: Precision, unit: Unit) -> str:
-    return f"{precision.label}:{unit.value}"
-
-
-def _parse_peak_key(text: object) -> tuple[Precision, Unit]:
-    """``"bf16:tensor"`` -> (BF16, TENSOR); ValueError saying what is wrong and what is accepted."""
-    if not isinstance(text, str):
-        raise ValueError(f"a peak's key must be a string such as 'bf16:tensor'; got {text!r}")
-    spelled, colon, unit_text = text.partition(":")
-    if not colon:
-        raise ValueError("expected precision:unit, such as 'bf16:tensor' or 'fp32:vector'")
-    labels = [p.label for p in Precision]
-    try:
-        precision = parse_dtype(spelled)
-    except ValueError:
-        raise ValueError(
-            f"unknown precision {spelled!r}{did_you_mean(spelled, [*labels, *ACCEPTED_DTYPES])}; "
-            f"accepted: {', '.join(labels)}"
-        ) from None
-    units = [u.value for u in Unit]
-    wanted = unit_text.strip().lower()
-    if wanted not in units:
-        raise ValueError(
-            f"unknown unit {unit_text!r}{did_you_mean(wanted, units)}; accepted: {', '.join(units)}"
-        )
-    return precision.rate_class, Unit(wanted)
-
-
-_PEAKS_KEYS = (
-    "name",
-    "key",
-    "kind",
-    "bandwidth_gbs",
-    "peaks_tflops",
-    "peaks_gflops",
-    "llc_mib",
-    "cores",
-    "notes",
-)
-_KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm")
-
-
-def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
-    """A device from a user ceilings file (schema in the module docstring); ``base`` fills the gaps."""
-    path = Path(path)
-
-    def fail(message: str) -> DeviceError:
-        return DeviceError(f"peaks file {str(path)!r}: {message}")
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot be read ({exc})") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as exc:
-        raise fail(f"key {exc.args[0]!r} appears more than once") from None
-    except ValueError as exc:
-        raise fail(f"is not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise fail(f"must hold a JSON object; got {type(data).__name__}")
-    for name in data:
-        if name not in _PEAKS_KEYS:
-            raise fail(
-                f"unknown key {name!r}{did_you_mean(name, _PEAKS_KEYS)}; accepted: {', '.join(_PEAKS_KEYS)}"
-            )
-    if base is None:
-        missing = [name for name in ("name", "kind", "bandwidth_gbs") if name not in data]
-        if not ("peaks_tflops" in data or "peaks_gflops" in data):
-            missing.append("peaks_tflops (or peaks_gflops)")
-        if missing:
-            raise fail(f"missing {', '.join(missing)} (needed without a base device)")
-
-    def text_field(name: str) -> str | None:
-        value = data.get(name)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise fail(f"{name!r} must be a non-empty string; got {value!r}")
-        return value.strip() if isinstance(value, str) else None
-
-    def number(where: str, value: object) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise fail(f"{where} must be a positive number; got {value!r}")
-        return float(value)
-
-    note = f"from {path.name}"
-    name = text_field("name")
-    kind_text = text_field("kind")
-    if kind_text is not None and kind_text not in _KINDS:
-        raise fail(f"'kind' is {kind_text!r}{did_you_mean(kind_text, _KINDS)}; accepted: {', '.join(_KINDS)}")
-    kind = kind_text
-
-    peaks: dict[tuple[Precision, Unit], Figure] = {}
-    for table, scale in (("peaks_tflops", 1e12), ("peaks_gflops", 1e9)):
-        if table not in data:
-            continue
-        entries = data[table]
-        if not isinstance(entries, dict) or not entries:
-            raise fail(
-                f'{table!r} must be a non-empty object such as {{"bf16:tensor": 989.4}}; got {entries!r}'
-            )
-        for spelled, value in entries.items():
-            try:
-                peak = _parse_peak_key(spelled)
-            except ValueError as exc:
-                raise fail(f"{table}[{spelled!r}] = {value!r}: {exc}") from None
-            figure = Figure(number(f"{table}[{spelled!r}]", value) * scale, Source.USER, note)
-            if peak in peaks:
-                raise fail(f"{table}[{spelled!r}] gives the {_peak_key(*peak)} peak a second time")
-            peaks[peak] = figure
-    if base is None and not any(unit is Unit.VECTOR for _, unit in peaks):
-        raise fail("needs at least one 'vector' peak (kernels that cannot use tensor units fall back to it)")
-
-    bandwidth = None
-    if "bandwidth_gbs" in data:
-        bandwidth = Figure(number("'bandwidth_gbs'", data["bandwidth_gbs"]) * _GB, Source.USER, note)
-    llc_bytes = int(number("'llc_mib'", data["llc_mib"]) * _MIB) if "llc_mib" in data else None
-    cores = data.get("cores")
-    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores <= 0):
-        raise fail(f"'cores' must be a positive integer; got {cores!r}")
-    notes = data.get("notes", [])
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise fail(f"'notes' must be a list of strings; got {notes!r}")
-
-    if base is None:
-        if name is None or kind is None or bandwidth is None:  # pragma: no cover - checked above
-            raise fail("missing name, kind or bandwidth_gbs")
-        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
-        return Device(
-            key=text_field("key") or slug,
-            name=name,
-            kind=kind,
-            peaks=peaks,
-            bandwidth=bandwidth,
-            llc_bytes=llc_bytes,
-            cores=cores,
-            names=(name,),
-            notes=(f"ceilings {note}", *notes),
-        )
-    return Device(
-        key=text_field("key") or base.key,
-        name=name or base.name,
-        kind=kind or base.kind,
-        peaks={**base.peaks, **peaks},
-        bandwidth=bandwidth or base.bandwidth,
-        llc_bytes=llc_bytes if llc_bytes is not None else base.llc_bytes,
-        cores=cores if cores is not None else base.cores,
-        names=base.names if name is None else (name, *base.names),
-        notes=(*base.notes, f"ceilings {note}", *notes),
-    )
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for name, value in pairs:
-        if name in result:
-            raise _DuplicateKey(name)
-        result[name] = value
-    return result
+    return f"{nbytes / MiB:.0f} MiB" if nbytes >= MiB else f"{nbytes / 1024:.0f} KiB"

@@ -311,7 +311,7 @@ def derive(props: DeviceProperties) -> Device:
     }
     bandwidth = 2 * props.memory_clock_khz * 1e3 * props.bus_width_bits / 8
     return Device(
-        key=_slug(props.name),
+        key=slug(props.name) or "gpu",
         name=props.name,
         kind=props.kind,
         peaks=peaks,
@@ -323,8 +323,9 @@ def derive(props: DeviceProperties) -> Device:
     )
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+def slug(name: str) -> str:
+    """``"NVIDIA H100 80GB HBM3"`` -> ``"nvidia-h100-80gb-hbm3"`` (``""`` when nothing is left)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def describe_peaks(device: Device) -> Iterable[tuple[Precision, Unit, Figure]]:

@@ -102,8 +102,8 @@ def parse_peaks(text: str) -> str:
     """
     if text in PEAK_SOURCES:
         return text
-    from .calibrate import load_peaks_file
     from .model import Device, Figure, Precision, Source, Unit, did_you_mean
+    from .peaks import load_peaks_file
 
     hint = did_you_mean(text, PEAK_SOURCES)
     if hint and not Path(text).exists():  # "datashet": a misspelling, not a missing file
@@ -546,8 +546,8 @@ class RooflineSession:
                 raise RuntimeError(f"no device for {spec!r}")
             peaks = self.settings.peaks
             if peaks not in PEAK_SOURCES:
-                from .calibrate import load_peaks_file
                 from .devices import DeviceError
+                from .peaks import load_peaks_file
 
                 base, device = device, load_peaks_file(peaks, base=device)
                 if device.kind != base.kind:
