@@ -330,7 +330,7 @@ def test_a_kernel_that_raises_fails_its_own_test_with_its_own_traceback(rl: pyte
         ]
     )
     # the plugin's own frames stay out of the way (pytest shows them with --full-trace)
-    for internal in ("verdict.py", "engine.py", "plugin.py"):
+    for internal in ("verdict.py", "engine.py", "plugin.py", "session.py", "marker.py"):
         result.stdout.no_fnmatch_line(f"*pytest_roofline*{internal}*")
 
 

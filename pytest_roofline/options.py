@@ -1,0 +1,232 @@
+"""The session settings: each ``--roofline-*`` option, its ini twin, its parser and its default.
+
+Every parser raises :class:`argparse.ArgumentTypeError`, which pytest turns into a usage error
+(exit 4) naming the option. :func:`resolve_setting` is the one precedence chain, command line >
+ini > default; a marker's keywords go over all three, test by test (``session.py``). No hooks
+here: ``plugin.py`` declares the options from :data:`SETTINGS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODES = ("enforce", "report", "off")
+PEAK_SOURCES = ("datasheet", "measured")
+DEFAULT_MIN_FRACTION = 0.5
+DEFAULT_MAX_TIME = 1.0
+
+
+# -- option values ---------------------------------------------------------------------------------
+
+
+def _number(text: str, expected: str, within: Callable[[float], bool]) -> float:
+    """``text`` as a number for which ``within`` holds, else "expected EXPECTED, got TEXT"."""
+    try:
+        value: float | None = float(text)
+    except ValueError:
+        value = None
+    if value is None or not within(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def parse_fraction(text: str) -> float:
+    return _number(text, "a number in (0, 1]", lambda value: 0 < value <= 1)
+
+
+def parse_seconds(text: str) -> float:
+    return _number(text, "a positive number of seconds", lambda value: 0 < value < math.inf)
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            from .model import did_you_mean
+
+            raise argparse.ArgumentTypeError(
+                f"expected one of {', '.join(choices)}, got {text!r}{did_you_mean(text, choices)}"
+            )
+        return text
+
+    return parse
+
+
+parse_mode = _choice(MODES)
+
+
+def parse_stat(text: str) -> str:
+    from .timing.base import STATS  # imported when used: the plugin loads nothing it may not need
+
+    return _choice(STATS)(text)
+
+
+def parse_device(text: str) -> str:
+    """Only the spelling here: devices registered by conftest hooks exist from ``pytest_configure`` on,
+    where the spec is resolved (:meth:`.session.RooflineSession.check_session_device`)."""
+    spec = text.strip()
+    if not spec:
+        raise argparse.ArgumentTypeError("expected auto, cpu, cuda, cuda:N or a table key, got ''")
+    from .detect import CUDA_SPEC
+
+    if spec.lower().startswith("cuda") and spec.lower() != "cuda" and not CUDA_SPEC.fullmatch(spec.lower()):
+        raise argparse.ArgumentTypeError(f"expected cuda or cuda:N (N a GPU index), got {text!r}")
+    return spec
+
+
+def parse_peaks(text: str) -> str:
+    """``datasheet``, ``measured``, or a JSON file of the user's own ceilings (read and checked now).
+
+    The file is applied over the session's device, so it need not be complete: it is checked here
+    over a stand-in device, which makes every mistake in it a usage error before any test runs.
+    """
+    if text in PEAK_SOURCES:
+        return text
+    from .model import Device, Figure, Precision, Source, Unit, did_you_mean
+    from .peaks import load_peaks_file
+
+    hint = did_you_mean(text, PEAK_SOURCES)
+    if hint and not Path(text).exists():  # "datashet": a misspelling, not a missing file
+        raise argparse.ArgumentTypeError(f"expected datasheet, measured or a peaks file, got {text!r}{hint}")
+
+    stand_in = Figure(1.0, Source.DATASHEET)
+    base = Device("base", "base", "cpu", {(Precision.FP32, Unit.VECTOR): stand_in}, stand_in)
+    try:
+        load_peaks_file(text, base=base)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc} (expected datasheet, measured or a JSON file of ceilings)"
+        ) from None
+    return text
+
+
+def parse_json_path(text: str) -> str:
+    """A file we will be able to write: its directory exists and is writable, it is not a directory."""
+    target = Path(text).expanduser()
+    directory = target.resolve().parent
+    problem = ""
+    if target.is_dir():
+        problem = "it is a directory"
+    elif not directory.is_dir():
+        problem = f"directory {str(directory)!r} does not exist"
+    elif not os.access(directory, os.W_OK):
+        problem = f"directory {str(directory)!r} is read-only"
+    if problem:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {problem}")
+    return text
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+# -- the settings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: its command-line option, its ini twin, its parser and its default."""
+
+    name: str
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    metavar: str | None = None  # None: a flag that takes no value
+    #: an ini value naming a file is relative to the ini file's directory
+    path: bool = False
+
+    @property
+    def dest(self) -> str:
+        return f"roofline_{self.name}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("report", "--roofline-report", parse_bool, False,
+            "print a table of every measurement after the tests (default: off)"),
+    Setting("json", "--roofline-json", parse_json_path, None,
+            "write every measurement, with raw samples and environment, to PATH as JSON "
+            "(default: none)", "PATH", path=True),
+    Setting("device", "--roofline-device", parse_device, "auto",
+            "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
+            "(default: auto = the first CUDA device, else this CPU)", "DEVICE"),
+    Setting("min_fraction", "--roofline-min-fraction", parse_fraction, DEFAULT_MIN_FRACTION,
+            "budget for tests whose marker sets none: fail below this fraction of speed of light "
+            f"(default: {DEFAULT_MIN_FRACTION})", "FRACTION"),
+    Setting("mode", "--roofline-mode", parse_mode, "enforce",
+            "enforce: fail tests below budget; report: measure and report only; off: call each kernel "
+            "once, no timing (default: enforce)", "MODE"),
+    Setting("stat", "--roofline-stat", parse_stat, "median",
+            "statistic the verdict uses: median, min or mean (default: median)", "STAT"),
+    Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
+            "wall-time budget per measurement in seconds, warm-up and flushes included; the first "
+            f"10 samples are always taken (default: {DEFAULT_MAX_TIME})", "SECONDS"),
+    Setting("no_flush", "--roofline-no-flush", parse_bool, False,
+            "do not flush caches before each sample: warm-cache times, reported as such "
+            "(default: flush)"),
+    Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
+            "ceilings to judge against: datasheet, measured, or a JSON file of your own "
+            "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
+)  # fmt: skip
+
+_SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
+    """One precedence chain for session settings: command line > ini > default.
+
+    Returns the value and where it came from (``--roofline-device``, ``ini roofline_device`` or
+    ``default``), for messages. A bad ini value is a usage error naming the key and the value.
+    """
+    s = _SETTINGS_BY_NAME[name]
+    value = config.getoption(s.dest)
+    if value is not None:
+        return value, s.flag
+    raw = config.getini(s.dest)
+    if raw is None or not str(raw).strip():
+        return s.default, "default"
+    text = str(raw).strip()
+    if s.path and text not in PEAK_SOURCES and not Path(text).expanduser().is_absolute():
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+        text = str(base / text)
+    try:
+        return s.parse(text), f"ini {s.dest}"
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini option {s.dest} = {raw!r}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Every setting of this session, resolved."""
+
+    report: bool
+    json: str | None
+    device: str
+    min_fraction: float
+    mode: str
+    stat: str
+    max_time: float
+    flush: bool
+    peaks: str
+    #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> SessionSettings:
+        resolved = {s.name: resolve_setting(config, s.name) for s in SETTINGS}
+        values = {name: value for name, (value, _) in resolved.items()}
+        origins = {name: origin for name, (_, origin) in resolved.items()}
+        flush = not values.pop("no_flush")
+        return cls(flush=flush, origins=origins, **values)

@@ -1,0 +1,626 @@
+"""The session: state of one test run, its runtime hooks, and the ``roofline`` fixture's object.
+
+:class:`RooflineSession` is registered as a plugin for the length of the run (``plugin.py`` does
+that in ``pytest_configure``). It resolves devices and timer backends through the plugin's own
+hooks, resolves each measurement's request (call > marker > parametrize values > settings),
+measures, records, and in enforce mode fails the test that missed its budget. The
+:class:`Roofline` object is what a test's ``roofline`` argument is.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import warnings
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+from .marker import (
+    FIXTURE,
+    KEYWORDS,
+    MARKER,
+    MarkerArgs,
+    check_fixtureless,
+    check_keywords,
+    check_op_params,
+    op_params,
+    parametrize_values,
+    read_marker,
+)
+from .options import PEAK_SOURCES, SessionSettings
+
+if TYPE_CHECKING:
+    from .detect import Target
+    from .model import Device, Estimate
+    from .ops import OpSpec
+    from .report import Record
+    from .timing.base import Backend, Policy
+    from .timing.engine import Measurement
+    from .verdict import Result
+
+SESSION_KEY = pytest.StashKey["RooflineSession"]()
+#: the test's markers, read and checked at setup
+MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Everything one measurement needs, resolved through the precedence chain."""
+
+    op: str
+    params: dict[str, Any]
+    dtype: object
+    math: str | None
+    min_fraction: float
+    device_spec: str
+    policy: Policy
+    name: str
+
+
+class RooflineSession:
+    """Session state and the runtime hooks; registered as a plugin for the length of the run."""
+
+    def __init__(self, config: pytest.Config, settings: SessionSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.records: list[Record] = []
+        self.device_records: dict[str, Record] = {}
+        self._devices: dict[str, Device] = {}
+        self._backends: dict[str, Backend] = {}
+        self._cpu_backend: Backend | None = None
+        #: what the register hooks added, and what they replaced (restored at unconfigure)
+        self.registered_ops: dict[str, OpSpec | None] = {}
+        self.registered_devices: dict[str, Device | None] = {}
+        self.json_error: str | None = None
+        #: warnings raised while resolving devices (calibration), shown with the terminal summary
+        self.notes: list[str] = []
+        #: node ids of the tests that failed as expected (xfail)
+        self.xfailed: set[str] = set()
+        #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
+        self.absent: dict[str, tuple[str, str]] = {}
+
+    # - registrations (the historic register hooks) -
+
+    def add_op(self, *args: Any, **kwargs: Any) -> OpSpec:
+        from .ops import OpError, op_names, register_op
+
+        name = args[0] if args else kwargs.get("name")
+        previous = None
+        if isinstance(name, str) and name in op_names():
+            from .ops import get_op
+
+            previous = get_op(name)
+        try:
+            spec = register_op(*args, **kwargs)
+        except (OpError, TypeError) as exc:
+            raise pytest.UsageError(f"pytest_roofline_register_ops: {exc}") from None
+        self.registered_ops.setdefault(spec.name, previous)
+        return spec
+
+    def add_device(self, device: Device) -> Device:
+        from .devices import DeviceError, find_device, register_device
+
+        key = getattr(device, "key", None)
+        previous = find_device(key) if isinstance(key, str) else None
+        if previous is not None and previous.key != key:
+            previous = None  # found by another device's name, not this key
+        try:
+            register_device(device, replace=True)
+        except DeviceError as exc:
+            raise pytest.UsageError(f"pytest_roofline_register_devices: {exc}") from None
+        self.registered_devices.setdefault(device.key, previous)
+        return device
+
+    def undo_registrations(self) -> None:
+        from .devices import register_device, unregister_device
+        from .ops import register_op, unregister_op
+
+        for name, op in self.registered_ops.items():
+            if op is None:
+                unregister_op(name)
+            else:  # a built-in (or earlier) op a conftest replaced for this session
+                register_op(
+                    op.name, op.params, op.cost_fn, matrix=op.matrix, flops=op.flops_formula,
+                    bytes=op.bytes_formula, replace=True,
+                )  # fmt: skip
+        for key, device in self.registered_devices.items():
+            if device is None:
+                unregister_device(key)
+            else:
+                register_device(device, replace=True)
+        self.registered_ops.clear()
+        self.registered_devices.clear()
+
+    # - devices and backends -
+
+    def check_session_device(self) -> None:
+        """Explicitly asking for a device that is not there is a usage error naming it.
+
+        ``auto`` is always there; ``cpu`` too (its calibration waits for the first measurement). Any
+        other spec is resolved now, through the device hooks, after the register hooks have run.
+        """
+        settings = self.settings
+        spec = settings.device
+        if settings.mode == "off" or spec.lower() in ("auto", "cpu"):
+            return
+        try:
+            self.device(spec)
+        except (ValueError, RuntimeError) as exc:
+            where = settings.origins.get("device", "--roofline-device")
+            raise pytest.UsageError(
+                f"{where} {spec}: {exc}; use auto or cpu, or --roofline-mode off to run kernels untimed"
+            ) from None
+
+    def device(self, spec: str) -> Device:
+        """The device that judges measurements made with ``spec``: the hooks first, then detection.
+
+        A peaks file (``--roofline-peaks FILE``) overrides figures of whichever device that is.
+        """
+        if spec not in self._devices:
+            # Calibration may warn (a corrupt cache replaced). Inside a test, a suite's
+            # filterwarnings=error would turn that into the test's failure, so the warnings
+            # are kept and printed with the terminal summary instead.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                device = self.config.hook.pytest_roofline_device(config=self.config, spec=spec)
+            self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+            if device is None:  # every implementation declined, ours included: cannot happen
+                raise RuntimeError(f"no device for {spec!r}")
+            peaks = self.settings.peaks
+            if peaks not in PEAK_SOURCES:
+                from .devices import DeviceError
+                from .peaks import load_peaks_file
+
+                base, device = device, load_peaks_file(peaks, base=device)
+                if device.kind != base.kind:
+                    raise DeviceError(
+                        f"--roofline-peaks {peaks}: its kind {device.kind!r} does not match the device it "
+                        f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
+                    )
+            from .report import device_record
+
+            self._devices[spec] = device
+            self.device_records.setdefault(device.key, device_record(device))
+        return self._devices[spec]
+
+    def builtin_device(self, spec: str) -> Device:
+        target = _target(spec)
+        if target.kind == "cpu":
+            from .calibrate import cpu_device
+
+            return cpu_device()
+        from .detect import require_local
+
+        require_local(target)
+        index = target.index or 0
+        if self.settings.peaks == "measured":  # a visible GPU, or the table entry of one
+            from .calibrate import calibrate_cuda
+
+            return calibrate_cuda(index).device
+        if target.kind == "table":
+            from .devices import lookup
+
+            return lookup(target.spec)
+        from .timing.cuda import cuda_device
+
+        return cuda_device(index)
+
+    def backend(self, spec: str, device: Device) -> Backend:
+        key = f"{spec}|{device.key}"
+        if key not in self._backends:
+            backend = self.config.hook.pytest_roofline_backend(config=self.config, device=device, spec=spec)
+            if backend is None:
+                raise RuntimeError(f"no timer backend for {spec!r}")
+            self._backends[key] = backend
+        return self._backends[key]
+
+    def builtin_backend(self, spec: str, device: Device) -> Backend:
+        """The host timer for the CPU, CUDA events for a GPU: chosen by where ``spec`` measures,
+        not by the device's figures (a peaks file may describe any device)."""
+        target = _target(spec)
+        if target.kind == "cpu":
+            if self._cpu_backend is None:  # one per session: its flush buffer is 2x the LLC
+                from .timing.cpu import CpuBackend
+
+                self._cpu_backend = CpuBackend()
+            return self._cpu_backend
+        from .timing.cuda import CudaBackend
+
+        return CudaBackend(target.index or 0)
+
+    # - per-test resolution -
+
+    def policy(self, keywords: Mapping[str, Any]) -> Policy:
+        from .timing.base import Policy
+
+        s = self.settings
+        return Policy(
+            stat=keywords.get("stat", s.stat),
+            max_time_s=float(keywords.get("max_time", s.max_time)),
+            flush=keywords.get("flush", s.flush),
+        )
+
+    def resolve(self, item: pytest.Item, args: tuple[object, ...], call: Mapping[str, Any]) -> Request:
+        """Call keywords over the marker over parametrize values over session settings.
+
+        Raises ValueError (OpError, DeviceError) naming the parameter and the value.
+        """
+        marker = item.stash.get(MARKER_KEY, None) or MarkerArgs()
+        call = dict(call)
+        op = call.pop("op", None) or marker.op
+        name = call.pop("name", None) or ""
+        if op is None:
+            raise ValueError(
+                f"no op: pass op=... to {FIXTURE}(...) or mark the test with "
+                f"@pytest.mark.{MARKER}(op, ...) (`roofline ops` lists them)"
+            )
+        from .ops import get_op
+        from .verdict import check_fraction
+
+        parametrized = parametrize_values(item)
+        params = op_params(get_op(op), parametrized)
+        if op == marker.op:
+            params.update(marker.params)
+        keywords = dict(marker.keywords)
+        keywords.update({k: call.pop(k) for k in KEYWORDS if k in call})
+        params.update(call)
+        dtype = keywords.get("dtype", parametrized.get("dtype"))
+        if dtype is None:
+            dtype = _dtype_of_arguments(op, args)
+        check_op_params(op, params, complete=True)  # here too for mode off, which estimates nothing
+        check_keywords({**keywords, "dtype": dtype})
+        min_fraction = check_fraction(keywords.get("min_fraction", self.settings.min_fraction))
+        return Request(
+            op=op,
+            params=params,
+            dtype=dtype,
+            math=keywords.get("math"),
+            min_fraction=min_fraction,
+            device_spec=keywords.get("device", self.settings.device),
+            policy=self.policy(keywords),
+            name=str(name),
+        )
+
+    def estimate(self, request: Request, *, measuring: bool = True) -> Estimate:
+        """The floor of ``request``; a table device needs no local hardware unless it is measured on."""
+        from .floor import estimate
+
+        spec = request.device_spec
+        if not measuring and _names_a_table_device(spec):
+            from .devices import lookup
+
+            device = lookup(spec)
+        else:
+            device = self.device(spec)
+        return estimate(request.op, dtype=request.dtype, device=device, math=request.math, **request.params)
+
+    def run(
+        self,
+        item: pytest.Item,
+        fn: object,
+        args: tuple[object, ...],
+        call: Mapping[str, Any],
+        *,
+        can_fail: bool,
+    ) -> Result | None:
+        """Measure ``fn(*args)``, record the result, and in enforce mode fail the test below budget.
+
+        ``can_fail=False`` (``roofline.measure``) records the result but never fails the test on it.
+        """
+        __tracebackhide__ = True
+        if not callable(fn):
+            _fail(f"{FIXTURE}: the kernel must be callable; got {fn!r} ({type(fn).__name__})")
+        with _failing_the_test(ValueError):
+            request = self.resolve(item, args, call)
+        if request.device_spec != self.settings.device:
+            self._skip_if_absent(item, request.op, request.device_spec)
+        if self.settings.mode == "off":
+            fn(*args)
+            return None
+        with _failing_the_test(ValueError, RuntimeError):
+            est = self.estimate(request)
+            device = self.device(request.device_spec)
+            backend = self.backend(request.device_spec, device)
+        from .report import result_record
+        from .timing.engine import measure
+        from .verdict import Result, Verdict, decide, judge
+
+        def measure_once() -> Measurement:
+            __tracebackhide__ = True
+            return measure(fn, *args, policy=request.policy, backend=backend)
+
+        if can_fail:
+            result = decide(est, measure_once, request.min_fraction, name=request.name, nodeid=item.nodeid)
+        else:
+            m = measure_once()
+            attained, verdict = judge(est, m, request.min_fraction)
+            result = Result(request.name, est, m, request.min_fraction, attained, verdict, nodeid=item.nodeid)
+        mode = self.settings.mode if can_fail else "measure"
+        self.records.append(result_record(result, nodeid=item.nodeid, mode=mode))
+        prefix = f"roofline[{request.name}]" if request.name else "roofline"
+        item.user_properties.extend(
+            [
+                (f"{prefix}_attained", round(result.attained, 6)),
+                (f"{prefix}_floor_s", result.floor_s),
+                (f"{prefix}_time_s", result.time_s),
+                (f"{prefix}_min_fraction", result.min_fraction),
+                (f"{prefix}_verdict", str(result.verdict)),
+            ]
+        )
+        self.config.hook.pytest_roofline_result(item=item, result=result)
+        if can_fail and self.settings.mode == "enforce" and result.verdict is not Verdict.PASS:
+            _fail(result.message())
+        return result
+
+    def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
+        """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
+        with _failing_the_test(ValueError):
+            reason = _device_skip_reason(spec)
+        if reason:
+            self._record_skip(item.nodeid, op, reason)
+            pytest.skip(reason)
+
+    def _record_skip(self, nodeid: str, op: str, reason: str) -> None:
+        from .report import skipped_record
+
+        self.records.append(skipped_record(nodeid=nodeid, label=op, reason=reason))
+
+    # - hooks -
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_roofline_device(self, config: pytest.Config, spec: str) -> Device | None:
+        return self.builtin_device(spec)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_roofline_backend(self, config: pytest.Config, device: Device, spec: str) -> Backend | None:
+        return self.builtin_backend(spec, device)
+
+    @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they will
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """A test whose marker names a device that is not on this machine is skipped, with the reason.
+
+        Skipped through a mark, so pytest reports the test's own location; a marker with a mistake
+        is left to :meth:`pytest_runtest_setup`, which fails the test with the message.
+        """
+        for item in items:
+            try:
+                marker = read_marker(item)
+                spec = marker.keywords.get("device") if marker is not None else None
+                reason = _device_skip_reason(spec) if spec is not None else ""
+            except ValueError:
+                continue
+            if marker is not None and reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+                self.absent[item.nodeid] = (marker.op or "?", reason)
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Check the marker before the test runs (a test skipped for its device never gets here)."""
+        __tracebackhide__ = True
+        with _failing_the_test(ValueError):
+            marker = read_marker(item)
+            item.stash[MARKER_KEY] = marker
+            if marker is not None and "device" in marker.keywords:
+                _device_skip_reason(marker.keywords["device"])  # a misspelled device is a mistake
+            if marker is not None and FIXTURE not in getattr(item, "fixturenames", ()):
+                check_fixtureless(item, marker)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        """A marked test without the fixture runs once normally, then its body is timed as the kernel."""
+        outcome = yield
+        marker = pyfuncitem.stash.get(MARKER_KEY, None)
+        if marker is None or FIXTURE in pyfuncitem.fixturenames or self.settings.mode == "off":
+            return outcome
+        names = inspect.signature(pyfuncitem.obj).parameters
+        kwargs = {n: pyfuncitem.funcargs[n] for n in names if n in pyfuncitem.funcargs}
+        self.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
+        return outcome
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist: a worker's measurements join the controller's report."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.records.extend(json.loads(output.get("roofline_records", "[]")))
+        for record in json.loads(output.get("roofline_devices", "[]")):
+            self.device_records.setdefault(record["key"], record)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Record tests skipped for an absent device; remember the tests that failed as expected
+        (their misses are what a suite of bad variants shows off)."""
+        if report.when == "setup" and report.skipped and report.nodeid in self.absent:
+            op, reason = self.absent.pop(report.nodeid)
+            self._record_skip(report.nodeid, op, reason)
+        if report.when == "call" and hasattr(report, "wasxfail"):
+            self.xfailed.add(report.nodeid)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: hand everything to the controller
+            workeroutput["roofline_records"] = json.dumps(self.records)
+            workeroutput["roofline_devices"] = json.dumps(list(self.device_records.values()))
+            return
+        for record in self.records:  # xdist sends the workers' reports here, so every node is known
+            record["xfailed"] = record["nodeid"] in self.xfailed
+        if self.settings.json:
+            from .report import payload, write_json_atomic
+
+            try:
+                write_json_atomic(self.settings.json, payload(self.records, self.device_records.values()))
+            except (OSError, ValueError) as exc:
+                self.json_error = f"roofline: could not write --roofline-json {self.settings.json!r}: {exc}"
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if hasattr(self.config, "workeroutput"):
+            return
+        tr = terminalreporter
+        for note in dict.fromkeys(self.notes):
+            tr.write_line(f"roofline: {note}", yellow=True)
+        if self.settings.report:
+            from .report import format_device_header, format_table, ordered, summary_counts
+
+            tr.write_sep("=", "roofline report")
+            for device in self.device_records.values():
+                for line in format_device_header(device):
+                    tr.write_line(line)
+            if self.records:
+                lines = format_table(self.records)
+                for line in lines[:2]:
+                    tr.write_line(line, bold=True)
+                for line, record in zip(lines[2:], ordered(self.records), strict=True):
+                    verdict = record["verdict"]
+                    tr.write_line(
+                        line,
+                        red=verdict in ("MISS", "faster-than-light"),
+                        bold=verdict in ("MISS", "faster-than-light"),
+                        green=verdict == "pass",
+                        yellow=verdict == "skipped",
+                    )
+            tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
+        if self.json_error:
+            tr.write_line(self.json_error, red=True, bold=True)
+        elif self.settings.json:
+            tr.write_line(f"roofline: wrote {len(self.records)} measurement(s) to {self.settings.json}")
+
+
+class Roofline:
+    """The ``roofline`` fixture: ``roofline(fn, *args, op=..., **params)`` times and judges a kernel."""
+
+    def __init__(self, item: pytest.Item, session: RooflineSession) -> None:
+        self._item = item
+        self._session = session
+
+    def __call__(
+        self,
+        fn: Callable[..., object],
+        *args: object,
+        op: str | None = None,
+        dtype: object = None,
+        min_fraction: float | None = None,
+        name: str | None = None,
+        **params: Any,
+    ) -> Result | None:
+        """Measure ``fn(*args)``, compute the floor, record it, and fail the test below budget.
+
+        The marker's values are defaults; these keywords override them (``math``, ``stat``,
+        ``max_time``, ``flush`` and ``device`` too). Returns the frozen result (``attained``,
+        ``floor_s``, ``time_s``, ``bound``, ``passed``, ``stats``, ``estimate``, ...), or None in
+        mode off, where ``fn(*args)`` is called once and not timed.
+        """
+        __tracebackhide__ = True
+        call = _given(dict(params, op=op, dtype=dtype, min_fraction=min_fraction, name=name))
+        return self._session.run(self._item, fn, args, call, can_fail=True)
+
+    def measure(
+        self, fn: Callable[..., object], *args: object, op: str | None = None, dtype: object = None,
+        name: str | None = None, **params: Any,
+    ) -> Result | None:  # fmt: skip
+        """Like calling the fixture, but never fails the test on the result: a measurement for the report."""
+        __tracebackhide__ = True
+        call = _given(dict(params, op=op, dtype=dtype, name=name))
+        return self._session.run(self._item, fn, args, call, can_fail=False)
+
+    def estimate(self, op: str | None = None, *, dtype: object = None, **params: Any) -> Estimate:
+        """The floor only, on this test's device: nothing runs."""
+        __tracebackhide__ = True
+        session = self._session
+        with _failing_the_test(ValueError, RuntimeError):
+            request = session.resolve(self._item, (), _given(dict(params, op=op, dtype=dtype)))
+            floor = session.estimate(request, measuring=False)
+        return floor
+
+    @property
+    def device(self) -> Device:
+        """The session's device (resolved, and for the CPU calibrated, on first use)."""
+        return self._session.device(self._session.settings.device)
+
+
+# -- failing the test --------------------------------------------------------------------------------
+
+
+def _fail(message: str) -> NoReturn:
+    """Fail the current test with ``message`` only: no traceback, no chained exception above it."""
+    __tracebackhide__ = True
+    raise pytest.fail.Exception(message, pytrace=False) from None
+
+
+class _failing_the_test:  # lower case, like contextlib.suppress: it reads as a with-statement
+    """Any of ``errors`` raised inside fails the current test with ``roofline: <its message>``.
+
+    A class, not a generator: its ``__exit__`` hides its own frame, so a failure in a hook shows no
+    frame at all, as it would without the ``with``.
+    """
+
+    def __init__(self, *errors: type[Exception]) -> None:
+        self.errors = errors
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        __tracebackhide__ = True
+        if isinstance(exc, self.errors):
+            _fail(f"{FIXTURE}: {exc}")
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _given(call: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in call.items() if v is not None}
+
+
+def _dtype_of_arguments(op: str, args: tuple[object, ...]) -> object:
+    """The dtype of the first argument that has one, when neither the marker nor the call gives it."""
+    from .model import parse_dtype
+
+    for index, arg in enumerate(args):
+        dtype = getattr(arg, "dtype", None)
+        if dtype is not None:
+            try:
+                return parse_dtype(dtype)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{op}: no dtype was given, and argument {index}'s ({dtype}) is not one: {exc}; "
+                    "pass dtype=... to the marker or the call"
+                ) from None
+    raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call")
+
+
+def _target(spec: str) -> Target:
+    """Where measurements made with ``spec`` run (``auto`` is what it means on this machine)."""
+    from .detect import auto_spec, parse_target
+
+    return parse_target(auto_spec() if spec == "auto" else spec)
+
+
+def _names_a_table_device(spec: str) -> bool:
+    keyword = spec.strip().lower()
+    from .detect import CUDA_SPEC
+
+    return keyword not in ("auto", "cpu") and not CUDA_SPEC.fullmatch(keyword)
+
+
+def _device_skip_reason(spec: str) -> str:
+    """Why a marker's device is not on this machine ("" when it is); ValueError for a wrong spec."""
+    from .detect import CUDA_SPEC
+
+    cuda = CUDA_SPEC.fullmatch(spec.strip().lower())
+    if cuda:
+        from .timing.cuda import device_count
+
+        index, count = int(cuda["index"] or 0), device_count()
+        if index < count:
+            return ""
+        return f"needs CUDA device {index} (device={spec!r}); {count} visible here (CuPy missing or no GPU)"
+    from .detect import parse_target
+
+    target = parse_target(spec)  # an unknown name is a mistake, not a missing device
+    if target.local:
+        return ""
+    return f"needs {spec!r} (device={spec!r}): a table device that is not on this machine"
