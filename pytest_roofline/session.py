@@ -358,6 +358,7 @@ class RooflineSession:
 
     def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
         """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
+        __tracebackhide__ = True  # pytest reports a skip at the innermost visible frame: the test's call
         with _failing_the_test(ValueError):
             reason = _device_skip_reason(spec)
         if reason:
