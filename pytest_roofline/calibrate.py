@@ -392,8 +392,8 @@ def measure_cpu(
 
     ``array_bytes`` defaults to 4× the last-level cache; ``matmul_n`` to a size chosen so one call
     takes about ``matmul_target_s``. Matmul runs first, then the bandwidth kernels get what is left
-    of ``budget_s`` (each runs at least once, at most :data:`MAX_KERNEL_RUNS` times). ``clock``
-    times every call.
+    of ``budget_s`` (each runs at least once, at most :data:`MAX_KERNEL_RUNS` times), then matmul
+    runs again and the better round counts. ``clock`` times every call.
     """
     import numpy as np
 
@@ -412,16 +412,23 @@ def measure_cpu(
 
     start = clock()
     details: dict[str, float | int | str] = {}
-    peaks: dict[tuple[Precision, Unit], Figure] = {}
-    for precision, dtype in ((Precision.FP64, np.float64), (Precision.FP32, np.float32)):
-        n = matmul_n or _matmul_size(dtype, matmul_target_s, clock)
-        rate = _matmul_rate(dtype, n, matmul_runs, clock)
-        details[f"matmul_n_{precision}"] = n
-        details[f"matmul_flops_{precision}"] = rate
-        note = f"np.matmul n={n}, best of {matmul_runs}"
-        peaks[(precision, Unit.VECTOR)] = Figure(rate, Source.MEASURED, note)
+    matmuls = ((Precision.FP64, np.float64), (Precision.FP32, np.float32))
+    sizes = {p: matmul_n or _matmul_size(dtype, matmul_target_s, clock) for p, dtype in matmuls}
+    first = {p: _matmul_rate(dtype, sizes[p], matmul_runs, clock) for p, dtype in matmuls}
 
     rates, runs = _stream(array_bytes // 8, deadline=start + budget_s, clock=clock)
+
+    # Matmul runs again seconds later: a ceiling caught in a moment when the host slowed this VM
+    # down would make every later kernel look faster than light, so the better of the two counts.
+    peaks: dict[tuple[Precision, Unit], Figure] = {}
+    for precision, dtype in matmuls:
+        n = sizes[precision]
+        rate = max(first[precision], _matmul_rate(dtype, n, matmul_runs, clock))
+        details[f"matmul_n_{precision}"] = n
+        details[f"matmul_flops_{precision}"] = rate
+        note = f"np.matmul n={n}, best of {2 * matmul_runs} in two rounds"
+        peaks[(precision, Unit.VECTOR)] = Figure(rate, Source.MEASURED, note)
+
     best = max(rates, key=lambda name: rates[name])
     details.update({f"bandwidth_{name}": rate for name, rate in rates.items()})
     details.update({f"runs_{name}": count for name, count in runs.items()})

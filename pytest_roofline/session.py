@@ -78,6 +78,10 @@ class RooflineSession:
         self.json_error: str | None = None
         #: warnings raised while resolving devices (calibration), shown with the terminal summary
         self.notes: list[str] = []
+        #: whether this session judges against the CPU ceilings calibrate.py measured (and so may
+        #: measure them again, once, when a result beats them)
+        self._measured_cpu = False
+        self._recalibrated = False
         #: node ids of the tests that failed as expected (xfail)
         self.xfailed: set[str] = set()
         #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
@@ -192,6 +196,7 @@ class RooflineSession:
         if target.kind == "cpu":
             from .calibrate import cpu_device
 
+            self._measured_cpu = True
             return cpu_device()
         from .detect import require_local
 
@@ -333,12 +338,19 @@ class RooflineSession:
             __tracebackhide__ = True
             return measure(fn, *args, policy=request.policy, backend=backend)
 
-        if can_fail:
-            result = decide(est, measure_once, request.min_fraction, name=request.name, nodeid=item.nodeid)
-        else:
+        def judged(est: Estimate) -> Result:
+            __tracebackhide__ = True
+            if can_fail:
+                return decide(est, measure_once, request.min_fraction, name=request.name, nodeid=item.nodeid)
             m = measure_once()
             attained, verdict = judge(est, m, request.min_fraction)
-            result = Result(request.name, est, m, request.min_fraction, attained, verdict, nodeid=item.nodeid)
+            return Result(request.name, est, m, request.min_fraction, attained, verdict, nodeid=item.nodeid)
+
+        result = judged(est)
+        if result.verdict is Verdict.FASTER_THAN_LIGHT and self._measure_cpu_again(est, item.nodeid):
+            with _failing_the_test(ValueError, RuntimeError):
+                est = self.estimate(request)
+            result = judged(est)
         mode = self.settings.mode if can_fail else "measure"
         self.records.append(result_record(result, nodeid=item.nodeid, mode=mode))
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
@@ -355,6 +367,39 @@ class RooflineSession:
         if can_fail and self.settings.mode == "enforce" and result.verdict is not Verdict.PASS:
             _fail(result.message())
         return result
+
+    def _measure_cpu_again(self, est: Estimate, nodeid: str) -> bool:
+        """Measure this CPU's ceilings again, once a session, when a result beat them.
+
+        Measured ceilings carry the noise of the moment they were taken: a shared machine can run
+        slow for seconds, and a ceiling caught then makes later kernels look faster than light.
+        So before calling a result that, the ceiling is checked too; each figure keeps the better of
+        the two measurements (a floor must never be above the true best time).
+        """
+        from .model import Source
+
+        figure = est.peak_source if est.bound == "compute" else est.bandwidth_source
+        if self._recalibrated or not self._measured_cpu or figure is not Source.MEASURED:
+            return False
+        if est.device.kind != "cpu" or self.settings.peaks not in PEAK_SOURCES:
+            return False
+        self._recalibrated = True
+        from .calibrate import cpu_device
+        from .report import device_record
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fresh = cpu_device(force=True)
+        self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+        for spec, old in list(self._devices.items()):
+            if old.key == fresh.key:
+                self._devices[spec] = _better_figures(old, fresh)
+                self.device_records[fresh.key] = device_record(self._devices[spec])
+        self.notes.append(
+            f"{nodeid} ran faster than this CPU's measured ceilings, so they were measured again "
+            "(each figure keeps the better of the two measurements) and the result judged against them"
+        )
+        return True
 
     def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
         """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
@@ -542,6 +587,15 @@ class Roofline:
 
 
 # -- failing the test --------------------------------------------------------------------------------
+
+
+def _better_figures(old: Device, new: Device) -> Device:
+    """``new`` with each figure the larger of the two devices'."""
+    peaks = {
+        key: max(figure, old.peaks.get(key, figure), key=lambda f: f.value)
+        for key, figure in new.peaks.items()
+    }
+    return new.with_figures(peaks=peaks, bandwidth=max(new.bandwidth, old.bandwidth, key=lambda f: f.value))
 
 
 def _fail(message: str) -> NoReturn:

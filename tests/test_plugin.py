@@ -725,3 +725,52 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
     result.stdout.fnmatch_lines(
         ["device: * [[]cpu*]  DRAM bandwidth 1.00 TB/s (measured)", "*2 pass; mode enforce"]
     )
+
+
+@pytest.mark.parametrize(
+    ("second", "outcome"), [(1e15, "passed"), (1e3, "failed")], ids=["was-low", "still-beaten"]
+)
+def test_a_result_beating_measured_cpu_ceilings_has_them_measured_again(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, second: float, outcome: str
+) -> None:
+    """Measured ceilings carry the noise of their moment: before calling a result faster than
+    light, the plugin measures this CPU again (once), keeping the better figures."""
+    from pytest_roofline.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.model import Figure, Precision, Source, Unit
+
+    def ceilings(rate: float) -> Ceilings:
+        peaks = {(p, Unit.VECTOR): Figure(rate, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)}
+        return Ceilings(bandwidth=Figure(rate, Source.MEASURED), peaks=peaks)
+
+    cache = pytester.path / "cache"
+    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: ceilings(1e3))  # 1 kB/s: absurdly low
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    pytester.makeconftest(
+        f"""
+        import pytest_roofline.calibrate as calibrate
+        from pytest_roofline.model import Figure, Precision, Source, Unit
+
+        def measure_again(**kwargs):  # what the second calibration finds
+            rate = {second!r}
+            peaks = {{(p, Unit.VECTOR): Figure(rate, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)}}
+            return calibrate.Ceilings(bandwidth=Figure(rate, Source.MEASURED), peaks=peaks)
+
+        calibrate.measure_cpu = measure_again
+        """
+    )
+    pytester.makepyfile(
+        """
+        import numpy as np
+
+        def test_copy(roofline):
+            a, b = np.ones(1024), np.empty(1024)
+            roofline(np.copyto, b, a, op="copy", n=1024, dtype="fp64", min_fraction=1e-9, max_time=0.05,
+                     flush=False)
+        """
+    )
+    result = pytester.runpytest_subprocess("--roofline-device=cpu")
+    result.assert_outcomes(**{outcome: 1})
+    result.stdout.fnmatch_lines(["roofline: test_*::test_copy ran faster than this CPU's measured ceilings, so they "
+                                 "were measured again*"])  # fmt: skip
+    if outcome == "failed":
+        result.stdout.fnmatch_lines(["*ran faster than light*"])
