@@ -752,8 +752,9 @@ def test_a_result_beating_measured_cpu_ceilings_has_them_measured_again(
 
         def measure_again(**kwargs):  # what the second calibration finds
             rate = {second!r}
-            peaks = {{(p, Unit.VECTOR): Figure(rate, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)}}
-            return calibrate.Ceilings(bandwidth=Figure(rate, Source.MEASURED), peaks=peaks)
+            figure = Figure(rate, Source.MEASURED)
+            peaks = {{(p, Unit.VECTOR): figure for p in (Precision.FP64, Precision.FP32)}}
+            return calibrate.Ceilings(bandwidth=figure, peaks=peaks)
 
         calibrate.measure_cpu = measure_again
         """
@@ -770,7 +771,8 @@ def test_a_result_beating_measured_cpu_ceilings_has_them_measured_again(
     )
     result = pytester.runpytest_subprocess("--roofline-device=cpu")
     result.assert_outcomes(**{outcome: 1})
-    result.stdout.fnmatch_lines(["roofline: test_*::test_copy ran faster than this CPU's measured ceilings, so they "
-                                 "were measured again*"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["roofline: test_*::test_copy ran faster than this CPU's measured ceilings, so they were measured again*"]
+    )
     if outcome == "failed":
         result.stdout.fnmatch_lines(["*ran faster than light*"])
