@@ -74,6 +74,12 @@ def _check_count(name: str, value: object, *, minimum: int) -> None:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
 
 
+def check_window_counts(calls: int, samples: int) -> None:
+    """What every backend's ``run`` checks first: at least one call in at least one window."""
+    if calls < 1 or samples < 1:
+        raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+
+
 class Backend(Protocol):
     """What the engine needs from a timer. Implementations: ``cpu.CpuBackend``, ``cuda.CudaBackend``."""
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_roofline.timing.base import Kernel
+from pytest_roofline.timing.base import Kernel, check_window_counts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,8 +100,7 @@ class CpuBackend:
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
     ) -> list[float]:
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-        if calls < 1 or samples < 1:
-            raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+        check_window_counts(calls, samples)
         clock_ns = self._clock_ns
         windows: list[float] = []
         for _ in range(samples):

@@ -41,7 +41,7 @@ from typing import Any
 
 from pytest_roofline.devices import DeviceError, DeviceProperties, from_properties
 from pytest_roofline.model import Device, Figure, Precision, Source, Unit
-from pytest_roofline.timing.base import Kernel, Policy
+from pytest_roofline.timing.base import Kernel, Policy, check_window_counts
 
 __all__ = [
     "EVENT_RESOLUTION_S",
@@ -184,8 +184,7 @@ class CudaBackend:
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
     ) -> list[float]:
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-        if calls < 1 or samples < 1:
-            raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+        check_window_counts(calls, samples)
         cuda = self._cupy.cuda
         with using_device(self.device):
             stream = self._timing_stream()
