@@ -4,7 +4,10 @@ For three numpy kernels (a 2^23 float64 copy and add, a 512³ float64 matmul) th
 engine's median per-call time with ``flush=False`` (``timeit`` cannot flush, so this is the
 apples-to-apples figure), the median of ``timeit.Timer.repeat`` over the same kernel in the same
 process (``number`` from ``autorange``), their ratio, the wall time each took, and, for
-information, the engine's default (flushed, cold-cache) median.
+information, the engine's default (flushed, cold-cache) median. Engine and ``timeit`` take turns,
+:data:`ROUNDS` times each, and the medians of the rounds are compared: on a shared machine whose
+speed drifts by tens of percent over seconds (BLAS above all), one back-to-back pair can differ
+by that drift alone; the per-round ratios are printed so the drift is visible.
 
 Run from the repository root: ``python benchmarks/cpu_accuracy.py``. Expect ratios within
 0.9-1.1 and under 1 s of engine wall time per kernel.
@@ -31,6 +34,7 @@ from pytest_roofline.units import seconds as format_seconds
 N = 2**23
 M = 512
 TIMEIT_REPEATS = 7
+ROUNDS = 3
 
 
 def kernels() -> list[tuple[str, Callable[..., object], tuple[object, ...]]]:
@@ -60,19 +64,27 @@ def main() -> None:
         f" last-level cache {last_level_cache_bytes() / 2**20:.0f} MiB"
     )
     header = (
-        f"{'kernel':<16} {'engine':>10} {'timeit':>10} {'ratio':>6} {'eng wall':>9} {'ti wall':>8}"
-        f" {'n':>4} {'stop':>9} | {'flushed':>10} {'n':>3} {'wall':>6} {'stop':>9}"
+        f"{'kernel':<16} {'engine':>10} {'timeit':>10} {'ratio':>6} {'rounds':>17} {'eng wall':>9}"
+        f" {'ti wall':>8} {'n':>4} {'stop':>9} | {'flushed':>10} {'n':>3} {'wall':>6} {'stop':>9}"
     )
     print(header)
     print("-" * len(header))
     for name, fn, args in kernels():
-        warm = measure(fn, *args, policy=Policy(flush=False))
-        reference, timeit_wall = timeit_median(fn, args)
+        warm, reference, timeit_wall = [], [], []
+        for _ in range(ROUNDS):  # taking turns, so a drift of the machine's speed hits both alike
+            warm.append(measure(fn, *args, policy=Policy(flush=False)))
+            ref, wall = timeit_median(fn, args)
+            reference.append(ref)
+            timeit_wall.append(wall)
+        engine_s = statistics.median(m.time_s for m in warm)
+        reference_s = statistics.median(reference)
+        rounds = "/".join(f"{m.time_s / ref:.2f}" for m, ref in zip(warm, reference, strict=True))
+        slowest = max(warm, key=lambda m: m.wall_s)
         cold = measure(fn, *args)
         print(
-            f"{name:<16} {format_seconds(warm.time_s):>10} {format_seconds(reference):>10}"
-            f" {warm.time_s / reference:>6.3f} {warm.wall_s:>8.3f}s {timeit_wall:>7.2f}s"
-            f" {warm.stats.n:>4} {warm.stop_reason.value:>9} |"
+            f"{name:<16} {format_seconds(engine_s):>10} {format_seconds(reference_s):>10}"
+            f" {engine_s / reference_s:>6.3f} {rounds:>17} {slowest.wall_s:>8.3f}s"
+            f" {statistics.median(timeit_wall):>7.2f}s {slowest.stats.n:>4} {slowest.stop_reason.value:>9} |"
             f" {format_seconds(cold.time_s):>10} {cold.stats.n:>3} {cold.wall_s:>5.2f}s"
             f" {cold.stop_reason.value:>9}"
         )
