@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .model import Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
@@ -266,17 +266,7 @@ def _scaled(device: Device, sms: int) -> Device:
     ratio = sms / (device.cores or sms)
     note = f"{sms} of {device.cores} SMs (MIG or partition): compute peaks scaled by {ratio:.3f}"
     peaks = {k: Figure(f.value * ratio, Source.DERIVED, note) for k, f in device.peaks.items()}
-    return Device(
-        key=f"{device.key}-{sms}sm",
-        name=device.name,
-        kind=device.kind,
-        peaks=peaks,
-        bandwidth=device.bandwidth,
-        llc_bytes=device.llc_bytes,
-        cores=sms,
-        names=device.names,
-        notes=(*device.notes, note),
-    )
+    return replace(device, key=f"{device.key}-{sms}sm", peaks=peaks, cores=sms, notes=(*device.notes, note))
 
 
 def derive(props: DeviceProperties) -> Device:

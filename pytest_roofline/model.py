@@ -11,7 +11,7 @@ import difflib
 import enum
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Bound = Literal["compute", "memory"]
@@ -196,16 +196,11 @@ class Device:
         self, *, peaks: PeakTable | None = None, bandwidth: Figure | None = None, key: str | None = None
     ) -> Device:
         """A copy with some figures replaced (measured or user ceilings)."""
-        return Device(
+        return replace(
+            self,
             key=key or self.key,
-            name=self.name,
-            kind=self.kind,
             peaks=dict(peaks) if peaks is not None else self.peaks,
             bandwidth=bandwidth or self.bandwidth,
-            llc_bytes=self.llc_bytes,
-            cores=self.cores,
-            names=self.names,
-            notes=self.notes,
         )
 
 

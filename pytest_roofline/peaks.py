@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from .devices import GB, DeviceError, MiB, slug
@@ -179,12 +180,10 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
             names=(name,),
             notes=(f"ceilings {note}", *notes),
         )
-    return Device(
-        key=text_field("key") or base.key,
+    return replace(
+        base.with_figures(peaks={**base.peaks, **peaks}, bandwidth=bandwidth, key=text_field("key")),
         name=name or base.name,
         kind=kind or base.kind,
-        peaks={**base.peaks, **peaks},
-        bandwidth=bandwidth or base.bandwidth,
         llc_bytes=llc_bytes if llc_bytes is not None else base.llc_bytes,
         cores=cores if cores is not None else base.cores,
         names=base.names if name is None else (name, *base.names),
