@@ -62,8 +62,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from .ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from .devices import GB, MiB, describe_peaks, slug
 from .model import Device, Figure, PeakTable, Precision, Source, Unit
 from .peaks import parse_peak_key, peak_key
@@ -71,6 +72,8 @@ from .timing.cpu import cpu_model_name
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .cpupeak import CpuPeak
 
 __all__ = [
     "CPU_BUDGET_S",
@@ -99,7 +102,11 @@ MAX_KERNEL_RUNS = 5
 
 CPU_NOTE = "measured with numpy (single-threaded elementwise; BLAS dot and matmul)"
 
-_SCHEMA = 1
+_SCHEMA = 2
+#: a re-measure that comes out below this share of a cached figure is worth a warning
+_MUCH_LOWER = 0.8
+#: two rounds of one calibration kernel further apart than this are not a measurement
+_DISAGREE = 2.0
 _LOCK_TIMEOUT_S = 60.0
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3, Precision.INT8)
 
@@ -118,6 +125,8 @@ class Ceilings:
     peaks: PeakTable
     #: raw numbers behind the figures (per-kernel rates, sizes, run counts), for the cache file
     details: Mapping[str, float | int | str] = field(default_factory=dict)
+    #: per resource (bandwidth, fp64, fp32), the probe measured beside its figure (CPU only)
+    probes: Mapping[str, ProbeReference] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +140,8 @@ class Calibration:
     from_cache: bool
     #: wall time of this call: the measurement, or reading the cache
     seconds: float
+    #: per resource, the probe that pairs a measurement's ceiling with its calibrated figure
+    probes: Mapping[str, ProbeReference] = field(default_factory=dict)
 
 
 # -- the cache ---------------------------------------------------------------------------------
@@ -202,9 +213,30 @@ def _load(path: Path, kind: str, key: Mapping[str, object]) -> Ceilings | None:
             isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in details.values()
         ):
             raise TypeError("'details' is not an object of numbers and strings")
+        probes = _probes_from_json(data.get("probes", {}))
     except (KeyError, TypeError, ValueError) as exc:
         raise _CorruptCache(f"does not match the cache schema ({type(exc).__name__}: {exc})") from None
-    return Ceilings(bandwidth=bandwidth, peaks=peaks, details=details)
+    return Ceilings(bandwidth=bandwidth, peaks=peaks, details=details, probes=probes)
+
+
+_PROBE_FIELDS = ("kind", "size", "figure", "rate", "best_rate", "best_seen")
+
+
+def _probes_from_json(data: object) -> dict[str, ProbeReference]:
+    if not isinstance(data, dict):
+        raise TypeError("'probes' is not an object")
+    probes = {}
+    for resource, entry in data.items():
+        if not isinstance(entry, dict) or set(entry) != set(_PROBE_FIELDS):
+            raise TypeError(f"probe {resource!r} must be {{{', '.join(_PROBE_FIELDS)}}}; got {entry!r}")
+        if entry["kind"] not in ("copy", "matmul") or not isinstance(entry["size"], int):
+            raise TypeError(f"probe {resource!r} has a bad kind or size: {entry!r}")
+        probes[resource] = ProbeReference(resource=resource, **entry)
+    return probes
+
+
+def _probes_to_json(probes: Mapping[str, ProbeReference]) -> dict[str, dict[str, object]]:
+    return {r: {name: getattr(p, name) for name in _PROBE_FIELDS} for r, p in probes.items()}
 
 
 def _figure_to_json(figure: Figure) -> dict[str, object]:
@@ -287,26 +319,34 @@ def _calibrate(
     force: bool,
     measure: Callable[[], Ceilings],
     build: Callable[[Ceilings], Device],
+    reset: bool = False,
 ) -> Calibration:
-    """Load or measure, then cache: the one path both CPU and GPU calibrations take."""
+    """Load or measure, then cache: the one path both CPU and GPU calibrations take.
+
+    A re-measure (``force``) never makes the cache worse: each figure keeps the better of the
+    cached and the new value, with a warning naming the figures that came out much lower. Only
+    ``reset`` forgets what was cached (a machine that really became slower).
+    """
     start = time.perf_counter()
     path = _cache_file(directory, kind, key)
-    if not force:
+    if not force and not reset:
         try:
             cached = _load(path, kind, key)
         except _CorruptCache as exc:
             _warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
             cached = None
         if cached is not None:
-            return Calibration(build(cached), path, True, time.perf_counter() - start)
+            return Calibration(build(cached), path, True, time.perf_counter() - start, cached.probes)
     with _exclusive(path.with_name(f".{path.stem}.lock")):
-        if not force:
-            # another process (an xdist worker) may have calibrated while this one waited
-            with contextlib.suppress(_CorruptCache):
-                cached = _load(path, kind, key)
-                if cached is not None:
-                    return Calibration(build(cached), path, True, time.perf_counter() - start)
+        previous = None
+        with contextlib.suppress(_CorruptCache):
+            previous = None if reset else _load(path, kind, key)
+        if previous is not None and not force:
+            # another process (an xdist worker) calibrated while this one waited
+            return Calibration(build(previous), path, True, time.perf_counter() - start, previous.probes)
         ceilings = measure()
+        if previous is not None:
+            ceilings = keep_best(previous, ceilings, where=str(path))
         seconds = time.perf_counter() - start
         payload = {
             "schema": _SCHEMA,
@@ -317,9 +357,53 @@ def _calibrate(
             "bandwidth": _figure_to_json(ceilings.bandwidth),
             "peaks": {peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
             "details": dict(ceilings.details),
+            "probes": _probes_to_json(ceilings.probes),
         }
         written = _store(path, payload)
-    return Calibration(build(ceilings), path if written else None, False, seconds)
+    return Calibration(build(ceilings), path if written else None, False, seconds, ceilings.probes)
+
+
+def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceilings:
+    """Per figure, the better of ``old`` and ``new``, kept together with the probe measured beside it.
+
+    Warns, naming each figure, where ``new`` came out below :data:`_MUCH_LOWER` of ``old``: a busy
+    moment, most likely, which must not become the machine's figure.
+    """
+    peaks = dict(new.peaks)
+    probes = dict(new.probes)
+    bandwidth = new.bandwidth
+    lower: list[str] = []
+    figures: list[tuple[str, Figure, Figure]] = [(BANDWIDTH, old.bandwidth, new.bandwidth)]
+    for (precision, unit), figure in new.peaks.items():
+        cached = old.peaks.get((precision, unit))
+        if cached is not None and figure.source is Source.MEASURED:
+            figures.append((peak_key(precision, unit), cached, figure))
+    for name, cached, fresh in figures:
+        if fresh.value >= cached.value:
+            continue
+        if fresh.value < _MUCH_LOWER * cached.value:
+            lower.append(f"{name} {_plain(fresh.value, name)} (cached {_plain(cached.value, name)})")
+        resource = BANDWIDTH if name == BANDWIDTH else name.split(":")[0]
+        if name == BANDWIDTH:
+            bandwidth = cached
+        else:
+            peaks[parse_peak_key(name)] = cached
+        if resource in old.probes:
+            probes[resource] = old.probes[resource]
+    for resource, probe in probes.items():  # the best probe rate ever seen survives either way
+        seen = old.probes.get(resource)
+        if seen is not None and seen.best_rate > probe.best_rate:
+            probes[resource] = dataclasses.replace(probe, best_rate=seen.best_rate, best_seen=seen.best_seen)
+    if lower:
+        _warn(
+            f"the new calibration came out much lower than {where} for {'; '.join(lower)}: the machine is "
+            "busy or slower; the cached figures are kept (`roofline calibrate --reset` forgets them)"
+        )
+    return dataclasses.replace(new, bandwidth=bandwidth, peaks=peaks, probes=probes)
+
+
+def _plain(value: float, name: str) -> str:
+    return f"{value / GB:.1f} GB/s" if name == BANDWIDTH else f"{value / 1e9:.1f} GFLOP/s"
 
 
 # -- the CPU -----------------------------------------------------------------------------------
@@ -328,32 +412,88 @@ def _calibrate(
 def calibrate_cpu(
     *,
     force: bool = False,
+    reset: bool = False,
     cache_dir: Path | str | None = None,
     measure: Callable[[], Ceilings] | None = None,
+    peak: CpuPeak | None | Literal["auto"] = "auto",
 ) -> Calibration:
-    """This CPU's measured ceilings, from the cache when it has them (``force=True`` remeasures).
+    """This CPU's measured ceilings, from the cache when it has them.
 
-    ``measure`` replaces :func:`measure_cpu` (tests inject a fake; nothing else needs to).
+    ``force=True`` measures again, keeping the better of each cached and new figure; ``reset=True``
+    measures again and forgets what was cached. A measurement that breaks a sanity rule
+    (:func:`sanity_problems`) is taken once more, with a warning. ``measure`` replaces
+    :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both).
     """
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    if peak == "auto":
+        from .cpupeak import cpu_peak
+
+        peak = cpu_peak()
     return _calibrate(
         "cpu",
         cpu_identity(),
         directory=directory,
         force=force,
-        measure=measure or measure_cpu,
+        reset=reset,
+        measure=_sane(measure or measure_cpu, peak),
         build=_cpu_device,
     )
 
 
-_cpu_memo: dict[str, Device] = {}
+def sanity_problems(ceilings: Ceilings, peak: CpuPeak | None) -> list[str]:
+    """What makes a CPU calibration impossible: fp32 below fp64, a rate above the CPU's theoretical
+    peak, two rounds of one kernel further apart than :data:`_DISAGREE`."""
+    from .cpupeak import check_rate
+
+    problems = []
+    fp64 = ceilings.peaks.get((Precision.FP64, Unit.VECTOR))
+    fp32 = ceilings.peaks.get((Precision.FP32, Unit.VECTOR))
+    if fp64 is not None and fp32 is not None and fp32.value < fp64.value:
+        problems.append(f"fp32 {_plain(fp32.value, 'fp32')} below fp64 {_plain(fp64.value, 'fp64')}")
+    for precision, figure in ((Precision.FP64, fp64), (Precision.FP32, fp32)):
+        message = None if figure is None else check_rate(figure.value, precision, peak)
+        if message:
+            problems.append(message)
+    for precision in (Precision.FP64, Precision.FP32):
+        rounds = [ceilings.details.get(f"matmul_round{i}_{precision}") for i in (1, 2)]
+        if all(isinstance(r, (int, float)) and r > 0 for r in rounds):
+            lo, hi = sorted(float(r) for r in rounds)  # type: ignore[arg-type]
+            if hi > _DISAGREE * lo:
+                problems.append(f"{precision} matmul rounds disagree ({lo / 1e9:.1f} vs {hi / 1e9:.1f} GFLOP/s)")
+    return problems
 
 
-def cpu_device(*, force: bool = False) -> Device:
-    """This CPU as a Device: calibrated once per process (from the cache when it can be)."""
-    if force or "cpu" not in _cpu_memo:
-        _cpu_memo["cpu"] = calibrate_cpu(force=force).device
+def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[], Ceilings]:
+    """``measure``, taken once more (with a warning) when its result breaks a sanity rule."""
+
+    def checked() -> Ceilings:
+        ceilings = measure()
+        problems = sanity_problems(ceilings, peak)
+        if not problems:
+            return ceilings
+        _warn(f"CPU calibration rejected ({'; '.join(problems)}); measuring again")
+        again = measure()
+        problems = sanity_problems(again, peak)
+        if problems:
+            _warn(f"CPU calibration still fails its checks ({'; '.join(problems)}); its figures are suspect")
+        return again
+
+    return checked
+
+
+_cpu_memo: dict[str, Calibration] = {}
+
+
+def cpu_calibration() -> Calibration:
+    """This CPU's calibration, once per process (from the cache when it can be)."""
+    if "cpu" not in _cpu_memo:
+        _cpu_memo["cpu"] = calibrate_cpu()
     return _cpu_memo["cpu"]
+
+
+def cpu_device() -> Device:
+    """This CPU as a Device: calibrated once per process (from the cache when it can be)."""
+    return cpu_calibration().device
 
 
 def _cpu_device(ceilings: Ceilings) -> Device:
@@ -410,33 +550,54 @@ def measure_cpu(
     if not isinstance(matmul_runs, int) or matmul_runs < 1:
         raise ValueError(f"matmul_runs must be a positive integer; got {matmul_runs!r}")
 
+    from . import probes as probe_kernels
+
     start = clock()
+    today = datetime.now(timezone.utc).date().isoformat()
     details: dict[str, float | int | str] = {}
     matmuls = ((Precision.FP64, np.float64), (Precision.FP32, np.float32))
     sizes = {p: matmul_n or _matmul_size(dtype, matmul_target_s, clock) for p, dtype in matmuls}
     first = {p: _matmul_rate(dtype, sizes[p], matmul_runs, clock) for p, dtype in matmuls}
+    # each figure's probe runs beside it, so figure / probe holds whatever the load was
+    probe_n = {p: probe_kernels.matmul_probe_n(first[p]) for p, _ in matmuls}
+    probe_rate = {p: _matmul_rate(dtype, probe_n[p], matmul_runs, clock) for p, dtype in matmuls}
 
-    rates, runs = _stream(array_bytes // 8, deadline=start + budget_s, clock=clock)
+    copy_bytes = probe_kernels.copy_probe_bytes(array_bytes // LLC_MULTIPLE)
+    copy_probe = probe_kernels.kernel(BANDWIDTH, "copy", copy_bytes)
+    rates, runs = _stream(array_bytes // 8, deadline=start + budget_s, clock=clock, probe=copy_probe)
+    copy_rate = rates.pop("probe") * copy_bytes / (array_bytes // 8 * 8)  # _stream counted its own arrays
+    runs.pop("probe")
 
     # Matmul runs again seconds later: a ceiling caught in a moment when the host slowed this VM
     # down would make every later kernel look faster than light, so the better of the two counts.
     peaks: dict[tuple[Precision, Unit], Figure] = {}
+    found: dict[str, ProbeReference] = {}
     for precision, dtype in matmuls:
         n = sizes[precision]
-        rate = max(first[precision], _matmul_rate(dtype, n, matmul_runs, clock))
+        second = _matmul_rate(dtype, n, matmul_runs, clock)
+        rate = max(first[precision], second)
+        probe = max(probe_rate[precision], _matmul_rate(dtype, probe_n[precision], matmul_runs, clock))
         details[f"matmul_n_{precision}"] = n
         details[f"matmul_flops_{precision}"] = rate
+        details[f"matmul_round1_{precision}"] = first[precision]
+        details[f"matmul_round2_{precision}"] = second
         note = f"np.matmul n={n}, best of {2 * matmul_runs} in two rounds"
         peaks[(precision, Unit.VECTOR)] = Figure(rate, Source.MEASURED, note)
+        found[precision.label] = ProbeReference(
+            precision.label, "matmul", probe_n[precision], rate, probe, probe, today
+        )
 
     best = max(rates, key=lambda name: rates[name])
+    found[BANDWIDTH] = ProbeReference(BANDWIDTH, "copy", copy_bytes, rates[best], copy_rate, copy_rate, today)
     details.update({f"bandwidth_{name}": rate for name, rate in rates.items()})
     details.update({f"runs_{name}": count for name, count in runs.items()})
     details["array_bytes"] = array_bytes // 8 * 8
     details["bandwidth_kernel"] = best
     listed = ", ".join(f"{name} {rate / GB:.1f}" for name, rate in rates.items())
     note = f"{best} kernel; all: {listed} GB/s over {_size(array_bytes // 8 * 8)} float64 arrays"
-    return Ceilings(bandwidth=Figure(rates[best], Source.MEASURED, note), peaks=peaks, details=details)
+    return Ceilings(
+        bandwidth=Figure(rates[best], Source.MEASURED, note), peaks=peaks, details=details, probes=found
+    )
 
 
 def _matmul_size(dtype: type[np.floating[Any]], target_s: float, clock: Clock, probe: int = 512) -> int:
@@ -460,8 +621,14 @@ def _matmul_rate(dtype: type[np.floating[Any]], n: int, runs: int, clock: Clock)
     return best
 
 
-def _stream(n: int, *, deadline: float, clock: Clock) -> tuple[dict[str, float], dict[str, int]]:
-    """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, and how often each ran."""
+def _stream(
+    n: int, *, deadline: float, clock: Clock, probe: Callable[[], object] | None = None
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, and how often each ran.
+
+    ``probe``, when given, runs in every round as one more kernel named ``probe``, its rate counted
+    as a 2-array kernel over ``n`` elements (the caller rescales it to the probe's own arrays).
+    """
     import numpy as np
 
     a = np.full(n, 1.0)
@@ -482,6 +649,8 @@ def _stream(n: int, *, deadline: float, clock: Clock) -> tuple[dict[str, float],
         ("triad", 5, triad),
         ("dot", 2, lambda: np.dot(a, b)),
     )
+    if probe is not None:
+        kernels = (*kernels, ("probe", 2, probe))
     rates: dict[str, float] = {}
     runs: dict[str, int] = {}
     last: dict[str, float] = {}
@@ -517,6 +686,7 @@ def calibrate_cuda(
     index: int = 0,
     *,
     force: bool = False,
+    reset: bool = False,
     cache_dir: Path | str | None = None,
     measure: Callable[[int], tuple[Figure, Mapping[tuple[Precision, Unit], Figure]]] | None = None,
 ) -> Calibration:
@@ -548,7 +718,7 @@ def calibrate_cuda(
         return dataclasses.replace(device, notes=(*base.notes, "ceilings measured on this GPU"))
 
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
-    return _calibrate(base.kind, key, directory=directory, force=force, measure=run, build=build)
+    return _calibrate(base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build)
 
 
 def _cupy_version() -> str:

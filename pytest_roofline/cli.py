@@ -3,7 +3,7 @@
     roofline floor gemm M=4096 N=4096 K=4096 dtype=bf16 --device h100-sxm
     roofline devices
     roofline ops
-    roofline calibrate [--device D] [--force]
+    roofline calibrate [--device D] [--force | --reset]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback.
 """
@@ -236,9 +236,9 @@ def _calibrate(args: argparse.Namespace) -> str:
 
     target = parse_target(args.device)
     if target.kind == "cpu":
-        return format_calibration(calibrate_cpu(force=args.force))
+        return format_calibration(calibrate_cpu(force=args.force, reset=args.reset))
     if target.kind == "cuda":
-        return format_calibration(calibrate_cuda(target.index or 0, force=args.force))
+        return format_calibration(calibrate_cuda(target.index or 0, force=args.force, reset=args.reset))
     raise CliError(
         f"--device {args.device}: a table device has datasheet peaks; calibrate measures local hardware "
         "(cpu, cuda, cuda:N)"
@@ -276,7 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     ops.set_defaults(run=_ops)
     calibrate = commands.add_parser("calibrate", help="measure this machine's ceilings (cached)")
     calibrate.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
-    calibrate.add_argument("--force", action="store_true", help="measure again even when cached")
+    again = calibrate.add_mutually_exclusive_group()
+    again.add_argument(
+        "--force", action="store_true", help="measure again; each cached figure keeps the better of the two"
+    )
+    again.add_argument("--reset", action="store_true", help="measure again and forget the cached figures")
     calibrate.set_defaults(run=_calibrate)
     return parser
 

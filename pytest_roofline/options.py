@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 MODES = ("enforce", "report", "off")
+INCONCLUSIVE = ("warn", "fail", "skip")
+CEILINGS = ("paired", "cached")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -60,6 +62,8 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 parse_mode = _choice(MODES)
+parse_inconclusive = _choice(INCONCLUSIVE)
+parse_ceilings = _choice(CEILINGS)
 
 
 def parse_stat(text: str) -> str:
@@ -171,11 +175,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stat", "--roofline-stat", parse_stat, "median",
             "statistic the verdict uses: median, min or mean (default: median)", "STAT"),
     Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
-            "wall-time budget per measurement in seconds, warm-up and flushes included; the first "
-            f"10 samples are always taken (default: {DEFAULT_MAX_TIME})", "SECONDS"),
+            "wall-time budget per measured kernel in seconds, warm-up, flushes, probes and a "
+            "re-measure included; at least 3 samples are always taken "
+            f"(default: {DEFAULT_MAX_TIME})", "SECONDS"),
     Setting("no_flush", "--roofline-no-flush", parse_bool, False,
-            "do not flush caches before each sample: warm-cache times, reported as such "
-            "(default: flush)"),
+            "never flush caches before a sample: warm-cache times, reported as such (default: flush "
+            "when the op's bytes could fit in the last-level cache)"),
+    Setting("inconclusive", "--roofline-inconclusive", parse_inconclusive, "warn",
+            "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
+            "its test: warn, fail or skip (default: warn)", "ACTION"),
+    Setting("ceilings", "--roofline-ceilings", parse_ceilings, "paired",
+            "CPU ceilings to judge against: paired = scaled by a probe timed beside each kernel, "
+            "so a busy machine slows both alike; cached = the calibration's figures (default: paired)",
+            "CEILINGS"),
     Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
             "ceilings to judge against: datasheet, measured, or a JSON file of your own "
             "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
@@ -220,6 +232,8 @@ class SessionSettings:
     max_time: float
     flush: bool
     peaks: str
+    inconclusive: str = "warn"
+    ceilings: str = "paired"
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 

@@ -21,6 +21,7 @@ from typing import Any
 from . import units
 from .devices import describe_peaks
 from .model import Device, Unit
+from .timing.engine import Measurement
 from .verdict import Result, Verdict, budget_percent
 
 Record = dict[str, Any]
@@ -53,7 +54,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "bound": est.bound,
         "compute_s": est.compute_s,
         "memory_s": est.memory_s,
-        "floor_s": est.floor_s,
+        "floor_s": result.floor_s,
         "peak_flops": est.peak_flops,
         "peak_source": str(est.peak_source),
         "bandwidth": est.bandwidth,
@@ -73,7 +74,16 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "flushed": m.flushed,
         "stop_reason": m.stop_reason.value,
         "calls_per_sample": m.calls_per_sample,
-        "wall_s": m.wall_s,
+        "wall_s": result.wall_s or m.wall_s,
+        "measurements": result.measurements,
+        "attained_ci_rel": result.ci_rel,
+        "verdict_reason": result.reason or None,
+        "calibrated_floor_s": est.floor_s,
+        "cache": m.cache_note,
+        "low_confidence": m.low_confidence,
+        "excluded_samples": m.excluded,
+        "ceiling": _ceiling_record(result, m),
+        "contention": m.contention.to_record() if m.contention is not None else None,
         "stats": {
             "n": s.n,
             "min": s.min,
@@ -92,13 +102,32 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
     }
 
 
+def _ceiling_record(result: Result, m: Measurement) -> Record | None:
+    """The ceiling measured beside the kernel: what the probe saw, and the machine's share of its best."""
+    c = result.ceiling
+    if c is None or m.probe is None:
+        return None
+    return {
+        "resource": c.resource,
+        "value": c.value,
+        "calibrated": c.figure,
+        "speed": c.speed,
+        "share_of_best": c.share_of_best,
+        "ci_rel": c.ci_rel,
+        "probe": c.probe,
+        "probe_rates": list(m.probe.rates),
+        "probe_wall_s": m.probe.wall_s,
+    }
+
+
 #: the fields of every record; what a skipped test did not measure is null
 RECORD_FIELDS = (
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
-    "calls_per_sample", "wall_s", "stats", "samples_s", "reason",
+    "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
+    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "stats", "samples_s", "reason",
 )  # fmt: skip
 
 
@@ -231,6 +260,7 @@ TABLE_HEADERS = (
     "measured (± noise)",
     "attained",
     "budget",
+    "machine",
     "verdict",
 )
 
@@ -249,12 +279,14 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
     for r in ordered(records):
         test = r["nodeid"][len(prefix) :] + (f" [{r['name']}]" if r.get("name") else "")
         if r["verdict"] == Verdict.SKIPPED.value:
-            rows.append([test, r["label"], "", "", "", "", r.get("reason", ""), "", "", "skipped"])
+            rows.append([test, r["label"], "", "", "", "", r.get("reason", ""), "", "", "", "skipped"])
             continue
         noise = f"{units.seconds(r['time_s'])} ± {r['stats']['ci_rel'] * 100:.1f}%"
         if not r["flushed"]:
             noise += " warm"
         attained = "inf" if r["attained"] is None else units.percent(r["attained"])
+        if r.get("attained_ci_rel"):
+            attained += f" ±{r['attained_ci_rel'] * 100:.0f}%"
         verdict = r["verdict"]
         if verdict != Verdict.PASS.value and r["mode"] in ("report", "measure"):
             verdict += f" ({r['mode']})"  # recorded, but it did not fail the test
@@ -271,10 +303,24 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
                 noise,
                 attained,
                 budget_percent(r["min_fraction"]),
+                machine_cell(r),
                 verdict,
             ]
         )
     return rows
+
+
+def machine_cell(record: Record) -> str:
+    """``62% of best`` (the probe beside the kernel against the best it has shown), and the
+    contention the OS reported when it was more than quiet."""
+    parts = []
+    ceiling = record.get("ceiling")
+    if ceiling:
+        parts.append(f"{units.percent(ceiling['share_of_best'])} of best")
+    contention = record.get("contention")
+    if contention and contention.get("level") not in (None, "quiet"):
+        parts.append(contention["level"])
+    return ", ".join(parts)
 
 
 def _common_directory(nodeids: Sequence[str]) -> str:

@@ -34,6 +34,8 @@ from .marker import (
 from .options import PEAK_SOURCES, SessionSettings
 
 if TYPE_CHECKING:
+    from .ceilings import ProbeReference
+    from .cpupeak import CpuPeak
     from .detect import Target
     from .model import Device, Estimate
     from .ops import OpSpec
@@ -78,10 +80,9 @@ class RooflineSession:
         self.json_error: str | None = None
         #: warnings raised while resolving devices (calibration), shown with the terminal summary
         self.notes: list[str] = []
-        #: whether this session judges against the CPU ceilings calibrate.py measured (and so may
-        #: measure them again, once, when a result beats them)
+        #: whether this session judges against the CPU ceilings calibrate.py measured (and so
+        #: may pair them with probes timed beside each kernel)
         self._measured_cpu = False
-        self._recalibrated = False
         #: node ids of the tests that failed as expected (xfail)
         self.xfailed: set[str] = set()
         #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
@@ -331,26 +332,23 @@ class RooflineSession:
             device = self.device(request.device_spec)
             backend = self.backend(request.device_spec, device)
         from .report import result_record
-        from .timing.engine import measure
-        from .verdict import Result, Verdict, decide, judge
+        from .verdict import Verdict, decide
 
-        def measure_once() -> Measurement:
-            __tracebackhide__ = True
-            return measure(fn, *args, policy=request.policy, backend=backend)
-
-        def judged(est: Estimate) -> Result:
-            __tracebackhide__ = True
-            if can_fail:
-                return decide(est, measure_once, request.min_fraction, name=request.name, nodeid=item.nodeid)
-            m = measure_once()
-            attained, verdict = judge(est, m, request.min_fraction)
-            return Result(request.name, est, m, request.min_fraction, attained, verdict, nodeid=item.nodeid)
-
-        result = judged(est)
-        if result.verdict is Verdict.FASTER_THAN_LIGHT and self._measure_cpu_again(est, item.nodeid):
-            with _failing_the_test(ValueError, RuntimeError):
-                est = self.estimate(request)
-            result = judged(est)
+        on_cpu = backend.name == "cpu"
+        reference = self._probe_reference(est) if on_cpu else None
+        measure_once = self._measurer(fn, args, request, est, backend, reference, on_cpu=on_cpu)
+        peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
+        result = decide(
+            est,
+            measure_once,
+            request.min_fraction,
+            budget_s=request.policy.max_time_s,
+            remeasure=can_fail and self.settings.mode == "enforce",
+            name=request.name,
+            nodeid=item.nodeid,
+            reference=reference,
+            peak=peak,
+        )
         mode = self.settings.mode if can_fail else "measure"
         self.records.append(result_record(result, nodeid=item.nodeid, mode=mode))
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
@@ -365,41 +363,70 @@ class RooflineSession:
         )
         self.config.hook.pytest_roofline_result(item=item, result=result)
         if can_fail and self.settings.mode == "enforce" and result.verdict is not Verdict.PASS:
-            _fail(result.message())
+            if result.verdict is not Verdict.INCONCLUSIVE or self.settings.inconclusive == "fail":
+                _fail(result.message())
+            if self.settings.inconclusive == "skip":
+                pytest.skip(result.message())
+            from .calibrate import RooflineWarning
+
+            item.warn(RooflineWarning(result.message()))
         return result
 
-    def _measure_cpu_again(self, est: Estimate, nodeid: str) -> bool:
-        """Measure this CPU's ceilings again, once a session, when a result beat them.
+    def _measurer(
+        self,
+        fn: Callable[..., object],
+        args: tuple[object, ...],
+        request: Request,
+        est: Estimate,
+        backend: Backend,
+        reference: ProbeReference | None,
+        *,
+        on_cpu: bool,
+    ) -> Callable[[float], Measurement]:
+        """``measure_once(budget_s)``: the engine, with this kernel's flush choice, probe and OS readings."""
+        import dataclasses
 
-        Measured ceilings carry the noise of the moment they were taken: a shared machine can run
-        slow for seconds, and a ceiling caught then makes later kernels look faster than light.
-        So before calling a result that, the ceiling is checked too; each figure keeps the better of
-        the two measurements (a floor must never be above the true best time).
-        """
+        from .timing.engine import measure
+        from .timing.flushing import choose_flush
+
+        flush = choose_flush(est.bytes, est.device.llc_bytes, requested=request.policy.flush)
+        policy = dataclasses.replace(request.policy, flush=flush.flush, flush_note=flush.note)
+        probe = snapshot = None
+        if reference is not None:
+            from .probes import probe_for
+
+            probe = probe_for(reference)
+        if on_cpu:
+            from .contention import take_snapshot
+
+            snapshot = take_snapshot
+
+        def measure_once(budget_s: float) -> Measurement:
+            __tracebackhide__ = True
+            budgeted = dataclasses.replace(policy, max_time_s=budget_s)
+            return measure(fn, *args, policy=budgeted, backend=backend, probe=probe, snapshot=snapshot)
+
+        return measure_once
+
+    def _probe_reference(self, est: Estimate) -> ProbeReference | None:
+        """The calibration's probe for the resource bounding ``est``, when its ceilings are this CPU's
+        measured ones and paired ceilings are on."""
+        if self.settings.ceilings != "paired" or not self._measured_cpu or est.device.kind != "cpu":
+            return None
+        from .calibrate import cpu_calibration
+        from .ceilings import resource_of
         from .model import Source
 
-        figure = est.peak_source if est.bound == "compute" else est.bandwidth_source
-        if self._recalibrated or not self._measured_cpu or figure is not Source.MEASURED:
-            return False
-        if est.device.kind != "cpu" or self.settings.peaks not in PEAK_SOURCES:
-            return False
-        self._recalibrated = True
-        from .calibrate import cpu_device
-        from .report import device_record
+        source = est.peak_source if est.bound == "compute" else est.bandwidth_source
+        if source is not Source.MEASURED:  # a peaks file's figure is the user's, not the probe's
+            return None
 
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fresh = cpu_device(force=True)
-        self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
-        for spec, old in list(self._devices.items()):
-            if old.key == fresh.key:
-                self._devices[spec] = _better_figures(old, fresh)
-                self.device_records[fresh.key] = device_record(self._devices[spec])
-        self.notes.append(
-            f"{nodeid} ran faster than this CPU's measured ceilings, so they were measured again "
-            "(each figure keeps the better of the two measurements) and the result judged against them"
-        )
-        return True
+        return cpu_calibration().probes.get(resource_of(est))
+
+    def _cpu_peak(self) -> CpuPeak | None:
+        from .cpupeak import cpu_peak
+
+        return cpu_peak()
 
     def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
         """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
@@ -525,7 +552,7 @@ class RooflineSession:
                         red=verdict in ("MISS", "faster-than-light"),
                         bold=verdict in ("MISS", "faster-than-light"),
                         green=verdict == "pass",
-                        yellow=verdict == "skipped",
+                        yellow=verdict in ("skipped", "inconclusive"),
                     )
             tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
         if self.json_error:
@@ -587,15 +614,6 @@ class Roofline:
 
 
 # -- failing the test --------------------------------------------------------------------------------
-
-
-def _better_figures(old: Device, new: Device) -> Device:
-    """``new`` with each figure the larger of the two devices'."""
-    peaks = {
-        key: max(figure, old.peaks.get(key, figure), key=lambda f: f.value)
-        for key, figure in new.peaks.items()
-    }
-    return new.with_figures(peaks=peaks, bandwidth=max(new.bandwidth, old.bandwidth, key=lambda f: f.value))
 
 
 def _fail(message: str) -> NoReturn:

@@ -1,22 +1,37 @@
 """The verdict: how close a measured time came to the floor, and the message a kernel engineer reads.
 
-attained = floor_s / time_s. A result below its budget is a miss; a result above 1 by more than the
-figures' own uncertainty is *faster than light*: a bug in the op's counts, the peaks, or the cache
-state, never a pass. No pytest here: the plugin decides what a verdict does to a test.
+attained = floor / time. Where a probe ran beside the kernel (the CPU's default), the floor is
+computed at the ceiling measured in that same window (:mod:`pytest_roofline.ceilings`), so a busy
+machine slows kernel and ceiling alike. The verdict has three outcomes and a guard:
+
+- **pass** / **miss**: attained at or above the budget, or below it, beyond the noise;
+- **inconclusive**: the 95% interval of attained (kernel and probe noise combined) straddles the
+  budget, or the OS saw heavy contention during a measurement that would have missed;
+- **faster than light**: attained above the limit for its ceiling's source by more than the
+  noise, or a FLOP rate above the CPU's theoretical peak (a counting bug, whatever the noise).
+
+No pytest here: the plugin decides what a verdict does to a test.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import units
+from .ceilings import PairedCeiling, ProbeReference, pair, paired_floor_s, resource_of
 from .model import Estimate, Source
 from .stats import Stats
 from .timing.engine import Measurement
 
-#: attained fractions above these fail as faster than light (measured ceilings carry noise)
+if TYPE_CHECKING:
+    from .cpupeak import CpuPeak
+
+#: attained fractions above these fail as faster than light (measured ceilings carry noise, and a
+#: well-tuned BLAS call can beat the np.matmul that measured the ceiling by a few percent)
 FTL_LIMIT_DATASHEET = 1.05
 FTL_LIMIT_MEASURED = 1.10
 
@@ -24,6 +39,7 @@ FTL_LIMIT_MEASURED = 1.10
 class Verdict(str, enum.Enum):
     PASS = "pass"
     MISS = "MISS"
+    INCONCLUSIVE = "inconclusive"
     FASTER_THAN_LIGHT = "faster-than-light"
     SKIPPED = "skipped"
 
@@ -45,6 +61,21 @@ def ftl_limit(estimate: Estimate) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class Judgement:
+    """attained, its noise and the verdict, with the ceiling and the reason behind them."""
+
+    attained: float
+    verdict: Verdict
+    #: relative half-width of attained's 95% interval: kernel and probe noise combined
+    ci_rel: float = 0.0
+    #: the floor judged against: at the paired ceiling when there is one
+    floor_s: float = 0.0
+    ceiling: PairedCeiling | None = None
+    #: why the verdict is inconclusive or faster than light ("" otherwise)
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     """One judged measurement: the estimate, the timing, the budget and the verdict."""
 
@@ -57,6 +88,17 @@ class Result:
     #: whether a miss was measured a second time (the better of the two is judged)
     remeasured: bool = False
     nodeid: str = ""
+    #: the ceiling measured beside the kernel, when a probe ran
+    ceiling: PairedCeiling | None = None
+    #: relative half-width of attained's 95% interval
+    ci_rel: float = 0.0
+    #: why the verdict is inconclusive or faster than light
+    reason: str = ""
+    #: measurements taken for this result, and the wall time all of them cost
+    measurements: int = 1
+    wall_s: float = 0.0
+    #: the floor judged against (0: the estimate's, at the calibrated ceilings)
+    judged_floor_s: float = 0.0
 
     # The attributes users reach for first, named as the docs name them.
     @property
@@ -65,7 +107,8 @@ class Result:
 
     @property
     def floor_s(self) -> float:
-        return self.estimate.floor_s
+        """The floor judged against: at the ceiling measured beside the kernel, when there is one."""
+        return self.judged_floor_s or self.estimate.floor_s
 
     @property
     def time_s(self) -> float:
@@ -103,47 +146,125 @@ class Result:
         return failure_message(self)
 
 
-def judge(estimate: Estimate, measurement: Measurement, min_fraction: float) -> tuple[float, Verdict]:
-    """attained and the verdict for one measurement (no re-measuring here: see :func:`decide`)."""
-    attained = estimate.floor_s / measurement.time_s if measurement.time_s > 0 else float("inf")
-    if attained > ftl_limit(estimate):
-        return attained, Verdict.FASTER_THAN_LIGHT
-    return attained, (Verdict.PASS if attained >= min_fraction else Verdict.MISS)
-
-
-def decide(
+def judge(
     estimate: Estimate,
-    measure_once: Callable[[], Measurement],
+    measurement: Measurement,
+    min_fraction: float,
+    *,
+    reference: ProbeReference | None = None,
+    peak: CpuPeak | None = None,
+) -> Judgement:
+    """Judge one measurement (no re-measuring here: see :func:`decide`).
+
+    ``reference``: the calibration's probe for the resource that bounds ``estimate``; with the
+    measurement's probe rates it gives the ceiling of the window. ``peak``: the CPU's theoretical
+    peak, above which a FLOP rate is a counting bug.
+    """
+    m = measurement
+    ceiling = None
+    if reference is not None and m.probe is not None and m.probe.resource == reference.resource:
+        ceiling = pair(reference, m.probe.value(m.stat), m.probe.stats.ci_rel, len(m.probe.rates))
+    floor_s = paired_floor_s(estimate, ceiling) if ceiling is not None else estimate.floor_s
+    if m.time_s <= 0:
+        return Judgement(math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time")
+    attained = floor_s / m.time_s
+    ci = math.hypot(m.stats.ci_rel, ceiling.ci_rel if ceiling is not None else 0.0)
+    lo, hi = attained * (1 - ci), attained * (1 + ci)
+
+    def judged(verdict: Verdict, reason: str = "") -> Judgement:
+        return Judgement(attained, verdict, ci, floor_s, ceiling, reason)
+
+    if peak is not None and estimate.device.kind == "cpu" and estimate.flops > 0:
+        theoretical = peak.flops(estimate.peak_precision)
+        if estimate.flops / m.time_s > theoretical:
+            return judged(
+                Verdict.FASTER_THAN_LIGHT,
+                f"{units.flop_rate(estimate.flops / m.time_s)} is above this CPU's theoretical peak of "
+                f"{units.flop_rate(theoretical)} {estimate.peak_precision} ({peak.describe()}): a counting bug",
+            )
+    limit = ftl_limit(estimate)
+    contended = m.contention is not None and m.contention.level == "heavy"
+    if lo > limit:
+        if contended:
+            return judged(Verdict.INCONCLUSIVE, m.contention.describe() if m.contention else "")
+        return judged(Verdict.FASTER_THAN_LIGHT)
+    if attained > limit:
+        return judged(Verdict.INCONCLUSIVE, f"above the {units.percent(limit)} limit, but within the noise")
+    if lo < min_fraction <= hi and ci > 0:
+        return judged(
+            Verdict.INCONCLUSIVE,
+            f"the 95% interval {units.percent(lo)}–{units.percent(hi)} straddles the budget",
+        )
+    if attained >= min_fraction:
+        return judged(Verdict.PASS)
+    if contended and m.contention is not None:
+        return judged(Verdict.INCONCLUSIVE, m.contention.describe())
+    return judged(Verdict.MISS)
+
+
+def result_of(
+    estimate: Estimate,
+    measurements: list[Measurement],
     min_fraction: float,
     *,
     name: str = "",
     nodeid: str = "",
+    reference: ProbeReference | None = None,
+    peak: CpuPeak | None = None,
 ) -> Result:
-    """Measure, and measure once more before calling a miss; judge by the better of the two.
-
-    ``measure_once()`` returns a :class:`Measurement`. A noisy machine must not produce a flaky
-    failure, so only a miss is re-measured; a pass or a faster-than-light result stands.
-    """
-    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    first = measure_once()
-    attained, verdict = judge(estimate, first, min_fraction)
-    measurement, remeasured = first, False
-    if verdict is Verdict.MISS:
-        second = measure_once()
-        remeasured = True
-        if second.time_s < first.time_s:
-            measurement = second
-            attained, verdict = judge(estimate, second, min_fraction)
+    """The result of one or more measurements of one kernel: judged by the fastest."""
+    best = min(measurements, key=lambda m: m.time_s)
+    j = judge(estimate, best, min_fraction, reference=reference, peak=peak)
     return Result(
         name=name,
         estimate=estimate,
-        measurement=measurement,
+        measurement=best,
         min_fraction=min_fraction,
-        attained=attained,
-        verdict=verdict,
-        remeasured=remeasured,
+        attained=j.attained,
+        verdict=j.verdict,
+        remeasured=len(measurements) > 1,
         nodeid=nodeid,
+        ceiling=j.ceiling,
+        ci_rel=j.ci_rel,
+        reason=j.reason,
+        measurements=len(measurements),
+        wall_s=sum(m.wall_s for m in measurements),
+        judged_floor_s=j.floor_s,
     )
+
+
+def decide(
+    estimate: Estimate,
+    measure_once: Callable[[float], Measurement],
+    min_fraction: float,
+    *,
+    budget_s: float,
+    remeasure: bool = True,
+    name: str = "",
+    nodeid: str = "",
+    reference: ProbeReference | None = None,
+    peak: CpuPeak | None = None,
+) -> Result:
+    """Measure, and before calling a miss (or an inconclusive result) measure once more, judging
+    the better of the two.
+
+    ``measure_once(budget_s)`` measures within ``budget_s`` seconds. The second measurement is paid
+    from what the first left of ``budget_s``, and is skipped when nothing is left or when
+    ``remeasure`` is false (report mode: nothing fails, so nothing is worth a second look).
+    """
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+    first = measure_once(budget_s)
+    measurements = [first]
+
+    def result() -> Result:
+        return result_of(
+            estimate, measurements, min_fraction, name=name, nodeid=nodeid, reference=reference, peak=peak
+        )
+
+    left = budget_s - first.wall_s
+    if remeasure and left > 0 and result().verdict in (Verdict.MISS, Verdict.INCONCLUSIVE):
+        measurements.append(measure_once(left))
+    return result()
 
 
 def _label(result: Result) -> str:
@@ -157,11 +278,28 @@ def budget_percent(fraction: float) -> str:
 
 
 def _wall(result: Result) -> str:
-    """``compute-bound at 989 TFLOP/s bf16 tensor`` or ``memory-bound at 3.35 TB/s``."""
+    """``compute-bound at 989 TFLOP/s bf16 tensor`` or ``memory-bound at 3.35 TB/s``; with a paired
+    ceiling, the ceiling of the window and how far the machine was from its best."""
+    est, ceiling = result.estimate, result.ceiling
+    if est.bound == "compute":
+        rate = est.peak_flops * (ceiling.speed if ceiling is not None else 1.0)
+        wall = f"compute-bound at {units.flop_rate(rate)} {est.peak_precision} {est.unit}"
+    else:
+        rate = est.bandwidth * (ceiling.speed if ceiling is not None else 1.0)
+        wall = f"memory-bound at {units.byte_rate(rate)}"
+    if ceiling is not None:
+        wall += (
+            f" measured beside the kernel (machine at {units.percent(ceiling.share_of_best)} of its best;"
+            f" calibrated {_figure(result)})"
+        )
+    return wall
+
+
+def _figure(result: Result) -> str:
     est = result.estimate
     if est.bound == "compute":
-        return f"compute-bound at {units.flop_rate(est.peak_flops)} {est.peak_precision} {est.unit}"
-    return f"memory-bound at {units.byte_rate(est.bandwidth)}"
+        return units.flop_rate(est.peak_flops)
+    return units.byte_rate(est.bandwidth)
 
 
 def _achieved(result: Result) -> str:
@@ -169,9 +307,10 @@ def _achieved(result: Result) -> str:
     est = result.estimate
     if est.bound == "compute":
         return f"{units.si(result.achieved_flop_rate, 'FLOP/s', 4)} achieved"
-    share = result.achieved_bandwidth / est.bandwidth
+    bandwidth = est.bandwidth * (result.ceiling.speed if result.ceiling is not None else 1.0)
+    share = result.achieved_bandwidth / bandwidth
     return (
-        f"{units.si(result.achieved_bandwidth, 'B/s', 4)} achieved of {units.byte_rate(est.bandwidth)} "
+        f"{units.si(result.achieved_bandwidth, 'B/s', 4)} achieved of {units.byte_rate(bandwidth)} "
         f"peak bandwidth ({units.percent(share)})"
     )
 
@@ -180,11 +319,18 @@ def _measured(result: Result) -> str:
     """``measured 1130 µs (median of 57, ±0.4%)``, saying so when it is the better of two or warm."""
     m = result.measurement
     notes = [f"{m.stat} of {m.stats.n}", f"±{m.stats.ci_rel * 100:.1f}%"]
-    if result.remeasured:
-        notes.append("best of 2 measurements")
+    if result.measurements > 1:
+        notes.append(f"best of {result.measurements} measurements")
+    if m.low_confidence:
+        notes.append("low confidence: the time budget allowed only these samples")
     if not m.flushed:
         notes.append("warm cache")
     return f"measured {units.seconds(m.time_s)} ({', '.join(notes)})"
+
+
+def _contention(result: Result) -> str:
+    c = result.measurement.contention
+    return f" The OS reported {c.describe()}." if c is not None and c.level != "quiet" else ""
 
 
 def failure_message(result: Result) -> str:
@@ -196,21 +342,30 @@ def failure_message(result: Result) -> str:
     """
     est = result.estimate
     device = est.device.name
+    floor = f"floor {units.seconds(result.floor_s)}, {_wall(result)}"
     if result.verdict is Verdict.FASTER_THAN_LIGHT:
         limit = ftl_limit(est)
         sources = "measured ceilings" if limit == FTL_LIMIT_MEASURED else "datasheet peaks"
         flushed = result.measurement.flushed
         cache = "caches were flushed" if flushed else "caches were NOT flushed: a warm cache"
+        why = f" ({result.reason})" if result.reason else ""
         return (
-            f"{_label(result)} ran faster than light: attained {units.percent(result.attained)} of speed "
-            f"of light (limit {units.percent(limit)} against {sources}) on {device}: "
-            f"floor {units.seconds(est.floor_s)}, {_wall(result)}; {_measured(result)}, {_achieved(result)}. "
+            f"{_label(result)} ran faster than light{why}: attained {units.percent(result.attained)} of "
+            f"speed of light (limit {units.percent(limit)} against {sources}, ±{result.ci_rel * 100:.1f}% "
+            f"noise) on {device}: {floor}; {_measured(result)}, {_achieved(result)}. "
             f"Something in the floor is wrong: the op's byte or FLOP count (does the kernel do the work "
             f"the marker describes?), the device peaks, or a warm cache ({cache})."
+        )
+    if result.verdict is Verdict.INCONCLUSIVE:
+        return (
+            f"{_label(result)} is inconclusive: attained {units.percent(result.attained)} of speed of light "
+            f"±{result.ci_rel * 100:.1f}% (budget {budget_percent(result.min_fraction)}) on {device}: "
+            f"{result.reason}; {floor}; {_measured(result)}, {_achieved(result)}."
+            f"{_contention(result)} --roofline-inconclusive chooses whether this warns, fails or skips."
         )
     needs = result.min_fraction / result.attained if result.attained > 0 else float("inf")
     return (
         f"{_label(result)} attained {units.percent(result.attained)} of speed of light "
-        f"(budget {budget_percent(result.min_fraction)}) on {device}: floor {units.seconds(est.floor_s)}, "
-        f"{_wall(result)}; {_measured(result)}, {_achieved(result)}; needs {needs:.1f}× faster."
+        f"(budget {budget_percent(result.min_fraction)}) on {device}: {floor}; {_measured(result)}, "
+        f"{_achieved(result)}; needs {needs:.1f}× faster.{_contention(result)}"
     )

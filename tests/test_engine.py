@@ -103,7 +103,8 @@ def test_a_batched_sample_is_a_warm_cache_time(per_call: float, cache: str) -> N
     # the flush comes before a window of k calls: only its first call is cold
     backend = FakeBackend(per_call, resolution_s=1e-6)
     m = measure(noop, policy=Policy(warmup_s=1e-3, flush=True), backend=backend)
-    assert all(r.flush for r in sampling_runs(backend, m))
+    # a batch is never flushed: one cold call among k - 1 warm ones is neither time
+    assert all(r.flush == (m.calls_per_sample == 1) for r in sampling_runs(backend, m))
     assert (m.calls_per_sample > 1, m.flushed, m.cache) == (cache == "warm", cache == "cold", cache)
 
 
@@ -158,12 +159,13 @@ def test_stops_on_time() -> None:
 
 
 def test_does_not_start_a_round_that_would_overrun_the_time_budget() -> None:
-    # two samples of 0.3 s and 0.6 s leave 0.1 s: not enough for one more
-    policy = Policy(warmup_s=0.0, min_samples=2, max_time_s=1.0)
-    m = measure(noop, policy=policy, backend=FakeBackend(alternating(0.3, 0.6)))
+    # 10 ms warm-up calls, then samples of 0.1 s and 0.2 s: rounds of 3, 3 and 2 leave 0.08 s,
+    # which affords no sample of the 0.15 s they average
+    policy = Policy(warmup_s=0.0, min_samples=3, max_time_s=1.3, flush=False)
+    m = measure(noop, policy=policy, backend=FakeBackend(lambda i: 0.01 if i < 2 else (0.1, 0.2)[i % 2]))
     assert m.stop_reason is StopReason.TIME
-    assert m.stats.n == 2
-    assert m.wall_s - m.warmup_s == pytest.approx(0.9)
+    assert m.stats.n == 8
+    assert m.wall_s == pytest.approx(1.22)
 
 
 @pytest.mark.parametrize(("min_samples", "max_samples"), [(10, 50), (10, 10), (1, 7)])
@@ -176,22 +178,24 @@ def test_stops_on_max_samples(min_samples: int, max_samples: int) -> None:
     assert sum(r.samples for r in sampling_runs(backend, m)) == max_samples
 
 
-def test_min_samples_are_taken_even_when_they_blow_the_time_budget() -> None:
+def test_min_samples_give_way_to_the_time_budget_but_not_below_three() -> None:
     policy = Policy(min_samples=10, max_time_s=0.5)
     m = measure(noop, policy=policy, backend=FakeBackend(alternating(1.0, 2.0)))
     assert m.stop_reason is StopReason.TIME
-    assert m.stats.n == 10
-    assert m.wall_s - m.warmup_s == pytest.approx(15.0)
+    assert m.stats.n == 3
+    assert m.low_confidence
+    assert m.wall_s - m.warmup_s == pytest.approx(4.0)
 
 
 def test_max_samples_wins_over_time_when_both_apply() -> None:
-    policy = Policy(min_samples=5, max_samples=5, max_time_s=1e-3)
+    policy = Policy(min_samples=3, max_samples=3, max_time_s=1e-3)
     m = measure(noop, policy=policy, backend=FakeBackend(alternating(1e-3, 2e-3)))
     assert m.stop_reason is StopReason.MAX_SAMPLES
 
 
 def test_precision_wins_when_every_rule_applies() -> None:
-    policy = Policy(min_samples=6, max_samples=6, max_time_s=1e-3)
+    # two 1 ms warm-up calls and six samples spend the 8 ms budget exactly
+    policy = Policy(warmup_s=0.0, min_samples=6, max_samples=6, max_time_s=8e-3)
     m = measure(noop, policy=policy, backend=FakeBackend(1e-3))
     assert m.stop_reason is StopReason.PRECISION
 
@@ -202,7 +206,7 @@ def test_precision_needs_six_samples() -> None:
     m = measure(noop, policy=Policy(min_samples=1), backend=backend)
     assert m.stop_reason is StopReason.PRECISION
     assert m.stats.n == 6
-    assert [r.samples for r in sampling_runs(backend, m)] == [1, 5]
+    assert [r.samples for r in sampling_runs(backend, m)] == [3, 3]  # never fewer than 3 a measurement
 
 
 def test_a_zero_median_with_spread_never_counts_as_precise() -> None:

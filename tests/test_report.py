@@ -20,6 +20,7 @@ from pytest_roofline.report import (
     environment,
     format_device_header,
     format_table,
+    machine_cell,
     ordered,
     payload,
     result_record,
@@ -30,7 +31,7 @@ from pytest_roofline.report import (
 )
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.verdict import Result, judge
+from pytest_roofline.verdict import Result, result_of
 
 DEVICE = Device(
     key="toy",
@@ -48,8 +49,7 @@ DEVICE = Device(
 def a_result(op: str, seconds: float, *, name: str = "", flush: bool = True, **params: Any) -> Result:
     est = estimate(op, dtype="fp32", device=DEVICE, **params)
     m = measure(lambda: None, policy=Policy(flush=flush), backend=FakeBackend(seconds))
-    attained, verdict = judge(est, m, 0.5)
-    return Result(name, est, m, 0.5, attained, verdict)
+    return result_of(est, [m], 0.5, name=name)
 
 
 def records() -> list[dict[str, Any]]:
@@ -129,23 +129,35 @@ def test_rows_are_memory_then_compute_then_skipped_in_run_order() -> None:
     copy, gemm, tf32, gpu = rows
     assert copy[:4] == ["t.py::test_copy [small]", "copy n=1000", "fp32", "memory"]
     assert copy[6].endswith(" warm")  # a warm-cache time says so
-    assert copy[9] == "MISS (report)"  # recorded in report mode: it failed nothing
+    assert copy[10] == "MISS (report)"  # recorded in report mode: it failed nothing
     assert gemm == ["t.py::test_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
-                    "2000 µs ± 0.0%", "100.0%", "50%", "pass"]  # fmt: skip
+                    "2000 µs ± 0.0%", "100.0%", "50%", "", "pass"]  # fmt: skip
     assert tf32[2] == "fp32→tf32"
-    assert tf32[9] == "MISS (measure)"  # roofline.measure: never a failure
-    assert gpu == ["t.py::test_gpu", "gemm", "", "", "", "", "needs CUDA device 0", "", "", "skipped"]
+    assert tf32[10] == "MISS (measure)"  # roofline.measure: never a failure
+    assert gpu == ["t.py::test_gpu", "gemm", "", "", "", "", "needs CUDA device 0", "", "", "", "skipped"]
 
 
 def test_the_table_is_plain_text() -> None:
     lines = format_table(records())
     assert lines[0].split() == [
         "test", "op", "and", "shape", "dtype", "bound", "FLOP/B", "floor", "measured", "(±", "noise)",
-        "attained", "budget", "verdict",
+        "attained", "budget", "machine", "verdict",
     ]  # fmt: skip
     assert set(lines[1]) <= {"-", " "}
     assert len(lines) == 2 + len(records())
     assert all("\x1b" not in line for line in lines)
+
+
+def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
+    assert machine_cell({"ceiling": None, "contention": None}) == ""
+    assert machine_cell({"ceiling": {"share_of_best": 0.62}, "contention": {"level": "quiet"}}) == "62.0% of best"
+    assert machine_cell({"ceiling": {"share_of_best": 0.5}, "contention": {"level": "heavy"}}) == (
+        "50.0% of best, heavy"
+    )
+    # an inconclusive row shows the interval of attained next to it
+    record = result_record(a_result("gemm", 2e-3, M=1000, N=1000, K=1000), nodeid="t.py::t", mode="enforce")
+    record.update(attained_ci_rel=0.04)
+    assert table_rows([record])[0][7] == "100.0% ±4%"
 
 
 def test_summary_counts() -> None:

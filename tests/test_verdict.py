@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from pytest_roofline.ceilings import ProbeReference
 from pytest_roofline.devices import lookup
 from pytest_roofline.floor import estimate
 from pytest_roofline.model import Device, Estimate, Figure, Precision, Source, Unit
@@ -24,6 +25,7 @@ from pytest_roofline.verdict import (
     failure_message,
     ftl_limit,
     judge,
+    result_of,
 )
 
 
@@ -57,8 +59,7 @@ def copy(device: Device | None = None) -> Estimate:
 
 
 def result(est: Estimate, m: Measurement, min_fraction: float = 0.7, *, name: str = "") -> Result:
-    attained, verdict = judge(est, m, min_fraction)
-    return Result(name, est, m, min_fraction, attained, verdict)
+    return result_of(est, [m], min_fraction, name=name)
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -88,8 +89,7 @@ def test_a_memory_bound_miss_gives_achieved_against_peak_bandwidth() -> None:
 def test_a_named_remeasured_warm_miss_says_all_three() -> None:
     est = gemm()
     m = measurement(1130e-6, flushed=False)
-    attained, verdict = judge(est, m, 0.7)
-    r = Result("bf16 path", est, m, 0.7, attained, verdict, remeasured=True)
+    r = result_of(est, [m, measurement(2e-3)], 0.7, name="bf16 path")
     text = failure_message(r)
     assert text.startswith("gemm[M=4096 N=4096 K=4096 bf16] (bf16 path) attained 12.3%")
     assert "measured 1130 µs (median of 57, ±0.4%, best of 2 measurements, warm cache)" in text
@@ -108,7 +108,7 @@ def test_faster_than_light_says_what_must_be_wrong(peaks: Source, limit: str) ->
     text = failure_message(r)
     assert text.startswith(
         "gemm[M=4096 N=4096 K=4096 bf16] ran faster than light: attained 139.0% of speed of light "
-        f"(limit {limit}) on NVIDIA H100 80GB HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 "
+        f"(limit {limit}, ±0.4% noise) on NVIDIA H100 80GB HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 "
         "tensor; measured 100.0 µs"
     )
     assert "the op's byte or FLOP count" in text
@@ -137,24 +137,26 @@ def at(est: Estimate, attained: float) -> Measurement:
     ("attained", "verdict"),
     [
         (0.69, Verdict.MISS),
-        (0.7, Verdict.PASS),
+        (0.7, Verdict.INCONCLUSIVE),  # ±0.4% of noise straddles the budget
+        (0.71, Verdict.PASS),
         (1.0, Verdict.PASS),
-        (FTL_LIMIT_DATASHEET * 0.9999, Verdict.PASS),
-        (FTL_LIMIT_DATASHEET * 1.0001, Verdict.FASTER_THAN_LIGHT),
+        (FTL_LIMIT_DATASHEET * 0.99, Verdict.PASS),
+        (FTL_LIMIT_DATASHEET * 1.0001, Verdict.INCONCLUSIVE),  # above the limit, but within the noise
+        (FTL_LIMIT_DATASHEET * 1.01, Verdict.FASTER_THAN_LIGHT),
     ],
 )
 def test_judge_against_the_budget_and_the_speed_of_light(attained: float, verdict: Verdict) -> None:
     est = gemm()
-    got, v = judge(est, at(est, attained), 0.7)
-    assert got == pytest.approx(attained)
-    assert v is verdict
+    j = judge(est, at(est, attained), 0.7)
+    assert j.attained == pytest.approx(attained)
+    assert j.verdict is verdict
 
 
 def test_measured_ceilings_allow_more_noise() -> None:
     est = gemm(h100(peak_source=Source.MEASURED))
     assert ftl_limit(est) == FTL_LIMIT_MEASURED
-    assert judge(est, at(est, 1.08), 0.5)[1] is Verdict.PASS
-    assert judge(est, at(est, 1.12), 0.5)[1] is Verdict.FASTER_THAN_LIGHT
+    assert judge(est, at(est, 1.08), 0.5).verdict is Verdict.PASS
+    assert judge(est, at(est, 1.12), 0.5).verdict is Verdict.FASTER_THAN_LIGHT
 
 
 def test_the_limit_follows_the_figure_that_bounds_the_kernel() -> None:
@@ -164,9 +166,9 @@ def test_the_limit_follows_the_figure_that_bounds_the_kernel() -> None:
 
 
 def test_a_zero_time_is_infinitely_fast() -> None:
-    attained, verdict = judge(gemm(), dataclasses.replace(measurement(1e-3), time_s=0.0), 0.5)
-    assert math.isinf(attained)
-    assert verdict is Verdict.FASTER_THAN_LIGHT
+    j = judge(gemm(), dataclasses.replace(measurement(1e-3), time_s=0.0), 0.5)
+    assert math.isinf(j.attained)
+    assert j.verdict is Verdict.FASTER_THAN_LIGHT
 
 
 # -- decide: re-measure a miss, judge by the better ------------------------------------------------
@@ -176,7 +178,7 @@ def script(*times: float) -> tuple[list[float], object]:
     calls: list[float] = []
     pending = list(times)
 
-    def measure_once() -> Measurement:
+    def measure_once(budget_s: float) -> Measurement:
         calls.append(pending[0])
         return measurement(pending.pop(0))
 
@@ -200,7 +202,7 @@ def test_decide(
     est = gemm()
     times = [est.floor_s / a for a in attained]
     made, measure_once = script(*times)
-    r = decide(est, measure_once, 0.7, name="n", nodeid="t.py::t")  # type: ignore[arg-type]
+    r = decide(est, measure_once, 0.7, budget_s=10.0, name="n", nodeid="t.py::t")  # type: ignore[arg-type]
     assert len(made) == calls
     assert r.verdict is verdict
     assert r.remeasured is remeasured
@@ -233,3 +235,129 @@ def test_check_fraction_accepts(value: float) -> None:
 def test_check_fraction_rejects_naming_the_value(value: object) -> None:
     with pytest.raises(ValueError, match=r"^min_fraction must be a number in \(0, 1\]; got "):
         check_fraction(value)
+
+
+# -- round two: paired ceilings, inconclusive verdicts, the theoretical peak, the budget ----------
+
+
+def cpu(bandwidth: float = 20e9, fp64: float = 100e9) -> Device:
+    peaks = {
+        (Precision.FP64, Unit.VECTOR): Figure(fp64, Source.MEASURED),
+        (Precision.FP32, Unit.VECTOR): Figure(2 * fp64, Source.MEASURED),
+    }
+    return Device("cpu", "Test CPU", "cpu", peaks, Figure(bandwidth, Source.MEASURED), llc_bytes=2**25, cores=2)
+
+
+def probed(m: Measurement, resource: str, rates: tuple[float, ...], ci_rel: float = 0.0) -> Measurement:
+    from pytest_roofline.timing.engine import ProbeRun
+
+    stats = dataclasses.replace(Stats.from_samples(rates), ci_rel=ci_rel)
+    return dataclasses.replace(m, probe=ProbeRun("copy", resource, rates, stats, 0.01))
+
+
+def reference(resource: str = "bandwidth", figure: float = 20e9, rate: float = 10e9) -> ProbeReference:
+    return ProbeReference(resource, "copy", 2**26, figure, rate, best_rate=12e9)
+
+
+def test_a_paired_ceiling_scales_the_calibrated_figure_by_the_probe() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    # the probe ran at half its calibration rate: the ceiling of the window is half the figure
+    m = probed(measurement(est.floor_s * 2 / 0.8), "bandwidth", (5e9, 5e9, 5e9))
+    j = judge(est, m, 0.5, reference=reference())
+    assert j.ceiling is not None
+    assert j.ceiling.speed == pytest.approx(0.5)
+    assert j.ceiling.value == pytest.approx(10e9)
+    assert j.ceiling.share_of_best == pytest.approx(5 / 12)
+    assert j.floor_s == pytest.approx(est.floor_s * 2)
+    assert j.attained == pytest.approx(0.8)
+    assert j.verdict is Verdict.PASS
+    r = result_of(est, [m], 0.9, reference=reference())
+    text = failure_message(r)
+    assert "memory-bound at 10.0 GB/s measured beside the kernel (machine at 41.7% of its best;" in text
+    assert "calibrated 20.0 GB/s" in text
+
+
+def test_a_probe_of_another_resource_is_not_paired() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    m = probed(measurement(est.floor_s), "fp64", (1e9,))
+    assert judge(est, m, 0.5, reference=reference()).ceiling is None
+
+
+def test_the_probe_noise_widens_the_interval_of_attained() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    m = probed(measurement(est.floor_s / 0.52, ci_rel=0.03), "bandwidth", (10e9,) * 3, ci_rel=0.04)
+    j = judge(est, m, 0.5, reference=reference())
+    assert j.ci_rel == pytest.approx(0.05)
+    assert j.verdict is Verdict.INCONCLUSIVE
+    assert "straddles the budget" in j.reason
+
+
+def test_faster_than_light_needs_more_than_the_ceilings_noise() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    noisy = probed(measurement(est.floor_s / 1.15), "bandwidth", (10e9,) * 3, ci_rel=0.10)
+    assert judge(est, noisy, 0.5, reference=reference()).verdict is Verdict.INCONCLUSIVE
+    quiet = probed(measurement(est.floor_s / 1.15), "bandwidth", (10e9,) * 3, ci_rel=0.01)
+    assert judge(est, quiet, 0.5, reference=reference()).verdict is Verdict.FASTER_THAN_LIGHT
+
+
+class FakePeak:
+    def flops(self, precision: Precision) -> float:
+        return 150e9 if precision is Precision.FP64 else 300e9
+
+    def describe(self) -> str:
+        return "2 cores x 3 GHz x 16 (AVX2+FMA)"
+
+
+def test_a_rate_above_the_theoretical_peak_is_a_counting_bug_whatever_the_noise() -> None:
+    est = estimate("gemm", M=512, N=512, K=512, dtype="fp64", device=cpu(fp64=100e9))
+    m = measurement(est.flops / 200e9, ci_rel=0.5)  # 200 GFLOP/s against a 150 GFLOP/s hard limit
+    j = judge(est, m, 0.5, peak=FakePeak())  # type: ignore[arg-type]
+    assert j.verdict is Verdict.FASTER_THAN_LIGHT
+    assert "200 GFLOP/s is above this CPU's theoretical peak of 150 GFLOP/s fp64" in j.reason
+    assert "a counting bug" in j.reason
+
+
+def heavy(m: Measurement) -> Measurement:
+    from pytest_roofline.contention import Contention
+
+    return dataclasses.replace(
+        m, contention=Contention(samples=10, preempted=9, steal_fraction=0.2, load_avg=6.0, cores=2, cpu_per_wall=0.4)
+    )
+
+
+def test_heavy_contention_makes_a_miss_inconclusive_but_not_a_pass() -> None:
+    est = gemm()
+    miss = judge(est, heavy(at(est, 0.3)), 0.7)
+    assert miss.verdict is Verdict.INCONCLUSIVE
+    assert "heavy contention" in miss.reason
+    assert judge(est, heavy(at(est, 0.9)), 0.7).verdict is Verdict.PASS
+    r = result_of(est, [heavy(at(est, 0.3))], 0.7)
+    assert "The OS reported heavy contention" in failure_message(r)
+    assert "--roofline-inconclusive" in failure_message(r)
+
+
+def test_decide_pays_the_remeasure_from_the_budget() -> None:
+    est = gemm()
+    budgets: list[float] = []
+
+    def measure_once(budget_s: float) -> Measurement:
+        budgets.append(budget_s)
+        return dataclasses.replace(at(est, 0.3), wall_s=0.4)
+
+    r = decide(est, measure_once, 0.7, budget_s=1.0)
+    assert budgets == [1.0, pytest.approx(0.6)]
+    assert r.measurements == 2
+    assert r.wall_s == pytest.approx(0.8)
+
+
+def test_decide_does_not_remeasure_without_budget_or_in_report_mode() -> None:
+    est = gemm()
+    calls: list[float] = []
+
+    def spent(budget_s: float) -> Measurement:
+        calls.append(budget_s)
+        return dataclasses.replace(at(est, 0.3), wall_s=1.5)
+
+    assert decide(est, spent, 0.7, budget_s=1.0).measurements == 1
+    assert decide(est, spent, 0.7, budget_s=10.0, remeasure=False).measurements == 1
+    assert len(calls) == 2

@@ -18,6 +18,9 @@ STATS: tuple[Stat, ...] = ("median", "min", "mean")
 
 Kernel = Callable[..., object]
 
+#: a measurement never judges on fewer samples, whatever its time budget
+MIN_SAMPLES_FLOOR = 3
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -26,17 +29,23 @@ class Policy:
     #: warm-up runs until at least this much wall time *and* ``warmup_calls`` calls have passed
     warmup_s: float = 0.025
     warmup_calls: int = 2
-    #: never judge on fewer samples than this
+    #: take at least this many samples when the time budget affords them; a slow kernel gets as
+    #: many as ``max_time_s`` allows, never fewer than :data:`MIN_SAMPLES_FLOOR` (low confidence)
     min_samples: int = 10
     #: hard cap on the number of samples
     max_samples: int = 10_000
-    #: wall-time budget for one measurement (warm-up and flushes included), in seconds; the first
-    #: ``min_samples`` are always taken, so a slow kernel may overrun it
+    #: wall-time budget for one measurement (warm-up, flushes and probes included), in seconds;
+    #: overrun by at most the calls of :data:`MIN_SAMPLES_FLOOR` samples and one warm-up call
     max_time_s: float = 1.0
     #: stop once the 95% confidence half-width of the median is within this fraction of it
     target_rel_ci: float = 0.01
-    #: flush the cache before every sample, outside the timed window
+    #: flush the cache before every unbatched sample, outside the timed window (a batched
+    #: sample of k > 1 calls is never flushed: it is a warm-cache time)
     flush: bool = True
+    #: why ``flush`` is off, when it is (shown with the result: "working set 3x the LLC")
+    flush_note: str = ""
+    #: with a probe, time it at least this often while sampling (seconds), and once before and after
+    probe_interval_s: float = 0.1
     #: batch k calls per sample when one call is shorter than ``batch_factor`` x timer resolution
     batch_factor: float = 100.0
     #: the statistic a verdict uses
@@ -52,6 +61,7 @@ class Policy:
         check_positive("max_time_s", self.max_time_s)
         check_positive("target_rel_ci", self.target_rel_ci)
         check_positive("batch_factor", self.batch_factor)
+        check_positive("probe_interval_s", self.probe_interval_s)
         if self.stat not in STATS:
             raise ValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
 
@@ -78,6 +88,25 @@ def check_window_counts(calls: int, samples: int) -> None:
     """What every backend's ``run`` checks first: at least one call in at least one window."""
     if calls < 1 or samples < 1:
         raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A reference kernel timed beside the kernel under test, so both see the same load.
+
+    Its rate (``work`` per second) tracks how fast the machine runs *now*: the verdict scales the
+    calibrated ceiling by it (:mod:`pytest_roofline.ceilings`). ``resource`` names what it
+    measures: ``"bandwidth"`` (bytes per call) or a precision's compute (``"fp64"``, FLOPs).
+    """
+
+    name: str
+    resource: str
+    #: bytes or FLOPs one call of ``fn`` does
+    work: float
+    fn: Kernel
+
+    def __post_init__(self) -> None:
+        check_positive("work", self.work)
 
 
 class Backend(Protocol):

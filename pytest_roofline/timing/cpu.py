@@ -57,7 +57,9 @@ class CpuBackend:
     Every input that touches the machine is injectable for tests: ``clock_ns`` (default
     ``time.perf_counter_ns``), ``llc_bytes`` (default :func:`last_level_cache_bytes`, called on
     the first flush), ``resolution_s`` (default: measured, see :attr:`resolution_s`) and
-    ``device_name`` (default: the CPU model the OS reports).
+    ``device_name`` (default: the CPU model the OS reports) and ``switches`` (default: this
+    thread's involuntary context switches, read around every window so that a window during which
+    the OS preempted the thread is known: :attr:`last_preempted`).
     """
 
     name = "cpu"
@@ -69,9 +71,17 @@ class CpuBackend:
         llc_bytes: Callable[[], int] = last_level_cache_bytes,
         resolution_s: float | None = None,
         device_name: str | None = None,
+        switches: Callable[[], int] | None = None,
     ) -> None:
         self._clock_ns = clock_ns
         self._llc_bytes = llc_bytes
+        if switches is None:
+            from pytest_roofline.contention import involuntary_switches
+
+            switches = involuntary_switches
+        self._switches = switches
+        #: per window of the last :meth:`run`: whether this thread was preempted during it
+        self.last_preempted: list[bool] = []
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
         self.resolution_s = _measure_resolution_s(clock_ns) if resolution_s is None else resolution_s
         self.device_name = cpu_model_name() if device_name is None else device_name
@@ -101,16 +111,20 @@ class CpuBackend:
     ) -> list[float]:
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         check_window_counts(calls, samples)
-        clock_ns = self._clock_ns
+        clock_ns, switches = self._clock_ns, self._switches
         windows: list[float] = []
+        preempted: list[bool] = []
+        self.last_preempted = preempted
         for _ in range(samples):
             if flush:
                 self.flush()
             with _gc_paused():
+                before = switches()
                 start = clock_ns()
                 for _ in range(calls):
                     fn(*args)
                 stop = clock_ns()
+                preempted.append(switches() != before)
             windows.append((stop - start) / 1e9)
         return windows
 

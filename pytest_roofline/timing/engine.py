@@ -1,4 +1,4 @@
-"""The backend-neutral measurement loop: warm-up, batching, sampling rounds, stopping.
+"""The backend-neutral measurement loop: warm-up, batching, sampling rounds, probes, stopping.
 
 :func:`measure` checks its arguments, then runs three phases against a :class:`Backend`:
 
@@ -6,31 +6,45 @@
    so it does not overshoot the warm-up time, until at least ``policy.warmup_s`` of wall time
    *and* ``policy.warmup_calls`` calls have passed, and always at least two rounds. The per-call
    estimate comes from the largest round after the first, never from the first call, which may
-   pay for compilation, page faults or lazy loading.
+   pay for compilation, page faults or lazy loading (a JIT kernel's 1 s first call must not hide
+   its 1 µs calls), so even a slow kernel warms up in two calls.
 2. **Batching**: when that estimate is below ``policy.batch_factor`` x ``backend.resolution_s``,
    each sample times ``k = ceil(batch_factor x resolution / per_call)`` calls (at most
-   :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``.
-3. **Sampling** in rounds, the first of ``policy.min_samples`` samples, each later one sized from
+   :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``. A batched sample is
+   never flushed: one cold call spread over k - 1 warm ones is neither a cold nor a warm time, so
+   batched samples are warm-cache times, and labelled so.
+3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
+   cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round the
    stopping rules are checked in this order: the 95% interval of the median within
    ``policy.target_rel_ci`` of it, over at least 6 samples (:attr:`StopReason.PRECISION`);
    ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
-   for the whole measurement (warm-up and flushes included) spent, or too little of it left for another sample
-   (:attr:`StopReason.TIME`). The first round is always taken in full, whatever it costs.
+   for the whole measurement (warm-up, flushes and probes included) spent, or too little of it
+   left for another sample (:attr:`StopReason.TIME`).
+
+With a :class:`~.base.Probe`, a reference kernel is timed before the first round, after every round
+that ends at least ``policy.probe_interval_s`` after the last probe (rounds are cut to that length),
+and after the last round, so kernel and probe see the same load; its rates travel with the
+measurement. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
+kept too, and a sample whose window the backend saw preempted (``last_preempted``) is left out of
+the statistics while enough clean samples remain.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pytest_roofline.stats import Stats
-from pytest_roofline.timing.base import Backend, Kernel, Policy, Stat
+from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe, Stat
 from pytest_roofline.units import seconds
+
+if TYPE_CHECKING:
+    from pytest_roofline.contention import Contention, Snapshot
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
@@ -54,6 +68,23 @@ class StopReason(str, Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeRun:
+    """A probe's rates over one measurement (work per second, in the order taken)."""
+
+    name: str
+    resource: str
+    rates: tuple[float, ...]
+    #: the rates the statistics use (those whose window was not preempted, while enough remain)
+    stats: Stats
+    #: wall time the probe cost, inside the measurement's budget
+    wall_s: float
+
+    def value(self, stat: Stat) -> float:
+        """The rate matching the kernel's statistic: the best rate goes with the kernel's best time."""
+        return self.stats.max if stat == "min" else self.stats.value(stat)
+
+
+@dataclass(frozen=True, slots=True)
 class Measurement:
     """The result of :func:`measure`, raw samples included."""
 
@@ -61,27 +92,40 @@ class Measurement:
     samples_s: tuple[float, ...]
     #: back-to-back calls timed in one window (k)
     calls_per_sample: int
+    #: statistics of the trusted samples (preempted ones are left out while enough others remain)
     stats: Stats
     #: the statistic the verdict uses, and its value in seconds per call
     stat: Stat
     time_s: float
-    #: wall time the whole measurement cost: warm-up, flushes and bookkeeping included
+    #: wall time the whole measurement cost: warm-up, flushes, probes and bookkeeping included
     wall_s: float
     warmup_calls: int
     #: wall time of the warm-up phase
     warmup_s: float
     backend: str
     device: str
-    #: whether every timed call started from a flushed cache; False means a warm-cache time (flush
-    #: off, or calls batched k > 1 per sample, where only the first call of a batch is cold)
+    #: whether every timed call started from a flushed cache; False means a warm-cache time
     flushed: bool
     stop_reason: StopReason
     policy: Policy
+    #: why the cache was (or was not) flushed, for the report
+    cache_note: str = ""
+    #: the reference probe timed beside the kernel, when one was given
+    probe: ProbeRun | None = None
+    #: what the OS said about contention over the sampling phase, when it was asked
+    contention: Contention | None = None
+    #: samples left out of the statistics because their window was preempted
+    excluded: int = 0
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
         """``"cold"`` when every timed call started from a flushed cache, ``"warm"`` otherwise."""
         return "cold" if self.flushed else "warm"
+
+    @property
+    def low_confidence(self) -> bool:
+        """Fewer samples than the policy's minimum: the time budget could not afford them."""
+        return self.stats.n < self.policy.min_samples and self.stop_reason is StopReason.TIME
 
     def __str__(self) -> str:
         return (
@@ -92,10 +136,17 @@ class Measurement:
 
 
 def measure(
-    fn: Kernel, *args: object, policy: Policy = DEFAULT_POLICY, backend: Backend | None = None
+    fn: Kernel,
+    *args: object,
+    policy: Policy = DEFAULT_POLICY,
+    backend: Backend | None = None,
+    probe: Probe | None = None,
+    snapshot: Callable[[], Snapshot] | None = None,
 ) -> Measurement:
     """Time ``fn(*args)`` under ``policy``; ``backend=None`` means the process's :class:`CpuBackend`.
 
+    ``probe``: a reference kernel timed beside this one (see the module docstring). ``snapshot``:
+    reads the OS's contention counters (:func:`pytest_roofline.contention.take_snapshot`).
     Exceptions raised by ``fn`` propagate unchanged.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
@@ -103,6 +154,8 @@ def measure(
         raise TypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a Policy; got {policy!r} ({type(policy).__name__})")
+    if probe is not None and not isinstance(probe, Probe):
+        raise TypeError(f"probe must be a Probe; got {probe!r} ({type(probe).__name__})")
     if backend is None:
         backend = _default_backend()
     else:
@@ -112,7 +165,17 @@ def measure(
     warmup_calls, per_call_s = _warm_up(backend, fn, args, policy)
     warmup_s = backend.clock() - start
     k = _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
-    samples, stats, reason = _sample(backend, fn, args, policy, k, budget_start=start)
+    flush = policy.flush and k == 1
+    sampler = _Sampler(backend, fn, args, policy, k, flush, probe, budget_start=start)
+    before = snapshot() if snapshot is not None else None
+    samples, stats, reason = sampler.run(per_call_s)
+    contention = None
+    if snapshot is not None and before is not None:
+        from pytest_roofline.contention import between
+
+        contention = between(
+            before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=_cores()
+        )
     return Measurement(
         samples_s=tuple(samples),
         calls_per_sample=k,
@@ -124,11 +187,29 @@ def measure(
         warmup_s=warmup_s,
         backend=backend.name,
         device=backend.device_name,
-        # a batch of k calls is flushed once, before its first call: the other k - 1 run warm
-        flushed=policy.flush and k == 1,
+        flushed=flush,
         stop_reason=reason,
         policy=policy,
+        cache_note=_cache_note(policy, k),
+        probe=sampler.probe_run(),
+        contention=contention,
+        excluded=len(samples) - stats.n,
     )
+
+
+def _cache_note(policy: Policy, k: int) -> str:
+    if k > 1:
+        return f"warm: {k} calls per sample (a batch is never flushed)"
+    if policy.flush:
+        return "cold: cache flushed before every call"
+    return f"warm: {policy.flush_note or 'flush off'}"
+
+
+def _cores() -> int:
+    import os
+
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @functools.cache
@@ -152,12 +233,15 @@ def _check_backend(backend: object) -> None:
 
 def _run(
     backend: Backend, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
-) -> list[float]:
+) -> tuple[list[float], list[bool]]:
+    """The backend's windows, and which of them it saw preempted (none, if it cannot tell)."""
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     windows = backend.run(fn, args, calls=calls, samples=samples, flush=flush)
     if len(windows) != samples:
         raise RuntimeError(f"backend {backend.name!r} returned {len(windows)} windows for {samples} samples")
-    return windows
+    preempted = getattr(backend, "last_preempted", None)
+    flags = list(preempted) if preempted is not None and len(preempted) == samples else [False] * samples
+    return windows, flags
 
 
 def _warm_up(backend: Backend, fn: Kernel, args: Sequence[object], policy: Policy) -> tuple[int, float]:
@@ -169,7 +253,7 @@ def _warm_up(backend: Backend, fn: Kernel, args: Sequence[object], policy: Polic
     largest = 0  # calls in the largest round after the first
     per_call_s = 0.0
     while True:
-        (window,) = _run(backend, fn, args, calls=size, samples=1, flush=False)
+        (window,), _ = _run(backend, fn, args, calls=size, samples=1, flush=False)
         calls += size
         rounds += 1
         if rounds > 1 and size >= largest:
@@ -199,27 +283,111 @@ def _ceil(x: float) -> int:
     return math.ceil(x - 1e-9)
 
 
-def _sample(
-    backend: Backend, fn: Kernel, args: Sequence[object], policy: Policy, k: int, *, budget_start: float
-) -> tuple[list[float], Stats, StopReason]:
-    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    start = backend.clock()
-    samples: list[float] = []
-    size = policy.min_samples
-    while True:
-        windows = _run(backend, fn, args, calls=k, samples=size, flush=policy.flush)
-        samples.extend(w / k for w in windows)
-        stats = Stats.from_samples(samples)
-        if len(samples) >= _MIN_PRECISION_SAMPLES and stats.ci_rel <= policy.target_rel_ci:
-            return samples, stats, StopReason.PRECISION
-        if len(samples) >= policy.max_samples:
-            return samples, stats, StopReason.MAX_SAMPLES
-        now = backend.clock()
-        # the budget counts from the start of the measurement, warm-up included, so that
-        # --roofline-max-time bounds what a measurement costs; samples are priced on their own
-        size = _next_round(len(samples), stats.ci_rel, now - start, now - budget_start, policy)
-        if size == 0:
-            return samples, stats, StopReason.TIME
+class _Sampler:
+    """The sampling phase: rounds of samples, the probes between them, the stopping rules."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        fn: Kernel,
+        args: Sequence[object],
+        policy: Policy,
+        k: int,
+        flush: bool,
+        probe: Probe | None,
+        *,
+        budget_start: float,
+    ) -> None:
+        self.backend, self.fn, self.args, self.policy = backend, fn, args, policy
+        self.k, self.flush, self.probe = k, flush, probe
+        self.budget_start = budget_start
+        self.preempted = 0
+        self._clean: list[float] = []
+        self._probe_rates: list[float] = []
+        self._probe_clean: list[float] = []
+        self._probe_wall = 0.0
+        self._last_probe = -math.inf
+
+    def run(self, per_call_s: float) -> tuple[list[float], Stats, StopReason]:
+        __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+        backend, policy = self.backend, self.policy
+        self._time_probe()
+        start = backend.clock()
+        samples: list[float] = []
+        # the first round: min_samples, or what the budget affords (never below the floor)
+        guess_s = max(per_call_s * self.k, 1e-12)
+        left = policy.max_time_s - (start - self.budget_start)
+        size = max(MIN_SAMPLES_FLOOR, min(policy.min_samples, math.floor(left / guess_s + 1e-9)))
+        size = min(size, policy.max_samples)
+        while True:
+            size = self._cut_for_probe(size, (backend.clock() - start) / len(samples) if samples else guess_s)
+            windows, flags = _run(backend, self.fn, self.args, calls=self.k, samples=size, flush=self.flush)
+            for window, preempted in zip(windows, flags, strict=True):
+                samples.append(window / self.k)
+                self.preempted += preempted
+                if not preempted:
+                    self._clean.append(window / self.k)
+            stats = Stats.from_samples(_trusted(samples, self._clean))
+            reason = self._stop(len(samples), stats)
+            if reason is None and backend.clock() - self._last_probe >= policy.probe_interval_s:
+                self._time_probe()
+            if reason is None:
+                now = backend.clock()
+                # the budget counts from the start of the measurement, warm-up included, so that
+                # --roofline-max-time bounds what a measurement costs; samples are priced on their own
+                size = _next_round(len(samples), stats.ci_rel, now - start, now - self.budget_start, policy)
+                if len(samples) < MIN_SAMPLES_FLOOR:  # never judge on fewer, whatever the budget
+                    size = max(size, MIN_SAMPLES_FLOOR - len(samples))
+                if size == 0:
+                    reason = StopReason.TIME
+            if reason is not None:
+                self._time_probe()
+                return samples, stats, reason
+
+    def _stop(self, n: int, stats: Stats) -> StopReason | None:
+        if stats.n >= _MIN_PRECISION_SAMPLES and stats.ci_rel <= self.policy.target_rel_ci:
+            return StopReason.PRECISION
+        if n >= self.policy.max_samples:
+            return StopReason.MAX_SAMPLES
+        return None
+
+    def _cut_for_probe(self, size: int, per_sample_s: float) -> int:
+        """With a probe, a round lasts about one probe interval, so probes spread through the window."""
+        if self.probe is None or per_sample_s <= 0:
+            return size
+        return max(1, min(size, math.floor(self.policy.probe_interval_s / per_sample_s)))
+
+    def _time_probe(self) -> None:
+        probe = self.probe
+        if probe is None:
+            return
+        t0 = self.backend.clock()
+        (window,), (preempted,) = _run(self.backend, probe.fn, (), calls=1, samples=1, flush=False)
+        rate = probe.work / max(window, 1e-12)
+        self._probe_rates.append(rate)
+        if not preempted:
+            self._probe_clean.append(rate)
+        self._last_probe = self.backend.clock()
+        self._probe_wall += self._last_probe - t0
+
+    def probe_run(self) -> ProbeRun | None:
+        if self.probe is None or not self._probe_rates:
+            return None
+        rates = _trusted(self._probe_rates, self._probe_clean, floor=2)
+        return ProbeRun(
+            name=self.probe.name,
+            resource=self.probe.resource,
+            rates=tuple(self._probe_rates),
+            stats=Stats.from_samples(rates),
+            wall_s=self._probe_wall,
+        )
+
+
+def _trusted(samples: list[float], clean: list[float], *, floor: int = _MIN_PRECISION_SAMPLES) -> list[float]:
+    """The unpreempted samples while there are enough of them (at least half, and ``floor``), else all."""
+    if len(clean) == len(samples) or len(clean) < max(floor, len(samples) / 2):
+        return samples
+    return clean
 
 
 def _next_round(n: int, ci_rel: float, elapsed_s: float, spent_s: float, policy: Policy) -> int:
