@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import platform
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -412,8 +415,8 @@ def fresh() -> Iterator[None]:
 def fake_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh: None) -> Path:
     """A Linux machine under ``tmp_path``: AMD's /proc/cpuinfo, two CPUs, no cpufreq, no lscpu."""
     (tmp_path / "cpuinfo").write_text(AMD)
-    monkeypatch.setattr(cpupeak.sys, "platform", "linux")
-    monkeypatch.setattr(cpupeak.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(cpupeak, "_PROC_CPUINFO", tmp_path / "cpuinfo")
     monkeypatch.setattr(cpupeak, "_SYS_CPU", tmp_path / "sys")
     monkeypatch.setattr(cpupeak, "_SVE_DEFAULT", tmp_path / "sve_default_vector_length")
@@ -476,7 +479,7 @@ def test_system_peak_on_arm_reads_the_sve_vector_length(
     write(fake_system / "cpuinfo", arm("0x999", implementer="0xc0"))
     write(fake_system / "sve_default_vector_length", "64")
     write(fake_system / "sys/cpu0/cpufreq/cpuinfo_max_freq", "garbage")
-    monkeypatch.setattr(cpupeak.platform, "machine", lambda: "aarch64")
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     monkeypatch.setattr(cpupeak, "_lscpu", lambda: GRAVITON3_LSCPU)
     peak = cpupeak.cpu_peak()
     assert peak is not None
@@ -495,18 +498,18 @@ def test_system_peak_without_cpuinfo(fake_system: Path) -> None:
 def test_system_peak_elsewhere_is_unknown(
     monkeypatch: pytest.MonkeyPatch, fresh: None, platform_name: str
 ) -> None:
-    monkeypatch.setattr(cpupeak.sys, "platform", platform_name)
+    monkeypatch.setattr(sys, "platform", platform_name)
     assert cpupeak.system_peak() == f"not derived on {platform_name} (Linux only)"
     assert cpupeak.cpu_peak() is None
 
 
 def test_cpus_are_the_affinity_set_or_the_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cpupeak.os, "sched_getaffinity", lambda pid: {3, 1}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 1}, raising=False)
     assert cpupeak._cpus() == [1, 3]
-    monkeypatch.delattr(cpupeak.os, "sched_getaffinity")
-    monkeypatch.setattr(cpupeak.os, "cpu_count", lambda: 3)
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
     assert cpupeak._cpus() == [0, 1, 2]
-    monkeypatch.setattr(cpupeak.os, "cpu_count", lambda: None)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert cpupeak._cpus() == [0]
 
 
@@ -530,7 +533,7 @@ def test_lscpu_runs_in_the_c_locale_and_failures_are_none(
             raise outcome
         return outcome
 
-    monkeypatch.setattr(cpupeak.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)
     assert cpupeak._lscpu() == expected
     assert seen["argv"] == ["lscpu"]
     assert seen["env"]["LC_ALL"] == "C"
