@@ -729,10 +729,13 @@ def _cupy_version() -> str:
 # -- reporting ---------------------------------------------------------------------------------
 
 
-def format_calibration(cal: Calibration) -> str:
+def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = None) -> str:
     """A few lines for ``roofline calibrate``: the device, its ceilings, the cache and the time taken.
 
     Precisions whose peaks are the same figure share a line (the CPU's narrow formats take fp32's).
+    A CPU also gets its ``theoretical`` peak, the hard limit of its ceilings: a :class:`CpuPeak`,
+    or the reason it is unknown; None (the default) reads this machine's
+    (:func:`cpupeak.system_peak`).
     """
     device = cal.device
     facts: list[str] = [device.kind]
@@ -751,11 +754,23 @@ def format_calibration(cal: Calibration) -> str:
     for (figure, unit, integer), precisions in groups.items():
         rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
         rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))
+    if device.kind == "cpu":
+        rows.append(("theoretical", _theoretical(theoretical)))
     rows.append(("cache", "not written (see the warning)" if cal.cache_path is None else str(cal.cache_path)))
     how = "read from the cache" if cal.from_cache else "calibrated"
     rows.append(("", f"{how} in {_duration(cal.seconds)}"))
     width = max(len(label) for label, _ in rows if len(label) <= 16)  # a long group just sticks out
     return "\n".join(f"{label:<{width}}  {text}" for label, text in rows)
+
+
+def _theoretical(peak: CpuPeak | str | None) -> str:
+    if peak is None:
+        from . import cpupeak
+
+        peak = cpupeak.system_peak()
+    if isinstance(peak, str):
+        return f"unknown ({peak})"
+    return f"{peak.rates()}  ({peak.formula()})"
 
 
 def _source(figure: Figure) -> str:

@@ -177,7 +177,17 @@ def _devices(args: argparse.Namespace) -> str:
         else f"; {auto}, a device the table does not know (derived from its properties)"
     )
     legend = "Peaks in TFLOP/s, dense; TC = tensor cores; ᵈ = derived; - = none."
-    return "\n".join([tabulate(rows, headers=headers, disable_numparse=True), marked + ".", legend])
+    table_text = tabulate(rows, headers=headers, disable_numparse=True)
+    return "\n".join([table_text, marked + ".", _cpu_line(), legend])
+
+
+def _cpu_line() -> str:
+    """What bounds the measured cpu row: its theoretical peak, or why that is unknown."""
+    from . import cpupeak
+
+    peak = cpupeak.system_peak()
+    limit = f"theoretical peak unknown ({peak})" if isinstance(peak, str) else peak.describe()
+    return f"cpu: measured by `roofline calibrate`; {limit}."
 
 
 def _visible_key(spec: str) -> str | None:

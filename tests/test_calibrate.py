@@ -32,6 +32,7 @@ from pytest_roofline.calibrate import (
     format_calibration,
     measure_cpu,
 )
+from pytest_roofline.cpupeak import CpuPeak
 from pytest_roofline.devices import lookup
 from pytest_roofline.model import Device, Figure, Precision, Source, Unit
 from pytest_roofline.timing import cuda
@@ -601,23 +602,43 @@ def test_calibrate_cuda_keys_on_cupy_tf32(cache: Path, h100: Device, monkeypatch
 # -- format_calibration ------------------------------------------------------------------------
 
 
+PEAK = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)
+
+
 def test_format_calibration_of_a_fresh_cpu_calibration(cache: Path, fake: FakeMeasure) -> None:
     cal = calibrate_cpu(measure=fake)
-    lines = format_calibration(cal).splitlines()
-    assert (
-        lines[0] == f"device     {cpu_model_name()} [cpu, {os.cpu_count()} cores, {_llc()} last-level cache]"
-    )
-    assert lines[1] == "bandwidth  20.0 GB/s  (measured: copy; fake)"
-    assert lines[2] == "fp64       100.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
-    assert lines[3] == "fp32       200.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
+    lines = format_calibration(cal, theoretical=PEAK).splitlines()
+    facts = f"cpu, {os.cpu_count()} cores, {_llc()} last-level cache"
+    assert lines[0] == f"device       {cpu_model_name()} [{facts}]"
+    assert lines[1] == "bandwidth    20.0 GB/s  (measured: copy; fake)"
+    assert lines[2] == "fp64         100.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
+    assert lines[3] == "fp32         200.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
     # the narrow formats share fp32's figure, and one line; int8 counts operations
     assert lines[4].startswith(
         "tf32, fp16, bf16, fp8_e4m3  200.0 GFLOP/s vector  (derived: fp32's matmul figure"
     )
-    assert lines[5].startswith("int8       200.0 GOPS vector  (derived: fp32's matmul figure")
-    assert lines[6] == f"cache      {cal.cache_path}"
-    assert lines[7].startswith("           calibrated in ")
-    assert len(lines) == 8
+    assert lines[5].startswith("int8         200.0 GOPS vector  (derived: fp32's matmul figure")
+    # the hard limit of the figures above: the CPU's theoretical peak
+    assert lines[6] == (
+        "theoretical  128 GFLOP/s fp64, 256 GFLOP/s fp32  "
+        "(2 cores × 4.00 GHz (cpufreq max) × 16 fp64 FLOP/cycle (AVX2+FMA))"
+    )
+    assert lines[7] == f"cache        {cal.cache_path}"
+    assert lines[8].startswith("             calibrated in ")
+    assert len(lines) == 9
+
+
+def test_format_calibration_of_a_cpu_whose_peak_is_unknown(cache: Path, fake: FakeMeasure) -> None:
+    text = format_calibration(calibrate_cpu(measure=fake), theoretical="no clock: nothing says")
+    assert "\ntheoretical  unknown (no clock: nothing says)\n" in text
+
+
+def test_format_calibration_reads_this_machines_peak_by_default(
+    cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cpupeak, "system_peak", lambda: PEAK)
+    text = format_calibration(calibrate_cpu(measure=fake))
+    assert "\ntheoretical  128 GFLOP/s fp64, 256 GFLOP/s fp32  (2 cores × 4.00 GHz" in text
 
 
 def _llc() -> str:
@@ -636,6 +657,7 @@ def test_format_calibration_from_the_cache(cache: Path, fake: FakeMeasure) -> No
 def test_format_calibration_of_a_gpu(cache: Path, h100: Device) -> None:
     text = format_calibration(calibrate_cuda(measure=FakeCudaMeasure()))
     assert "device      NVIDIA H100 80GB HBM3 [cuda, 132 SMs, 50 MiB last-level cache]" in text
+    assert "theoretical" not in text  # a CPU's bound; a GPU's datasheet is its own
     assert "bandwidth   3,000.0 GB/s  (measured: cupy.copyto)" in text
     assert "fp32        50.0 TFLOP/s vector  (measured: cupy.matmul fp32)" in text
     assert "fp16        700.0 TFLOP/s tensor  (measured: cupy.matmul fp16)" in text

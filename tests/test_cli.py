@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline import cli
+from pytest_roofline import cli, cpupeak
+from pytest_roofline.cpupeak import CpuPeak
 from pytest_roofline.devices import table
 from pytest_roofline.model import Device, Figure, Precision, Source, Unit
 from pytest_roofline.ops import all_ops, op_names
 
 ROOT = Path(__file__).resolve().parents[1]
+PEAK = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)
 GEMM = ["floor", "gemm", "M=4096", "N=4096", "K=4096", "dtype=bf16", "--device", "h100-sxm"]
 
 
@@ -219,6 +221,7 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
     monkeypatch.setattr(detect, "auto_spec", lambda: auto)
     monkeypatch.setattr(detect, "parse_target", lambda spec: detect.Target(spec, "cuda", 0, True))
     monkeypatch.setattr(cuda, "cuda_device", cuda_device)
+    monkeypatch.setattr(cpupeak, "system_peak", lambda: PEAK)
     code, out, err = run(capsys, "devices")
     assert (code, err) == (0, "")
     rows = {line.split()[1 if line.startswith("*") else 0]: line for line in out.splitlines() if line.strip()}
@@ -234,6 +237,41 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
     assert re.search(r"\s-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8 tensor peak
     assert footer in out
     assert out.rstrip().endswith("ᵈ = derived; - = none.")  # the legend of the columns
+    assert (
+        "\ncpu: measured by `roofline calibrate`; theoretical peak 2 cores × 4.00 GHz (cpufreq max) × "
+        "16 fp64 FLOP/cycle (AVX2+FMA) = 128 GFLOP/s fp64, 256 GFLOP/s fp32.\n"
+    ) in out
+
+
+def test_devices_says_when_the_cpus_theoretical_peak_is_unknown(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_roofline import detect
+
+    monkeypatch.setattr(detect, "auto_spec", lambda: "cpu")
+    monkeypatch.setattr(cpupeak, "system_peak", lambda: "not derived on darwin (Linux only)")
+    code, out, err = run(capsys, "devices")
+    assert (code, err) == (0, "")
+    assert (
+        "\ncpu: measured by `roofline calibrate`; theoretical peak unknown (not derived on darwin "
+        "(Linux only)).\n"
+    ) in out
+
+
+def test_calibrate_shows_the_cpus_theoretical_peak(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fake_cpu: Device
+) -> None:
+    from pytest_roofline import calibrate
+
+    cal = calibrate.Calibration(fake_cpu, None, True, 0.01)
+    monkeypatch.setattr(calibrate, "calibrate_cpu", lambda force: cal)
+    monkeypatch.setattr(cpupeak, "system_peak", lambda: PEAK)
+    code, out, err = run(capsys, "calibrate")
+    assert (code, err) == (0, "")
+    assert (
+        "\ntheoretical  128 GFLOP/s fp64, 256 GFLOP/s fp32  (2 cores × 4.00 GHz (cpufreq max) × "
+        "16 fp64 FLOP/cycle (AVX2+FMA))\n"
+    ) in out
 
 
 # -- bad input: one line on stderr, exit 2, no traceback ---------------------------------------
