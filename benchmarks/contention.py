@@ -64,7 +64,8 @@ def kernels() -> list[Kernel]:
         ("matmul 512³ f32 (BLAS threads)", "gemm",
          {"M": m, "N": m, "K": m, "dtype": "fp32"}, lambda: np.matmul(xs, ys, out=zs)),
         ("matmul 256×64³ f64 (small: 1 thread)", "gemm",
-         {"M": small, "N": small, "K": small, "batch": 256, "dtype": "fp64"}, lambda: np.matmul(bx, by, out=bz)),
+         {"M": small, "N": small, "K": small, "batch": 256, "dtype": "fp64"},
+         lambda: np.matmul(bx, by, out=bz)),
     ]  # fmt: skip
 
 

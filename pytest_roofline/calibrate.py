@@ -64,7 +64,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .ceilings import BANDWIDTH, RESOURCES, ProbeReference
+from .ceilings import BANDWIDTH, ProbeReference
 from .devices import GB, MiB, describe_peaks, slug
 from .model import Device, Figure, PeakTable, Precision, Source, Unit
 from .peaks import parse_peak_key, peak_key
@@ -415,7 +415,7 @@ def calibrate_cpu(
     reset: bool = False,
     cache_dir: Path | str | None = None,
     measure: Callable[[], Ceilings] | None = None,
-    peak: CpuPeak | None | Literal["auto"] = "auto",
+    peak: CpuPeak | Literal["auto"] | None = "auto",
 ) -> Calibration:
     """This CPU's measured ceilings, from the cache when it has them.
 
@@ -459,7 +459,9 @@ def sanity_problems(ceilings: Ceilings, peak: CpuPeak | None) -> list[str]:
         if all(isinstance(r, (int, float)) and r > 0 for r in rounds):
             lo, hi = sorted(float(r) for r in rounds)  # type: ignore[arg-type]
             if hi > _DISAGREE * lo:
-                problems.append(f"{precision} matmul rounds disagree ({lo / 1e9:.1f} vs {hi / 1e9:.1f} GFLOP/s)")
+                problems.append(
+                    f"{precision} matmul rounds disagree ({lo / 1e9:.1f} vs {hi / 1e9:.1f} GFLOP/s)"
+                )
     return problems
 
 

@@ -48,7 +48,9 @@ def work(resource: str, kind: str, size: int) -> float:
 def probe_for(reference: ProbeReference) -> Probe:
     """The probe a calibration measured as ``reference``, ready to time."""
     fn = kernel(reference.resource, reference.kind, reference.size)
-    return Probe(reference.name, reference.resource, work(reference.resource, reference.kind, reference.size), fn)
+    return Probe(
+        reference.name, reference.resource, work(reference.resource, reference.kind, reference.size), fn
+    )
 
 
 @functools.cache

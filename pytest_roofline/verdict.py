@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import units
-from .ceilings import PairedCeiling, ProbeReference, pair, paired_floor_s, resource_of
+from .ceilings import PairedCeiling, ProbeReference, pair, paired_floor_s
 from .model import Estimate, Source
 from .stats import Stats
 from .timing.engine import Measurement
@@ -180,7 +180,8 @@ def judge(
             return judged(
                 Verdict.FASTER_THAN_LIGHT,
                 f"{units.flop_rate(estimate.flops / m.time_s)} is above this CPU's theoretical peak of "
-                f"{units.flop_rate(theoretical)} {estimate.peak_precision} ({peak.describe()}): a counting bug",
+                f"{units.flop_rate(theoretical)} {estimate.peak_precision} ({peak.describe()}): "
+                "a counting bug",
             )
     limit = ftl_limit(estimate)
     contended = m.contention is not None and m.contention.level == "heavy"

@@ -264,7 +264,7 @@ def test_calibrate_shows_the_cpus_theoretical_peak(
     from pytest_roofline import calibrate
 
     cal = calibrate.Calibration(fake_cpu, None, True, 0.01)
-    monkeypatch.setattr(calibrate, "calibrate_cpu", lambda force: cal)
+    monkeypatch.setattr(calibrate, "calibrate_cpu", lambda force, reset: cal)
     monkeypatch.setattr(cpupeak, "system_peak", lambda: PEAK)
     code, out, err = run(capsys, "calibrate")
     assert (code, err) == (0, "")

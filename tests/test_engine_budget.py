@@ -70,11 +70,14 @@ def test_an_unbatched_sample_is_flushed_before_every_window() -> None:
     m = measure(noop, policy=Policy(flush=True), backend=backend)
     sampling = backend.events[backend.events.index("flush") :]
     assert sampling == ["flush", "window"] * m.stats.n
-    assert m.flushed and m.cache_note.startswith("cold")
+    assert m.flushed
+    assert m.cache_note.startswith("cold")
 
 
 def test_why_a_flush_was_skipped_is_kept() -> None:
-    m = measure(noop, policy=Policy(flush=False, flush_note="the op moves 4.0x the LLC"), backend=FakeBackend(1e-3))
+    m = measure(
+        noop, policy=Policy(flush=False, flush_note="the op moves 4.0x the LLC"), backend=FakeBackend(1e-3)
+    )
     assert m.cache_note == "warm: the op moves 4.0x the LLC"
 
 
@@ -116,7 +119,8 @@ def test_probes_run_before_between_and_after_the_rounds() -> None:
     m = measure(noop, policy=policy, backend=backend, probe=probe())
     assert alternating(0) == 0.02
     sampling = backend.events[backend.events.index("probe") :]
-    assert sampling[0] == "probe" and sampling[-1] == "probe"
+    assert sampling[0] == "probe"
+    assert sampling[-1] == "probe"
     # rounds are cut to one probe interval (~4 samples of 25 ms); a probe follows at most two rounds
     between = "".join("w" if e == "window" else "|" for e in sampling).split("|")
     assert max(len(run) for run in between) <= 8
@@ -204,8 +208,8 @@ def test_contention_is_read_around_the_sampling_phase() -> None:
     clock = FakeClock()
     backend = PreemptingBackend(1e-3, every=2)
     backend.fake_clock = clock
-    before = Snapshot(wall=0.0, cpu=0.0, steal=100, total=1000, load_avg=0.5)
-    after = Snapshot(wall=1.0, cpu=1.0, steal=300, total=2000, load_avg=5.0)
+    before = Snapshot(wall_s=0.0, cpu_s=0.0, steal_jiffies=100, total_jiffies=1000, load_avg=0.5)
+    after = Snapshot(wall_s=1.0, cpu_s=1.0, steal_jiffies=301, total_jiffies=2000, load_avg=5.0)
     m = measure(noop, policy=Policy(flush=False), backend=backend, snapshot=snapshots(before, after))
     c = m.contention
     assert c is not None

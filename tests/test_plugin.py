@@ -466,7 +466,7 @@ def test_faster_than_light_limits(
         )
         result.stdout.fnmatch_lines(
             [
-                f"*ran faster than light: attained {attained * 100:.1f}% of speed of light (limit {limit})*"
+                f"*ran faster than light: attained {attained * 100:.1f}% of speed of light (limit {limit}, ±*"
                 "*the op's byte or FLOP count*the device peaks, or a warm cache*"
             ]
         )
@@ -625,23 +625,30 @@ def test_a_marker_device_that_is_here_runs(rl: pytest.Pytester) -> None:
          {"stat": "min", "max_time_s": 0.25, "flush": False}),
         (["--roofline-stat=min", "--roofline-max-time=0.25", "--roofline-no-flush"],
          ", stat='mean', max_time=2, flush=True", {"stat": "mean", "max_time_s": 2.0, "flush": True}),
+        # an op whose bytes are past 2x the last-level cache is not flushed, and says why
+        (["--roofline-max-time=0.25"], ", n=25_000_000",
+         {"stat": "median", "max_time_s": 0.25, "flush": False}),
     ],
 )  # fmt: skip
 def test_stat_max_time_and_flush_reach_the_engine(
     rl: pytest.Pytester, args: list[str], marker: str, expected: dict[str, Any]
 ) -> None:
+    shape = "" if "n=" in marker else "n=1000, "  # a small op is flushed when asked to
     rl.makepyfile(
         f"""
         import pytest
 
-        @pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32"{marker})
+        @pytest.mark.speed_of_light("copy", {shape}dtype="fp32"{marker})
         def test_policy(roofline):
             roofline(lambda: None)
         """
     )
-    reprec = rl.inline_run(*args)
+    reprec = rl.inline_run(*args, "--roofline-mode=report")
     reprec.assertoutcome(passed=1)
     m = one_result(reprec).measurement
+    assert m.flushed or m.cache_note.startswith(
+        ("warm: flush off", "warm: no flush needed: the op moves 6.0x")
+    )
     assert (m.stat, m.policy.max_time_s, m.flushed) == (
         expected["stat"],
         expected["max_time_s"],
@@ -697,7 +704,7 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
         bandwidth=Figure(1e12, Source.MEASURED),  # 1 TB/s: every floor is tiny, every budget met
         peaks={(p, Unit.VECTOR): Figure(1e15, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
     )
-    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: fake)
+    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: fake, peak=None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     pytester.makepyfile(
         """
@@ -716,7 +723,7 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
             a, b = np.ones(N), np.empty(N)
             r = roofline(np.copyto, b, a, op="copy", n=N, min_fraction=1e-6, max_time=0.05, flush=False)
             assert r.measurement.backend == "cpu" and r.estimate.device.key == "cpu"
-            assert r.time_s > 0 and r.stats.n >= 10 and not r.measurement.flushed
+            assert r.time_s > 0 and r.stats.n >= 3 and not r.measurement.flushed
         """
     )
     result = pytester.runpytest_subprocess("--roofline-report", "--roofline-device=cpu")
@@ -727,52 +734,45 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
     )
 
 
-@pytest.mark.parametrize(
-    ("second", "outcome"), [(1e15, "passed"), (1e3, "failed")], ids=["was-low", "still-beaten"]
-)
-def test_a_result_beating_measured_cpu_ceilings_has_them_measured_again(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, second: float, outcome: str
+@pytest.mark.parametrize(("ceilings", "outcome"), [("paired", "passed"), ("cached", "failed")])
+def test_a_calibration_taken_under_load_is_scaled_by_the_probe_beside_the_kernel(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ceilings: str, outcome: str
 ) -> None:
-    """Measured ceilings carry the noise of their moment: before calling a result faster than
-    light, the plugin measures this CPU again (once), keeping the better figures."""
+    """A calibration taken at a busy moment is absurdly low (1 kB/s here), and so was its probe:
+    their ratio still holds. With paired ceilings the probe timed beside the kernel scales the
+    figure back to what the machine does now; the cached figure alone calls the copy faster
+    than light."""
     from pytest_roofline.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.ceilings import ProbeReference
     from pytest_roofline.model import Figure, Precision, Source, Unit
 
-    def ceilings(rate: float) -> Ceilings:
-        peaks = {(p, Unit.VECTOR): Figure(rate, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)}
-        return Ceilings(bandwidth=Figure(rate, Source.MEASURED), peaks=peaks)
-
-    cache = pytester.path / "cache"
-    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: ceilings(1e3))  # 1 kB/s: absurdly low
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    pytester.makeconftest(
-        f"""
-        import pytest_roofline.calibrate as calibrate
-        from pytest_roofline.model import Figure, Precision, Source, Unit
-
-        def measure_again(**kwargs):  # what the second calibration finds
-            rate = {second!r}
-            figure = Figure(rate, Source.MEASURED)
-            peaks = {{(p, Unit.VECTOR): figure for p in (Precision.FP64, Precision.FP32)}}
-            return calibrate.Ceilings(bandwidth=figure, peaks=peaks)
-
-        calibrate.measure_cpu = measure_again
-        """
+    low = Figure(1e3, Source.MEASURED)
+    probes = {
+        "bandwidth": ProbeReference("bandwidth", "copy", 2**20, 1e3, 1e3, 1e3, "2026-01-01"),
+        **{p: ProbeReference(p, "matmul", 64, 1e3, 1e3, 1e3, "2026-01-01") for p in ("fp64", "fp32")},
+    }
+    loaded = Ceilings(
+        bandwidth=low, peaks={(p, Unit.VECTOR): low for p in (Precision.FP64, Precision.FP32)}, probes=probes
     )
+    cache = pytester.path / "cache"
+    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: loaded, peak=None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     pytester.makepyfile(
-        """
+        f"""
         import numpy as np
 
         def test_copy(roofline):
             a, b = np.ones(1024), np.empty(1024)
-            roofline(np.copyto, b, a, op="copy", n=1024, dtype="fp64", min_fraction=1e-9, max_time=0.05,
-                     flush=False)
+            r = roofline(np.copyto, b, a, op="copy", n=1024, dtype="fp64", min_fraction=1e-9, max_time=0.05)
+            assert (r.ceiling is not None) == {ceilings == "paired"}
+            assert r.ceiling is None or r.ceiling.speed > 1e3
         """
     )
-    result = pytester.runpytest_subprocess("--roofline-device=cpu")
-    result.assert_outcomes(**{outcome: 1})
-    result.stdout.fnmatch_lines(
-        ["roofline: test_*::test_copy ran faster than this CPU's measured ceilings, so they were measured*"]
+    # a machine this busy may make the verdict inconclusive: that fails too, with its reason
+    result = pytester.runpytest_subprocess(
+        "--roofline-device=cpu", f"--roofline-ceilings={ceilings}", "--roofline-inconclusive=fail"
     )
+    result.assert_outcomes(**{outcome: 1})
     if outcome == "failed":
-        result.stdout.fnmatch_lines(["*ran faster than light*"])
+        out = result.stdout.str()
+        assert "ran faster than light" in out or ("is inconclusive" in out and "contention" in out)

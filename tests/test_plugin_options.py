@@ -313,7 +313,11 @@ def test_help_lists_every_option_with_its_default_and_its_ini_twin(pytester: pyt
             "  --roofline-mode=MODE  enforce: fail tests below budget; report: measure and",
             "  --roofline-stat=STAT  statistic the verdict uses: median, min or mean",
             "  --roofline-max-time=SECONDS",
-            "  --roofline-no-flush   do not flush caches before each sample: warm-cache",
+            "  --roofline-no-flush   never flush caches before a sample: warm-cache times,",
+            "  --roofline-inconclusive=ACTION",
+            "*fail or skip (default: warn)",
+            "  --roofline-ceilings=CEILINGS",
+            "*probe timed beside each kernel, so a busy machine slows",
             "  --roofline-peaks=SOURCE",
         ]
     )

@@ -69,8 +69,9 @@ def test_the_report_has_a_device_header_and_a_row_per_measurement(rl: pytest.Pyt
     assert header == list(TABLE_HEADERS)
     # memory-bound rows first, then compute-bound, then skipped ones
     assert rows == [
-        ["test_suite.py::test_copy", "copy n=25000000", "fp32", "memory", "0", "2000 µs", "2500 µs ± 0.0%",
-         "80.0%", "50%", "pass"],
+        # 100 MB moved: six times the fake device's 32 MiB cache, so not flushed (a warm time)
+        ["test_suite.py::test_copy", "copy n=25000000", "fp32", "memory", "0", "2000 µs",
+         "2500 µs ± 0.0% warm", "80.0%", "50%", "pass"],
         ["test_suite.py::test_gemm_marker", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
          "2500 µs ± 0.0%", "80.0%", "50%", "pass"],
         ["test_suite.py::test_slow_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
@@ -118,7 +119,8 @@ MEASUREMENT_FIELDS = {
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
-    "calls_per_sample", "wall_s", "stats", "samples_s", "reason",
+    "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
+    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "stats", "samples_s", "reason",
 }  # fmt: skip
 
 

@@ -150,7 +150,10 @@ def test_the_table_is_plain_text() -> None:
 
 def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
     assert machine_cell({"ceiling": None, "contention": None}) == ""
-    assert machine_cell({"ceiling": {"share_of_best": 0.62}, "contention": {"level": "quiet"}}) == "62.0% of best"
+    assert (
+        machine_cell({"ceiling": {"share_of_best": 0.62}, "contention": {"level": "quiet"}})
+        == "62.0% of best"
+    )
     assert machine_cell({"ceiling": {"share_of_best": 0.5}, "contention": {"level": "heavy"}}) == (
         "50.0% of best, heavy"
     )

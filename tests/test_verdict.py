@@ -108,7 +108,8 @@ def test_faster_than_light_says_what_must_be_wrong(peaks: Source, limit: str) ->
     text = failure_message(r)
     assert text.startswith(
         "gemm[M=4096 N=4096 K=4096 bf16] ran faster than light: attained 139.0% of speed of light "
-        f"(limit {limit}, ±0.4% noise) on NVIDIA H100 80GB HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 "
+        f"(limit {limit}, ±0.4% noise) on NVIDIA H100 80GB HBM3: floor 139.0 µs, compute-bound at "
+        "989 TFLOP/s bf16 "
         "tensor; measured 100.0 µs"
     )
     assert "the op's byte or FLOP count" in text
@@ -245,7 +246,9 @@ def cpu(bandwidth: float = 20e9, fp64: float = 100e9) -> Device:
         (Precision.FP64, Unit.VECTOR): Figure(fp64, Source.MEASURED),
         (Precision.FP32, Unit.VECTOR): Figure(2 * fp64, Source.MEASURED),
     }
-    return Device("cpu", "Test CPU", "cpu", peaks, Figure(bandwidth, Source.MEASURED), llc_bytes=2**25, cores=2)
+    return Device(
+        "cpu", "Test CPU", "cpu", peaks, Figure(bandwidth, Source.MEASURED), llc_bytes=2**25, cores=2
+    )
 
 
 def probed(m: Measurement, resource: str, rates: tuple[float, ...], ci_rel: float = 0.0) -> Measurement:
@@ -321,7 +324,10 @@ def heavy(m: Measurement) -> Measurement:
     from pytest_roofline.contention import Contention
 
     return dataclasses.replace(
-        m, contention=Contention(samples=10, preempted=9, steal_fraction=0.2, load_avg=6.0, cores=2, cpu_per_wall=0.4)
+        m,
+        contention=Contention(
+            samples=10, preempted=9, steal_fraction=0.2, load_avg=6.0, cores=2, cpu_per_wall=0.4
+        ),
     )
 
 
