@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -663,3 +664,123 @@ def test_format_calibration_of_a_gpu(cache: Path, h100: Device) -> None:
     assert "fp16        700.0 TFLOP/s tensor  (measured: cupy.matmul fp16)" in text
     assert "bf16        989.4 TFLOP/s tensor  (datasheet)" in text
     assert "int8        1,978.9 TOPS tensor  (datasheet)" in text
+
+
+# -- a cache that never gets worse by accident; sanity rules; probes ------------------------------
+
+
+def with_probes(fake: FakeMeasure, *, rate: float = 10e9) -> FakeMeasure:
+    from pytest_roofline.ceilings import ProbeReference
+
+    c = fake.ceilings
+    fake.ceilings = dataclasses.replace(
+        c,
+        probes={
+            "bandwidth": ProbeReference("bandwidth", "copy", 2**26, c.bandwidth.value, rate, rate, "2026-11"),
+            "fp64": ProbeReference("fp64", "matmul", 256, c.peaks[(P.FP64, V)].value, 1e9, 1e9, "2026-11-01"),
+        },
+    )
+    return fake
+
+
+def test_probes_travel_through_the_cache(cache: Path) -> None:
+    first = calibrate_cpu(measure=with_probes(FakeMeasure()))
+    again = calibrate_cpu(measure=FakeMeasure())
+    assert again.from_cache
+    assert again.probes == first.probes
+    assert again.probes["bandwidth"].name == "copy 2×64 MiB"
+
+
+def test_force_keeps_the_better_figure_and_warns_naming_the_lower_ones(cache: Path) -> None:
+    calibrate_cpu(measure=with_probes(FakeMeasure(bandwidth=20e9, fp64=100e9, fp32=200e9)))
+    busy = with_probes(FakeMeasure(bandwidth=5e9, fp64=110e9, fp32=150e9), rate=2e9)
+    lower = r"much lower than .* for bandwidth 5.0 GB/s \(cached 20.0 GB/s\)"
+    with pytest.warns(RooflineWarning, match=lower):
+        cal = calibrate_cpu(force=True, measure=busy)
+    assert cal.device.bandwidth.value == 20e9  # kept, with the probe measured beside it
+    assert cal.probes["bandwidth"].rate == 10e9
+    assert cal.device.peaks[(P.FP64, V)].value == 110e9  # the new, higher figure wins
+    assert cal.device.peaks[(P.FP32, V)].value == 200e9  # 25% lower: kept, and named
+    assert calibrate_cpu().device.bandwidth.value == 20e9  # what was written is the best
+
+
+def test_a_slightly_lower_figure_is_kept_without_a_warning(
+    cache: Path, recwarn: pytest.WarningsRecorder
+) -> None:
+    calibrate_cpu(measure=FakeMeasure(bandwidth=20e9))
+    cal = calibrate_cpu(force=True, measure=FakeMeasure(bandwidth=18e9))
+    assert cal.device.bandwidth.value == 20e9
+    assert not [w for w in recwarn if issubclass(w.category, RooflineWarning)]
+
+
+def test_reset_forgets_the_cached_figures(cache: Path) -> None:
+    calibrate_cpu(measure=FakeMeasure(bandwidth=20e9))
+    cal = calibrate_cpu(reset=True, measure=FakeMeasure(bandwidth=5e9))
+    assert cal.device.bandwidth.value == 5e9
+    assert calibrate_cpu().device.bandwidth.value == 5e9
+
+
+def test_the_best_probe_rate_survives_a_new_calibration(cache: Path) -> None:
+    calibrate_cpu(measure=with_probes(FakeMeasure(bandwidth=20e9), rate=12e9))
+    cal = calibrate_cpu(force=True, measure=with_probes(FakeMeasure(bandwidth=30e9), rate=11e9))
+    probe = cal.probes["bandwidth"]
+    assert (probe.figure, probe.rate) == (30e9, 11e9)  # the new pair: its figure is higher
+    assert probe.best_rate == 12e9  # but the best the probe ever ran is remembered
+
+
+#: 150 GFLOP/s fp64, 300 fp32
+PEAK_150 = cpupeak.CpuPeak(
+    cores=2, clock_hz=3.75e9, clock_source="test", isa="AVX2+FMA", fp64_per_cycle=20, fp32_per_cycle=40
+)
+
+
+class Sequenced:
+    """A measure_cpu that returns each of ``ceilings`` in turn (the last one repeats)."""
+
+    def __init__(self, *fakes: FakeMeasure) -> None:
+        self.fakes = list(fakes)
+        self.calls = 0
+
+    def __call__(self) -> Ceilings:
+        fake = self.fakes[min(self.calls, len(self.fakes) - 1)]
+        self.calls += 1
+        return fake()
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (FakeMeasure(fp64=100e9, fp32=90e9), r"fp32 90.0 GFLOP/s below fp64 100.0 GFLOP/s"),
+        (FakeMeasure(fp64=200e9, fp32=400e9), r"above this CPU's theoretical peak"),
+    ],
+)
+def test_an_impossible_calibration_is_measured_again_with_a_warning(
+    cache: Path, bad: FakeMeasure, message: str
+) -> None:
+    good = FakeMeasure(fp64=100e9, fp32=200e9)
+    measure = Sequenced(bad, good)
+    with pytest.warns(RooflineWarning, match=rf"CPU calibration rejected \(.*{message}.*measuring again"):
+        cal = calibrate_cpu(measure=measure, peak=PEAK_150)
+    assert measure.calls == 2
+    assert cal.device.peaks[(P.FP32, V)].value == 200e9
+
+
+def test_rounds_that_disagree_widely_are_rejected_and_a_second_failure_is_said(cache: Path) -> None:
+    bad = FakeMeasure()
+    bad.ceilings = dataclasses.replace(
+        bad.ceilings, details={"matmul_round1_fp64": 10e9, "matmul_round2_fp64": 100e9}
+    )
+    with pytest.warns(RooflineWarning) as caught:
+        calibrate_cpu(measure=Sequenced(bad), peak=None)
+    texts = [str(w.message) for w in caught]
+    assert any("fp64 matmul rounds disagree (10.0 vs 100.0 GFLOP/s)" in t for t in texts)
+    assert any("still fails its checks" in t and "suspect" in t for t in texts)
+
+
+def test_a_schema_1_cache_is_recalibrated(cache: Path, fake: FakeMeasure) -> None:
+    path, payload = cached_payload(cache, fake)
+    payload["schema"] = 1
+    path.write_text(json.dumps(payload))
+    with pytest.warns(RooflineWarning, match="has schema 1 .* expected 2"):
+        cal = calibrate_cpu(measure=fake)
+    assert not cal.from_cache
