@@ -13,11 +13,15 @@ The spec grammar, case-insensitive for the keywords:
 - ``cpu``: this CPU, with measured ceilings;
 - ``cuda`` (= ``cuda:0``) or ``cuda:N``: GPU N, which must be visible;
 - a table key (``h100-sxm``) or the name a driver reports (``NVIDIA H100 80GB HBM3``).
+
+Under pytest-xdist, a run's ``auto`` or ``cuda`` means GPU i mod n to worker ``gw<i>``
+(:func:`worker_device_spec`), so the workers of a machine with n GPUs measure side by side.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +36,7 @@ __all__ = [
     "parse_target",
     "require_local",
     "target_device",
+    "worker_device_spec",
 ]
 
 TargetKind = Literal["cpu", "cuda", "table"]
@@ -39,6 +44,8 @@ TargetKind = Literal["cpu", "cuda", "table"]
 _KEYWORDS = ("auto", "cpu", "cuda")
 #: ``cuda`` or ``cuda:N``
 CUDA_SPEC = re.compile(r"cuda(?::(?P<index>\d+))?")
+#: pytest-xdist's worker ids: gw0, gw1, ...
+_WORKER_ID = re.compile(r"gw(?P<index>\d+)")
 _MEASURE_HINT = "run with --roofline-device auto|cpu|cuda[:N]"
 
 
@@ -91,6 +98,21 @@ def parse_target(spec: str) -> Target:
 def auto_spec() -> str:
     """What ``auto`` means on this machine: ``"cuda:0"`` when CuPy sees a GPU, else ``"cpu"``."""
     return "cuda:0" if _cuda_count() > 0 else "cpu"
+
+
+def worker_device_spec(spec: str, worker_id: str | None, cuda_count: Callable[[], int]) -> str:
+    """The spec pytest-xdist worker ``worker_id`` measures with when the run's device is ``spec``.
+
+    ``auto`` and ``cuda`` (no index) become ``cuda:<i mod n>`` for worker ``gw<i>`` when
+    ``cuda_count()`` sees n GPUs, so each GPU times one worker's kernels; every other spec, and
+    every spec outside a worker (``worker_id`` None), is kept. ``cuda_count`` is called only for
+    those two specs in a worker, so a CPU run never imports CuPy for it.
+    """
+    worker = _WORKER_ID.fullmatch(worker_id or "")
+    if worker is None or spec.strip().lower() not in ("auto", "cuda"):
+        return spec
+    count = cuda_count()
+    return f"cuda:{int(worker['index']) % count}" if count > 0 else spec
 
 
 def require_local(target: Target) -> Target:

@@ -4,11 +4,13 @@
 that in ``pytest_configure``). It resolves devices and timer backends through the plugin's own
 hooks, resolves each measurement's request (call > marker > parametrize values > settings),
 measures, records, and in enforce mode fails the test that missed its budget. The
-:class:`Roofline` object is what a test's ``roofline`` argument is.
+:class:`Roofline` object is what a test's ``roofline`` argument is. Under pytest-xdist, one
+worker at a time measures on a device (:mod:`.devicelock`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -34,9 +36,12 @@ from .marker import (
 from .options import PEAK_SOURCES, SessionSettings
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from .ceilings import ProbeReference
     from .cpupeak import CpuPeak
     from .detect import Target
+    from .devicelock import DeviceLocks
     from .model import Device, Estimate
     from .ops import OpSpec
     from .report import Record
@@ -71,6 +76,15 @@ class RooflineSession:
         self.settings = settings
         self.records: list[Record] = []
         self.device_records: dict[str, Record] = {}
+        workerinput: Mapping[str, Any] | None = getattr(config, "workerinput", None)
+        #: pytest-xdist's worker id (gw0, ...) and run id, None outside a worker
+        self._worker_id: str | None = workerinput.get("workerid") if workerinput else None
+        self._run_id: str | None = workerinput.get("testrunuid") if workerinput else None
+        #: the controller's run ids, for removing the lock files at the end
+        self._run_ids: set[str] = set()
+        self._locks: DeviceLocks | None = None
+        self._lock_keys: dict[str, str] = {}
+        self._session_spec: str | None = None
         self._devices: dict[str, Device] = {}
         self._backends: dict[str, Backend] = {}
         self._cpu_backend: Backend | None = None
@@ -153,7 +167,7 @@ class RooflineSession:
         if settings.mode == "off" or spec.lower() in ("auto", "cpu"):
             return
         try:
-            self.device(spec)
+            self.device(self.session_spec())  # a pytest-xdist worker's own GPU
         except (ValueError, RuntimeError) as exc:
             where = settings.origins.get("device", "--roofline-device")
             raise pytest.UsageError(
@@ -168,8 +182,9 @@ class RooflineSession:
         if spec not in self._devices:
             # Calibration may warn (a corrupt cache replaced). Inside a test, a suite's
             # filterwarnings=error would turn that into the test's failure, so the warnings
-            # are kept and printed with the terminal summary instead.
-            with warnings.catch_warnings(record=True) as caught:
+            # are kept and printed with the terminal summary instead. Calibrating measures too,
+            # so it holds the device's lock.
+            with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 device = self.config.hook.pytest_roofline_device(config=self.config, spec=spec)
             self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
@@ -191,6 +206,35 @@ class RooflineSession:
             self._devices[spec] = device
             self.device_records.setdefault(device.key, device_record(device))
         return self._devices[spec]
+
+    def session_spec(self) -> str:
+        """The run's device spec as this process measures with it: under pytest-xdist, worker
+        ``gw<i>`` of a run on ``auto`` or ``cuda`` takes GPU i mod n (:func:`.detect.worker_device_spec`)."""
+        if self._session_spec is None:
+            from .detect import worker_device_spec
+
+            def cuda_count() -> int:
+                from .timing.cuda import device_count
+
+                return device_count()
+
+            self._session_spec = worker_device_spec(self.settings.device, self._worker_id, cuda_count)
+        return self._session_spec
+
+    def measuring(self, spec: str) -> AbstractContextManager[None]:
+        """Hold the lock of the device ``spec`` measures on: one pytest-xdist worker at a time times it.
+
+        A no-op outside pytest-xdist; only the timing is serialized, never a test's own code.
+        """
+        if self._run_id is None:
+            return contextlib.nullcontext()
+        if self._locks is None:
+            from .devicelock import DeviceLocks
+
+            self._locks = DeviceLocks(self._run_id, note=self.notes.append)
+        if spec not in self._lock_keys:
+            self._lock_keys[spec] = _lock_key(spec)
+        return self._locks.hold(self._lock_keys[spec])
 
     def builtin_device(self, spec: str) -> Device:
         target = _target(spec)
@@ -286,7 +330,7 @@ class RooflineSession:
             dtype=dtype,
             math=keywords.get("math"),
             min_fraction=min_fraction,
-            device_spec=keywords.get("device", self.settings.device),
+            device_spec=keywords["device"] if "device" in keywords else self.session_spec(),
             policy=self.policy(keywords),
             name=str(name),
         )
@@ -338,17 +382,18 @@ class RooflineSession:
         reference = self._probe_reference(est) if on_cpu else None
         measure_once = self._measurer(fn, args, request, est, backend, reference, on_cpu=on_cpu)
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
-        result = decide(
-            est,
-            measure_once,
-            request.min_fraction,
-            budget_s=request.policy.max_time_s,
-            remeasure=can_fail and self.settings.mode == "enforce",
-            name=request.name,
-            nodeid=item.nodeid,
-            reference=reference,
-            peak=peak,
-        )
+        with self.measuring(request.device_spec):  # warm-up, probes, sampling, a re-measure: one window
+            result = decide(
+                est,
+                measure_once,
+                request.min_fraction,
+                budget_s=request.policy.max_time_s,
+                remeasure=can_fail and self.settings.mode == "enforce",
+                name=request.name,
+                nodeid=item.nodeid,
+                reference=reference,
+                peak=peak,
+            )
         mode = self.settings.mode if can_fail else "measure"
         self.records.append(result_record(result, nodeid=item.nodeid, mode=mode))
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
@@ -510,12 +555,25 @@ class RooflineSession:
         if report.when == "call" and hasattr(report, "wasxfail"):
             self.xfailed.add(report.nodeid)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """pytest-xdist, on the controller: note the run id, whose lock files go at the end."""
+        run_id = getattr(node, "workerinput", {}).get("testrunuid")
+        if isinstance(run_id, str):
+            self._run_ids.add(run_id)
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # an xdist worker: hand everything to the controller
             workeroutput["roofline_records"] = json.dumps(self.records)
             workeroutput["roofline_devices"] = json.dumps(list(self.device_records.values()))
             return
+        from .devicelock import remove_lock_files
+
+        # Every worker has finished or crashed. (After -x or ^C one may still be ending a test: its
+        # results would be dropped anyway, so an overlap then would disturb nothing reported.)
+        for run_id in self._run_ids:
+            remove_lock_files(run_id)
         for record in self.records:  # xdist sends the workers' reports here, so every node is known
             record["xfailed"] = record["nodeid"] in self.xfailed
         if self.settings.json:
@@ -610,7 +668,7 @@ class Roofline:
     @property
     def device(self) -> Device:
         """The session's device (resolved, and for the CPU calibrated, on first use)."""
-        return self._session.device(self._session.settings.device)
+        return self._session.device(self._session.session_spec())
 
 
 # -- failing the test --------------------------------------------------------------------------------
@@ -670,6 +728,19 @@ def _target(spec: str) -> Target:
     from .detect import auto_spec, parse_target
 
     return parse_target(auto_spec() if spec == "auto" else spec)
+
+
+def _lock_key(spec: str) -> str:
+    """What ``spec`` measures on, as a device lock's name: ``cpu``, ``cuda<N>`` or the spec itself."""
+    from .devices import DeviceError
+
+    try:
+        target = _target(spec)
+    except DeviceError:  # a device only a plugin's hook knows
+        return spec.strip().lower()
+    if target.kind == "cpu":
+        return "cpu"
+    return f"cuda{target.index}" if target.index is not None else target.spec
 
 
 def _names_a_table_device(spec: str) -> bool:

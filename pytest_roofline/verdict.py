@@ -169,7 +169,8 @@ def judge(
         return Judgement(math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time")
     attained = floor_s / m.time_s
     ci = math.hypot(m.stats.ci_rel, ceiling.ci_rel if ceiling is not None else 0.0)
-    lo, hi = attained * (1 - ci), attained * (1 + ci)
+    # multiplicative: a ratio's interval, never below zero however noisy the measurement
+    lo, hi = attained / (1 + ci), attained * (1 + ci)
 
     def judged(verdict: Verdict, reason: str = "") -> Judgement:
         return Judgement(attained, verdict, ci, floor_s, ceiling, reason)

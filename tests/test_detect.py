@@ -274,4 +274,40 @@ def test_public_names() -> None:
         "parse_target",
         "require_local",
         "target_device",
+        "worker_device_spec",
     }
+
+
+# -- pytest-xdist workers and GPUs -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "worker", "gpus", "expected"),
+    [
+        ("auto", "gw0", 2, "cuda:0"),
+        ("auto", "gw1", 2, "cuda:1"),
+        ("auto", "gw2", 2, "cuda:0"),  # i mod n
+        ("auto", "gw5", 3, "cuda:2"),
+        (" CUDA ", "gw3", 2, "cuda:1"),  # keywords are case-insensitive
+        ("cuda", "gw7", 1, "cuda:0"),
+        ("auto", "gw1", 0, "auto"),  # no GPU: auto still means this CPU
+        ("cuda", "gw1", 0, "cuda"),  # and cuda is still the error it was
+        ("cuda:0", "gw1", 2, "cuda:0"),  # a named GPU is kept
+        ("cpu", "gw1", 2, "cpu"),
+        ("h100-sxm", "gw1", 2, "h100-sxm"),
+        ("auto", None, 2, "auto"),  # not a worker
+        ("auto", "master", 2, "auto"),
+    ],
+)
+def test_worker_device_spec_gives_worker_i_gpu_i_mod_n(
+    spec: str, worker: str | None, gpus: int, expected: str
+) -> None:
+    assert detect.worker_device_spec(spec, worker, lambda: gpus) == expected
+
+
+def test_worker_device_spec_counts_gpus_only_when_it_may_use_one() -> None:
+    def count() -> int:
+        raise AssertionError("counted GPUs (importing CuPy) for nothing")
+
+    assert detect.worker_device_spec("cpu", "gw1", count) == "cpu"
+    assert detect.worker_device_spec("auto", None, count) == "auto"

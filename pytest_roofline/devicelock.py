@@ -1,0 +1,140 @@
+"""One timing window per device at a time, across the pytest-xdist workers of one test run.
+
+Two workers timing kernels on one device at once slow each other down, and both verdicts suffer.
+So each measurement holds its device's lock: an exclusive ``flock`` on an empty file in the temp
+dir, ``pytest-roofline-<run id>-<device>.lock``, shared by the workers of one run (the run id is
+pytest-xdist's ``testrunuid``) and by no other run. Only the timing windows are serialized: a
+test's own code, and every test that only checks correctness, keeps running in parallel.
+
+The OS releases a lock when its holder exits, crashed or not, so a dead worker never blocks the
+others. The files are created on first use and never deleted while workers may use them: the
+controller removes them when the run ends (:func:`remove_lock_files`); a run killed before that
+leaves a few empty files behind, harmless.
+
+Where a lock cannot be made (no ``fcntl``, as on Windows, or a temp dir that cannot be written)
+measurements go unlocked, with one note: a verdict measured beside another worker is noisier,
+never wrong in a way a crash would be better than. A serial run (no run id) locks nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["PREFIX", "DeviceLocks", "lock_path", "remove_lock_files"]
+
+PREFIX = "pytest-roofline-"
+
+
+def lock_path(directory: str | os.PathLike[str], run_id: str, device_key: str) -> Path:
+    """The lock file of ``device_key`` in the run ``run_id`` (both slugged: they may be anything)."""
+    return Path(directory) / f"{PREFIX}{_slug(run_id)}-{_slug(device_key)}.lock"
+
+
+def remove_lock_files(run_id: str, directory: str | os.PathLike[str] | None = None) -> None:
+    """Remove the run's lock files, best effort; call it only once no worker of the run measures."""
+    folder = Path(tempfile.gettempdir() if directory is None else directory)
+    for path in folder.glob(f"{PREFIX}{_slug(run_id)}-*.lock"):
+        with contextlib.suppress(OSError):  # gone already, or not ours: a stale empty file is harmless
+            path.unlink()
+
+
+class DeviceLocks:
+    """The device locks of one run, as one process holds them.
+
+    ``hold(key)`` is a context manager; a process may nest holds of one key (the inner ones are
+    free), since a second ``flock`` of the same file from the same process would wait for itself.
+    ``run_id=None`` (a serial run) makes every hold a no-op. ``note`` hears, once, why locking
+    does not work here.
+    """
+
+    def __init__(
+        self,
+        run_id: str | None,
+        *,
+        directory: str | os.PathLike[str] | None = None,
+        note: Callable[[str], None] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.directory = Path(tempfile.gettempdir() if directory is None else directory)
+        self._note = note
+        self._noted = False
+        #: device key -> (open file descriptor or None when unlocked, nesting depth)
+        self._held: dict[str, tuple[int | None, int]] = {}
+
+    def hold(self, device_key: str) -> _Hold:
+        return _Hold(self, device_key)
+
+    def held(self, device_key: str) -> bool:
+        """Whether this process holds ``device_key``'s lock now (False when it measures unlocked)."""
+        fd, _ = self._held.get(device_key, (None, 0))
+        return fd is not None
+
+    def _acquire(self, key: str) -> None:
+        if key in self._held:
+            fd, depth = self._held[key]
+            self._held[key] = (fd, depth + 1)
+            return
+        self._held[key] = (self._lock(key), 1)
+
+    def _release(self, key: str) -> None:
+        fd, depth = self._held.pop(key)
+        if depth > 1:
+            self._held[key] = (fd, depth - 1)
+        elif fd is not None:
+            os.close(fd)  # releases the lock
+
+    def _lock(self, key: str) -> int | None:
+        if self.run_id is None:
+            return None
+        if sys.platform == "win32":
+            self._unlocked("this platform has no fcntl")
+            return None
+        import fcntl
+
+        path = lock_path(self.directory, self.run_id, key)
+        try:
+            # O_NOFOLLOW: the temp dir is shared, and the name is guessable from a known run id
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:
+            self._unlocked(f"cannot open {path}: {exc.strerror or exc}")
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks while another worker measures on this device
+        except OSError as exc:  # ENOLCK on some network file systems
+            os.close(fd)
+            self._unlocked(f"cannot lock {path}: {exc.strerror or exc}")
+            return None
+        return fd
+
+    def _unlocked(self, why: str) -> None:
+        if self._noted or self._note is None:
+            return
+        self._noted = True
+        self._note(
+            f"pytest-xdist workers measure without the per-device lock ({why}), so a worker's "
+            "timing may overlap another's and be slowed by it"
+        )
+
+
+class _Hold:
+    """A class, not a generator: an exception from the kernel passes through with no frame of ours."""
+
+    def __init__(self, locks: DeviceLocks, key: str) -> None:
+        self._locks = locks
+        self._key = key
+
+    def __enter__(self) -> None:
+        self._locks._acquire(self._key)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        self._locks._release(self._key)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"

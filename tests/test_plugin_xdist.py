@@ -1,0 +1,138 @@
+"""pytest-xdist: workers that do not time a device at once, and GPU i mod n for worker i.
+
+Every run here is a real ``-n 2`` run in a subprocess (workers are processes). Nothing asserts on
+how long anything took: the lock test compares the workers' timing windows with each other only.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import COPY, fake_conftest
+
+XDIST = ("-p", "xdist", "-n", "2")
+
+
+def seed_cpu_calibration(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A calibration cache for the subprocess, so the real CPU device needs no seconds of calibrating."""
+    from pytest_roofline.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.model import Figure, Precision, Source, Unit
+
+    cache = pytester.path / "cache"
+    fake = Ceilings(
+        bandwidth=Figure(1e12, Source.MEASURED),
+        peaks={(p, Unit.VECTOR): Figure(1e15, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
+    )
+    calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: fake, peak=None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+
+
+# -- the lock ----------------------------------------------------------------------------------------
+
+
+_TIMED = """
+import os
+import tempfile
+import time
+
+import pytest
+
+LOG = {log!r}
+
+
+def kernel(measurement):
+    start = time.monotonic_ns()  # one clock for every process of this machine
+    time.sleep(0.002)
+    end = time.monotonic_ns()
+    with open(LOG, "a") as log:  # one short append per call: never interleaved with another's
+        log.write(f"{{os.environ['PYTEST_XDIST_WORKER']}} {{measurement}} {{start}} {{end}}\\n")
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_timed(roofline, i):
+    roofline.measure(kernel, f"{{__name__}}-{{i}}", op="copy", n=1 << 16, dtype="fp64", flush=False)
+    assert os.path.exists(os.path.join(tempfile.gettempdir(), "pytest-roofline-{run}-cpu.lock"))
+"""
+
+
+def test_workers_never_time_the_same_device_at_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real CPU device and host timer in two workers, a file of tests each: each measurement's
+    window (its first warm-up call to its last sample) lies outside every window of the other
+    worker. The lock file is the run's, and gone when the run ends."""
+    seed_cpu_calibration(pytester, monkeypatch)
+    log, run = pytester.path / "calls.log", f"test{uuid.uuid4().hex}"
+    test = _TIMED.format(log=str(log), run=run)
+    pytester.makepyfile(test_a=test, test_b=test)
+    result = pytester.runpytest_subprocess(
+        *XDIST, "--dist=loadfile", f"--testrunuid={run}", "--roofline-device=cpu", "--roofline-max-time=0.03"
+    )
+    result.assert_outcomes(passed=6)
+    assert list(Path(tempfile.gettempdir()).glob(f"pytest-roofline-{run}-*")) == []
+    windows: dict[tuple[str, str], tuple[int, int]] = {}  # (worker, measurement) -> (first start, last end)
+    for line in log.read_text().splitlines():
+        worker, measurement, start, end = line.split()
+        first, last = windows.get((worker, measurement), (int(start), int(end)))
+        windows[worker, measurement] = (min(first, int(start)), max(last, int(end)))
+    measured: dict[str, set[str]] = {}
+    for worker, measurement in windows:
+        measured.setdefault(worker, set()).add(measurement)
+    assert sorted(measured) == ["gw0", "gw1"]  # both workers measured: a file, three tests each
+    assert [len(m) for m in measured.values()] == [3, 3]
+    for (worker, measurement), (start, end) in windows.items():
+        for (other, other_measurement), (other_start, other_end) in windows.items():
+            if other != worker:
+                assert end <= other_start or other_end <= start, (
+                    f"{worker} timed {measurement} while {other} timed {other_measurement}"
+                )
+
+
+# -- GPU i mod n ---------------------------------------------------------------------------------------
+
+
+_TWO_GPUS = """
+
+import dataclasses
+
+import pytest_roofline.timing.cuda
+
+pytest_roofline.timing.cuda.device_count = lambda: 2  # this machine has two GPUs, as far as we know
+
+
+def pytest_roofline_device(config, spec):  # replaces the one above: a fake device per GPU, named after it
+    if spec.startswith("cuda:"):
+        return dataclasses.replace(fake_device(), key="fake-" + spec.replace(":", ""))
+    return None
+"""
+
+
+def test_worker_i_measures_on_gpu_i_mod_n_unless_the_test_names_one(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(fake_conftest(extra=_TWO_GPUS))
+    test = f"""
+        import os
+        import pytest
+
+        def log(kind, result):
+            with open("measured.txt", "a") as out:
+                out.write(f"{{os.environ['PYTEST_XDIST_WORKER']}} {{kind}} {{result.estimate.device.key}}\\n")
+
+        @pytest.mark.parametrize("i", range(2))
+        def test_session_device(roofline, i):
+            log("session", roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32"))
+
+        def test_named_device(roofline):
+            log("named", roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", device="cuda:0"))
+        """
+    pytester.makepyfile(test_a=test, test_b=test)
+    result = pytester.runpytest_subprocess(*XDIST, "--dist", "loadfile", "--roofline-device=auto")
+    result.assert_outcomes(passed=6)
+    lines = (pytester.path / "measured.txt").read_text().splitlines()
+    measured = sorted({tuple(line.split()) for line in lines})
+    assert measured == [
+        ("gw0", "named", "fake-cuda0"), ("gw0", "session", "fake-cuda0"),
+        ("gw1", "named", "fake-cuda0"), ("gw1", "session", "fake-cuda1"),
+    ]  # fmt: skip
