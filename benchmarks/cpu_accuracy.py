@@ -1,25 +1,30 @@
-"""Does the engine agree with :mod:`timeit`, and what does it cost?
+"""Does the engine agree with pytest-benchmark and timeit, cold and warm, and what does it cost?
 
-For three numpy kernels (a 2^23 float64 copy and add, a 512³ float64 matmul) this prints the
-engine's median per-call time with ``flush=False`` (``timeit`` cannot flush, so this is the
-apples-to-apples figure), the median of ``timeit.Timer.repeat`` over the same kernel in the same
-process (``number`` from ``autorange``), their ratio, the wall time each took, and, for
-information, the engine's default (flushed, cold-cache) median. Engine and ``timeit`` take turns,
-:data:`ROUNDS` times each, and the medians of the rounds are compared: on a shared machine whose
-speed drifts by tens of percent over seconds (BLAS above all), one back-to-back pair can differ
-by that drift alone; the per-round ratios are printed so the drift is visible.
+For memory- and compute-bound numpy kernels from ~1 µs to ~20 ms, each round times every kernel
+four ways, one after the other, so the machine's drift hits them alike:
 
-Run from the repository root: ``python benchmarks/cpu_accuracy.py``. Expect ratios within
-0.9-1.1 and under 1 s of engine wall time per kernel.
+- the engine **warm** (``flush=False``): the figure pytest-benchmark and timeit also measure;
+- the engine **cold**, with the plugin's flush choice (:mod:`pytest_roofline.timing.flushing`:
+  flushed below 2x the last-level cache, unflushed above, and never a batch);
+- pytest-benchmark with its defaults (its ``BenchmarkFixture``, driven in-process);
+- ``timeit`` (``autorange``, then 7 repeats).
+
+Printed per kernel: the medians of the rounds, warm/pytest-benchmark, warm/timeit and cold/warm
+ratios with the per-round range, and the wall time each method took. Targets: warm within ±5%
+of pytest-benchmark's median from 20 µs up; cold/warm near 1 once the working set is past the
+threshold (the flush is not needed there).
+
+    python benchmarks/cpu_accuracy.py [--rounds 3]
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import statistics
 import sys
 import time
 import timeit
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,66 +32,98 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
-from pytest_roofline.timing import Policy, measure
-from pytest_roofline.timing.cpu import last_level_cache_bytes
-from pytest_roofline.units import seconds as format_seconds
+from pytest_roofline.timing import Policy, measure  # noqa: E402
+from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes  # noqa: E402
+from pytest_roofline.timing.flushing import choose_flush  # noqa: E402
+from pytest_roofline.units import seconds as format_seconds  # noqa: E402
 
-N = 2**23
-M = 512
-TIMEIT_REPEATS = 7
-ROUNDS = 3
+METHODS = ("warm", "cold", "pytest-benchmark", "timeit")
 
 
-def kernels() -> list[tuple[str, Callable[..., object], tuple[object, ...]]]:
+def kernels() -> list[tuple[str, float, Callable[[], object]]]:
+    """(name, bytes the op moves, the call)."""
     rng = np.random.default_rng(0)
-    a, b, c = (rng.random(N) for _ in range(3))
-    x, y, z = (rng.random((M, M)) for _ in range(3))
-    return [
-        ("copy 2^23 f64", np.copyto, (c, a)),
-        ("add 2^23 f64", np.add, (a, b, c)),
-        ("matmul 512³ f64", np.matmul, (x, y, z)),
-    ]
+    out: list[tuple[str, float, Callable[[], object]]] = []
+    for n in (256, 4096, 65536, 1 << 20, 1 << 22):
+        a, b, c = (rng.random(n) for _ in range(3))
+        out.append((f"add 2^{n.bit_length() - 1} f64", 24.0 * n, lambda a=a, b=b, c=c: np.add(a, b, out=c)))
+    for m in (64, 256, 512, 1024):
+        x, y, z = (rng.random((m, m)) for _ in range(3))
+        out.append((f"matmul {m}³ f64", 24.0 * m * m, lambda x=x, y=y, z=z: np.matmul(x, y, out=z)))
+    return out
 
 
-def timeit_median(fn: Callable[..., object], args: tuple[object, ...]) -> tuple[float, float]:
-    """Median seconds per call over ``Timer.repeat``, and the wall time it took (autorange included)."""
-    start = time.perf_counter()
-    timer = timeit.Timer(lambda: fn(*args))
+class _Quiet:
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
+
+
+def pytest_benchmark_median(fn: Callable[[], object]) -> float:
+    """pytest-benchmark's median with its default settings, without a pytest session."""
+    from pytest_benchmark.fixture import BenchmarkFixture
+    from pytest_benchmark.utils import NameWrapper
+
+    fixture = BenchmarkFixture(
+        types.SimpleNamespace(name="kernel", nodeid="cpu_accuracy::kernel"),
+        disable_gc=False, timer=NameWrapper(time.perf_counter), min_rounds=5, min_time=0.000005,
+        max_time=1.0, precision=None, confidence=None, warmup=False, warmup_iterations=100000,
+        calibration_precision=10, add_stats=lambda stats: None, logger=_Quiet(),
+        warner=lambda *a, **k: None, disabled=False, cprofile=False, cprofile_loops=None, cprofile_dump=None,
+    )  # fmt: skip
+    fixture(fn)
+    return float(fixture.stats.stats.median)
+
+
+def timeit_median(fn: Callable[[], object]) -> float:
+    timer = timeit.Timer(fn)
     number, _ = timer.autorange()
-    runs = timer.repeat(repeat=TIMEIT_REPEATS, number=number)
-    return statistics.median(runs) / number, time.perf_counter() - start
+    return statistics.median(timer.repeat(repeat=7, number=number)) / number
 
 
 def main() -> None:
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    backend = CpuBackend()
+    llc = last_level_cache_bytes()
+    work = kernels()
+    times: dict[tuple[str, str], list[float]] = {}
+    walls: dict[tuple[str, str], list[float]] = {}
+    for r in range(args.rounds):
+        for name, nbytes, fn in work:
+            methods = METHODS if r % 2 == 0 else tuple(reversed(METHODS))
+            for method in methods:
+                start = time.perf_counter()
+                if method in ("warm", "cold"):
+                    choice = choose_flush(nbytes, llc, requested=method == "cold")
+                    m = measure(fn, policy=Policy(flush=choice.flush), backend=backend)
+                    value = m.time_s
+                elif method == "pytest-benchmark":
+                    value = pytest_benchmark_median(fn)
+                else:
+                    value = timeit_median(fn)
+                walls.setdefault((name, method), []).append(time.perf_counter() - start)
+                times.setdefault((name, method), []).append(value)
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+
+    print(f"{args.rounds} interleaved rounds; last-level cache {llc / 2**20:.0f} MiB; medians of the rounds")
     print(
-        f"numpy {np.__version__}; {os.cpu_count()} CPUs, load average {load};"
-        f" last-level cache {last_level_cache_bytes() / 2**20:.0f} MiB"
+        f"{'kernel':<18} {'warm':>9} {'cold':>9} {'pytest-bm':>9} {'timeit':>9}  {'warm/pbm':>16}"
+        f" {'warm/timeit':>16} {'cold/warm':>16}  wall: warm / cold / pbm / timeit"
     )
-    header = (
-        f"{'kernel':<16} {'engine':>10} {'timeit':>10} {'ratio':>6} {'rounds':>17} {'eng wall':>9}"
-        f" {'ti wall':>8} {'n':>4} {'stop':>9} | {'flushed':>10} {'n':>3} {'wall':>6} {'stop':>9}"
-    )
-    print(header)
-    print("-" * len(header))
-    for name, fn, args in kernels():
-        warm, reference, timeit_wall = [], [], []
-        for _ in range(ROUNDS):  # taking turns, so a drift of the machine's speed hits both alike
-            warm.append(measure(fn, *args, policy=Policy(flush=False)))
-            ref, wall = timeit_median(fn, args)
-            reference.append(ref)
-            timeit_wall.append(wall)
-        engine_s = statistics.median(m.time_s for m in warm)
-        reference_s = statistics.median(reference)
-        rounds = "/".join(f"{m.time_s / ref:.2f}" for m, ref in zip(warm, reference, strict=True))
-        slowest = max(warm, key=lambda m: m.wall_s)
-        cold = measure(fn, *args)
+
+    def ratio(name: str, a: str, b: str) -> str:
+        per_round = [x / y for x, y in zip(times[(name, a)], times[(name, b)], strict=True)]
+        return f"{statistics.median(per_round):.3f} ({min(per_round):.2f}-{max(per_round):.2f})"
+
+    for name, _, _ in work:
+        med = {m: statistics.median(times[(name, m)]) for m in METHODS}
+        wall = " / ".join(f"{statistics.median(walls[(name, m)]):.2f}s" for m in METHODS)
         print(
-            f"{name:<16} {format_seconds(engine_s):>10} {format_seconds(reference_s):>10}"
-            f" {engine_s / reference_s:>6.3f} {rounds:>17} {slowest.wall_s:>8.3f}s"
-            f" {statistics.median(timeit_wall):>7.2f}s {slowest.stats.n:>4} {slowest.stop_reason.value:>9} |"
-            f" {format_seconds(cold.time_s):>10} {cold.stats.n:>3} {cold.wall_s:>5.2f}s"
-            f" {cold.stop_reason.value:>9}"
+            f"{name:<18} " + " ".join(f"{format_seconds(med[m]):>9}" for m in METHODS)
+            + f"  {ratio(name, 'warm', 'pytest-benchmark'):>16} {ratio(name, 'warm', 'timeit'):>16}"
+            f" {ratio(name, 'cold', 'warm'):>16}  {wall}"
         )
 
 
