@@ -89,6 +89,8 @@ class RooflineSession:
         #: the device records as the last report carried them, and the notes reported so far
         self._sent_devices: dict[str, Record] = {}
         self._sent_notes = 0
+        #: node ids whose last attempt ended in a rerun: their next attempt replaces their records
+        self._reran: set[str] = set()
         workerinput: Mapping[str, Any] | None = getattr(config, "workerinput", None)
         #: pytest-xdist's worker id (gw0, ...) and run id, None outside a worker
         self._worker_id: str | None = workerinput.get("workerid") if workerinput else None
@@ -551,8 +553,18 @@ class RooflineSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the records a report carries, from this process or a worker; remember the tests
-        that failed as expected (their misses are what a suite of bad variants shows off)."""
+        that failed as expected (their misses are what a suite of bad variants shows off).
+
+        A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
+        its last attempt's records: they replace the earlier ones when the new attempt starts.
+        """
         nodeid = report.nodeid
+        if report.when == "setup" and nodeid in self._reran:
+            self._reran.discard(nodeid)
+            self.records = [r for r in self.records if r["nodeid"] != nodeid]
+        outcome: str = report.outcome  # "rerun" is pytest-rerunfailures', beyond pytest's own three
+        if outcome == "rerun":
+            self._reran.add(nodeid)
         self.records.extend(getattr(report, RECORDS_ATTR, None) or ())
         for device in getattr(report, DEVICES_ATTR, None) or ():
             self.device_records[device["key"]] = device  # the latest figures a process measured

@@ -1,5 +1,5 @@
 """pytest-xdist: workers that do not time a device at once, records that stream to the controller,
-and GPU i mod n for worker i.
+reruns that replace their earlier attempt, and GPU i mod n for worker i.
 
 Every run here is a real ``-n 2`` run in a subprocess (workers are processes). Nothing asserts on
 how long anything took: the lock test compares the workers' timing windows with each other only.
@@ -203,6 +203,36 @@ def pytest_sessionstart(session):
     notes = [line for line in result.outlines if "without the per-device lock" in line]
     assert len(notes) == 1  # each worker's, shown once
     assert notes[0].startswith("roofline: pytest-xdist workers measure without the per-device lock (cannot ")
+
+
+# -- reruns (pytest-rerunfailures) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [(), XDIST], ids=["serial", "xdist"])
+def test_a_rerun_replaces_its_earlier_attempts_records(rl: pytest.Pytester, args: tuple[str, ...]) -> None:
+    rl.makepyfile(
+        f"""
+        import pathlib
+
+        def test_flaky(roofline):
+            count = pathlib.Path("attempts")
+            attempt = int(count.read_text()) + 1 if count.exists() else 1
+            count.write_text(str(attempt))
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name=f"attempt {{attempt}}")
+            assert attempt == 3
+
+        def test_steady(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name="steady")
+        """
+    )
+    result = rl.runpytest_subprocess(*args, "--reruns=2", "--roofline-report", "--roofline-json=out.json")
+    assert result.parseoutcomes() == {"passed": 2, "rerun": 2}
+    result.stdout.fnmatch_lines(["2 measurement(s): 2 pass; mode enforce"])
+    data = json.loads((rl.path / "out.json").read_text())
+    assert sorted((m["nodeid"], m["name"]) for m in data["measurements"]) == [
+        ("test_a_rerun_replaces_its_earlier_attempts_records.py::test_flaky", "attempt 3"),
+        ("test_a_rerun_replaces_its_earlier_attempts_records.py::test_steady", "steady"),
+    ]
 
 
 # -- GPU i mod n ---------------------------------------------------------------------------------------
