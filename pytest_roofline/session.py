@@ -4,8 +4,12 @@
 that in ``pytest_configure``). It resolves devices and timer backends through the plugin's own
 hooks, resolves each measurement's request (call > marker > parametrize values > settings),
 measures, records, and in enforce mode fails the test that missed its budget. The
-:class:`Roofline` object is what a test's ``roofline`` argument is. Under pytest-xdist, one
-worker at a time measures on a device (:mod:`.devicelock`).
+:class:`Roofline` object is what a test's ``roofline`` argument is.
+
+Records travel on the test reports: each phase's report carries what was measured in it
+(``roofline_records``), so under pytest-xdist a worker's measurements reach the controller as each
+test finishes, and a serial run collects them the same way. Under pytest-xdist, one worker at a
+time measures on a device (:mod:`.devicelock`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import warnings
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -53,6 +56,12 @@ SESSION_KEY = pytest.StashKey["RooflineSession"]()
 #: the test's markers, read and checked at setup
 MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
 
+#: attributes of a test report: the records measured in its phase, the device records and (from
+#: a pytest-xdist worker) the notes that are new since the process's previous report
+RECORDS_ATTR = "roofline_records"
+DEVICES_ATTR = "roofline_devices"
+NOTES_ATTR = "roofline_notes"
+
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -74,8 +83,16 @@ class RooflineSession:
     def __init__(self, config: pytest.Config, settings: SessionSettings) -> None:
         self.config = config
         self.settings = settings
+        #: every record of the run, as the reports bring them (on a worker: its own)
         self.records: list[Record] = []
         self.device_records: dict[str, Record] = {}
+        #: measured in this process, not yet on a report
+        self._unsent: list[Record] = []
+        #: the device records as the last report carried them, and the notes reported so far
+        self._sent_devices: dict[str, Record] = {}
+        self._sent_notes = 0
+        #: node ids whose last attempt ended in a rerun: their next attempt replaces their records
+        self._reran: set[str] = set()
         workerinput: Mapping[str, Any] | None = getattr(config, "workerinput", None)
         #: pytest-xdist's worker id (gw0, ...) and run id, None outside a worker
         self._worker_id: str | None = workerinput.get("workerid") if workerinput else None
@@ -395,7 +412,7 @@ class RooflineSession:
                 peak=peak,
             )
         mode = self.settings.mode if can_fail else "measure"
-        self.records.append(result_record(result, nodeid=item.nodeid, mode=mode))
+        self._unsent.append(result_record(result, nodeid=item.nodeid, mode=mode))
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
         item.user_properties.extend(
             [
@@ -485,7 +502,7 @@ class RooflineSession:
     def _record_skip(self, nodeid: str, op: str, reason: str) -> None:
         from .report import skipped_record
 
-        self.records.append(skipped_record(nodeid=nodeid, label=op, reason=reason))
+        self._unsent.append(skipped_record(nodeid=nodeid, label=op, reason=reason))
 
     # - hooks -
 
@@ -538,22 +555,50 @@ class RooflineSession:
         self.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
         return outcome
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist: a worker's measurements join the controller's report."""
-        output = getattr(node, "workeroutput", None) or {}
-        self.records.extend(json.loads(output.get("roofline_records", "[]")))
-        for record in json.loads(output.get("roofline_devices", "[]")):
-            self.device_records.setdefault(record["key"], record)
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Put on each report what its phase measured, so it travels with the report: under
+        pytest-xdist to the controller as soon as the phase ends, so a worker that crashes later
+        loses none of it. Plain JSON-ready values: reports are serialized for the trip."""
+        report = yield
+        if report.when == "setup" and report.skipped and item.nodeid in self.absent:
+            op, reason = self.absent.pop(item.nodeid)
+            self._record_skip(item.nodeid, op, reason)
+        if self._unsent:
+            setattr(report, RECORDS_ATTR, self._unsent)
+            self._unsent = []
+        changed = [r for key, r in self.device_records.items() if self._sent_devices.get(key) is not r]
+        if changed:  # new, or its figures measured again
+            setattr(report, DEVICES_ATTR, changed)
+            self._sent_devices.update((r["key"], r) for r in changed)
+        if self._worker_id is not None and len(self.notes) > self._sent_notes:
+            setattr(report, NOTES_ATTR, self.notes[self._sent_notes :])  # a worker shows no summary
+            self._sent_notes = len(self.notes)
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Record tests skipped for an absent device; remember the tests that failed as expected
-        (their misses are what a suite of bad variants shows off)."""
-        if report.when == "setup" and report.skipped and report.nodeid in self.absent:
-            op, reason = self.absent.pop(report.nodeid)
-            self._record_skip(report.nodeid, op, reason)
+        """Collect the records a report carries, from this process or a worker; remember the tests
+        that failed as expected (their misses are what a suite of bad variants shows off).
+
+        A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
+        its last attempt's records: they replace the earlier ones when the new attempt starts.
+        """
+        nodeid = report.nodeid
+        if report.when == "setup" and nodeid in self._reran:
+            self._reran.discard(nodeid)
+            self.records = [r for r in self.records if r["nodeid"] != nodeid]
+        outcome: str = report.outcome  # "rerun" is pytest-rerunfailures', beyond pytest's own three
+        if outcome == "rerun":
+            self._reran.add(nodeid)
+        self.records.extend(getattr(report, RECORDS_ATTR, None) or ())
+        for device in getattr(report, DEVICES_ATTR, None) or ():
+            self.device_records[device["key"]] = device  # the latest figures a process measured
+        if self._worker_id is None:
+            self.notes.extend(getattr(report, NOTES_ATTR, None) or ())
         if report.when == "call" and hasattr(report, "wasxfail"):
-            self.xfailed.add(report.nodeid)
+            self.xfailed.add(nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -563,10 +608,7 @@ class RooflineSession:
             self._run_ids.add(run_id)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:  # an xdist worker: hand everything to the controller
-            workeroutput["roofline_records"] = json.dumps(self.records)
-            workeroutput["roofline_devices"] = json.dumps(list(self.device_records.values()))
+        if self._worker_id is not None:  # a pytest-xdist worker: its reports carried everything
             return
         from .devicelock import remove_lock_files
 
@@ -587,7 +629,7 @@ class RooflineSession:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if hasattr(self.config, "workeroutput"):
+        if self._worker_id is not None:
             return
         tr = terminalreporter
         for note in dict.fromkeys(self.notes):

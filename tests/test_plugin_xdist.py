@@ -1,4 +1,5 @@
-"""pytest-xdist: workers that do not time a device at once, and GPU i mod n for worker i.
+"""pytest-xdist: workers that do not time a device at once, records that stream to the controller,
+reruns that replace their earlier attempt, and GPU i mod n for worker i.
 
 Every run here is a real ``-n 2`` run in a subprocess (workers are processes). Nothing asserts on
 how long anything took: the lock test compares the workers' timing windows with each other only.
@@ -6,12 +7,13 @@ how long anything took: the lock test compares the workers' timing windows with 
 
 from __future__ import annotations
 
+import json
 import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
-from conftest import COPY, fake_conftest
+from conftest import COPY, GEMM, fake_conftest
 
 XDIST = ("-p", "xdist", "-n", "2")
 
@@ -89,6 +91,148 @@ def test_workers_never_time_the_same_device_at_once(
                 assert end <= other_start or other_end <= start, (
                     f"{worker} timed {measurement} while {other} timed {other_measurement}"
                 )
+
+
+# -- records stream to the controller ----------------------------------------------------------------
+
+
+def test_a_worker_that_crashes_loses_none_of_its_earlier_measurements(rl: pytest.Pytester) -> None:
+    """Each test's records ride on its report, so what a worker measured before it died is in the
+    controller's report and JSON (with --dist loadfile the crash comes after its file's other tests)."""
+    rl.makepyfile(
+        test_a=f"""
+        import os
+
+        def test_one(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+
+        def test_two(roofline):
+            roofline(lambda: None, op="gemm", {GEMM}, dtype="fp32")
+
+        def test_crash():
+            os._exit(1)
+        """,
+        test_b=f"""
+        def test_three(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+        """,
+    )
+    result = rl.runpytest_subprocess(
+        *XDIST, "--dist=loadfile", "--max-worker-restart=0", "--roofline-report", "--roofline-json=out.json"
+    )
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running 'test_a.py::test_crash'*"])
+    result.stdout.fnmatch_lines(["3 measurement(s): 3 pass; mode enforce"])
+    data = json.loads((rl.path / "out.json").read_text())
+    assert sorted(m["nodeid"] for m in data["measurements"]) == [
+        "test_a.py::test_one", "test_a.py::test_two", "test_b.py::test_three",
+    ]  # fmt: skip
+    assert [d["key"] for d in data["devices"]] == ["fake"]
+
+
+@pytest.mark.parametrize("args", [(), XDIST], ids=["serial", "xdist"])
+def test_each_report_carries_the_records_of_its_phase(rl: pytest.Pytester, args: tuple[str, ...]) -> None:
+    """``report.roofline_records``: on the controller too, as each test finishes."""
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+
+def pytest_sessionstart(session):
+    global WORKER
+    WORKER = hasattr(session.config, "workerinput")
+
+
+def pytest_runtest_logreport(report):  # on the controller (or a serial run): reports as they arrive
+    if getattr(report, "roofline_records", None) and not WORKER:
+        with open("arrived.txt", "a") as out:
+            names = ",".join(r["name"] for r in report.roofline_records)
+            devices = len(getattr(report, "roofline_devices", []))
+            out.write(f"{report.nodeid} {report.when} {names} {devices}\\n")
+"""
+        )
+    )
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.fixture
+        def measured_in_teardown(roofline):
+            yield
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name="teardown")
+
+        def test_one(roofline, measured_in_teardown):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name="a")
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name="b")
+        """
+    )
+    result = rl.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1)
+    assert sorted((rl.path / "arrived.txt").read_text().splitlines()) == [
+        "test_each_report_carries_the_records_of_its_phase.py::test_one call a,b 1",
+        "test_each_report_carries_the_records_of_its_phase.py::test_one teardown teardown 0",
+    ]
+
+
+def test_a_workers_notes_reach_the_controllers_summary(rl: pytest.Pytester) -> None:
+    """A lock that cannot be made (here: a temp dir that does not exist) is one note, not a crash."""
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+
+import tempfile
+
+
+def pytest_sessionstart(session):
+    if hasattr(session.config, "workerinput"):  # the workers' temp dir only
+        tempfile.tempdir = os.path.join(os.getcwd(), "missing")
+"""
+        )
+    )
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.parametrize("i", range(4))
+        def test_copy(roofline, i):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+        """
+    )
+    result = rl.runpytest_subprocess(*XDIST, "--roofline-report")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["4 measurement(s): 4 pass; mode enforce"])
+    notes = [line for line in result.outlines if "without the per-device lock" in line]
+    assert len(notes) == 1  # each worker's, shown once
+    assert notes[0].startswith("roofline: pytest-xdist workers measure without the per-device lock (cannot ")
+
+
+# -- reruns (pytest-rerunfailures) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [(), XDIST], ids=["serial", "xdist"])
+def test_a_rerun_replaces_its_earlier_attempts_records(rl: pytest.Pytester, args: tuple[str, ...]) -> None:
+    rl.makepyfile(
+        f"""
+        import pathlib
+
+        def test_flaky(roofline):
+            count = pathlib.Path("attempts")
+            attempt = int(count.read_text()) + 1 if count.exists() else 1
+            count.write_text(str(attempt))
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name=f"attempt {{attempt}}")
+            assert attempt == 3
+
+        def test_steady(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name="steady")
+        """
+    )
+    result = rl.runpytest_subprocess(*args, "--reruns=2", "--roofline-report", "--roofline-json=out.json")
+    assert result.parseoutcomes() == {"passed": 2, "rerun": 2}
+    result.stdout.fnmatch_lines(["2 measurement(s): 2 pass; mode enforce"])
+    data = json.loads((rl.path / "out.json").read_text())
+    assert sorted((m["nodeid"], m["name"]) for m in data["measurements"]) == [
+        ("test_a_rerun_replaces_its_earlier_attempts_records.py::test_flaky", "attempt 3"),
+        ("test_a_rerun_replaces_its_earlier_attempts_records.py::test_steady", "steady"),
+    ]
 
 
 # -- GPU i mod n ---------------------------------------------------------------------------------------
