@@ -32,10 +32,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
-from pytest_roofline.timing import Policy, measure  # noqa: E402
-from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes  # noqa: E402
-from pytest_roofline.timing.flushing import choose_flush  # noqa: E402
-from pytest_roofline.units import seconds as format_seconds  # noqa: E402
+from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes
+from pytest_roofline.timing.flushing import choose_flush
+from pytest_roofline.units import seconds as format_seconds
 
 METHODS = ("warm", "cold", "pytest-benchmark", "timeit")
 
