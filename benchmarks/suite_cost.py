@@ -1,0 +1,107 @@
+"""What does a suite of small measured kernels cost, against the same suite under pytest-benchmark?
+
+Writes a test file of N tests, each timing a 4096-element ``np.add`` (a few µs), once with the
+``roofline`` fixture (report mode, so nothing fails) and once with pytest-benchmark's
+``benchmark`` fixture at its defaults, and runs each as its own pytest process (the other plugin
+disabled) for N = 50 and 200. Printed: wall time of each run, the per-test cost, and the 95%
+confidence interval of the median each reached (the plugin's from its JSON; pytest-benchmark's
+computed the same way from its saved raw data), median and worst over the tests. The runs take
+turns, ``--rounds`` times. Targets: 200 tests in under 15 s at ±1% where the kernel's noise
+allows, at least 5x cheaper than pytest-benchmark for the same precision.
+
+    python benchmarks/suite_cost.py [--sizes 50 200] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
+
+from pytest_roofline.stats import Stats  # noqa: E402
+
+ROOFLINE = """
+import numpy as np
+import pytest
+
+@pytest.mark.parametrize("i", range({n}))
+def test_add(roofline, i):
+    a, b, c = np.ones(4096), np.ones(4096), np.empty(4096)
+    roofline(np.add, a, b, c, op="elementwise", n=4096, inputs=2, dtype="fp64")
+"""
+
+BENCHMARK = """
+import numpy as np
+import pytest
+
+@pytest.mark.parametrize("i", range({n}))
+def test_add(benchmark, i):
+    a, b, c = np.ones(4096), np.ones(4096), np.empty(4096)
+    benchmark(np.add, a, b, c)
+"""
+
+
+def run(tool: str, n: int, folder: Path) -> tuple[float, list[float]]:
+    """Wall seconds of the pytest run, and each test's relative 95% CI of the median."""
+    test = folder / f"test_{tool}_{n}.py"
+    test.write_text((ROOFLINE if tool == "roofline" else BENCHMARK).format(n=n))
+    out = folder / f"{tool}_{n}.json"
+    common = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(test)]
+    if tool == "roofline":
+        cmd = [*common, "-p", "no:benchmark", "--roofline-mode=report", f"--roofline-json={out}"]
+    else:
+        cmd = [*common, "-p", "no:roofline", f"--benchmark-json={out}", "--benchmark-save-data"]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"suite_cost.py: {tool} run failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    data = json.loads(out.read_text())
+    if tool == "roofline":
+        cis = [m["stats"]["ci_rel"] for m in data["measurements"]]
+    else:
+        cis = [Stats.from_samples(b["stats"]["data"]).ci_rel for b in data["benchmarks"]]
+    return wall, cis
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    results: dict[tuple[str, int], list[tuple[float, list[float]]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "pytest.ini").write_text("[pytest]\n")  # keep this repository's ini out of it
+        for r in range(args.rounds):
+            for n in args.sizes:
+                tools = ("roofline", "benchmark") if r % 2 == 0 else ("benchmark", "roofline")
+                for tool in tools:
+                    results.setdefault((tool, n), []).append(run(tool, n, folder))
+            print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+
+    print(f"{args.rounds} interleaved rounds; np.add of 4096 float64 per test; medians over the rounds")
+    head = f"{'tests':>5} {'tool':<17} {'wall':>8} {'per test':>9} {'CI median':>10} {'CI worst':>9}"
+    print(head + "  cost ratio")
+    for n in args.sizes:
+        walls = {t: statistics.median(w for w, _ in results[(t, n)]) for t in ("roofline", "benchmark")}
+        for tool in ("roofline", "benchmark"):
+            cis = [ci for _, run_cis in results[(tool, n)] for ci in run_cis]
+            label = "pytest-roofline" if tool == "roofline" else "pytest-benchmark"
+            ratio = f"  {walls['benchmark'] / walls['roofline']:.1f}x cheaper" if tool == "roofline" else ""
+            print(
+                f"{n:>5} {label:<17} {walls[tool]:7.1f}s {walls[tool] / n * 1e3:7.1f}ms"
+                f" {statistics.median(cis):9.2%} {max(cis):9.2%}{ratio}"
+            )
+
+
+if __name__ == "__main__":
+    main()
