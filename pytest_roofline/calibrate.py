@@ -483,6 +483,35 @@ def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[],
     return checked
 
 
+def raise_probe_bests(rates: Mapping[str, float], *, cache_dir: Path | str | None = None) -> bool:
+    """Raise the cached CPU calibration's best probe rates to ``rates`` (per resource) where higher.
+
+    Only ever raises, under the cache's lock; the figures and their probes are left as they are.
+    Returns whether the file changed. A missing or unusable cache is left alone.
+    """
+    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    key = cpu_identity()
+    path = _cache_file(directory, "cpu", key)
+    with _exclusive(path.with_name(f".{path.stem}.lock")):
+        try:
+            cached = _load(path, "cpu", key)
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (_CorruptCache, OSError, ValueError):
+            return False
+        if cached is None:
+            return False
+        today = datetime.now(timezone.utc).date().isoformat()
+        raised = {
+            resource: dataclasses.replace(probe, best_rate=rates[resource], best_seen=today)
+            for resource, probe in cached.probes.items()
+            if rates.get(resource, 0.0) > probe.best_rate
+        }
+        if not raised:
+            return False
+        payload["probes"] = _probes_to_json({**cached.probes, **raised})
+        return _store(path, payload)
+
+
 _cpu_memo: dict[str, Calibration] = {}
 
 

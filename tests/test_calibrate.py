@@ -784,3 +784,16 @@ def test_a_schema_1_cache_is_recalibrated(cache: Path, fake: FakeMeasure) -> Non
     with pytest.warns(RooflineWarning, match="has schema 1 .* expected 2"):
         cal = calibrate_cpu(measure=fake)
     assert not cal.from_cache
+
+
+def test_probe_best_rates_are_only_ever_raised(cache: Path) -> None:
+    from pytest_roofline.calibrate import raise_probe_bests
+
+    calibrate_cpu(measure=with_probes(FakeMeasure(), rate=10e9))
+    assert raise_probe_bests({"bandwidth": 9e9}) is False  # slower: nothing written
+    assert raise_probe_bests({"bandwidth": 12e9, "fp32": 1e20}) is True  # fp32 has no probe here
+    calibrate._cpu_memo.clear()
+    probe = calibrate_cpu(measure=FakeMeasure()).probes["bandwidth"]
+    assert probe.best_rate == 12e9
+    assert probe.rate == 10e9  # the pair measured beside the figure is left as it was
+    assert raise_probe_bests({"bandwidth": 1e9}, cache_dir=cache / "elsewhere") is False  # no cache

@@ -6,6 +6,7 @@ floors of 2 ms for the standard shapes, 2.5 ms a call (80%) unless a test says o
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -776,3 +777,8 @@ def test_a_calibration_taken_under_load_is_scaled_by_the_probe_beside_the_kernel
     if outcome == "failed":
         out = result.stdout.str()
         assert "ran faster than light" in out or ("is inconclusive" in out and "contention" in out)
+    else:  # the session end raised the probe's best rate in the cache, and nothing else
+        (path,) = (cache / "pytest-roofline").glob("cpu-*.json")
+        cached = json.loads(path.read_text())["probes"]["bandwidth"]
+        assert cached["best_rate"] > 1e6
+        assert (cached["rate"], cached["figure"]) == (1e3, 1e3)
