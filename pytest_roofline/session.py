@@ -120,6 +120,8 @@ class RooflineSession:
         return device
 
     def undo_registrations(self) -> None:
+        if not self.registered_ops and not self.registered_devices:
+            return  # nothing to undo: importing ops and devices would cost 10 to 30 ms for nothing
         from .devices import register_device, unregister_device
         from .ops import register_op, unregister_op
 
