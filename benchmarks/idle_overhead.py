@@ -18,12 +18,15 @@ on ``PYTHONPATH`` and one ``PYTHONPYCACHEPREFIX`` shared by both:
 Then the evidence for where the time goes, per mode:
 
 - imports: ``-X importtime`` runs of both sides; the modules only the plugin-on run imports, with
-  their summed self time (median of three runs), and whether any of ``devices``, ``ops``,
-  ``model``, the timing modules, numpy or tabulate is among them;
-- hooks: in a fresh process, every ``pytest_*`` function of ``plugin.py`` and of
-  ``RooflineSession`` is wrapped with a timer and the suite run in-process with ``pytest.main``;
-  the total and the hooks' split (median of ``--hook-runs`` processes), less the timer's own cost.
-  Pluggy's cost of calling one more implementation is not in it (the end-to-end pairs have it).
+  their summed self time (median of three runs). CPython logs no module loaded through
+  ``importlib.import_module``, which is how pytest loads the entry point, so ``pytest_roofline``
+  and ``.plugin`` themselves are missing there; the next section times that import;
+- in-process, in fresh processes (median of ``--hook-runs``): ``import pytest_roofline.plugin``
+  timed, then every ``pytest_*`` function of ``plugin.py`` and of ``RooflineSession`` wrapped
+  with a timer and the suite run with ``pytest.main``; the hooks' total and split, less the
+  timer's own cost, and which of the package's modules, and of ``devices``, ``ops``, ``model``,
+  the timing modules, numpy and tabulate, are loaded at exit. Pluggy's cost of calling one more
+  implementation is not in the total (the end-to-end pairs have it);
 - ``--profile``: one extra in-process run under cProfile, its ``pytest_roofline`` entries by
   cumulative time (cProfile slows what it profiles: compare the entries, not the totals).
 
@@ -100,16 +103,17 @@ def environments(root: Path, package: Path) -> dict[str, dict[str, str]]:
     return envs
 
 
-def pytest_command(suite: Path, plugin: bool, *extra: str) -> list[str]:
+def run_suite(
+    suite: Path, env: dict[str, str], plugin: bool, tests: int, *python: str, more: Sequence[str] = ()
+) -> tuple[float, str]:
+    """Wall seconds of one run, and its stderr; a run that does not pass every test stops the script.
+
+    ``python``: interpreter options (``-X importtime``); ``more``: pytest options.
+    """
     off = () if plugin else ("-p", "no:roofline")
-    return [sys.executable, *extra, "-m", "pytest", *PYTEST_ARGS, *off, str(suite)]
-
-
-def run_suite(suite: Path, env: dict[str, str], plugin: bool, tests: int, *extra: str) -> tuple[float, str]:
-    """Wall seconds of one run, and its stderr; a run that does not pass every test stops the script."""
+    command = [sys.executable, *python, "-m", "pytest", *PYTEST_ARGS, *off, *more, str(suite)]
     start = time.perf_counter()
-    done = subprocess.run(pytest_command(suite, plugin, *extra), cwd=suite, env=env, capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if done.returncode != 0 or f"{tests} passed" not in done.stdout:
         side = "on" if plugin else "off"
@@ -259,6 +263,7 @@ def time_hooks(suite: str) -> None:
         sys.exit(f"in-process run failed: {code}")
     loaded = sorted(m for m in sys.modules if m.startswith(("pytest_roofline", *HEAVY)))
     result = {"seconds": timer.seconds, "calls": timer.calls, "stretches": timer.stretches, "loaded": loaded}
+    result["plugin_file"] = plugin.__file__ or "?"
     imports = {"plugin_import_s": plugin_import, "session_import_s": session_import}
     print(json.dumps({**result, **imports, "timer_s": timer_cost()}))
 
@@ -326,8 +331,8 @@ def report(root: Path, args: argparse.Namespace) -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; pytest {' '.join(PYTEST_ARGS)}; "
           f"on = plugin loaded, off = -p no:roofline")  # fmt: skip
     for plugin in (True, False):  # fills the bytecode prefix (the no-bytecode copy writes none)
-        for env in envs.values():
-            run_suite(suite, env, plugin, args.tests)
+        for env in envs.values():  # and an option of the plugin's proves it is loaded when on
+            run_suite(suite, env, plugin, args.tests, more=["--roofline-mode=enforce"] if plugin else [])
 
     walls: dict[str, dict[bool, list[float]]] = {mode: {True: [], False: []} for mode in envs}
     for i in range(args.pairs):
@@ -341,10 +346,10 @@ def report(root: Path, args: argparse.Namespace) -> None:
         diffs = [(on - off) * 1e3 for on, off in zip(w[True], w[False], strict=True)]
         low, high, coverage = median_interval(ratios)
         dlow, dhigh, _ = median_interval(diffs)
-        verdict = "meets" if high <= 1.01 else "does not show" if low > 1.01 else "cannot resolve"
+        verdict = "target met" if high <= 1.01 else "target missed" if low > 1.01 else "undecided"
         on, off = (statistics.median(w[side]) * 1e3 for side in (True, False))
         print(f"{mode:>12}: on {on:7.1f} ms, off {off:7.1f} ms; ratio median {statistics.median(ratios):.4f},"
-              f" {coverage:.1%} CI [{low:.4f}, {high:.4f}] (sign test); {verdict} <= 1.01x")  # fmt: skip
+              f" {coverage:.1%} CI [{low:.4f}, {high:.4f}] (sign test); <= 1.01x: {verdict}")  # fmt: skip
         print(f"{'':>14}on - off: median {statistics.median(diffs):+.1f} ms, CI [{dlow:+.1f}, {dhigh:+.1f}]")
         print(f"{'':>14}ratios: {' '.join(f'{r:.3f}' for r in ratios)}")
 
@@ -366,6 +371,7 @@ def report(root: Path, args: argparse.Namespace) -> None:
         print(f"{mode:>12}: import pytest_roofline.plugin "
               f"{median_ms(r['plugin_import_s'] for r in results):.2f} ms, .session after it "
               f"{median_ms(r['session_import_s'] for r in results):.2f} ms")  # fmt: skip
+        print(f"{'':>14}the plugin: {results[0]['plugin_file']}")
         print(f"{'':>14}loaded at exit: {', '.join(loaded)}")
         print(f"{'':>14}{'HEAVY: ' + ', '.join(heavy) if heavy else 'none of: ' + ', '.join(HEAVY)}")
         total = median_ms(sum(r["seconds"].values()) for r in results)
