@@ -5,7 +5,9 @@ Typed hooks only; the work is done elsewhere: the settings in ``options.py``, th
 plugin in ``pytest_configure`` and stashed on the config.
 
 Installed but unused, this module costs a test run almost nothing: it imports no numpy, no CuPy, no
-tabulate and no timing code until a test asks for a measurement.
+tabulate, no timing code and no op catalogue, device table or model until a test asks for a
+measurement (or a conftest registers ops or devices), and unmarked tests take a fast path through
+the per-test hooks. ``benchmarks/idle_overhead.py`` measures what is left.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from .marker import (
     check_fixtureless,
     check_keywords,
     check_op_params,
+    has_marker,
     op_params,
     parametrize_values,
     read_marker,
@@ -152,6 +153,8 @@ class RooflineSession:
         return device
 
     def undo_registrations(self) -> None:
+        if not self.registered_ops and not self.registered_devices:
+            return  # nothing to undo: importing ops and devices would cost 10 to 30 ms for nothing
         from .devices import register_device, unregister_device
         from .ops import register_op, unregister_op
 
@@ -522,6 +525,8 @@ class RooflineSession:
         is left to :meth:`pytest_runtest_setup`, which fails the test with the message.
         """
         for item in items:
+            if not has_marker(item):  # most tests: skip read_marker's walk and checks
+                continue
             try:
                 marker = read_marker(item)
                 spec = marker.keywords.get("device") if marker is not None else None
@@ -534,6 +539,9 @@ class RooflineSession:
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Check the marker before the test runs (a test skipped for its device never gets here)."""
+        if not has_marker(item):  # most tests: read_marker's None, at a fraction of its cost
+            item.stash[MARKER_KEY] = None
+            return
         __tracebackhide__ = True
         with _failing_the_test(ValueError):
             marker = read_marker(item)
@@ -546,6 +554,8 @@ class RooflineSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
         """A marked test without the fixture runs once normally, then its body is timed as the kernel."""
+        if pyfuncitem.stash.get(MARKER_KEY, None) is None:  # most tests: nothing to do after the call
+            return (yield)
         outcome = yield
         marker = pyfuncitem.stash.get(MARKER_KEY, None)
         if marker is None or FIXTURE in pyfuncitem.fixturenames or self.settings.mode == "off":

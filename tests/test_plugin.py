@@ -270,6 +270,50 @@ def test_marker_on_a_class_and_a_module_the_closest_wins(rl: pytest.Pytester) ->
     assert len(results(reprec)) == 4
 
 
+def test_a_marker_from_param_marks_or_added_by_a_hook_is_read(rl: pytest.Pytester) -> None:
+    # Unmarked tests take a fast path; these markers are on the item only, or only from the hook on.
+    rl.makeconftest(
+        rl.path.joinpath("conftest.py").read_text()
+        + f"""
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "test_added_at_collection":
+            item.add_marker(pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.name == "test_added_at_setup":
+        item.add_marker(pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32"))
+"""
+    )
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.parametrize(
+            "x", [1, pytest.param(2, marks=pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32"))]
+        )
+        def test_param(x):
+            pass
+
+        def test_added_at_collection():
+            pass
+
+        def test_added_at_setup():
+            pass
+
+        def test_unmarked():
+            pass
+        """
+    )
+    reprec = rl.inline_run()
+    reprec.assertoutcome(passed=5)
+    names = [r.nodeid.split("::")[-1] for r in results(reprec)]
+    assert names == ["test_param[2]", "test_added_at_collection", "test_added_at_setup"]
+
+
 def test_parametrize_feeds_the_marker_and_dtype(rl: pytest.Pytester) -> None:
     rl.makepyfile(
         """

@@ -3,6 +3,7 @@ registrations undone at the end of a session; the plugin costs nothing when unus
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -286,6 +287,67 @@ def test_a_session_that_measures_nothing_imports_nothing_heavy(pytester: pytest.
         """
     )
     pytester.runpytest_subprocess("-p", "roofline").assert_outcomes(passed=1)
+
+
+#: what a session that marks no test and uses no fixture must not have imported when it ends
+UNUSED_MUST_NOT_IMPORT = (
+    "pytest_roofline.devices", "pytest_roofline.ops", "pytest_roofline.model", "pytest_roofline.timing",
+    "pytest_roofline.calibrate", "numpy", "tabulate", "cupy",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("xdist", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
+def test_an_unused_plugin_has_imported_nothing_heavy_at_unconfigure(
+    pytester: pytest.Pytester, xdist: list[str]
+) -> None:
+    if xdist:
+        pytest.importorskip("xdist")
+    pytester.makeini("[pytest]\nmarkers = other: a marker that is not the plugin's\n")  # not the repo's
+    pytester.makeconftest(
+        f"""
+        import json, os, sys
+
+        import pytest
+
+        HEAVY = {UNUSED_MUST_NOT_IMPORT!r}
+
+        @pytest.hookimpl(trylast=True)  # after the plugin's own pytest_unconfigure
+        def pytest_unconfigure(config):
+            loaded = sorted(m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + "."))
+            seen = {{"roofline": config.pluginmanager.has_plugin("roofline"), "loaded": loaded}}
+            config.rootpath.joinpath(f"loaded-{{os.getpid()}}.json").write_text(json.dumps(seen))
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_plain():
+            pass
+
+        @pytest.mark.parametrize("x", [1, 2])
+        def test_parametrized(x, tmp_path):
+            pass
+
+        @pytest.mark.other
+        class TestClass:
+            def test_method(self):
+                pass
+
+        @pytest.mark.xfail(strict=True)
+        def test_xfail():
+            assert False
+
+        @pytest.mark.skip(reason="skipped")
+        def test_skipped():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "roofline", *xdist)
+    result.assert_outcomes(passed=4, xfailed=1, skipped=1)
+    seen = [json.loads(f.read_text()) for f in pytester.path.glob("loaded-*.json")]
+    assert len(seen) == (3 if xdist else 1)  # the controller and each worker
+    assert seen == [{"roofline": True, "loaded": []}] * len(seen)
 
 
 def test_a_warning_while_resolving_the_device_is_printed_not_raised_in_the_test(rl: pytest.Pytester) -> None:
