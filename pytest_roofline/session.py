@@ -565,17 +565,41 @@ class RooflineSession:
         self.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
         return outcome
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """Put on each report what its phase measured, so it travels with the report: under
-        pytest-xdist to the controller as soon as the phase ends, so a worker that crashes later
-        loses none of it. Plain JSON-ready values: reports are serialized for the trip."""
-        report = yield
-        if report.when == "setup" and report.skipped and item.nodeid in self.absent:
-            op, reason = self.absent.pop(item.nodeid)
-            self._record_skip(item.nodeid, op, reason)
+    @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker serializes the report
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Records travel on the report of the phase that measured them: under pytest-xdist to the
+        controller as soon as the phase ends, so a worker that crashes later loses none of it.
+        The process that shows the report (the controller, or a serial run) collects them, and
+        remembers the tests that failed as expected (their misses are what bad variants show off).
+
+        A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
+        its last attempt's records: they replace the earlier ones when the new attempt starts.
+        """
+        nodeid = report.nodeid
+        if report.when == "setup" and report.skipped and nodeid in self.absent:
+            op, reason = self.absent.pop(nodeid)
+            self._record_skip(nodeid, op, reason)
+        if self._unsent or self.device_records or len(self.notes) > self._sent_notes:
+            self._attach(report)
+        if self._worker_id is not None:
+            return
+        if report.when == "setup" and nodeid in self._reran:
+            self._reran.discard(nodeid)
+            self.records = [r for r in self.records if r["nodeid"] != nodeid]
+        outcome: str = report.outcome  # "rerun" is pytest-rerunfailures', beyond pytest's own three
+        if outcome == "rerun":
+            self._reran.add(nodeid)
+        self.records.extend(getattr(report, RECORDS_ATTR, None) or ())
+        for device in getattr(report, DEVICES_ATTR, None) or ():
+            self.device_records[device["key"]] = device  # the latest figures a process measured
+            self._sent_devices[device["key"]] = device  # received, so never sent on again
+        self.notes.extend(getattr(report, NOTES_ATTR, None) or ())
+        if report.when == "call" and hasattr(report, "wasxfail"):
+            self.xfailed.add(nodeid)
+
+    def _attach(self, report: pytest.TestReport) -> None:
+        """Put on ``report`` what this process measured since the last one: plain JSON-ready values,
+        since reports are serialized for the trip to the controller."""
         if self._unsent:
             setattr(report, RECORDS_ATTR, self._unsent)
             self._unsent = []
@@ -586,29 +610,6 @@ class RooflineSession:
         if self._worker_id is not None and len(self.notes) > self._sent_notes:
             setattr(report, NOTES_ATTR, self.notes[self._sent_notes :])  # a worker shows no summary
             self._sent_notes = len(self.notes)
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect the records a report carries, from this process or a worker; remember the tests
-        that failed as expected (their misses are what a suite of bad variants shows off).
-
-        A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
-        its last attempt's records: they replace the earlier ones when the new attempt starts.
-        """
-        nodeid = report.nodeid
-        if report.when == "setup" and nodeid in self._reran:
-            self._reran.discard(nodeid)
-            self.records = [r for r in self.records if r["nodeid"] != nodeid]
-        outcome: str = report.outcome  # "rerun" is pytest-rerunfailures', beyond pytest's own three
-        if outcome == "rerun":
-            self._reran.add(nodeid)
-        self.records.extend(getattr(report, RECORDS_ATTR, None) or ())
-        for device in getattr(report, DEVICES_ATTR, None) or ():
-            self.device_records[device["key"]] = device  # the latest figures a process measured
-        if self._worker_id is None:
-            self.notes.extend(getattr(report, NOTES_ATTR, None) or ())
-        if report.when == "call" and hasattr(report, "wasxfail"):
-            self.xfailed.add(nodeid)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
