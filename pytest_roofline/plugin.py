@@ -57,7 +57,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is None:
         return
     session.undo_registrations()
-    config.pluginmanager.unregister(session)
+    session.unregister()
     del config.stash[SESSION_KEY]
 
 

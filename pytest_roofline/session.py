@@ -119,6 +119,7 @@ class RooflineSession:
         self.xfailed: set[str] = set()
         #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
         self.absent: dict[str, tuple[str, str]] = {}
+        self._body_timer = _BodyTimer(self)
 
     # - registrations (the historic register hooks) -
 
@@ -173,6 +174,13 @@ class RooflineSession:
                 register_device(device, replace=True)
         self.registered_ops.clear()
         self.registered_devices.clear()
+
+    def unregister(self) -> None:
+        """Take this session, and the body timer if a test needed it, out of the plugin manager."""
+        manager = self.config.pluginmanager
+        for plugin in (self._body_timer, self):
+            if manager.is_registered(plugin):
+                manager.unregister(plugin)
 
     # - devices and backends -
 
@@ -550,20 +558,9 @@ class RooflineSession:
                 _device_skip_reason(marker.keywords["device"])  # a misspelled device is a mistake
             if marker is not None and FIXTURE not in getattr(item, "fixturenames", ()):
                 check_fixtureless(item, marker)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
-        """A marked test without the fixture runs once normally, then its body is timed as the kernel."""
-        if pyfuncitem.stash.get(MARKER_KEY, None) is None:  # most tests: nothing to do after the call
-            return (yield)
-        outcome = yield
-        marker = pyfuncitem.stash.get(MARKER_KEY, None)
-        if marker is None or FIXTURE in pyfuncitem.fixturenames or self.settings.mode == "off":
-            return outcome
-        names = inspect.signature(pyfuncitem.obj).parameters
-        kwargs = {n: pyfuncitem.funcargs[n] for n in names if n in pyfuncitem.funcargs}
-        self.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
-        return outcome
+                if not self.config.pluginmanager.is_registered(self._body_timer):
+                    # registered on the first such test, so a suite without one pays no wrapper
+                    self.config.pluginmanager.register(self._body_timer, "roofline-body-timer")
 
     @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker serializes the report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -688,6 +685,27 @@ class RooflineSession:
             tr.write_line(self.json_error, red=True, bold=True)
         elif self.settings.json:
             tr.write_line(f"roofline: wrote {len(self.records)} measurement(s) to {self.settings.json}")
+
+
+class _BodyTimer:
+    """The ``pyfunc_call`` wrapper of marked tests that take no fixture: a plugin of its own, so
+    that it exists only once such a test is set up."""
+
+    def __init__(self, session: RooflineSession) -> None:
+        self._session = session
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        """A marked test without the fixture runs once normally, then its body is timed as the kernel."""
+        outcome = yield
+        session = self._session
+        marker = pyfuncitem.stash.get(MARKER_KEY, None)
+        if marker is None or FIXTURE in pyfuncitem.fixturenames or session.settings.mode == "off":
+            return outcome
+        names = inspect.signature(pyfuncitem.obj).parameters
+        kwargs = {n: pyfuncitem.funcargs[n] for n in names if n in pyfuncitem.funcargs}
+        session.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
+        return outcome
 
 
 class Roofline:

@@ -381,3 +381,31 @@ def pytest_roofline_device(config, spec):
     result = rl.runpytest("-W", "error")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["roofline: UserWarning: cache file corrupt: replaced"])
+
+
+def test_the_body_timer_wraps_pyfunc_call_only_once_a_fixtureless_marked_test_is_set_up(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+        def pytest_runtest_teardown(item):
+            with open("seen.txt", "a") as out:
+                registered = item.config.pluginmanager.has_plugin("roofline-body-timer")
+                out.write(f"{item.name} {registered}\\n")
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_plain():
+            pass
+
+        @pytest.mark.speed_of_light("copy", n=1000, dtype="fp32")
+        def test_marked():
+            pass
+        """
+    )
+    pytester.runpytest("-p", "no:randomly", "--roofline-mode=off").assert_outcomes(passed=2)
+    seen = (pytester.path / "seen.txt").read_text().splitlines()
+    assert seen == ["test_plain False", "test_marked True"]
