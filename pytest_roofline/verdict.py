@@ -214,9 +214,10 @@ def result_of(
     reference: ProbeReference | None = None,
     peak: CpuPeak | None = None,
 ) -> Result:
-    """The result of one or more measurements of one kernel: judged by the fastest."""
-    best = min(measurements, key=lambda m: m.time_s)
-    j = judge(estimate, best, min_fraction, reference=reference, peak=peak)
+    """The result of one or more measurements of one kernel, judged by the one that attained most
+    (with paired ceilings not always the fastest: each was judged against its own window's ceiling)."""
+    judged = [(judge(estimate, m, min_fraction, reference=reference, peak=peak), m) for m in measurements]
+    j, best = max(judged, key=lambda pair: pair[0].attained)
     return Result(
         name=name,
         estimate=estimate,

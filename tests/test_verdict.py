@@ -367,3 +367,14 @@ def test_decide_does_not_remeasure_without_budget_or_in_report_mode() -> None:
     assert decide(est, spent, 0.7, budget_s=1.0).measurements == 1
     assert decide(est, spent, 0.7, budget_s=10.0, remeasure=False).measurements == 1
     assert len(calls) == 2
+
+
+def test_of_two_paired_measurements_the_one_that_attained_most_is_judged() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    # the second ran slower, but beside a probe that ran at a third of the first's speed
+    quick = probed(measurement(est.floor_s / 0.3), "bandwidth", (10e9,))
+    slow_but_loaded = probed(measurement(est.floor_s / 0.2), "bandwidth", (10e9 / 3,))
+    r = result_of(est, [quick, slow_but_loaded], 0.5, reference=reference())
+    assert r.measurement is slow_but_loaded
+    assert r.attained == pytest.approx(0.6)
+    assert r.measurements == 2
