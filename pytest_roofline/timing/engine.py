@@ -25,7 +25,8 @@
 With a :class:`~.base.Probe`, a reference kernel is timed before the first round, after every round
 that ends at least ``policy.probe_interval_s`` after the last probe (rounds are cut to that length),
 and after the last round, so kernel and probe see the same load; its rates travel with the
-measurement. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
+measurement. In a warm (unflushed) measurement one untimed call follows each probe, which has
+streamed through the cache. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
 kept too, and a sample whose window the backend saw preempted (``last_preempted``) is left out of
 the statistics while enough clean samples remain.
 """
@@ -341,7 +342,7 @@ class _Sampler:
                 if size == 0:
                     reason = StopReason.TIME
             if reason is not None:
-                self._time_probe()
+                self._time_probe(last=True)
                 return samples, stats, reason
 
     def _stop(self, n: int, stats: Stats) -> StopReason | None:
@@ -357,7 +358,7 @@ class _Sampler:
             return size
         return max(1, min(size, math.floor(self.policy.probe_interval_s / per_sample_s)))
 
-    def _time_probe(self) -> None:
+    def _time_probe(self, *, last: bool = False) -> None:
         probe = self.probe
         if probe is None:
             return
@@ -367,6 +368,10 @@ class _Sampler:
         self._probe_rates.append(rate)
         if not preempted:
             self._probe_clean.append(rate)
+        if not self.flush and not last:
+            # the probe streamed through the cache: one untimed call warms it again, so a warm
+            # measurement's next sample is not partly cold
+            _run(self.backend, self.fn, self.args, calls=1, samples=1, flush=False)
         self._last_probe = self.backend.clock()
         self._probe_wall += self._last_probe - t0
 
