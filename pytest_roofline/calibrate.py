@@ -54,6 +54,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -64,7 +65,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .ceilings import BANDWIDTH, ProbeReference
+from .ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from .devices import GB, MiB, describe_peaks, slug
 from .model import Device, Figure, PeakTable, Precision, Source, Unit
 from .peaks import parse_peak_key, peak_key
@@ -107,6 +108,9 @@ _SCHEMA = 2
 _MUCH_LOWER = 0.8
 #: two rounds of one calibration kernel further apart than this are not a measurement
 _DISAGREE = 2.0
+#: a figure / probe ratio outside this range means the two did not run under one load (the probe
+#: is the same kind of kernel, a little smaller: quietly the ratio is 1 to 3)
+PROBE_RATIO_RANGE = (0.5, 10.0)
 _LOCK_TIMEOUT_S = 60.0
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3, Precision.INT8)
 
@@ -214,12 +218,18 @@ def _load(path: Path, kind: str, key: Mapping[str, object]) -> Ceilings | None:
         ):
             raise TypeError("'details' is not an object of numbers and strings")
         probes = _probes_from_json(data.get("probes", {}))
+        for resource, probe in probes.items():
+            figure = bandwidth if resource == BANDWIDTH else peaks.get(parse_peak_key(f"{resource}:vector"))
+            if figure is None or not math.isclose(figure.value, probe.figure, rel_tol=1e-9):
+                raise ValueError(f"probe {resource!r} was measured beside another figure ({probe.figure})")
     except (KeyError, TypeError, ValueError) as exc:
         raise _CorruptCache(f"does not match the cache schema ({type(exc).__name__}: {exc})") from None
     return Ceilings(bandwidth=bandwidth, peaks=peaks, details=details, probes=probes)
 
 
 _PROBE_FIELDS = ("kind", "size", "figure", "rate", "best_rate", "best_seen")
+#: the sizes a probe may have: bytes per copy array, n of a matmul
+_PROBE_SIZES = {"copy": (8, 256 * MiB), "matmul": (16, 4096)}
 
 
 def _probes_from_json(data: object) -> dict[str, ProbeReference]:
@@ -229,7 +239,9 @@ def _probes_from_json(data: object) -> dict[str, ProbeReference]:
     for resource, entry in data.items():
         if not isinstance(entry, dict) or set(entry) != set(_PROBE_FIELDS):
             raise TypeError(f"probe {resource!r} must be {{{', '.join(_PROBE_FIELDS)}}}; got {entry!r}")
-        if entry["kind"] not in ("copy", "matmul") or not isinstance(entry["size"], int):
+        kind, size = entry["kind"], entry["size"]
+        lo, hi = _PROBE_SIZES.get(kind, (1, 0))
+        if isinstance(size, bool) or not isinstance(size, int) or not lo <= size <= hi:
             raise TypeError(f"probe {resource!r} has a bad kind or size: {entry!r}")
         probes[resource] = ProbeReference(resource=resource, **entry)
     return probes
@@ -390,6 +402,8 @@ def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceil
             peaks[parse_peak_key(name)] = cached
         if resource in old.probes:
             probes[resource] = old.probes[resource]
+        else:  # the new probe was measured beside the new figure, not the kept one
+            probes.pop(resource, None)
     for resource, probe in probes.items():  # the best probe rate ever seen survives either way
         seen = old.probes.get(resource)
         if seen is not None and seen.best_rate > probe.best_rate:
@@ -442,7 +456,8 @@ def calibrate_cpu(
 
 def sanity_problems(ceilings: Ceilings, peak: CpuPeak | None) -> list[str]:
     """What makes a CPU calibration impossible: fp32 below fp64, a rate above the CPU's theoretical
-    peak, two rounds of one kernel further apart than :data:`_DISAGREE`."""
+    peak, two rounds of one kernel further apart than :data:`_DISAGREE`, a figure and its probe
+    whose ratio is outside :data:`PROBE_RATIO_RANGE`."""
     from .cpupeak import check_rate
 
     problems = []
@@ -454,6 +469,11 @@ def sanity_problems(ceilings: Ceilings, peak: CpuPeak | None) -> list[str]:
         message = None if figure is None else check_rate(figure.value, precision, peak)
         if message:
             problems.append(message)
+    lo, hi = PROBE_RATIO_RANGE
+    for resource in RESOURCES:
+        ratio = ceilings.details.get(f"probe_ratio_{resource}")
+        if isinstance(ratio, (int, float)) and not lo <= ratio <= hi:
+            problems.append(f"{resource} figure / probe ratio {ratio:.2f} is outside {lo:g}-{hi:g}")
     for precision in (Precision.FP64, Precision.FP32):
         rounds = [ceilings.details.get(f"matmul_round{i}_{precision}") for i in (1, 2)]
         if all(isinstance(r, (int, float)) and r > 0 for r in rounds):
@@ -588,15 +608,17 @@ def measure_cpu(
     details: dict[str, float | int | str] = {}
     matmuls = ((Precision.FP64, np.float64), (Precision.FP32, np.float32))
     sizes = {p: matmul_n or _matmul_size(dtype, matmul_target_s, clock) for p, dtype in matmuls}
-    first = {p: _matmul_rate(dtype, sizes[p], matmul_runs, clock) for p, dtype in matmuls}
-    # each figure's probe runs beside it, so figure / probe holds whatever the load was
-    probe_n = {p: probe_kernels.matmul_probe_n(first[p]) for p, _ in matmuls}
-    probe_rate = {p: _matmul_rate(dtype, probe_n[p], matmul_runs, clock) for p, dtype in matmuls}
+    probe_n = {p: probe_kernels.matmul_probe_n(_matmul_rate(dtype, 256, 2, clock)) for p, dtype in matmuls}
+    # Each figure's probe runs right after it, run by run, so each figure/probe ratio is taken under
+    # one load; their median is what a probe rate measured later is scaled by.
+    first = {p: _paired_matmul(dtype, sizes[p], probe_n[p], matmul_runs, clock) for p, dtype in matmuls}
 
     copy_bytes = probe_kernels.copy_probe_bytes(array_bytes // LLC_MULTIPLE)
     copy_probe = probe_kernels.kernel(BANDWIDTH, "copy", copy_bytes)
-    rates, runs = _stream(array_bytes // 8, deadline=start + budget_s, clock=clock, probe=copy_probe)
-    copy_rate = rates.pop("probe") * copy_bytes / (array_bytes // 8 * 8)  # _stream counted its own arrays
+    deadline = start + budget_s
+    rates, runs, passes = _stream(array_bytes // 8, deadline=deadline, clock=clock, probe=copy_probe)
+    rescale = copy_bytes / (array_bytes // 8 * 8)  # _stream counted the probe as moving its own arrays
+    rates.pop("probe")
     runs.pop("probe")
 
     # Matmul runs again seconds later: a ceiling caught in a moment when the host slowed this VM
@@ -605,20 +627,26 @@ def measure_cpu(
     found: dict[str, ProbeReference] = {}
     for precision, dtype in matmuls:
         n = sizes[precision]
-        second = _matmul_rate(dtype, n, matmul_runs, clock)
-        rate = max(first[precision], second)
-        probe = max(probe_rate[precision], _matmul_rate(dtype, probe_n[precision], matmul_runs, clock))
+        second = _paired_matmul(dtype, n, probe_n[precision], matmul_runs, clock)
+        pairs = first[precision] + second
+        rate = max(figure for figure, _ in pairs)
+        ratio = statistics.median(figure / probe for figure, probe in pairs)
         details[f"matmul_n_{precision}"] = n
         details[f"matmul_flops_{precision}"] = rate
-        details[f"matmul_round1_{precision}"] = first[precision]
-        details[f"matmul_round2_{precision}"] = second
+        details[f"matmul_round1_{precision}"] = max(figure for figure, _ in first[precision])
+        details[f"matmul_round2_{precision}"] = max(figure for figure, _ in second)
+        details[f"probe_ratio_{precision}"] = ratio
         note = f"np.matmul n={n}, best of {2 * matmul_runs} in two rounds"
         peaks[(precision, Unit.VECTOR)] = Figure(rate, Source.MEASURED, note)
+        probe_rate = rate / ratio
         found[precision.label] = ProbeReference(
-            precision.label, "matmul", probe_n[precision], rate, probe, probe, today
+            precision.label, "matmul", probe_n[precision], rate, probe_rate, probe_rate, today
         )
 
     best = max(rates, key=lambda name: rates[name])
+    ratio = statistics.median(kernels / (probe * rescale) for kernels, probe in passes)
+    details[f"probe_ratio_{BANDWIDTH}"] = ratio
+    copy_rate = rates[best] / ratio
     found[BANDWIDTH] = ProbeReference(BANDWIDTH, "copy", copy_bytes, rates[best], copy_rate, copy_rate, today)
     details.update({f"bandwidth_{name}": rate for name, rate in rates.items()})
     details.update({f"runs_{name}": count for name, count in runs.items()})
@@ -638,6 +666,29 @@ def _matmul_size(dtype: type[np.floating[Any]], target_s: float, clock: Clock, p
     return min(max(n, 256), 8192)
 
 
+def _paired_matmul(
+    dtype: type[np.floating[Any]], n: int, probe_n: int, runs: int, clock: Clock
+) -> list[tuple[float, float]]:
+    """``runs`` pairs of FLOP/s: an n×n matmul, then right after it the probe's ``probe_n`` one."""
+    import numpy as np
+
+    def operands(size: int) -> tuple[Any, Any, Any]:
+        return (np.full((size, size), 1.0, dtype=dtype), np.full((size, size), 0.5, dtype=dtype),
+                np.empty((size, size), dtype=dtype))  # fmt: skip
+
+    big, small = operands(n), operands(probe_n)
+    np.matmul(small[0], small[1], out=small[2])  # untimed: the probe's first call pays for its pages
+    pairs = []
+    for _ in range(runs):
+        rates = []
+        for (x, y, out), size in ((big, n), (small, probe_n)):
+            t0 = clock()
+            np.matmul(x, y, out=out)
+            rates.append(2.0 * size**3 / _elapsed(t0, clock()))
+        pairs.append((rates[0], rates[1]))
+    return pairs
+
+
 def _matmul_rate(dtype: type[np.floating[Any]], n: int, runs: int, clock: Clock) -> float:
     import numpy as np
 
@@ -654,10 +705,11 @@ def _matmul_rate(dtype: type[np.floating[Any]], n: int, runs: int, clock: Clock)
 
 def _stream(
     n: int, *, deadline: float, clock: Clock, probe: Callable[[], object] | None = None
-) -> tuple[dict[str, float], dict[str, int]]:
-    """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, and how often each ran.
+) -> tuple[dict[str, float], dict[str, int], list[tuple[float, float]]]:
+    """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, how often each ran,
+    and per pass over the kernels that included the probe, (the pass's best kernel, the probe).
 
-    ``probe``, when given, runs in every round as one more kernel named ``probe``, its rate counted
+    ``probe``, when given, runs in every pass as one more kernel named ``probe``, its rate counted
     as a 2-array kernel over ``n`` elements (the caller rescales it to the probe's own arrays).
     """
     import numpy as np
@@ -685,25 +737,37 @@ def _stream(
     rates: dict[str, float] = {}
     runs: dict[str, int] = {}
     last: dict[str, float] = {}
+    passes: list[tuple[float, float]] = []
+    this_pass: dict[str, float] = {}
 
     def run(name: str, arrays: int, kernel: Callable[[], object]) -> None:
         t0 = clock()
         kernel()
         seconds = _elapsed(t0, clock())
-        rates[name] = max(rates.get(name, 0.0), arrays * nbytes / seconds)
+        rate = arrays * nbytes / seconds
+        rates[name] = max(rates.get(name, 0.0), rate)
         runs[name] = runs.get(name, 0) + 1
         last[name] = seconds
+        this_pass[name] = rate
+
+    def end_pass() -> None:
+        others = [rate for name, rate in this_pass.items() if name != "probe"]
+        if "probe" in this_pass and others:
+            passes.append((max(others), this_pass["probe"]))
+        this_pass.clear()
 
     for kernel in kernels:  # every kernel once, whatever the budget
         run(*kernel)
+    end_pass()
     more = True
-    while more:  # then more rounds while the budget allows, the fastest kernels first: they set the figure
+    while more:  # then more passes while the budget allows, the fastest kernels first: they set the figure
         more = False
         for name, arrays, fn in sorted(kernels, key=lambda kernel: -rates[kernel[0]]):
             if runs[name] < MAX_KERNEL_RUNS and clock() + last[name] <= deadline:
                 run(name, arrays, fn)
                 more = True
-    return rates, runs  # a, b and c are freed here
+        end_pass()
+    return rates, runs, passes  # a, b and c are freed here
 
 
 def _elapsed(t0: float, t1: float) -> float:

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from .timing.engine import Measurement
     from .verdict import Result
 
+#: a probe this much faster than at calibration means the calibration was taken under load
+_STALE_SPEED = 1.3
+
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
 #: the test's markers, read and checked at setup
 MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
@@ -120,6 +123,8 @@ class RooflineSession:
         #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
         self.absent: dict[str, tuple[str, str]] = {}
         self._body_timer = _BodyTimer(self)
+        #: whether the summary already says the calibration was taken under load
+        self._said_stale = False
 
     # - registrations (the historic register hooks) -
 
@@ -422,6 +427,13 @@ class RooflineSession:
                 reference=reference,
                 peak=peak,
             )
+        if result.ceiling is not None and result.ceiling.speed > _STALE_SPEED and not self._said_stale:
+            self._said_stale = True
+            self.notes.append(
+                f"this CPU ran {result.ceiling.speed:.1f}x faster than when it was calibrated (probe"
+                f" {result.ceiling.probe}): the calibration was taken under load; paired ceilings make"
+                " up for it, and `roofline calibrate --force` measures it again"
+            )
         mode = self.settings.mode if can_fail else "measure"
         self._unsent.append(result_record(result, nodeid=item.nodeid, mode=mode))
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
@@ -464,11 +476,7 @@ class RooflineSession:
 
         flush = choose_flush(est.bytes, est.device.llc_bytes, requested=request.policy.flush)
         policy = dataclasses.replace(request.policy, flush=flush.flush, flush_note=flush.note)
-        probe = snapshot = None
-        if reference is not None:
-            from .probes import probe_for
-
-            probe = probe_for(reference)
+        snapshot = None
         if on_cpu:
             from .contention import take_snapshot
 
@@ -476,6 +484,11 @@ class RooflineSession:
 
         def measure_once(budget_s: float) -> Measurement:
             __tracebackhide__ = True
+            probe = None
+            if reference is not None:  # built here, inside the device lock: it allocates its arrays
+                from .probes import probe_for
+
+                probe = probe_for(reference)
             budgeted = dataclasses.replace(policy, max_time_s=budget_s)
             return measure(fn, *args, policy=budgeted, backend=backend, probe=probe, snapshot=snapshot)
 

@@ -15,6 +15,7 @@ No pytest here: the plugin decides what a verdict does to a test.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import units
-from .ceilings import PairedCeiling, ProbeReference, pair, paired_floor_s
+from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .model import Estimate, Source
 from .stats import Stats
 from .timing.engine import Measurement
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 #: well-tuned BLAS call can beat the np.matmul that measured the ceiling by a few percent)
 FTL_LIMIT_DATASHEET = 1.05
 FTL_LIMIT_MEASURED = 1.10
+#: a re-measure runs only when at least this share of the time budget is left for it
+REMEASURE_SHARE = 0.25
 
 
 class Verdict(str, enum.Enum):
@@ -85,7 +88,7 @@ class Result:
     min_fraction: float
     attained: float
     verdict: Verdict
-    #: whether a miss was measured a second time (the better of the two is judged)
+    #: whether a miss was measured a second time (see :func:`result_of` for which is judged)
     remeasured: bool = False
     nodeid: str = ""
     #: the ceiling measured beside the kernel, when a probe ran
@@ -164,6 +167,11 @@ def judge(
     ceiling = None
     if reference is not None and m.probe is not None and m.probe.resource == reference.resource:
         ceiling = pair(reference, m.probe.value(m.stat), m.probe.stats.ci_rel, len(m.probe.rates))
+        if peak is not None and ceiling.resource != BANDWIDTH:
+            # no window's ceiling is above what the silicon can do
+            most = peak.flops(estimate.peak_precision) / ceiling.figure
+            if ceiling.speed > most:
+                ceiling = dataclasses.replace(ceiling, speed=most)
     floor_s = paired_floor_s(estimate, ceiling) if ceiling is not None else estimate.floor_s
     if m.time_s <= 0:
         return Judgement(math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time")
@@ -214,10 +222,11 @@ def result_of(
     reference: ProbeReference | None = None,
     peak: CpuPeak | None = None,
 ) -> Result:
-    """The result of one or more measurements of one kernel, judged by the one that attained most
-    (with paired ceilings not always the fastest: each was judged against its own window's ceiling)."""
+    """The result of one or more measurements of one kernel: a conclusive verdict over an
+    inconclusive one, then the one that attained most (with paired ceilings not always the
+    fastest: each was judged against its own window's ceiling)."""
     judged = [(judge(estimate, m, min_fraction, reference=reference, peak=peak), m) for m in measurements]
-    j, best = max(judged, key=lambda pair: pair[0].attained)
+    j, best = max(judged, key=lambda pair: (pair[0].verdict is not Verdict.INCONCLUSIVE, pair[0].attained))
     return Result(
         name=name,
         estimate=estimate,
@@ -252,8 +261,9 @@ def decide(
     the better of the two.
 
     ``measure_once(budget_s)`` measures within ``budget_s`` seconds. The second measurement is paid
-    from what the first left of ``budget_s``, and is skipped when nothing is left or when
-    ``remeasure`` is false (report mode: nothing fails, so nothing is worth a second look).
+    from what the first left of ``budget_s``, and is skipped when that is less than
+    :data:`REMEASURE_SHARE` of it, or when ``remeasure`` is false (report mode: nothing fails, so
+    nothing is worth a second look).
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     first = measure_once(budget_s)
@@ -265,7 +275,9 @@ def decide(
         )
 
     left = budget_s - first.wall_s
-    if remeasure and left > 0 and result().verdict in (Verdict.MISS, Verdict.INCONCLUSIVE):
+    # a sliver of budget buys a warm-up, two probes and three samples: noise, not a second look
+    affordable = left >= REMEASURE_SHARE * budget_s
+    if remeasure and affordable and result().verdict in (Verdict.MISS, Verdict.INCONCLUSIVE):
         measurements.append(measure_once(left))
     return result()
 
@@ -349,8 +361,9 @@ def failure_message(result: Result) -> str:
     if result.verdict is Verdict.FASTER_THAN_LIGHT:
         limit = ftl_limit(est)
         sources = "measured ceilings" if limit == FTL_LIMIT_MEASURED else "datasheet peaks"
-        flushed = result.measurement.flushed
-        cache = "caches were flushed" if flushed else "caches were NOT flushed: a warm cache"
+        m = result.measurement
+        warm = m.cache_note or "a warm cache"
+        cache = "caches were flushed" if m.flushed else f"caches were NOT flushed: {warm}"
         why = f" ({result.reason})" if result.reason else ""
         return (
             f"{_label(result)} ran faster than light{why}: attained {units.percent(result.attained)} of "

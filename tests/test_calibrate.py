@@ -484,8 +484,9 @@ class ChangingClock(SteppingClock):
         return self.now
 
 
-# the first matmul round is 2 × 3 runs × 2 clock reads; the bandwidth kernels and the second round follow
-FIRST_ROUND_READS = 12
+# the probes' sizing (2 precisions × 2 runs × 2 clock reads), then the first matmul round (2 precisions ×
+# 3 runs × a figure and its probe × 2 clock reads); the bandwidth kernels and the second round follow
+FIRST_ROUND_READS = 8 + 24
 
 
 @pytest.mark.parametrize(("before", "after"), [(4.0, 1.0), (1.0, 4.0)], ids=["slow-first", "slow-second"])
@@ -797,3 +798,53 @@ def test_probe_best_rates_are_only_ever_raised(cache: Path) -> None:
     assert probe.best_rate == 12e9
     assert probe.rate == 10e9  # the pair measured beside the figure is left as it was
     assert raise_probe_bests({"bandwidth": 1e9}, cache_dir=cache / "elsewhere") is False  # no cache
+
+
+def test_a_kept_figure_never_goes_with_a_probe_measured_beside_another(cache: Path) -> None:
+    calibrate_cpu(measure=FakeMeasure(bandwidth=30e9))  # an old calibration: no probes
+    with pytest.warns(RooflineWarning, match="much lower"):
+        cal = calibrate_cpu(force=True, measure=with_probes(FakeMeasure(bandwidth=10e9)))
+    assert cal.device.bandwidth.value == 30e9
+    assert "bandwidth" not in cal.probes  # so bandwidth is judged against the cached figure alone
+    assert cal.probes["fp64"].figure == cal.device.peaks[(P.FP64, V)].value
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"size": 0}, "bad kind or size"),
+        ({"size": -8}, "bad kind or size"),
+        ({"size": True}, "bad kind or size"),
+        ({"size": 2**40}, "bad kind or size"),
+        ({"kind": "triad"}, "bad kind or size"),
+        ({"figure": 1.0}, "measured beside another figure"),
+        ({"rate": 0}, "must be a positive number"),
+    ],
+)
+def test_a_cache_whose_probes_cannot_be_used_is_recalibrated(
+    cache: Path, change: dict[str, object], why: str
+) -> None:
+    fake = with_probes(FakeMeasure())
+    path, payload = cached_payload(cache, fake)
+    payload["probes"]["bandwidth"].update(change)
+    path.write_text(json.dumps(payload))
+    with pytest.warns(RooflineWarning, match=f"does not match the cache schema.*{why}"):
+        cal = calibrate_cpu(measure=fake)
+    assert not cal.from_cache
+
+
+def test_a_figure_and_probe_that_ran_under_different_loads_are_rejected(cache: Path) -> None:
+    bad = FakeMeasure()
+    bad.ceilings = dataclasses.replace(bad.ceilings, details={"probe_ratio_bandwidth": 14.0})
+    with pytest.warns(RooflineWarning, match=r"bandwidth figure / probe ratio 14.00 is outside 0.5-10"):
+        calibrate_cpu(measure=Sequenced(bad, FakeMeasure()), peak=None)
+
+
+def test_measure_cpu_pairs_each_figure_with_its_probe_run_by_run() -> None:
+    ceilings = measure_cpu(array_bytes=8 * 64, matmul_n=16, budget_s=1.0, clock=SteppingClock())
+    for resource in ("bandwidth", "fp64", "fp32"):
+        probe = ceilings.probes[resource]
+        ratio = ceilings.details[f"probe_ratio_{resource}"]
+        assert probe.rate == pytest.approx(probe.figure / ratio)
+    assert ceilings.probes["fp64"].figure == ceilings.peaks[(P.FP64, V)].value
+    assert ceilings.probes["bandwidth"].figure == ceilings.bandwidth.value

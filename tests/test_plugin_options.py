@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import COPY
+from conftest import COPY, fake_conftest
 
 from pytest_roofline.verdict import Result
 
@@ -365,3 +365,46 @@ def test_a_conftest_can_read_the_sessions_mode(rl: pytest.Pytester, args: tuple[
         """
     )
     rl.runpytest(*args).assert_outcomes(passed=1)
+
+
+# -- --roofline-inconclusive -------------------------------------------------------------------------
+
+_NOISY_BACKEND = """
+
+from fakes import FakeBackend
+
+# 2.4 and 2.6 ms in turn: the median's interval never narrows below ±4%, around 80% attained
+BACKEND = FakeBackend(lambda i: 2.4e-3 if i % 2 else 2.6e-3, resolution_s=1e-9)
+
+
+def pytest_roofline_backend(config, device, spec):
+    return BACKEND
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "outcome", "line"),
+    [
+        ((), {"passed": 1}, "*RooflineWarning: copy[[]n=25000000 fp32[]] is inconclusive: attained 80.0%*"),
+        (("--roofline-inconclusive=fail",), {"failed": 1}, "*copy[[]n=25000000 fp32[]] is inconclusive*"),
+        (("--roofline-inconclusive=skip",), {"skipped": 1},
+         "SKIPPED*copy[[]n=25000000 fp32[]] is inconclusive*"),
+        (("--roofline-mode=report",), {"passed": 1}, "*1 measurement(s): 1 inconclusive; mode report"),
+    ],
+    ids=["warn", "fail", "skip", "report"],
+)  # fmt: skip
+def test_an_inconclusive_verdict_warns_fails_or_skips(
+    pytester: pytest.Pytester, args: tuple[str, ...], outcome: dict[str, int], line: str
+) -> None:
+    pytester.makeconftest(fake_conftest(backend=False, extra=_NOISY_BACKEND))
+    pytester.makepyfile(
+        f"""
+        def test_noisy(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=0.8)
+        """
+    )
+    result = pytester.runpytest("-rs", "--roofline-report", "-W", "default", *args)
+    result.assert_outcomes(**outcome)
+    result.stdout.fnmatch_lines([line])
+    if args != ("--roofline-mode=report",):
+        result.stdout.fnmatch_lines(["*the 95% interval 76.*–83.*straddles the budget*"])

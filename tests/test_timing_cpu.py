@@ -255,3 +255,37 @@ def test_last_level_cache_bytes_is_positive_and_cached() -> None:
     assert size > 0
     assert last_level_cache_bytes() == size
     assert FALLBACK_LLC_BYTES == 64 * 2**20
+
+
+# -- preemption ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("switched", "cpu_share", "preempted"),
+    [
+        (False, 1.0, False),
+        (True, 0.99, False),  # switched out for a tick's worth: not enough to matter
+        (True, 0.90, True),  # switched out for a tenth of the window
+        (False, 0.50, False),  # off the CPU without being preempted: waiting, not contention
+    ],
+)
+def test_a_window_is_preempted_when_switched_out_for_long_enough(
+    clock: FakeClock, switched: bool, cpu_share: float, preempted: bool
+) -> None:
+    counts = iter(range(100))
+    thread = FakeClock()
+
+    def kernel() -> None:
+        clock.advance(0.01)
+        thread.advance(0.01 * cpu_share)
+
+    backend = CpuBackend(
+        clock_ns=clock.now_ns,
+        resolution_s=1e-6,
+        device_name="test",
+        switches=(lambda: next(counts)) if switched else (lambda: 7),
+        thread_clock_ns=thread.now_ns,
+    )
+    windows = backend.run(kernel, (), calls=1, samples=2, flush=False)
+    assert windows == [pytest.approx(0.01)] * 2
+    assert backend.last_preempted == [preempted, preempted]

@@ -378,3 +378,36 @@ def test_of_two_paired_measurements_the_one_that_attained_most_is_judged() -> No
     assert r.measurement is slow_but_loaded
     assert r.attained == pytest.approx(0.6)
     assert r.measurements == 2
+
+
+def test_a_conclusive_remeasure_beats_an_inconclusive_first_measurement() -> None:
+    est = gemm(h100(peak_source=Source.MEASURED))
+    noisy_fast = at(est, 1.12)
+    noisy_fast = dataclasses.replace(noisy_fast, stats=dataclasses.replace(noisy_fast.stats, ci_rel=0.05))
+    clean = at(est, 1.0)
+    r = result_of(est, [noisy_fast, clean], 0.7)
+    assert r.verdict is Verdict.PASS
+    assert r.measurement is clean
+
+
+def test_a_paired_compute_ceiling_never_exceeds_the_theoretical_peak() -> None:
+    est = estimate("gemm", M=512, N=512, K=512, dtype="fp64", device=cpu(fp64=100e9))
+    # a calibration taken under load: the probe now runs 5x its calibration rate
+    m = probed(measurement(est.flops / 120e9), "fp64", (5e9,))
+    ref = ProbeReference("fp64", "matmul", 256, 100e9, 1e9, 1e9)
+    j = judge(est, m, 0.5, reference=ref, peak=FakePeak())  # type: ignore[arg-type]
+    assert j.ceiling is not None
+    assert j.ceiling.value == pytest.approx(150e9)  # capped at the 150 GFLOP/s hard limit
+    assert j.attained == pytest.approx(0.8)
+
+
+def test_a_sliver_of_budget_buys_no_remeasure() -> None:
+    est = gemm()
+    calls: list[float] = []
+
+    def measure_once(budget_s: float) -> Measurement:
+        calls.append(budget_s)
+        return dataclasses.replace(at(est, 0.3), wall_s=0.8)
+
+    assert decide(est, measure_once, 0.7, budget_s=1.0).measurements == 1
+    assert calls == [1.0]

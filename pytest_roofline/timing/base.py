@@ -35,7 +35,7 @@ class Policy:
     #: hard cap on the number of samples
     max_samples: int = 10_000
     #: wall-time budget for one measurement (warm-up, flushes and probes included), in seconds;
-    #: overrun by at most the calls of :data:`MIN_SAMPLES_FLOOR` samples and one warm-up call
+    #: overrun by at most the two warm-up calls and the :data:`MIN_SAMPLES_FLOOR` samples
     max_time_s: float = 1.0
     #: stop once the 95% confidence half-width of the median is within this fraction of it
     target_rel_ci: float = 0.01

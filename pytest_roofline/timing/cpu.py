@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+#: a window is preempted when the OS switched this thread out and it ran less than this share of it
+PREEMPTED_SHARE = 0.05
 #: last-level cache size assumed when the OS does not say
 FALLBACK_LLC_BYTES = 64 * 2**20
 
@@ -58,8 +60,9 @@ class CpuBackend:
     ``time.perf_counter_ns``), ``llc_bytes`` (default :func:`last_level_cache_bytes`, called on
     the first flush), ``resolution_s`` (default: measured, see :attr:`resolution_s`) and
     ``device_name`` (default: the CPU model the OS reports) and ``switches`` (default: this
-    thread's involuntary context switches, read around every window so that a window during which
-    the OS preempted the thread is known: :attr:`last_preempted`).
+    thread's involuntary context switches, read around every window) and ``thread_clock_ns``
+    (default: this thread's CPU time): a window during which the OS switched the thread out and
+    it ran less than 95% of the window is marked preempted in :attr:`last_preempted`.
     """
 
     name = "cpu"
@@ -72,6 +75,7 @@ class CpuBackend:
         resolution_s: float | None = None,
         device_name: str | None = None,
         switches: Callable[[], int] | None = None,
+        thread_clock_ns: Callable[[], int] = time.thread_time_ns,
     ) -> None:
         self._clock_ns = clock_ns
         self._llc_bytes = llc_bytes
@@ -80,6 +84,7 @@ class CpuBackend:
 
             switches = involuntary_switches
         self._switches = switches
+        self._thread_clock_ns = thread_clock_ns
         #: per window of the last :meth:`run`: whether this thread was preempted during it
         self.last_preempted: list[bool] = []
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
@@ -111,7 +116,7 @@ class CpuBackend:
     ) -> list[float]:
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         check_window_counts(calls, samples)
-        clock_ns, switches = self._clock_ns, self._switches
+        clock_ns, switches, thread_ns = self._clock_ns, self._switches, self._thread_clock_ns
         windows: list[float] = []
         preempted: list[bool] = []
         self.last_preempted = preempted
@@ -119,12 +124,15 @@ class CpuBackend:
             if flush:
                 self.flush()
             with _gc_paused():
-                before = switches()
+                before, cpu_before = switches(), thread_ns()
                 start = clock_ns()
                 for _ in range(calls):
                     fn(*args)
                 stop = clock_ns()
-                preempted.append(switches() != before)
+                lost = (stop - start) - (thread_ns() - cpu_before)
+                # switched out, and for long enough to matter: a tick's switch in a 20 ms window
+                # costs microseconds, not the window
+                preempted.append(switches() != before and lost > PREEMPTED_SHARE * (stop - start))
             windows.append((stop - start) / 1e9)
         return windows
 
