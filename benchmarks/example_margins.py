@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -114,6 +115,12 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     parser.add_argument("--xdist", action="store_true", help="run the suite under -n 2 (default: serial)")
     parser.add_argument(
+        "--enforce",
+        action="store_true",
+        help="run in enforce mode, as the README's main job does, and print each run's outcome: the"
+        " stability check (default: report mode, where nothing can miss)",
+    )
+    parser.add_argument(
         "--neighbour",
         choices=("mem", "cpu", "mix"),
         default=None,
@@ -176,16 +183,23 @@ def neighbour(kind: str | None, seconds: float) -> Iterator[None]:
         proc.wait()
 
 
-def run_suite(json_path: Path, xdist: bool, extra: Sequence[str]) -> None:
+def run_suite(json_path: Path, xdist: bool, extra: Sequence[str], *, enforce: bool = False) -> str:
+    """Run the suite once; return pytest's closing line. In report mode a failure stops the script;
+    in enforce mode it is an outcome to count (the failures are printed)."""
     command = [
         sys.executable, "-m", "pytest", "example_project", "-q", "-p", "no:cacheprovider",
-        "--roofline-mode", "report", "--roofline-json", str(json_path),
+        "--roofline-mode", "enforce" if enforce else "report", "--roofline-json", str(json_path),
         *(["-n", "2"] if xdist else []), *extra,
     ]  # fmt: skip
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    closing = lines[-1].strip("= ") if lines else f"no output (status {result.returncode})"
     if result.returncode != 0:
-        sys.stdout.write(result.stdout[-4000:] + result.stderr[-2000:])
-        raise SystemExit(f"the suite failed (status {result.returncode}): {' '.join(command)}")
+        sys.stdout.write("\n".join(line for line in lines if line.startswith(("FAILED", "ERROR"))) + "\n")
+        if not enforce:
+            sys.stdout.write(result.stdout[-4000:] + result.stderr[-2000:])
+            raise SystemExit(f"the suite failed (status {result.returncode}): {' '.join(command)}")
+    return re.sub(r" in [0-9.]+s( \(.*\))?$", "", closing)
 
 
 def collect(paths: Sequence[Path]) -> dict[str, Variant]:
@@ -264,10 +278,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             + ("-xdist" if args.xdist else "")
             + (f"-{args.neighbour}" if args.neighbour else "")
         )
+        outcomes: dict[str, int] = {}
         with neighbour(args.neighbour if args.runs else None, seconds=120.0 * args.runs + 60.0):
             for i in range(1, args.runs + 1):
-                run_suite(directory / f"{tag}-run{i}.json", args.xdist, extra)
-                print(f"  run {i}/{args.runs} done ({time.perf_counter() - start:.0f} s)", flush=True)
+                closing = run_suite(directory / f"{tag}-run{i}.json", args.xdist, extra, enforce=args.enforce)
+                outcomes[closing] = outcomes.get(closing, 0) + 1
+                print(f"  run {i}/{args.runs}: {closing} ({time.perf_counter() - start:.0f} s)", flush=True)
+        if args.enforce:
+            verdict = "the same outcome every run" if len(outcomes) == 1 else "FLAKY: outcomes differ"
+            print(f"outcomes: {'; '.join(f'{n}x {line}' for line, n in outcomes.items())} ({verdict})")
         paths = sorted(directory.glob("*.json"), key=lambda path: path.stat().st_mtime)
         variants = collect(paths)
     if not paths:
