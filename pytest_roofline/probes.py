@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 MiB = 2**20
 #: one probe call should take about this long: long enough to time well, short enough to repeat
-PROBE_TARGET_S = 0.004
+PROBE_TARGET_S = 0.008
 _COPY_MIN, _COPY_MAX = 32 * MiB, 256 * MiB
 
 
@@ -48,9 +48,8 @@ def work(resource: str, kind: str, size: int) -> float:
 def probe_for(reference: ProbeReference) -> Probe:
     """The probe a calibration measured as ``reference``, ready to time."""
     fn = kernel(reference.resource, reference.kind, reference.size)
-    return Probe(
-        reference.name, reference.resource, work(reference.resource, reference.kind, reference.size), fn
-    )
+    amount = work(reference.resource, reference.kind, reference.size)
+    return Probe(reference.name, reference.resource, amount, fn, warmup_calls=int(reference.kind == "matmul"))
 
 
 @functools.cache

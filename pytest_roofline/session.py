@@ -475,7 +475,9 @@ class RooflineSession:
         from .timing.flushing import choose_flush
 
         flush = choose_flush(est.bytes, est.device.llc_bytes, requested=request.policy.flush)
-        policy = dataclasses.replace(request.policy, flush=flush.flush, flush_note=flush.note)
+        policy = dataclasses.replace(
+            request.policy, flush=flush.flush, flush_note=flush.note, rewarm=not flush.past_cache
+        )
         snapshot = None
         if on_cpu:
             from .contention import take_snapshot

@@ -225,3 +225,25 @@ def test_contention_is_read_around_the_sampling_phase() -> None:
 
 def test_no_reader_no_contention() -> None:
     assert measure(noop, backend=FakeBackend(1e-3)).contention is None
+
+
+def test_an_op_past_the_cache_is_not_rewarmed_after_a_probe() -> None:
+    calls = {}
+    for rewarm in (True, False):
+        backend = ProbedBackend(0, 0.001)
+        backend._durations = lambda i: (0.02, 0.03)[i % 2]  # never precise: stops at max_samples
+        policy = Policy(flush=False, rewarm=rewarm, min_samples=10, max_samples=20, max_time_s=100.0)
+        m = measure(noop, policy=policy, backend=backend, probe=probe())
+        calls[rewarm] = (backend.calls, backend.probes, m.warmup_calls)
+    plain, _, warmup = calls[False]
+    assert plain == warmup + 20  # warm-up and the samples, nothing else
+    assert calls[True][0] == plain + calls[True][1] - 1  # one untimed call after every probe but the last
+
+
+def test_a_probe_warms_up_before_its_first_timed_call() -> None:
+    backend = ProbedBackend(1e-3, lambda i: 0.01 if i == 0 else 0.001)  # a cold first call
+    warm = Probe("matmul", "fp32", 1e6, probe().fn, warmup_calls=1)
+    m = measure(noop, policy=Policy(flush=False), backend=backend, probe=warm)
+    assert m.probe is not None
+    assert backend.probes == len(m.probe.rates) + 1
+    assert min(m.probe.rates) == pytest.approx(1e6 / 0.001)  # the cold call was not timed

@@ -46,6 +46,9 @@ class Policy:
     flush_note: str = ""
     #: with a probe, time it at least this often while sampling (seconds), and once before and after
     probe_interval_s: float = 0.1
+    #: after a probe, in a warm measurement, call the kernel once untimed: the probe streamed
+    #: through the cache (pointless for an op past the cache, which evicts its own data anyway)
+    rewarm: bool = True
     #: batch k calls per sample when one call is shorter than ``batch_factor`` x timer resolution
     batch_factor: float = 100.0
     #: the statistic a verdict uses
@@ -104,9 +107,12 @@ class Probe:
     #: bytes or FLOPs one call of ``fn`` does
     work: float
     fn: Kernel
+    #: untimed calls before a measurement's first probe (BLAS wakes its threads on the first)
+    warmup_calls: int = 0
 
     def __post_init__(self) -> None:
         check_positive("work", self.work)
+        _check_count("warmup_calls", self.warmup_calls, minimum=0)
 
 
 class Backend(Protocol):

@@ -25,8 +25,10 @@
 With a :class:`~.base.Probe`, a reference kernel is timed before the first round, after every round
 that ends at least ``policy.probe_interval_s`` after the last probe (rounds are cut to that length),
 and after the last round, so kernel and probe see the same load; its rates travel with the
-measurement. In a warm (unflushed) measurement one untimed call follows each probe, which has
-streamed through the cache. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
+measurement. A probe's first call in a measurement may be preceded by untimed ones
+(``Probe.warmup_calls``: BLAS wakes its threads); in a warm measurement of an op that fits in the
+cache (``policy.rewarm``) one untimed call of the kernel follows each probe, which has streamed
+through the cache. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
 kept too, and a sample whose window the backend saw preempted (``last_preempted``) is left out of
 the statistics while enough clean samples remain.
 """
@@ -363,12 +365,14 @@ class _Sampler:
         if probe is None:
             return
         t0 = self.backend.clock()
+        if not self._probe_rates and probe.warmup_calls:
+            _run(self.backend, probe.fn, (), calls=probe.warmup_calls, samples=1, flush=False)
         (window,), (preempted,) = _run(self.backend, probe.fn, (), calls=1, samples=1, flush=False)
         rate = probe.work / max(window, 1e-12)
         self._probe_rates.append(rate)
         if not preempted:
             self._probe_clean.append(rate)
-        if not self.flush and not last:
+        if not self.flush and not last and self.policy.rewarm:
             # the probe streamed through the cache: one untimed call warms it again, so a warm
             # measurement's next sample is not partly cold
             _run(self.backend, self.fn, self.args, calls=1, samples=1, flush=False)

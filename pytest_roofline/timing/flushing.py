@@ -21,13 +21,18 @@ class FlushChoice:
     flush: bool
     #: why, in words the report can show
     note: str
+    #: whether the op's bytes are past the cache: it evicts its own data, so nothing needs warming
+    past_cache: bool = False
 
 
 def choose_flush(op_bytes: float, llc_bytes: int | None, *, requested: bool) -> FlushChoice:
     """Flush only when asked to and when the op's bytes could still be in the last-level cache."""
+    past_cache = bool(llc_bytes) and op_bytes >= NO_FLUSH_MULTIPLE * (llc_bytes or 0)
     if not requested:
-        return FlushChoice(False, "flush off (--roofline-no-flush or flush=False)")
-    if llc_bytes and op_bytes >= NO_FLUSH_MULTIPLE * llc_bytes:
+        return FlushChoice(False, "flush off (--roofline-no-flush or flush=False)", past_cache=past_cache)
+    if llc_bytes and past_cache:
         multiple = op_bytes / llc_bytes
-        return FlushChoice(False, f"no flush needed: the op moves {multiple:.1f}x the last-level cache")
+        return FlushChoice(
+            False, f"no flush needed: the op moves {multiple:.1f}x the last-level cache", past_cache=True
+        )
     return FlushChoice(True, "")
