@@ -694,6 +694,7 @@ def test_stat_max_time_and_flush_reach_the_engine(
     assert m.flushed or m.cache_note.startswith(
         ("warm: flush off", "warm: no flush needed: the op moves 6.0x")
     )
+    assert m.policy.rewarm is ("n=" not in marker)  # an op past the cache is not re-warmed after probes
     assert (m.stat, m.policy.max_time_s, m.flushed) == (
         expected["stat"],
         expected["max_time_s"],
