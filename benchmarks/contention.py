@@ -16,6 +16,8 @@ the probe. Target: paired ratios within 0.85-1.15 at no more than 1.5x the probe
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,14 +75,14 @@ def start(condition: str, seconds: float) -> subprocess.Popen[bytes] | None:
     if condition == "quiet":
         return None
     cmd = [sys.executable, str(NEIGHBOUR), "--kind", condition, "--procs", "1", "--seconds", str(seconds)]
-    proc = subprocess.Popen(cmd)
+    proc = subprocess.Popen(cmd, start_new_session=True)  # its own group: its workers stop with it
     time.sleep(0.5)  # let it reach its steady state
     return proc
 
 
 def stop(proc: subprocess.Popen[bytes] | None) -> None:
     if proc is not None:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)  # the neighbour's worker processes, not only its parent
         proc.wait()
 
 
