@@ -65,6 +65,8 @@ MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
 RECORDS_ATTR = "roofline_records"
 DEVICES_ATTR = "roofline_devices"
 NOTES_ATTR = "roofline_notes"
+#: what a report may carry from the process that ran its test
+_CARRIED = frozenset((RECORDS_ATTR, DEVICES_ATTR, NOTES_ATTR))
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,7 +589,14 @@ class RooflineSession:
         A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
         its last attempt's records: they replace the earlier ones when the new attempt starts.
         """
-        nodeid = report.nodeid
+        nodeid, carried = report.nodeid, report.__dict__
+        if report.when == "call" and "wasxfail" in carried:
+            self.xfailed.add(nodeid)
+        pending = self._unsent or self.absent or self._reran or self.device_records
+        if not pending and len(self.notes) == self._sent_notes and not _CARRIED.intersection(carried):
+            if carried.get("outcome") == "rerun":  # pytest-rerunfailures' outcome, beyond pytest's three
+                self._reran.add(nodeid)
+            return  # most reports of most suites: nothing measured, nothing carried
         if report.when == "setup" and report.skipped and nodeid in self.absent:
             op, reason = self.absent.pop(nodeid)
             self._record_skip(nodeid, op, reason)
@@ -598,16 +607,13 @@ class RooflineSession:
         if report.when == "setup" and nodeid in self._reran:
             self._reran.discard(nodeid)
             self.records = [r for r in self.records if r["nodeid"] != nodeid]
-        outcome: str = report.outcome  # "rerun" is pytest-rerunfailures', beyond pytest's own three
-        if outcome == "rerun":
+        if carried.get("outcome") == "rerun":
             self._reran.add(nodeid)
-        self.records.extend(getattr(report, RECORDS_ATTR, None) or ())
-        for device in getattr(report, DEVICES_ATTR, None) or ():
+        self.records.extend(carried.get(RECORDS_ATTR) or ())
+        for device in carried.get(DEVICES_ATTR) or ():
             self.device_records[device["key"]] = device  # the latest figures a process measured
             self._sent_devices[device["key"]] = device  # received, so never sent on again
-        self.notes.extend(getattr(report, NOTES_ATTR, None) or ())
-        if report.when == "call" and hasattr(report, "wasxfail"):
-            self.xfailed.add(nodeid)
+        self.notes.extend(carried.get(NOTES_ATTR) or ())
 
     def _attach(self, report: pytest.TestReport) -> None:
         """Put on ``report`` what this process measured since the last one: plain JSON-ready values,

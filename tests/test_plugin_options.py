@@ -408,3 +408,24 @@ def test_an_inconclusive_verdict_warns_fails_or_skips(
     result.stdout.fnmatch_lines([line])
     if args != ("--roofline-mode=report",):
         result.stdout.fnmatch_lines(["*the 95% interval 76.*–83.*straddles the budget*"])
+
+
+def test_report_mode_measures_a_miss_once_and_enforce_twice(pytester: pytest.Pytester) -> None:
+    """Report mode fails nothing, so a miss is not worth a second look; wall_s counts every look."""
+    pytester.makeconftest(fake_conftest())
+    pytester.makepyfile(
+        f"""
+        def test_miss(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")  # 2.5 ms a call: 80% of 2 ms
+        """
+    )
+    walls = {}
+    for mode, count, outcome in (("report", 1, "passed"), ("enforce", 2, "failed")):
+        result = pytester.runpytest(
+            f"--roofline-mode={mode}", "--roofline-min-fraction=0.9", f"--roofline-json=out-{mode}.json"
+        )
+        result.assert_outcomes(**{outcome: 1})
+        (record,) = json.loads((pytester.path / f"out-{mode}.json").read_text())["measurements"]
+        assert (record["verdict"], record["measurements"]) == ("MISS", count)
+        walls[mode] = record["wall_s"]
+    assert walls["enforce"] > walls["report"]  # both measurements are counted
