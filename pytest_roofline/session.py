@@ -65,8 +65,6 @@ MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
 RECORDS_ATTR = "roofline_records"
 DEVICES_ATTR = "roofline_devices"
 NOTES_ATTR = "roofline_notes"
-#: what a report may carry from the process that ran its test
-_CARRIED = frozenset((RECORDS_ATTR, DEVICES_ATTR, NOTES_ATTR))
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,7 +591,8 @@ class RooflineSession:
         if report.when == "call" and "wasxfail" in carried:
             self.xfailed.add(nodeid)
         pending = self._unsent or self.absent or self._reran or self.device_records
-        if not pending and len(self.notes) == self._sent_notes and not _CARRIED.intersection(carried):
+        carries = RECORDS_ATTR in carried or DEVICES_ATTR in carried or NOTES_ATTR in carried
+        if not pending and len(self.notes) == self._sent_notes and not carries:
             if carried.get("outcome") == "rerun":  # pytest-rerunfailures' outcome, beyond pytest's three
                 self._reran.add(nodeid)
             return  # most reports of most suites: nothing measured, nothing carried
