@@ -587,15 +587,16 @@ class RooflineSession:
         A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
         its last attempt's records: they replace the earlier ones when the new attempt starts.
         """
-        nodeid, carried = report.nodeid, report.__dict__
-        if report.when == "call" and "wasxfail" in carried:
-            self.xfailed.add(nodeid)
+        carried = report.__dict__  # (``report.nodeid`` is a property: read only where needed)
+        if "wasxfail" in carried and report.when == "call":
+            self.xfailed.add(report.nodeid)
         pending = self._unsent or self.absent or self._reran or self.device_records
         carries = RECORDS_ATTR in carried or DEVICES_ATTR in carried or NOTES_ATTR in carried
         if not pending and len(self.notes) == self._sent_notes and not carries:
             if carried.get("outcome") == "rerun":  # pytest-rerunfailures' outcome, beyond pytest's three
-                self._reran.add(nodeid)
+                self._reran.add(report.nodeid)
             return  # most reports of most suites: nothing measured, nothing carried
+        nodeid = report.nodeid
         if report.when == "setup" and report.skipped and nodeid in self.absent:
             op, reason = self.absent.pop(nodeid)
             self._record_skip(nodeid, op, reason)
