@@ -42,7 +42,6 @@ __all__ = [
     "cpu_peak",
     "derive_peak",
     "system_peak",
-    "theoretical_peak",
 ]
 
 #: the base clock is multiplied by this when no max clock is known. The largest max-turbo/base
@@ -153,35 +152,6 @@ def check_rate(flops_per_s: float, precision: Precision, peak: CpuPeak | None) -
         f"{flop_rate(limit)} {precision} ({peak.formula(precision)}): no CPU runs that fast, so the "
         "FLOP count or the timing is wrong"
     )
-
-
-def theoretical_peak(
-    *,
-    cpuinfo: str,
-    lscpu: str | None = None,
-    max_khz: int | None = None,
-    boost_unlisted: bool = False,
-    sve_bits: int | None = None,
-    cores: int,
-    machine: str,
-) -> CpuPeak | None:
-    """The peak derived from these texts, or None when the clock or the ISA cannot be found.
-
-    See :func:`derive_peak` for the parameters; None stands for each of its reasons: an
-    architecture other than x86 or 64-bit Arm, x86 flags that name no SIMD extension (or no flags
-    at all), and no clock anywhere (no cpufreq max, no lscpu ``CPU max MHz``, no model-name clock
-    and no ``cpu MHz``: an Arm VM often has none of them).
-    """
-    peak = derive_peak(
-        cpuinfo=cpuinfo,
-        lscpu=lscpu,
-        max_khz=max_khz,
-        boost_unlisted=boost_unlisted,
-        sve_bits=sve_bits,
-        cores=cores,
-        machine=machine,
-    )
-    return peak if isinstance(peak, CpuPeak) else None
 
 
 def derive_peak(
