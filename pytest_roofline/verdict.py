@@ -39,6 +39,9 @@ FTL_LIMIT_MEASURED = 1.10
 #: than the kernel): a process sharing its core with one other runs at half speed. A miss by more
 #: than this under heavy contention is still a miss; within it, inconclusive
 CONTENTION_SLACK = 2.0
+#: a kernel whose process used at least this many CPU seconds per second of its timing thread's
+#: runs on several threads (BLAS); below, it is single-threaded
+MULTITHREADED = 1.5
 #: a re-measure runs only when at least this share of the time budget is left for it
 REMEASURE_SHARE = 0.25
 
@@ -169,8 +172,9 @@ def judge(
     """
     m = measurement
     ceiling = None
-    if reference is not None and m.probe is not None and m.probe.resource == reference.resource:
-        ceiling = pair(reference, m.probe.value(m.stat), m.probe.stats.ci_rel, len(m.probe.rates))
+    probe = m.probe if _probe_fits(reference, m) else None
+    if reference is not None and probe is not None:
+        ceiling = pair(reference, probe.value(m.stat), probe.stats.ci_rel, len(probe.rates))
         if peak is not None and ceiling.resource != BANDWIDTH:
             # no window's ceiling is above what the silicon can do
             most = peak.flops(estimate.peak_precision) / ceiling.figure
@@ -218,6 +222,19 @@ def judge(
     if contention is not None and hi * CONTENTION_SLACK >= min_fraction:
         return judged(Verdict.INCONCLUSIVE, f"a miss under {contention.describe()}")
     return judged(Verdict.MISS)
+
+
+def _probe_fits(reference: ProbeReference | None, m: Measurement) -> bool:
+    """Whether the probe timed beside ``m`` can stand for its kernel's resource.
+
+    The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded kernel
+    keeps much more of its speed than they do (measured: the probe slowed 3x more), so a
+    single-threaded compute-bound kernel is judged against the calibrated ceiling instead.
+    """
+    if reference is None or m.probe is None or m.probe.resource != reference.resource:
+        return False
+    single = m.parallelism is not None and m.parallelism < MULTITHREADED
+    return not (single and reference.resource != BANDWIDTH)
 
 
 def result_of(

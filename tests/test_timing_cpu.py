@@ -289,3 +289,22 @@ def test_a_window_is_preempted_when_switched_out_for_long_enough(
     windows = backend.run(kernel, (), calls=1, samples=2, flush=False)
     assert windows == [pytest.approx(0.01)] * 2
     assert backend.last_preempted == [preempted, preempted]
+
+
+@pytest.mark.parametrize(("process_share", "parallelism"), [(1.0, 1.0), (2.0, 2.0)])
+def test_the_backend_reads_the_kernels_parallelism(
+    clock: FakeClock, process_share: float, parallelism: float
+) -> None:
+    thread, process = FakeClock(), FakeClock()
+
+    def kernel() -> None:  # 10 ms on this thread; the process spent process_share times that
+        clock.advance(0.01)
+        thread.advance(0.01)
+        process.advance(0.01 * process_share)
+
+    backend = CpuBackend(
+        clock_ns=clock.now_ns, resolution_s=1e-6, device_name="test", switches=lambda: 0,
+        thread_clock_ns=thread.now_ns, process_clock_ns=process.now_ns,
+    )  # fmt: skip
+    backend.run(kernel, (), calls=2, samples=3, flush=False)
+    assert backend.last_parallelism == pytest.approx(parallelism)

@@ -418,3 +418,21 @@ def test_a_sliver_of_budget_buys_no_remeasure() -> None:
 
     assert decide(est, measure_once, 0.7, budget_s=1.0).measurements == 1
     assert calls == [1.0]
+
+
+@pytest.mark.parametrize(("parallelism", "paired"), [(None, True), (1.0, False), (1.9, True)])
+def test_a_single_threaded_compute_kernel_is_not_paired_with_the_blas_probe(
+    parallelism: float | None, paired: bool
+) -> None:
+    est = estimate("gemm", M=512, N=512, K=512, dtype="fp64", device=cpu(fp64=100e9))
+    m = dataclasses.replace(probed(measurement(est.flops / 50e9), "fp64", (0.5e9,)), parallelism=parallelism)
+    ref = ProbeReference("fp64", "matmul", 256, 100e9, 1e9, 1e9)
+    j = judge(est, m, 0.1, reference=ref)
+    assert (j.ceiling is not None) is paired
+    assert j.attained == pytest.approx(1.0 if paired else 0.5)  # paired: the ceiling halved with the probe
+
+
+def test_a_single_threaded_memory_kernel_keeps_its_copy_probe() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    m = dataclasses.replace(probed(measurement(est.floor_s), "bandwidth", (10e9,)), parallelism=1.0)
+    assert judge(est, m, 0.5, reference=reference()).ceiling is not None

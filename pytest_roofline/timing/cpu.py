@@ -76,6 +76,7 @@ class CpuBackend:
         device_name: str | None = None,
         switches: Callable[[], int] | None = None,
         thread_clock_ns: Callable[[], int] = time.thread_time_ns,
+        process_clock_ns: Callable[[], int] = time.process_time_ns,
     ) -> None:
         self._clock_ns = clock_ns
         self._llc_bytes = llc_bytes
@@ -85,6 +86,10 @@ class CpuBackend:
             switches = involuntary_switches
         self._switches = switches
         self._thread_clock_ns = thread_clock_ns
+        self._process_clock_ns = process_clock_ns
+        #: of the last :meth:`run`'s windows: the process's CPU time over this thread's (1: the
+        #: kernel ran on this thread alone; about 2: BLAS on two cores), None when it used none
+        self.last_parallelism: float | None = None
         #: per window of the last :meth:`run`: whether this thread was preempted during it
         self.last_preempted: list[bool] = []
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
@@ -117,23 +122,29 @@ class CpuBackend:
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         check_window_counts(calls, samples)
         clock_ns, switches, thread_ns = self._clock_ns, self._switches, self._thread_clock_ns
+        process_ns = self._process_clock_ns
         windows: list[float] = []
         preempted: list[bool] = []
         self.last_preempted = preempted
+        thread_total = process_total = 0
         for _ in range(samples):
             if flush:
                 self.flush()
             with _gc_paused():
-                before, cpu_before = switches(), thread_ns()
+                before, cpu_before, process_before = switches(), thread_ns(), process_ns()
                 start = clock_ns()
                 for _ in range(calls):
                     fn(*args)
                 stop = clock_ns()
-                lost = (stop - start) - (thread_ns() - cpu_before)
+                thread_cpu = thread_ns() - cpu_before
+                process_total += process_ns() - process_before
+                thread_total += thread_cpu
                 # switched out, and for long enough to matter: a tick's switch in a 20 ms window
                 # costs microseconds, not the window
+                lost = (stop - start) - thread_cpu
                 preempted.append(switches() != before and lost > PREEMPTED_SHARE * (stop - start))
             windows.append((stop - start) / 1e9)
+        self.last_parallelism = process_total / thread_total if thread_total > 0 else None
         return windows
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -119,6 +120,9 @@ class Measurement:
     contention: Contention | None = None
     #: samples left out of the statistics because their window was preempted
     excluded: int = 0
+    #: the kernel's parallelism while sampled: process CPU time over the timing thread's (1 for a
+    #: single-threaded kernel), when the backend can tell (``last_parallelism``)
+    parallelism: float | None = None
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
@@ -197,6 +201,7 @@ def measure(
         probe=sampler.probe_run(),
         contention=contention,
         excluded=len(samples) - stats.n,
+        parallelism=statistics.median(sampler.parallelism) if sampler.parallelism else None,
     )
 
 
@@ -305,6 +310,8 @@ class _Sampler:
         self.k, self.flush, self.probe = k, flush, probe
         self.budget_start = budget_start
         self.preempted = 0
+        #: each sampling round's parallelism, as the backend read it
+        self.parallelism: list[float] = []
         self._clean: list[float] = []
         self._probe_rates: list[float] = []
         self._probe_clean: list[float] = []
@@ -325,6 +332,9 @@ class _Sampler:
         while True:
             size = self._cut_for_probe(size, (backend.clock() - start) / len(samples) if samples else guess_s)
             windows, flags = _run(backend, self.fn, self.args, calls=self.k, samples=size, flush=self.flush)
+            parallelism = getattr(backend, "last_parallelism", None)
+            if isinstance(parallelism, (int, float)):
+                self.parallelism.append(float(parallelism))
             for window, preempted in zip(windows, flags, strict=True):
                 samples.append(window / self.k)
                 self.preempted += preempted
