@@ -436,3 +436,14 @@ def test_a_single_threaded_memory_kernel_keeps_its_copy_probe() -> None:
     est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
     m = dataclasses.replace(probed(measurement(est.floor_s), "bandwidth", (10e9,)), parallelism=1.0)
     assert judge(est, m, 0.5, reference=reference()).ceiling is not None
+
+
+def test_a_single_threaded_compute_kernels_ceiling_is_its_share_of_the_core() -> None:
+    est = estimate("gemm", M=512, N=512, K=512, dtype="fp64", device=cpu(fp64=100e9))
+    # a neighbour on its core: the thread ran half of each window, and the kernel took twice as long
+    m = dataclasses.replace(measurement(est.flops / 40e9), parallelism=1.0, cpu_share=0.5)
+    j = judge(est, m, 0.5)
+    assert j.ceiling is not None
+    assert j.ceiling.value == pytest.approx(50e9)
+    assert j.attained == pytest.approx(0.8)
+    assert j.ceiling.probe == "this thread's share of its core"

@@ -90,6 +90,8 @@ class CpuBackend:
         #: of the last :meth:`run`'s windows: the process's CPU time over this thread's (1: the
         #: kernel ran on this thread alone; about 2: BLAS on two cores), None when it used none
         self.last_parallelism: float | None = None
+        #: of the last :meth:`run`'s windows: the share of their wall time this thread ran
+        self.last_cpu_share: float | None = None
         #: per window of the last :meth:`run`: whether this thread was preempted during it
         self.last_preempted: list[bool] = []
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
@@ -126,7 +128,7 @@ class CpuBackend:
         windows: list[float] = []
         preempted: list[bool] = []
         self.last_preempted = preempted
-        thread_total = process_total = 0
+        thread_total = process_total = wall_total = 0
         for _ in range(samples):
             if flush:
                 self.flush()
@@ -139,12 +141,14 @@ class CpuBackend:
                 thread_cpu = thread_ns() - cpu_before
                 process_total += process_ns() - process_before
                 thread_total += thread_cpu
+                wall_total += stop - start
                 # switched out, and for long enough to matter: a tick's switch in a 20 ms window
                 # costs microseconds, not the window
                 lost = (stop - start) - thread_cpu
                 preempted.append(switches() != before and lost > PREEMPTED_SHARE * (stop - start))
             windows.append((stop - start) / 1e9)
         self.last_parallelism = process_total / thread_total if thread_total > 0 else None
+        self.last_cpu_share = thread_total / wall_total if wall_total > 0 else None
         return windows
 
 

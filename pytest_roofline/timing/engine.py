@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -121,8 +120,10 @@ class Measurement:
     #: samples left out of the statistics because their window was preempted
     excluded: int = 0
     #: the kernel's parallelism while sampled: process CPU time over the timing thread's (1 for a
-    #: single-threaded kernel), when the backend can tell (``last_parallelism``)
+    #: single-threaded kernel), the least of its rounds, when the backend can tell (``last_parallelism``)
     parallelism: float | None = None
+    #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
+    cpu_share: float | None = None
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
@@ -201,7 +202,9 @@ def measure(
         probe=sampler.probe_run(),
         contention=contention,
         excluded=len(samples) - stats.n,
-        parallelism=statistics.median(sampler.parallelism) if sampler.parallelism else None,
+        # the least any round showed: BLAS threads that a probe woke spin on for a while after it
+        parallelism=min(sampler.parallelism) if sampler.parallelism else None,
+        cpu_share=sorted(sampler.cpu_share)[len(sampler.cpu_share) // 2] if sampler.cpu_share else None,
     )
 
 
@@ -312,6 +315,7 @@ class _Sampler:
         self.preempted = 0
         #: each sampling round's parallelism, as the backend read it
         self.parallelism: list[float] = []
+        self.cpu_share: list[float] = []
         self._clean: list[float] = []
         self._probe_rates: list[float] = []
         self._probe_clean: list[float] = []
@@ -335,6 +339,9 @@ class _Sampler:
             parallelism = getattr(backend, "last_parallelism", None)
             if isinstance(parallelism, (int, float)):
                 self.parallelism.append(float(parallelism))
+            share = getattr(backend, "last_cpu_share", None)
+            if isinstance(share, (int, float)):
+                self.cpu_share.append(float(share))
             for window, preempted in zip(windows, flags, strict=True):
                 samples.append(window / self.k)
                 self.preempted += preempted
