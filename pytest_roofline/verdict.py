@@ -172,14 +172,17 @@ def judge(
     """
     m = measurement
     ceiling = None
-    probe = m.probe if _probe_fits(reference, m) else None
-    if _single_threaded_compute(estimate, m) and m.cpu_share:
-        # its ceiling beside it is the share of the core it got: a neighbour on that core halves both
-        ceiling = PairedCeiling(
-            estimate.peak_precision.label, estimate.peak_flops, min(m.cpu_share, 1.0), 0.0,
-            min(m.cpu_share, 1.0), "this thread's share of its core", m.stats.n,
-        )  # fmt: skip
-    elif reference is not None and probe is not None:
+    if _single_threaded_compute(estimate, m):
+        # The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded
+        # kernel keeps much more of its speed than they do (measured: the probe slowed 3x more).
+        # Its ceiling beside it is the share of its core it got: a neighbour on that core halves both.
+        if m.cpu_share:
+            ceiling = PairedCeiling(
+                estimate.peak_precision.label, estimate.peak_flops, min(m.cpu_share, 1.0), 0.0,
+                min(m.cpu_share, 1.0), "this thread's share of its core", m.stats.n,
+            )  # fmt: skip
+    elif reference is not None and m.probe is not None and m.probe.resource == reference.resource:
+        probe = m.probe
         ceiling = pair(reference, probe.value(m.stat), probe.stats.ci_rel, len(probe.rates))
         if peak is not None and ceiling.resource != BANDWIDTH:
             # no window's ceiling is above what the silicon can do
@@ -233,20 +236,6 @@ def judge(
 def _single_threaded_compute(estimate: Estimate, m: Measurement) -> bool:
     single = m.parallelism is not None and m.parallelism < MULTITHREADED
     return single and estimate.bound == "compute" and estimate.device.kind == "cpu"
-
-
-def _probe_fits(reference: ProbeReference | None, m: Measurement) -> bool:
-    """Whether the probe timed beside ``m`` can stand for its kernel's resource.
-
-    The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded kernel
-    keeps much more of its speed than they do (measured: the probe slowed 3x more), so a
-    single-threaded compute-bound kernel is judged against the calibrated ceiling scaled by the
-    share of its core its thread got instead.
-    """
-    if reference is None or m.probe is None or m.probe.resource != reference.resource:
-        return False
-    single = m.parallelism is not None and m.parallelism < MULTITHREADED
-    return not (single and reference.resource != BANDWIDTH)
 
 
 def result_of(
