@@ -10,6 +10,11 @@ neighbour with paired ceilings (the default) and with cached ones (``--roofline-
 cached``), the loaded/quiet ratios, and the median wall time of a measurement with and without
 the probe. Target: paired ratios within 0.85-1.15 at no more than 1.5x the probe-less wall time.
 
+Then the verdicts themselves: every measurement judged (paired) again at two budgets set from the
+kernel's quiet median attained fraction q, one it should pass (q/2) and one it should miss (2q),
+counted per condition as pass/MISS/inconclusive/faster-than-light. A verdict that holds on a busy
+machine is the quiet one or, where the load made it unknowable, inconclusive: never the opposite.
+
     python benchmarks/contention.py [--rounds 3] [--max-time 1.0]
 """
 
@@ -24,6 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +44,7 @@ from pytest_roofline.probes import probe_for  # noqa: E402
 from pytest_roofline.timing import Policy, measure  # noqa: E402
 from pytest_roofline.timing.cpu import CpuBackend  # noqa: E402
 from pytest_roofline.timing.flushing import choose_flush  # noqa: E402
-from pytest_roofline.verdict import judge  # noqa: E402
+from pytest_roofline.verdict import Verdict, judge  # noqa: E402
 
 NEIGHBOUR = ROOT.parent / "shared" / "tools" / "neighbour.py"
 CONDITIONS = ("quiet", "mem", "cpu")
@@ -100,6 +106,8 @@ def main() -> None:
     work = kernels()
     # attained[(kernel, condition, paired)] and wall[(kernel, probed)]
     attained: dict[tuple[str, str, bool], list[float]] = {}
+    #: every probed measurement, for judging again at budgets set from the quiet median
+    measured: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = {}
     wall: dict[tuple[str, bool], list[float]] = {}
     for r in range(args.rounds):
         order = CONDITIONS if r % 2 == 0 else tuple(reversed(CONDITIONS))
@@ -118,6 +126,7 @@ def main() -> None:
                         )  # fmt: skip
                         wall.setdefault((name, probed), []).append(m.wall_s)
                         if probed:
+                            measured.setdefault((name, condition), []).append((est, m, reference))
                             for paired in (True, False):
                                 j = judge(est, m, 0.5, reference=reference if paired else None)
                                 attained.setdefault((name, condition, paired), []).append(j.attained)
@@ -140,6 +149,24 @@ def main() -> None:
                 probed, plain = statistics.median(wall[(name, True)]), statistics.median(wall[(name, False)])
                 line += f" {probed:11.2f}s {plain:8.2f}s {probed / plain:6.2f}"
             print(line)
+
+    print("\nverdicts (paired) at budgets q/2 (should pass) and 2q (should miss), q = quiet median attained;")
+    print("P pass, M MISS, I inconclusive, F faster-than-light, one letter a measurement")
+    print(f"{'kernel':<38} {'q':>6}  " + "  ".join(f"{c + ' q/2':<10} {c + ' 2q':<10}" for c in CONDITIONS))
+    letters = {
+        Verdict.PASS: "P",
+        Verdict.MISS: "M",
+        Verdict.INCONCLUSIVE: "I",
+        Verdict.FASTER_THAN_LIGHT: "F",
+    }
+    for name, *_ in work:
+        q = statistics.median(attained[(name, "quiet", True)])
+        cells = []
+        for c in CONDITIONS:
+            for budget in (q / 2, min(2 * q, 1.0)):
+                verdicts = [judge(e, m, budget, reference=ref).verdict for e, m, ref in measured[(name, c)]]
+                cells.append(f"{''.join(letters.get(v, '?') for v in verdicts):<10}")
+        print(f"{name:<38} {q * 100:5.1f}%  " + " ".join(cells))
 
 
 if __name__ == "__main__":

@@ -121,7 +121,8 @@ def main() -> None:
         med = {m: statistics.median(times[(name, m)]) for m in METHODS}
         wall = " / ".join(f"{statistics.median(walls[(name, m)]):.2f}s" for m in METHODS)
         print(
-            f"{name:<18} " + " ".join(f"{format_seconds(med[m]):>9}" for m in METHODS)
+            f"{name:<18} "
+            + " ".join(f"{format_seconds(med[m]):>9}" for m in METHODS)
             + f"  {ratio(name, 'warm', 'pytest-benchmark'):>16} {ratio(name, 'warm', 'timeit'):>16}"
             f" {ratio(name, 'cold', 'warm'):>16}  {wall}"
         )

@@ -22,10 +22,11 @@ Then the evidence for where the time goes, per mode:
   ``importlib.import_module``, which is how pytest loads the entry point, so ``pytest_roofline``
   and ``.plugin`` themselves are missing there; the next section times that import;
 - in-process, in fresh processes (median of ``--hook-runs``): ``import pytest_roofline.plugin``
-  timed, then every ``pytest_*`` function of ``plugin.py`` and of ``RooflineSession`` wrapped
-  with a timer and the suite run with ``pytest.main``; the hooks' total and split, less the
-  timer's own cost, and which of the package's modules, and of ``devices``, ``ops``, ``model``,
-  the timing modules, numpy and tabulate, are loaded at exit. Pluggy's cost of calling one more
+  timed, then every ``pytest_*`` function of ``plugin.py`` (and of ``RooflineSession``, should the
+  run make one: an unused plugin makes none) wrapped with a timer and the suite run with
+  ``pytest.main``; the hooks' total and split, less the timer's own cost, and which of the
+  package's modules, and of the session, ``devices``, ``ops``, ``model``, the timing modules,
+  numpy and tabulate, are loaded at exit. Pluggy's cost of calling one more
   implementation is not in the total (the end-to-end pairs have it);
 - ``--profile``: one extra in-process run under cProfile, its ``pytest_roofline`` entries by
   cumulative time (cProfile slows what it profiles: compare the entries, not the totals).
@@ -56,8 +57,8 @@ from pathlib import Path
 from typing import Any
 
 #: what an unused plugin must not import (issue 9's acceptance, and the timing engine)
-HEAVY = ("pytest_roofline.devices", "pytest_roofline.ops", "pytest_roofline.model", "pytest_roofline.timing",
-         "numpy", "tabulate")  # fmt: skip
+HEAVY = ("pytest_roofline.session", "pytest_roofline.devices", "pytest_roofline.ops", "pytest_roofline.model",
+         "pytest_roofline.timing", "numpy", "tabulate")  # fmt: skip
 TESTS_PER_FILE = 100
 PYTEST_ARGS = ("-q", "-p", "no:cacheprovider")  # no cache directory written: less disk noise per run
 CONFIDENCE = 0.95
@@ -246,25 +247,30 @@ def time_hooks(suite: str) -> None:
     import pytest_roofline.plugin as plugin
 
     plugin_import = clock() - start
-    start = clock()
-    import pytest_roofline.session as session  # to wrap its hooks (the plugin may import it later)
-
-    session_import = clock() - start
     timer = HookTimer()
     for name, fn in list(vars(plugin).items()):
         if name.startswith("pytest_") and inspect.isfunction(fn):
             setattr(plugin, name, timer.wrap(fn, f"plugin.{name}"))
-    cls = session.RooflineSession
-    for name, fn in list(vars(cls).items()):
-        if name.startswith("pytest_") and inspect.isfunction(fn):
-            setattr(cls, name, timer.wrap(fn, f"session.{name}"))
+    make_session = plugin.session_of
+
+    def session_of(config: Any) -> Any:
+        """The plugin's own, but the session's hooks are timed too once a run makes one."""
+        import pytest_roofline.session as session
+
+        cls = session.RooflineSession
+        for name, fn in list(vars(cls).items()):
+            if name.startswith("pytest_") and inspect.isfunction(fn) and not hasattr(fn, "__wrapped__"):
+                setattr(cls, name, timer.wrap(fn, f"session.{name}"))
+        return make_session(config)
+
+    plugin.session_of = session_of  # type: ignore[assignment]
     code = pytest.main([*PYTEST_ARGS, suite])
     if code != 0:
         sys.exit(f"in-process run failed: {code}")
     loaded = sorted(m for m in sys.modules if m.startswith(("pytest_roofline", *HEAVY)))
     result = {"seconds": timer.seconds, "calls": timer.calls, "stretches": timer.stretches, "loaded": loaded}
     result["plugin_file"] = plugin.__file__ or "?"
-    imports = {"plugin_import_s": plugin_import, "session_import_s": session_import}
+    imports = {"plugin_import_s": plugin_import}
     print(json.dumps({**result, **imports, "timer_s": timer_cost()}))
 
 
@@ -363,14 +369,14 @@ def report(root: Path, args: argparse.Namespace) -> None:
             print(f"{'':>14}{ms:6.2f} ms  {name}")
 
     print(f"\n== in-process, median of {args.hook_runs} fresh processes: the plugin's import, then its hooks")
-    print("   (each pytest_* function of plugin.py and RooflineSession timed; less the timer's own cost)")
+    print("   (each pytest_* function of plugin.py, and of a session if one is made, timed;")
+    print("   less the timer's own cost)")
     for mode, env in envs.items():
         results = in_process(suite, env, args.hook_runs)
         loaded = results[0]["loaded"]
         heavy = [m for m in loaded if m.startswith(HEAVY)]
-        print(f"{mode:>12}: import pytest_roofline.plugin "
-              f"{median_ms(r['plugin_import_s'] for r in results):.2f} ms, .session after it "
-              f"{median_ms(r['session_import_s'] for r in results):.2f} ms")  # fmt: skip
+        plugin_import = median_ms(r["plugin_import_s"] for r in results)
+        print(f"{mode:>12}: import pytest_roofline.plugin {plugin_import:.2f} ms")
         print(f"{'':>14}the plugin: {results[0]['plugin_file']}")
         print(f"{'':>14}loaded at exit: {', '.join(loaded)}")
         print(f"{'':>14}{'HEAVY: ' + ', '.join(heavy) if heavy else 'none of: ' + ', '.join(HEAVY)}")

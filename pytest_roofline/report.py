@@ -84,6 +84,8 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "excluded_samples": m.excluded,
         "ceiling": _ceiling_record(result, m),
         "contention": m.contention.to_record() if m.contention is not None else None,
+        "threads": m.threads,
+        "thread_wait_share": m.wait_share,
         "stats": {
             "n": s.n,
             "min": s.min,
@@ -127,7 +129,8 @@ RECORD_FIELDS = (
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
-    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "stats", "samples_s", "reason",
+    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
+    "stats", "samples_s", "reason",
 )  # fmt: skip
 
 

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 #: a probe this much faster than at calibration means the calibration was taken under load
 _STALE_SPEED = 1.3
 
-SESSION_KEY = pytest.StashKey["RooflineSession"]()
 #: the test's markers, read and checked at setup
 MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
 
@@ -332,7 +331,8 @@ class RooflineSession:
 
         Raises ValueError (OpError, DeviceError) naming the parameter and the value.
         """
-        marker = item.stash.get(MARKER_KEY, None) or MarkerArgs()
+        # (a session made by a fixture a test requested dynamically did not set its test up)
+        marker = (item.stash[MARKER_KEY] if MARKER_KEY in item.stash else read_marker(item)) or MarkerArgs()
         call = dict(call)
         op = call.pop("op", None) or marker.op
         name = call.pop("name", None) or ""
@@ -540,9 +540,9 @@ class RooflineSession:
     def pytest_roofline_backend(self, config: pytest.Config, device: Device, spec: str) -> Backend | None:
         return self.builtin_backend(spec, device)
 
-    @pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they will
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """A test whose marker names a device that is not on this machine is skipped, with the reason.
+    def skip_absent_devices(self, items: list[pytest.Item]) -> None:
+        """A test whose marker names a device that is not on this machine is skipped, with the reason
+        (``plugin.py`` calls this at the end of collection, after -k and -m have deselected).
 
         Skipped through a mark, so pytest reports the test's own location; a marker with a mistake
         is left to :meth:`pytest_runtest_setup`, which fails the test with the message.

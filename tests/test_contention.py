@@ -368,3 +368,45 @@ def test_to_record_without_readings_has_nulls() -> None:
         "cores": 1,
         "cpu_per_wall": None,
     }
+
+
+# -- the kernel's threads: /proc/self/task/*/schedstat -------------------------------------------------
+
+
+def test_thread_schedstats_reads_each_threads_run_and_wait(tmp_path: Path) -> None:
+    for tid, text in {"101": "4000 300 12\n", "102": "900 0 3\n", "103": "garbage\n"}.items():
+        (tmp_path / tid).mkdir()
+        (tmp_path / tid / "schedstat").write_text(text)
+    (tmp_path / "104").mkdir()  # a thread that ended before its file was read
+    assert contention.thread_schedstats(tmp_path) == {"101": (4000, 300), "102": (900, 0)}
+
+
+def test_thread_schedstats_is_none_where_the_os_does_not_say(tmp_path: Path) -> None:
+    assert contention.thread_schedstats(tmp_path / "missing") is None
+    assert contention.thread_schedstats(tmp_path) is None  # no thread readable
+
+
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        # one thread ran the whole round and never waited: a single-threaded kernel
+        ({"1": (1_000, 0), "2": (0, 0)}, contention.ThreadWait(threads=1, wait_share=0.0)),
+        # two BLAS threads beside a core hog: each ran half the round and waited the other half
+        ({"1": (500, 500), "2": (500, 500)}, contention.ThreadWait(threads=2, wait_share=0.5)),
+        # a thread that ran less than a tenth of the round is not one of the kernel's
+        ({"1": (1_000, 0), "2": (50, 900)}, contention.ThreadWait(threads=1, wait_share=0.0)),
+        # nothing ran (a kernel sleeping on I/O): no reading
+        ({"1": (0, 0), "2": (0, 0)}, None),
+    ],
+    ids=["one-thread", "two-waiting", "idle-helper", "none-ran"],
+)
+def test_thread_wait_counts_the_kernels_threads_and_their_wait(
+    after: dict[str, tuple[int, int]], expected: contention.ThreadWait | None
+) -> None:
+    before = {"1": (0, 0), "2": (0, 0), "gone": (5, 5)}
+    after = {**after, "new": (10_000, 10_000)}  # a thread born during the round: no before, left out
+    assert contention.thread_wait(before, after, wall_ns=1_000) == expected
+
+
+def test_thread_wait_needs_a_round_that_took_time() -> None:
+    assert contention.thread_wait({"1": (0, 0)}, {"1": (10, 0)}, wall_ns=0) is None

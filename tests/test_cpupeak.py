@@ -23,6 +23,7 @@ def peak_of(**texts: Any) -> CpuPeak | None:
     peak = derive_peak(**texts)
     return peak if isinstance(peak, CpuPeak) else None
 
+
 # A Google Cloud VM on a Cascade Lake Xeon: the base clock in the model name, no cpufreq.
 INTEL_BLOCK = """\
 processor	: {n}
@@ -191,9 +192,7 @@ def test_arm_without_any_clock_is_unknown() -> None:
 
 
 def test_cpufreq_max_comes_first_and_is_taken_as_it_is() -> None:
-    peak = peak_of(
-        cpuinfo=INTEL, lscpu=GRAVITON3_LSCPU, max_khz=3_900_000, cores=2, machine="x86_64"
-    )
+    peak = peak_of(cpuinfo=INTEL, lscpu=GRAVITON3_LSCPU, max_khz=3_900_000, cores=2, machine="x86_64")
     assert peak is not None
     assert (peak.clock_hz, peak.clock_source) == (3.9e9, "cpufreq max")
 

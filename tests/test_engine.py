@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fakes import FakeBackend, Run
 
+from pytest_roofline.contention import ThreadWait
 from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
 from pytest_roofline.timing.cpu import CpuBackend
 
@@ -372,3 +373,37 @@ def test_policy_defaults() -> None:
 def test_policy_validation(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         Policy(**kwargs)
+
+
+class ThreadReadingBackend(FakeBackend):
+    """A FakeBackend that says, round by round, what the OS saw of the kernel's threads."""
+
+    def __init__(self, readings: list[ThreadWait], **kwargs: Any) -> None:
+        super().__init__(lambda i: (1e-3, 3e-3)[i % 2], **kwargs)  # noisy: several rounds to a target
+        self._readings = iter(readings)
+        self.last_thread_wait: ThreadWait | None = None
+
+    def run(
+        self, fn: Callable[..., object], args: Any, *, calls: int, samples: int, flush: bool
+    ) -> list[float]:
+        self.last_thread_wait = next(self._readings, None)
+        return super().run(fn, args, calls=calls, samples=samples, flush=flush)
+
+
+def test_the_measurement_keeps_the_fewest_threads_and_the_middle_wait_of_its_rounds() -> None:
+    # a BLAS thread spinning on from an earlier call shows in a round as a second thread
+    readings = [ThreadWait(2, 0.9), ThreadWait(1, 0.1), ThreadWait(1, 0.2), ThreadWait(1, 0.3)] * 10
+    backend = ThreadReadingBackend(readings, resolution_s=1e-6)
+    policy = Policy(warmup_s=0.0, min_samples=3, max_samples=40, target_rel_ci=1e-6, max_time_s=1e3)
+    m = measure(noop, policy=policy, backend=backend)
+    assert len(backend.runs) > 4  # warm-up runs read threads too; the engine keeps the sampling rounds'
+    assert m.threads == 1
+    assert m.wait_share is not None
+    assert 0.1 <= m.wait_share <= 0.3
+
+
+def test_a_backend_that_cannot_count_threads_leaves_them_unknown() -> None:
+    m = measure(
+        noop, policy=Policy(warmup_s=0.0, min_samples=3), backend=FakeBackend(1e-3, resolution_s=1e-6)
+    )
+    assert (m.threads, m.wait_share) == (None, None)

@@ -314,7 +314,9 @@ def test_an_unused_plugin_has_imported_nothing_heavy_at_unconfigure(
         @pytest.hookimpl(trylast=True)  # after the plugin's own pytest_unconfigure
         def pytest_unconfigure(config):
             loaded = sorted(m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + "."))
-            seen = {{"roofline": config.pluginmanager.has_plugin("roofline"), "loaded": loaded}}
+            seen = {{"roofline": config.pluginmanager.has_plugin("roofline"), "loaded": loaded,
+                     "session": "pytest_roofline.session" in sys.modules,
+                     "worker": hasattr(config, "workerinput")}}
             config.rootpath.joinpath(f"loaded-{{os.getpid()}}.json").write_text(json.dumps(seen))
         """
     )
@@ -347,7 +349,32 @@ def test_an_unused_plugin_has_imported_nothing_heavy_at_unconfigure(
     result.assert_outcomes(passed=4, xfailed=1, skipped=1)
     seen = [json.loads(f.read_text()) for f in pytester.path.glob("loaded-*.json")]
     assert len(seen) == (3 if xdist else 1)  # the controller and each worker
-    assert seen == [{"roofline": True, "loaded": []}] * len(seen)
+    assert all(s["roofline"] and s["loaded"] == [] for s in seen)
+    # no session where nothing was collected that measures; a pytest-xdist controller collects
+    # nothing, so it makes one up front to receive its workers' records
+    assert sorted((s["worker"], s["session"]) for s in seen) == (
+        [(False, True), (True, False), (True, False)] if xdist else [(False, False)]
+    )
+
+
+def test_a_fixture_requested_dynamically_makes_the_session(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import sys
+
+        import pytest
+
+        def test_dynamic(request):
+            assert "pytest_roofline.session" not in sys.modules  # nothing collected measures
+            calls = []
+            roofline = request.getfixturevalue("roofline")
+            assert roofline(calls.append, 1, op="copy", n=1000, dtype="fp32") is None  # mode off: run once
+            assert calls == [1]
+            with pytest.raises(pytest.fail.Exception, match="copy needs n"):
+                roofline(calls.append, 2, op="copy", dtype="fp32")  # a missing parameter still is one
+        """
+    )
+    pytester.runpytest_subprocess("-p", "roofline", "--roofline-mode=off").assert_outcomes(passed=1)
 
 
 def test_a_warning_while_resolving_the_device_is_printed_not_raised_in_the_test(rl: pytest.Pytester) -> None:

@@ -120,7 +120,8 @@ MEASUREMENT_FIELDS = {
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
-    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "stats", "samples_s", "reason",
+    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
+    "stats", "samples_s", "reason",
 }  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock
 
+from pytest_roofline.contention import ThreadWait
 from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
 from pytest_roofline.timing.cpu import FALLBACK_LLC_BYTES, CpuBackend, last_level_cache_bytes
 
@@ -308,3 +309,26 @@ def test_the_backend_reads_the_kernels_parallelism(
     )  # fmt: skip
     backend.run(kernel, (), calls=2, samples=3, flush=False)
     assert backend.last_parallelism == pytest.approx(parallelism)
+
+
+def test_the_backend_reads_the_threads_and_their_wait_around_each_run(clock: FakeClock) -> None:
+    readings = iter([{"1": (0, 0), "2": (0, 0)}, {"1": (20_000_000, 20_000_000), "2": (20_000_000, 0)}])
+
+    def kernel() -> None:
+        clock.advance(0.01)
+
+    backend = CpuBackend(
+        clock_ns=clock.now_ns, resolution_s=1e-6, device_name="test", switches=lambda: 0,
+        schedstats=lambda: next(readings),
+    )  # fmt: skip
+    backend.run(kernel, (), calls=2, samples=2, flush=False)  # a 40 ms round
+    assert backend.last_thread_wait == ThreadWait(threads=2, wait_share=pytest.approx(1 / 3))  # 20 of 60 ms
+
+
+def test_the_backend_says_nothing_of_threads_where_the_os_does_not(clock: FakeClock) -> None:
+    backend = CpuBackend(
+        clock_ns=clock.now_ns, resolution_s=1e-6, device_name="test", switches=lambda: 0,
+        schedstats=lambda: None,
+    )  # fmt: skip
+    backend.run(lambda: clock.advance(0.01), (), calls=1, samples=2, flush=False)
+    assert backend.last_thread_wait is None

@@ -17,6 +17,7 @@ from pytest_roofline.timing.engine import Measurement, StopReason
 from pytest_roofline.verdict import (
     FTL_LIMIT_DATASHEET,
     FTL_LIMIT_MEASURED,
+    Judgement,
     Result,
     Verdict,
     budget_percent,
@@ -447,3 +448,64 @@ def test_a_single_threaded_compute_kernels_ceiling_is_its_share_of_the_core() ->
     assert j.ceiling.value == pytest.approx(50e9)
     assert j.attained == pytest.approx(0.8)
     assert j.ceiling.probe == "this thread's share of its core"
+
+
+# -- threads that waited for a core ------------------------------------------------------------------
+
+
+def blas_gemm(
+    attained: float, *, threads: int | None, wait_share: float | None, probe_rate: float
+) -> Judgement:
+    """A 512³ dgemm on a 100 GFLOP/s CPU at ``attained`` of the calibrated ceiling, its probe at
+    ``probe_rate`` (calibrated at 1 GFLOP/s), judged against a 50% budget."""
+    est = estimate("gemm", M=512, N=512, K=512, dtype="fp64", device=cpu(fp64=100e9))
+    m = probed(measurement(est.floor_s / attained), "fp64", (probe_rate,))
+    m = dataclasses.replace(m, parallelism=1.9, cpu_share=1.0, threads=threads, wait_share=wait_share)
+    return judge(est, m, 0.5, reference=ProbeReference("fp64", "matmul", 256, 100e9, 1e9, 1e9))
+
+
+def test_a_multithreaded_compute_kernel_whose_threads_waited_is_judged_against_the_calibration() -> None:
+    # beside a core hog: the kernel slowed 5x, its probe only 2x; the pairing would call it a miss
+    j = blas_gemm(0.18, threads=2, wait_share=0.5, probe_rate=0.5e9)
+    assert j.ceiling is None  # the calibrated ceiling: load cannot raise it
+    assert j.attained == pytest.approx(0.18)
+    assert j.verdict is Verdict.INCONCLUSIVE
+    assert j.reason.startswith("its 2 threads waited for a core 50.0% of the time")
+
+
+def test_a_pass_with_threads_that_waited_is_a_pass() -> None:
+    # load only slows a kernel: a pass against the best-known ceiling holds on a quiet machine too
+    j = blas_gemm(0.8, threads=2, wait_share=0.5, probe_rate=0.5e9)
+    assert (j.ceiling, j.verdict) == (None, Verdict.PASS)
+
+
+def test_a_far_beyond_light_kernel_with_threads_that_waited_is_still_faster_than_light() -> None:
+    assert blas_gemm(2.0, threads=2, wait_share=0.5, probe_rate=0.5e9).verdict is Verdict.FASTER_THAN_LIGHT
+
+
+@pytest.mark.parametrize(
+    ("threads", "wait_share"),
+    [(2, 0.10), (2, None), (None, 0.5)],
+    ids=["little-wait", "wait-unknown", "threads-unknown"],
+)
+def test_waiting_matters_only_for_several_threads_that_waited_long(
+    threads: int | None, wait_share: float | None
+) -> None:
+    j = blas_gemm(0.18, threads=threads, wait_share=wait_share, probe_rate=0.5e9)
+    assert j.ceiling is not None
+    assert j.ceiling.speed == pytest.approx(0.5)
+    assert (j.verdict, j.attained) == (Verdict.MISS, pytest.approx(0.36))  # 36% of the halved ceiling
+
+
+def test_the_os_thread_count_overrides_the_cpu_time_parallelism() -> None:
+    # the process used ~2 CPU seconds a second (a BLAS thread spinning on after a call), but the
+    # OS saw one thread running the kernel: the single-threaded rule (the core's share) applies
+    j = blas_gemm(0.5, threads=1, wait_share=0.0, probe_rate=0.5e9)
+    assert j.ceiling is not None
+    assert j.ceiling.probe == "this thread's share of its core"
+
+
+def test_a_memory_bound_kernel_whose_threads_waited_keeps_its_probe() -> None:
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    m = dataclasses.replace(probed(measurement(est.floor_s), "bandwidth", (10e9,)), threads=2, wait_share=0.5)
+    assert judge(est, m, 0.5, reference=reference()).ceiling is not None

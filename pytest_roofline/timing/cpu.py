@@ -20,8 +20,12 @@ from typing import TYPE_CHECKING
 from pytest_roofline.timing.base import Kernel, check_window_counts
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy as np
     import numpy.typing as npt
+
+    from pytest_roofline.contention import ThreadWait
 
 #: a window is preempted when the OS switched this thread out and it ran less than this share of it
 PREEMPTED_SHARE = 0.05
@@ -62,7 +66,9 @@ class CpuBackend:
     ``device_name`` (default: the CPU model the OS reports) and ``switches`` (default: this
     thread's involuntary context switches, read around every window) and ``thread_clock_ns``
     (default: this thread's CPU time): a window during which the OS switched the thread out and
-    it ran less than 95% of the window is marked preempted in :attr:`last_preempted`.
+    it ran less than 95% of the window is marked preempted in :attr:`last_preempted`; and
+    ``schedstats`` (default: :func:`~pytest_roofline.contention.thread_schedstats`), read around
+    each :meth:`run`, for how many threads the kernel ran on and how long they waited for a core.
     """
 
     name = "cpu"
@@ -77,6 +83,7 @@ class CpuBackend:
         switches: Callable[[], int] | None = None,
         thread_clock_ns: Callable[[], int] = time.thread_time_ns,
         process_clock_ns: Callable[[], int] = time.process_time_ns,
+        schedstats: Callable[[], Mapping[str, tuple[int, int]] | None] | None = None,
     ) -> None:
         self._clock_ns = clock_ns
         self._llc_bytes = llc_bytes
@@ -85,6 +92,11 @@ class CpuBackend:
 
             switches = involuntary_switches
         self._switches = switches
+        if schedstats is None:
+            from pytest_roofline.contention import thread_schedstats
+
+            schedstats = thread_schedstats
+        self._schedstats = schedstats
         self._thread_clock_ns = thread_clock_ns
         self._process_clock_ns = process_clock_ns
         #: of the last :meth:`run`'s windows: the process's CPU time over this thread's (1: the
@@ -92,6 +104,9 @@ class CpuBackend:
         self.last_parallelism: float | None = None
         #: of the last :meth:`run`'s windows: the share of their wall time this thread ran
         self.last_cpu_share: float | None = None
+        #: of the last :meth:`run`: the threads the kernel ran on and the share of their time they
+        #: waited for a core (:class:`~pytest_roofline.contention.ThreadWait`), None where unknown
+        self.last_thread_wait: ThreadWait | None = None
         #: per window of the last :meth:`run`: whether this thread was preempted during it
         self.last_preempted: list[bool] = []
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
@@ -129,6 +144,7 @@ class CpuBackend:
         preempted: list[bool] = []
         self.last_preempted = preempted
         thread_total = process_total = wall_total = 0
+        threads_before, round_start = self._schedstats(), clock_ns()
         for _ in range(samples):
             if flush:
                 self.flush()
@@ -147,6 +163,12 @@ class CpuBackend:
                 lost = (stop - start) - thread_cpu
                 preempted.append(switches() != before and lost > PREEMPTED_SHARE * (stop - start))
             windows.append((stop - start) / 1e9)
+        threads_after = self._schedstats()
+        self.last_thread_wait = None
+        if threads_before is not None and threads_after is not None:
+            from pytest_roofline.contention import thread_wait
+
+            self.last_thread_wait = thread_wait(threads_before, threads_after, clock_ns() - round_start)
         self.last_parallelism = process_total / thread_total if thread_total > 0 else None
         self.last_cpu_share = thread_total / wall_total if wall_total > 0 else None
         return windows

@@ -124,6 +124,11 @@ class Measurement:
     parallelism: float | None = None
     #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
     cpu_share: float | None = None
+    #: the threads the kernel ran on (the fewest of any round: BLAS threads spin on a while after
+    #: a call, into the next kernel's round) and the share of their time they waited for a core
+    #: (median of the rounds), when the backend can tell (``last_thread_wait``)
+    threads: int | None = None
+    wait_share: float | None = None
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
@@ -204,7 +209,9 @@ def measure(
         excluded=len(samples) - stats.n,
         # the least any round showed: BLAS threads that a probe woke spin on for a while after it
         parallelism=min(sampler.parallelism) if sampler.parallelism else None,
-        cpu_share=sorted(sampler.cpu_share)[len(sampler.cpu_share) // 2] if sampler.cpu_share else None,
+        cpu_share=_middle(sampler.cpu_share),
+        threads=min(sampler.threads) if sampler.threads else None,
+        wait_share=_middle(sampler.wait_share),
     )
 
 
@@ -316,6 +323,8 @@ class _Sampler:
         #: each sampling round's parallelism, as the backend read it
         self.parallelism: list[float] = []
         self.cpu_share: list[float] = []
+        self.threads: list[int] = []
+        self.wait_share: list[float] = []
         self._clean: list[float] = []
         self._probe_rates: list[float] = []
         self._probe_clean: list[float] = []
@@ -342,6 +351,10 @@ class _Sampler:
             share = getattr(backend, "last_cpu_share", None)
             if isinstance(share, (int, float)):
                 self.cpu_share.append(float(share))
+            wait = getattr(backend, "last_thread_wait", None)
+            if wait is not None:
+                self.threads.append(wait.threads)
+                self.wait_share.append(wait.wait_share)
             for window, preempted in zip(windows, flags, strict=True):
                 samples.append(window / self.k)
                 self.preempted += preempted
@@ -435,3 +448,8 @@ def _next_round(n: int, ci_rel: float, elapsed_s: float, spent_s: float, policy:
     if affordable < size:
         size = math.floor(affordable)
     return max(0, min(size, policy.max_samples - n))
+
+
+def _middle(values: Sequence[float]) -> float | None:
+    """The median of a round's readings (the upper one of an even count), None when there are none."""
+    return sorted(values)[len(values) // 2] if values else None
