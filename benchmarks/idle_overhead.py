@@ -46,6 +46,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -106,20 +107,26 @@ def environments(root: Path, package: Path) -> dict[str, dict[str, str]]:
 
 def run_suite(
     suite: Path, env: dict[str, str], plugin: bool, tests: int, *python: str, more: Sequence[str] = ()
-) -> tuple[float, str]:
-    """Wall seconds of one run, and its stderr; a run that does not pass every test stops the script.
+) -> tuple[float, str, float]:
+    """Wall seconds of one run, its stderr, and the CPU seconds (user + system) the process used; a
+    run that does not pass every test stops the script.
 
-    ``python``: interpreter options (``-X importtime``); ``more``: pytest options.
+    ``python``: interpreter options (``-X importtime``); ``more``: pytest options. CPU time is the
+    steadier figure on a shared machine: a neighbour that takes the core delays the process
+    without adding to its CPU time.
     """
     off = () if plugin else ("-p", "no:roofline")
     command = [sys.executable, *python, "-m", "pytest", *PYTEST_ARGS, *off, *more, str(suite)]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     if done.returncode != 0 or f"{tests} passed" not in done.stdout:
         side = "on" if plugin else "off"
         sys.exit(f"the suite did not pass (plugin {side}):\n{done.stdout}\n{done.stderr}")
-    return wall, done.stderr
+    return wall, done.stderr, cpu
 
 
 # -- statistics --------------------------------------------------------------------------------------
@@ -341,23 +348,28 @@ def report(root: Path, args: argparse.Namespace) -> None:
             run_suite(suite, env, plugin, args.tests, more=["--roofline-mode=enforce"] if plugin else [])
 
     walls: dict[str, dict[bool, list[float]]] = {mode: {True: [], False: []} for mode in envs}
+    cpus: dict[str, dict[bool, list[float]]] = {mode: {True: [], False: []} for mode in envs}
     for i in range(args.pairs):
         for mode, env in envs.items():
             for plugin in (True, False) if i % 2 == 0 else (False, True):
-                walls[mode][plugin].append(run_suite(suite, env, plugin, args.tests)[0])
+                wall, _, cpu = run_suite(suite, env, plugin, args.tests)
+                walls[mode][plugin].append(wall)
+                cpus[mode][plugin].append(cpu)
 
-    print("\n== end to end (wall time of each process, ratio on/off per pair)")
-    for mode, w in walls.items():
-        ratios = [on / off for on, off in zip(w[True], w[False], strict=True)]
-        diffs = [(on - off) * 1e3 for on, off in zip(w[True], w[False], strict=True)]
-        low, high, coverage = median_interval(ratios)
-        dlow, dhigh, _ = median_interval(diffs)
-        verdict = "target met" if high <= 1.01 else "target missed" if low > 1.01 else "undecided"
-        on, off = (statistics.median(w[side]) * 1e3 for side in (True, False))
-        print(f"{mode:>12}: on {on:7.1f} ms, off {off:7.1f} ms; ratio median {statistics.median(ratios):.4f},"
-              f" {coverage:.1%} CI [{low:.4f}, {high:.4f}] (sign test); <= 1.01x: {verdict}")  # fmt: skip
-        print(f"{'':>14}on - off: median {statistics.median(diffs):+.1f} ms, CI [{dlow:+.1f}, {dhigh:+.1f}]")
-        print(f"{'':>14}ratios: {' '.join(f'{r:.3f}' for r in ratios)}")
+    for title, figures in (("wall time", walls), ("CPU time (user + system)", cpus)):
+        print(f"\n== end to end: {title} of each process, ratio on/off per pair")
+        for mode, w in figures.items():
+            ratios = [on / off for on, off in zip(w[True], w[False], strict=True)]
+            diffs = [(on - off) * 1e3 for on, off in zip(w[True], w[False], strict=True)]
+            low, high, coverage = median_interval(ratios)
+            dlow, dhigh, _ = median_interval(diffs)
+            verdict = "target met" if high <= 1.01 else "target missed" if low > 1.01 else "undecided"
+            on, off = (statistics.median(w[side]) * 1e3 for side in (True, False))
+            ratio, diff = statistics.median(ratios), statistics.median(diffs)
+            print(f"{mode:>12}: on {on:7.1f} ms, off {off:7.1f} ms; ratio median {ratio:.4f},"
+                  f" {coverage:.1%} CI [{low:.4f}, {high:.4f}] (sign test); <= 1.01x: {verdict}")  # fmt: skip
+            print(f"{'':>14}on - off: median {diff:+.1f} ms, CI [{dlow:+.1f}, {dhigh:+.1f}]")
+            print(f"{'':>14}ratios: {' '.join(f'{r:.3f}' for r in ratios)}")
 
     print("\n== modules only the plugin-on run imports: -X importtime self times, median of 3 runs a side")
     print("   (CPython does not log modules loaded by importlib.import_module: the entry point itself,")
