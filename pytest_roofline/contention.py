@@ -300,8 +300,10 @@ def _percent(fraction: float) -> str:
 
 # -- the kernel's own threads: how long they waited for a core --------------------------------------
 
-#: a thread that ran at least this share of a round's wall time is one of the kernel's threads
-BUSY_THREAD_SHARE = 0.1
+#: a thread that ran at least this share of what the round's busiest thread ran is one of the
+#: kernel's threads: BLAS threads share the work evenly, while one that spins on for a few ms after
+#: an earlier call (the probe's) runs far less than the thread calling the kernel
+KERNEL_THREAD_SHARE = 0.5
 
 _TASKS = Path("/proc/self/task")
 
@@ -331,7 +333,7 @@ def thread_schedstats(tasks: Path = _TASKS) -> dict[str, tuple[int, int]] | None
 class ThreadWait:
     """A round of samples as the kernel's threads lived it."""
 
-    #: threads of this process that ran at least :data:`BUSY_THREAD_SHARE` of the round
+    #: threads of this process that ran at least :data:`KERNEL_THREAD_SHARE` of what the busiest ran
     threads: int
     #: of those threads' runnable time (running or waiting for a core), the share spent waiting
     wait_share: float
@@ -351,9 +353,10 @@ def thread_wait(
     if wall_ns <= 0:
         return None
     ran = {tid: after[tid][0] - before[tid][0] for tid in after.keys() & before.keys()}
-    busy = [tid for tid, ns in ran.items() if ns >= BUSY_THREAD_SHARE * wall_ns]
-    if not busy:
+    busiest = max(ran.values(), default=0)
+    if busiest <= 0:
         return None
+    busy = [tid for tid, ns in ran.items() if ns >= KERNEL_THREAD_SHARE * busiest]
     waited = sum(after[tid][1] - before[tid][1] for tid in busy)
     runnable = waited + sum(ran[tid] for tid in busy)
     return ThreadWait(threads=len(busy), wait_share=max(0.0, waited / runnable) if runnable > 0 else 0.0)
