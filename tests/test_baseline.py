@@ -1,0 +1,175 @@
+"""Baselines read and checked, and measurements compared with them (attained fractions, with noise)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline.baseline import Baseline, BaselineError, BaselineRecord, load_baseline
+from pytest_roofline.comparison import Change, compare, compare_all, counts
+
+
+def record(nodeid: str = "t.py::test_a", **fields: Any) -> dict[str, Any]:
+    base = {
+        "nodeid": nodeid, "name": "", "attained": 0.5, "attained_ci_rel": 0.02, "time_s": 1e-3,
+        "device": "cpu", "device_name": "AMD EPYC", "verdict": "pass", "op": "copy", "label": "copy n=1",
+    }  # fmt: skip
+    return {**base, **fields}
+
+
+def report(*records: dict[str, Any], **top: Any) -> dict[str, Any]:
+    return {"schema": 1, "environment": {"created": "2026-11-20T10:00:00+00:00"}, "devices": [],
+            "measurements": list(records), **top}  # fmt: skip
+
+
+def write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "baseline.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+
+def test_a_json_report_is_a_baseline(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, report(record(), record("t.py::test_b", name="big"), record("t.py::s", verdict="skipped"))
+    )
+    b = load_baseline(path)
+    assert set(b.records) == {("t.py::test_a", ""), ("t.py::test_b", "big")}  # a skipped row measured nothing
+    assert b.records[("t.py::test_b", "big")].test == "t.py::test_b[big]"
+    assert b.records[("t.py::test_a", "")].ci_rel == pytest.approx(0.02)
+    assert b.describe() == f"{path} (AMD EPYC; 2026-11-20)"
+
+
+def test_a_baseline_without_intervals_compares_as_exact(tmp_path: Path) -> None:
+    rec = record()
+    del rec["attained_ci_rel"]
+    assert load_baseline(write(tmp_path, report(rec))).records[("t.py::test_a", "")].ci_rel == 0.0
+
+
+def test_a_rerun_keeps_its_last_row(tmp_path: Path) -> None:
+    b = load_baseline(write(tmp_path, report(record(attained=0.1), record(attained=0.4))))
+    assert b.records[("t.py::test_a", "")].attained == 0.4
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not JSON (Expecting property name enclosed in double quotes, line 1)"),
+        ([1, 2], "not a pytest-roofline JSON report (a list at the top)"),
+        ({"schema": 7, "measurements": []}, "schema 7 is not one this version reads (1)"),
+        ({"measurements": []}, "schema None is not one this version reads"),
+        ({"schema": 1, "measurements": {}}, "'measurements' must be a list; got object"),
+        ({"schema": 1, "measurements": ["x"]}, "measurement 0 is a string, not an object"),
+        (
+            report({k: v for k, v in record().items() if k != "attained"}),
+            "measurement 0 (t.py::test_a): no 'attained' field",
+        ),
+        (
+            report(record(), record(time_s="1 ms")),
+            "measurement 1 (t.py::test_a): 'time_s' is '1 ms', not a number",
+        ),
+        (report(record(attained=True)), "'attained' is True, not a number"),
+        (report(record(attained=-0.5)), "'attained' is -0.5; it must be a positive number"),
+        (report(record(nodeid=3)), "measurement 0: 'nodeid' is 3, not a string"),
+    ],
+    ids=[
+        "not-json",
+        "list",
+        "schema",
+        "no-schema",
+        "measurements-object",
+        "record-string",
+        "missing-field",
+        "wrong-type",
+        "bool",
+        "negative",
+        "nodeid-int",
+    ],
+)
+def test_every_bad_baseline_names_the_file_and_the_fault(
+    tmp_path: Path, content: object, message: str
+) -> None:
+    path = write(tmp_path, content)
+    with pytest.raises(BaselineError) as info:
+        load_baseline(path)
+    assert str(info.value).startswith(f"baseline {path}: ")
+    assert message in str(info.value)
+
+
+def test_a_missing_or_unreadable_baseline_is_named(tmp_path: Path) -> None:
+    with pytest.raises(BaselineError, match=r"baseline .*nowhere\.json: no such file"):
+        load_baseline(tmp_path / "nowhere.json")
+    with pytest.raises(BaselineError, match="a directory, not a JSON file"):
+        load_baseline(tmp_path)
+    (tmp_path / "latin1.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(BaselineError, match="cannot be read"):
+        load_baseline(tmp_path / "latin1.json")
+
+
+# -- comparing ----------------------------------------------------------------------------------------
+
+
+def measured(
+    attained: float, ci_rel: float = 0.02, time_s: float = 1e-3, device: str = "cpu"
+) -> BaselineRecord:
+    return BaselineRecord.from_record(
+        record(attained=attained, attained_ci_rel=ci_rel, time_s=time_s, device=device)
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "change"),
+    [
+        (measured(0.50), measured(0.25, time_s=2e-3), Change.REGRESSION),  # 2x slower
+        (measured(0.50), measured(0.47), Change.UNCHANGED),  # -6%: under the 10% threshold
+        (measured(0.50, 0.15), measured(0.42, 0.15), Change.INCONCLUSIVE),  # -16%, inside the noise
+        (measured(0.50), measured(0.75), Change.IMPROVEMENT),
+        (measured(0.50, 0.3), measured(0.60, 0.3), Change.INCONCLUSIVE),  # +20%, inside the noise
+    ],
+    ids=["2x-slower", "small-drop", "noisy-drop", "faster", "noisy-gain"],
+)
+def test_a_change_is_judged_on_attained_and_both_intervals(
+    old: BaselineRecord, new: BaselineRecord, change: Change
+) -> None:
+    assert compare(old, new).change is change
+
+
+def test_the_threshold_is_the_users() -> None:
+    assert compare(measured(0.50), measured(0.47), threshold=0.05).change is Change.REGRESSION
+
+
+def test_the_regression_message_has_both_fractions_both_times_the_change_and_the_baseline() -> None:
+    c = compare(measured(0.50), measured(0.25, time_s=2e-3), source="base.json (AMD EPYC; 2026-11-20)")
+    assert c.message() == (
+        "t.py::test_a: attained 25.0% of speed of light, 50.0% in the baseline: -50% (95% interval -51% to "
+        "-49%, beyond the 10% regression threshold); time 2000 µs, was 1000 µs. "
+        "Baseline: base.json (AMD EPYC; 2026-11-20)."
+    )
+    assert c.summary() == "-50% (50.0% -> 25.0%)"
+
+
+def test_another_devices_baseline_is_compared_only_when_asked() -> None:
+    old, new = measured(0.50, device="h100-sxm"), measured(0.25)
+    assert compare(old, new).change is Change.OTHER_DEVICE
+    assert compare(old, new).summary() == "not compared: baseline measured on AMD EPYC (50.0% -> 25.0%)"
+    assert compare(old, new, across_devices=True).change is Change.REGRESSION
+
+
+def test_new_and_vanished_tests_are_listed() -> None:
+    kept, gone = measured(0.5), BaselineRecord.from_record(record("t.py::test_gone"))
+    baseline = Baseline("b.json", None, {"cpu": "AMD EPYC"}, {kept.key: kept, gone.key: gone})
+    fresh = BaselineRecord.from_record(record("t.py::test_new"))
+    result = compare_all(baseline, [measured(0.5), fresh])
+    assert [(c.test, c.change) for c in result] == [
+        ("t.py::test_a", Change.UNCHANGED),
+        ("t.py::test_new", Change.NEW),
+        ("t.py::test_gone", Change.VANISHED),
+    ]
+    assert counts(result) == {Change.UNCHANGED: 1, Change.NEW: 1, Change.VANISHED: 1}
+    assert result[1].summary() == "new: no baseline record"
+    assert result[2].summary() == "vanished: in the baseline, not measured now"
