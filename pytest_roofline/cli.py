@@ -4,8 +4,10 @@
     roofline devices
     roofline ops
     roofline calibrate [--device D] [--force | --reset]
+    roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices]
 
-Bad input prints one line saying what is wrong and exits 2; there is no traceback.
+Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
+exits 1 when a test regressed.
 """
 
 from __future__ import annotations
@@ -240,6 +242,24 @@ def _ops(args: argparse.Namespace) -> str:
     return tabulate(rows, headers=headers) + note
 
 
+def _compare(args: argparse.Namespace) -> tuple[str, int]:
+    """Two JSON reports compared test by test; exit status 1 when one regressed."""
+    from .baseline import load_baseline
+    from .comparison import Change, compare_all, format_table, summary_line
+
+    old, new = load_baseline(args.old), load_baseline(args.new)
+    comparisons = compare_all(
+        old, new.records.values(), threshold=args.threshold, across_devices=args.across_devices
+    )
+    lines = [f"baseline: {old.describe()}", f"compared: {new.describe()}", ""]
+    lines += format_table(comparisons) if comparisons else ["(no measurements in either file)"]
+    regressed = [c for c in comparisons if c.change is Change.REGRESSION]
+    lines += ["", summary_line(comparisons), *(c.message() for c in regressed)]
+    if any(c.change is Change.OTHER_DEVICE for c in comparisons):
+        lines.append("measurements on another device are not compared: --across-devices compares them")
+    return "\n".join(lines), 1 if regressed else 0
+
+
 def _calibrate(args: argparse.Namespace) -> str:
     from .calibrate import calibrate_cpu, calibrate_cuda, format_calibration
     from .detect import parse_target
@@ -292,7 +312,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     again.add_argument("--reset", action="store_true", help="measure again and forget the cached figures")
     calibrate.set_defaults(run=_calibrate)
+    compare = commands.add_parser(
+        "compare",
+        help="compare two JSON reports test by test (exit 1 on a regression)",
+        description="Compare the attained fractions of two --roofline-json files, with both intervals.",
+    )
+    compare.add_argument("old", help="the baseline: a --roofline-json or --roofline-save file")
+    compare.add_argument("new", help="the run to judge against it")
+    compare.add_argument(
+        "--threshold", type=_threshold, default=0.1, metavar="DROP",
+        help="the drop of attained that is a regression, as 10%% or 0.1 (default: 10%%)",
+    )  # fmt: skip
+    compare.add_argument(
+        "--across-devices", action="store_true", help="compare measurements of other devices too"
+    )
+    compare.set_defaults(run=_compare)
     return parser
+
+
+def _threshold(text: str) -> float:
+    from .comparison import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -300,13 +344,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise CliError("a command is required: floor, devices, ops or calibrate (see roofline -h)")
+            raise CliError(
+                "a command is required: floor, devices, ops, calibrate or compare (see roofline -h)"
+            )
         with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each
             warnings.simplefilter("always")
             output = args.run(args)
         for warning in caught:
             print(f"roofline: warning: {warning.message}", file=sys.stderr)
+        output, status = output if isinstance(output, tuple) else (output, 0)
         print(output)
+        if status:
+            return int(status)
     except BrokenPipeError:  # `roofline devices | head`: the reader left; that is not an error
         sys.stdout = None  # keep the interpreter from flushing into the pipe
         return 0

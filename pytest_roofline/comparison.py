@@ -154,3 +154,49 @@ def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
 def _interval(ratio: float, ci_rel: float) -> tuple[float, float]:
     """The ratio's 95% interval, multiplicative: never below zero however noisy."""
     return ratio / (1 + ci_rel), ratio * (1 + ci_rel)
+
+
+def parse_threshold(text: str) -> float:
+    """``10%`` or ``0.1`` -> 0.1: a drop, as a fraction in (0, 1); ValueError naming the text otherwise."""
+    value: float | None
+    try:
+        value = float(text[:-1]) / 100 if text.strip().endswith("%") else float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < 1:
+        raise ValueError(f"expected a drop such as 10% or 0.1, in (0, 1); got {text!r}")
+    return value
+
+
+def format_table(comparisons: Iterable[Comparison]) -> list[str]:
+    """A table a line each: regressions first, then inconclusive, improvements, the rest."""
+    from tabulate import tabulate
+
+    rows = []
+    for c in sorted(comparisons, key=lambda c: (_ORDER.index(c.change), c.test)):
+        old, new = c.old, c.new
+        rows.append(
+            [
+                c.test,
+                (new or old).label if (new or old) is not None else "",  # type: ignore[union-attr]
+                units.percent(old.attained) if old is not None else "-",
+                units.percent(new.attained) if new is not None else "-",
+                f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
+                f"±{c.ci_rel * 100:.0f}%" if c.ratio is not None else "-",
+                str(c.change),
+            ]
+        )
+    headers = ["test", "op", "baseline", "now", "change", "noise", "verdict"]
+    return str(tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)).splitlines()
+
+
+_ORDER = (
+    Change.REGRESSION, Change.INCONCLUSIVE, Change.IMPROVEMENT, Change.OTHER_DEVICE, Change.NEW,
+    Change.VANISHED, Change.UNCHANGED,
+)  # fmt: skip
+
+
+def summary_line(comparisons: Iterable[Comparison]) -> str:
+    totals = counts(comparisons)
+    parts = [f"{totals[change]} {change}" for change in _ORDER if totals.get(change)]
+    return "compared with the baseline: " + (", ".join(parts) if parts else "nothing")

@@ -173,3 +173,96 @@ def test_new_and_vanished_tests_are_listed() -> None:
     assert counts(result) == {Change.UNCHANGED: 1, Change.NEW: 1, Change.VANISHED: 1}
     assert result[1].summary() == "new: no baseline record"
     assert result[2].summary() == "vanished: in the baseline, not measured now"
+
+
+# -- roofline compare OLD NEW -------------------------------------------------------------------------
+
+
+def compare_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from pytest_roofline import cli
+
+    status = cli.main(["compare", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def two_reports(tmp_path: Path, new_attained: float, **new: Any) -> tuple[str, str]:
+    old_path, new_path = tmp_path / "old.json", tmp_path / "new.json"
+    old_path.write_text(json.dumps(report(record(), record("t.py::test_b"))))
+    new_path.write_text(json.dumps(report(record(attained=new_attained, **new), record("t.py::test_b"))))
+    return str(old_path), str(new_path)
+
+
+def test_compare_exits_1_on_a_regression_and_says_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = compare_cli(capsys, *two_reports(tmp_path, 0.25, time_s=2e-3))
+    assert (status, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("baseline: ")
+    assert lines[0].endswith("old.json (AMD EPYC; 2026-11-20)")
+    header = next(i for i, line in enumerate(lines) if line.startswith("test "))
+    assert lines[header].split() == ["test", "op", "baseline", "now", "change", "noise", "verdict"]
+    assert lines[header + 2].split() == [
+        "t.py::test_a",
+        "copy",
+        "n=1",
+        "50.0%",
+        "25.0%",
+        "-50%",
+        "±3%",
+        "regression",
+    ]
+    assert lines[header + 3].split()[-1] == "unchanged"  # regressions first
+    assert "compared with the baseline: 1 regression, 1 unchanged" in lines
+    assert lines[-1].startswith("t.py::test_a: attained 25.0% of speed of light, 50.0% in the baseline: -50%")
+
+
+def test_compare_exits_0_without_a_regression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = compare_cli(capsys, *two_reports(tmp_path, 0.48))
+    assert status == 0
+    assert "compared with the baseline: 2 unchanged" in out.splitlines()
+
+
+def test_compare_refuses_another_device_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = two_reports(tmp_path, 0.25, device="other-cpu")
+    status, out, _ = compare_cli(capsys, old, new)
+    assert status == 0
+    assert "--across-devices compares them" in out
+    assert compare_cli(capsys, old, new, "--across-devices")[0] == 1
+
+
+@pytest.mark.parametrize(("threshold", "status"), [("60%", 0), ("0.4", 1)])
+def test_compare_takes_the_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], threshold: str, status: int
+) -> None:
+    assert compare_cli(capsys, *two_reports(tmp_path, 0.25), "--threshold", threshold)[0] == status
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["missing.json", "missing.json"], "roofline: error: baseline missing.json: no such file"),
+        (
+            ["a.json", "b.json", "--threshold", "150%"],
+            "expected a drop such as 10% or 0.1, in (0, 1); got '150%'",
+        ),
+        (["a.json"], "the following arguments are required: new"),
+    ],
+    ids=["missing-file", "bad-threshold", "one-file"],
+)
+def test_compare_exits_2_on_bad_input(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(json.dumps(report(record())))
+    status, out, err = compare_cli(capsys, *argv)
+    assert (status, out) == (2, "")
+    assert message in err
