@@ -1,0 +1,72 @@
+"""The step summary's Markdown: what went wrong first, every cell escaped, appended to the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_roofline.baseline import BaselineRecord
+from pytest_roofline.comparison import compare
+from pytest_roofline.markdown import append_section, section
+
+DEVICE = {
+    "key": "cpu", "name": "AMD EPYC", "kind": "cpu", "bandwidth": 20e9,
+    "peaks": [{"precision": "fp64", "unit": "vector", "flops": 1e11, "note": ""},
+              {"precision": "int8", "unit": "tensor", "flops": 0.0, "note": "no int8 tensor unit"}],
+}  # fmt: skip
+
+
+def record(nodeid: str, verdict: str, attained: float = 0.5, **fields: Any) -> dict[str, Any]:
+    return {"nodeid": nodeid, "name": "", "label": "copy n=1", "attained": attained, "min_fraction": 0.3,
+            "verdict": verdict, "time_s": 1e-3, "device": "cpu", "device_name": "AMD EPYC",
+            **fields}  # fmt: skip
+
+
+def test_misses_lead_the_table_and_the_devices_come_first() -> None:
+    text = section([record("t.py::test_ok", "pass"), record("t.py::test_slow", "MISS", 0.1)], [DEVICE])
+    lines = text.splitlines()
+    assert lines[0] == "## pytest-roofline"
+    assert "**AMD EPYC** (cpu): DRAM 20.0 GB/s" in lines
+    assert "<br>peaks: fp64 vector 100 GFLOP/s" in lines  # a unit the device lacks is left out
+    table = [line for line in lines if line.startswith("| ")]
+    assert table[0] == "| test | op | attained | budget | verdict |"
+    assert table[1] == "| `t.py::test_slow` | copy n=1 | 10.0% | 30.0% | **MISS** |"
+    assert table[2] == "| `t.py::test_ok` | copy n=1 | 50.0% | 30.0% | pass |"
+    assert "2 measurement(s): 1 MISS, 1 pass" in lines
+
+
+def test_a_cell_cannot_break_the_table() -> None:
+    text = section([record("t.py::test_x[a|b\nc`d]", "pass", label="<b>op</b>")], [])
+    row = next(line for line in text.splitlines() if line.startswith("| `t.py"))
+    assert row == "| `t.py::test_x[a\\|b c'd]` | &lt;b&gt;op&lt;/b&gt; | 50.0% | 30.0% | pass |"
+
+
+def test_with_a_baseline_the_change_is_a_column_and_regressions_come_first() -> None:
+    new = [record("t.py::test_ok", "pass", 0.5), record("t.py::test_reg", "pass", 0.25)]
+    old = BaselineRecord.from_record(record("t.py::test_reg", "pass", 0.5, attained_ci_rel=0.01))
+    gone = BaselineRecord.from_record(record("t.py::test_gone", "pass"))
+    comparisons = [
+        compare(None, BaselineRecord.from_record(new[0])),
+        compare(old, BaselineRecord.from_record(new[1])),
+        compare(gone, None),
+    ]
+    lines = section(new, [], comparisons=comparisons, baseline="base.json").splitlines()
+    table = [line for line in lines if line.startswith("| ")]
+    assert table[0].endswith("| verdict | vs baseline |")
+    assert table[1] == "| `t.py::test_reg` | copy n=1 | 25.0% | 30.0% | pass | **-50% (50.0% -> 25.0%)** |"
+    assert table[2].endswith("| pass | new: no baseline record |")
+    assert "<br>Against the baseline base.json: 1 regression(s)." in lines
+    assert "<br>In the baseline, not measured now: `t.py::test_gone`." in lines
+
+
+def test_the_plot_is_named_and_nothing_measured_is_said() -> None:
+    lines = section([], [], plot="roofline.svg").splitlines()
+    assert "No measurements." in lines
+    assert lines[-1] == "Roofline plot: `roofline.svg` (upload it as an artifact to see it here)."
+
+
+def test_a_section_is_appended_after_what_the_file_holds(tmp_path: Path) -> None:
+    path = tmp_path / "summary.md"
+    append_section(path, "first\n")
+    append_section(path, "second\n")
+    assert path.read_text() == "first\n\nsecond\n"
