@@ -99,9 +99,9 @@ def _totals(records: Sequence[Record]) -> str:
 
 
 def _escape(text: str) -> str:
-    """A table cell: no pipe, no newline, no raw HTML."""
+    """A table cell: no pipe, no newline, no raw HTML (a tag needs its ``<``)."""
     return (
-        (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;"))
+        (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;"))
         .replace("\r", " ")
         .replace("\n", " ")
     )

@@ -38,7 +38,7 @@ def test_misses_lead_the_table_and_the_devices_come_first() -> None:
 def test_a_cell_cannot_break_the_table() -> None:
     text = section([record("t.py::test_x[a|b\nc`d]", "pass", label="<b>op</b>")], [])
     row = next(line for line in text.splitlines() if line.startswith("| `t.py"))
-    assert row == "| `t.py::test_x[a\\|b c'd]` | &lt;b&gt;op&lt;/b&gt; | 50.0% | 30.0% | pass |"
+    assert row == "| `t.py::test_x[a\\|b c'd]` | &lt;b>op&lt;/b> | 50.0% | 30.0% | pass |"
 
 
 def test_with_a_baseline_the_change_is_a_column_and_regressions_come_first() -> None:
