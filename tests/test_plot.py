@@ -1,0 +1,91 @@
+"""The roofline plot: roofs, ridge points and measurements drawn; a clear error without matplotlib."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline.plot import PlotError, check_path, draw
+
+#: the plot extra (in the test extra too); the refusals below need no matplotlib
+needs_matplotlib = pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("matplotlib") is None,
+    reason="the plot extra is not installed",
+)
+
+DEVICE = {
+    "key": "cpu", "name": "Test CPU", "kind": "cpu", "bandwidth": 20e9,
+    "peaks": [
+        {"precision": "fp64", "unit": "vector", "flops": 1e11, "ridge": 5.0},
+        {"precision": "fp32", "unit": "vector", "flops": 2e11, "ridge": 10.0},
+        {"precision": "fp16", "unit": "vector", "flops": 2e11, "ridge": 10.0},
+    ],
+}  # fmt: skip
+
+
+def record(
+    test: str, verdict: str, flops: float, bytes_: float, time_s: float, precision: str = "fp64"
+) -> Any:
+    return {"nodeid": f"tests/t.py::{test}", "name": "", "device": "cpu", "verdict": verdict, "flops": flops,
+            "bytes": bytes_, "time_s": time_s, "precision": precision, "unit": "vector"}  # fmt: skip
+
+
+RECORDS = [
+    record("test_gemm", "pass", 2e9, 2.4e7, 0.025),
+    record("test_axpy", "MISS", 2e6, 2.4e7, 0.01, precision="fp32"),
+    record("test_copy", "pass", 0.0, 1.6e7, 0.001),  # no FLOPs: not on the plot, counted
+]
+
+
+@needs_matplotlib
+def test_the_svg_has_the_roofs_the_ridges_and_the_points(tmp_path: Path) -> None:
+    path = draw(RECORDS, [DEVICE], tmp_path / "roofline.svg")
+    svg = path.read_text()
+    assert svg.startswith("<?xml")
+    for text in ("DRAM 20.0 GB/s", "fp64 vector 100 GFLOP/s (ridge 5", "fp32 vector 200 GFLOP/s (ridge 10",
+                 "test_gemm", "test_axpy", "arithmetic intensity (FLOP/byte)", "achieved FLOP/s",
+                 "1 measurement(s) with no FLOPs"):  # fmt: skip
+        assert text in svg, text
+    assert "fp16" not in svg  # only the roofs a measurement was judged against
+    assert "test_copy" not in svg
+
+
+@needs_matplotlib
+def test_a_baseline_draws_an_arrow_from_the_old_point(tmp_path: Path) -> None:
+    plain = draw(RECORDS, [DEVICE], tmp_path / "plain.svg").read_text()
+    old = {("tests/t.py::test_gemm", ""): {"time_s": 0.0125}}
+    arrowed = draw(RECORDS, [DEVICE], tmp_path / "arrow.svg", baseline=old).read_text()
+    assert arrowed.count("<path") > plain.count("<path")
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+@needs_matplotlib
+def test_a_png_is_decodable_and_slide_sized(tmp_path: Path) -> None:
+    width, height = png_size(draw(RECORDS, [DEVICE], tmp_path / "roofline.png"))
+    assert (width, height) == (1200, 840)  # 8 x 5.6 inches at 150 dpi
+
+
+def test_other_suffixes_are_refused_naming_the_path(tmp_path: Path) -> None:
+    with pytest.raises(PlotError, match=r"plot\.pdf: the plot is written as \.svg or \.png; got '\.pdf'"):
+        check_path(tmp_path / "plot.pdf")
+    assert not list(tmp_path.iterdir())
+
+
+def test_without_matplotlib_the_error_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    with pytest.raises(PlotError, match=r"needs matplotlib: pip install 'pytest-roofline\[plot\]'"):
+        draw(RECORDS, [DEVICE], tmp_path / "roofline.svg")
+    assert not list(tmp_path.iterdir())
