@@ -100,53 +100,52 @@ class Baseline:
         return f"{self.path} ({'; '.join(parts)})" if parts else self.path
 
 
-def load_baseline(path: str | Path) -> Baseline:
-    """Read and check the baseline at ``path``; :class:`BaselineError` names the file and the fault."""
-    where = str(path)
+def load_baseline(path: str | Path, what: str = "baseline") -> Baseline:
+    """Read and check the baseline at ``path``; :class:`BaselineError` names ``what`` and the file, and
+    the fault."""
+    where = f"{what} {path}"
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise BaselineError(f"baseline {where}: no such file") from None
+        raise BaselineError(f"{where}: no such file") from None
     except IsADirectoryError:
-        raise BaselineError(f"baseline {where}: a directory, not a JSON file") from None
+        raise BaselineError(f"{where}: a directory, not a JSON file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"baseline {where}: cannot be read ({exc})") from None
+        raise BaselineError(f"{where}: cannot be read ({exc})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline {where}: not JSON ({exc.msg}, line {exc.lineno})") from None
-    return parse_baseline(data, where)
+        raise BaselineError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    return parse_baseline(data, where, str(path))
 
 
-def parse_baseline(data: object, where: str) -> Baseline:
-    """The baseline in ``data`` (a decoded JSON report), read from ``where``."""
+def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
+    """The baseline in ``data`` (a decoded JSON report), read from ``path`` (``where`` says so in errors)."""
     if not isinstance(data, dict):
-        raise BaselineError(
-            f"baseline {where}: not a pytest-roofline JSON report (a {_kind(data)} at the top)"
-        )
+        raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {_kind(data)} at the top)")
     schema = data.get("schema")
     if schema not in READABLE_SCHEMAS:
         readable = ", ".join(map(str, READABLE_SCHEMAS))
         raise BaselineError(
-            f"baseline {where}: schema {schema!r} is not one this version reads ({readable}); "
+            f"{where}: schema {schema!r} is not one this version reads ({readable}); "
             "is it a pytest-roofline --roofline-json file?"
         )
     measurements = data.get("measurements")
     if not isinstance(measurements, list):
-        raise BaselineError(f"baseline {where}: 'measurements' must be a list; got {_kind(measurements)}")
+        raise BaselineError(f"{where}: 'measurements' must be a list; got {_kind(measurements)}")
     records: dict[Key, BaselineRecord] = {}
     for index, record in enumerate(measurements):
         if not isinstance(record, dict):
-            raise BaselineError(f"baseline {where}: measurement {index} is a {_kind(record)}, not an object")
+            raise BaselineError(f"{where}: measurement {index} is a {_kind(record)}, not an object")
         if record.get("verdict") == _UNMEASURED:
             continue
-        _check_record(record, f"baseline {where}: measurement {index}")
+        _check_record(record, f"{where}: measurement {index}")
         entry = BaselineRecord.from_record(record)
         records[entry.key] = entry  # a rerun's later row wins, as in the report
     devices = {r.device: r.device_name for r in records.values()}
     environment = data.get("environment")
     created = environment.get("created") if isinstance(environment, dict) else None
-    return Baseline(where, created if isinstance(created, str) else None, devices, records)
+    return Baseline(path or where, created if isinstance(created, str) else None, devices, records)
 
 
 def _check_record(record: Mapping[str, Any], where: str) -> None:

@@ -5,6 +5,7 @@
     roofline ops
     roofline calibrate [--device D] [--force | --reset]
     roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices]
+    roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
 exits 1 when a test regressed.
@@ -17,6 +18,7 @@ import json
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import units
@@ -260,6 +262,22 @@ def _compare(args: argparse.Namespace) -> tuple[str, int]:
     return "\n".join(lines), 1 if regressed else 0
 
 
+def _plot(args: argparse.Namespace) -> str:
+    """The roofline plot of a saved JSON report (and arrows from a baseline's)."""
+    from .baseline import load_baseline
+    from .plot import check_path, draw, require_matplotlib
+
+    check_path(args.output)
+    require_matplotlib()
+    load_baseline(args.results, "results")  # every fault in the file, named, before drawing
+    data = json.loads(Path(args.results).read_text(encoding="utf-8"))
+    old = None
+    if args.baseline:
+        old = {key: {"time_s": r.time_s} for key, r in load_baseline(args.baseline).records.items()}
+    written = draw(data["measurements"], data.get("devices", []), args.output, baseline=old)
+    return f"roofline: wrote {written}"
+
+
 def _calibrate(args: argparse.Namespace) -> str:
     from .calibrate import calibrate_cpu, calibrate_cuda, format_calibration
     from .detect import parse_target
@@ -327,6 +345,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--across-devices", action="store_true", help="compare measurements of other devices too"
     )
     compare.set_defaults(run=_compare)
+    plot = commands.add_parser(
+        "plot",
+        help="draw the roofline plot of a JSON report",
+        description="Draw a --roofline-json file's plot.",
+    )
+    plot.add_argument("results", help="a --roofline-json file")
+    plot.add_argument("-o", "--output", required=True, help="the plot to write: .svg or .png")
+    plot.add_argument("--baseline", help="an earlier JSON report: arrows from where each test stood")
+    plot.set_defaults(run=_plot)
     return parser
 
 

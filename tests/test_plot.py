@@ -89,3 +89,20 @@ def test_without_matplotlib_the_error_names_the_extra(
     with pytest.raises(PlotError, match=r"needs matplotlib: pip install 'pytest-roofline\[plot\]'"):
         draw(RECORDS, [DEVICE], tmp_path / "roofline.svg")
     assert not list(tmp_path.iterdir())
+
+
+@needs_matplotlib
+def test_roofline_plot_draws_a_saved_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from pytest_roofline import cli
+
+    measurements = [{**r, "attained": 0.5, "label": "x", "device_name": "Test CPU"} for r in RECORDS]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"schema": 1, "devices": [DEVICE], "measurements": measurements}))
+    out = tmp_path / "roofline.svg"
+    assert cli.main(["plot", str(results), "-o", str(out), "--baseline", str(results)]) == 0
+    assert capsys.readouterr().out == f"roofline: wrote {out}\n"
+    assert "test_gemm" in out.read_text()
+    assert cli.main(["plot", str(tmp_path / "none.json"), "-o", str(out)]) == 2
+    assert capsys.readouterr().err == f"roofline: error: results {tmp_path / 'none.json'}: no such file\n"
