@@ -24,6 +24,7 @@ CEILINGS = ("paired", "cached")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
+DEFAULT_REGRESSION = 0.10
 
 
 # -- option values ---------------------------------------------------------------------------------
@@ -127,6 +128,39 @@ def parse_json_path(text: str) -> str:
     return text
 
 
+def parse_baseline_path(text: str) -> str:
+    """A baseline we can read: the file exists and is a pytest-roofline JSON report (checked now, so a
+    bad baseline is a usage error before any test runs)."""
+    from .baseline import BaselineError, load_baseline
+
+    try:
+        load_baseline(Path(text).expanduser())
+    except BaselineError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def parse_regression(text: str) -> float:
+    from .comparison import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_plot_path(text: str) -> str:
+    """A .svg or .png we can write, with matplotlib (the ``plot`` extra) installed."""
+    from .plot import PlotError, check_path, require_matplotlib
+
+    try:
+        check_path(text)
+        require_matplotlib()
+    except PlotError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse_json_path(text)
+
+
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -191,6 +225,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
             "ceilings to judge against: datasheet, measured, or a JSON file of your own "
             "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
+    Setting("save", "--roofline-save", parse_json_path, None,
+            "write this run's measurements to PATH as a baseline for --roofline-compare (the JSON "
+            "report's schema; default: none)", "PATH", path=True),
+    Setting("compare", "--roofline-compare", parse_baseline_path, None,
+            "compare each measurement's attained fraction with the baseline's record of the same test "
+            "(a --roofline-save or --roofline-json file); a regression fails its test (default: none)",
+            "PATH", path=True),
+    Setting("regression", "--roofline-regression", parse_regression, DEFAULT_REGRESSION,
+            "the drop of attained fraction against the baseline that fails a test, when both "
+            "measurements' intervals confirm it, as a fraction or in percent: 0.1 or 10 percent written "
+            "with a percent sign (default: 0.1)", "DROP"),
+    Setting("compare_across_devices", "--roofline-compare-across-devices", parse_bool, False,
+            "compare with baseline records measured on another device too (default: refused)"),
+    Setting("markdown", "--roofline-markdown", parse_json_path, None,
+            "append a Markdown summary of the run to PATH (default: $GITHUB_STEP_SUMMARY when set and "
+            "something was measured)", "PATH", path=True),
+    Setting("plot", "--roofline-plot", parse_plot_path, None,
+            "draw the roofline plot of the run to PATH, .svg or .png (needs the plot extra: "
+            "matplotlib; default: none)", "PATH", path=True),
 )  # fmt: skip
 
 _SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
@@ -234,6 +287,12 @@ class SessionSettings:
     peaks: str
     inconclusive: str = "warn"
     ceilings: str = "paired"
+    save: str | None = None
+    compare: str | None = None
+    regression: float = DEFAULT_REGRESSION
+    compare_across_devices: bool = False
+    markdown: str | None = None
+    plot: str | None = None
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 

@@ -84,6 +84,8 @@ def _needs_session_now(config: pytest.Config, settings: SessionSettings) -> bool
     collects nothing) the records its workers' reports carry."""
     if settings.report or settings.json or settings.device.lower() not in ("auto", "cpu"):
         return True
+    if settings.save or settings.compare or settings.markdown or settings.plot:
+        return True  # a baseline's vanished tests, an empty run's files: said even when nothing ran
     controller = not hasattr(config, "workerinput")
     return controller and getattr(config.option, "dist", "no") != "no"
 

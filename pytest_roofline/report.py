@@ -187,8 +187,12 @@ def environment() -> Record:
                 continue
         return None
 
+    import datetime
+
     cupy = sys.modules.get("cupy")
     return {
+        # when the run ended: a baseline's regression message says how old the baseline is
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),

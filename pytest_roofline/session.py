@@ -122,6 +122,10 @@ class RooflineSession:
         #: tests skipped at collection because their marker's device is absent: node id -> (op, reason)
         self.absent: dict[str, tuple[str, str]] = {}
         self._body_timer = _BodyTimer(self)
+        from .gating import Gate
+
+        #: the baseline comparison, and the outputs CI reads (save, step summary, plot)
+        self.gate = Gate(settings, reporting=self._worker_id is None)
         #: whether the summary already says the calibration was taken under load
         self._said_stale = False
 
@@ -435,7 +439,8 @@ class RooflineSession:
                 " up for it, and `roofline calibrate --force` measures it again"
             )
         mode = self.settings.mode if can_fail else "measure"
-        self._unsent.append(result_record(result, nodeid=item.nodeid, mode=mode))
+        record = result_record(result, nodeid=item.nodeid, mode=mode)
+        self._unsent.append(record)
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
         item.user_properties.extend(
             [
@@ -455,6 +460,8 @@ class RooflineSession:
             from .calibrate import RooflineWarning
 
             item.warn(RooflineWarning(result.message()))
+        if mode == "enforce":  # within budget, but perhaps well below where the baseline stood
+            self.gate.check(record)
         return result
 
     def _measurer(
@@ -657,6 +664,7 @@ class RooflineSession:
                 self.json_error = f"roofline: could not write --roofline-json {self.settings.json!r}: {exc}"
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.gate.finish(self.records, list(self.device_records.values()), session)
 
     def _keep_best_probe_rates(self) -> None:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),
@@ -702,6 +710,10 @@ class RooflineSession:
                         yellow=verdict in ("skipped", "inconclusive"),
                     )
             tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
+        for line in self.gate.summary_lines():
+            tr.write_line(line, red=line.startswith("  regression"), bold=line.startswith("  regression"))
+        for error in self.gate.errors:
+            tr.write_line(error, red=True, bold=True)
         if self.json_error:
             tr.write_line(self.json_error, red=True, bold=True)
         elif self.settings.json:

@@ -349,7 +349,7 @@ def test_an_unused_plugin_has_imported_nothing_heavy_at_unconfigure(
     result.assert_outcomes(passed=4, xfailed=1, skipped=1)
     seen = [json.loads(f.read_text()) for f in pytester.path.glob("loaded-*.json")]
     assert len(seen) == (3 if xdist else 1)  # the controller and each worker
-    assert all(s["roofline"] and s["loaded"] == [] for s in seen)
+    assert [(s["roofline"], s["loaded"]) for s in seen] == [(True, [])] * len(seen)
     # no session where nothing was collected that measures; a pytest-xdist controller collects
     # nothing, so it makes one up front to receive its workers' records
     assert sorted((s["worker"], s["session"]) for s in seen) == (

@@ -1,0 +1,130 @@
+"""CI gating: each measurement against a baseline, this run saved as one, a step summary, a plot.
+
+:class:`Gate` is a plugin the session registers beside itself. In the process that measures (a
+serial run, or each pytest-xdist worker) :meth:`Gate.check` fails a test whose attained fraction
+regressed against the baseline's record of it, inside that test. In the process that reports (a
+serial run, or the controller) the run's records are compared once more as a whole, for the
+report, the summary and the list of tests that vanished; then the run is saved, summarized and
+drawn as asked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .baseline import Baseline, BaselineRecord, load_baseline
+from .comparison import Change, Comparison, compare, compare_all, summary_line
+
+if TYPE_CHECKING:
+    from .options import SessionSettings
+    from .report import Record
+
+#: GitHub Actions' file of the step's Markdown summary
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+
+
+def comparable(record: Mapping[str, Any]) -> BaselineRecord | None:
+    """A record as a comparison reads it; None for one that measured no finite fraction."""
+    if record.get("verdict") == "skipped" or not record.get("attained") or not record.get("time_s"):
+        return None
+    return BaselineRecord.from_record(record)
+
+
+class Gate:
+    """The baseline, the comparisons and the outputs CI reads; registered by the session."""
+
+    def __init__(self, settings: SessionSettings, *, reporting: bool) -> None:
+        self.settings = settings
+        #: whether this process shows the run (not a pytest-xdist worker)
+        self._reporting = reporting
+        self._baseline: Baseline | None = None
+        self.comparisons: list[Comparison] = []
+        #: errors writing the outputs, shown with the summary (the run's status turns to failed)
+        self.errors: list[str] = []
+        self._plot: str | None = None
+
+    @property
+    def baseline(self) -> Baseline | None:
+        if self.settings.compare and self._baseline is None:
+            self._baseline = load_baseline(os.path.expanduser(self.settings.compare))
+        return self._baseline
+
+    def check(self, record: Mapping[str, Any]) -> None:
+        """Fail the current test if ``record`` regressed against its baseline record."""
+        __tracebackhide__ = True
+        baseline, new = self.baseline, comparable(record)
+        if baseline is None or new is None:
+            return
+        old = baseline.records.get(new.key)
+        c = compare(
+            old, new, threshold=self.settings.regression,
+            across_devices=self.settings.compare_across_devices, source=baseline.describe(),
+        )  # fmt: skip
+        if c.change is Change.REGRESSION:
+            raise pytest.fail.Exception(f"roofline: regression: {c.message()}", pytrace=False)
+
+    # - the end of the run, where it is shown -
+
+    def finish(self, records: list[Record], devices: list[Record], session: pytest.Session) -> None:
+        """Compare, save, summarize and draw; called by the session once its records are complete."""
+        if not self._reporting:
+            return
+        baseline = self.baseline
+        if baseline is not None:
+            measured = [r for r in map(comparable, records) if r is not None]
+            self.comparisons = compare_all(
+                baseline, measured, threshold=self.settings.regression,
+                across_devices=self.settings.compare_across_devices,
+            )  # fmt: skip
+        if self.settings.save:
+            from .report import payload, write_json_atomic
+
+            self._write(session, "--roofline-save", lambda: write_json_atomic(
+                os.path.expanduser(self.settings.save or ""), payload(records, devices)))  # fmt: skip
+        if self.settings.plot and records:
+            from .plot import draw
+
+            old = {key: {"time_s": r.time_s} for key, r in baseline.records.items()} if baseline else None
+            path = os.path.expanduser(self.settings.plot)
+            if self._write(session, "--roofline-plot", lambda: draw(records, devices, path, baseline=old)):
+                self._plot = path
+        markdown = self.settings.markdown or (os.environ.get(STEP_SUMMARY) if records else None)
+        if markdown:
+            from .markdown import append_section, section
+
+            text = section(
+                records, devices, comparisons=self.comparisons,
+                baseline=baseline.describe() if baseline else None, plot=self._plot,
+            )  # fmt: skip
+            self._write(
+                session, "the Markdown summary", lambda: append_section(os.path.expanduser(markdown), text)
+            )
+
+    def _write(self, session: pytest.Session, what: str, write: Any) -> bool:
+        try:
+            write()
+        except (OSError, ValueError) as exc:
+            self.errors.append(f"roofline: could not write {what}: {exc}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return False
+        return True
+
+    def summary_lines(self) -> list[str]:
+        """What the terminal says of the comparison: the totals, then each regression and vanished test."""
+        if not self.comparisons:
+            return []
+        source = self.baseline.describe() if self.baseline else ""
+        lines = [f"roofline: {summary_line(self.comparisons)} ({source})"]
+        for c in self.comparisons:
+            if c.change is Change.REGRESSION:
+                lines.append(f"  regression: {c.message()}")
+            elif c.change is Change.VANISHED:
+                lines.append(f"  vanished: {c.test} (in the baseline, not measured now)")
+            elif c.change is Change.OTHER_DEVICE:
+                lines.append(f"  {c.test}: {c.summary()}; --roofline-compare-across-devices compares it")
+        return lines

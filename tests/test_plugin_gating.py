@@ -1,0 +1,194 @@
+"""CI gating end to end: save a baseline, compare with it, the step summary and the plot.
+
+The fake device and scripted backend of ``conftest.py``: 2.5 ms a call attains 80% of a 2 ms floor.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from conftest import COPY
+
+SUITE = f"""
+import pytest
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.3)
+@pytest.mark.fake_time({{slow}})
+def test_slow(roofline):
+    roofline(lambda: None)
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.3)
+def test_{{other}}(roofline):
+    roofline(lambda: None)
+"""
+
+
+def suite(rl: pytest.Pytester, *, slow: float = 2.5e-3, other: str = "steady") -> None:
+    rl.makepyfile(test_kernels=SUITE.format(slow=slow, other=other))
+
+
+@pytest.fixture
+def baseline(rl: pytest.Pytester) -> Path:
+    """A baseline saved from a run where both tests attained 80%."""
+    suite(rl)
+    rl.runpytest("--roofline-save=base.json").assert_outcomes(passed=2)
+    return rl.path / "base.json"
+
+
+def edit(path: Path, test: str, **fields: object) -> None:
+    data = json.loads(path.read_text())
+    for record in data["measurements"]:
+        if record["nodeid"].endswith(test):
+            record.update(fields)
+    path.write_text(json.dumps(data))
+
+
+def test_a_saved_run_is_a_baseline(baseline: Path) -> None:
+    data = json.loads(baseline.read_text())
+    assert data["schema"] == 1
+    assert data["environment"]["created"][:2] == "20"
+    assert [(r["nodeid"], r["attained"]) for r in data["measurements"]] == [
+        ("test_kernels.py::test_slow", pytest.approx(0.8)),
+        ("test_kernels.py::test_steady", pytest.approx(0.8)),
+    ]
+
+
+def test_a_kernel_made_2x_slower_fails_that_test_only(rl: pytest.Pytester, baseline: Path) -> None:
+    suite(rl, slow=5e-3)  # 40%: within its 30% budget, but half where it stood
+    result = rl.runpytest("--roofline-compare=base.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*roofline: regression: test_kernels.py::test_slow: attained 40.0% of speed of light, 80.0% in"
+            " the baseline: -50% (95% interval -50% to -50%, beyond the 10% regression threshold); time"
+            " 5000 µs, was 2500 µs. Baseline: base.json (Fake Accelerator; 20*",
+            "roofline: compared with the baseline: 1 regression, 1 unchanged (base.json (Fake*",
+            "*FAILED test_kernels.py::test_slow*",
+        ]
+    )
+
+
+def test_report_mode_reports_a_regression_without_failing(rl: pytest.Pytester, baseline: Path) -> None:
+    suite(rl, slow=5e-3)
+    result = rl.runpytest("--roofline-compare=base.json", "--roofline-mode=report")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["roofline: compared with the baseline: 1 regression, 1 unchanged*"])
+
+
+def test_a_drop_inside_the_noise_is_inconclusive_not_failed(rl: pytest.Pytester, baseline: Path) -> None:
+    edit(baseline, "test_slow", attained_ci_rel=0.6)  # a baseline that was very noisy
+    suite(rl, slow=3.5e-3)  # 57%: -29%
+    result = rl.runpytest("--roofline-compare=base.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["roofline: compared with the baseline: 1 inconclusive, 1 unchanged*"])
+
+
+def test_new_and_vanished_tests_are_reported(rl: pytest.Pytester, baseline: Path) -> None:
+    suite(rl, other="fresh")
+    result = rl.runpytest("--roofline-compare=base.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: compared with the baseline: 1 new, 1 vanished, 1 unchanged*",
+            "  vanished: test_kernels.py::test_steady (in the baseline, not measured now)",
+        ]
+    )
+
+
+def test_another_devices_baseline_is_refused_unless_asked(rl: pytest.Pytester, baseline: Path) -> None:
+    edit(baseline, "test_slow", device="h100-sxm", device_name="NVIDIA H100 SXM")
+    suite(rl, slow=5e-3)
+    result = rl.runpytest("--roofline-compare=base.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "  test_kernels.py::test_slow: not compared: baseline measured on NVIDIA H100 SXM (80.0% ->"
+            " 40.0%); --roofline-compare-across-devices compares it"
+        ]
+    )
+    rl.runpytest("--roofline-compare=base.json", "--roofline-compare-across-devices").assert_outcomes(
+        passed=1, failed=1
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "fault"),
+    [
+        (None, "no such file"),
+        ("{oops", "not JSON"),
+        ('{"schema": 9, "measurements": []}', "schema 9 is not one this version reads"),
+        ('{"schema": 1, "measurements": [{"nodeid": "t.py::t", "name": ""}]}', "measurement 0 (t.py::t): no"),
+    ],
+    ids=["missing", "not-json", "schema", "missing-field"],
+)
+def test_a_bad_baseline_is_a_usage_error_naming_the_file(
+    rl: pytest.Pytester, content: str | None, fault: str
+) -> None:
+    if content is not None:
+        (rl.path / "bad.json").write_text(content)
+    suite(rl)
+    result = rl.runpytest("--roofline-compare=bad.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--roofline-compare: baseline bad.json: {fault}*"])
+
+
+def test_the_step_summary_gets_a_section(
+    rl: pytest.Pytester, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = rl.path / "summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    suite(rl, slow=5e-3)
+    rl.runpytest("--roofline-compare=base.json").assert_outcomes(passed=1, failed=1)
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n\n## pytest-roofline\n")
+    assert "**Fake Accelerator** (cpu): DRAM 100 GB/s" in text
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert rows == [
+        "| `test_kernels.py::test_slow` | copy[n=25000000 fp32] | 40.0% | 30.0% | pass "
+        "| **-50% (80.0% -> 40.0%)** |",
+        "| `test_kernels.py::test_steady` | copy[n=25000000 fp32] | 80.0% | 30.0% | pass "
+        "| +0% (80.0% -> 80.0%) |",
+    ]
+    assert "<br>Against the baseline base.json (Fake Accelerator; 20" in text
+
+
+def test_no_step_summary_when_nothing_was_measured(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = rl.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rl.makepyfile("def test_plain():\n    pass\n")
+    rl.runpytest().assert_outcomes(passed=1)
+    assert not summary.exists()  # a suite that measures nothing is not the plugin's to summarize
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="the plot extra is not installed")
+def test_the_plot_is_drawn_at_the_end(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.speed_of_light("gemm", M=1000, N=1000, K=1000, dtype="fp32", min_fraction=0.3)
+        def test_gemm(roofline):
+            roofline(lambda: None)
+        """
+    )
+    rl.runpytest("--roofline-plot=roofline.svg").assert_outcomes(passed=1)
+    svg = (rl.path / "roofline.svg").read_text()
+    assert "test_gemm" in svg
+    assert "fp32 vector 1.00 TFLOP/s" in svg
+
+
+@pytest.mark.parametrize(
+    ("value", "fault"),
+    [("plot.pdf", "the plot is written as .svg or .png; got '.pdf'"), ("nowhere/plot.svg", "does not exist")],
+)
+def test_a_bad_plot_path_is_a_usage_error(rl: pytest.Pytester, value: str, fault: str) -> None:
+    rl.makepyfile("def test_plain():\n    pass\n")
+    result = rl.runpytest(f"--roofline-plot={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--roofline-plot*{fault}*"])
