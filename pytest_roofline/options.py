@@ -161,6 +161,15 @@ def parse_plot_path(text: str) -> str:
     return parse_json_path(text)
 
 
+def parse_columns(text: str) -> tuple[str, ...]:
+    from .report import parse_columns as columns
+
+    try:
+        return columns(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -225,6 +234,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
             "ceilings to judge against: datasheet, measured, or a JSON file of your own "
             "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
+    Setting("columns", "--roofline-columns", parse_columns, None,
+            "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
+            "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
+            "fit the terminal; the JSON has every field)", "LIST"),
     Setting("save", "--roofline-save", parse_json_path, None,
             "write this run's measurements to PATH as a baseline for --roofline-compare (the JSON "
             "report's schema; default: none)", "PATH", path=True),
@@ -287,6 +300,7 @@ class SessionSettings:
     peaks: str
     inconclusive: str = "warn"
     ceilings: str = "paired"
+    columns: tuple[str, ...] | None = None
     save: str | None = None
     compare: str | None = None
     regression: float = DEFAULT_REGRESSION

@@ -257,19 +257,28 @@ def format_device_header(device: Record) -> list[str]:
     return lines
 
 
-TABLE_HEADERS = (
-    "test",
-    "op and shape",
-    "dtype",
-    "bound",
-    "FLOP/B",
-    "floor",
-    "measured (± noise)",
-    "attained",
-    "budget",
-    "machine",
-    "verdict",
-)
+#: every column of the terminal table, in its order: name -> header
+COLUMNS: dict[str, str] = {
+    "test": "test",
+    "op": "op and shape",
+    "dtype": "dtype",
+    "bound": "bound",
+    "intensity": "FLOP/B",
+    "floor": "floor",
+    "time": "measured (± noise)",
+    "achieved": "achieved",
+    "ceiling": "ceiling",
+    "attained": "attained",
+    "budget": "budget",
+    "machine": "machine",
+    "verdict": "verdict",
+}
+TABLE_HEADERS = tuple(COLUMNS.values())
+#: what a narrow terminal keeps first; the rest join, in this order, while the table fits
+ESSENTIAL = ("test", "op", "attained", "budget", "verdict")
+PRIORITY = (*ESSENTIAL, "achieved", "ceiling", "time", "bound", "machine", "floor", "dtype", "intensity")
+#: the test and op columns are shortened (in their middles) to no fewer characters than this to fit
+MIN_TEST_WIDTH = 16
 
 
 def ordered(records: Sequence[Record]) -> list[Record]:
@@ -286,7 +295,7 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
     for r in ordered(records):
         test = r["nodeid"][len(prefix) :] + (f" [{r['name']}]" if r.get("name") else "")
         if r["verdict"] == Verdict.SKIPPED.value:
-            rows.append([test, r["label"], "", "", "", "", r.get("reason", ""), "", "", "", "skipped"])
+            rows.append([test, r["label"], *[""] * (len(COLUMNS) - 3), "skipped"])  # why: skipped_notes
             continue
         noise = f"{units.seconds(r['time_s'])} ± {r['stats']['ci_rel'] * 100:.1f}%"
         if not r["flushed"]:
@@ -308,6 +317,8 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
                 "inf" if r["intensity"] is None else units.intensity(r["intensity"]),
                 units.seconds(r["floor_s"]),
                 noise,
+                achieved_cell(r),
+                ceiling_cell(r),
                 attained,
                 budget_percent(r["min_fraction"]),
                 machine_cell(r),
@@ -315,6 +326,30 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def achieved_cell(record: Record) -> str:
+    """What the kernel reached of the resource that bounds it: GB/s when memory-bound, FLOP/s when
+    compute-bound (the failure message's figure, for every row)."""
+    time_s = record.get("time_s") or 0.0
+    if time_s <= 0:
+        return ""
+    if record.get("bound") == "compute" and record.get("flops"):
+        return units.flop_rate(record["flops"] / time_s)
+    return units.byte_rate(record["bytes"] / time_s) if record.get("bytes") else ""
+
+
+def ceiling_cell(record: Record) -> str:
+    """The ceiling the row was judged against: measured beside it when a probe ran, else the device's."""
+    paired = record.get("ceiling")
+    compute = record.get("bound") == "compute"
+    if paired and paired.get("value"):
+        value = paired["value"]
+    else:
+        value = record.get("peak_flops") if compute else record.get("bandwidth")
+    if not value:
+        return ""
+    return units.flop_rate(value) if compute else units.byte_rate(value)
 
 
 def machine_cell(record: Record) -> str:
@@ -339,11 +374,84 @@ def _common_directory(nodeids: Sequence[str]) -> str:
     return f"{common}/" if common else ""
 
 
-def format_table(records: Sequence[Record]) -> list[str]:
+def skipped_notes(records: Sequence[Record]) -> list[str]:
+    """A line under the table for each skipped row: why it measured nothing."""
+    notes = []
+    for r in ordered(records):
+        if r["verdict"] == Verdict.SKIPPED.value:
+            name = f" [{r['name']}]" if r.get("name") else ""
+            notes.append(f"  {r['nodeid']}{name} skipped: {r.get('reason', '')}")
+    return notes
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    """``test,attained,verdict`` (or ``all``) -> the column names; ValueError naming a wrong one."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if names == ("all",):
+        return tuple(COLUMNS)
+    if not names:
+        raise ValueError(f"expected column names separated by commas, or all; got {text!r}")
+    from .model import did_you_mean
+
+    for name in names:
+        if name not in COLUMNS:
+            raise ValueError(
+                f"unknown column {name!r}{did_you_mean(name, tuple(COLUMNS))}; choose from "
+                f"{', '.join(COLUMNS)}, or all"
+            )
+    return names
+
+
+def format_table(
+    records: Sequence[Record], *, width: int | None = None, columns: Sequence[str] | None = None
+) -> list[str]:
+    """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
+    when no width is given): the essential ones, then others by priority while the table fits; if
+    the essential ones alone are wider, the test and op columns lose their middles."""
+    rows = table_rows(records)
+    if columns is not None or width is None:
+        return _tabulate(rows, tuple(columns or COLUMNS))
+    chosen: list[str] = list(ESSENTIAL)
+    for name in PRIORITY[len(ESSENTIAL) :]:
+        if _width(_tabulate(rows, _in_order([*chosen, name]))) <= width:
+            chosen.append(name)
+    lines = _tabulate(rows, _in_order(chosen))
+    for name in ("test", "op"):  # the essential columns alone are too wide: shorten the long ones
+        excess = _width(lines) - width
+        if excess <= 0:
+            break
+        at = list(COLUMNS).index(name)
+        longest = max(len(row[at]) for row in rows) if rows else 0
+        room = max(MIN_TEST_WIDTH, longest - excess)
+        rows = [[*row[:at], _shorten(row[at], room), *row[at + 1 :]] for row in rows]
+        lines = _tabulate(rows, _in_order(chosen))
+    return lines
+
+
+def _in_order(names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(name for name in COLUMNS if name in names)
+
+
+def _tabulate(rows: Sequence[Sequence[str]], columns: Sequence[str]) -> list[str]:
     from tabulate import tabulate
 
-    text = tabulate(table_rows(records), headers=TABLE_HEADERS, disable_numparse=True)
-    return text.splitlines()
+    index = [list(COLUMNS).index(name) for name in columns]
+    picked = [[row[i] for i in index] for row in rows]
+    text = tabulate(picked, headers=[COLUMNS[name] for name in columns], disable_numparse=True)
+    return str(text).splitlines()
+
+
+def _width(lines: Sequence[str]) -> int:
+    return max(map(len, lines), default=0)
+
+
+def _shorten(text: str, width: int) -> str:
+    """``tests/kernels/test_….py::test_gemm[big]``: the middle goes, the ends stay."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    head = keep // 3
+    return f"{text[:head]}…{text[len(text) - (keep - head) :]}"
 
 
 def summary_counts(records: Sequence[Record]) -> str:

@@ -690,14 +690,18 @@ class RooflineSession:
         for note in dict.fromkeys(self.notes):
             tr.write_line(f"roofline: {note}", yellow=True)
         if self.settings.report:
-            from .report import format_device_header, format_table, ordered, summary_counts
+            import shutil
+
+            from .report import format_device_header, format_table, ordered, skipped_notes, summary_counts
 
             tr.write_sep("=", "roofline report")
             for device in self.device_records.values():
                 for line in format_device_header(device):
                     tr.write_line(line)
             if self.records:
-                lines = format_table(self.records)
+                columns = self.settings.columns
+                width = None if columns else shutil.get_terminal_size().columns  # COLUMNS, as pytest
+                lines = format_table(self.records, width=width, columns=columns)
                 for line in lines[:2]:
                     tr.write_line(line, bold=True)
                 for line, record in zip(lines[2:], ordered(self.records), strict=True):
@@ -709,6 +713,8 @@ class RooflineSession:
                         green=verdict == "pass",
                         yellow=verdict in ("skipped", "inconclusive"),
                     )
+                for line in skipped_notes(self.records):
+                    tr.write_line(line, yellow=True)
             tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
         for line in self.gate.summary_lines():
             tr.write_line(line, red=line.startswith("  regression"), bold=line.startswith("  regression"))

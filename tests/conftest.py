@@ -98,8 +98,13 @@ def fake_conftest(*, device: bool = True, backend: bool = True, extra: str = "")
 
 
 @pytest.fixture
-def rl(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester directory whose conftest.py serves the fake device and the scripted backend."""
+def rl(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester directory whose conftest.py serves the fake device and the scripted backend.
+
+    Its terminal is wide enough for every column of the report (the tests of a narrow one set
+    COLUMNS themselves).
+    """
+    monkeypatch.setenv("COLUMNS", "400")
     pytester.makeconftest(fake_conftest())
     return pytester
 

@@ -45,7 +45,7 @@ def table(result: pytest.RunResult) -> list[list[str]]:
     start = next(
         i for i, line in enumerate(lines) if line.startswith("test ") and line.rstrip().endswith("verdict")
     )
-    end = next(i for i in range(start, len(lines)) if "measurement(s)" in lines[i])
+    end = next(i for i in range(start, len(lines)) if "measurement(s)" in lines[i] or "skipped:" in lines[i])
     return [re.split(r"\s{2,}", line.strip()) for line in lines[start:end] if not line.startswith("---")]
 
 
@@ -71,14 +71,16 @@ def test_the_report_has_a_device_header_and_a_row_per_measurement(rl: pytest.Pyt
     assert rows == [
         # 100 MB moved: six times the fake device's 32 MiB cache, so not flushed (a warm time)
         ["test_suite.py::test_copy", "copy n=25000000", "fp32", "memory", "0", "2000 µs",
-         "2500 µs ± 0.0% warm", "80.0%", "50%", "pass"],
+         "2500 µs ± 0.0% warm", "80.0 GB/s", "100 GB/s", "80.0%", "50%", "pass"],
         ["test_suite.py::test_gemm_marker", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
-         "2500 µs ± 0.0%", "80.0%", "50%", "pass"],
+         "2500 µs ± 0.0%", "800 GFLOP/s", "1.00 TFLOP/s", "80.0%", "50%", "pass"],
         ["test_suite.py::test_slow_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
-         "20.0 ms ± 0.0%", "10.0%", "70%", "MISS"],
-        ["test_suite.py::test_elsewhere", "gemm", "needs CUDA device 7 (device='cuda:7'); 0 visible here "
-         "(CuPy missing or no GPU)", "skipped"],
+         "20.0 ms ± 0.0%", "100 GFLOP/s", "1.00 TFLOP/s", "10.0%", "70%", "MISS"],
+        ["test_suite.py::test_elsewhere", "gemm", "skipped"],
     ]  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["  test_suite.py::test_elsewhere skipped: needs CUDA device 7 (device='cuda:7'); 0 visible here*"]
+    )
 
 
 def test_without_the_option_there_is_no_report(rl: pytest.Pytester) -> None:
@@ -347,3 +349,30 @@ def test_numpy_scalars_in_params_and_costs_survive_json_and_xdist(
     assert {m["nodeid"].split("::")[1]: m["flops"] for m in data["measurements"]} == {
         "test_copy[n0]": 0, "test_custom": 2e9,
     }  # fmt: skip
+
+
+@pytest.mark.usefixtures("no_gpu")
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_report_fits_the_terminal(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-report", "--color=no")
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("test "))
+    end = next(i for i in range(start, len(lines)) if "skipped:" in lines[i])  # notes follow the table
+    assert max(len(line) for line in lines[start:end]) <= columns
+    assert lines[start].split()[:3] == ["test", "op", "and"]
+    assert ("achieved" in lines[start]) is (columns == 200)  # the achieved rate, when there is room
+
+
+def test_the_columns_option_chooses_them(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-report", "--roofline-columns=test,achieved,verdict")
+    result.stdout.fnmatch_lines(
+        ["test *achieved *verdict", "---*", "test_suite.py::test_copy *80.0 GB/s *pass"]
+    )
+    bad = rl.runpytest("--roofline-columns=test,acheived")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--roofline-columns*unknown column 'acheived' (did you mean 'achieved'?)*"])

@@ -22,8 +22,10 @@ from pytest_roofline.report import (
     format_table,
     machine_cell,
     ordered,
+    parse_columns,
     payload,
     result_record,
+    skipped_notes,
     skipped_record,
     summary_counts,
     table_rows,
@@ -129,19 +131,21 @@ def test_rows_are_memory_then_compute_then_skipped_in_run_order() -> None:
     copy, gemm, tf32, gpu = rows
     assert copy[:4] == ["t.py::test_copy [small]", "copy n=1000", "fp32", "memory"]
     assert copy[6].endswith(" warm")  # a warm-cache time says so
-    assert copy[10] == "MISS (report)"  # recorded in report mode: it failed nothing
+    assert copy[12] == "MISS (report)"  # recorded in report mode: it failed nothing
     assert gemm == ["t.py::test_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
-                    "2000 µs ± 0.0%", "100.0%", "50%", "", "pass"]  # fmt: skip
+                    "2000 µs ± 0.0%", "1.00 TFLOP/s", "1.00 TFLOP/s", "100.0%", "50%", "",
+                    "pass"]  # fmt: skip
     assert tf32[2] == "fp32→tf32"
-    assert tf32[10] == "MISS (measure)"  # roofline.measure: never a failure
-    assert gpu == ["t.py::test_gpu", "gemm", "", "", "", "", "needs CUDA device 0", "", "", "", "skipped"]
+    assert tf32[12] == "MISS (measure)"  # roofline.measure: never a failure
+    assert gpu == ["t.py::test_gpu", "gemm", *[""] * 10, "skipped"]
+    assert skipped_notes(rs) == ["  t.py::test_gpu skipped: needs CUDA device 0"]
 
 
 def test_the_table_is_plain_text() -> None:
     lines = format_table(records())
     assert lines[0].split() == [
         "test", "op", "and", "shape", "dtype", "bound", "FLOP/B", "floor", "measured", "(±", "noise)",
-        "attained", "budget", "machine", "verdict",
+        "achieved", "ceiling", "attained", "budget", "machine", "verdict",
     ]  # fmt: skip
     assert set(lines[1]) <= {"-", " "}
     assert len(lines) == 2 + len(records())
@@ -160,7 +164,7 @@ def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
     # an inconclusive row shows the interval of attained next to it
     record = result_record(a_result("gemm", 2e-3, M=1000, N=1000, K=1000), nodeid="t.py::t", mode="enforce")
     record.update(attained_ci_rel=0.04)
-    assert table_rows([record])[0][7] == "100.0% ±4%"
+    assert table_rows([record])[0][9] == "100.0% ±4%"
 
 
 def test_summary_counts() -> None:
@@ -211,3 +215,34 @@ def test_the_table_leaves_out_the_directory_all_tests_share() -> None:
     ]  # fmt: skip
     rs[0]["nodeid"] = "other/t.py::test_gemm"
     assert table_rows(rs)[1][0] == "other/t.py::test_gemm"  # nothing shared: full node ids
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_table_fits_the_terminal(width: int) -> None:
+    rs = [{**r, "nodeid": "tests/kernels/test_a_rather_long_module_name.py::TestClass::" + r["nodeid"][6:]}
+          for r in records()]  # fmt: skip
+    lines = format_table(rs, width=width)
+    assert max(map(len, lines)) <= width
+    headers = lines[0]
+    for kept in ("test", "op and shape", "attained", "budget", "verdict"):
+        assert kept in headers
+    if width == 200:
+        assert "achieved" in headers
+        assert "ceiling" in headers
+        assert "measured (± noise)" in headers
+    else:
+        assert "FLOP/B" not in headers
+        assert "…" in lines[2]  # the long test ids lose their middle
+
+
+def test_columns_can_be_chosen() -> None:
+    lines = format_table(records(), columns=("test", "achieved", "verdict"))
+    assert lines[0].split() == ["test", "achieved", "verdict"]
+    assert parse_columns("all") == tuple(parse_columns("test,op,dtype,bound,intensity,floor,time,achieved,"
+                                                      "ceiling,attained,budget,machine,verdict"))  # fmt: skip
+    with pytest.raises(
+        ValueError, match=r"unknown column 'atained' \(did you mean 'attained'\?\); choose from test, op,"
+    ):
+        parse_columns("test,atained")
+    with pytest.raises(ValueError, match="expected column names separated by commas, or all; got ','"):
+        parse_columns(",")
