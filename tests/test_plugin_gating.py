@@ -192,3 +192,15 @@ def test_a_bad_plot_path_is_a_usage_error(rl: pytest.Pytester, value: str, fault
     result = rl.runpytest(f"--roofline-plot={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--roofline-plot*{fault}*"])
+
+
+def test_a_plot_without_matplotlib_is_a_usage_error_naming_the_extra(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the plot extra were not installed
+    rl.makepyfile("def test_plain():\n    pass\n")
+    result = rl.runpytest("--roofline-plot=roofline.svg")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-plot*needs matplotlib: pip install 'pytest-roofline[plot]'*"])
