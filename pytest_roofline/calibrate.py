@@ -25,9 +25,10 @@
   faults); the best rate over all runs is kept.
 - *Compute* is ``np.matmul`` FLOP/s (2·n³ per call) for fp64 and fp32, with n chosen from a small
   probe so that one call takes about :data:`MATMUL_TARGET_S`; best of a few calls. Narrower
-  formats (tf32, fp16, bf16, fp8, int8) take fp32's figure, marked :attr:`Source.DERIVED`:
+  float formats (tf32, fp16, bf16, fp8) take fp32's figure, marked :attr:`Source.DERIVED`:
   nothing measured them, and numpy has no path for them that is faster than fp32 BLAS, so fp32's
-  rate is an upper bound and keeps their floors honest. Every CPU peak is :attr:`Unit.VECTOR`.
+  rate is an upper bound and keeps their floors honest. Integers take none: no float rate bounds
+  integer work, whose compute side stays unknown. Every CPU peak is :attr:`Unit.VECTOR`.
 
 Calibration runs within a time budget (:data:`CPU_BUDGET_S`): every kernel runs at least once,
 and more runs are added, fastest kernel first, only while the budget allows; array sizes are never
@@ -112,7 +113,9 @@ _DISAGREE = 2.0
 #: is the same kind of kernel, a little smaller: quietly the ratio is 1 to 3)
 PROBE_RATIO_RANGE = (0.5, 10.0)
 _LOCK_TIMEOUT_S = 60.0
-_NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3, Precision.INT8)
+#: float formats that take fp32's figure on the CPU; integers take none (no float rate bounds
+#: integer work: their compute side stays unknown unless a peaks file gives it)
+_NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3)
 
 Clock = Callable[[], float]
 
@@ -845,7 +848,7 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
     ]
     groups: dict[tuple[Figure, Unit, bool], list[Precision]] = {}
     for precision, unit, figure in describe_peaks(device):
-        groups.setdefault((figure, unit, precision is Precision.INT8), []).append(precision)
+        groups.setdefault((figure, unit, precision.integral), []).append(precision)
     for (figure, unit, integer), precisions in groups.items():
         rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
         rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))

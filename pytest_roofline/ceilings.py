@@ -108,6 +108,7 @@ def paired_floor_s(estimate: Estimate, ceiling: PairedCeiling) -> float:
     Only the bounding resource is probed; near the ridge point the other term may bind at the
     paired speed instead, so the floor is the larger of the scaled bound and the other term.
     """
+    compute_s = estimate.compute_s or 0.0  # an unknown compute side bounds nothing
     if ceiling.resource == BANDWIDTH:
-        return max(estimate.memory_s / ceiling.speed, estimate.compute_s)
-    return max(estimate.compute_s / ceiling.speed, estimate.memory_s)
+        return max(estimate.memory_s / ceiling.speed, compute_s)
+    return max(compute_s / ceiling.speed, estimate.memory_s)

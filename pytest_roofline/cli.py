@@ -24,7 +24,7 @@ from typing import Any
 from . import units
 from .devices import table
 from .model import Device, Estimate, Precision, Unit
-from .ops import all_ops
+from .ops import OpSpec, all_ops
 
 USAGE_ERROR = 2
 
@@ -98,7 +98,7 @@ def estimate_dict(est: Estimate) -> dict[str, Any]:
         "floor_s": est.floor_s,
         "bound": est.bound,
         "peak_flops": est.peak_flops,
-        "peak_source": str(est.peak_source),
+        "peak_source": None if est.peak_source is None else str(est.peak_source),
         "bandwidth": est.bandwidth,
         "bandwidth_source": str(est.bandwidth_source),
     }
@@ -106,18 +106,31 @@ def estimate_dict(est: Estimate) -> dict[str, Any]:
 
 def format_estimate(est: Estimate) -> str:
     """The napkin: work, traffic, intensity against the ridge, both times, the floor and its bound."""
-    peak = f"{units.flop_rate(est.peak_flops)} {est.peak_precision} {est.unit} ({est.peak_source})"
-    if est.peak_note:
-        peak += f" [{est.peak_note}]"
     bandwidth = f"{units.byte_rate(est.bandwidth)} ({est.bandwidth_source})"
+    floor = f"{units.seconds(est.floor_s)}  {est.bound}-bound"
+    if est.peak_flops is None or est.ridge is None or est.compute_s is None:
+        # an integer op on a device without an integer peak: the floor is the memory time alone
+        rate_class = est.peak_precision.rate_class
+        ridge = f"unknown: {est.device.key} has no {rate_class} peak"
+        if est.compute_s is None:
+            compute = f"unknown (give the peak as '{rate_class}:vector' in --roofline-peaks FILE)"
+            floor += " (compute side unknown)"
+        else:
+            compute = units.seconds(est.compute_s)  # no work: no time, whatever the peak
+    else:
+        peak = f"{units.flop_rate(est.peak_flops)} {est.peak_precision} {est.unit} ({est.peak_source})"
+        if est.peak_note:
+            peak += f" [{est.peak_note}]"
+        ridge = f"{units.intensity(est.ridge)} FLOP/byte  = {peak} / {bandwidth}"
+        compute = units.seconds(est.compute_s)
     rows = [
         ("FLOPs", units.flops(est.flops)),
         ("bytes", units.nbytes(est.bytes)),
         ("intensity", f"{units.intensity(est.intensity)} FLOP/byte"),
-        ("ridge", f"{units.intensity(est.ridge)} FLOP/byte  = {peak} / {bandwidth}"),
-        ("compute", units.seconds(est.compute_s)),
+        ("ridge", ridge),
+        ("compute", compute),
         ("memory", units.seconds(est.memory_s)),
-        ("floor", f"{units.seconds(est.floor_s)}  {est.bound}-bound"),
+        ("floor", floor),
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"{est.label} on {est.device.name} ({est.device.key})"]
@@ -231,15 +244,22 @@ def _ops(args: argparse.Namespace) -> str:
             spec.name,
             ", ".join(map(str, spec.params)),
             spec.flops_formula,
+            _complex_cell(spec),
             spec.bytes_formula,
             str(spec.unit_for({})),
         ]
         for spec in all_ops()
     ]
-    headers = ["op", "parameters (and dtype)", "FLOPs", "bytes (× size of dtype)", "unit"]
+    headers = ["op", "parameters (and dtype)", "FLOPs", "complex", "bytes (× size of dtype)", "unit"]
     note = (
         "\nMatrix-shaped ops use tensor units where the device has them for the dtype; fp32 only with "
-        "--math tf32.\n`roofline floor OP key=value ... dtype=D` computes a floor."
+        "--math tf32.\nFLOPs are real FLOPs: on complex data the count is multiplied as `complex` says "
+        "(a complex multiply-add is 8 real FLOPs, a real one 2; a complex add 2); `no`: no complex form, "
+        "`only`: complex data only.\nIntegers and bool count operations, judged against the device's "
+        "integer peak where it has one (int8 tensor cores), else by their bytes alone (compute side "
+        "unknown).\n"
+        f"dtypes: {', '.join(p.label for p in Precision)}.\n"
+        "`roofline floor OP key=value ... dtype=D` computes a floor."
     )
     return tabulate(rows, headers=headers) + note
 
@@ -276,6 +296,13 @@ def _plot(args: argparse.Namespace) -> str:
         old = {key: {"time_s": r.time_s} for key, r in load_baseline(args.baseline).records.items()}
     written = draw(data["measurements"], data.get("devices", []), args.output, baseline=old)
     return f"roofline: wrote {written}"
+
+
+def _complex_cell(spec: OpSpec) -> str:
+    """``×4`` (real FLOPs per counted FLOP on complex data), ``no`` or ``only``."""
+    if spec.complex_flops is None:
+        return "no"
+    return f"×{spec.complex_flops:g}" + ("" if spec.real else " (only)")
 
 
 def _calibrate(args: argparse.Namespace) -> str:

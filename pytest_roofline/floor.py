@@ -25,10 +25,14 @@ def select_unit(
     Matrix-shaped ops use tensor units when the device has them for the precision, except fp32,
     which runs on tensor units (as TF32) only when the caller says ``math="tf32"``: fp32 GEMMs are
     IEEE by default in cuBLAS, CuPy and PyTorch, so the TF32 peak would set an unreachable floor.
+    Complex data is real arithmetic on its components: complex64 runs as fp32 does (TF32 tensor
+    units with ``math="tf32"``), complex128 as fp64 (whose tensor units cuBLAS uses for ZGEMM).
     """
     check_math(math)
-    if math == "tf32" and precision not in (Precision.FP32, Precision.TF32):
-        raise OpError(f"math='tf32' applies to fp32 data only; dtype is {precision}")
+    if math == "tf32" and precision not in (Precision.FP32, Precision.TF32, Precision.COMPLEX64):
+        raise OpError(f"math='tf32' applies to fp32 (or complex64) data only; dtype is {precision}")
+    if precision.component is not None:
+        return select_unit(spec, params, precision.component, math)
     unit = spec.unit_for(params)
     if unit is Unit.VECTOR:
         return precision, unit
@@ -56,6 +60,7 @@ def estimate(
     spec = get_op(op)
     checked = check_params(spec, params)
     precision = parse_dtype(dtype)
+    spec.check_dtype(precision)
     peak_precision, unit = select_unit(spec, checked, precision, math)
     if not isinstance(device, Device):
         device = _device(device)

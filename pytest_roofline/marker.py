@@ -102,9 +102,12 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
     args = MarkerArgs(op=op, keywords=keywords, params=params)
     if op is None and params:
         raise ValueError(f"@pytest.mark.{MARKER}: parameters {sorted(params)} given without an op")
-    if op is not None:
-        check_op_params(op, params, complete=False)
+    spec = check_op_params(op, params, complete=False) if op is not None else None
     check_keywords(keywords)
+    if spec is not None and "dtype" in keywords:  # an op with no form for the dtype (fft on fp32)
+        from .model import parse_dtype
+
+        spec.check_dtype(parse_dtype(keywords["dtype"]))
     return args
 
 

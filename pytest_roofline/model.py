@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -51,6 +52,17 @@ class Precision(enum.Enum):
     FP8_E4M3 = ("fp8_e4m3", 1)
     FP8_E5M2 = ("fp8_e5m2", 1)
     INT8 = ("int8", 1)
+    INT16 = ("int16", 2)
+    INT32 = ("int32", 4)
+    INT64 = ("int64", 8)
+    UINT8 = ("uint8", 1)
+    UINT16 = ("uint16", 2)
+    UINT32 = ("uint32", 4)
+    UINT64 = ("uint64", 8)
+    BOOL = ("bool", 1)  # one byte per element, as numpy, CuPy and PyTorch store it
+    COMPLEX32 = ("complex32", 4)  # two fp16 (PyTorch's chalf)
+    COMPLEX64 = ("complex64", 8)  # two fp32
+    COMPLEX128 = ("complex128", 16)  # two fp64
 
     def __init__(self, label: str, itemsize: int) -> None:
         self.label = label
@@ -61,45 +73,155 @@ class Precision(enum.Enum):
 
     @property
     def rate_class(self) -> Precision:
-        """The precision whose peak rates apply: both fp8 formats run at the same rate."""
-        return Precision.FP8_E4M3 if self is Precision.FP8_E5M2 else self
+        """The precision whose peak rates apply: both fp8 formats run at the same rate, unsigned
+        integers at their signed width's, complex numbers at their components' (real arithmetic)."""
+        return _RATE_CLASS.get(self, self)
 
+    @property
+    def integral(self) -> bool:
+        """Integers and bool: their work is operations, not FLOPs, and only an integer peak bounds it."""
+        return self in _INTEGRAL
+
+    @property
+    def component(self) -> Precision | None:
+        """The real format of a complex one's two parts (complex64 -> fp32); None for real formats."""
+        return _COMPONENT.get(self)
+
+
+_COMPONENT: dict[Precision, Precision] = {
+    Precision.COMPLEX32: Precision.FP16,
+    Precision.COMPLEX64: Precision.FP32,
+    Precision.COMPLEX128: Precision.FP64,
+}
+_RATE_CLASS: dict[Precision, Precision] = {
+    Precision.FP8_E5M2: Precision.FP8_E4M3,
+    Precision.UINT8: Precision.INT8,
+    Precision.UINT16: Precision.INT16,
+    Precision.UINT32: Precision.INT32,
+    Precision.UINT64: Precision.INT64,
+    **_COMPONENT,
+}
+_INTEGRAL = frozenset(
+    (
+        Precision.INT8, Precision.INT16, Precision.INT32, Precision.INT64,
+        Precision.UINT8, Precision.UINT16, Precision.UINT32, Precision.UINT64, Precision.BOOL,
+    )
+)  # fmt: skip
 
 _DTYPE_ALIASES: dict[str, Precision] = {
-    # "float" is numpy's float64, as in np.dtype(float); "f8" is refused as ambiguous (see parse_dtype)
-    **dict.fromkeys(("fp64", "float64", "f64", "double", "float", "d", "float_"), Precision.FP64),
-    **dict.fromkeys(("fp32", "float32", "f32", "single", "f4", "f"), Precision.FP32),
+    # "float" is numpy's float64, as in np.dtype(float), and "complex" its complex128; "f8", "i8",
+    # "u8", "int" and a few more are refused as ambiguous (see _AMBIGUOUS)
+    **dict.fromkeys(("fp64", "float64", "f64", "double", "float", "float_"), Precision.FP64),
+    **dict.fromkeys(("fp32", "float32", "f32", "single", "f4"), Precision.FP32),
     **dict.fromkeys(("tf32", "tensorfloat32"), Precision.TF32),
-    **dict.fromkeys(("fp16", "float16", "f16", "half", "f2", "e"), Precision.FP16),
+    **dict.fromkeys(("fp16", "float16", "f16", "half", "f2"), Precision.FP16),
     **dict.fromkeys(("bf16", "bfloat16"), Precision.BF16),
     **dict.fromkeys(
         ("fp8", "fp8_e4m3", "e4m3", "float8_e4m3fn", "float8_e4m3", "float8_e4m3fnuz"), Precision.FP8_E4M3
     ),
     **dict.fromkeys(("fp8_e5m2", "e5m2", "float8_e5m2", "float8_e5m2fnuz"), Precision.FP8_E5M2),
-    **dict.fromkeys(("int8", "i8", "i1", "b", "s8", "qint8"), Precision.INT8),
+    **dict.fromkeys(("int8", "i1", "s8", "qint8"), Precision.INT8),
+    **dict.fromkeys(("int16", "i2", "i16", "s16", "short"), Precision.INT16),
+    **dict.fromkeys(("int32", "i4", "i32", "s32", "intc", "qint32"), Precision.INT32),
+    **dict.fromkeys(("int64", "i64", "s64", "longlong"), Precision.INT64),
+    **dict.fromkeys(("uint8", "u1", "ubyte", "quint8"), Precision.UINT8),
+    **dict.fromkeys(("uint16", "u2", "u16", "ushort"), Precision.UINT16),
+    **dict.fromkeys(("uint32", "u4", "u32", "uintc"), Precision.UINT32),
+    **dict.fromkeys(("uint64", "u64", "ulonglong"), Precision.UINT64),
+    **dict.fromkeys(("bool", "bool_", "bool8", "b1", "boolean"), Precision.BOOL),
+    **dict.fromkeys(("complex32", "chalf"), Precision.COMPLEX32),
+    **dict.fromkeys(("complex64", "c8", "cfloat", "csingle", "singlecomplex"), Precision.COMPLEX64),
+    **dict.fromkeys(("complex128", "c16", "cdouble", "complex", "complex_"), Precision.COMPLEX128),
 }
 
+#: numpy's one-character type codes, read with their case: "B" is uint8 where "b" is int8, "F"
+#: complex64 where "f" is fp32
+_TYPE_CODES: dict[str, Precision] = {
+    "d": Precision.FP64, "f": Precision.FP32, "e": Precision.FP16,
+    "b": Precision.INT8, "h": Precision.INT16, "i": Precision.INT32, "q": Precision.INT64,
+    "B": Precision.UINT8, "H": Precision.UINT16, "I": Precision.UINT32, "Q": Precision.UINT64,
+    "?": Precision.BOOL, "F": Precision.COMPLEX64, "D": Precision.COMPLEX128,
+}  # fmt: skip
+
+#: numpy's type strings (``np.dtype("int64").str`` is "<i8"): with their byte order they can only
+#: be numpy's, so "<f8" is float64 and "<i8" int64 where a bare "f8" or "i8" is ambiguous
+_TYPE_STRINGS: dict[str, Precision] = {
+    "f2": Precision.FP16, "f4": Precision.FP32, "f8": Precision.FP64,
+    "i1": Precision.INT8, "i2": Precision.INT16, "i4": Precision.INT32, "i8": Precision.INT64,
+    "u1": Precision.UINT8, "u2": Precision.UINT16, "u4": Precision.UINT32, "u8": Precision.UINT64,
+    "b1": Precision.BOOL, "c8": Precision.COMPLEX64, "c16": Precision.COMPLEX128,
+}  # fmt: skip
+
+#: spellings that name different formats to different readers, and what to write instead
+_AMBIGUOUS: dict[str, str] = {
+    "f8": "numpy reads it as float64, ML code as fp8; write fp64 or fp8",
+    "i8": "numpy reads it as int64, ML code as int8; write int64 or int8",
+    "u8": "numpy reads it as uint64, ML code as uint8; write uint64 or uint8",
+    "int": "numpy reads it as int64 (int32 on Windows before NumPy 2), C as int32; write int64 or int32",
+    "int_": "numpy reads it as int64 (int32 on Windows before NumPy 2); write int64 or int32",
+    "long": "PyTorch reads it as int64, numpy as a C long (int32 on Windows); write int64 or int32",
+    "uint": "numpy reads it as a C unsigned long (uint32 on Windows before NumPy 2); write uint64 or uint32",
+    "byte": "numpy reads it as int8, PyTorch as uint8; write int8 or uint8",
+    "l": "numpy reads it as a C long (int32 on Windows); write int64 or int32",
+    "L": "numpy reads it as a C unsigned long (uint32 on Windows); write uint64 or uint32",
+}
+#: formats no device sheet covers
+_UNSUPPORTED: dict[str, str] = dict.fromkeys(
+    ("float128", "float96", "longdouble", "longfloat", "g", "complex256", "complex192", "clongdouble", "G"),
+    "extended precision (long double) runs on no unit with a known peak",
+)
+
+#: numpy's dtype kinds that hold no numbers, as a reader would name them
+_NON_NUMERIC_KINDS: dict[str, str] = {
+    "U": "strings", "T": "strings", "S": "byte strings", "a": "byte strings", "O": "Python objects",
+    "V": "a structured or raw-bytes type", "M": "datetimes", "m": "time deltas",
+}  # fmt: skip
+_NON_NUMERIC_NAMES = re.compile(
+    r"(?P<name>str|string|unicode|bytes|object|void|datetime64|timedelta64|category|stringdtype)_?"
+    r"\d*(\[\w*\])?(\(\))?"
+)
+_NON_NUMERIC_WORDS = {
+    "str": "T", "string": "T", "unicode": "T", "stringdtype": "T", "bytes": "S", "object": "O",
+    "void": "V", "datetime64": "M", "timedelta64": "m",
+}  # fmt: skip
+_NON_NUMERIC_CODES = re.compile(r"[<>|=]?(?P<code>[USOVMmaT])\d*(\[\w*\])?")
+
 #: the spellings ``parse_dtype`` accepts, for error messages and ``roofline ops``
-ACCEPTED_DTYPES: tuple[str, ...] = tuple(sorted(_DTYPE_ALIASES))
+ACCEPTED_DTYPES: tuple[str, ...] = tuple(sorted({*_DTYPE_ALIASES, *_TYPE_CODES}))
 
 
 def parse_dtype(dtype: object) -> Precision:
     """Turn what users write into a Precision.
 
-    Accepts a Precision, strings ("float32", "fp32", "f32", "half", "bfloat16", "bf16", ...), numpy
-    dtypes and scalar types (``np.float32``), and CuPy/PyTorch/JAX dtypes by their name
-    (``torch.bfloat16`` -> "bfloat16"). An array-like is read through its ``.dtype``. Anything else is
-    a ValueError naming the spelling and listing the accepted ones.
+    Accepts a Precision, strings ("float32", "fp32", "f32", "half", "bfloat16", "bf16", "int32",
+    "uint8", "bool", "complex64", numpy's type codes such as "i4" and "c8", ...), numpy dtypes and
+    scalar types (``np.float32``), and CuPy/PyTorch/JAX dtypes by their name (``torch.bfloat16`` ->
+    "bfloat16"). An array-like is read through its ``.dtype``. Anything else is a ValueError naming
+    the spelling: a non-numeric dtype (strings, objects, datetimes) says so; an unknown one lists
+    the accepted spellings and the closest.
     """
     if isinstance(dtype, Precision):
         return dtype
+    non_numeric = _non_numeric(dtype)
+    if non_numeric is not None:
+        shown, what = non_numeric
+        raise ValueError(
+            f"dtype {shown!r} is not numeric ({what}): pytest-roofline needs the numeric dtype of the "
+            "data the kernel really moves (uint8 for raw bytes)"
+        )
     name = _dtype_name(dtype)
+    code = name.strip()
+    if code in _TYPE_CODES:  # one character: case matters
+        return _TYPE_CODES[code]
+    if code[:1] in ("<", ">", "|", "=") and code[1:] in _TYPE_STRINGS:  # byte order changes nothing here
+        return _TYPE_STRINGS[code[1:]]
     key = name.strip().lower().replace("-", "_").replace(" ", "")
     key = key.removeprefix("torch.").removeprefix("numpy.").removeprefix("np.").removeprefix("jnp.")
-    if key == "f8":
-        raise ValueError(
-            "dtype 'f8' is ambiguous: numpy reads it as float64, ML code as fp8; write fp64 or fp8"
-        )
+    for table in (_AMBIGUOUS, _UNSUPPORTED):
+        why = table.get(code) or table.get(key)
+        if why is not None:
+            kind = "ambiguous" if table is _AMBIGUOUS else "not supported"
+            raise ValueError(f"dtype {name!r} is {kind}: {why}")
     try:
         return _DTYPE_ALIASES[key]
     except KeyError:
@@ -111,7 +233,30 @@ def parse_dtype(dtype: object) -> Precision:
 
 
 _PRIMARY_NAMES = tuple(p.label for p in Precision)
-_EXAMPLE_SPELLINGS = ("float32", "f32", "half", "bfloat16", "double")
+_EXAMPLE_SPELLINGS = ("float32", "f32", "half", "bfloat16", "double", "i4", "c8")
+
+
+def _non_numeric(dtype: object) -> tuple[str, str] | None:
+    """(how to show it, what it holds) for a dtype that holds no numbers, else None.
+
+    numpy dtypes say so by their ``kind``; strings and types by numpy's names and codes.
+    """
+    inner = getattr(dtype, "dtype", None)
+    if inner is not None and inner is not dtype and not isinstance(dtype, (str, type)):
+        return _non_numeric(inner)
+    kind = getattr(dtype, "kind", None)
+    if not isinstance(dtype, (str, type)) and isinstance(kind, str):
+        return (str(dtype), _NON_NUMERIC_KINDS[kind]) if kind in _NON_NUMERIC_KINDS else None
+    text = _dtype_name(dtype).strip()
+    code = _NON_NUMERIC_CODES.fullmatch(text)
+    if code is not None:
+        return text, _NON_NUMERIC_KINDS[code["code"]]
+    key = text.lower().removeprefix("numpy.").removeprefix("np.").removeprefix("pandas.")
+    word = _NON_NUMERIC_NAMES.fullmatch(key.removeprefix("numpy.dtypes.").removesuffix("dtype()"))
+    if word is not None:
+        name = word["name"]
+        return text, "categories" if name == "category" else _NON_NUMERIC_KINDS[_NON_NUMERIC_WORDS[name]]
+    return None
 
 
 def _dtype_name(dtype: object) -> str:
@@ -163,13 +308,15 @@ class Device:
         """The table's own peak for (precision, unit), or None when the sheet has none."""
         return self.peaks.get((precision.rate_class, unit))
 
-    def resolve_peak(self, precision: Precision, unit: Unit) -> tuple[Figure, Unit]:
+    def resolve_peak(self, precision: Precision, unit: Unit) -> tuple[Figure | None, Unit]:
         """The peak a kernel of this precision and unit runs against, falling back honestly.
 
         A missing tensor peak falls back to the vector one (the kernel cannot use units that
-        are not there). A missing vector peak for a narrow format falls back to the fastest vector
-        peak the sheet has, marked derived: narrow formats are at least as fast as fp32 on every
-        device we know, and a floor must never be above the true best time.
+        are not there). A missing vector peak for a narrow float format falls back to the fastest
+        float vector peak the sheet has, marked derived: narrow formats are at least as fast as fp32
+        on every device we know, and a floor must never be above the true best time. Integer rates
+        are not on datasheets and have no such relation to float ones: a missing integer peak is
+        None, the compute side unknown.
         """
         figure = self.peak(precision, unit)
         if figure is not None:
@@ -178,7 +325,9 @@ class Device:
             return self.resolve_peak(precision, Unit.VECTOR)
         if precision is Precision.TF32:  # TF32 exists only in tensor units; off them it is fp32
             return self.resolve_peak(Precision.FP32, Unit.VECTOR)
-        vector = [(fig, p) for (p, u), fig in self.peaks.items() if u is Unit.VECTOR]
+        if precision.integral:
+            return None, Unit.VECTOR
+        vector = [(fig, p) for (p, u), fig in self.peaks.items() if u is Unit.VECTOR and not p.integral]
         if not vector:
             raise ValueError(f"device {self.key!r} has no vector peak for {precision} or any other precision")
         fig, used = max(vector, key=lambda item: item[0].value)
@@ -187,10 +336,11 @@ class Device:
             Unit.VECTOR,
         )
 
-    def ridge(self, precision: Precision, unit: Unit) -> float:
-        """Arithmetic intensity (FLOP/byte) where compute time equals memory time."""
+    def ridge(self, precision: Precision, unit: Unit) -> float | None:
+        """Arithmetic intensity (FLOP/byte) where compute time equals memory time; None when the
+        device has no peak for the precision (integers without an integer peak)."""
         peak, _ = self.resolve_peak(precision, unit)
-        return peak.value / self.bandwidth.value
+        return None if peak is None else peak.value / self.bandwidth.value
 
     def with_figures(
         self, *, peaks: PeakTable | None = None, bandwidth: Figure | None = None, key: str | None = None
@@ -225,14 +375,16 @@ class Estimate:
     flops: float
     bytes: float
     intensity: float  # FLOP per byte; inf when the op moves no bytes
-    compute_s: float
+    #: None when the device has no peak for the math's precision (an integer without an integer
+    #: peak): the compute side is unknown, the floor is the memory time and the bound "memory"
+    compute_s: float | None
     memory_s: float
     floor_s: float
     bound: Bound
-    ridge: float
-    peak_flops: float
+    ridge: float | None  # None with an unknown peak
+    peak_flops: float | None  # None with an unknown peak
     bandwidth: float
-    peak_source: Source
+    peak_source: Source | None  # None with an unknown peak
     bandwidth_source: Source
     #: ``gemm[M=4096 N=4096 K=4096 bf16]``: how reports and failures name this floor
     label: str = ""
@@ -255,15 +407,32 @@ def roofline(
 ) -> Estimate:
     """The floor of ``cost`` on ``device``: max(compute time, memory time).
 
-    ``precision`` is the data's; ``peak_precision`` (default: the same) is the math's.
+    ``precision`` is the data's; ``peak_precision`` (default: the same, a complex format's
+    component) is the math's. Where the device has no peak for the math (integers without an
+    integer peak), the compute side is unknown and the floor is the memory time: a floor must never
+    be above the true best time. An op with no bytes to move then has no floor: a ValueError.
     """
-    math_precision = peak_precision or precision
+    math_precision = peak_precision or precision.component or precision
     peak, used_unit = device.resolve_peak(math_precision, unit)
     bandwidth = device.bandwidth
-    compute_s = cost.flops / peak.value
     memory_s = cost.bytes / bandwidth.value
+    compute_s: float | None
+    if peak is not None:
+        compute_s = cost.flops / peak.value
+        note = peak.note
+    elif cost.flops:
+        if not cost.bytes:
+            raise ValueError(
+                f"{label or op} has no floor on {device.key}: it moves no bytes and the device has no "
+                f"{math_precision.rate_class} peak (give one in a peaks file as "
+                f"'{math_precision.rate_class}:vector')"
+            )
+        compute_s = None
+        note = f"compute side unknown: no {math_precision.rate_class} peak on {device.key}"
+    else:
+        compute_s, note = 0.0, ""  # no work takes no time, whatever the peak
     # Ties go to memory: with nothing to compute, or equal times, moving bytes is the wall.
-    bound: Bound = "compute" if compute_s > memory_s else "memory"
+    bound: Bound = "compute" if compute_s is not None and compute_s > memory_s else "memory"
     intensity = cost.flops / cost.bytes if cost.bytes else math.inf
     return Estimate(
         op=op,
@@ -277,16 +446,16 @@ def roofline(
         intensity=intensity,
         compute_s=compute_s,
         memory_s=memory_s,
-        floor_s=max(compute_s, memory_s),
+        floor_s=max(compute_s or 0.0, memory_s),
         bound=bound,
-        ridge=peak.value / bandwidth.value,
-        peak_flops=peak.value,
+        ridge=None if peak is None else peak.value / bandwidth.value,
+        peak_flops=None if peak is None else peak.value,
         bandwidth=bandwidth.value,
-        peak_source=peak.source,
+        peak_source=None if peak is None else peak.source,
         bandwidth_source=bandwidth.source,
         label=label or f"{op}[{precision}]",
         shape=shape,
-        peak_note=peak.note,
+        peak_note=note,
     )
 
 
@@ -302,7 +471,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     scored = sorted(
         ((difflib.SequenceMatcher(None, word, name).ratio(), name) for name in names), key=lambda t: -t[0]
     )
-    close = [name for ratio, name in scored if ratio >= 0.5 and ratio == scored[0][0]][:2] if scored else []
+    close = [name for ratio, name in scored if ratio >= 0.5 and ratio == scored[0][0]] if scored else []
+    # among equally close names, the same letters swapped is the likelier typo: 'int46' is int64, not int16
+    swapped = [name for name in close if sorted(name.lower()) == sorted(word.lower())]
+    close = (swapped or close)[:2]
     if not close:
         lowered = {n.lower(): n for n in names}
         if word.lower() in lowered:

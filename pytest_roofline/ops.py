@@ -121,6 +121,12 @@ class OpSpec:
     bytes_formula: str = ""
     #: rules across parameters (a conv2d filter fits its input, a custom op has work), or None
     cross_check: CrossCheck | None = None
+    #: real FLOPs per counted FLOP on complex data, or None where the op has no complex form. A
+    #: formula counts real arithmetic; a complex multiply-add is 8 real FLOPs where a real one is
+    #: 2 (4 for multiply-add ops), a complex add 2 where a real one is 1 (2 for sums)
+    complex_flops: float | None = 1.0
+    #: whether the op takes real (and integer) data; False for ops defined on complex data (fft)
+    real: bool = True
 
     @property
     def doc(self) -> str:
@@ -152,12 +158,29 @@ class OpSpec:
             self.cross_check(self.name, checked)
         return checked
 
+    def check_dtype(self, precision: Precision) -> None:
+        """An OpError when the op has no form for ``precision``: complex data where it takes
+        none (softmax: complex numbers have no order), real data where it takes only complex (fft)."""
+        if precision.component is not None and self.complex_flops is None:
+            raise OpError(
+                f"{self.name} takes no complex data; dtype is {precision} "
+                "(count the kernel's real FLOPs and bytes with custom)"
+            )
+        if precision.component is None and not self.real:
+            raise OpError(
+                f"{self.name} takes complex data only (complex32, complex64 or complex128); dtype is "
+                f"{precision} (count other kernels with custom)"
+            )
+
     def cost(self, params: Params, precision: Precision) -> Cost:
         """The cost of one call; ``params`` must come from :meth:`check`.
 
-        A registered cost function that returns anything but a Cost of finite, non-negative
-        numbers is an OpError naming the op: a floor built on it would be nonsense.
+        Complex data costs :attr:`complex_flops` real FLOPs per FLOP the formula counts; bytes
+        follow the item size (complex64 is 8 bytes). A registered cost function that returns
+        anything but a Cost of finite, non-negative numbers is an OpError naming the op: a floor
+        built on it would be nonsense.
         """
+        self.check_dtype(precision)
         cost = self.cost_fn(params, precision.itemsize)
         if not isinstance(cost, Cost):
             raise OpError(f"cost function of op {self.name!r} returned {cost!r}, not a Cost")
@@ -170,6 +193,8 @@ class OpSpec:
                     "(are the sizes right?)"
                 )
             numbers.append(number)
+        if precision.component is not None and self.complex_flops is not None:
+            numbers[0] *= self.complex_flops
         # plain floats: numpy scalars would not survive JSON or pytest-xdist
         return Cost(flops=numbers[0], bytes=numbers[1])
 
@@ -208,7 +233,8 @@ def _gemm(p: Params, size: int) -> Cost:
 
     FLOPs 2·batch·M·N·K (one multiply and one add per term); bytes batch·(M·K + K·N + M·N)·size:
     A and B read once, C written once. Assumes C is not read (beta = 0) and that a tiled kernel keeps
-    its reuse on chip; the floor therefore ignores re-reads a real kernel may pay for.
+    its reuse on chip; the floor therefore ignores re-reads a real kernel may pay for. Complex data:
+    each term is a complex multiply-add, 8 real FLOPs (the count × 4; a 3M kernel does fewer).
     """
     b, m, n, k = p["batch"], p["M"], p["N"], p["K"]
     return Cost(flops=2 * b * m * n * k, bytes=b * (m * k + k * n + m * n) * size)
@@ -217,7 +243,8 @@ def _gemm(p: Params, size: int) -> Cost:
 def _gemv(p: Params, size: int) -> Cost:
     """y[M] = A[M,K] @ x[K].
 
-    FLOPs 2·M·K; bytes (M·K + K + M)·size: the matrix and x read once, y written once.
+    FLOPs 2·M·K; bytes (M·K + K + M)·size: the matrix and x read once, y written once. Complex
+    data: 8 real FLOPs per complex multiply-add (the count × 4).
     """
     m, k = p["M"], p["K"]
     return Cost(flops=2 * m * k, bytes=(m * k + k + m) * size)
@@ -226,7 +253,8 @@ def _gemv(p: Params, size: int) -> Cost:
 def _dot(p: Params, size: int) -> Cost:
     """s = x · y over n elements.
 
-    FLOPs 2·n; bytes (2·n + 1)·size: both vectors read once, one scalar written.
+    FLOPs 2·n; bytes (2·n + 1)·size: both vectors read once, one scalar written. Complex data: 8
+    real FLOPs per complex multiply-add (the count × 4).
     """
     n = p["n"]
     return Cost(flops=2 * n, bytes=(2 * n + 1) * size)
@@ -236,7 +264,8 @@ def _elementwise(p: Params, size: int) -> Cost:
     """out_j = f(in_1, ..., in_inputs) over n elements.
 
     FLOPs n·flops_per_element; bytes n·(inputs + outputs)·size: every input read once, every output
-    written once (a fused kernel; an unfused chain pays for its temporaries).
+    written once (a fused kernel; an unfused chain pays for its temporaries). On complex data
+    flops_per_element counts real FLOPs, as given (a complex multiply is 6, an add 2).
     """
     n = p["n"]
     return Cost(flops=n * p["flops_per_element"], bytes=n * (p["inputs"] + p["outputs"]) * size)
@@ -261,7 +290,8 @@ def _transpose(p: Params, size: int) -> Cost:
 def _reduction(p: Params, size: int) -> Cost:
     """A sum (or max, ...) of n elements into ``outputs`` results.
 
-    FLOPs n (one add per element); bytes (n + outputs)·size.
+    FLOPs n (one add per element); bytes (n + outputs)·size. Complex data: a complex add is 2 real
+    FLOPs (the count × 2).
     """
     n = p["n"]
     return Cost(flops=n, bytes=(n + p["outputs"]) * size)
@@ -272,6 +302,7 @@ def _softmax(p: Params, size: int) -> Cost:
 
     FLOPs 5·rows·cols (max, subtract, exp, sum, divide; exp counted as one); bytes 2·rows·cols·size:
     one pass in, one pass out (the online/fused formulation; a three-pass kernel reads three times).
+    No complex form: complex numbers have no maximum.
     """
     rc = p["rows"] * p["cols"]
     return Cost(flops=5 * rc, bytes=2 * rc * size)
@@ -281,7 +312,7 @@ def _layernorm(p: Params, size: int) -> Cost:
     """Row-wise LayerNorm of a rows × cols matrix with affine gamma and beta.
 
     FLOPs 8·rows·cols (mean, variance, normalize, scale, shift); bytes (2·rows·cols + 2·cols)·size:
-    input read once, output written once, gamma and beta read once.
+    input read once, output written once, gamma and beta read once. No complex form.
     """
     r, c = p["rows"], p["cols"]
     return Cost(flops=8 * r * c, bytes=(2 * r * c + 2 * c) * size)
@@ -290,7 +321,7 @@ def _layernorm(p: Params, size: int) -> Cost:
 def _rmsnorm(p: Params, size: int) -> Cost:
     """Row-wise RMSNorm of a rows × cols matrix with a gain vector.
 
-    FLOPs 4·rows·cols (square, sum, scale, gain); bytes (2·rows·cols + cols)·size.
+    FLOPs 4·rows·cols (square, sum, scale, gain); bytes (2·rows·cols + cols)·size. No complex form.
     """
     r, c = p["rows"], p["cols"]
     return Cost(flops=4 * r * c, bytes=(2 * r * c + c) * size)
@@ -303,7 +334,8 @@ def _attention(p: Params, size: int) -> Cost:
     only the unmasked (query, key) pairs count, about half for square shapes (the mask is aligned to
     the bottom right, as in FlashAttention, when seq_q != seq_k). Bytes
     batch·heads·(2·seq_q + 2·seq_k)·head_dim·size: Q, K, V read once and O written once; the score
-    matrix never leaves the chip (a non-fused kernel moves seq_q·seq_k more per head).
+    matrix never leaves the chip (a non-fused kernel moves seq_q·seq_k more per head). No complex
+    form: its softmax needs real scores.
     """
     b, h, sq, sk, d = p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"]
     pairs = _causal_pairs(sq, sk) if p["causal"] else sq * sk
@@ -333,6 +365,7 @@ def _conv2d(p: Params, size: int) -> Cost:
     P = (H + 2·padding − R) // stride + 1 and Q likewise from W and S. FLOPs 2·N·K·P·Q·C·R·S; bytes
     (N·C·H·W + K·C·R·S + N·K·P·Q)·size: input, filters read once, output written once (an implicit
     GEMM keeps the R·S-fold reuse on chip; a naive kernel re-reads the input up to R·S times).
+    Complex data: 8 real FLOPs per complex multiply-add (the count × 4).
     """
     n, c, h, w, k, r, s = (p[x] for x in ("N", "C", "H", "W", "K", "R", "S"))
     out_p = _conv_out(h, r, p["stride"], p["padding"])
@@ -343,11 +376,24 @@ def _conv2d(p: Params, size: int) -> Cost:
     )
 
 
+def _fft(p: Params, size: int) -> Cost:
+    """``batch`` complex-to-complex FFTs of n points each.
+
+    FLOPs 5·batch·n·log2(n), the conventional count of a radix-2 transform in real FLOPs (the one
+    FFT benchmarks quote for every n; an actual algorithm does somewhat fewer); bytes
+    2·batch·n·size, size the complex item size: the input read once, the output written once. A
+    multi-dimensional transform is counted with n its total number of points (the log of a product
+    is the sum of the logs).
+    """
+    n, b = p["n"], p["batch"]
+    return Cost(flops=5 * b * n * math.log2(n), bytes=2 * b * n * size)
+
+
 def _custom(p: Params, size: int) -> Cost:
     """Any kernel whose work you counted yourself.
 
-    FLOPs as given; bytes as given, already in bytes (the dtype only picks the peak). ``unit`` says
-    whether the kernel runs on tensor units.
+    FLOPs as given (real FLOPs on complex data); bytes as given, already in bytes (the dtype only
+    picks the peak). ``unit`` says whether the kernel runs on tensor units.
     """
     return Cost(flops=p["flops"], bytes=p["bytes"])
 
@@ -383,6 +429,8 @@ def register_op(
     flops: str = "",
     bytes: str = "",
     check: CrossCheck | None = None,
+    complex_flops: float | None = 1.0,
+    real: bool = True,
     replace: bool = False,
 ) -> OpSpec:
     """Add an op to the catalogue.
@@ -391,7 +439,10 @@ def register_op(
     called as ``cost(params, itemsize)`` with checked parameters and returns a :class:`Cost`; its
     docstring should state the formula and what it assumes. ``flops`` and ``bytes`` are short
     formulas for ``roofline ops``. ``check(op_name, params)`` may raise OpError for rules across
-    parameters. Registering an existing name is an error unless ``replace``.
+    parameters. The cost counts real FLOPs; on complex data they are multiplied by
+    ``complex_flops`` (4 for multiply-add ops, whose complex multiply-add is 8 real FLOPs to a real
+    one's 2), and ``None`` refuses complex data; ``real=False`` refuses real and integer data.
+    Registering an existing name is an error unless ``replace``.
 
     >>> from pytest_roofline import Cost, register_op
     >>> spec = register_op("axpby", ["n"], lambda p, size: Cost(3 * p["n"], 3 * p["n"] * size),
@@ -403,6 +454,15 @@ def register_op(
         raise OpError(f"op {name!r} is already registered; pass replace=True to redefine it")
     if not callable(cost):
         raise OpError(f"cost for op {name!r} must be callable; got {cost!r}")
+    if complex_flops is not None and not (
+        isinstance(complex_flops, (int, float))
+        and not isinstance(complex_flops, bool)
+        and math.isfinite(complex_flops)
+        and complex_flops > 0
+    ):
+        raise OpError(f"op {name!r}: complex_flops must be a positive number or None; got {complex_flops!r}")
+    if complex_flops is None and not real:
+        raise OpError(f"op {name!r} takes neither real data (real=False) nor complex (complex_flops=None)")
     checked = tuple(p if isinstance(p, Param) else Param(p) for p in params)
     names = [p.name for p in checked]
     if len(set(names)) != len(names):
@@ -416,7 +476,15 @@ def register_op(
                 f"(reserved: {', '.join(sorted(RESERVED_NAMES))})"
             )
     spec = OpSpec(
-        name, checked, cost, matrix=matrix, flops_formula=flops, bytes_formula=bytes, cross_check=check
+        name,
+        checked,
+        cost,
+        matrix=matrix,
+        flops_formula=flops,
+        bytes_formula=bytes,
+        cross_check=check,
+        complex_flops=complex_flops,
+        real=real,
     )
     _REGISTRY[name] = spec
     return spec
@@ -475,12 +543,20 @@ def _register_builtins() -> None:
          [Param("N"), Param("C"), Param("H"), Param("W"), Param("K"), Param("R"), Param("S"),
           Param("stride", 1), Param("padding", 0, count)],
          _conv2d, True, "2·N·K·P·Q·C·R·S", "N·C·H·W + K·C·R·S + N·K·P·Q"),
+        ("fft", [Param("n"), Param("batch", 1)], _fft, False, "5·batch·n·log2(n)", "2·batch·n"),
         ("custom",
          [Param("flops", 0, "amount"), Param("bytes", 0, "amount"),
           Param("unit", "vector", "choice", ("vector", "tensor"))],
          _custom, False, "flops", "bytes (in bytes, not elements)"),
     ]  # fmt: skip
     cross_checks = {"conv2d": _check_conv2d, "custom": _check_custom, "elementwise": _check_elementwise}
+    # real FLOPs per counted FLOP on complex data: multiply-adds 4, sums 2; elementwise and custom
+    # count real FLOPs as given, fft's formula is already real FLOPs. Softmax, attention and the
+    # norms need ordered or real values: no complex form
+    complex_flops: dict[str, float | None] = {
+        "gemm": 4, "gemv": 4, "dot": 4, "conv2d": 4, "reduction": 2,
+        "attention": None, "softmax": None, "layernorm": None, "rmsnorm": None,
+    }  # fmt: skip
     for name, params, fn, matrix, flops, nbytes in builtin:
         register_op(
             name,
@@ -490,6 +566,8 @@ def _register_builtins() -> None:
             flops=flops,
             bytes=nbytes,
             check=cross_checks.get(name),
+            complex_flops=complex_flops.get(name, 1.0),
+            real=name != "fft",
             replace=True,
         )
 

@@ -15,10 +15,13 @@ A ceilings file, read by :func:`load_peaks_file`, is a JSON object::
     }
 
 A peak's key is ``precision:unit``: the precision in any spelling :func:`~.model.parse_dtype`
-accepts (``fp32``, ``float32``, ``bf16``, ``fp8``, ``int8``, ...), the unit ``tensor`` or
-``vector``; int8 figures are TOPS (or GOPS). Every figure in the file is :attr:`Source.USER`. With
-a base device, the figures the file does not give are kept from the base; without one, the file
-needs ``name``, ``kind``, ``bandwidth_gbs`` and at least one ``vector`` peak. Any mistake is one
+accepts (``fp32``, ``float32``, ``bf16``, ``fp8``, ``int8``, ``int32``, ...), the unit ``tensor``
+or ``vector``; integer figures are TOPS (or GOPS), and give integer kernels the compute side no
+datasheet has (``int32:vector``; an unsigned format shares its signed width's peak). Complex
+formats have no key: they run at their parts' peaks (``fp32`` for complex64). Every figure in
+the file is :attr:`Source.USER`. With a base device, the figures the file does not give are kept
+from the base; without one, the file needs ``name``, ``kind``, ``bandwidth_gbs`` and at least one
+``vector`` peak. Any mistake is one
 :class:`~.devices.DeviceError` naming the file, the key and the value.
 
 The calibration cache (``calibrate.py``) writes its peaks under the same keys.
@@ -49,7 +52,7 @@ def parse_peak_key(text: object) -> tuple[Precision, Unit]:
     spelled, colon, unit_text = text.partition(":")
     if not colon:
         raise ValueError("expected precision:unit, such as 'bf16:tensor' or 'fp32:vector'")
-    labels = [p.label for p in Precision]
+    labels = [p.label for p in Precision if p.component is None]
     try:
         precision = parse_dtype(spelled)
     except ValueError:
@@ -57,6 +60,11 @@ def parse_peak_key(text: object) -> tuple[Precision, Unit]:
             f"unknown precision {spelled!r}{did_you_mean(spelled, [*labels, *ACCEPTED_DTYPES])}; "
             f"accepted: {', '.join(labels)}"
         ) from None
+    if precision.component is not None:  # one peak per real format: complex math is real arithmetic
+        raise ValueError(
+            f"{spelled.strip()} runs at the {precision.component} peaks (complex arithmetic is real "
+            f"arithmetic on its parts); give '{precision.component}:{unit_text.strip() or 'vector'}'"
+        )
     units = [u.value for u in Unit]
     wanted = unit_text.strip().lower()
     if wanted not in units:

@@ -56,7 +56,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "memory_s": est.memory_s,
         "floor_s": result.floor_s,
         "peak_flops": est.peak_flops,
-        "peak_source": str(est.peak_source),
+        "peak_source": None if est.peak_source is None else str(est.peak_source),
         "bandwidth": est.bandwidth,
         "bandwidth_source": str(est.bandwidth_source),
         "time_s": m.time_s,
@@ -313,7 +313,7 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
                 test,
                 f"{r['op']} {r['shape']}".strip(),
                 r["dtype"] + (f"→{r['precision']}" if r["precision"] != r["dtype"] else ""),
-                r["bound"],
+                bound_cell(r),
                 "inf" if r["intensity"] is None else units.intensity(r["intensity"]),
                 units.seconds(r["floor_s"]),
                 noise,
@@ -350,6 +350,13 @@ def ceiling_cell(record: Record) -> str:
     if not value:
         return ""
     return units.flop_rate(value) if compute else units.byte_rate(value)
+
+
+def bound_cell(record: Record) -> str:
+    """``memory``, or ``memory (compute unknown)`` for integer work on a device with no integer peak."""
+    if record.get("compute_s") is None:
+        return f"{record['bound']} (compute unknown)"
+    return str(record["bound"])
 
 
 def machine_cell(record: Record) -> str:

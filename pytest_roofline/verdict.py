@@ -182,7 +182,7 @@ def judge(
         # The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded
         # kernel keeps much more of its speed than they do (measured: the probe slowed 3x more).
         # Its ceiling beside it is the share of its core it got: a neighbour on that core halves both.
-        if m.cpu_share:
+        if m.cpu_share and estimate.peak_flops is not None:
             ceiling = PairedCeiling(
                 estimate.peak_precision.label, estimate.peak_flops, min(m.cpu_share, 1.0), 0.0,
                 min(m.cpu_share, 1.0), "this thread's share of its core", m.stats.n,
@@ -206,7 +206,13 @@ def judge(
     def judged(verdict: Verdict, reason: str = "") -> Judgement:
         return Judgement(attained, verdict, ci, floor_s, ceiling, reason)
 
-    if peak is not None and estimate.device.kind == "cpu" and estimate.flops > 0:
+    # integer operations are not FLOPs: the CPU's floating-point peak does not bound them
+    if (
+        peak is not None
+        and estimate.device.kind == "cpu"
+        and estimate.flops > 0
+        and not estimate.peak_precision.integral
+    ):
         theoretical = peak.flops(estimate.peak_precision)
         if estimate.flops / m.time_s > theoretical:
             return judged(
@@ -353,12 +359,14 @@ def _wall(result: Result) -> str:
     """``compute-bound at 989 TFLOP/s bf16 tensor`` or ``memory-bound at 3.35 TB/s``; with a paired
     ceiling, the ceiling of the window and how far the machine was from its best."""
     est, ceiling = result.estimate, result.ceiling
-    if est.bound == "compute":
+    if est.bound == "compute" and est.peak_flops is not None:
         rate = est.peak_flops * (ceiling.speed if ceiling is not None else 1.0)
         wall = f"compute-bound at {units.flop_rate(rate)} {est.peak_precision} {est.unit}"
     else:
         rate = est.bandwidth * (ceiling.speed if ceiling is not None else 1.0)
         wall = f"memory-bound at {units.byte_rate(rate)}"
+        if est.compute_s is None:  # an integer without an integer peak: memory time alone
+            wall += f" ({est.peak_note})"
     if ceiling is not None:
         wall += (
             f" measured beside the kernel (machine at {units.percent(ceiling.share_of_best)} of its best;"
@@ -369,7 +377,7 @@ def _wall(result: Result) -> str:
 
 def _figure(result: Result) -> str:
     est = result.estimate
-    if est.bound == "compute":
+    if est.bound == "compute" and est.peak_flops is not None:
         return units.flop_rate(est.peak_flops)
     return units.byte_rate(est.bandwidth)
 

@@ -198,11 +198,15 @@ def test_cpu_device_fields(cache: Path, fake: FakeMeasure) -> None:
     assert device.bandwidth == fake.ceilings.bandwidth
     assert all(unit is V for _, unit in device.peaks)
     assert device.peaks[(P.FP64, V)].source is Source.MEASURED
-    for precision in (P.TF32, P.FP16, P.BF16, P.FP8_E4M3, P.INT8):
+    for precision in (P.TF32, P.FP16, P.BF16, P.FP8_E4M3):
         figure = device.peaks[(precision, V)]
         assert figure.value == 200e9
         assert figure.source is Source.DERIVED
         assert "fp32" in figure.note
+    # no float figure bounds integer work: its compute side stays unknown
+    assert not [precision for precision, _ in device.peaks if precision.integral]
+    assert device.resolve_peak(P.INT8, V) == (None, V)
+    assert device.resolve_peak(P.INT32, TC) == (None, V)
     # numpy has no tensor path: a tensor-unit kernel runs against the vector peak
     assert device.resolve_peak(P.BF16, TC) == (device.peaks[(P.BF16, V)], V)
     assert device.resolve_peak(P.FP8_E5M2, V)[0].value == 200e9
@@ -615,19 +619,18 @@ def test_format_calibration_of_a_fresh_cpu_calibration(cache: Path, fake: FakeMe
     assert lines[1] == "bandwidth    20.0 GB/s  (measured: copy; fake)"
     assert lines[2] == "fp64         100.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
     assert lines[3] == "fp32         200.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
-    # the narrow formats share fp32's figure, and one line; int8 counts operations
+    # the narrow float formats share fp32's figure, and one line; integers have none
     assert lines[4].startswith(
         "tf32, fp16, bf16, fp8_e4m3  200.0 GFLOP/s vector  (derived: fp32's matmul figure"
     )
-    assert lines[5].startswith("int8         200.0 GOPS vector  (derived: fp32's matmul figure")
     # the hard limit of the figures above: the CPU's theoretical peak
-    assert lines[6] == (
+    assert lines[5] == (
         "theoretical  128 GFLOP/s fp64, 256 GFLOP/s fp32  "
         "(2 cores × 4.00 GHz (cpufreq max) × 16 fp64 FLOP/cycle (AVX2+FMA))"
     )
-    assert lines[7] == f"cache        {cal.cache_path}"
-    assert lines[8].startswith("             calibrated in ")
-    assert len(lines) == 9
+    assert lines[6] == f"cache        {cal.cache_path}"
+    assert lines[7].startswith("             calibrated in ")
+    assert len(lines) == 8
 
 
 def test_format_calibration_of_a_cpu_whose_peak_is_unknown(cache: Path, fake: FakeMeasure) -> None:

@@ -290,7 +290,7 @@ BAD: list[tuple[list[str], str]] = [
     (["floor", "gemm", "M=1", "N=1", "K=1", "dtype=fp32", "--device", "h100-sxm", "--math", "fast"],
      "argument --math: invalid choice: 'fast'"),
     (["floor", "gemm", "M=1", "N=1", "K=1", "dtype=bf16", "--device", "h100-sxm", "--math", "tf32"],
-     "math='tf32' applies to fp32 data only; dtype is bf16"),
+     "math='tf32' applies to fp32 (or complex64) data only; dtype is bf16"),
     (["floor", "gemm", "M=1", "N=1", "K=1", "dtype=bf17", "--device", "h100-sxm"], "unknown dtype 'bf17'"),
     (["floor", "gemm", "M=1", "N=1", "K=1", "dtype=8", "--device", "h100-sxm"], "unknown dtype '8'"),
     (["floor", "gemm", "M=2.5", "N=1", "K=1", "dtype=bf16", "--device", "h100-sxm"],

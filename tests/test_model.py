@@ -73,9 +73,14 @@ def test_precision_label_and_itemsize(precision: Precision, label: str, itemsize
     assert (precision.label, precision.itemsize, str(precision)) == (label, itemsize, label)
 
 
-def test_both_fp8_formats_share_one_rate_class_and_nothing_else_does() -> None:
-    assert P.FP8_E5M2.rate_class is P.FP8_E4M3
-    assert [p for p in Precision if p.rate_class is not p] == [P.FP8_E5M2]
+def test_rate_classes_fp8_unsigned_and_complex_share_their_peaks() -> None:
+    # both fp8 formats run at one rate, unsigned integers at their signed width's, complex formats
+    # at their parts': nothing else borrows a peak
+    assert {p: p.rate_class for p in Precision if p.rate_class is not p} == {
+        P.FP8_E5M2: P.FP8_E4M3,
+        P.UINT8: P.INT8, P.UINT16: P.INT16, P.UINT32: P.INT32, P.UINT64: P.INT64,
+        P.COMPLEX32: P.FP16, P.COMPLEX64: P.FP32, P.COMPLEX128: P.FP64,
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -101,7 +106,7 @@ def test_units_and_sources_print_as_their_value(member: Unit | Source, text: str
         ("tf32", P.TF32),
         ("fp8", P.FP8_E4M3), ("e4m3", P.FP8_E4M3), ("float8_e4m3fn", P.FP8_E4M3),
         ("e5m2", P.FP8_E5M2), ("fp8_e5m2", P.FP8_E5M2), ("float8_e5m2", P.FP8_E5M2),
-        ("int8", P.INT8), ("i8", P.INT8),
+        ("int8", P.INT8), ("i1", P.INT8),
         # case, whitespace, dashes and library prefixes are forgiven
         ("BF16", P.BF16), ("  Float32 ", P.FP32), ("fp8-e5m2", P.FP8_E5M2),
         ("torch.float16", P.FP16), ("np.float64", P.FP64), ("numpy.int8", P.INT8), ("jnp.bfloat16", P.BF16),
@@ -177,8 +182,9 @@ def test_parse_dtype_python_float_is_float64_as_in_numpy() -> None:
 
 @pytest.mark.parametrize(
     ("dtype", "named"),
-    [("float17", "float17"), ("bf-16x", "bf-16x"), ("", ""), (np.int32, "int32"),
-     (np.dtype("complex64"), "complex64"), (FakeTorchDtype("torch.uint16"), "torch.uint16"), (3, "3")],
+    [("float17", "float17"), ("bf-16x", "bf-16x"), ("", ""), ("int128", "int128"),
+     (NamedDtype("float4_e2m1fn"), "float4_e2m1fn"), (FakeTorchDtype("torch.quint4x2"), "torch.quint4x2"),
+     (3, "3")],
 )  # fmt: skip
 def test_parse_dtype_unknown_names_it_and_lists_the_accepted(dtype: object, named: str) -> None:
     with pytest.raises(ValueError, match=f"unknown dtype {re.escape(repr(named))}") as info:

@@ -28,7 +28,7 @@ P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
 H100 = lookup("h100-sxm")
 BUILTIN = [
-    "attention", "conv2d", "copy", "custom", "dot", "elementwise", "gemm", "gemv", "layernorm",
+    "attention", "conv2d", "copy", "custom", "dot", "elementwise", "fft", "gemm", "gemv", "layernorm",
     "reduction", "rmsnorm", "softmax", "transpose",
 ]  # fmt: skip
 
@@ -303,7 +303,7 @@ def test_math_tf32_on_a_vector_op_changes_nothing() -> None:
     assert (tf32.unit, tf32.peak_flops, tf32.floor_s) == (V, plain.peak_flops, plain.floor_s)
 
 
-@pytest.mark.parametrize("dtype", ["fp8", "e5m2", "int8"])
+@pytest.mark.parametrize("dtype", ["fp8", "e5m2"])
 def test_narrow_vector_ops_fall_back_to_the_fastest_vector_peak_marked_derived(dtype: str) -> None:
     e = on_h100("elementwise", dtype, n=1024)
     assert (e.unit, e.peak_flops, e.peak_source) == (V, pytest.approx(133.8e12), Source.DERIVED)
@@ -364,7 +364,7 @@ def test_select_unit_directly() -> None:
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp64", "fp8", "int8"])
 def test_math_tf32_on_non_fp32_data_is_an_error(dtype: str) -> None:
-    expected = rf"^math='tf32' applies to fp32 data only; dtype is {parse_dtype(dtype)}$"
+    expected = rf"^math='tf32' applies to fp32 \(or complex64\) data only; dtype is {parse_dtype(dtype)}$"
     with pytest.raises(OpError, match=expected):
         estimate("gemm", dtype=dtype, device=H100, math="tf32", M=64, N=64, K=64)
 
