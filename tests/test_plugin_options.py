@@ -125,6 +125,28 @@ def test_an_ini_path_is_relative_to_the_ini_file(
     assert (rl.path / "out.json").is_file()
 
 
+@pytest.mark.parametrize("source", ["option", "ini"])
+def test_a_tilde_in_a_path_setting_is_expanded_where_it_is_parsed(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """The up-front check and the write at the end read one path: ``~`` is the home folder for both."""
+    home = rl.mkdir("home")
+    monkeypatch.setenv("HOME", str(home))
+    (home / "peaks.json").write_text(json.dumps(PEAKS))
+    rl.makepyfile(test_setting=MISS)
+    if source == "option":
+        args = ["--roofline-json=~/r.json", "--roofline-peaks=~/peaks.json"]
+    else:
+        args = []
+        rl.makeini("[pytest]\nroofline_json = ~/r.json\nroofline_peaks = ~/peaks.json\n")
+    result = rl.runpytest("--roofline-mode=report", *args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"roofline: wrote 1 measurement(s) to {home / 'r.json'}"])
+    (m,) = json.loads((home / "r.json").read_text())["measurements"]
+    assert m["bandwidth"] == 50e9  # the peaks file's
+    assert not (rl.path / "~").exists()
+
+
 def test_the_command_line_wins_over_the_ini_file(rl: pytest.Pytester) -> None:
     rl.makepyfile(test_setting=MISS)
     rl.makeini("[pytest]\nroofline_mode = enforce\nroofline_stat = min\n")

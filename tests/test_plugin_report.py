@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -232,6 +235,36 @@ def test_the_json_file_is_written_atomically(rl: pytest.Pytester) -> None:
     rl.runpytest("--roofline-json=out.json")
     assert json.loads((rl.path / "out.json").read_text())["schema"] == 1
     assert [p.name for p in rl.path.iterdir() if p.name.startswith(".out.json")] == []
+
+
+@pytest.mark.parametrize("points_to", ["a file elsewhere", "/dev/null"])
+def test_the_json_file_is_written_through_a_symlink_which_stays(rl: pytest.Pytester, points_to: str) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    if points_to == "/dev/null":
+        target = Path(os.devnull)  # a character device: written in place, never replaced
+    else:
+        target = rl.mkdir("artifacts") / "roofline.json"
+        target.write_text("old")
+    (rl.path / "out.json").symlink_to(target)
+    result = rl.runpytest("--roofline-json=out.json", "--roofline-mode=report")
+    assert result.ret == pytest.ExitCode.OK
+    assert (rl.path / "out.json").is_symlink()
+    if points_to == "/dev/null":
+        assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    else:
+        assert json.loads(target.read_text())["schema"] == 1
+
+
+def test_a_json_fifo_nobody_reads_is_an_error_at_the_end_and_stays_a_fifo(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    os.mkfifo(rl.path / "out.json")
+    result = rl.runpytest("--roofline-json=out.json", "--roofline-mode=report")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["roofline: could not write --roofline-json 'out.json': *it is a FIFO that no process is reading*"]
+    )
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    assert stat.S_ISFIFO((rl.path / "out.json").stat().st_mode)
 
 
 # -- junit ------------------------------------------------------------------------------------------
