@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import COPY, fake_conftest
 
+from pytest_roofline.options import parse_json_path
 from pytest_roofline.verdict import Result
 
 MISS = f"""
@@ -204,6 +208,17 @@ def test_the_json_path_may_not_be_a_directory(rl: pytest.Pytester) -> None:
     result = rl.runpytest("--roofline-json=out")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*argument --roofline-json: cannot write 'out': it is a directory*"])
+
+
+def test_the_json_path_may_be_a_fifo_or_a_character_device_but_not_a_socket(tmp_path: Path) -> None:
+    """What ``write_json_atomic`` writes in place passes the up-front check; a socket does not."""
+    os.mkfifo(tmp_path / "fifo")
+    assert parse_json_path(str(tmp_path / "fifo")) == str(tmp_path / "fifo")
+    assert parse_json_path(os.devnull) == os.devnull  # /dev is read-only to most users: no matter
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        with pytest.raises(argparse.ArgumentTypeError, match="it is a block device or a socket, not a file"):
+            parse_json_path(str(tmp_path / "sock"))
 
 
 # -- devices -------------------------------------------------------------------------------------

@@ -246,7 +246,8 @@ def test_write_json_atomic_replaces_a_symlinks_target_and_keeps_the_link(tmp_pat
     link = tmp_path / "link.json"
     link.symlink_to(real)
     assert write_json_atomic(link, {"a": 1}) == real
-    assert link.is_symlink() and link.resolve() == real
+    assert link.is_symlink()
+    assert link.resolve() == real
     assert json.loads(real.read_text()) == {"a": 1}
     assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["out.json"]  # no temporary left
 
