@@ -20,6 +20,8 @@ MARKER_MISTAKES = [
                  id="unknown-parameter"),
     pytest.param('"gemm", M=0, N=1000, K=1000, dtype="fp32"',
                  "gemm: M must be a positive integer; got 0", id="non-positive-size"),
+    pytest.param('"gemm", M=10**200, N=10**200, K=10**200, dtype="fp32"',
+                 "gemm: M must be at most 2**63 - 1 (9.22e+18); got 1.00e+200", id="overflowing-size"),
     pytest.param('"gemm", M=1000, N=1.5, K=1000, dtype="fp32"',
                  "gemm: N must be a positive integer; got 1.5", id="non-integer-size"),
     pytest.param('"gemm", M=1000, N=1000, K="1000", dtype="fp32"',

@@ -323,6 +323,10 @@ def test_a_peaks_file_of_another_kind_of_device_is_refused(rl: pytest.Pytester) 
             '{"peaks_tflops": {"fp33:vector": 1}}',
             "peaks file *peaks.json*: peaks_tflops[[]'fp33:vector'[]] = 1: *",
         ),
+        (
+            '{"peaks_tflops": {"int8:tensor": 1e300}}',
+            "peaks file *peaks.json*: peaks_tflops[[]'int8:tensor'[]] must be below 1.8e+296; got 1e+300",
+        ),
     ],
 )
 def test_a_bad_peaks_file_is_a_usage_error_naming_it(rl: pytest.Pytester, content: str, message: str) -> None:
