@@ -139,7 +139,7 @@ class RooflineSession:
         try:
             spec = register_op(*args, **kwargs)
         except (OpError, TypeError) as exc:
-            raise pytest.UsageError(f"pytest_roofline_register_ops: {exc}") from None
+            raise pytest.UsageError(f"{_registering('pytest_roofline_register_ops')}: {exc}") from None
         self.registered_ops.setdefault(spec.name, previous)
         return spec
 
@@ -153,7 +153,7 @@ class RooflineSession:
         try:
             register_device(device, replace=True)
         except DeviceError as exc:
-            raise pytest.UsageError(f"pytest_roofline_register_devices: {exc}") from None
+            raise pytest.UsageError(f"{_registering('pytest_roofline_register_devices')}: {exc}") from None
         self.registered_devices.setdefault(device.key, previous)
         return device
 
@@ -218,7 +218,10 @@ class RooflineSession:
             # so it holds the device's lock.
             with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                device = self.config.hook.pytest_roofline_device(config=self.config, spec=spec)
+                from .hookcalls import first_result, is_device
+
+                hook = self.config.hook.pytest_roofline_device
+                device = first_result(hook, is_device, config=self.config, spec=spec)
             self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
             if device is None:  # every implementation declined, ours included: cannot happen
                 raise RuntimeError(f"no device for {spec!r}")
@@ -294,7 +297,10 @@ class RooflineSession:
     def backend(self, spec: str, device: Device) -> Backend:
         key = f"{spec}|{device.key}"
         if key not in self._backends:
-            backend = self.config.hook.pytest_roofline_backend(config=self.config, device=device, spec=spec)
+            from .hookcalls import first_result, is_backend
+
+            hook = self.config.hook.pytest_roofline_backend
+            backend = first_result(hook, is_backend, config=self.config, device=device, spec=spec)
             if backend is None:
                 raise RuntimeError(f"no timer backend for {spec!r}")
             self._backends[key] = backend
@@ -810,6 +816,14 @@ class _failing_the_test:  # lower case, like contextlib.suppress: it reads as a 
 
 
 # -- helpers -----------------------------------------------------------------------------------------
+
+
+def _registering(hook: str) -> str:
+    """``pytest_roofline_register_ops in /path/conftest.py``: the hook and the plugin calling ``register``."""
+    from .hookcalls import registering_plugin
+
+    plugin = registering_plugin(hook)
+    return f"{hook} in {plugin}" if plugin else hook
 
 
 def _given(call: dict[str, Any]) -> dict[str, Any]:
