@@ -253,3 +253,34 @@ class SessionSettings:
         origins = {name: origin for name, (_, origin) in resolved.items()}
         flush = not values.pop("no_flush")
         return cls(flush=flush, origins=origins, **values)
+
+
+def check_peaks_kind(settings: SessionSettings, *, device_hooks: bool) -> None:
+    """A peaks file for another kind of device than the session's is a usage error before any test
+    runs, wherever the session's kind is known without CuPy or a device hook: ``cpu``, and ``auto``
+    where CuPy is not installed. (Named devices are resolved at configure time anyway; elsewhere the
+    first measurement fails, naming the file: ``session.RooflineSession.device``.)"""
+    peaks, spec = settings.peaks, settings.device.strip().lower()
+    if peaks in PEAK_SOURCES or settings.mode == "off" or device_hooks or spec not in ("auto", "cpu"):
+        return
+    if spec == "auto" and _cupy_installed():
+        return  # auto may be a GPU: knowing would cost importing CuPy in every run
+    from .peaks import peaks_file_kind
+
+    kind = peaks_file_kind(peaks)
+    if kind not in (None, "cpu"):
+        why = "" if spec == "cpu" else " (auto, without CuPy)"
+        raise pytest.UsageError(
+            f"{settings.origins.get('peaks', '--roofline-peaks')} {peaks}: its kind {kind!r} does not "
+            f"match the device it refines, this CPU{why}; give kind 'cpu' or leave it out"
+        )
+
+
+def _cupy_installed() -> bool:
+    import importlib.util
+    import sys
+
+    try:
+        return "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):  # a broken install: it may still be there
+        return True

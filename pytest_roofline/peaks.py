@@ -36,7 +36,7 @@ from .devices import GB, DeviceError, MiB, slug
 from .model import ACCEPTED_DTYPES, Device, Figure, Kind, Precision, Source, Unit, did_you_mean, parse_dtype
 from .units import brief
 
-__all__ = ["load_peaks_file", "parse_peak_key", "peak_key"]
+__all__ = ["load_peaks_file", "parse_peak_key", "peak_key", "peaks_file_kind"]
 
 
 def peak_key(precision: Precision, unit: Unit) -> str:
@@ -194,6 +194,15 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
         names=base.names if name is None else (name, *base.names),
         notes=(*base.notes, f"ceilings {note}", *notes),
     )
+
+
+def peaks_file_kind(path: Path | str) -> str | None:
+    """The ``kind`` a peaks file gives (None when it gives none): the file was checked already."""
+    try:
+        kind = json.loads(Path(path).read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None  # load_peaks_file says what is wrong
+    return kind if isinstance(kind, str) else None
 
 
 class _DuplicateKey(ValueError):

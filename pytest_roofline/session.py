@@ -233,7 +233,8 @@ class RooflineSession:
                 base, device = device, load_peaks_file(peaks, base=device)
                 if device.kind != base.kind:
                     raise DeviceError(
-                        f"--roofline-peaks {peaks}: its kind {device.kind!r} does not match the device it "
+                        f"{self.settings.origins.get('peaks', '--roofline-peaks')} {peaks}: its kind "
+                        f"{device.kind!r} does not match the device it "
                         f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
                     )
             from .report import device_record

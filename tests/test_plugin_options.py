@@ -311,6 +311,50 @@ def test_a_peaks_file_of_another_kind_of_device_is_refused(rl: pytest.Pytester) 
 
 
 @pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--roofline-device=cpu"], ""),
+        ([], " (auto, without CuPy)"),
+        (["--roofline-device=auto"], " (auto, without CuPy)"),
+    ],
+)
+def test_a_peaks_file_of_another_kind_than_this_cpu_is_a_usage_error_before_any_test(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], why: str
+) -> None:
+    """Without a device hook, ``cpu`` (and ``auto`` where CuPy is missing) is this CPU: a GPU's sheet
+    is a mistake in the file, said before anything runs, whether or not a test measures."""
+    monkeypatch.setattr("pytest_roofline.options._cupy_installed", lambda: False)
+    rl.makeconftest(fake_conftest(device=False))  # the built-in device; nothing is calibrated
+    rl.makepyfile(test_setting=MISS)
+    (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
+    result = rl.runpytest("--roofline-peaks=peaks.json", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --roofline-peaks peaks.json: its kind 'cuda' does not match the device it refines, "
+            f"this CPU{why}; give kind 'cpu' or leave it out"
+        ]
+    )
+    rl.makeini("[pytest]\nroofline_peaks = peaks.json\n")
+    result = rl.runpytest(*args, "-k", "nothing")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini roofline_peaks *peaks.json: its kind 'cuda' does not match*"])
+    assert rl.runpytest("--roofline-peaks=peaks.json", "--roofline-mode=off", *args).ret == pytest.ExitCode.OK
+
+
+def test_a_gpu_peaks_file_is_not_refused_where_auto_may_be_a_gpu(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CuPy installed, auto's kind is known only by importing CuPy: the check waits for the
+    first measurement (which fails naming the file, as the test above this one shows)."""
+    monkeypatch.setattr("pytest_roofline.options._cupy_installed", lambda: True)
+    rl.makeconftest(fake_conftest(device=False))
+    rl.makepyfile("def test_plain():\n    pass\n")
+    (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
+    rl.runpytest("--roofline-peaks=peaks.json").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         ("{not json", "peaks file *peaks.json*: is not valid JSON*"),
