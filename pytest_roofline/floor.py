@@ -11,10 +11,13 @@ Math = Literal["tf32", "ieee"]
 MATH_MODES: tuple[str, ...] = ("ieee", "tf32")
 
 
-def check_math(math: object) -> None:
-    """None, ``"ieee"`` or ``"tf32"``; an OpError naming the value otherwise."""
+def check_math(math: object, precision: Precision | None = None) -> None:
+    """None, ``"ieee"`` or ``"tf32"``, and tf32 only for fp32 data (when ``precision`` is known); an
+    OpError naming the value otherwise."""
     if math is not None and math not in MATH_MODES:
         raise OpError(f"math must be one of {', '.join(map(repr, MATH_MODES))}; got {math!r}")
+    if math == "tf32" and precision is not None and precision not in (Precision.FP32, Precision.TF32):
+        raise OpError(f"math='tf32' applies to fp32 data only; dtype is {precision}")
 
 
 def select_unit(
@@ -26,9 +29,7 @@ def select_unit(
     which runs on tensor units (as TF32) only when the caller says ``math="tf32"``: fp32 GEMMs are
     IEEE by default in cuBLAS, CuPy and PyTorch, so the TF32 peak would set an unreachable floor.
     """
-    check_math(math)
-    if math == "tf32" and precision not in (Precision.FP32, Precision.TF32):
-        raise OpError(f"math='tf32' applies to fp32 data only; dtype is {precision}")
+    check_math(math, precision)
     unit = spec.unit_for(params)
     if unit is Unit.VECTOR:
         return precision, unit
