@@ -8,6 +8,7 @@ JSON file and later formats (step summaries, plots, baselines) all read one shap
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import math
 import os
@@ -72,6 +73,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "mode": mode,
         "device": est.device.key,
         "device_name": est.device.name,
+        "device_figures": figures_id(est.device),
         "backend": m.backend,
         "flushed": m.flushed,
         "stop_reason": m.stop_reason.value,
@@ -129,7 +131,8 @@ RECORD_FIELDS = (
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
-    "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
+    "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
+    "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
     "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
     "stats", "samples_s", "reason",
@@ -151,6 +154,19 @@ def skipped_record(*, nodeid: str, label: str, reason: str) -> Record:
     return record
 
 
+def figures_id(device: Device) -> str:
+    """A short name for the set of ceilings a device has: a device measured again during a run (a
+    forced calibration, another worker's cache) has two, and each row says which judged it."""
+    figures = [(str(p), str(u), f.value, str(f.source)) for p, u, f in describe_peaks(device)]
+    figures.append(("bandwidth", "", device.bandwidth.value, str(device.bandwidth.source)))
+    return hashlib.sha256(json.dumps(figures).encode()).hexdigest()[:8]
+
+
+def device_version(device: Record) -> str:
+    """``cpu@1a2b3c4d``: a device record's key together with its figures."""
+    return f"{device['key']}@{device['figures']}"
+
+
 def device_record(device: Device) -> Record:
     peaks = [
         {
@@ -165,6 +181,7 @@ def device_record(device: Device) -> Record:
     ]
     return {
         "key": device.key,
+        "figures": figures_id(device),
         "name": device.name,
         "kind": device.kind,
         "bandwidth": device.bandwidth.value,
@@ -202,13 +219,38 @@ def environment() -> Record:
     }
 
 
-def payload(records: Sequence[Record], devices: Iterable[Record]) -> Record:
+def payload(
+    records: Sequence[Record], devices: Iterable[Record], *, interruption: str | None = None
+) -> Record:
+    """The JSON file: every device with the figures that judged the measurements, and whether the
+    run was cut short (``interruption`` says how: its measurements are not all there)."""
     return {
         "schema": SCHEMA_VERSION,
         "environment": environment(),
-        "devices": list(devices),
+        "interrupted": interruption is not None,
+        "interruption": interruption,
+        "devices": judged_devices(devices, records),
         "measurements": list(records),
     }
+
+
+def judged_devices(devices: Iterable[Record], records: Sequence[Record]) -> list[Record]:
+    """Each device record with how many ``records`` its figures judged, and ``remeasured`` when its
+    device had other figures too during the run (each such set is an entry of its own)."""
+    devices = list(devices)
+    versions: dict[str, int] = {}
+    for device in devices:
+        versions[device["key"]] = versions.get(device["key"], 0) + 1
+    return [
+        {
+            **device,
+            "remeasured": versions[device["key"]] > 1,
+            "measurements": sum(
+                r["device"] == device["key"] and r.get("device_figures") == device["figures"] for r in records
+            ),
+        }
+        for device in devices
+    ]
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
@@ -276,6 +318,36 @@ def _write_in_place(path: Path, existing: os.stat_result, text: str) -> None:
 # -- terminal -----------------------------------------------------------------------------------
 
 
+def format_device_headers(devices: Iterable[Record], records: Sequence[Record]) -> list[str]:
+    """Every device's header; a device whose figures changed during the run has one per set of
+    figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
+    lines: list[str] = []
+    judged = judged_devices(devices, records)
+    numbers = _figures_numbers(judged)
+    for device in judged:
+        lines.extend(format_device_header(device))
+        if device["remeasured"]:
+            number, count = numbers[device_version(device)]
+            lines.append(
+                f"  figures #{number} of {count} this run (the device was measured again): "
+                f"judged {device['measurements']} row(s)"
+            )
+    return lines
+
+
+def _figures_numbers(devices: Iterable[Record]) -> dict[str, tuple[int, int]]:
+    """For a device with several sets of figures this run, each set's number and the count."""
+    by_key: dict[str, list[str]] = {}
+    for device in devices:
+        by_key.setdefault(device["key"], []).append(device_version(device))
+    return {
+        version: (number, len(versions))
+        for versions in by_key.values()
+        if len(versions) > 1
+        for number, version in enumerate(versions, 1)
+    }
+
+
 def format_device_header(device: Record) -> list[str]:
     """Device, its ceilings with their sources, and the ridge point of each."""
     bw = f"{units.byte_rate(device['bandwidth'])} ({device['bandwidth_source']})"
@@ -323,9 +395,14 @@ def ordered(records: Sequence[Record]) -> list[Record]:
     return [record for _, record in runs]
 
 
-def table_rows(records: Sequence[Record]) -> list[list[str]]:
-    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case)."""
+def table_rows(records: Sequence[Record], devices: Iterable[Record] = ()) -> list[list[str]]:
+    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case).
+
+    Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
+    which judged the row (``figures #2``), as the device headers number them.
+    """
     rows = []
+    numbers = _figures_numbers(devices)
     prefix = _common_directory([r["nodeid"] for r in records])
     for r in ordered(records):
         test = r["nodeid"][len(prefix) :] + (f" [{r['name']}]" if r.get("name") else "")
@@ -354,7 +431,7 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
                 noise,
                 attained,
                 budget_percent(r["min_fraction"]),
-                machine_cell(r),
+                _with_figures(machine_cell(r), r, numbers),
                 verdict,
             ]
         )
@@ -374,6 +451,13 @@ def machine_cell(record: Record) -> str:
     return ", ".join(parts)
 
 
+def _with_figures(cell: str, record: Record, numbers: Mapping[str, tuple[int, int]]) -> str:
+    version = f"{record['device']}@{record.get('device_figures')}"
+    if version not in numbers:
+        return cell
+    return ", ".join(part for part in (cell, f"figures #{numbers[version][0]}") if part)
+
+
 def _common_directory(nodeids: Sequence[str]) -> str:
     """``example_project/tests/`` when every test lives below it: the table leaves it out."""
     directories = [nodeid.split("::", 1)[0].rpartition("/")[0] for nodeid in nodeids]
@@ -383,10 +467,10 @@ def _common_directory(nodeids: Sequence[str]) -> str:
     return f"{common}/" if common else ""
 
 
-def format_table(records: Sequence[Record]) -> list[str]:
+def format_table(records: Sequence[Record], devices: Iterable[Record] = ()) -> list[str]:
     from tabulate import tabulate
 
-    text = tabulate(table_rows(records), headers=TABLE_HEADERS, disable_numparse=True)
+    text = tabulate(table_rows(records, devices), headers=TABLE_HEADERS, disable_numparse=True)
     return text.splitlines()
 
 

@@ -88,6 +88,8 @@ class RooflineSession:
         self.settings = settings
         #: every record of the run, as the reports bring them (on a worker: its own)
         self.records: list[Record] = []
+        #: every device record, by key and figures (``report.device_version``): a device measured
+        #: again during the run has one per set of figures, so each row's judge stays on record
         self.device_records: dict[str, Record] = {}
         #: measured in this process, not yet on a report
         self._unsent: list[Record] = []
@@ -112,6 +114,8 @@ class RooflineSession:
         self.registered_ops: dict[str, OpSpec | None] = {}
         self.registered_devices: dict[str, Device | None] = {}
         self.json_error: str | None = None
+        #: why the run stopped early (^C, -x, a pytest-xdist worker that went down), None if it did not
+        self.interruption: str | None = None
         #: warnings raised while resolving devices (calibration), shown with the terminal summary
         self.notes: list[str] = []
         #: whether this session judges against the CPU ceilings calibrate.py measured (and so
@@ -237,10 +241,11 @@ class RooflineSession:
                         f"{device.kind!r} does not match the device it "
                         f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
                     )
-            from .report import device_record
+            from .report import device_record, device_version
 
             self._devices[spec] = device
-            self.device_records.setdefault(device.key, device_record(device))
+            record = device_record(device)
+            self.device_records.setdefault(device_version(record), record)
         return self._devices[spec]
 
     def session_spec(self) -> str:
@@ -618,8 +623,9 @@ class RooflineSession:
             self._reran.add(nodeid)
         self.records.extend(carried.get(RECORDS_ATTR) or ())
         for device in carried.get(DEVICES_ATTR) or ():
-            self.device_records[device["key"]] = device  # the latest figures a process measured
-            self._sent_devices[device["key"]] = device  # received, so never sent on again
+            version = f"{device['key']}@{device['figures']}"  # report.device_version, unimported
+            self.device_records.setdefault(version, device)
+            self._sent_devices[version] = self.device_records[version]  # received: never sent on again
         self.notes.extend(carried.get(NOTES_ATTR) or ())
 
     def _attach(self, report: pytest.TestReport) -> None:
@@ -631,7 +637,7 @@ class RooflineSession:
         changed = [r for key, r in self.device_records.items() if self._sent_devices.get(key) is not r]
         if changed:  # new, or its figures measured again
             setattr(report, DEVICES_ATTR, changed)
-            self._sent_devices.update((r["key"], r) for r in changed)
+            self._sent_devices.update((f"{r['key']}@{r['figures']}", r) for r in changed)
         if self._worker_id is not None and len(self.notes) > self._sent_notes:
             setattr(report, NOTES_ATTR, self.notes[self._sent_notes :])  # a worker shows no summary
             self._sent_notes = len(self.notes)
@@ -643,9 +649,24 @@ class RooflineSession:
         if isinstance(run_id, str):
             self._run_ids.add(run_id)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """^C, or pytest-xdist stopping the run (-x, a worker's ^C): say so in the JSON."""
+        self.interruption = self.interruption or str(excinfo.value) or excinfo.typename
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist, on the controller: a worker that went down with an error lost the
+        measurements of the test it was running."""
+        if error is not None and self.interruption is None:
+            worker = getattr(node, "workerinput", {}).get("workerid", "a worker")
+            self.interruption = f"worker {worker} went down ({error})"
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self._worker_id is not None:  # a pytest-xdist worker: its reports carried everything
             return
+        stopped = session.shouldfail or session.shouldstop  # -x, --maxfail, a plugin's stop
+        if self.interruption is None and (stopped or exitstatus == pytest.ExitCode.INTERRUPTED):
+            self.interruption = str(stopped) if stopped else "interrupted"
         from .devicelock import remove_lock_files
 
         # Every worker has finished or crashed. (After -x or ^C one may still be ending a test: its
@@ -659,7 +680,8 @@ class RooflineSession:
             from .report import payload, write_json_atomic
 
             try:
-                write_json_atomic(self.settings.json, payload(self.records, self.device_records.values()))
+                data = payload(self.records, self.device_records.values(), interruption=self.interruption)
+                write_json_atomic(self.settings.json, data)
             except (OSError, ValueError) as exc:
                 self.json_error = f"roofline: could not write --roofline-json {self.settings.json!r}: {exc}"
                 if session.exitstatus == pytest.ExitCode.OK:
@@ -689,14 +711,13 @@ class RooflineSession:
         for note in dict.fromkeys(self.notes):
             tr.write_line(f"roofline: {note}", yellow=True)
         if self.settings.report:
-            from .report import format_device_header, format_table, ordered, summary_counts
+            from .report import format_device_headers, format_table, ordered, summary_counts
 
             tr.write_sep("=", "roofline report")
-            for device in self.device_records.values():
-                for line in format_device_header(device):
-                    tr.write_line(line)
+            for line in format_device_headers(self.device_records.values(), self.records):
+                tr.write_line(line)
             if self.records:
-                lines = format_table(self.records)
+                lines = format_table(self.records, self.device_records.values())
                 for line in lines[:2]:
                     tr.write_line(line, bold=True)
                 for line, record in zip(lines[2:], ordered(self.records), strict=True):
@@ -709,6 +730,12 @@ class RooflineSession:
                         yellow=verdict in ("skipped", "inconclusive"),
                     )
             tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
+        if self.interruption and (self.settings.report or self.settings.json):
+            tr.write_line(
+                f"roofline: the run was cut short ({self.interruption}): the measurements of the tests "
+                "that did not finish are missing",
+                yellow=True,
+            )
         if self.json_error:
             tr.write_line(self.json_error, red=True, bold=True)
         elif self.settings.json:

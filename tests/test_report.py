@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,7 +24,9 @@ from pytest_roofline.report import (
     TABLE_HEADERS,
     device_record,
     environment,
+    figures_id,
     format_device_header,
+    format_device_headers,
     format_table,
     machine_cell,
     ordered,
@@ -109,6 +112,35 @@ def test_a_device_record_lists_every_ceiling_with_its_source_and_ridge() -> None
     assert peaks["fp32", "vector"]["ridge"] == 10
     assert peaks["tf32", "tensor"]["source"] == "measured"
     assert d["notes"] == ["a note"]
+
+
+def test_a_devices_figures_are_named_by_their_values_and_sources_only() -> None:
+    same = dataclasses.replace(DEVICE, name="renamed", notes=())
+    slower = DEVICE.with_figures(bandwidth=Figure(5e10, Source.USER, "peaks.json"))
+    measured = DEVICE.with_figures(bandwidth=Figure(1e11, Source.MEASURED))
+    assert figures_id(same) == figures_id(DEVICE) == device_record(DEVICE)["figures"]
+    assert len({figures_id(DEVICE), figures_id(slower), figures_id(measured)}) == 3
+    assert result_record(a_result("copy", 1e-3, n=1000), nodeid="t", mode="enforce")["device_figures"] == (
+        figures_id(DEVICE)
+    )
+
+
+def test_a_device_with_two_sets_of_figures_has_a_header_for_each_and_rows_that_say_which() -> None:
+    slower = DEVICE.with_figures(bandwidth=Figure(5e10, Source.USER, "peaks.json"))
+    first = result_record(a_result("copy", 1e-3, n=1000), nodeid="t.py::test_first", mode="enforce")
+    other = device_record(slower)
+    second = dict(first, nodeid="t.py::test_second", device_figures=other["figures"])
+    devices = [device_record(DEVICE), other]
+    judged = payload([first, second], devices)["devices"]
+    assert [(d["remeasured"], d["measurements"]) for d in judged] == [(True, 1), (True, 1)]
+    headers = format_device_headers(devices, [first, second])
+    assert [line for line in headers if "figures #" in line] == [
+        "  figures #1 of 2 this run (the device was measured again): judged 1 row(s)",
+        "  figures #2 of 2 this run (the device was measured again): judged 1 row(s)",
+    ]
+    assert [row[9] for row in table_rows([first, second], devices)] == ["figures #1", "figures #2"]
+    assert [row[9] for row in table_rows([first, second], devices[:1])] == ["", ""]  # one set: no number
+    assert not any("figures #" in line for line in format_device_headers(devices[:1], [first]))
 
 
 def test_the_device_header() -> None:
