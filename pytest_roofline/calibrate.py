@@ -42,9 +42,9 @@ name, the core count and the numpy version; for a GPU its name, table key, SM co
 and the CuPy version. The key is stored in the file too and checked on load. Files are written
 atomically (a temporary file in the same folder, then :func:`os.replace`), and a calibration runs
 under a file lock, so pytest-xdist workers starting together calibrate once. A file that is not
-valid JSON, not of this schema or keyed for another machine is recalibrated and replaced, with a
-:class:`RooflineWarning` naming it; a cache folder that cannot be written to costs a warning, not
-the run.
+valid JSON, not of this schema (a figure that is not a positive number, no vector peak) or keyed
+for another machine is recalibrated and replaced, with a :class:`RooflineWarning` naming it; a
+cache folder that cannot be written to costs a warning, not the run.
 """
 
 from __future__ import annotations
@@ -215,6 +215,8 @@ def _load(path: Path, kind: str, key: Mapping[str, object]) -> Ceilings | None:
         if not isinstance(raw_peaks, dict):
             raise TypeError("'peaks' is not an object")
         peaks = {parse_peak_key(name): _figure_from_json(value) for name, value in raw_peaks.items()}
+        if not any(unit is Unit.VECTOR for _, unit in peaks):  # every kernel falls back to one
+            raise ValueError(f"'peaks' has no vector peak: {sorted(raw_peaks) or 'none at all'}")
         details = data.get("details", {})
         if not isinstance(details, dict) or not all(
             isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in details.values()

@@ -11,10 +11,14 @@ Math = Literal["tf32", "ieee"]
 MATH_MODES: tuple[str, ...] = ("ieee", "tf32")
 
 
-def check_math(math: object) -> None:
-    """None, ``"ieee"`` or ``"tf32"``; an OpError naming the value otherwise."""
+def check_math(math: object, precision: Precision | None = None) -> None:
+    """None, ``"ieee"`` or ``"tf32"``, and tf32 only for fp32 data (when ``precision`` is known); an
+    OpError naming the value otherwise."""
     if math is not None and math not in MATH_MODES:
         raise OpError(f"math must be one of {', '.join(map(repr, MATH_MODES))}; got {math!r}")
+    tf32_data = (Precision.FP32, Precision.TF32, Precision.COMPLEX64)
+    if math == "tf32" and precision is not None and precision not in tf32_data:
+        raise OpError(f"math='tf32' applies to fp32 (or complex64) data only; dtype is {precision}")
 
 
 def select_unit(
@@ -28,9 +32,7 @@ def select_unit(
     Complex data is real arithmetic on its components: complex64 runs as fp32 does (TF32 tensor
     units with ``math="tf32"``), complex128 as fp64 (whose tensor units cuBLAS uses for ZGEMM).
     """
-    check_math(math)
-    if math == "tf32" and precision not in (Precision.FP32, Precision.TF32, Precision.COMPLEX64):
-        raise OpError(f"math='tf32' applies to fp32 (or complex64) data only; dtype is {precision}")
+    check_math(math, precision)
     if precision.component is not None:
         return select_unit(spec, params, precision.component, math)
     unit = spec.unit_for(params)

@@ -108,7 +108,38 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
         from .model import parse_dtype
 
         spec.check_dtype(parse_dtype(keywords["dtype"]))
+    _check_together(item, args)
     return args
+
+
+def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
+    """What the marker and the test's parametrize values say together, before the test body runs.
+
+    ``math`` against a parametrized dtype (a marker's own is checked with its keywords). And once
+    they give every parameter the op requires (every parameter, for an op that requires none, such
+    as ``custom``), they describe a whole kernel: its parameters are checked as one, defaults filled
+    in, cross-parameter rules included (a conv2d filter larger than its padded input, a custom op
+    with no work). A marker that leaves parameters to the fixture call is checked there.
+    """
+    parametrized = parametrize_values(item)
+    if "math" in marker.keywords and "dtype" not in marker.keywords and "dtype" in parametrized:
+        from .floor import check_math
+        from .model import parse_dtype
+
+        try:
+            precision = parse_dtype(parametrized["dtype"])
+        except ValueError:
+            precision = None  # a parametrize value the call may still replace: the call checks it
+        check_math(marker.keywords["math"], precision)
+    if marker.op is None:
+        return
+    from .ops import check_params, get_op
+
+    spec = get_op(marker.op)
+    given = {**op_params(spec, parametrized), **marker.params}
+    required = [p.name for p in spec.params if p.required] or list(spec.param_names)
+    if all(name in given for name in required):
+        check_params(spec, given)
 
 
 def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
@@ -166,7 +197,7 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
     if "min_fraction" in kw:
         check_fraction(kw["min_fraction"])
     if "math" in kw:
-        check_math(kw["math"])
+        check_math(kw["math"], parse_dtype(kw["dtype"]) if "dtype" in kw else None)
     from .timing.base import STATS
 
     if "stat" in kw and kw["stat"] not in STATS:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .model import Cost, Precision, Unit, did_you_mean
+from .units import brief
 
 ParamKind = Literal["size", "count", "amount", "flag", "choice"]
 Params = Mapping[str, Any]
@@ -24,6 +26,10 @@ CrossCheck = Callable[[str, Params], None]
 RESERVED_NAMES = frozenset(
     {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "flush"}
 )
+
+
+#: the largest size or count a parameter may have: a signed 64-bit index
+MAX_SIZE = 2**63 - 1
 
 
 class _Required:
@@ -61,20 +67,26 @@ class Param:
         if self.kind in ("size", "count"):
             number = _as_integer(value)
             if number is None or number < (1 if self.kind == "size" else 0):
-                raise OpError(f"{where} must be a {_kind_words(self.kind)}; got {value!r}")
+                raise OpError(f"{where} must be a {_kind_words(self.kind)}; got {brief(value)}")
+            if number > MAX_SIZE:  # no device indexes past it, and products of such sizes overflow floats
+                raise OpError(f"{where} must be at most 2**63 - 1 ({MAX_SIZE:.3g}); got {brief(value)}")
             return number
         if self.kind == "amount":
             amount = _as_real(value)
+            if amount == math.inf and _as_integer(value) is not None:
+                raise OpError(
+                    f"{where} is past the largest float ({sys.float_info.max:.3g}); got {brief(value)}"
+                )
             if amount is None or not math.isfinite(amount) or amount < 0:
-                raise OpError(f"{where} must be a non-negative number; got {value!r}")
+                raise OpError(f"{where} must be a non-negative number; got {brief(value)}")
             # plain Python numbers from here on: a numpy scalar would not survive JSON or xdist
             return int(amount) if _as_integer(value) is not None else amount
         if self.kind == "flag":
             if not _is_bool(value):
-                raise OpError(f"{where} must be True or False; got {value!r}")
+                raise OpError(f"{where} must be True or False; got {brief(value)}")
             return bool(value)
         if value not in self.choices:
-            raise OpError(f"{where} must be one of {', '.join(map(repr, self.choices))}; got {value!r}")
+            raise OpError(f"{where} must be one of {', '.join(map(repr, self.choices))}; got {brief(value)}")
         return value
 
     def __str__(self) -> str:
@@ -188,9 +200,10 @@ class OpSpec:
         for what, value in (("flops", cost.flops), ("bytes", cost.bytes)):
             number = _as_real(value)
             if number is None or not math.isfinite(number) or number < 0:
+                given = ", ".join(f"{name}={brief(v)}" for name, v in params.items())
                 raise OpError(
-                    f"op {self.name!r} costs {what}={value!r}; expected a finite number >= 0 "
-                    "(are the sizes right?)"
+                    f"op {self.name!r} costs {what}={brief(value)}; expected a finite number >= 0 "
+                    f"(are the sizes right? {given})"
                 )
             numbers.append(number)
         if precision.component is not None and self.complex_flops is not None:

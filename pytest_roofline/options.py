@@ -97,35 +97,44 @@ def parse_peaks(text: str) -> str:
     from .model import Device, Figure, Precision, Source, Unit, did_you_mean
     from .peaks import load_peaks_file
 
+    path = str(Path(text).expanduser())  # expanded once, here: the session reads this path again
     hint = did_you_mean(text, PEAK_SOURCES)
-    if hint and not Path(text).exists():  # "datashet": a misspelling, not a missing file
+    if hint and not Path(path).exists():  # "datashet": a misspelling, not a missing file
         raise argparse.ArgumentTypeError(f"expected datasheet, measured or a peaks file, got {text!r}{hint}")
 
     stand_in = Figure(1.0, Source.DATASHEET)
     base = Device("base", "base", "cpu", {(Precision.FP32, Unit.VECTOR): stand_in}, stand_in)
     try:
-        load_peaks_file(text, base=base)
+        load_peaks_file(path, base=base)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
             f"{exc} (expected datasheet, measured or a JSON file of ceilings)"
         ) from None
-    return text
+    return path
 
 
 def parse_json_path(text: str) -> str:
-    """A file we will be able to write: its directory exists and is writable, it is not a directory."""
+    """A file we will be able to write, as the path to write (``~`` expanded here, once): a new or
+    regular file in a writable directory, or a character device or FIFO we may write to (written in
+    place, never replaced: ``report.write_json_atomic``)."""
     target = Path(text).expanduser()
-    directory = target.resolve().parent
     problem = ""
     if target.is_dir():
         problem = "it is a directory"
-    elif not directory.is_dir():
-        problem = f"directory {str(directory)!r} does not exist"
-    elif not os.access(directory, os.W_OK):
-        problem = f"directory {str(directory)!r} is read-only"
+    elif target.exists() and not target.is_file():
+        if not (target.is_char_device() or target.is_fifo()):
+            problem = "it is a block device or a socket, not a file"
+        elif not os.access(target, os.W_OK):
+            problem = "it is not writable"
+    else:
+        directory = target.resolve().parent  # through a symlink: its target is what gets replaced
+        if not directory.is_dir():
+            problem = f"directory {str(directory)!r} does not exist"
+        elif not os.access(directory, os.W_OK):
+            problem = f"directory {str(directory)!r} is read-only"
     if problem:
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {problem}")
-    return text
+    return str(target)
 
 
 def parse_baseline_path(text: str) -> str:
@@ -317,3 +326,34 @@ class SessionSettings:
         origins = {name: origin for name, (_, origin) in resolved.items()}
         flush = not values.pop("no_flush")
         return cls(flush=flush, origins=origins, **values)
+
+
+def check_peaks_kind(settings: SessionSettings, *, device_hooks: bool) -> None:
+    """A peaks file for another kind of device than the session's is a usage error before any test
+    runs, wherever the session's kind is known without CuPy or a device hook: ``cpu``, and ``auto``
+    where CuPy is not installed. (Named devices are resolved at configure time anyway; elsewhere the
+    first measurement fails, naming the file: ``session.RooflineSession.device``.)"""
+    peaks, spec = settings.peaks, settings.device.strip().lower()
+    if peaks in PEAK_SOURCES or settings.mode == "off" or device_hooks or spec not in ("auto", "cpu"):
+        return
+    if spec == "auto" and _cupy_installed():
+        return  # auto may be a GPU: knowing would cost importing CuPy in every run
+    from .peaks import peaks_file_kind
+
+    kind = peaks_file_kind(peaks)
+    if kind not in (None, "cpu"):
+        why = "" if spec == "cpu" else " (auto, without CuPy)"
+        raise pytest.UsageError(
+            f"{settings.origins.get('peaks', '--roofline-peaks')} {peaks}: its kind {kind!r} does not "
+            f"match the device it refines, this CPU{why}; give kind 'cpu' or leave it out"
+        )
+
+
+def _cupy_installed() -> bool:
+    import importlib.util
+    import sys
+
+    try:
+        return "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):  # a broken install: it may still be there
+        return True

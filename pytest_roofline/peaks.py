@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 from .devices import GB, DeviceError, MiB, slug
 from .model import ACCEPTED_DTYPES, Device, Figure, Kind, Precision, Source, Unit, did_you_mean, parse_dtype
+from .units import brief
 
-__all__ = ["load_peaks_file", "parse_peak_key", "peak_key"]
+__all__ = ["load_peaks_file", "parse_peak_key", "peak_key", "peaks_file_kind"]
 
 
 def peak_key(precision: Precision, unit: Unit) -> str:
@@ -125,15 +127,18 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
             raise fail(f"{name!r} must be a non-empty string; got {value!r}")
         return value.strip() if isinstance(value, str) else None
 
-    def number(where: str, value: object) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value <= 0
-        ):
-            raise fail(f"{where} must be a positive number; got {value!r}")
-        return float(value)
+    def number(where: str, value: object, scale: float = 1.0) -> float:
+        """``value`` x ``scale``: the figure in base units (FLOP/s, bytes), checked to fit a float."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise fail(f"{where} must be a positive number; got {brief(value)}")
+        try:
+            scaled = float(value) * scale
+        except OverflowError:  # an integer past the largest float
+            scaled = math.inf
+        if not math.isfinite(scaled):
+            largest = "a positive finite number" if scale == 1 else f"below {sys.float_info.max / scale:.3g}"
+            raise fail(f"{where} must be {largest}; got {brief(value)}")
+        return scaled
 
     note = f"from {path.name}"
     name = text_field("name")
@@ -156,7 +161,7 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
                 peak = parse_peak_key(spelled)
             except ValueError as exc:
                 raise fail(f"{table}[{spelled!r}] = {value!r}: {exc}") from None
-            figure = Figure(number(f"{table}[{spelled!r}]", value) * scale, Source.USER, note)
+            figure = Figure(number(f"{table}[{spelled!r}]", value, scale), Source.USER, note)
             if peak in peaks:
                 raise fail(f"{table}[{spelled!r}] gives the {peak_key(*peak)} peak a second time")
             peaks[peak] = figure
@@ -165,11 +170,11 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
 
     bandwidth = None
     if "bandwidth_gbs" in data:
-        bandwidth = Figure(number("'bandwidth_gbs'", data["bandwidth_gbs"]) * GB, Source.USER, note)
-    llc_bytes = int(number("'llc_mib'", data["llc_mib"]) * MiB) if "llc_mib" in data else None
+        bandwidth = Figure(number("'bandwidth_gbs'", data["bandwidth_gbs"], GB), Source.USER, note)
+    llc_bytes = int(number("'llc_mib'", data["llc_mib"], MiB)) if "llc_mib" in data else None
     cores = data.get("cores")
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores <= 0):
-        raise fail(f"'cores' must be a positive integer; got {cores!r}")
+        raise fail(f"'cores' must be a positive integer; got {brief(cores)}")
     notes = data.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise fail(f"'notes' must be a list of strings; got {notes!r}")
@@ -197,6 +202,15 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
         names=base.names if name is None else (name, *base.names),
         notes=(*base.notes, f"ceilings {note}", *notes),
     )
+
+
+def peaks_file_kind(path: Path | str) -> str | None:
+    """The ``kind`` a peaks file gives (None when it gives none): the file was checked already."""
+    try:
+        kind = json.loads(Path(path).read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None  # load_peaks_file says what is wrong
+    return kind if isinstance(kind, str) else None
 
 
 class _DuplicateKey(ValueError):

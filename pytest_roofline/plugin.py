@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .marker import FIXTURE, MARKER_DOC, has_marker
-from .options import SETTINGS, SessionSettings
+from .options import SETTINGS, SessionSettings, check_peaks_kind
 
 if TYPE_CHECKING:
     from .model import Device
@@ -74,6 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
     hook = config.hook
     hook.pytest_roofline_register_ops.call_historic(kwargs={"config": config, "register": add_op})
     hook.pytest_roofline_register_devices.call_historic(kwargs={"config": config, "register": add_device})
+    ours = config.stash.get(SESSION_KEY, None)
+    served = any(impl.plugin is not ours for impl in hook.pytest_roofline_device.get_hookimpls())
+    check_peaks_kind(settings, device_hooks=served)
     if _needs_session_now(config, settings):
         session_of(config).check_session_device()
 

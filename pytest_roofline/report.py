@@ -7,13 +7,16 @@ JSON file and later formats (step summaries, plots, baselines) all read one shap
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import math
 import os
 import platform
 import posixpath
+import secrets
+import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "mode": mode,
         "device": est.device.key,
         "device_name": est.device.name,
+        "device_figures": figures_id(est.device),
         "backend": m.backend,
         "flushed": m.flushed,
         "stop_reason": m.stop_reason.value,
@@ -127,7 +131,8 @@ RECORD_FIELDS = (
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
-    "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
+    "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
+    "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
     "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
     "stats", "samples_s", "reason",
@@ -149,6 +154,19 @@ def skipped_record(*, nodeid: str, label: str, reason: str) -> Record:
     return record
 
 
+def figures_id(device: Device) -> str:
+    """A short name for the set of ceilings a device has: a device measured again during a run (a
+    forced calibration, another worker's cache) has two, and each row says which judged it."""
+    figures = [(str(p), str(u), f.value, str(f.source)) for p, u, f in describe_peaks(device)]
+    figures.append(("bandwidth", "", device.bandwidth.value, str(device.bandwidth.source)))
+    return hashlib.sha256(json.dumps(figures).encode()).hexdigest()[:8]
+
+
+def device_version(device: Record) -> str:
+    """``cpu@1a2b3c4d``: a device record's key together with its figures."""
+    return f"{device['key']}@{device['figures']}"
+
+
 def device_record(device: Device) -> Record:
     peaks = [
         {
@@ -163,6 +181,7 @@ def device_record(device: Device) -> Record:
     ]
     return {
         "key": device.key,
+        "figures": figures_id(device),
         "name": device.name,
         "kind": device.kind,
         "bandwidth": device.bandwidth.value,
@@ -204,32 +223,133 @@ def environment() -> Record:
     }
 
 
-def payload(records: Sequence[Record], devices: Iterable[Record]) -> Record:
+def payload(
+    records: Sequence[Record], devices: Iterable[Record], *, interruption: str | None = None
+) -> Record:
+    """The JSON file: every device with the figures that judged the measurements, and whether the
+    run was cut short (``interruption`` says how: its measurements are not all there)."""
     return {
         "schema": SCHEMA_VERSION,
         "environment": environment(),
-        "devices": list(devices),
+        "interrupted": interruption is not None,
+        "interruption": interruption,
+        "devices": judged_devices(devices, records),
         "measurements": list(records),
     }
 
 
+def judged_devices(devices: Iterable[Record], records: Sequence[Record]) -> list[Record]:
+    """Each device record with how many ``records`` its figures judged, and ``remeasured`` when its
+    device had other figures too during the run (each such set is an entry of its own)."""
+    devices = list(devices)
+    versions: dict[str, int] = {}
+    for device in devices:
+        versions[device["key"]] = versions.get(device["key"], 0) + 1
+    return [
+        {
+            **device,
+            "remeasured": versions[device["key"]] > 1,
+            "measurements": sum(
+                r["device"] == device["key"] and r.get("device_figures") == device["figures"] for r in records
+            ),
+        }
+        for device in devices
+    ]
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never a half-written file."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    """Write ``data`` as JSON to ``path``: never a half-written file, never a replaced special file.
+
+    A regular file, or a new path, is written to a temporary file beside it and renamed over it, with
+    the existing file's mode (a new one gets the umask's, as any program's output would). A symlink is
+    followed: the file it points to is replaced, the link kept. A character device (``/dev/null``, a
+    terminal) or a FIFO that a process reads is written in place; renaming over one would destroy it.
+    Anything else (a directory, a block device, a socket, a FIFO nobody reads) is an OSError saying
+    what it is. Returns the path of what was written.
+    """
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"  # first: bad data leaves nothing behind
     try:
+        existing: os.stat_result | None = os.stat(path)  # through symlinks, /proc's magic ones too
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        _write_in_place(Path(path), existing, text)
+        return Path(path)
+    target = Path(os.path.realpath(path))  # a symlink's target is replaced, not the link
+    fd, tmp = _new_temporary(target)
+    try:
+        if existing is not None:
+            os.fchmod(fd, stat.S_IMODE(existing.st_mode))
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, allow_nan=False)
-            handle.write("\n")
+            handle.write(text)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return target
 
 
+def _new_temporary(target: Path) -> tuple[int, Path]:
+    """A new file beside ``target``, created with mode 0666 less the umask (mkstemp's is always 0600)."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(target.parent))
+
+
+def _write_in_place(path: Path, existing: os.stat_result, text: str) -> None:
+    mode = existing.st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        kind = "block device" if stat.S_ISBLK(mode) else "socket" if stat.S_ISSOCK(mode) else "special file"
+        raise OSError(errno.EINVAL, f"it is a {kind}, not a file to write JSON to", str(path))
+    try:
+        # non-blocking, so a FIFO nobody reads is an error now rather than a hang
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO that no process is reading", str(path)) from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 # -- terminal -----------------------------------------------------------------------------------
+
+
+def format_device_headers(devices: Iterable[Record], records: Sequence[Record]) -> list[str]:
+    """Every device's header; a device whose figures changed during the run has one per set of
+    figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
+    lines: list[str] = []
+    judged = judged_devices(devices, records)
+    numbers = _figures_numbers(judged)
+    for device in judged:
+        lines.extend(format_device_header(device))
+        if device["remeasured"]:
+            number, count = numbers[device_version(device)]
+            lines.append(
+                f"  figures #{number} of {count} this run (the device was measured again): "
+                f"judged {device['measurements']} row(s)"
+            )
+    return lines
+
+
+def _figures_numbers(devices: Iterable[Record]) -> dict[str, tuple[int, int]]:
+    """For a device with several sets of figures this run, each set's number and the count."""
+    by_key: dict[str, list[str]] = {}
+    for device in devices:
+        by_key.setdefault(device["key"], []).append(device_version(device))
+    return {
+        version: (number, len(versions))
+        for versions in by_key.values()
+        if len(versions) > 1
+        for number, version in enumerate(versions, 1)
+    }
 
 
 def format_device_header(device: Record) -> list[str]:
@@ -288,9 +408,14 @@ def ordered(records: Sequence[Record]) -> list[Record]:
     return [record for _, record in runs]
 
 
-def table_rows(records: Sequence[Record]) -> list[list[str]]:
-    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case)."""
+def table_rows(records: Sequence[Record], devices: Iterable[Record] = ()) -> list[list[str]]:
+    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case).
+
+    Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
+    which judged the row (``figures #2``), as the device headers number them.
+    """
     rows = []
+    numbers = _figures_numbers(devices)
     prefix = _common_directory([r["nodeid"] for r in records])
     for r in ordered(records):
         test = r["nodeid"][len(prefix) :] + (f" [{r['name']}]" if r.get("name") else "")
@@ -321,7 +446,7 @@ def table_rows(records: Sequence[Record]) -> list[list[str]]:
                 ceiling_cell(r),
                 attained,
                 budget_percent(r["min_fraction"]),
-                machine_cell(r),
+                _with_figures(machine_cell(r), r, numbers),
                 verdict,
             ]
         )
@@ -372,6 +497,13 @@ def machine_cell(record: Record) -> str:
     return ", ".join(parts)
 
 
+def _with_figures(cell: str, record: Record, numbers: Mapping[str, tuple[int, int]]) -> str:
+    version = f"{record['device']}@{record.get('device_figures')}"
+    if version not in numbers:
+        return cell
+    return ", ".join(part for part in (cell, f"figures #{numbers[version][0]}") if part)
+
+
 def _common_directory(nodeids: Sequence[str]) -> str:
     """``example_project/tests/`` when every test lives below it: the table leaves it out."""
     directories = [nodeid.split("::", 1)[0].rpartition("/")[0] for nodeid in nodeids]
@@ -410,12 +542,17 @@ def parse_columns(text: str) -> tuple[str, ...]:
 
 
 def format_table(
-    records: Sequence[Record], *, width: int | None = None, columns: Sequence[str] | None = None
+    records: Sequence[Record],
+    devices: Iterable[Record] = (),
+    *,
+    width: int | None = None,
+    columns: Sequence[str] | None = None,
 ) -> list[str]:
     """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
     when no width is given): the essential ones, then others by priority while the table fits; if
-    the essential ones alone are wider, the test and op columns lose their middles."""
-    rows = table_rows(records)
+    the essential ones alone are wider, the test and op columns lose their middles. ``devices``:
+    the run's device records, so that a row judged by one of several sets of figures says which."""
+    rows = table_rows(records, devices)
     if columns is not None or width is None:
         return _tabulate(rows, tuple(columns or COLUMNS))
     chosen: list[str] = list(ESSENTIAL)

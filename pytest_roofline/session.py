@@ -88,6 +88,8 @@ class RooflineSession:
         self.settings = settings
         #: every record of the run, as the reports bring them (on a worker: its own)
         self.records: list[Record] = []
+        #: every device record, by key and figures (``report.device_version``): a device measured
+        #: again during the run has one per set of figures, so each row's judge stays on record
         self.device_records: dict[str, Record] = {}
         #: measured in this process, not yet on a report
         self._unsent: list[Record] = []
@@ -112,6 +114,8 @@ class RooflineSession:
         self.registered_ops: dict[str, OpSpec | None] = {}
         self.registered_devices: dict[str, Device | None] = {}
         self.json_error: str | None = None
+        #: why the run stopped early (^C, -x, a pytest-xdist worker that went down), None if it did not
+        self.interruption: str | None = None
         #: warnings raised while resolving devices (calibration), shown with the terminal summary
         self.notes: list[str] = []
         #: whether this session judges against the CPU ceilings calibrate.py measured (and so
@@ -143,7 +147,7 @@ class RooflineSession:
         try:
             spec = register_op(*args, **kwargs)
         except (OpError, TypeError) as exc:
-            raise pytest.UsageError(f"pytest_roofline_register_ops: {exc}") from None
+            raise pytest.UsageError(f"{_registering('pytest_roofline_register_ops')}: {exc}") from None
         self.registered_ops.setdefault(spec.name, previous)
         return spec
 
@@ -157,7 +161,7 @@ class RooflineSession:
         try:
             register_device(device, replace=True)
         except DeviceError as exc:
-            raise pytest.UsageError(f"pytest_roofline_register_devices: {exc}") from None
+            raise pytest.UsageError(f"{_registering('pytest_roofline_register_devices')}: {exc}") from None
         self.registered_devices.setdefault(device.key, previous)
         return device
 
@@ -222,7 +226,10 @@ class RooflineSession:
             # so it holds the device's lock.
             with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                device = self.config.hook.pytest_roofline_device(config=self.config, spec=spec)
+                from .hookcalls import first_result, is_device
+
+                hook = self.config.hook.pytest_roofline_device
+                device = first_result(hook, is_device, config=self.config, spec=spec)
             self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
             if device is None:  # every implementation declined, ours included: cannot happen
                 raise RuntimeError(f"no device for {spec!r}")
@@ -234,13 +241,15 @@ class RooflineSession:
                 base, device = device, load_peaks_file(peaks, base=device)
                 if device.kind != base.kind:
                     raise DeviceError(
-                        f"--roofline-peaks {peaks}: its kind {device.kind!r} does not match the device it "
+                        f"{self.settings.origins.get('peaks', '--roofline-peaks')} {peaks}: its kind "
+                        f"{device.kind!r} does not match the device it "
                         f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
                     )
-            from .report import device_record
+            from .report import device_record, device_version
 
             self._devices[spec] = device
-            self.device_records.setdefault(device.key, device_record(device))
+            record = device_record(device)
+            self.device_records.setdefault(device_version(record), record)
         return self._devices[spec]
 
     def session_spec(self) -> str:
@@ -298,7 +307,10 @@ class RooflineSession:
     def backend(self, spec: str, device: Device) -> Backend:
         key = f"{spec}|{device.key}"
         if key not in self._backends:
-            backend = self.config.hook.pytest_roofline_backend(config=self.config, device=device, spec=spec)
+            from .hookcalls import first_result, is_backend
+
+            hook = self.config.hook.pytest_roofline_backend
+            backend = first_result(hook, is_backend, config=self.config, device=device, spec=spec)
             if backend is None:
                 raise RuntimeError(f"no timer backend for {spec!r}")
             self._backends[key] = backend
@@ -618,8 +630,9 @@ class RooflineSession:
             self._reran.add(nodeid)
         self.records.extend(carried.get(RECORDS_ATTR) or ())
         for device in carried.get(DEVICES_ATTR) or ():
-            self.device_records[device["key"]] = device  # the latest figures a process measured
-            self._sent_devices[device["key"]] = device  # received, so never sent on again
+            version = f"{device['key']}@{device['figures']}"  # report.device_version, unimported
+            self.device_records.setdefault(version, device)
+            self._sent_devices[version] = self.device_records[version]  # received: never sent on again
         self.notes.extend(carried.get(NOTES_ATTR) or ())
 
     def _attach(self, report: pytest.TestReport) -> None:
@@ -631,7 +644,7 @@ class RooflineSession:
         changed = [r for key, r in self.device_records.items() if self._sent_devices.get(key) is not r]
         if changed:  # new, or its figures measured again
             setattr(report, DEVICES_ATTR, changed)
-            self._sent_devices.update((r["key"], r) for r in changed)
+            self._sent_devices.update((f"{r['key']}@{r['figures']}", r) for r in changed)
         if self._worker_id is not None and len(self.notes) > self._sent_notes:
             setattr(report, NOTES_ATTR, self.notes[self._sent_notes :])  # a worker shows no summary
             self._sent_notes = len(self.notes)
@@ -643,9 +656,24 @@ class RooflineSession:
         if isinstance(run_id, str):
             self._run_ids.add(run_id)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """^C, or pytest-xdist stopping the run (-x, a worker's ^C): say so in the JSON."""
+        self.interruption = self.interruption or str(excinfo.value) or excinfo.typename
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """pytest-xdist, on the controller: a worker that went down with an error lost the
+        measurements of the test it was running."""
+        if error is not None and self.interruption is None:
+            worker = getattr(node, "workerinput", {}).get("workerid", "a worker")
+            self.interruption = f"worker {worker} went down ({error})"
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self._worker_id is not None:  # a pytest-xdist worker: its reports carried everything
             return
+        stopped = session.shouldfail or session.shouldstop  # -x, --maxfail, a plugin's stop
+        if self.interruption is None and (stopped or exitstatus == pytest.ExitCode.INTERRUPTED):
+            self.interruption = str(stopped) if stopped else "interrupted"
         from .devicelock import remove_lock_files
 
         # Every worker has finished or crashed. (After -x or ^C one may still be ending a test: its
@@ -659,7 +687,8 @@ class RooflineSession:
             from .report import payload, write_json_atomic
 
             try:
-                write_json_atomic(self.settings.json, payload(self.records, self.device_records.values()))
+                data = payload(self.records, self.device_records.values(), interruption=self.interruption)
+                write_json_atomic(self.settings.json, data)
             except (OSError, ValueError) as exc:
                 self.json_error = f"roofline: could not write --roofline-json {self.settings.json!r}: {exc}"
                 if session.exitstatus == pytest.ExitCode.OK:
@@ -692,16 +721,15 @@ class RooflineSession:
         if self.settings.report:
             import shutil
 
-            from .report import format_device_header, format_table, ordered, skipped_notes, summary_counts
+            from .report import format_device_headers, format_table, ordered, skipped_notes, summary_counts
 
             tr.write_sep("=", "roofline report")
-            for device in self.device_records.values():
-                for line in format_device_header(device):
-                    tr.write_line(line)
+            for line in format_device_headers(self.device_records.values(), self.records):
+                tr.write_line(line)
             if self.records:
                 columns = self.settings.columns
                 width = None if columns else shutil.get_terminal_size().columns  # COLUMNS, as pytest
-                lines = format_table(self.records, width=width, columns=columns)
+                lines = format_table(self.records, self.device_records.values(), width=width, columns=columns)
                 for line in lines[:2]:
                     tr.write_line(line, bold=True)
                 for line, record in zip(lines[2:], ordered(self.records), strict=True):
@@ -716,6 +744,12 @@ class RooflineSession:
                 for line in skipped_notes(self.records):
                     tr.write_line(line, yellow=True)
             tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
+        if self.interruption and (self.settings.report or self.settings.json):
+            tr.write_line(
+                f"roofline: the run was cut short ({self.interruption}): the measurements of the tests "
+                "that did not finish are missing",
+                yellow=True,
+            )
         for line in self.gate.summary_lines():
             tr.write_line(line, red=line.startswith("  regression"), bold=line.startswith("  regression"))
         for error in self.gate.errors:
@@ -828,6 +862,14 @@ class _failing_the_test:  # lower case, like contextlib.suppress: it reads as a 
 
 
 # -- helpers -----------------------------------------------------------------------------------------
+
+
+def _registering(hook: str) -> str:
+    """``pytest_roofline_register_ops in /path/conftest.py``: the hook and the plugin calling ``register``."""
+    from .hookcalls import registering_plugin
+
+    plugin = registering_plugin(hook)
+    return f"{hook} in {plugin}" if plugin else hook
 
 
 def _given(call: dict[str, Any]) -> dict[str, Any]:

@@ -84,3 +84,14 @@ def binary_bytes(value: float) -> str:
         if value >= scale:
             return f"{value / scale:g} {unit}"
     return f"{value:g} B"
+
+
+def brief(value: object, limit: int = 60) -> str:
+    """``repr(value)``, short enough for a message: an integer of 16 digits or more as ``1.00e+200``
+    (its 200 digits help nobody, and past 4300 Python will not print them), a long repr cut."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        import decimal
+
+        return format(decimal.Decimal(value), ".2e")  # exact, whatever the size
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."

@@ -264,6 +264,12 @@ def _drop(data: dict[str, Any], key: str) -> None:
             lambda d: d["peaks"].update({"fp99:vector": d["bandwidth"]}), "fp99", id="bad-precision"
         ),
         pytest.param(lambda d: d.update(details={"x": [1]}), "details", id="bad-details"),
+        pytest.param(lambda d: d.update(peaks={}), "'peaks' has no vector peak: none at all", id="no-peaks"),
+        pytest.param(
+            lambda d: d.update(peaks={"bf16:tensor": d["bandwidth"]}),
+            "'peaks' has no vector peak: ['bf16:tensor']",
+            id="no-vector-peak",
+        ),
     ],
 )
 def test_wrong_schema_is_replaced_with_a_warning(

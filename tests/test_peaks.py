@@ -165,6 +165,22 @@ def _with(**changes: object) -> dict[str, object]:
             id="same-peak-units",
         ),
         pytest.param('{"name": "a", "name": "b"}', "key 'name' appears more than once", id="duplicate-key"),
+        pytest.param(
+            _with(peaks_tflops={"int8:tensor": 1e300, "fp32:vector": 1}),
+            r"peaks_tflops\['int8:tensor'\] must be below 1.8e\+296; got 1e\+300$",
+            id="overflowing-tflops",
+        ),
+        pytest.param(
+            _with(peaks_gflops={"fp64:vector": 10**400}),
+            r"peaks_gflops\['fp64:vector'\] must be below 1.8e\+299; got 1.00e\+400$",
+            id="overflowing-integer",
+        ),
+        pytest.param(
+            _with(bandwidth_gbs=1e300),
+            r"'bandwidth_gbs' must be below 1.8e\+299; got 1e\+300$",
+            id="bandwidth-inf",
+        ),
+        pytest.param(_with(llc_mib=1e308), r"'llc_mib' must be below 1.71e\+302; got 1e\+308$", id="llc-inf"),
     ],
 )
 def test_peaks_file_errors_name_the_file_key_and_value(tmp_path: Path, content: object, match: str) -> None:

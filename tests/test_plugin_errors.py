@@ -20,6 +20,8 @@ MARKER_MISTAKES = [
                  id="unknown-parameter"),
     pytest.param('"gemm", M=0, N=1000, K=1000, dtype="fp32"',
                  "gemm: M must be a positive integer; got 0", id="non-positive-size"),
+    pytest.param('"gemm", M=10**200, N=10**200, K=10**200, dtype="fp32"',
+                 "gemm: M must be at most 2**63 - 1 (9.22e+18); got 1.00e+200", id="overflowing-size"),
     pytest.param('"gemm", M=1000, N=1.5, K=1000, dtype="fp32"',
                  "gemm: N must be a positive integer; got 1.5", id="non-integer-size"),
     pytest.param('"gemm", M=1000, N=1000, K="1000", dtype="fp32"',
@@ -90,6 +92,95 @@ def test_a_bad_parametrize_value_is_an_error_naming_it(rl: pytest.Pytester) -> N
     result = rl.runpytest()
     result.assert_outcomes(errors=1, passed=1)
     result.stdout.fnmatch_lines(["roofline: gemm: M must be a positive integer; got -5"])
+
+
+CONV = "N=1, C=3, W=8, K=4, S=3"
+CROSS_MISTAKES = [
+    pytest.param(f'"conv2d", {CONV}, H=3, R=5, dtype="fp32"',
+                 "conv2d: the filter (R=5) does not fit in H=3 with padding=0; the output would be empty",
+                 id="filter-larger-than-input"),
+    pytest.param('"custom", flops=0, bytes=0, unit="vector", dtype="fp32"',
+                 "custom needs flops or bytes greater than 0: with neither there is nothing to bound",
+                 id="custom-op-without-work"),
+    pytest.param(f'"gemm", {GEMM}, dtype="fp16", math="tf32"',
+                 "math='tf32' applies to fp32 (or complex64) data only; dtype is fp16", id="tf32-with-fp16"),
+    pytest.param('"elementwise", n=8, inputs=0, outputs=0, dtype="fp32"',
+                 "elementwise: inputs and outputs cannot both be 0", id="elementwise-without-operands"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fixture", [True, False], ids=["fixture", "body-is-the-kernel"])
+def test_cross_parameter_mistakes_of_a_marker_are_errors_at_setup(rl: pytest.Pytester, fixture: bool) -> None:
+    """Before the body runs (the body would record that it ran), for a test that calls the fixture
+    too: the marker gives every parameter the op requires, so it describes a whole kernel."""
+    source = ["import pathlib\nimport pytest"]
+    for case in CROSS_MISTAKES:
+        marker, _ = case.values
+        name = case.id.replace("-", "_")
+        args, call = ("roofline", "    roofline(lambda: None)\n") if fixture else ("", "")
+        source.append(
+            f"@pytest.mark.speed_of_light({marker})\ndef test_{name}({args}):\n"
+            f"    pathlib.Path('ran').write_text('the body ran')\n{call}"
+        )
+    rl.makepyfile("\n\n".join(source))
+    result = rl.runpytest()
+    result.assert_outcomes(errors=len(CROSS_MISTAKES))
+    for case in CROSS_MISTAKES:
+        _, message = case.values
+        result.stdout.fnmatch_lines(
+            [f"*ERROR at setup of test_{case.id.replace('-', '_')} *", f"roofline: {message}"]
+        )
+    assert not (rl.path / "ran").exists()
+
+
+def test_cross_parameter_mistakes_with_parametrize_values_are_errors_at_setup(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.parametrize("H", [8, 3])
+        @pytest.mark.speed_of_light("conv2d", {CONV}, R=5, dtype="fp32")
+        def test_conv(roofline, H):
+            roofline(lambda: None)
+
+        @pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+        @pytest.mark.speed_of_light("gemm", {GEMM}, math="tf32")
+        def test_gemm(roofline, dtype):
+            roofline(lambda: None)
+        """
+    )
+    result = rl.runpytest("--roofline-mode=report")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_conv[[]3[]]*",
+            "roofline: conv2d: the filter (R=5) does not fit in H=3 with padding=0; the output would be*",
+            "*ERROR at setup of test_gemm[[]fp16[]]*",
+            "roofline: math='tf32' applies to fp32 (or complex64) data only; dtype is fp16",
+        ]
+    )
+
+
+def test_a_marker_that_leaves_parameters_to_the_call_is_checked_at_the_call(rl: pytest.Pytester) -> None:
+    """What the marker does not give, the call may: no rule is judged on a half-told kernel."""
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("custom", unit="tensor", dtype="fp32")
+        def test_custom(roofline):
+            roofline(lambda: None, flops=2e9)
+
+        @pytest.mark.speed_of_light("conv2d", {CONV}, H=3, dtype="fp32")
+        def test_conv(roofline):
+            roofline(lambda: None, R=3)
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, math="tf32")
+        def test_gemm(roofline):
+            roofline(lambda: None, dtype="fp32")
+        """
+    )
+    rl.runpytest("--roofline-mode=report").assert_outcomes(passed=3)
 
 
 CALL_MISTAKES = [

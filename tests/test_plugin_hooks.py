@@ -115,7 +115,31 @@ def pytest_roofline_register_ops(config, register):
     result = rl.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: pytest_roofline_register_ops: op name must be an identifier; got '1st-op'"]
+        [
+            f"ERROR: pytest_roofline_register_ops in {rl.path / 'conftest.py'}: "
+            "op name must be an identifier; got '1st-op'"
+        ]
+    )
+
+
+def test_registering_something_that_is_not_a_device_is_a_usage_error_naming_the_plugin(
+    rl: pytest.Pytester,
+) -> None:
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+def pytest_roofline_register_devices(config, register):
+    register("my-accel")
+"""
+        )
+    )
+    result = rl.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: pytest_roofline_register_devices in {rl.path / 'conftest.py'}: "
+            "register_device takes a Device; got 'my-accel'"
+        ]
     )
 
 
@@ -194,6 +218,82 @@ def test_device_example_first_result_wins(rl: pytest.Pytester, monkeypatch: pyte
     rl.runpytest("-p", "fake_device_plugin").assert_outcomes(passed=1)
     monkeypatch.delenv("CI_GPU")
     rl.runpytest("-p", "fake_device_plugin").assert_outcomes(passed=1)
+
+
+_DEVICE_AS_A_STRING = """
+
+def pytest_roofline_device(config, spec):
+    return "fake"  # a key, where a Device was meant
+"""
+
+
+def test_a_device_hook_that_returns_no_device_fails_each_test_naming_the_hook_and_the_plugin(
+    rl: pytest.Pytester,
+) -> None:
+    rl.makeconftest(fake_conftest(device=False, extra=_DEVICE_AS_A_STRING))
+    rl.makepyfile(
+        f"""
+        def test_copy(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+
+        def test_plain():
+            pass
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"roofline: pytest_roofline_device in {rl.path / 'conftest.py'} returned 'fake' (a str): "
+            "expected a pytest_roofline.Device"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*has no attribute*")
+
+
+@pytest.mark.usefixtures("no_gpu")
+def test_a_device_hook_that_returns_no_device_for_the_session_device_is_a_usage_error(
+    rl: pytest.Pytester,
+) -> None:
+    rl.makeconftest(fake_conftest(device=False, extra=_DEVICE_AS_A_STRING))
+    result = rl.runpytest("--roofline-device=h100-sxm")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --roofline-device h100-sxm: pytest_roofline_device in {rl.path / 'conftest.py'} "
+            "returned 'fake' (a str): expected a pytest_roofline.Device*"
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        ('"cpu"', "returned 'cpu' (a str): expected a timer backend*; missing or wrong: run, clock, name, "
+                  "device_name, resolution_s (run and clock are methods, *"),
+        ("types.SimpleNamespace(name='x', device_name='y', resolution_s=0, clock=time.time, run=print)",
+         "returned namespace(name=* (a SimpleNamespace): *; missing or wrong: resolution_s (*"),
+    ],
+)  # fmt: skip
+def test_a_backend_hook_that_returns_no_backend_fails_the_test_naming_the_hook_and_the_plugin(
+    rl: pytest.Pytester, returned: str, message: str
+) -> None:
+    rl.makeconftest(
+        fake_conftest(backend=False)
+        + f"""
+import time
+import types
+
+
+def pytest_roofline_backend(config, device, spec):
+    return {returned}
+"""
+    )
+    rl.makepyfile(f"def test_copy(roofline):\n    roofline(lambda: None, op='copy', {COPY}, dtype='fp32')\n")
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"roofline: pytest_roofline_backend in {rl.path / 'conftest.py'} {message}"])
+    result.stdout.no_fnmatch_line("*has no attribute*")
 
 
 # -- the backend ----------------------------------------------------------------------------------------

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import COPY, fake_conftest
 
+from pytest_roofline.options import parse_json_path
 from pytest_roofline.verdict import Result
 
 MISS = f"""
@@ -125,6 +129,28 @@ def test_an_ini_path_is_relative_to_the_ini_file(
     assert (rl.path / "out.json").is_file()
 
 
+@pytest.mark.parametrize("source", ["option", "ini"])
+def test_a_tilde_in_a_path_setting_is_expanded_where_it_is_parsed(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """The up-front check and the write at the end read one path: ``~`` is the home folder for both."""
+    home = rl.mkdir("home")
+    monkeypatch.setenv("HOME", str(home))
+    (home / "peaks.json").write_text(json.dumps(PEAKS))
+    rl.makepyfile(test_setting=MISS)
+    if source == "option":
+        args = ["--roofline-json=~/r.json", "--roofline-peaks=~/peaks.json"]
+    else:
+        args = []
+        rl.makeini("[pytest]\nroofline_json = ~/r.json\nroofline_peaks = ~/peaks.json\n")
+    result = rl.runpytest("--roofline-mode=report", *args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"roofline: wrote 1 measurement(s) to {home / 'r.json'}"])
+    (m,) = json.loads((home / "r.json").read_text())["measurements"]
+    assert m["bandwidth"] == 50e9  # the peaks file's
+    assert not (rl.path / "~").exists()
+
+
 def test_the_command_line_wins_over_the_ini_file(rl: pytest.Pytester) -> None:
     rl.makepyfile(test_setting=MISS)
     rl.makeini("[pytest]\nroofline_mode = enforce\nroofline_stat = min\n")
@@ -182,6 +208,17 @@ def test_the_json_path_may_not_be_a_directory(rl: pytest.Pytester) -> None:
     result = rl.runpytest("--roofline-json=out")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*argument --roofline-json: cannot write 'out': it is a directory*"])
+
+
+def test_the_json_path_may_be_a_fifo_or_a_character_device_but_not_a_socket(tmp_path: Path) -> None:
+    """What ``write_json_atomic`` writes in place passes the up-front check; a socket does not."""
+    os.mkfifo(tmp_path / "fifo")
+    assert parse_json_path(str(tmp_path / "fifo")) == str(tmp_path / "fifo")
+    assert parse_json_path(os.devnull) == os.devnull  # /dev is read-only to most users: no matter
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        with pytest.raises(argparse.ArgumentTypeError, match="it is a block device or a socket, not a file"):
+            parse_json_path(str(tmp_path / "sock"))
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -274,6 +311,50 @@ def test_a_peaks_file_of_another_kind_of_device_is_refused(rl: pytest.Pytester) 
 
 
 @pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--roofline-device=cpu"], ""),
+        ([], " (auto, without CuPy)"),
+        (["--roofline-device=auto"], " (auto, without CuPy)"),
+    ],
+)
+def test_a_peaks_file_of_another_kind_than_this_cpu_is_a_usage_error_before_any_test(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str], why: str
+) -> None:
+    """Without a device hook, ``cpu`` (and ``auto`` where CuPy is missing) is this CPU: a GPU's sheet
+    is a mistake in the file, said before anything runs, whether or not a test measures."""
+    monkeypatch.setattr("pytest_roofline.options._cupy_installed", lambda: False)
+    rl.makeconftest(fake_conftest(device=False))  # the built-in device; nothing is calibrated
+    rl.makepyfile(test_setting=MISS)
+    (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
+    result = rl.runpytest("--roofline-peaks=peaks.json", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --roofline-peaks peaks.json: its kind 'cuda' does not match the device it refines, "
+            f"this CPU{why}; give kind 'cpu' or leave it out"
+        ]
+    )
+    rl.makeini("[pytest]\nroofline_peaks = peaks.json\n")
+    result = rl.runpytest(*args, "-k", "nothing")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ini roofline_peaks *peaks.json: its kind 'cuda' does not match*"])
+    assert rl.runpytest("--roofline-peaks=peaks.json", "--roofline-mode=off", *args).ret == pytest.ExitCode.OK
+
+
+def test_a_gpu_peaks_file_is_not_refused_where_auto_may_be_a_gpu(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CuPy installed, auto's kind is known only by importing CuPy: the check waits for the
+    first measurement (which fails naming the file, as the test above this one shows)."""
+    monkeypatch.setattr("pytest_roofline.options._cupy_installed", lambda: True)
+    rl.makeconftest(fake_conftest(device=False))
+    rl.makepyfile("def test_plain():\n    pass\n")
+    (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
+    rl.runpytest("--roofline-peaks=peaks.json").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
     ("content", "message"),
     [
         ("{not json", "peaks file *peaks.json*: is not valid JSON*"),
@@ -285,6 +366,10 @@ def test_a_peaks_file_of_another_kind_of_device_is_refused(rl: pytest.Pytester) 
         (
             '{"peaks_tflops": {"fp33:vector": 1}}',
             "peaks file *peaks.json*: peaks_tflops[[]'fp33:vector'[]] = 1: *",
+        ),
+        (
+            '{"peaks_tflops": {"int8:tensor": 1e300}}',
+            "peaks file *peaks.json*: peaks_tflops[[]'int8:tensor'[]] must be below 1.8e+296; got 1e+300",
         ),
     ],
 )

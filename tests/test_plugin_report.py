@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import COPY, GEMM
+from conftest import COPY, GEMM, fake_conftest
 
 import pytest_roofline.report
 from pytest_roofline.report import TABLE_HEADERS
@@ -120,10 +123,10 @@ MEASUREMENT_FIELDS = {
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
-    "remeasured", "xfailed", "mode", "device", "device_name", "backend", "flushed", "stop_reason",
-    "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
-    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
-    "stats", "samples_s", "reason",
+    "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
+    "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason",
+    "calibrated_floor_s", "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads",
+    "thread_wait_share", "stats", "samples_s", "reason",
 }  # fmt: skip
 
 
@@ -134,6 +137,7 @@ def test_the_json_file_has_every_measurement_device_and_environment(rl: pytest.P
     result.stdout.fnmatch_lines(["roofline: wrote 4 measurement(s) to out.json"])
     data = json.loads((rl.path / "out.json").read_text(encoding="utf-8"))
     assert data["schema"] == 1
+    assert (data["interrupted"], data["interruption"]) == (False, None)
     env = data["environment"]
     assert set(env) >= {"python", "numpy", "cupy", "pytest", "pytest_roofline", "platform"}
     assert env["pytest"] == pytest.__version__
@@ -149,6 +153,9 @@ def test_the_json_file_has_every_measurement_device_and_environment(rl: pytest.P
     assert list(by_test) == ["test_gemm_marker", "test_copy", "test_slow_gemm", "test_elsewhere"]
     gemm = by_test["test_gemm_marker"]
     assert set(gemm) == MEASUREMENT_FIELDS
+    # the figures that judged each row are the device entry's, which judged the three measured rows
+    assert {m["device_figures"] for m in data["measurements"]} == {device["figures"], None}
+    assert (device["remeasured"], device["measurements"]) == (False, 3)
     expected: dict[str, Any] = {
         "nodeid": "test_suite.py::test_gemm_marker", "name": "", "op": "gemm",
         "params": {"M": 1000, "N": 1000, "K": 1000, "batch": 1}, "dtype": "fp32", "precision": "fp32",
@@ -234,6 +241,134 @@ def test_the_json_file_is_written_atomically(rl: pytest.Pytester) -> None:
     rl.runpytest("--roofline-json=out.json")
     assert json.loads((rl.path / "out.json").read_text())["schema"] == 1
     assert [p.name for p in rl.path.iterdir() if p.name.startswith(".out.json")] == []
+
+
+@pytest.mark.parametrize("points_to", ["a file elsewhere", "/dev/null"])
+def test_the_json_file_is_written_through_a_symlink_which_stays(rl: pytest.Pytester, points_to: str) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    if points_to == "/dev/null":
+        target = Path(os.devnull)  # a character device: written in place, never replaced
+    else:
+        target = rl.mkdir("artifacts") / "roofline.json"
+        target.write_text("old")
+    (rl.path / "out.json").symlink_to(target)
+    result = rl.runpytest("--roofline-json=out.json", "--roofline-mode=report")
+    assert result.ret == pytest.ExitCode.OK
+    assert (rl.path / "out.json").is_symlink()
+    if points_to == "/dev/null":
+        assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    else:
+        assert json.loads(target.read_text())["schema"] == 1
+
+
+def test_a_json_fifo_nobody_reads_is_an_error_at_the_end_and_stays_a_fifo(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    os.mkfifo(rl.path / "out.json")
+    result = rl.runpytest("--roofline-json=out.json", "--roofline-mode=report")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["roofline: could not write --roofline-json 'out.json': *it is a FIFO that no process is reading*"]
+    )
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    assert stat.S_ISFIFO((rl.path / "out.json").stat().st_mode)
+
+
+_MEASURED_AGAIN = """
+
+import dataclasses
+
+
+def pytest_roofline_device(config, spec):  # replaces the one above: "cpu" is the device measured again
+    if spec == "cpu":
+        return dataclasses.replace(fake_device(), bandwidth=Figure(5e10, Source.MEASURED))
+    return fake_device() if spec == "auto" else None
+"""
+
+
+def test_a_device_whose_figures_change_during_the_run_shows_each_set_and_the_rows_it_judged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One device key, two sets of ceilings (as when a calibration is forced between two workers'
+    starts): the header and the JSON keep both, and every row names the one that judged it."""
+    monkeypatch.setenv("COLUMNS", "400")  # every column, the machine cell's figures included
+    pytester.makeconftest(fake_conftest(extra=_MEASURED_AGAIN))
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        def test_first(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+
+        @pytest.mark.fake_time(5e-3)
+        def test_again(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", device="cpu")
+
+        def test_first_again(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+        """
+    )
+    result = pytester.runpytest("--roofline-report", "--roofline-json=out.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "device: Fake Accelerator [[]fake, cpu[]]  DRAM bandwidth 100 GB/s (datasheet)",
+            "  figures #1 of 2 this run (the device was measured again): judged 2 row(s)",
+            "device: Fake Accelerator [[]fake, cpu[]]  DRAM bandwidth 50.0 GB/s (measured)",
+            "  figures #2 of 2 this run (the device was measured again): judged 1 row(s)",
+            "test_*.py::test_first *figures #1  *pass",
+            "test_*.py::test_again *figures #2  *pass",
+            "test_*.py::test_first_again *figures #1  *pass",
+        ]
+    )
+    data = json.loads((pytester.path / "out.json").read_text())
+    devices = {d["figures"]: d for d in data["devices"]}
+    assert [(d["key"], d["bandwidth"], d["remeasured"], d["measurements"]) for d in data["devices"]] == [
+        ("fake", 1e11, True, 2),
+        ("fake", 5e10, True, 1),
+    ]
+    for m in data["measurements"]:  # the figures on the row are those of the entry it names
+        assert m["bandwidth"] == devices[m["device_figures"]]["bandwidth"]
+    assert [devices[m["device_figures"]]["bandwidth"] for m in data["measurements"]] == [1e11, 5e10, 1e11]
+
+
+@pytest.mark.parametrize(
+    ("how", "args", "interruption"),
+    [
+        ("raise KeyboardInterrupt", (), "KeyboardInterrupt"),
+        ("assert False", ("-x",), "stopping after 1 failures"),
+        ("pytest.exit('enough')", (), "enough"),
+    ],
+    ids=["ctrl-c", "exitfirst", "pytest.exit"],
+)
+def test_the_json_of_a_run_cut_short_says_so_and_keeps_what_was_measured(
+    rl: pytest.Pytester, how: str, args: tuple[str, ...], interruption: str
+) -> None:
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        def test_one(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+
+        def test_two():
+            {how}
+
+        def test_three(roofline):
+            roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+        """
+    )
+    result = rl.runpytest("--roofline-json=out.json", *args, no_reraise_ctrlc=True)
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            f"roofline: the run was cut short ({interruption}): the measurements of the tests that did not "
+            "finish are missing",
+            "roofline: wrote 1 measurement(s) to out.json",
+        ]
+    )
+    data = json.loads((rl.path / "out.json").read_text())
+    assert (data["interrupted"], data["interruption"]) == (True, interruption)
+    assert [m["nodeid"].split("::")[1] for m in data["measurements"]] == ["test_one"]
 
 
 # -- junit ------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ how long anything took: the lock test compares the workers' timing windows with 
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import uuid
 from pathlib import Path
@@ -122,12 +123,60 @@ def test_a_worker_that_crashes_loses_none_of_its_earlier_measurements(rl: pytest
     )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running 'test_a.py::test_crash'*"])
-    result.stdout.fnmatch_lines(["3 measurement(s): 3 pass; mode enforce"])
+    result.stdout.fnmatch_lines(
+        [
+            "3 measurement(s): 3 pass; mode enforce",
+            "roofline: the run was cut short (worker gw? went down (*)): the measurements of the tests "
+            "that did not finish are missing",
+        ]
+    )
     data = json.loads((rl.path / "out.json").read_text())
+    assert data["interrupted"] is True
+    assert re.fullmatch(r"worker gw[01] went down \(.+\)", data["interruption"])
     assert sorted(m["nodeid"] for m in data["measurements"]) == [
         "test_a.py::test_one", "test_a.py::test_two", "test_b.py::test_three",
     ]  # fmt: skip
     assert [d["key"] for d in data["devices"]] == ["fake"]
+
+
+def test_a_device_another_worker_found_other_figures_for_keeps_both_sets(pytester: pytest.Pytester) -> None:
+    """Worker gw1 finds other ceilings for the same device (a calibration forced after gw0 read the
+    cache): the controller keeps both, and each row the figures that judged it."""
+    pytester.makeconftest(
+        fake_conftest(
+            extra="""
+
+import dataclasses
+
+
+def pytest_roofline_device(config, spec):  # replaces the one above
+    if os.environ.get("PYTEST_XDIST_WORKER") == "gw1":
+        return dataclasses.replace(fake_device(), bandwidth=Figure(5e10, Source.MEASURED))
+    return fake_device()
+"""
+        )
+    )
+    test = f"""
+def test_copy(roofline):
+    roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32")
+"""
+    pytester.makepyfile(test_a=test, test_b=test)
+    result = pytester.runpytest_subprocess(
+        *XDIST, "--dist=loadfile", "--roofline-report", "--roofline-json=out.json"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["  figures #? of 2 this run (the device was measured again): judged 1 row(s)"] * 2
+    )
+    data = json.loads((pytester.path / "out.json").read_text())
+    devices = {d["figures"]: d for d in data["devices"]}
+    assert sorted(
+        (d["key"], d["bandwidth"], d["remeasured"], d["measurements"]) for d in devices.values()
+    ) == [
+        ("fake", 5e10, True, 1),
+        ("fake", 1e11, True, 1),
+    ]
+    assert sorted(devices[m["device_figures"]]["bandwidth"] for m in data["measurements"]) == [5e10, 1e11]
 
 
 @pytest.mark.parametrize("args", [(), XDIST], ids=["serial", "xdist"])

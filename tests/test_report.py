@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
+import stat
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,9 @@ from pytest_roofline.report import (
     TABLE_HEADERS,
     device_record,
     environment,
+    figures_id,
     format_device_header,
+    format_device_headers,
     format_table,
     machine_cell,
     ordered,
@@ -106,6 +114,35 @@ def test_a_device_record_lists_every_ceiling_with_its_source_and_ridge() -> None
     assert peaks["fp32", "vector"]["ridge"] == 10
     assert peaks["tf32", "tensor"]["source"] == "measured"
     assert d["notes"] == ["a note"]
+
+
+def test_a_devices_figures_are_named_by_their_values_and_sources_only() -> None:
+    same = dataclasses.replace(DEVICE, name="renamed", notes=())
+    slower = DEVICE.with_figures(bandwidth=Figure(5e10, Source.USER, "peaks.json"))
+    measured = DEVICE.with_figures(bandwidth=Figure(1e11, Source.MEASURED))
+    assert figures_id(same) == figures_id(DEVICE) == device_record(DEVICE)["figures"]
+    assert len({figures_id(DEVICE), figures_id(slower), figures_id(measured)}) == 3
+    assert result_record(a_result("copy", 1e-3, n=1000), nodeid="t", mode="enforce")["device_figures"] == (
+        figures_id(DEVICE)
+    )
+
+
+def test_a_device_with_two_sets_of_figures_has_a_header_for_each_and_rows_that_say_which() -> None:
+    slower = DEVICE.with_figures(bandwidth=Figure(5e10, Source.USER, "peaks.json"))
+    first = result_record(a_result("copy", 1e-3, n=1000), nodeid="t.py::test_first", mode="enforce")
+    other = device_record(slower)
+    second = dict(first, nodeid="t.py::test_second", device_figures=other["figures"])
+    devices = [device_record(DEVICE), other]
+    judged = payload([first, second], devices)["devices"]
+    assert [(d["remeasured"], d["measurements"]) for d in judged] == [(True, 1), (True, 1)]
+    headers = format_device_headers(devices, [first, second])
+    assert [line for line in headers if "figures #" in line] == [
+        "  figures #1 of 2 this run (the device was measured again): judged 1 row(s)",
+        "  figures #2 of 2 this run (the device was measured again): judged 1 row(s)",
+    ]
+    assert [row[11] for row in table_rows([first, second], devices)] == ["figures #1", "figures #2"]
+    assert [row[11] for row in table_rows([first, second], devices[:1])] == ["", ""]  # one set: no number
+    assert not any("figures #" in line for line in format_device_headers(devices[:1], [first]))
 
 
 def test_the_device_header() -> None:
@@ -206,6 +243,109 @@ def test_write_json_atomic_leaves_the_old_file_and_no_temporary_on_failure(tmp_p
 def test_write_json_atomic_to_a_missing_directory_names_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="missing"):
         write_json_atomic(tmp_path / "missing" / "out.json", {})
+
+
+@pytest.fixture
+def umask() -> Iterator[Callable[[int], None]]:
+    """Set this process's umask for the test; the old one comes back after."""
+    old = os.umask(0o022)
+    try:
+        yield os.umask
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_a_new_json_file_gets_the_umasks_mode(
+    tmp_path: Path, umask: Callable[[int], None], mask: int, mode: int
+) -> None:
+    umask(mask)
+    write_json_atomic(tmp_path / "out.json", {})
+    assert stat.S_IMODE((tmp_path / "out.json").stat().st_mode) == mode
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_replaced_json_file_keeps_its_mode(tmp_path: Path, umask: Callable[[int], None], mode: int) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    target.chmod(mode)
+    umask(0o077)  # a root container's tight umask must not make an existing artifact unreadable
+    write_json_atomic(target, {"a": 1})
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+    assert json.loads(target.read_text()) == {"a": 1}
+
+
+def test_write_json_atomic_replaces_a_symlinks_target_and_keeps_the_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    real = tmp_path / "real" / "out.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    assert write_json_atomic(link, {"a": 1}) == real
+    assert link.is_symlink()
+    assert link.resolve() == real
+    assert json.loads(real.read_text()) == {"a": 1}
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["out.json"]  # no temporary left
+
+
+def test_write_json_atomic_creates_a_dangling_symlinks_target(tmp_path: Path) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "new.json")
+    write_json_atomic(link, {"a": 1})
+    assert link.is_symlink()
+    assert json.loads((tmp_path / "new.json").read_text()) == {"a": 1}
+
+
+def test_write_json_atomic_writes_a_character_device_in_place(tmp_path: Path) -> None:
+    """Through a link to /dev/null: the link stays, and so does the device (replaced, as root, it
+    would have become a regular file)."""
+    link = tmp_path / "null.json"
+    link.symlink_to(os.devnull)
+    write_json_atomic(link, {"a": 1})
+    assert link.is_symlink()
+    assert stat.S_ISCHR(os.stat(link).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null.json"]
+
+
+def test_write_json_atomic_writes_a_fifo_in_place_for_its_reader(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as pipe:
+            received.append(pipe.read())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(500):  # until the reader has opened its end: a FIFO nobody reads is refused
+            try:
+                write_json_atomic(fifo, {"a": 1})
+                break
+            except OSError:
+                time.sleep(0.01)
+    finally:
+        if reader.is_alive():
+            with open(fifo, "wb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)):
+                pass  # unblock a reader that never got its data
+        reader.join(5)
+    assert json.loads(received[0]) == {"a": 1}
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_write_json_atomic_refuses_a_fifo_nobody_reads_and_leaves_it_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="it is a FIFO that no process is reading"):
+        write_json_atomic(fifo, {"a": 1})
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_write_json_atomic_refuses_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError):
+        write_json_atomic(tmp_path, {})
 
 
 def test_the_table_leaves_out_the_directory_all_tests_share() -> None:
