@@ -191,6 +191,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
             "ceilings to judge against: datasheet, measured, or a JSON file of your own "
             "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
+    Setting("require_measurement", "--roofline-require-measurement", parse_bool, False,
+            "fail a marked test that takes the roofline fixture but measures nothing (default: "
+            "warn)"),
 )  # fmt: skip
 
 _SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
@@ -234,6 +237,7 @@ class SessionSettings:
     peaks: str
     inconclusive: str = "warn"
     ceilings: str = "paired"
+    require_measurement: bool = False
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 
