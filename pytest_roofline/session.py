@@ -193,7 +193,7 @@ class RooflineSession:
         self.registered_devices.clear()
 
     def unregister(self) -> None:
-        """Take this session, and the body timer if a test needed it, out of the plugin manager."""
+        """Take this session, and the per-test wrappers that tests needed, out of the plugin manager."""
         manager = self.config.pluginmanager
         for plugin in (self._body_timer, self._measurement_check, self):
             if manager.is_registered(plugin):
@@ -765,7 +765,7 @@ class _BodyTimer:
         try:
             session.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
         except Exception as exc:
-            fixture = _once_only_fixture(exc, kwargs)
+            fixture = _once_only_fixture(exc, pyfuncitem.funcargs)  # the test's own, and theirs
             if fixture is None:
                 raise  # the body's own error, with its own traceback
             _fail(

@@ -261,6 +261,11 @@ class Token:
 @pytest.fixture
 def token():
     return Token()
+
+
+@pytest.fixture
+def wallet(token):  # the once-only fixture, one fixture removed from the test
+    return [token]
 """
     )
     rl.makepyfile(
@@ -270,11 +275,20 @@ def token():
         @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
         def test_token(token):
             token.use()
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_wallet(wallet):
+            wallet[0].use()
         """
     )
     result = rl.runpytest()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["roofline: test_token passed, then raised Spent *: its fixture 'token' *"])
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: test_token passed, then raised Spent *: its fixture 'token' *",
+            "roofline: test_wallet passed, then raised Spent *: its fixture 'token' *",
+        ]
+    )
 
 
 def test_a_body_error_unrelated_to_a_fixture_keeps_its_own_traceback(rl: pytest.Pytester) -> None:
