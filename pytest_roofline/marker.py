@@ -160,10 +160,14 @@ def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
     parse_dtype(dtype)
 
 
-def check_op_params(op: str, params: Mapping[str, Any], *, complete: bool) -> OpSpec:
+def check_op_params(
+    op: str, params: Mapping[str, Any], *, complete: bool, kernel_keywords: bool = False
+) -> OpSpec:
     """Each given parameter against the op's real ones; with ``complete``, all of them together.
 
-    Raises an OpError (a ValueError) naming the op, the parameter and the value.
+    Raises an OpError (a ValueError) naming the op, the parameter and the value. With
+    ``kernel_keywords`` (a fixture call), an unknown one that is no misspelling may have been meant
+    for the kernel: the message says where those go.
     """
     from .model import did_you_mean
     from .ops import OpError, check_params, get_op
@@ -171,10 +175,12 @@ def check_op_params(op: str, params: Mapping[str, Any], *, complete: bool) -> Op
     spec = get_op(op)
     for name in params:
         if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
+            hint = did_you_mean(name, [*spec.param_names, *KEYWORDS])
+            kernel = f"; a keyword for the kernel goes in kwargs={{{name!r}: ...}}" if kernel_keywords else ""
             raise OpError(
-                f"{spec.name} has no parameter {name!r}"
-                f"{did_you_mean(name, [*spec.param_names, *KEYWORDS])}; "
+                f"{spec.name} has no parameter {name!r}{hint}; "
                 f"it takes {spec.signature()} and the keywords {', '.join(KEYWORDS)}"
+                f"{'' if hint else kernel}"
             )
     if complete:
         check_params(spec, params)  # required ones present, cross-parameter rules (custom has work)

@@ -266,6 +266,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("plot", "--roofline-plot", parse_plot_path, None,
             "draw the roofline plot of the run to PATH, .svg or .png (needs the plot extra: "
             "matplotlib; default: none)", "PATH", path=True),
+    Setting("require_measurement", "--roofline-require-measurement", parse_bool, False,
+            "fail a marked test that takes the roofline fixture but measures nothing (default: "
+            "warn)"),
 )  # fmt: skip
 
 _SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
@@ -316,6 +319,7 @@ class SessionSettings:
     compare_across_devices: bool = False
     markdown: str | None = None
     plot: str | None = None
+    require_measurement: bool = False
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 

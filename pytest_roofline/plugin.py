@@ -140,8 +140,9 @@ def roofline_mode(config: pytest.Config) -> str:
 def roofline(request: pytest.FixtureRequest) -> Roofline:
     """Time a kernel and judge it against its speed-of-light floor.
 
-    ``roofline(fn, *args, op=None, dtype=None, min_fraction=None, name=None, **params)``; values of a
-    ``speed_of_light`` marker are defaults. Also ``roofline.measure``, ``roofline.estimate`` and
+    ``roofline(fn, *args, op=None, dtype=None, min_fraction=None, name=None, kwargs=None, setup=None,
+    **params)``: ``kwargs`` go to the kernel, ``setup()`` runs before every call, untimed; values of
+    a ``speed_of_light`` marker are defaults. Also ``roofline.measure``, ``roofline.estimate`` and
     ``roofline.device``.
     """
     from .session import Roofline

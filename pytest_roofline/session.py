@@ -18,7 +18,7 @@ import contextlib
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -58,12 +58,24 @@ _STALE_SPEED = 1.3
 
 #: the test's markers, read and checked at setup
 MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
+#: the measurements a test's ``roofline`` fixture was asked for (``roofline(...)``, ``.measure``)
+MEASURED_KEY = pytest.StashKey[int]()
 
 #: attributes of a test report: the records measured in its phase, the device records and (from
 #: a pytest-xdist worker) the notes that are new since the process's previous report
 RECORDS_ATTR = "roofline_records"
 DEVICES_ATTR = "roofline_devices"
 NOTES_ATTR = "roofline_notes"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCall:
+    """What a ``roofline(...)`` call runs: the kernel, its arguments and keywords, and its setup."""
+
+    fn: Callable[..., object]
+    args: tuple[object, ...] = ()
+    kwargs: Mapping[str, object] | None = None
+    setup: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +142,7 @@ class RooflineSession:
 
         #: the baseline comparison, and the outputs CI reads (save, step summary, plot)
         self.gate = Gate(settings, reporting=self._worker_id is None)
+        self._measurement_check = _MeasurementCheck(self)
         #: whether the summary already says the calibration was taken under load
         self._said_stale = False
 
@@ -188,9 +201,9 @@ class RooflineSession:
         self.registered_devices.clear()
 
     def unregister(self) -> None:
-        """Take this session, and the body timer if a test needed it, out of the plugin manager."""
+        """Take this session, and the per-test wrappers that tests needed, out of the plugin manager."""
         manager = self.config.pluginmanager
-        for plugin in (self._body_timer, self):
+        for plugin in (self._body_timer, self._measurement_check, self):
             if manager.is_registered(plugin):
                 manager.unregister(plugin)
 
@@ -342,8 +355,11 @@ class RooflineSession:
             flush=keywords.get("flush", s.flush),
         )
 
-    def resolve(self, item: pytest.Item, args: tuple[object, ...], call: Mapping[str, Any]) -> Request:
-        """Call keywords over the marker over parametrize values over session settings.
+    def resolve(
+        self, item: pytest.Item, call: Mapping[str, Any], kernel: KernelCall | None = None
+    ) -> Request:
+        """Call keywords over the marker over parametrize values over session settings; a dtype given
+        nowhere is read from the ``kernel``'s arguments (:func:`_dtype_of_arguments`).
 
         Raises ValueError (OpError, DeviceError) naming the parameter and the value.
         """
@@ -351,7 +367,7 @@ class RooflineSession:
         marker = (item.stash[MARKER_KEY] if MARKER_KEY in item.stash else read_marker(item)) or MarkerArgs()
         call = dict(call)
         op = call.pop("op", None) or marker.op
-        name = call.pop("name", None) or ""
+        name = _check_name(call.pop("name", None))
         if op is None:
             raise ValueError(
                 f"no op: pass op=... to {FIXTURE}(...) or mark the test with "
@@ -367,10 +383,12 @@ class RooflineSession:
         keywords = dict(marker.keywords)
         keywords.update({k: call.pop(k) for k in KEYWORDS if k in call})
         params.update(call)
+        # here too for mode off, which estimates nothing; before the dtype, which a kernel's keyword
+        # passed as an op parameter (out=...) would otherwise hide
+        check_op_params(op, params, complete=True, kernel_keywords=kernel is not None)
         dtype = keywords.get("dtype", parametrized.get("dtype"))
         if dtype is None:
-            dtype = _dtype_of_arguments(op, args)
-        check_op_params(op, params, complete=True)  # here too for mode off, which estimates nothing
+            dtype = _dtype_of_arguments(op, kernel)
         check_keywords({**keywords, "dtype": dtype})
         min_fraction = check_fraction(keywords.get("min_fraction", self.settings.min_fraction))
         return Request(
@@ -381,7 +399,7 @@ class RooflineSession:
             min_fraction=min_fraction,
             device_spec=keywords["device"] if "device" in keywords else self.session_spec(),
             policy=self.policy(keywords),
-            name=str(name),
+            name=name,
         )
 
     def estimate(self, request: Request, *, measuring: bool = True) -> Estimate:
@@ -405,20 +423,29 @@ class RooflineSession:
         call: Mapping[str, Any],
         *,
         can_fail: bool,
+        kwargs: Mapping[str, object] | None = None,
+        setup: Callable[[], object] | None = None,
     ) -> Result | None:
-        """Measure ``fn(*args)``, record the result, and in enforce mode fail the test below budget.
+        """Measure ``fn(*args, **kwargs)`` (``setup()`` before every call, untimed), record the result,
+        and in enforce mode fail the test below budget.
 
         ``can_fail=False`` (``roofline.measure``) records the result but never fails the test on it.
         """
         __tracebackhide__ = True
         if not callable(fn):
             _fail(f"{FIXTURE}: the kernel must be callable; got {fn!r} ({type(fn).__name__})")
+        from .timing.engine import SetupError, call_once, check_call
+
+        with _failing_the_test(TypeError):
+            check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
+        kernel = KernelCall(fn, args, kwargs, setup)
         with _failing_the_test(ValueError):
-            request = self.resolve(item, args, call)
+            request = self.resolve(item, call, kernel)
         if request.device_spec != self.settings.device:
             self._skip_if_absent(item, request.op, request.device_spec)
         if self.settings.mode == "off":
-            fn(*args)
+            with _failing_the_test(SetupError):
+                call_once(fn, args, kernel.kwargs, kernel.setup)
             return None
         with _failing_the_test(ValueError, RuntimeError):
             est = self.estimate(request)
@@ -429,9 +456,10 @@ class RooflineSession:
 
         on_cpu = backend.name == "cpu"
         reference = self._probe_reference(est) if on_cpu else None
-        measure_once = self._measurer(fn, args, request, est, backend, reference, on_cpu=on_cpu)
+        measure_once = self._measurer(kernel, request, est, backend, reference, on_cpu=on_cpu)
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
-        with self.measuring(request.device_spec):  # warm-up, probes, sampling, a re-measure: one window
+        # warm-up, probes, sampling, a re-measure: one window
+        with self.measuring(request.device_spec), _failing_the_test(SetupError):
             result = decide(
                 est,
                 measure_once,
@@ -478,8 +506,7 @@ class RooflineSession:
 
     def _measurer(
         self,
-        fn: Callable[..., object],
-        args: tuple[object, ...],
+        kernel: KernelCall,
         request: Request,
         est: Estimate,
         backend: Backend,
@@ -511,7 +538,10 @@ class RooflineSession:
 
                 probe = probe_for(reference)
             budgeted = dataclasses.replace(policy, max_time_s=budget_s)
-            return measure(fn, *args, policy=budgeted, backend=backend, probe=probe, snapshot=snapshot)
+            return measure(
+                kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
+                backend=backend, probe=probe, snapshot=snapshot,
+            )  # fmt: skip
 
         return measure_once
 
@@ -590,11 +620,18 @@ class RooflineSession:
             item.stash[MARKER_KEY] = marker
             if marker is not None and "device" in marker.keywords:
                 _device_skip_reason(marker.keywords["device"])  # a misspelled device is a mistake
-            if marker is not None and FIXTURE not in getattr(item, "fixturenames", ()):
+            if marker is None:
+                return
+            # each wrapper is registered on the first test that needs it: a suite without pays nothing
+            if FIXTURE not in getattr(item, "fixturenames", ()):
                 check_fixtureless(item, marker)
-                if not self.config.pluginmanager.is_registered(self._body_timer):
-                    # registered on the first such test, so a suite without one pays no wrapper
-                    self.config.pluginmanager.register(self._body_timer, "roofline-body-timer")
+                self._register(self._body_timer, "roofline-body-timer")
+            else:
+                self._register(self._measurement_check, "roofline-measurement-check")
+
+    def _register(self, plugin: object, name: str) -> None:
+        if not self.config.pluginmanager.is_registered(plugin):
+            self.config.pluginmanager.register(plugin, name)
 
     @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker serializes the report
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -777,7 +814,57 @@ class _BodyTimer:
             return outcome
         names = inspect.signature(pyfuncitem.obj).parameters
         kwargs = {n: pyfuncitem.funcargs[n] for n in names if n in pyfuncitem.funcargs}
-        session.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
+        try:
+            session.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
+        except Exception as exc:
+            fixture = _once_only_fixture(exc, pyfuncitem.funcargs)  # the test's own, and theirs
+            if fixture is None:
+                raise  # the body's own error, with its own traceback
+            _fail(
+                f"{FIXTURE}: {pyfuncitem.name} passed, then raised {type(exc).__name__} when run again to be"
+                f" timed: its fixture {fixture!r} can be used only once per test ({exc}). Without the"
+                f" {FIXTURE} fixture, @pytest.mark.{MARKER} times the whole test body by running it many"
+                f" times; take the {FIXTURE} fixture and time the kernel alone: {FIXTURE}(kernel, *args)"
+            )
+        return outcome
+
+
+def _once_only_fixture(error: Exception, funcargs: Mapping[str, object]) -> str | None:
+    """The fixture whose value comes from the module that raised ``error``: a body that ran once and
+    then failed with, say, pytest-benchmark's ``FixtureAlreadyUsed`` (its ``benchmark`` fixture's
+    value is a ``BenchmarkFixture`` of the same module) is a body that cannot run twice."""
+    module = type(error).__module__
+    if module == "builtins":
+        return None
+    return next((name for name, value in funcargs.items() if type(value).__module__ == module), None)
+
+
+class _MeasurementCheck:
+    """The ``pyfunc_call`` wrapper of marked tests that take the fixture: a test that passed without
+    measuring has lost its budget unnoticed (a refactor dropped the ``roofline(...)`` call)."""
+
+    def __init__(self, session: RooflineSession) -> None:
+        self._session = session
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        """After a passing body (a skip or a failure raises through here): warn, or fail when required."""
+        __tracebackhide__ = True
+        outcome = yield
+        if pyfuncitem.stash.get(MEASURED_KEY, None) != 0 or pyfuncitem.stash.get(MARKER_KEY, None) is None:
+            return outcome  # measured; or the fixture was replaced, or the test is not marked
+        settings = self._session.settings
+        message = (
+            f"{pyfuncitem.nodeid} is marked @pytest.mark.{MARKER} and takes the {FIXTURE} fixture, but"
+            f" measured nothing, so no budget was checked: call {FIXTURE}(kernel, *args) or"
+            f" {FIXTURE}.measure(...) in the test ({FIXTURE}.estimate measures nothing), or drop the marker"
+        )
+        if settings.require_measurement:
+            origin = settings.origins.get("require_measurement", "roofline_require_measurement")
+            _fail(f"{FIXTURE}: {message} ({origin} requires a measurement)")
+        from .calibrate import RooflineWarning
+
+        pyfuncitem.warn(RooflineWarning(message))
         return outcome
 
 
@@ -787,6 +874,7 @@ class Roofline:
     def __init__(self, item: pytest.Item, session: RooflineSession) -> None:
         self._item = item
         self._session = session
+        item.stash[MEASURED_KEY] = 0
 
     def __call__(
         self,
@@ -796,34 +884,41 @@ class Roofline:
         dtype: object = None,
         min_fraction: float | None = None,
         name: str | None = None,
+        kwargs: Mapping[str, object] | None = None,
+        setup: Callable[[], object] | None = None,
         **params: Any,
     ) -> Result | None:
-        """Measure ``fn(*args)``, compute the floor, record it, and fail the test below budget.
+        """Measure ``fn(*args, **kwargs)``, compute the floor, record it, and fail the test below budget.
 
-        The marker's values are defaults; these keywords override them (``math``, ``stat``,
-        ``max_time``, ``flush`` and ``device`` too). Returns the frozen result (``attained``,
-        ``floor_s``, ``time_s``, ``bound``, ``passed``, ``stats``, ``estimate``, ...), or None in
-        mode off, where ``fn(*args)`` is called once and not timed.
+        Every other keyword is the op's (``**params``) or the marker's: the marker's values are
+        defaults, and these override them (``math``, ``stat``, ``max_time``, ``flush`` and
+        ``device`` too). ``setup()`` runs before every call, untimed, and may return ``(args,
+        kwargs)`` for it. Returns the frozen result (``attained``, ``floor_s``, ``time_s``,
+        ``bound``, ``passed``, ``stats``, ``estimate``, ...), or None in mode off, where the kernel
+        is called once (after setup) and not timed.
         """
         __tracebackhide__ = True
+        self._item.stash[MEASURED_KEY] += 1
         call = _given(dict(params, op=op, dtype=dtype, min_fraction=min_fraction, name=name))
-        return self._session.run(self._item, fn, args, call, can_fail=True)
+        return self._session.run(self._item, fn, args, call, can_fail=True, kwargs=kwargs, setup=setup)
 
     def measure(
         self, fn: Callable[..., object], *args: object, op: str | None = None, dtype: object = None,
-        name: str | None = None, **params: Any,
+        name: str | None = None, kwargs: Mapping[str, object] | None = None,
+        setup: Callable[[], object] | None = None, **params: Any,
     ) -> Result | None:  # fmt: skip
         """Like calling the fixture, but never fails the test on the result: a measurement for the report."""
         __tracebackhide__ = True
+        self._item.stash[MEASURED_KEY] += 1
         call = _given(dict(params, op=op, dtype=dtype, name=name))
-        return self._session.run(self._item, fn, args, call, can_fail=False)
+        return self._session.run(self._item, fn, args, call, can_fail=False, kwargs=kwargs, setup=setup)
 
     def estimate(self, op: str | None = None, *, dtype: object = None, **params: Any) -> Estimate:
         """The floor only, on this test's device: nothing runs."""
         __tracebackhide__ = True
         session = self._session
         with _failing_the_test(ValueError, RuntimeError):
-            request = session.resolve(self._item, (), _given(dict(params, op=op, dtype=dtype)))
+            request = session.resolve(self._item, _given(dict(params, op=op, dtype=dtype)))
             floor = session.estimate(request, measuring=False)
         return floor
 
@@ -876,21 +971,54 @@ def _given(call: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in call.items() if v is not None}
 
 
-def _dtype_of_arguments(op: str, args: tuple[object, ...]) -> object:
-    """The dtype of the first argument that has one, when neither the marker nor the call gives it."""
+def _dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
+    """The dtype of the first argument that has one, when neither the marker nor the call gives it:
+    the positional arguments, then ``kwargs``' values, then a ``functools.partial``'s (the kernel
+    itself, or a partial inside it)."""
     from .model import parse_dtype
 
-    for index, arg in enumerate(args):
+    for where, arg in _arguments_of(kernel):
         dtype = getattr(arg, "dtype", None)
         if dtype is not None:
             try:
                 return parse_dtype(dtype)
             except ValueError as exc:
                 raise ValueError(
-                    f"{op}: no dtype was given, and argument {index}'s ({dtype}) is not one: {exc}; "
+                    f"{op}: no dtype was given, and {where} has dtype {dtype}, which is not one: {exc}; "
                     "pass dtype=... to the marker or the call"
                 ) from None
-    raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call")
+    late = (
+        " (it cannot be read from the arguments setup returns: they are made while measuring)"
+        if kernel is not None and kernel.setup is not None
+        else ""
+    )
+    raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call{late}")
+
+
+def _arguments_of(kernel: KernelCall | None) -> Iterator[tuple[str, object]]:
+    """Each argument the kernel will get, with where it comes from, in the order dtypes are read."""
+    if kernel is None:  # roofline.estimate runs nothing
+        return
+    yield from ((f"argument {i}", arg) for i, arg in enumerate(kernel.args))
+    yield from ((f"kwargs[{key!r}]", value) for key, value in (kernel.kwargs or {}).items())
+    fn: object = kernel.fn
+    while isinstance(fn, functools.partial):
+        yield from ((f"argument {i} of the functools.partial", arg) for i, arg in enumerate(fn.args))
+        yield from ((f"keyword {key!r} of the functools.partial", v) for key, v in fn.keywords.items())
+        fn = fn.func
+
+
+def _check_name(name: object) -> str:
+    """A measurement's name, as the report, the JSON and ``--junitxml`` will show it: one printable line."""
+    if name is None:
+        return ""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string; got {name!r} ({type(name).__name__})")
+    if not name.isprintable():
+        raise ValueError(
+            f"name must be printable text on one line (no newline, tab or control character); got {name!r}"
+        )
+    return name
 
 
 def _target(spec: str) -> Target:

@@ -293,12 +293,146 @@ def test_kernel_receives_its_arguments() -> None:
     assert set(seen) == {(1, "x")}
 
 
+# -- keywords and setup --------------------------------------------------------------------------
+
+
+class SetupLog:
+    """A setup that logs itself among the backend's events and costs ``cost_s`` of the fake clock."""
+
+    def __init__(
+        self, backend: FakeBackend, cost_s: float = 0.0, returns: Callable[[int], object] | None = None
+    ) -> None:
+        self.backend, self.cost_s, self.returns = backend, cost_s, returns
+        self.calls = 0
+
+    def __call__(self) -> object:
+        self.backend.events.append("setup")
+        self.backend.fake_clock.advance(self.cost_s)
+        self.calls += 1
+        return None if self.returns is None else self.returns(self.calls)
+
+
+def test_kernel_receives_its_keywords() -> None:
+    seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
+    measure(
+        lambda *a, **kw: seen.append((a, kw)), 1, kwargs={"out": "o"}, policy=Policy(min_samples=1),
+        backend=FakeBackend(1e-3),
+    )  # fmt: skip
+    assert len(seen) > 2
+    assert all(call == ((1,), {"out": "o"}) for call in seen)
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_setup_runs_before_every_call_outside_its_window(flush: bool) -> None:
+    backend = FakeBackend(1e-3, flush_s=0.002)
+    setup = SetupLog(backend, cost_s=0.005)
+    m = measure(noop, setup=setup, policy=Policy(flush=flush), backend=backend)
+    # warm-up and samples alike: every window is one call, setup (then the flush) right before it
+    assert setup.calls == backend.calls == m.warmup_calls + len(m.samples_s)
+    assert all(r.calls == 1 and r.samples == 1 for r in backend.runs)
+    head = ["setup", "flush"] if flush else ["setup"]
+    sampling = backend.events[backend.events.index("flush") - 1 :] if flush else backend.events
+    assert sampling == [*head, "window"] * (len(sampling) // len([*head, "window"]))
+    # the windows hold the kernel alone: 1 ms, not 1 ms + 5 ms of setup
+    assert m.samples_s == pytest.approx([1e-3] * len(m.samples_s))
+    assert m.setup is True
+    assert m.cache_note == (
+        "cold: setup, then a cache flush, before every call (one call per sample)"
+        if flush
+        else "warm: flush off; setup before every call (one call per sample)"
+    )
+
+
+def test_setup_means_one_call_per_sample() -> None:
+    # a 10 ns kernel would be batched 10 000 to a window; setup must come before each call
+    backend = FakeBackend(1e-8, resolution_s=1e-6)
+    m = measure(noop, setup=SetupLog(backend), policy=Policy(warmup_s=1e-6, max_samples=20), backend=backend)
+    assert m.calls_per_sample == 1
+    assert measure(noop, policy=Policy(warmup_s=1e-6), backend=FakeBackend(1e-8)).calls_per_sample > 1
+
+
+def test_setup_is_paid_from_the_time_budget() -> None:
+    # 200 ms of setup before each 1 ms call: a 1 s budget affords the two warm-up calls and three samples
+    backend = FakeBackend(1e-3)
+    m = measure(noop, setup=SetupLog(backend, cost_s=0.2), policy=Policy(max_time_s=1.0), backend=backend)
+    assert m.stats.n == 3
+    assert m.wall_s <= 1.0 + 0.21
+    assert m.stop_reason is StopReason.TIME
+
+
+def test_setup_may_return_the_arguments_of_each_call() -> None:
+    seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
+    backend = FakeBackend(1e-3)
+    setup = SetupLog(backend, returns=lambda i: ((i,), {"fresh": True}))
+    measure(lambda *a, **kw: seen.append((a, kw)), setup=setup, policy=Policy(min_samples=3), backend=backend)
+    assert seen == [((i,), {"fresh": True}) for i in range(1, setup.calls + 1)]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "returns", "message"),
+    [
+        ((), None, 5, "setup must return None, or (args, kwargs) for the kernel's next call (a tuple or list"
+                      " and a dict); got 5 (int)"),
+        ((), None, ((1,),), "setup must return None, or (args, kwargs)*; got ((1,),) (tuple)"),
+        ((), None, ((), {1: 2}), "setup's kwargs keys are the kernel's keyword names, strings; got 1 (int)"),
+        ((1,), None, ((2,), {}), "setup returned the kernel's arguments, and the call gave arguments too*"),
+        ((), {"out": 1}, ((2,), {}), "setup returned the kernel's arguments, and the call gave*"),
+    ],
+)  # fmt: skip
+def test_what_setup_returns_is_checked(
+    args: tuple[object, ...], kwargs: dict[str, object] | None, returns: object, message: str
+) -> None:
+    calls: list[object] = []
+    backend = FakeBackend(1e-3)
+    with pytest.raises(engine.SetupError) as info:
+        measure(
+            lambda *a, **kw: calls.append(a), *args, kwargs=kwargs, setup=lambda: returns, backend=backend
+        )
+    assert re.fullmatch(re.escape(message).replace(r"\*", ".*"), str(info.value))
+    assert calls == []  # before the kernel's first call
+
+
+def test_a_setup_exception_propagates_unchanged() -> None:
+    error = KeyError("stale")
+
+    def setup() -> None:
+        raise error
+
+    with pytest.raises(KeyError) as info:
+        measure(noop, setup=setup, backend=FakeBackend(1e-3))
+    assert info.value is error
+
+
+def test_call_once_runs_setup_then_the_kernel_with_its_arguments() -> None:
+    log: list[object] = []
+    engine.call_once(lambda *a, **kw: log.append((a, kw)), (1,), {"k": 2}, setup=lambda: log.append("setup"))
+    assert log == ["setup", ((1,), {"k": 2})]
+    engine.call_once(lambda *a, **kw: log.append((a, kw)), setup=lambda: ((3,), {}))
+    assert log[-1] == ((3,), {})
+
+
 # -- the checking front ------------------------------------------------------------------------
 
 
 def test_non_callable_kernel_is_a_type_error() -> None:
     with pytest.raises(TypeError, match=re.escape("kernel must be callable; got 3 (int)")):
         measure(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "setup", "message"),
+    [
+        ([1, 2], None, "kwargs must be a mapping of the kernel's keyword arguments, such as"
+                       " kwargs={'out': out}; got [1, 2] (list)"),
+        ({1: "x"}, None, "kwargs keys are the kernel's keyword names, strings; got 1 (int)"),
+        (None, 3, "setup must be callable (it runs before every timed call); got 3 (int)"),
+    ],
+)  # fmt: skip
+def test_keywords_and_setup_are_checked_before_anything_runs(kwargs: Any, setup: Any, message: str) -> None:
+    backend = FakeBackend(1e-3)
+    with pytest.raises(TypeError, match=re.escape(message)):
+        measure(noop, kwargs=kwargs, setup=setup, backend=backend)
+    assert backend.runs == []
 
 
 def test_policy_must_be_a_policy() -> None:

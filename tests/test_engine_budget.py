@@ -134,6 +134,23 @@ def test_probes_run_before_between_and_after_the_rounds() -> None:
     assert m.probe.wall_s > 0.001 * backend.probes  # the probes and their re-warming calls
 
 
+def test_with_setup_the_call_that_rewarms_after_a_probe_has_its_setup_too() -> None:
+    backend = ProbedBackend(0.02, 0.001)
+    m = measure(
+        noop, setup=lambda: backend.events.append("setup"), policy=Policy(flush=False, max_time_s=0.5),
+        backend=backend, probe=probe(),
+    )  # fmt: skip
+    assert m.probe is not None
+    assert backend.probes >= 3
+    sampling = backend.events[backend.events.index("probe") :]
+    # every kernel window, the untimed one after each probe included, right after its setup
+    assert all(sampling[i - 1] == "setup" for i, e in enumerate(sampling) if e == "window")
+    assert sampling.count("setup") == sampling.count("window")
+    assert [sampling[i + 1] for i, e in enumerate(sampling[:-1]) if e == "probe"] == ["setup"] * (
+        backend.probes - 1
+    )
+
+
 def test_probe_time_is_paid_from_the_budget() -> None:
     backend = ProbedBackend(0.02, 0.01)
     m = measure(noop, policy=Policy(flush=False, max_time_s=0.5), backend=backend, probe=probe())

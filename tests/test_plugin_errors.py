@@ -210,7 +210,7 @@ CALL_MISTAKES = [
                  "copy needs dtype: pass dtype=... to the marker or the call",
                  id="no-dtype"),
     pytest.param(f'lambda a: None, __import__("numpy").zeros(3, "<U1"), op="copy", {COPY}',
-                 "copy: no dtype was given, and argument 0's (<U1) is not one: dtype '<U1' is not numeric "
+                 "copy: no dtype was given, and argument 0 has dtype <U1, which is not one: dtype '<U1' is not numeric "
                  "(strings)*; pass dtype=... to the marker or the call", id="inferred-dtype"),
     pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=2',
                  "min_fraction must be a number in (0, 1]; got 2", id="min-fraction-above-1"),
@@ -273,4 +273,58 @@ def test_each_call_mistake_fails_its_own_test(rl: pytest.Pytester, how: str) -> 
     for name, _, message in cases:
         result.stdout.fnmatch_lines([f"*_ test_{name} _*", f"roofline: {message}"])
     result.stdout.no_fnmatch_line("*During handling of the above exception*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+KERNEL_MISTAKES = [
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", kwargs=[1, 2]',
+                 "kwargs must be a mapping of the kernel's keyword arguments, such as kwargs={'out': out}; "
+                 "got [[]1, 2[]] (list)", id="kwargs-not-a-mapping"),
+    pytest.param(f'lambda **kw: None, op="copy", {COPY}, dtype="fp32", kwargs={{1: 2}}',
+                 "kwargs keys are the kernel's keyword names, strings; got 1 (int)",
+                 id="kwargs-key-not-a-string"),
+    pytest.param(f'lambda out: None, op="copy", {COPY}, dtype="fp32", out=1',
+                 "copy has no parameter 'out'; it takes copy(n) and the keywords *; "
+                 "a keyword for the kernel goes in kwargs={'out': ...}", id="kernel-keyword-as-op-parameter"),
+    pytest.param(f'lambda out: None, op="copy", {COPY}, kwargs={{"out": Float33()}}',
+                 "copy: no dtype was given, and kwargs[[]'out'[]] has dtype float33, which is not one: "
+                 "unknown dtype 'float33'*; pass dtype=... to the marker or the call", id="kwargs-dtype"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", setup=5',
+                 "setup must be callable (it runs before every timed call); got 5 (int)",
+                 id="setup-not-callable"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", setup=lambda: 5',
+                 "setup must return None, or (args, kwargs) for the kernel's next call (a tuple or list and "
+                 "a dict); got 5 (int)", id="setup-returns-something-else"),
+    pytest.param(f'lambda a: None, 1, op="copy", {COPY}, dtype="fp32", setup=lambda: ((2,), {{}})',
+                 "setup returned the kernel's arguments, and the call gave arguments too: give them in one "
+                 "place (*)", id="arguments-from-the-call-and-setup"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", name=3',
+                 "name must be a string; got 3 (int)", id="name-not-a-string"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", name="two\\nlines"',
+                 "name must be printable text on one line (no newline, tab or control character); "
+                 "got 'two\\nlines'", id="name-with-a-newline"),
+    pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", name="nul\\x00"',
+                 "name must be printable text on one line (*); got 'nul\\x00'", id="name-with-a-nul"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("method", "args"),
+    [("roofline", ()), ("roofline.measure", ()), ("roofline", ("--roofline-mode=off",))],
+    ids=["call", "measure", "off"],
+)
+def test_each_kernel_argument_mistake_fails_its_own_test(
+    rl: pytest.Pytester, method: str, args: tuple[str, ...]
+) -> None:
+    cases = [(case.id.replace("-", "_"), *case.values) for case in KERNEL_MISTAKES]
+    source = ["class Float33:\n    dtype = 'float33'\n"]
+    source += [f"def test_{name}(roofline):\n    {method}({call})\n" for name, call, _ in cases]
+    source.append(f'def test_fine(roofline):\n    roofline(lambda: None, op="gemm", {GEMM}, dtype="fp32")\n')
+    rl.makepyfile("\n\n".join(source))
+    result = rl.runpytest("--roofline-report", *args)
+    result.assert_outcomes(failed=len(cases), passed=1)
+    for name, _, message in cases:
+        result.stdout.fnmatch_lines([f"*_ test_{name} _*", f"roofline: {message}"])
+    result.stdout.no_fnmatch_line("*During handling of the above exception*")
+    result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*INTERNALERROR*")

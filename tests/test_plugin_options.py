@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import COPY, fake_conftest
+from conftest import COPY, NO_MEASUREMENT_WARNS, fake_conftest
 
 from pytest_roofline.options import parse_json_path
 from pytest_roofline.verdict import Result
@@ -192,6 +192,7 @@ def test_a_bad_option_value_is_a_usage_error(
     + [
         ("roofline_report", "maybe", "expected true or false, got 'maybe'"),
         ("roofline_no_flush", "2", "expected true or false, got '2'"),
+        ("roofline_require_measurement", "maybe", "expected true or false, got 'maybe'"),
     ],
 )
 def test_a_bad_ini_value_is_a_usage_error(rl: pytest.Pytester, key: str, value: str, message: str) -> None:
@@ -277,7 +278,8 @@ def pytest_roofline_device(config, spec):
             assert roofline.device.name == "NVIDIA H100 80GB HBM3"
         """
     )
-    rl.runpytest("--roofline-device=h100-sxm").assert_outcomes(passed=1)
+    result = rl.runpytest("--roofline-device=h100-sxm", *NO_MEASUREMENT_WARNS)
+    result.assert_outcomes(passed=1, warnings=1)  # an estimate alone is no measurement
 
 
 # -- peaks -----------------------------------------------------------------------------------------
@@ -404,6 +406,8 @@ def test_help_lists_every_option_with_its_default_and_its_ini_twin(pytester: pyt
             "  --roofline-ceilings=CEILINGS",
             "*probe timed beside each kernel, so a busy machine slows",
             "  --roofline-peaks=SOURCE",
+            "  --roofline-require-measurement",
+            "*fail a marked test that takes the roofline fixture but*",
         ]
     )
     text = " ".join(result.stdout.str().split())  # unwrapped
@@ -414,6 +418,8 @@ def test_help_lists_every_option_with_its_default_and_its_ini_twin(pytester: pyt
     assert "(default: off)" in text
     assert "(default: enforce)" in text
     assert "[--roofline-report; true or false]" in text
+    assert "roofline_require_measurement (string):" in text
+    assert "[--roofline-require-measurement; true or false]" in text
 
 
 def test_markers_shows_the_marker_signature(pytester: pytest.Pytester) -> None:

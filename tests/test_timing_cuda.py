@@ -127,6 +127,17 @@ def test_short_kernels_are_batched_between_one_pair_of_events(monkeypatch: pytes
     assert m.time_s == pytest.approx(2e-6)
 
 
+def test_setup_runs_on_the_host_outside_every_pair_of_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy(kernel_ms=0.25).install(monkeypatch)
+
+    m = measure(fake.kernel, setup=lambda: fake.log.append(("setup",)), policy=FAST, backend=CudaBackend())
+
+    trace = fake.entries("setup", "record", "kernel")
+    one_call = [("setup",), ("record", "null"), ("kernel", "null"), ("record", "null")]
+    assert trace == one_call * (m.warmup_calls + len(m.samples_s))
+    assert m.time_s == pytest.approx(0.25e-3)
+
+
 # -- timer facts --------------------------------------------------------------------------------
 
 

@@ -31,13 +31,21 @@ cache (``policy.rewarm``) one untimed call of the kernel follows each probe, whi
 through the cache. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
 kept too, and a sample whose window the backend saw preempted (``last_preempted``) is left out of
 the statistics while enough clean samples remain.
+
+With ``setup`` (an in-place kernel that must start from fresh inputs, as pytest-benchmark's
+``pedantic(setup=...)``), every call of the kernel, warm-up and re-warming calls included, is a
+window of its own with ``setup()`` run before it on the host, outside the window (and before the
+flush, which then evicts what setup wrote): a CUDA event pair never spans host code. Samples are
+never batched then (k = 1), and the cache note says so. ``setup`` may return ``(args, kwargs)``
+for the next call, which then must be the only place the kernel's arguments come from.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+import reprlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Literal
@@ -60,6 +68,10 @@ _MIN_PRECISION_SAMPLES = 6
 _ROUND_MARGIN = 1.1
 #: rounds grow the sample count by at least this fraction (fewer, cheaper checks) and at most double it
 _MIN_ROUND_GROWTH = 0.1
+
+
+class SetupError(TypeError):
+    """``setup`` returned neither None nor ``(args, kwargs)``, or arguments the call gave too."""
 
 
 class StopReason(str, Enum):
@@ -129,6 +141,8 @@ class Measurement:
     #: (median of the rounds), when the backend can tell (``last_thread_wait``)
     threads: int | None = None
     wait_share: float | None = None
+    #: whether ``setup`` ran before every call (so one call per sample, never a batch)
+    setup: bool = False
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
@@ -151,20 +165,24 @@ class Measurement:
 def measure(
     fn: Kernel,
     *args: object,
+    kwargs: Mapping[str, object] | None = None,
+    setup: Callable[[], object] | None = None,
     policy: Policy = DEFAULT_POLICY,
     backend: Backend | None = None,
     probe: Probe | None = None,
     snapshot: Callable[[], Snapshot] | None = None,
 ) -> Measurement:
-    """Time ``fn(*args)`` under ``policy``; ``backend=None`` means the process's :class:`CpuBackend`.
+    """Time ``fn(*args, **kwargs)`` under ``policy``; ``backend=None``: the process's :class:`CpuBackend`.
 
-    ``probe``: a reference kernel timed beside this one (see the module docstring). ``snapshot``:
-    reads the OS's contention counters (:func:`pytest_roofline.contention.take_snapshot`).
-    Exceptions raised by ``fn`` propagate unchanged.
+    ``setup``: called before every call, outside the timed window; it may return ``(args, kwargs)``
+    for that call (see the module docstring). ``probe``: a reference kernel timed beside this one.
+    ``snapshot``: reads the OS's contention counters (:func:`pytest_roofline.contention.take_snapshot`).
+    Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if not callable(fn):
         raise TypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
+    check_call(kwargs, setup)
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a Policy; got {policy!r} ({type(policy).__name__})")
     if probe is not None and not isinstance(probe, Probe):
@@ -174,14 +192,16 @@ def measure(
     else:
         _check_backend(backend)
 
+    call = _Call(fn, args, kwargs or {}, setup)
     start = backend.clock()
-    warmup_calls, per_call_s = _warm_up(backend, fn, args, policy)
+    warmup_calls, per_call_s, cost_s = _warm_up(backend, call, policy)
     warmup_s = backend.clock() - start
-    k = _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
+    # setup comes before every call: a batch would time k - 1 calls without it
+    k = 1 if setup is not None else _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
     flush = policy.flush and k == 1
-    sampler = _Sampler(backend, fn, args, policy, k, flush, probe, budget_start=start)
+    sampler = _Sampler(backend, call, policy, k, flush, probe, budget_start=start)
     before = snapshot() if snapshot is not None else None
-    samples, stats, reason = sampler.run(per_call_s)
+    samples, stats, reason = sampler.run(max(per_call_s, cost_s))
     contention = None
     if snapshot is not None and before is not None:
         from pytest_roofline.contention import between
@@ -203,7 +223,7 @@ def measure(
         flushed=flush,
         stop_reason=reason,
         policy=policy,
-        cache_note=_cache_note(policy, k),
+        cache_note=_cache_note(policy, k, setup=setup is not None),
         probe=sampler.probe_run(),
         contention=contention,
         excluded=len(samples) - stats.n,
@@ -212,15 +232,61 @@ def measure(
         cpu_share=_middle(sampler.cpu_share),
         threads=min(sampler.threads) if sampler.threads else None,
         wait_share=_middle(sampler.wait_share),
+        setup=setup is not None,
     )
 
 
-def _cache_note(policy: Policy, k: int) -> str:
+def call_once(
+    fn: Kernel,
+    args: Sequence[object] = (),
+    kwargs: Mapping[str, object] | None = None,
+    setup: Callable[[], object] | None = None,
+) -> object:
+    """One untimed call, ``setup`` first: what a run that times nothing does with a kernel."""
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+    check_call(kwargs, setup)
+    kernel, call_args = _Call(fn, args, kwargs or {}, setup).prepare()
+    return kernel(*call_args)
+
+
+def check_call(kwargs: object, setup: object) -> None:
+    """A TypeError naming ``kwargs`` or ``setup`` and the value, unless both are usable."""
+    if kwargs is not None:
+        if not isinstance(kwargs, Mapping):
+            raise TypeError(
+                "kwargs must be a mapping of the kernel's keyword arguments, such as kwargs={'out': out};"
+                f" got {_short(kwargs)} ({type(kwargs).__name__})"
+            )
+        _check_keys("kwargs", kwargs)
+    if setup is not None and not callable(setup):
+        raise TypeError(
+            f"setup must be callable (it runs before every timed call); got {_short(setup)}"
+            f" ({type(setup).__name__})"
+        )
+
+
+def _check_keys(what: str, kwargs: Mapping[object, object]) -> None:
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise TypeError(
+                f"{what} keys are the kernel's keyword names, strings; got {key!r} ({type(key).__name__})"
+            )
+
+
+def _short(value: object) -> str:
+    """A repr a message can hold: an array's is cut short."""
+    return reprlib.repr(value)
+
+
+def _cache_note(policy: Policy, k: int, *, setup: bool = False) -> str:
     if k > 1:
         return f"warm: {k} calls per sample (a batch is never flushed)"
+    if policy.flush and setup:
+        return "cold: setup, then a cache flush, before every call (one call per sample)"
     if policy.flush:
         return "cold: cache flushed before every call"
-    return f"warm: {policy.flush_note or 'flush off'}"
+    note = f"warm: {policy.flush_note or 'flush off'}"
+    return f"{note}; setup before every call (one call per sample)" if setup else note
 
 
 def _cores() -> int:
@@ -262,28 +328,121 @@ def _run(
     return windows, flags
 
 
-def _warm_up(backend: Backend, fn: Kernel, args: Sequence[object], policy: Policy) -> tuple[int, float]:
-    """Run the warm-up rounds; return the calls made and the per-call estimate in seconds."""
+class _Call:
+    """The kernel as the engine calls it: its arguments and keywords, and ``setup`` before every call.
+
+    Without setup, a round is one backend run of back-to-back calls. With setup, each call is a
+    backend run of its own, setup first: the backend opens and closes its window around that call
+    alone, so setup (host code) is never timed, on a CUDA stream either. A window of several calls
+    (a warm-up round) is then the sum of theirs.
+    """
+
+    def __init__(
+        self,
+        fn: Kernel,
+        args: Sequence[object],
+        kwargs: Mapping[str, object],
+        setup: Callable[[], object] | None,
+    ) -> None:
+        self._raw = fn
+        # bound once: the backends call fn(*args), and a partial costs a C-level call, not a Python frame
+        self.fn: Kernel = functools.partial(fn, **kwargs) if kwargs else fn
+        self.args = tuple(args)
+        self.setup = setup
+        self._given = bool(args or kwargs)
+
+    def run(
+        self,
+        backend: Backend,
+        *,
+        calls: int,
+        samples: int,
+        flush: bool,
+        after: Callable[[], None] | None = None,
+    ) -> tuple[list[float], list[bool]]:
+        """``samples`` windows of ``calls`` calls, and which were preempted; ``after()`` follows every
+        backend run (the sampler reads the backend's view of the round there)."""
+        __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+        if self.setup is None:
+            result = _run(backend, self.fn, self.args, calls=calls, samples=samples, flush=flush)
+            if after is not None:
+                after()
+            return result
+        windows: list[float] = []
+        flags: list[bool] = []
+        for _ in range(samples):
+            window, preempted = 0.0, False
+            for _ in range(calls):
+                fn, args = self.prepare()
+                (one,), (hit,) = _run(backend, fn, args, calls=1, samples=1, flush=flush)
+                if after is not None:
+                    after()
+                window += one
+                preempted = preempted or hit
+            windows.append(window)
+            flags.append(preempted)
+        return windows, flags
+
+    def prepare(self) -> tuple[Kernel, tuple[object, ...]]:
+        """Run ``setup`` (if any) and return what to call next: the kernel and its positional arguments."""
+        __tracebackhide__ = True  # a failing setup shows its own frames, not ours
+        if self.setup is None:
+            return self.fn, self.args
+        made = self.setup()
+        if made is None:
+            return self.fn, self.args
+        args, kwargs = self._arguments(made)
+        return (functools.partial(self._raw, **kwargs) if kwargs else self._raw), args
+
+    def _arguments(self, made: object) -> tuple[tuple[object, ...], Mapping[str, object]]:
+        if not (
+            isinstance(made, tuple)
+            and len(made) == 2
+            and isinstance(made[0], (tuple, list))
+            and isinstance(made[1], Mapping)
+        ):
+            raise SetupError(
+                "setup must return None, or (args, kwargs) for the kernel's next call (a tuple or list"
+                f" and a dict); got {_short(made)} ({type(made).__name__})"
+            )
+        if self._given:
+            raise SetupError(
+                "setup returned the kernel's arguments, and the call gave arguments too:"
+                " give them in one place (the call's, with a setup that returns None, or setup's)"
+            )
+        try:
+            _check_keys("setup's kwargs", made[1])
+        except TypeError as exc:
+            raise SetupError(str(exc)) from None
+        return tuple(made[0]), made[1]
+
+
+def _warm_up(backend: Backend, call: _Call, policy: Policy) -> tuple[int, float, float]:
+    """Run the warm-up rounds; return the calls made, the per-call estimate in seconds, and what a
+    call cost in wall time in the last round (setup and the backend's bookkeeping included)."""
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     start = backend.clock()
     calls = rounds = 0
     size = 1
     largest = 0  # calls in the largest round after the first
-    per_call_s = 0.0
+    per_call_s = cost_s = 0.0
     while True:
-        (window,), _ = _run(backend, fn, args, calls=size, samples=1, flush=False)
+        round_start = backend.clock()
+        (window,), _ = call.run(backend, calls=size, samples=1, flush=False)
+        cost_s = (backend.clock() - round_start) / size
         calls += size
         rounds += 1
         if rounds > 1 and size >= largest:
             largest, per_call_s = size, window / size
         elapsed = backend.clock() - start
         if rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s:
-            return calls, per_call_s
+            return calls, per_call_s, cost_s
         if rounds > 1:
             size *= 2
-            if per_call_s > 0:
+            per_call_cost = max(per_call_s, cost_s)
+            if per_call_cost > 0:
                 # never run much past the warm-up time: a 2 s kernel warms up in 2 calls
-                size = min(size, _ceil((policy.warmup_s - elapsed) / per_call_s))
+                size = min(size, _ceil((policy.warmup_s - elapsed) / per_call_cost))
             size = max(size, policy.warmup_calls - calls, 1)
 
 
@@ -307,8 +466,7 @@ class _Sampler:
     def __init__(
         self,
         backend: Backend,
-        fn: Kernel,
-        args: Sequence[object],
+        call: _Call,
         policy: Policy,
         k: int,
         flush: bool,
@@ -316,7 +474,7 @@ class _Sampler:
         *,
         budget_start: float,
     ) -> None:
-        self.backend, self.fn, self.args, self.policy = backend, fn, args, policy
+        self.backend, self.call, self.policy = backend, call, policy
         self.k, self.flush, self.probe = k, flush, probe
         self.budget_start = budget_start
         self.preempted = 0
@@ -332,6 +490,7 @@ class _Sampler:
         self._last_probe = -math.inf
 
     def run(self, per_call_s: float) -> tuple[list[float], Stats, StopReason]:
+        """Sample until a stopping rule holds; ``per_call_s`` is what one call is expected to cost."""
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         backend, policy = self.backend, self.policy
         self._time_probe()
@@ -344,17 +503,9 @@ class _Sampler:
         size = min(size, policy.max_samples)
         while True:
             size = self._cut_for_probe(size, (backend.clock() - start) / len(samples) if samples else guess_s)
-            windows, flags = _run(backend, self.fn, self.args, calls=self.k, samples=size, flush=self.flush)
-            parallelism = getattr(backend, "last_parallelism", None)
-            if isinstance(parallelism, (int, float)):
-                self.parallelism.append(float(parallelism))
-            share = getattr(backend, "last_cpu_share", None)
-            if isinstance(share, (int, float)):
-                self.cpu_share.append(float(share))
-            wait = getattr(backend, "last_thread_wait", None)
-            if wait is not None:
-                self.threads.append(wait.threads)
-                self.wait_share.append(wait.wait_share)
+            windows, flags = self.call.run(
+                backend, calls=self.k, samples=size, flush=self.flush, after=self._read_backend
+            )
             for window, preempted in zip(windows, flags, strict=True):
                 samples.append(window / self.k)
                 self.preempted += preempted
@@ -376,6 +527,20 @@ class _Sampler:
             if reason is not None:
                 self._time_probe(last=True)
                 return samples, stats, reason
+
+    def _read_backend(self) -> None:
+        """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
+        backend = self.backend
+        parallelism = getattr(backend, "last_parallelism", None)
+        if isinstance(parallelism, (int, float)):
+            self.parallelism.append(float(parallelism))
+        share = getattr(backend, "last_cpu_share", None)
+        if isinstance(share, (int, float)):
+            self.cpu_share.append(float(share))
+        wait = getattr(backend, "last_thread_wait", None)
+        if wait is not None:
+            self.threads.append(wait.threads)
+            self.wait_share.append(wait.wait_share)
 
     def _stop(self, n: int, stats: Stats) -> StopReason | None:
         if stats.n >= _MIN_PRECISION_SAMPLES and stats.ci_rel <= self.policy.target_rel_ci:
@@ -404,8 +569,8 @@ class _Sampler:
             self._probe_clean.append(rate)
         if not self.flush and not last and self.policy.rewarm:
             # the probe streamed through the cache: one untimed call warms it again, so a warm
-            # measurement's next sample is not partly cold
-            _run(self.backend, self.fn, self.args, calls=1, samples=1, flush=False)
+            # measurement's next sample is not partly cold (after setup, like every call)
+            self.call.run(self.backend, calls=1, samples=1, flush=False)
         self._last_probe = self.backend.clock()
         self._probe_wall += self._last_probe - t0
 

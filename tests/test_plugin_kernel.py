@@ -1,0 +1,408 @@
+"""What reaches the kernel, and what the plugin makes of tests that cannot be timed as written.
+
+Keywords for the kernel (``kwargs=``), an untimed ``setup=`` before every call, the dtype read from
+keywords and partials; a marker-only test whose body cannot run twice; a marked test that measures
+nothing; names that the report, the JSON and ``--junitxml`` can show.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from conftest import COPY, GEMM, NO_MEASUREMENT_WARNS
+
+from pytest_roofline.verdict import Result
+
+
+def results(reprec: pytest.HookRecorder) -> list[Result]:
+    return [call.result for call in reprec.getcalls("pytest_roofline_result")]
+
+
+# -- keywords for the kernel -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["roofline", "roofline.measure"])
+def test_kwargs_reach_the_kernel_on_every_call(rl: pytest.Pytester, how: str) -> None:
+    rl.makepyfile(
+        f"""
+        seen = []
+
+        def evaluate(expr, out, scale=1):
+            seen.append((expr, out, scale))
+
+        def test_keywords(roofline):
+            {how}(evaluate, "2*x", kwargs={{"out": "o", "scale": 3}}, op="copy", {COPY}, dtype="fp32")
+            assert len(seen) > 10 and set(seen) == {{("2*x", "o", 3)}}
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+DTYPE_CASES = [
+    pytest.param("kernel, F64", "fp64", id="positional"),
+    pytest.param('kernel, "2*x", kwargs={"out": F64}', "fp64", id="kwargs"),
+    pytest.param('kernel, F32, kwargs={"out": F64}', "fp32", id="positional-before-kwargs"),
+    pytest.param("functools.partial(kernel, F64)", "fp64", id="partial-argument"),
+    pytest.param("functools.partial(kernel, out=F64)", "fp64", id="partial-keyword"),
+    pytest.param('functools.partial(kernel, out=F64), kwargs={"b": F32}', "fp32", id="kwargs-before-partial"),
+    pytest.param("nested()", "fp64", id="nested-partial"),
+]
+
+
+@pytest.mark.parametrize(("call", "precision"), DTYPE_CASES)
+def test_the_dtype_is_read_from_arguments_then_kwargs_then_a_partial(
+    rl: pytest.Pytester, call: str, precision: str
+) -> None:
+    rl.makepyfile(
+        f"""
+        import functools
+
+        class Array:
+            def __init__(self, dtype):
+                self.dtype = dtype
+
+        F64, F32 = Array("float64"), Array("float32")
+
+        def kernel(*args, **kwargs):
+            pass
+
+        def nested():
+            inner = functools.partial(kernel, F64)
+            inner.note = "kept apart"  # a partial with attributes is not merged into the outer one
+            outer = functools.partial(inner)
+            assert isinstance(outer.func, functools.partial)
+            return outer
+
+        def test_dtype(roofline):
+            r = roofline.measure({call}, op="copy", {COPY})
+            assert str(r.estimate.precision) == {precision!r}
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_kernel_keyword_given_as_an_op_parameter_says_where_it_goes(rl: pytest.Pytester) -> None:
+    # numexpr's evaluate("2*x", out=out): out= was taken for an op parameter, and the first complaint
+    # was a confusing "needs dtype" (the expression has none)
+    rl.makepyfile(
+        f"""
+        def evaluate(expr, out=None):
+            pass
+
+        def test_out(roofline):
+            roofline(evaluate, "2*x", out=object(), op="copy", {COPY})
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: copy has no parameter 'out'; it takes copy(n) and the keywords *; "
+            "a keyword for the kernel goes in kwargs={'out': ...}"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*needs dtype*")
+
+
+# -- setup ---------------------------------------------------------------------------------------------
+
+
+def test_setup_runs_before_every_call_untimed_one_call_per_sample(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        from conftest import BACKEND
+
+        log = []
+
+        def test_in_place(roofline):
+            data = [3, 1, 2]
+            def reset():
+                data[:] = [3, 1, 2]
+
+            r = roofline(lambda: (log.append(list(data)), data.sort()), setup=reset, op="copy", {COPY},
+                         dtype="fp32")
+            assert BACKEND.calls == len(log) > 10
+            assert all(seen == [3, 1, 2] for seen in log)  # every call started from fresh inputs
+            assert r.measurement.calls_per_sample == 1
+            assert r.measurement.setup
+        """
+    )
+    reprec = rl.inline_run("--roofline-json=out.json")
+    reprec.assertoutcome(passed=1)
+    (record,) = json.loads((rl.path / "out.json").read_text())["measurements"]
+    assert record["calls_per_sample"] == 1
+    assert "setup before every call (one call per sample)" in record["cache"]
+
+
+def test_setup_may_return_each_calls_arguments(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        made, seen = [], []
+
+        def setup():
+            made.append(len(made))
+            return (made[-1],), {{"fresh": True}}
+
+        def test_fresh(roofline):
+            kernel = lambda i, fresh: seen.append((i, fresh))
+            roofline(kernel, setup=setup, op="copy", {COPY}, dtype="fp32")
+            assert seen == [(i, True) for i in made]
+            assert len(seen) > 10
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+def test_in_mode_off_setup_runs_once_before_the_one_call(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        log = []
+
+        def test_off(roofline):
+            roofline(log.append, "call", setup=lambda: log.append("setup"), op="copy", {COPY},
+                     dtype="fp32")
+            roofline.measure(log.append, setup=lambda: (("made",), {{}}), op="copy", {COPY}, dtype="fp32")
+            assert log == ["setup", "call", "made"]
+        """
+    )
+    rl.runpytest("--roofline-mode=off").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("mode", ["enforce", "off"])
+def test_a_setup_that_raises_fails_the_test_with_its_own_error(rl: pytest.Pytester, mode: str) -> None:
+    rl.makepyfile(
+        f"""
+        def reset():
+            raise KeyError("stale input")
+
+        def test_setup_fails(roofline):
+            roofline(lambda: None, setup=reset, op="copy", {COPY}, dtype="fp32")
+
+        def test_other():
+            pass
+        """
+    )
+    result = rl.runpytest(f"--roofline-mode={mode}")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(['*raise KeyError("stale input")', "E       KeyError: 'stale input'"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    result.stdout.no_fnmatch_line("*timing/engine.py*")  # the setup's frames, not the engine's
+
+
+def test_with_setup_returning_arguments_a_dtype_must_be_given(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        def test_no_dtype(roofline):
+            roofline(lambda a: None, setup=lambda: ((1,), {{}}), op="copy", {COPY})
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: copy needs dtype: pass dtype=... to the marker or the call (it cannot be read from"
+            " the arguments setup returns: they are made while measuring)"
+        ]
+    )
+
+
+# -- a marker-only test whose body cannot run twice -------------------------------------------------
+
+
+def test_a_marker_only_test_with_a_once_only_fixture_names_it(rl: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_benchmark")
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_both(benchmark):
+            benchmark(lambda: None)
+
+        def test_other():
+            pass
+        """
+    )
+    result = rl.runpytest("--benchmark-disable")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: test_both passed, then raised FixtureAlreadyUsed when run again to be timed: its "
+            "fixture 'benchmark' can be used only once per test (Fixture can only be used once.*). "
+            "Without the roofline fixture, @pytest.mark.speed_of_light times the whole test body by "
+            "running it many times; take the roofline fixture and time the kernel alone: "
+            "roofline(kernel, *args)"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_a_once_only_fixture_of_any_plugin_is_named(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        rl.path.joinpath("conftest.py").read_text()
+        + """
+
+class Spent(Exception):
+    pass
+
+
+class Token:
+    used = False
+
+    def use(self):
+        if self.used:
+            raise Spent("this token was used")
+        self.used = True
+
+
+@pytest.fixture
+def token():
+    return Token()
+
+
+@pytest.fixture
+def wallet(token):  # the once-only fixture, one fixture removed from the test
+    return [token]
+"""
+    )
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_token(token):
+            token.use()
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_wallet(wallet):
+            wallet[0].use()
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: test_token passed, then raised Spent *: its fixture 'token' *",
+            "roofline: test_wallet passed, then raised Spent *: its fixture 'token' *",
+        ]
+    )
+
+
+def test_a_body_error_unrelated_to_a_fixture_keeps_its_own_traceback(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        runs = []
+
+        @pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+        def test_second_run_fails(tmp_path):
+            runs.append(1)
+            assert len(runs) < 3, "ran too often"
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*AssertionError: ran too often*"])
+    result.stdout.no_fnmatch_line("*can be used only once*")
+
+
+# -- a marked test that measures nothing ----------------------------------------------------------
+
+
+NEVER_MEASURES = f"""
+import pytest
+
+pytestmark = pytest.mark.speed_of_light("gemm", {GEMM}, dtype="fp32")
+
+def test_forgot(roofline):
+    assert roofline.estimate().floor_s > 0  # an estimate measures nothing
+
+def test_measures(roofline):
+    roofline(lambda: None)
+
+def test_skipped_before_measuring(roofline):
+    pytest.skip("not here")
+
+def test_failed_before_measuring(roofline):
+    assert False, "broken"
+
+def test_without_the_fixture():
+    pass
+"""
+
+
+def test_a_marked_test_that_never_measures_warns(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_gate=NEVER_MEASURES)
+    result = rl.runpytest(*NO_MEASUREMENT_WARNS)
+    result.assert_outcomes(passed=3, skipped=1, failed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_gate.py::test_forgot",
+            "*RooflineWarning: test_gate.py::test_forgot is marked @pytest.mark.speed_of_light and takes"
+            " the roofline fixture, but measured nothing, so no budget was checked: call"
+            " roofline(kernel, *args) or roofline.measure(...) in the test (roofline.estimate measures"
+            " nothing), or drop the marker",
+        ]
+    )
+
+
+@pytest.mark.parametrize("source", ["option", "ini"])
+def test_a_marked_test_that_never_measures_fails_when_a_measurement_is_required(
+    rl: pytest.Pytester, source: str
+) -> None:
+    rl.makepyfile(test_gate=NEVER_MEASURES)
+    if source == "ini":
+        rl.makeini("[pytest]\nroofline_require_measurement = true\n")
+    result = rl.runpytest(*(["--roofline-require-measurement"] if source == "option" else []))
+    result.assert_outcomes(passed=2, skipped=1, failed=2)
+    origin = "--roofline-require-measurement" if source == "option" else "ini roofline_require_measurement"
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_forgot _*",
+            f"roofline: test_gate.py::test_forgot is marked * or drop the marker ({origin} requires a"
+            " measurement)",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*RooflineWarning*")
+
+
+def test_in_mode_off_a_call_counts_as_a_measurement(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_gate=NEVER_MEASURES)
+    result = rl.runpytest("--roofline-mode=off", "--roofline-require-measurement")
+    result.assert_outcomes(passed=2, skipped=1, failed=2)  # test_forgot still fails; test_measures passes
+    result.stdout.fnmatch_lines(["roofline: test_gate.py::test_forgot is marked *"])
+
+
+# -- names ------------------------------------------------------------------------------------------
+
+
+def test_a_bad_name_fails_its_test_and_spoils_neither_the_report_nor_junitxml(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        def test_newline(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", name="two\\nlines")
+
+        def test_nul(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", name="nul\\x00byte")
+
+        def test_fine(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", name="fine µs")
+        """
+    )
+    result = rl.runpytest("--roofline-report", "--junitxml=junit.xml")
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: name must be printable text on one line (no newline, tab or control character);"
+            " got 'two\\nlines'",
+            "*1 measurement(s): 1 pass; mode enforce",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    properties = ET.parse(rl.path / "junit.xml").getroot().iter("property")
+    assert "roofline[fine µs]_attained" in {p.get("name") for p in properties}
