@@ -663,10 +663,10 @@ def test_call_dtype_mistakes_fail_their_tests(rl: pytest.Pytester) -> None:
     result = rl.runpytest()
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines([
-        "roofline: copy: no dtype was given, and argument 0 has dtype object, which is not one: dtype 'object' is not "
-        "numeric (Python objects)*; pass dtype=... to the marker or the call",
-        "roofline: copy: no dtype was given, and argument 0 has dtype <U2, which is not one: dtype '<U2' is not numeric "
-        "(strings)*",
+        "roofline: copy: no dtype was given, and argument 0 has dtype object, which is not one: dtype "
+        "'object' is not numeric (Python objects)*; pass dtype=... to the marker or the call",
+        "roofline: copy: no dtype was given, and argument 0 has dtype <U2, which is not one: dtype '<U2' "
+        "is not numeric (strings)*",
         "roofline: fft takes complex data only (complex32, complex64 or complex128); dtype is int32*",
         "roofline: unknown dtype 'unit8' (did you mean 'uint8'?)*",
     ])  # fmt: skip

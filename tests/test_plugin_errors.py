@@ -210,8 +210,8 @@ CALL_MISTAKES = [
                  "copy needs dtype: pass dtype=... to the marker or the call",
                  id="no-dtype"),
     pytest.param(f'lambda a: None, __import__("numpy").zeros(3, "<U1"), op="copy", {COPY}',
-                 "copy: no dtype was given, and argument 0 has dtype <U1, which is not one: dtype '<U1' is not numeric "
-                 "(strings)*; pass dtype=... to the marker or the call", id="inferred-dtype"),
+                 "copy: no dtype was given, and argument 0 has dtype <U1, which is not one: dtype '<U1' is "
+                 "not numeric (strings)*; pass dtype=... to the marker or the call", id="inferred-dtype"),
     pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=2',
                  "min_fraction must be a number in (0, 1]; got 2", id="min-fraction-above-1"),
     pytest.param(f'lambda: None, op="copy", {COPY}, dtype="fp32", min_fraction=-0.5',
