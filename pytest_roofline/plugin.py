@@ -22,9 +22,10 @@ from .marker import FIXTURE, MARKER_DOC, has_marker
 from .options import SETTINGS, SessionSettings, check_peaks_kind
 
 if TYPE_CHECKING:
+    from .fixture import Roofline
     from .model import Device
     from .ops import OpSpec
-    from .session import Roofline, RooflineSession
+    from .session import RooflineSession
 
 #: users annotate the fixture's argument with ``pytest_roofline.plugin.Roofline``
 __all__ = ["Roofline", "roofline", "roofline_mode"]
@@ -35,8 +36,8 @@ SESSION_KEY = pytest.StashKey["RooflineSession"]()
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Roofline":  # the annotation users import: the session module, on demand
-        from .session import Roofline
+    if name == "Roofline":  # the annotation users import: the fixture module, on demand
+        from .fixture import Roofline
 
         return Roofline
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -78,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     served = any(impl.plugin is not ours for impl in hook.pytest_roofline_device.get_hookimpls())
     check_peaks_kind(settings, device_hooks=served)
     if _needs_session_now(config, settings):
-        session_of(config).check_session_device()
+        session_of(config).devices.check_session_device()
 
 
 def _needs_session_now(config: pytest.Config, settings: SessionSettings) -> bool:
@@ -145,6 +146,6 @@ def roofline(request: pytest.FixtureRequest) -> Roofline:
     a ``speed_of_light`` marker are defaults. Also ``roofline.measure``, ``roofline.estimate`` and
     ``roofline.device``.
     """
-    from .session import Roofline
+    from .fixture import Roofline
 
     return Roofline(request.node, session_of(request.config))

@@ -1,19 +1,22 @@
 """``-p no:roofline``: the stub (``pytest_roofline/stub.py``) keeps a suite written for the plugin running.
 
-The stub is its own ``pytest11`` entry point (``roofline_stub``); until the package is installed
-again that entry point is not there, so these runs load it by name with ``-p pytest_roofline.stub``,
-as the entry point will.
+The stub is its own ``pytest11`` entry point (``roofline_stub``). Where the package was installed
+before that entry point existed, these runs load it by name with ``-p pytest_roofline.stub``, as
+the entry point does; ``-p no:roofline_stub`` turns it off.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import entry_points
 
 import pytest
 
-STUB = ("-p", "pytest_roofline.stub")
+INSTALLED = any(ep.name == "roofline_stub" for ep in entry_points(group="pytest11"))
+STUB = () if INSTALLED else ("-p", "pytest_roofline.stub")
 OFF = ("-p", "no:roofline", *STUB)
+NO_STUB = ("-p", "no:roofline_stub") if INSTALLED else ()
 
 SUITE = """
 import functools
@@ -50,7 +53,7 @@ def test_with_the_plugin_off_the_marker_and_the_fixture_still_work(pytester: pyt
 def test_without_the_stub_the_plugin_off_breaks_strict_markers(pytester: pytest.Pytester) -> None:
     # what the stub is for: the marker is unknown, and the fixture is missing
     pytester.makepyfile(SUITE)
-    result = pytester.runpytest_subprocess("-p", "no:roofline", "--strict-markers")
+    result = pytester.runpytest_subprocess("-p", "no:roofline", *NO_STUB, "--strict-markers")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*'speed_of_light' not found in `markers` configuration option*"])
 

@@ -1,0 +1,34 @@
+"""Failing the current test with a message of ours: no traceback, no chained exception above it."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import pytest
+
+from .marker import FIXTURE
+
+
+def fail_test(message: str) -> NoReturn:
+    """Fail the current test with ``message`` only: no traceback, no chained exception above it."""
+    __tracebackhide__ = True
+    raise pytest.fail.Exception(message, pytrace=False) from None
+
+
+class failing_the_test:  # lower case, like contextlib.suppress: it reads as a with-statement
+    """Any of ``errors`` raised inside fails the current test with ``roofline: <its message>``.
+
+    A class, not a generator: its ``__exit__`` hides its own frame, so a failure in a hook shows no
+    frame at all, as it would without the ``with``.
+    """
+
+    def __init__(self, *errors: type[Exception]) -> None:
+        self.errors = errors
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        __tracebackhide__ = True
+        if isinstance(exc, self.errors):
+            fail_test(f"{FIXTURE}: {exc}")
