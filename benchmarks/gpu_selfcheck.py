@@ -127,7 +127,9 @@ def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> in
     options = parser.parse_args(argv)
 
     if importlib.util.find_spec("cupy") is None:
-        print("no CuPy: nothing to check (pip install 'pytest-roofline[cuda]')", file=sys.stderr)
+        print(
+            "no CuPy: nothing to check (pip install 'pytest-roofline[cuda12]' or '[cuda13]')", file=sys.stderr
+        )
         return 2
     if device_count() == 0:
         print("no GPU: nothing to check (cupy.cuda.runtime.getDeviceCount() == 0)", file=sys.stderr)

@@ -54,6 +54,7 @@ def test_several_cupy_packages_are_one_clear_error_not_zero_gpus(monkeypatch: py
     assert "several CuPy packages are installed side by side (cupy-cuda12x, cupy-cuda13x)" in message
     assert "pip uninstall cupy-cuda12x cupy-cuda13x" in message
     assert "pytest-roofline[cuda12]" in message
+    assert "[cuda13]" in message
     # and every later use says the same, though CuPy is in sys.modules by now
     with pytest.raises(CupyInstallError, match="several CuPy packages"):
         CudaBackend()
@@ -365,3 +366,21 @@ def test_engine_measures_through_holds_on_torchs_stream(monkeypatch: pytest.Monk
     assert {name for _, name in fake.entries("kernel")} == {"torch1"}
     assert fake.count("block") == fake.count("release") == fake.count("record") // 2
     assert "torch" in sys.modules  # the fake, not a real import
+
+
+# -- the extras ---------------------------------------------------------------------------------
+
+
+def test_one_extra_per_cuda_major_and_cuda_an_alias_of_cuda12() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+
+    assert [r.split(">")[0] for r in extras["cuda12"]] == ["cupy-cuda12x"]
+    assert [r.split(">")[0] for r in extras["cuda13"]] == ["cupy-cuda13x"]
+    assert extras["cuda"] == extras["cuda12"]
+    assert not any("cupy" in r for r in project["dependencies"])
+    for extra in ("cuda12", "cuda13"):  # what the error without CuPy tells users to install exists
+        assert f"[{extra}]" in cuda.NEED_CUPY
