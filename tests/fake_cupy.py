@@ -6,7 +6,8 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 
 ``cupy.cuda`` (``cupy/cuda/stream.pyx``, ``cupy/cuda/graph.pyx``, ``cupy/cuda/device.pyx``):
 
-- ``Device(device=None)``: context manager making ``device`` current; ``compute_capability``.
+- ``Device(device=None)``: context manager making ``device`` current; ``compute_capability``,
+  ``pci_bus_id`` (``"0000:18:00.0"`` for device 0, the next bus for each next one).
 - ``Event(block=False, disable_timing=False, interprocess=False)``; ``Event.record(stream=None)``
   (``None``: the current stream); ``Event.synchronize()``.
 - ``get_elapsed_time(start_event, end_event) -> float``: milliseconds; like
@@ -240,6 +241,10 @@ class FakeDevice:
         self.world = world
         self.id = world.current_device if device is None else device
         self._previous: list[int] = []
+
+    @property
+    def pci_bus_id(self) -> str:
+        return f"0000:{0x18 + self.id:02X}:00.0"
 
     @property
     def compute_capability(self) -> str:

@@ -61,6 +61,7 @@ from typing import Any
 from pytest_roofline.devices import DeviceError, DeviceProperties, from_properties
 from pytest_roofline.model import Device, Figure, Precision, Source, Unit
 from pytest_roofline.timing.base import Kernel, Policy, check_positive, check_window_counts
+from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.latency import LatencyFloor
 
 __all__ = [
@@ -268,6 +269,14 @@ class CudaBackend:
 
     def clock(self) -> float:
         return time.perf_counter()
+
+    def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher:
+        """An NVML watcher of this GPU's clocks (:mod:`.clocks`), found by PCI bus id: wrap a measurement
+        in ``with backend.watch_clocks() as watcher:`` and read ``watcher.log``."""
+        bus_id: str | None = None
+        with suppress(Exception), using_device(self.device) as device:  # no pci_bus_id on ROCm builds
+            bus_id = str(device.pci_bus_id)
+        return ClockWatcher(index=self.device, pci_bus_id=bus_id, interval_s=interval_s)
 
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
