@@ -18,7 +18,12 @@ from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cuda import MAX_BLOCKED_CALLS, CudaBackend, CupyInstallError
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.timing.latency import LatencyFloor, cpu_latency_floor, judged_floor
+from pytest_roofline.timing.latency import (
+    LatencyFloor,
+    cpu_latency_floor,
+    judged_floor,
+    measure_latency_floor,
+)
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
@@ -344,12 +349,18 @@ def test_judged_floor_checks_its_input(floor: float, latency: Any) -> None:
         judged_floor(floor, latency)
 
 
-def test_cpu_latency_floor_is_a_python_calls_cost() -> None:
-    floor = cpu_latency_floor()
+def test_cpu_latency_floor_is_an_empty_python_call_through_the_engine() -> None:
+    from fakes import FakeBackend
 
-    assert floor is cpu_latency_floor()
-    assert 0 < floor.floor_s < 1e-3
+    backend = FakeBackend(60e-9, device_name="fake cpu")  # every call of the empty function: 60 ns
+
+    floor = measure_latency_floor(backend)
+
+    assert floor.floor_s == pytest.approx(60e-9)
+    assert floor.device == "fake cpu"
+    assert floor.event_pair_s is None
     assert "empty Python call" in floor.note
+    assert cpu_latency_floor() is cpu_latency_floor()  # measured once per process
 
 
 # -- the engine over a held, torch-following backend --------------------------------------------
