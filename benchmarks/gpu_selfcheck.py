@@ -1,41 +1,54 @@
-"""Does the CUDA backend agree with ``cupyx.profiler.benchmark``? For whoever has a GPU.
+"""Does the CUDA backend agree with the other GPU timers? For whoever has a GPU.
 
-For each case (a 256 MiB device-to-device copy and a 4096³ float32 matmul) this prints the
-median per-call time measured by the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`
-with ``flush=False`` (``cupyx.profiler.benchmark`` cannot flush, so this is the apples-to-apples
-figure), the median of ``cupyx.profiler.benchmark(...).gpu_times`` for the same kernel in the same
-process, and their ratio (ours / cupyx). Both kernels are long enough that the ratio should sit
-near 1; this was written on a machine without a GPU, so no figure here has been seen yet.
+For each case (a 256 MiB device-to-device copy, a 4096³ float32 matmul, a 4 KiB elementwise kernel
+short enough to be launch-bound, and the example project's CuPy kernels) it measures the median
+per-call time with:
 
-Run from the repository root: ``python benchmarks/gpu_selfcheck.py [--device N]``. Without CuPy
-or without a GPU it prints one line saying so and exits with status 2.
+- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``flush=False``) on the
+  default stream (the reference every ratio divides by: ``cupyx.profiler.benchmark`` cannot flush);
+  on a side stream; with ``block=False`` (no blocking kernel: what hiding launch overhead is worth);
+  in graph mode (cases that can be captured: no cuBLAS); and cold (``flush=True``);
+- ``cupyx.profiler.benchmark`` (``gpu_times``), warm;
+- ``torch.cuda.Event`` pairs around back-to-back calls, warm, when PyTorch is installed;
+- ``triton.testing.do_bench`` (``return_mode="median"``), which clears the L2 before every call,
+  so it is set beside the engine's cold figure, when Triton is installed.
 
-It then does the same for every CuPy kernel of the example project (``example_project/kernels``),
-good and bad variants alike. To check more kernels, append :class:`Case` objects to :data:`CASES`,
-or call :func:`main` with your own list.
+Then one table: each timer's median and its ratio to the engine's warm default-stream median; the
+GPU's latency floor (:func:`~pytest_roofline.timing.cuda.latency_floor`) and what NVML saw of its
+clocks over the whole run (``pytest-roofline[nvml]``). ``--json PATH`` writes the same as JSON.
+This was written on a machine without a GPU: no figure from it has been seen yet.
+
+Run from the repository root: ``python benchmarks/gpu_selfcheck.py [--device N] [--json PATH]``.
+Without CuPy or without a GPU it prints one line saying so and exits with status 2. To check more
+kernels, append :class:`Case` objects to :data:`CASES`, or call :func:`main` with your own list.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
 from pytest_roofline.timing import Policy, measure
-from pytest_roofline.timing.cuda import CudaBackend, device_count, using_device
+from pytest_roofline.timing.cuda import CudaBackend, device_count, latency_floor, using_device
 from pytest_roofline.units import seconds as format_seconds
 
 #: cupyx.profiler.benchmark settings: calls timed, calls untimed first, and a wall-time cap (seconds)
 CUPYX_REPEAT = 200
 CUPYX_WARMUP = 10
 CUPYX_MAX_DURATION_S = 2.0
+#: calls between one torch.cuda.Event pair, and pairs taken
+TORCH_CALLS, TORCH_PAIRS = 20, 25
+#: the reference column every ratio divides by
+REFERENCE = "engine warm"
 
 Kernel = Callable[..., object]
 
@@ -46,11 +59,23 @@ class Case:
 
     name: str
     setup: Callable[[Any], tuple[Kernel, tuple[object, ...]]]
+    #: False for kernels that cannot be captured into a CUDA graph (cuBLAS through CuPy)
+    graph: bool = True
 
 
 def _copy_256_mib(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
     src = cupy.ones(64 * 2**20, dtype=cupy.float32)
     return cupy.copyto, (cupy.empty_like(src), src)
+
+
+def _short_elementwise(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
+    x = cupy.ones(1024, dtype=cupy.float32)
+    out = cupy.empty_like(x)
+
+    def scale(x: Any, out: Any) -> None:
+        cupy.multiply(x, 2, out=out)
+
+    return scale, (x, out)
 
 
 def _matmul_4096_f32(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
@@ -84,7 +109,8 @@ _COL, _MATRIX, _MATRIX_T = (_COLS,), (_ROWS, _COLS), (_COLS, _ROWS)
 
 CASES: list[Case] = [
     Case("copy 256 MiB d2d", _copy_256_mib),
-    Case("matmul 4096³ f32", _matmul_4096_f32),
+    Case("matmul 4096³ f32", _matmul_4096_f32, graph=False),
+    Case("short 4 KiB scale", _short_elementwise),
     # the example project's kernels, good and bad side by side
     Case("example saxpy vec4", _example("saxpy", (_N,), (_N,), lead=(0.5,))),
     Case(
@@ -99,35 +125,119 @@ CASES: list[Case] = [
 ]
 
 
-def check(case: Case, device: int, cupy: Any, benchmark: Callable[..., Any]) -> str:
-    """One line: our median, cupyx's median and their ratio for ``case`` on ``device``."""
+@dataclass
+class Row:
+    """One case's medians (seconds per call) by timer, and the notes of timers that could not run it."""
+
+    case: str
+    medians: dict[str, float] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def ratios(self) -> dict[str, float]:
+        ref = self.medians.get(REFERENCE)
+        return {name: t / ref for name, t in self.medians.items()} if ref else {}
+
+
+def _engine(fn: Kernel, args: tuple[object, ...], backend: CudaBackend, *, flush: bool = False) -> float:
+    return measure(fn, *args, policy=Policy(flush=flush), backend=backend).time_s
+
+
+def _torch_events(torch: Any, fn: Kernel, args: tuple[object, ...]) -> float:
+    for _ in range(TORCH_CALLS):
+        fn(*args)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(TORCH_PAIRS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(TORCH_CALLS):
+            fn(*args)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / TORCH_CALLS)  # ms per pair -> s per call
+    return statistics.median(times)
+
+
+def check(case: Case, device: int, cupy: Any, benchmark: Callable[..., Any], extra: dict[str, Any]) -> Row:
+    """Every timer's median for ``case`` on ``device``; a timer that fails is noted, not fatal."""
+    row = Row(case.name)
     with using_device(device):
         fn, args = case.setup(cupy)
-        ours = measure(fn, *args, policy=Policy(flush=False), backend=CudaBackend(device))
-        theirs = benchmark(
-            fn,
-            args,
-            n_repeat=CUPYX_REPEAT,
-            n_warmup=CUPYX_WARMUP,
-            max_duration=CUPYX_MAX_DURATION_S,
-            devices=(device,),
-        )
-    # gpu_times: seconds, one row per device in ``devices``, one column per repeat
-    cupyx_median = statistics.median(float(t) for t in theirs.gpu_times[0])
-    return (
-        f"{case.name:<20} ours {format_seconds(ours.time_s):>11} ({ours.stats.n} samples × "
-        f"{ours.calls_per_sample} calls)   cupyx {format_seconds(cupyx_median):>11} "
-        f"({len(theirs.gpu_times[0])} calls)   ratio {ours.time_s / cupyx_median:.3f}"
-    )
+        side = cupy.cuda.Stream(non_blocking=True)
+        timers: list[tuple[str, Callable[[], float]]] = [
+            (REFERENCE, lambda: _engine(fn, args, CudaBackend(device))),
+            ("engine side stream", lambda: _engine(fn, args, CudaBackend(device, stream=side))),
+            ("engine block=False", lambda: _engine(fn, args, CudaBackend(device, block=False))),
+            ("engine cold", lambda: _engine(fn, args, CudaBackend(device), flush=True)),
+        ]
+        if case.graph:
+            timers.append(("engine graph", lambda: _engine(fn, args, CudaBackend(device, graph=True))))
+
+        def cupyx() -> float:
+            theirs = benchmark(
+                fn, args, n_repeat=CUPYX_REPEAT, n_warmup=CUPYX_WARMUP,
+                max_duration=CUPYX_MAX_DURATION_S, devices=(device,),
+            )  # fmt: skip
+            # gpu_times: seconds, one row per device in ``devices``, one column per repeat
+            return statistics.median(float(t) for t in theirs.gpu_times[0])
+
+        timers.append(("cupyx", cupyx))
+        if "torch" in extra:
+            timers.append(("torch.cuda.Event", lambda: _torch_events(extra["torch"], fn, args)))
+        if "do_bench" in extra:
+            do_bench = extra["do_bench"]
+            timers.append(
+                ("triton do_bench (cold)", lambda: do_bench(lambda: fn(*args), return_mode="median") / 1e3)
+            )
+        for name, timer in timers:
+            try:
+                row.medians[name] = timer()
+            except Exception as exc:  # one timer's failure (graph capture refused, say) is a finding
+                row.notes[name] = f"{type(exc).__name__}: {exc}"
+    return row
+
+
+def table(rows: Sequence[Row]) -> str:
+    names = list(dict.fromkeys(name for row in rows for name in (*row.medians, *row.notes)))
+    lines = [f"{'case':<26}" + "".join(f"{name:>26}" for name in names)]
+    for row in rows:
+        ratios = row.ratios()
+        cells = []
+        for name in names:
+            if name in row.medians:
+                cells.append(f"{format_seconds(row.medians[name])} ({ratios.get(name, float('nan')):.3f})")
+            else:
+                cells.append("failed" if name in row.notes else "-")
+        lines.append(f"{row.case:<26}" + "".join(f"{cell:>26}" for cell in cells))
+    for row in rows:
+        lines.extend(f"  {row.case}, {name}: {note}" for name, note in row.notes.items())
+    return "\n".join(lines)
+
+
+def _optional_timers() -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            extra["torch"] = torch
+    if importlib.util.find_spec("triton") is not None:
+        from triton.testing import do_bench
+
+        extra["do_bench"] = do_bench
+    return extra
 
 
 def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default: 0)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     options = parser.parse_args(argv)
 
     if importlib.util.find_spec("cupy") is None:
-        print("no CuPy: nothing to check (pip install 'pytest-roofline[cuda]')", file=sys.stderr)
+        print(
+            "no CuPy: nothing to check (pip install 'pytest-roofline[cuda12]' or '[cuda13]')", file=sys.stderr
+        )
         return 2
     if device_count() == 0:
         print("no GPU: nothing to check (cupy.cuda.runtime.getDeviceCount() == 0)", file=sys.stderr)
@@ -137,9 +247,43 @@ def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> in
     from cupyx.profiler import benchmark
 
     backend = CudaBackend(options.device)
+    extra = _optional_timers()
     print(f"CuPy {cupy.__version__}; device {options.device}: {backend.device_name}")
-    for case in cases:
-        print(check(case, options.device, cupy, benchmark), flush=True)
+    print(f"optional timers: {', '.join(sorted(extra)) or 'none (no PyTorch with CUDA, no Triton)'}")
+    floor = latency_floor(options.device)
+    print(f"latency floor: {format_seconds(floor.floor_s)} ({floor.note})")
+    rows = []
+    with backend.watch_clocks(interval_s=0.1) as watcher:
+        for case in cases:
+            rows.append(check(case, options.device, cupy, benchmark, extra))
+            print(f"  measured {case.name}", flush=True)
+    print(f"ratios: each timer's median over {REFERENCE!r}'s")
+    print(table(rows))
+    print(f"clocks: {watcher.log.summary()}")
+    if options.json:
+        Path(options.json).write_text(
+            json.dumps(
+                {
+                    "device": backend.device_name,
+                    "cupy": cupy.__version__,
+                    "reference": REFERENCE,
+                    "latency_floor_s": floor.floor_s,
+                    "event_pair_s": floor.event_pair_s,
+                    "clocks": {
+                        "watched": watcher.log.watched,
+                        "note": watcher.log.note,
+                        "min_sm_mhz": watcher.log.min_sm_mhz,
+                        "max_sm_mhz": watcher.log.max_sm_mhz,
+                        "throttled": list(watcher.log.reasons),
+                    },
+                    "rows": [
+                        {"case": r.case, "median_s": r.medians, "ratio": r.ratios(), "failed": r.notes}
+                        for r in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

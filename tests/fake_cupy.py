@@ -6,7 +6,8 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 
 ``cupy.cuda`` (``cupy/cuda/stream.pyx``, ``cupy/cuda/graph.pyx``, ``cupy/cuda/device.pyx``):
 
-- ``Device(device=None)``: context manager making ``device`` current; ``compute_capability``.
+- ``Device(device=None)``: context manager making ``device`` current; ``compute_capability``,
+  ``pci_bus_id`` (``"0000:18:00.0"`` for device 0, the next bus for each next one).
 - ``Event(block=False, disable_timing=False, interprocess=False)``; ``Event.record(stream=None)``
   (``None``: the current stream); ``Event.synchronize()``.
 - ``get_elapsed_time(start_event, end_event) -> float``: milliseconds; like
@@ -30,14 +31,33 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 ``memsetAsync(ptr, value, size, stream)``.
 
 ``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``copyto(dst, src)``,
-``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``.
+``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``,
+``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
+``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
+``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
+GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), any other is a kernel;
+``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
+``runtime.hostAllocMapped``.
+
+Capture is per stream, as in CUDA: ``end_capture`` counts the kernels launched on its own stream;
+a kernel on the legacy stream while another stream captures raises
+``cudaErrorStreamCaptureImplicit`` and invalidates the capture (``end_capture`` then raises).
+
+``FakeCupy(duplicate=("cupy-cuda12x", "cupy-cuda13x"))`` installs instead an import hook: ``import
+cupy`` gives CuPy's own "multiple CuPy packages are installed" ``UserWarning`` (verbatim layout of
+``cupy/_environment.py``) and then yields the module, as CuPy does.
 
 Everything that reaches the device is appended to ``log`` as a small tuple, in order:
 ``("record", stream)``, ``("kernel", stream)`` (a kernel ran while ``stream`` was current),
 ``("flush", stream)``, ``("synchronize", what)``, ``("elapsed",)``, ``("enter", stream)``,
 ``("exit", stream)``, ``("device", index)``, ``("alloc", nbytes)``, ``("begin_capture", stream)``,
 ``("end_capture", stream)``, ``("launch", stream, kernels)``, ``("wait_event", stream)``,
-``("attribute", name)``. Streams appear by name: ``"null"``, ``"stream1"``..., ``"external:<ptr>"``.
+``("attribute", name)``, ``("block", stream, ticket)`` (the blocking kernel queued),
+``("release", count)`` (the host wrote the release count: logged before the next entry after the
+write), ``("block_timeout", ticket)`` (the host synchronized on a stream still held: a real
+blocking kernel would spin until its timeout). Streams appear by name: ``"null"``,
+``"stream1"``..., ``"external:<ptr>"``; a foreign handle of a stream the fake already knows (a fake
+``torch.cuda`` stream) keeps that stream's name.
 
 Elapsed times are scripted: ``elapsed_ms`` (a sequence, its last value repeating), or else
 ``kernel_ms`` times the kernels that ran between the two events (a graph launch counts its kernels).
@@ -45,6 +65,9 @@ Elapsed times are scripted: ``elapsed_ms`` (a sequence, its last value repeating
 
 from __future__ import annotations
 
+import ctypes
+import importlib.abc
+import importlib.machinery
 import itertools
 import sys
 import types
@@ -87,6 +110,18 @@ HIP_ATTRIBUTES = {
 }
 
 
+class _Log(list[tuple[Any, ...]]):
+    """The ordered log; before each entry it notes a release count the host wrote since the last one."""
+
+    def __init__(self, world: FakeCupy) -> None:
+        super().__init__()
+        self.world = world
+
+    def append(self, entry: tuple[Any, ...]) -> None:
+        self.world.poll_release()
+        super().append(entry)
+
+
 class FakeCudaError(RuntimeError):
     """Stands in for ``cupy_backends.cuda.api.runtime.CUDARuntimeError`` (a RuntimeError)."""
 
@@ -123,6 +158,7 @@ class FakeEvent:
         self.position = len(self.world.log)
 
     def synchronize(self) -> None:
+        self.world.drain_blocks()
         self.world.log.append(("synchronize", "event"))
         if self.position is not None:
             self.world.synced_upto = max(self.world.synced_upto, self.position)
@@ -145,7 +181,12 @@ class FakeStream:
         self.device_id = device_id
         self.name = name
         self._capture_start: int | None = None
-        world.streams_by_ptr[ptr] = self
+        self.invalidated = False
+        world.streams_by_ptr.setdefault(ptr, self)
+
+    @property
+    def capturing(self) -> bool:
+        return self._capture_start is not None
 
     def __repr__(self) -> str:
         return f"<FakeStream {self.name}>"
@@ -165,6 +206,7 @@ class FakeStream:
         self.world.log.append(("exit", self.name))
 
     def synchronize(self) -> None:
+        self.world.drain_blocks()
         self.world.log.append(("synchronize", f"stream:{self.name}"))
         self.world.synced_upto = len(self.world.log)
 
@@ -181,12 +223,16 @@ class FakeStream:
             raise RuntimeError("cannot capture on the default (legacy) stream")
         self.world.log.append(("begin_capture", self.name))
         self._capture_start = len(self.world.log)
+        self.invalidated = False
 
     def end_capture(self) -> FakeGraph:
         assert self._capture_start is not None, "end_capture without begin_capture"
-        kernels = sum(1 for entry in self.world.log[self._capture_start :] if entry[0] == "kernel")
+        mine = ("kernel", self.name)
+        kernels = sum(1 for entry in self.world.log[self._capture_start :] if entry == mine)
         self._capture_start = None
         self.world.log.append(("end_capture", self.name))
+        if self.invalidated:
+            raise FakeCudaError("cudaErrorStreamCaptureInvalidated: operation failed due to a previous error")
         return FakeGraph(self.world, kernels)
 
 
@@ -195,6 +241,10 @@ class FakeDevice:
         self.world = world
         self.id = world.current_device if device is None else device
         self._previous: list[int] = []
+
+    @property
+    def pci_bus_id(self) -> str:
+        return f"0000:{0x18 + self.id:02X}:00.0"
 
     @property
     def compute_capability(self) -> str:
@@ -228,7 +278,9 @@ class FakeCupy:
         kernel_ms: float = 0.01,
         from_external: bool = True,
         bfloat16: bool = False,
+        duplicate: Sequence[str] = (),
     ) -> None:
+        self.duplicate = tuple(duplicate)
         self.device_count = device_count
         self.count_error = count_error
         self.properties = dict(properties)
@@ -238,7 +290,15 @@ class FakeCupy:
         self.elapsed_ms = list(elapsed_ms) if elapsed_ms is not None else None
         self.kernel_ms = kernel_ms
         self.bfloat16 = bfloat16
-        self.log: list[tuple[Any, ...]] = []
+        self.log: list[tuple[Any, ...]] = _Log(self)
+        #: addresses of the release counts the blocking kernel was given, and (address, ticket) of
+        #: the blocking kernels queued since the last host sync
+        self.block_flags: list[int] = []
+        self.pending_blocks: list[tuple[int, int]] = []
+        self._released_seen: dict[int, int] = {}
+        self._pinned: list[ctypes.Array[ctypes.c_char]] = []
+        #: (code, name) of every RawKernel built
+        self.raw_kernels: list[tuple[str, str]] = []
         #: (value, size, stream name) of every memsetAsync
         self.memsets: list[tuple[int, int, str]] = []
         self.external_streams: list[tuple[int, int]] = []  # ExternalStream(ptr, device_id) calls
@@ -255,6 +315,14 @@ class FakeCupy:
     # -- what tests use --------------------------------------------------------------------
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
+        # the backend's per-process memory: what an earlier test's fake left must not leak into this one
+        monkeypatch.setattr("pytest_roofline.timing.cuda._duplicate_error", None)
+        monkeypatch.setattr("pytest_roofline.timing.cuda._latency_floors", {})
+        if self.duplicate:
+            monkeypatch.setitem(sys.modules, "cupy", None)  # undone at teardown: removed again
+            monkeypatch.delitem(sys.modules, "cupy")
+            monkeypatch.setattr(sys, "meta_path", [_DuplicateFinder(self), *sys.meta_path])
+            return self
         monkeypatch.setitem(sys.modules, "cupy", self.cupy)
         monkeypatch.setitem(sys.modules, "cupy.cuda", self.cupy.cuda)
         monkeypatch.setitem(sys.modules, "cupy.cuda.runtime", self.cupy.cuda.runtime)
@@ -262,7 +330,40 @@ class FakeCupy:
 
     def kernel(self, *args: object) -> None:
         """A stand-in kernel: logs that it ran, on the current stream."""
-        self.log.append(("kernel", self.current_stream.name))
+        self.launch(self.current_stream)
+
+    def launch(self, stream: FakeStream) -> None:
+        """A kernel queued on ``stream``; refused on the legacy stream while another one captures."""
+        capturing = [s for s in self.streams_by_ptr.values() if s.capturing and s is not stream]
+        if capturing and stream.ptr in (0, 1) and not stream.capturing:
+            for other in capturing:
+                other.invalidated = True
+            raise FakeCudaError(
+                "cudaErrorStreamCaptureImplicit: operation would make the legacy stream depend on a "
+                "capturing blocking stream"
+            )
+        self.log.append(("kernel", stream.name))
+
+    def poll_release(self) -> None:
+        """Log the host's write of a blocking kernel's release count (read from the real pinned memory)."""
+        for address in self.block_flags:
+            value = ctypes.c_int64.from_address(address).value
+            if value != self._released_seen.get(address, 0):
+                self._released_seen[address] = value
+                list.append(self.log, ("release", value))
+
+    def drain_blocks(self) -> None:
+        """A host sync: every queued blocking kernel either was released or spins until its timeout."""
+        self.poll_release()
+        for address, ticket in self.pending_blocks:
+            if ctypes.c_int64.from_address(address).value < ticket:
+                ctypes.c_int64.from_address(address + 8).value = ticket
+                list.append(self.log, ("block_timeout", ticket))
+        self.pending_blocks.clear()
+
+    def stream_name(self, ptr: int) -> str:
+        known = self.streams_by_ptr.get(ptr)
+        return known.name if known is not None else f"external:{ptr}"
 
     @property
     def current_stream(self) -> FakeStream:
@@ -300,7 +401,7 @@ class FakeCupy:
             def _from_external(cls: type, obj: Any) -> FakeStream:
                 version, ptr = obj.__cuda_stream__()
                 assert version == 0
-                return FakeStream(world, ptr, world.current_device, f"external:{ptr}")
+                return FakeStream(world, ptr, world.current_device, world.stream_name(ptr))
 
             Stream.from_external = classmethod(_from_external)
 
@@ -312,7 +413,7 @@ class FakeCupy:
                     stacklevel=2,
                 )
             world.external_streams.append((ptr, device_id))
-            return FakeStream(world, ptr, device_id, f"external:{ptr}")
+            return FakeStream(world, ptr, device_id, world.stream_name(ptr))
 
         def get_elapsed_time(start: FakeEvent, end: FakeEvent) -> float:
             if start.position is None or end.position is None:
@@ -378,12 +479,103 @@ class FakeCupy:
             world.kernel()
             return out if out is not None else FakeArray((a.shape[0], b.shape[1]), a.dtype)
 
+        class PinnedMemory:
+            def __init__(self, size: int, flags: int = 0) -> None:
+                buffer = ctypes.create_string_buffer(size)
+                world._pinned.append(buffer)  # kept alive for the test
+                self.size, self.flags = size, flags
+                self.ptr = ctypes.addressof(buffer)
+
+        class RawKernel:
+            def __init__(
+                self,
+                code: str,
+                name: str,
+                options: tuple[str, ...] = (),
+                backend: str = "nvrtc",
+                translate_cucomplex: bool = False,
+                *,
+                enable_cooperative_groups: bool = False,
+                jitify: bool = False,
+            ) -> None:
+                self.code, self.name = code, name
+                world.raw_kernels.append((code, name))
+
+            def __call__(
+                self,
+                grid: tuple[int, ...],
+                block: tuple[int, ...],
+                args: tuple[Any, ...],
+                *,
+                shared_mem: int = 0,
+                stream: FakeStream | None = None,
+            ) -> None:
+                target = stream if stream is not None else world.current_stream
+                if self.name != "roofline_block":
+                    world.launch(target)
+                    return
+                address, ticket = int(args[0]), int(args[1])
+                if address not in world.block_flags:
+                    world.block_flags.append(address)
+                world.pending_blocks.append((address, ticket))
+                world.log.append(("block", target.name, ticket))
+
+        cupy.RawKernel = RawKernel
+        cuda.PinnedMemory = PinnedMemory
+        runtime.hostAllocMapped = 2
         cupy.empty = alloc
         cupy.ones = alloc
         cupy.copyto = lambda dst, src: world.kernel()
+        cupy.__version__ = "14.0.0"
         cupy.matmul = matmul
         cupy.uint8, cupy.float16, cupy.float32, cupy.float64 = np.uint8, np.float16, np.float32, np.float64
         return cupy
+
+
+#: CuPy's warning, laid out as cupy/_environment.py's _detect_duplicate_installation writes it
+_DUPLICATE_WARNING = """
+--------------------------------------------------------------------------------
+
+  CuPy may not function correctly because multiple CuPy packages are installed
+  in your environment:
+
+    {packages}
+
+  Follow these steps to resolve this issue:
+
+    1. For all packages listed above, run the following command to remove all
+       existing CuPy installations:
+
+         $ pip uninstall <package_name>
+
+    2. Install the appropriate CuPy package.
+       Refer to the Installation Guide for detailed instructions.
+
+         https://docs.cupy.dev/en/stable/install.html
+
+--------------------------------------------------------------------------------
+"""
+
+
+class _DuplicateFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import cupy`` warns as CuPy does with several of its packages installed, then gives the fake."""
+
+    def __init__(self, world: FakeCupy) -> None:
+        self.world = world
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "cupy":
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return self.world.cupy
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        packages = ", ".join(sorted(self.world.duplicate))
+        warnings.warn(_DUPLICATE_WARNING.format(packages=packages), stacklevel=2)  # a UserWarning
 
 
 def install_fake_ml_dtypes(monkeypatch: pytest.MonkeyPatch) -> FakeDType:

@@ -50,7 +50,7 @@ IDENTITY: list[tuple[str, tuple[str, ...], str, int, float, int]] = [
     ("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50),
     ("h100-pcie", ("NVIDIA H100 PCIe",), "cuda", 114, 2000, 50),
     ("h100-nvl", ("NVIDIA H100 NVL",), "cuda", 132, 3900, 50),
-    ("h200", ("NVIDIA H200",), "cuda", 132, 4800, 50),
+    ("h200", ("NVIDIA H200",), "cuda", 132, 4800, 60),  # issue 12: the driver reports 60 MB
     ("b200", ("NVIDIA B200",), "cuda", 148, 8000, 126),
     ("mi250x", ("AMD Instinct MI250X/MI250",), "rocm", 110, 1638, 8),
     ("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32),
@@ -157,7 +157,9 @@ PEAKS: list[tuple[str, Precision, Unit, float, Source, str]] = [
     ("h200", P.BF16, TC, 989.5, Source.DATASHEET, ""),
     ("h200", P.FP16, V, 133.8, Source.DATASHEET, "unconfirmed"),  # "133.8?"
     ("b200", P.BF16, TC, 2250, Source.DATASHEET, ""),
-    ("b200", P.FP64, TC, 37, Source.DATASHEET, ""),
+    ("b200", P.FP64, TC, 40, Source.DATASHEET, ""),  # the 1000 W brief (issue 12)
+    ("b200", P.FP32, V, 80, Source.DATASHEET, ""),
+    ("l40s", P.FP64, V, 1.43, Source.DERIVED, ""),  # not on the L40S datasheet
     ("a100-sxm-40gb", P.BF16, V, 39, Source.DATASHEET, ""),
     ("a100-sxm-80gb", P.BF16, V, 39, Source.DATASHEET, ""),
     ("a100-pcie-80gb", P.BF16, V, 39, Source.DATASHEET, ""),
@@ -523,3 +525,32 @@ def test_a_registered_device_claiming_a_table_name_is_found_by_that_name_or_refu
 
 def test_the_device_table_fixture_left_the_table_alone() -> None:
     assert sorted(table()) == sorted(KEYS)
+
+
+#: sparse (2:4) figures as the datasheets print them, TFLOP/s (TOPS for INT8): a dense cell equal to
+#: one of these is a sparse figure copied into the dense table (hardware.md section 2's warning)
+KNOWN_SPARSE = {
+    "a100-sxm-80gb": {(P.TF32, TC): 312, (P.FP16, TC): 624, (P.BF16, TC): 624, (P.INT8, TC): 1248},
+    "l4": {(P.TF32, TC): 120, (P.FP16, TC): 242, (P.FP8_E4M3, TC): 485, (P.INT8, TC): 485},
+    "l40s": {(P.TF32, TC): 366, (P.FP16, TC): 733, (P.FP8_E4M3, TC): 1466, (P.INT8, TC): 1466},
+    "h100-sxm": {(P.TF32, TC): 989, (P.FP16, TC): 1979, (P.FP8_E4M3, TC): 3958, (P.INT8, TC): 3958},
+    "h100-pcie": {(P.TF32, TC): 756, (P.FP16, TC): 1513, (P.FP8_E4M3, TC): 3026, (P.INT8, TC): 3026},
+    "h100-nvl": {(P.TF32, TC): 835, (P.BF16, TC): 1671, (P.FP8_E4M3, TC): 3341, (P.INT8, TC): 3341},
+    "h200": {(P.TF32, TC): 989, (P.FP16, TC): 1979, (P.FP8_E4M3, TC): 3958, (P.INT8, TC): 3958},
+    "b200": {(P.TF32, TC): 2200, (P.FP16, TC): 4500, (P.FP8_E4M3, TC): 9000, (P.INT8, TC): 9000},
+    "mi300x": {(P.TF32, TC): 1307.4, (P.FP16, TC): 2614.9, (P.FP8_E4M3, TC): 5229.8, (P.INT8, TC): 5229.8},
+}
+
+
+@pytest.mark.parametrize("key", sorted(KNOWN_SPARSE))
+def test_no_dense_figure_is_a_known_sparse_one(key: str) -> None:
+    device = lookup(key)
+    for (precision, unit), sparse in KNOWN_SPARSE[key].items():
+        dense = device.peaks[(precision, unit)].value / 1e12
+        assert abs(dense - sparse) > 0.01 * sparse, f"{key} {precision} {unit}: {dense} is the sparse figure"
+
+
+def test_every_row_names_its_source() -> None:
+    from pytest_roofline.devices import _ROWS
+
+    assert [row.key for row in _ROWS if not row.source] == []

@@ -468,7 +468,7 @@ def test_importing_the_module_does_not_import_cupy() -> None:
 def test_missing_cupy_is_a_clear_runtime_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cupy", None)
 
-    with pytest.raises(RuntimeError, match=r"needs CuPy: pip install 'pytest-roofline\[cuda\]'") as excinfo:
+    with pytest.raises(RuntimeError, match=r"needs CuPy: pip install 'pytest-roofline\[cuda12\]'") as excinfo:
         CudaBackend()
 
     assert excinfo.value.__suppress_context__  # no ImportError traceback chained in front of it

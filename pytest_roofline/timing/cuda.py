@@ -28,33 +28,61 @@ Every CuPy call here is written against CuPy's documented API (docs.cupy.dev) an
   refused during capture, cupy/cupy#6290, so graph mode suits CuPy elementwise/raw kernels).
 - Ceilings: ``cupy.empty``, ``cupy.ones``, ``cupy.copyto`` (a cudaMemcpyAsync for equal,
   contiguous arrays) and ``cupy.matmul(a, b, out=c)``.
+- The blocking kernel and the latency floor: ``cupy.RawKernel(code, name)`` called as
+  ``kernel(grid, block, args, stream=stream)`` (``cupy/_core/raw.pyx``, ``cupy/cuda/function.pyx``),
+  ``cupy.cuda.PinnedMemory(size, flags)`` with ``cupy.cuda.runtime.hostAllocMapped``
+  (``cupy/cuda/pinned_memory.pyx``, ``cupy_backends/cuda/api/runtime.pxd``). Under unified
+  addressing (every 64-bit CUDA platform) a mapped pinned pointer is valid in device code as is.
+
+PyTorch is never imported here. When it is already loaded (``"torch" in sys.modules``) and has
+initialized CUDA (``torch.cuda.is_initialized()``), the default timing stream is PyTorch's current
+stream for the device (``torch.cuda.current_stream(device).cuda_stream``, wrapped for CuPy), and
+any other timing stream is made PyTorch's current one for the windows (``torch.cuda.stream(...)``,
+``torch.cuda.ExternalStream(ptr, device)``), so PyTorch kernels launch where the events are.
+
+Importing CuPy: CuPy warns (a ``UserWarning``) when several of its packages are installed side by
+side (``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
+(:class:`CupyInstallError`), never a silent fallback to the CPU.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
+import re
+import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Any
 
 from pytest_roofline.devices import DeviceError, DeviceProperties, from_properties
 from pytest_roofline.model import Device, Figure, Precision, Source, Unit
-from pytest_roofline.timing.base import Kernel, Policy, check_window_counts
+from pytest_roofline.timing.base import Kernel, Policy, check_positive, check_window_counts
+from pytest_roofline.timing.clocks import ClockWatcher
+from pytest_roofline.timing.latency import LatencyFloor
 
 __all__ = [
+    "BLOCK_TIMEOUT_S",
     "EVENT_RESOLUTION_S",
+    "MAX_BLOCKED_CALLS",
     "MIN_FLUSH_BYTES",
     "CudaBackend",
+    "CupyInstallError",
     "cuda_device",
     "device_count",
     "device_properties",
+    "latency_floor",
     "measure_ceilings",
     "using_device",
 ]
 
-NEED_CUPY = "CUDA measurement needs CuPy: pip install 'pytest-roofline[cuda]'"
+NEED_CUPY = (
+    "CUDA measurement needs CuPy: pip install 'pytest-roofline[cuda12]' (or [cuda13] for CUDA 13;"
+    " with a CuPy already installed, no extra)"
+)
 NO_DEVICE = "no CUDA device is visible (cupy.cuda.runtime.getDeviceCount() == 0)"
 
 #: cudaEventElapsedTime: "milliseconds with a resolution of around 0.5 microseconds" (CUDA Runtime API)
@@ -66,16 +94,39 @@ MIN_COPY_BYTES = 512 * 2**20
 #: square matmul size for the FLOP/s ceilings: large enough to saturate, small enough for fp64 on GeForce
 MATMUL_N = 4096
 
+#: the blocking kernel gives up holding a stream after this long (a kernel that synchronizes
+#: while its window is queued would otherwise wait for it forever)
+BLOCK_TIMEOUT_S = 10.0
+#: windows of more calls than this are not held: the driver's launch queue is finite, and a host
+#: blocked on a full queue behind a held stream would wait out the timeout
+MAX_BLOCKED_CALLS = 256
+
 _LEGACY_STREAM_PTRS = (0, 1)  # cudaStreamLegacy: cannot be captured into a graph
+
+#: CuPy's warning when several of its packages are installed (cupy/_environment.py)
+_DUPLICATE_MARK = "multiple CuPy packages are installed"
+_duplicate_error: str | None = None
+
+
+class CupyInstallError(RuntimeError):
+    """Several CuPy packages are installed side by side; CuPy warns it may not work."""
 
 
 def device_count() -> int:
-    """GPUs CuPy can see; 0 when CuPy is missing or broken, or there is no driver or device. Never raises."""
-    try:
-        import cupy
+    """GPUs CuPy can see; 0 when CuPy is missing or broken, or there is no driver or device.
 
+    Raises only :class:`CupyInstallError`: several CuPy packages installed is a broken environment
+    to fix, not a machine without a GPU.
+    """
+    try:
+        cupy = _load_cupy()
+    except CupyInstallError:
+        raise
+    except Exception:  # ImportError, OSError (missing CUDA libraries)
+        return 0
+    try:
         return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # ImportError, CUDARuntimeError (no driver), OSError (missing CUDA libraries)
+    except Exception:  # CUDARuntimeError (no driver)
         return 0
 
 
@@ -132,10 +183,13 @@ class CudaBackend:
     """Times windows of back-to-back calls on a GPU with CUDA events.
 
     ``stream``: where the events are recorded and the calls run (entered as ``with stream:``, so
-    CuPy kernels launch on it). ``None`` means CuPy's current stream at each :meth:`run`; or a
-    CuPy stream; or a foreign stream as an int handle (``torch.cuda.current_stream().cuda_stream``)
-    or an object with ``__cuda_stream__``, wrapped with ``Stream.from_external`` (CuPy >= 14) or
-    ``ExternalStream``. Kernels of other libraries must launch on that same stream.
+    CuPy kernels launch on it, and made PyTorch's current stream when PyTorch has initialized
+    CUDA). ``None`` means the framework's current stream at each :meth:`run`: PyTorch's
+    (``torch.cuda.current_stream(device)``) when PyTorch is loaded and has initialized CUDA, else
+    CuPy's. Or a CuPy stream; or a foreign stream: an int handle, an object with ``cuda_stream``
+    (``torch.cuda.Stream``) or ``__cuda_stream__``, wrapped with ``Stream.from_external``
+    (CuPy >= 14) or ``ExternalStream``. Kernels of other libraries must launch on that same
+    stream. :meth:`on_stream` names one for a block of runs.
 
     ``flush_bytes``: size of the device buffer written before every window when ``run(flush=True)``;
     default max(2 × L2, 256 MiB). It is allocated on the first flush and reused.
@@ -143,8 +197,18 @@ class CudaBackend:
     ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one
     CUDA graph, launches it once untimed, then times one replay per window; for kernels dominated
     by launch overhead. Capture needs a non-default stream: with ``stream=None`` the backend uses
-    a private non-blocking stream, ordered after the current one. In a pytest run, serve such a
-    backend from the ``pytest_roofline_backend`` hook.
+    a private non-blocking stream, ordered after the current one (and made PyTorch's current
+    stream while capturing and replaying). What cannot be captured (a kernel that synchronizes,
+    allocates with ``cudaMalloc`` or calls a library that refuses capture) is a RuntimeError that
+    says so. In a pytest run, serve such a backend from the ``pytest_roofline_backend`` hook.
+
+    ``block=True`` (the default on CUDA; ROCm has no ``%globaltimer``): before each window's start
+    event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host memory,
+    and the host releases it once the window's calls and end event are queued (nvbench's
+    ``blocking_kernel``), so the window times the GPU's work, not the host's launch rate. The
+    flush stays before the hold, outside the window. Windows of more than
+    :data:`MAX_BLOCKED_CALLS` calls are not held. A hold lasting ``block_timeout_s`` gives up (a
+    kernel that synchronized while queued) and the run raises instead of returning those times.
     """
 
     name = "cuda"
@@ -156,12 +220,18 @@ class CudaBackend:
         stream: object | None = None,
         flush_bytes: int | None = None,
         graph: bool = False,
+        block: bool = True,
+        block_timeout_s: float = BLOCK_TIMEOUT_S,
     ) -> None:
         self._cupy = _require_device(device)
         if flush_bytes is not None and (
             not isinstance(flush_bytes, int) or isinstance(flush_bytes, bool) or flush_bytes < 1
         ):
             raise ValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
+        for flag, value in (("graph", graph), ("block", block)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{flag} must be True or False; got {value!r}")
+        check_positive("block_timeout_s", block_timeout_s)
         props = device_properties(device)
         self.device = device
         self.properties = props
@@ -169,16 +239,44 @@ class CudaBackend:
         self.resolution_s = EVENT_RESOLUTION_S
         self.flush_bytes = flush_bytes or max(2 * props.l2_bytes, MIN_FLUSH_BYTES)
         self.graph = graph
-        with using_device(device):
-            self._stream = None if stream is None else _as_cupy_stream(self._cupy, stream, device)
+        self.block = block and props.kind != "rocm"
+        self.block_timeout_s = float(block_timeout_s)
         if graph:
             self._check_graph_support(props)
+        self._given: object | None = None
+        self._stream: Any = None
+        if stream is not None:
+            self._given, self._stream = stream, self._wrap(stream)
         self._capture_stream: Any = None
+        self._torch_views: dict[int, Any] = {}
         self._flush_buffer: Any = None
         self._flush_value = 0
+        self._blocker: _Blocker | None = None
+
+    @contextmanager
+    def on_stream(self, stream: object | None) -> Iterator[CudaBackend]:
+        """Time on ``stream`` (what the constructor's ``stream=`` takes) inside the block, then on
+        what the backend was built with again. ``None`` changes nothing."""
+        if stream is None:
+            yield self
+            return
+        saved = self._given, self._stream
+        self._given, self._stream = stream, self._wrap(stream)
+        try:
+            yield self
+        finally:
+            self._given, self._stream = saved
 
     def clock(self) -> float:
         return time.perf_counter()
+
+    def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher:
+        """An NVML watcher of this GPU's clocks (:mod:`.clocks`), found by PCI bus id: wrap a measurement
+        in ``with backend.watch_clocks() as watcher:`` and read ``watcher.log``."""
+        bus_id: str | None = None
+        with suppress(Exception), using_device(self.device) as device:  # no pci_bus_id on ROCm builds
+            bus_id = str(device.pci_bus_id)
+        return ClockWatcher(index=self.device, pci_bus_id=bus_id, interval_s=interval_s)
 
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
@@ -187,38 +285,92 @@ class CudaBackend:
         check_window_counts(calls, samples)
         cuda = self._cupy.cuda
         with using_device(self.device):
-            stream = self._timing_stream()
-            with stream:
+            stream, torch_stream = self._timing_streams()
+            blocker = self._holder() if calls <= MAX_BLOCKED_CALLS else None
+            with stream, torch_stream:
                 graph = self._capture(fn, args, calls, stream) if self.graph else None
+                if blocker is not None:
+                    blocker.arm()
                 pairs = []
                 for _ in range(samples):
                     if flush:
                         self._flush(stream)
                     start, end = cuda.Event(), cuda.Event()
-                    start.record(stream)
-                    if graph is None:
-                        for _ in range(calls):
-                            fn(*args)
-                    else:
-                        graph.launch(stream)
-                    end.record(stream)
+                    if blocker is not None:
+                        blocker.hold(stream)
+                    try:
+                        start.record(stream)
+                        if graph is None:
+                            for _ in range(calls):
+                                fn(*args)
+                        else:
+                            graph.launch(stream)
+                        end.record(stream)
+                    finally:
+                        if blocker is not None:
+                            blocker.release()
                     pairs.append((start, end))
             # one host sync for every window: they were queued in order on this one stream
             pairs[-1][1].synchronize()
+            if blocker is not None:
+                blocker.check()
             return [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
 
-    def _timing_stream(self) -> Any:
+    def _wrap(self, stream: object) -> Any:
+        with using_device(self.device):
+            wrapped = _as_cupy_stream(self._cupy, stream, self.device)
+        if self.graph and wrapped.ptr in _LEGACY_STREAM_PTRS:
+            raise ValueError(
+                "graph mode cannot capture on the legacy default stream; pass a non-default stream "
+                "(cupy.cuda.Stream(non_blocking=True)) or stream=None"
+            )
+        return wrapped
+
+    def _timing_streams(self) -> tuple[Any, AbstractContextManager[object]]:
+        """The CuPy stream to time on, and the block that makes it PyTorch's current stream."""
+        torch_cuda = _torch_cuda()
         if self._stream is not None:
-            return self._stream
-        cuda = self._cupy.cuda
-        if not self.graph:
-            return cuda.get_current_stream()
+            stream = self._stream
+        elif torch_cuda is not None:
+            current = _as_cupy_stream(
+                self._cupy, torch_cuda.current_stream(self.device).cuda_stream, self.device
+            )
+            if not self.graph:
+                return current, nullcontext()  # already PyTorch's current stream
+            stream = self._private_stream(current)
+        elif not self.graph:
+            return self._cupy.cuda.get_current_stream(), nullcontext()
+        else:
+            stream = self._private_stream(self._cupy.cuda.get_current_stream())
+        if torch_cuda is None:
+            return stream, nullcontext()
+        return stream, torch_cuda.stream(self._torch_view(torch_cuda, stream))
+
+    def _private_stream(self, current: Any) -> Any:
+        """Graph mode's own non-blocking stream, ordered after ``current``'s queued work."""
         if self._capture_stream is None:
-            self._capture_stream = cuda.Stream(non_blocking=True)
+            self._capture_stream = self._cupy.cuda.Stream(non_blocking=True)
         # a non-blocking stream does not wait for the legacy default stream, where the inputs were
         # likely written: order it after the current stream's queued work, without a host sync
-        self._capture_stream.wait_event(cuda.get_current_stream().record())
+        self._capture_stream.wait_event(current.record())
         return self._capture_stream
+
+    def _torch_view(self, torch_cuda: Any, stream: Any) -> Any:
+        given = self._given
+        if stream is self._stream and given is not None and hasattr(given, "cuda_stream"):
+            return given  # a torch.cuda.Stream already
+        view = self._torch_views.get(stream.ptr)
+        if view is None:
+            view = torch_cuda.ExternalStream(stream.ptr, device=self.device)
+            self._torch_views[stream.ptr] = view
+        return view
+
+    def _holder(self) -> _Blocker | None:
+        if not self.block:
+            return None
+        if self._blocker is None:
+            self._blocker = _Blocker(self._cupy, self.block_timeout_s)
+        return self._blocker
 
     def _capture(self, fn: Kernel, args: Sequence[object], calls: int, stream: Any) -> Any:
         # one eager call first: kernel compilation, module loading and memory-pool growth belong
@@ -228,11 +380,16 @@ class CudaBackend:
         try:
             for _ in range(calls):
                 fn(*args)
-        except BaseException:
+        except BaseException as exc:
             with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
                 stream.end_capture()
+            if _is_capture_error(exc):
+                raise RuntimeError(_capture_message(fn, exc)) from exc
             raise
-        graph = stream.end_capture()
+        try:
+            graph = stream.end_capture()
+        except Exception as exc:
+            raise RuntimeError(_capture_message(fn, exc)) from exc
         # the first launch pays for uploading the graph: keep it out of every timed window
         graph.launch(stream)
         return graph
@@ -251,10 +408,69 @@ class CudaBackend:
             raise RuntimeError("graph mode needs CUDA stream capture, which CuPy does not support on ROCm")
         if not hasattr(self._cupy.cuda.Stream, "begin_capture"):
             raise RuntimeError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
-        if self._stream is not None and self._stream.ptr in _LEGACY_STREAM_PTRS:
-            raise ValueError(
-                "graph mode cannot capture on the legacy default stream; pass a non-default stream "
-                "(cupy.cuda.Stream(non_blocking=True)) or stream=None"
+
+
+#: spins until the host writes a release count >= ``ticket`` into ``flags[0]``, or ``timeout_ns``
+#: pass on the GPU's global timer; then it writes its ticket to ``flags[1]`` (nvbench's
+#: blocking_kernel, with a count instead of a 0/1 flag: windows are queued back to back, so the
+#: host never resets the flag under a kernel that has not seen it yet)
+_BLOCK_SOURCE = r"""
+extern "C" __global__ void roofline_block(unsigned long long flags, long long ticket,
+                                          unsigned long long timeout_ns) {
+    volatile long long* shared = (volatile long long*)flags;
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (shared[0] < ticket) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > timeout_ns) {
+            shared[1] = ticket;
+            __threadfence_system();
+            return;
+        }
+    }
+}
+"""
+_EMPTY_SOURCE = 'extern "C" __global__ void roofline_empty() {}'
+
+
+class _Blocker:
+    """The blocking kernel and its two counters in mapped pinned host memory."""
+
+    def __init__(self, cupy: Any, timeout_s: float) -> None:
+        import numpy
+
+        self._numpy = numpy
+        self._memory = cupy.cuda.PinnedMemory(16, cupy.cuda.runtime.hostAllocMapped)
+        ptr = int(self._memory.ptr)
+        self._ptr = ptr
+        self._released = ctypes.c_int64.from_address(ptr)
+        self._timed_out = ctypes.c_int64.from_address(ptr + 8)
+        self._released.value = self._timed_out.value = 0
+        self._kernel = cupy.RawKernel(_BLOCK_SOURCE, "roofline_block")
+        self._timeout_s = timeout_s
+        self._ticket = 0
+
+    def arm(self) -> None:
+        """Before a run's windows: forget an earlier run's timeout."""
+        self._timed_out.value = 0
+
+    def hold(self, stream: Any) -> None:
+        np = self._numpy
+        self._ticket += 1
+        args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
+        self._kernel((1,), (1,), args, stream=stream)
+
+    def release(self) -> None:
+        self._released.value = self._ticket
+
+    def check(self) -> None:
+        """After the run's host sync: a hold that timed out means the windows' times are not the kernel's."""
+        if self._timed_out.value:
+            raise RuntimeError(
+                f"the blocking kernel held the timing stream for {self._timeout_s:g} s and gave up: while"
+                " a window was queued the host waited for the GPU (a kernel that synchronizes, e.g."
+                " .get(), .item() or a device-wide sync, or more launches than the driver queues), so"
+                " this run's times are not the kernel's; time it with CudaBackend(block=False)"
             )
 
 
@@ -317,16 +533,124 @@ def measure_ceilings(
     return bandwidth, peaks
 
 
+#: the latency floor's own measurement: short, warm, never flushed
+LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25, flush=False)
+#: event pairs timed around nothing for the latency floor
+LATENCY_EVENT_SAMPLES = 50
+_latency_floors: dict[int, LatencyFloor] = {}
+
+
+def latency_floor(index: int = 0, *, refresh: bool = False, policy: Policy | None = None) -> LatencyFloor:
+    """The shortest time a kernel call can show on GPU ``index``, measured once per process and device.
+
+    ``floor_s``: the per-call time of an empty ``RawKernel`` launch, timed by the engine over a
+    :class:`CudaBackend` exactly as a kernel under test is (batched, the stream held while queued);
+    ``event_pair_s``: the median of an event pair around nothing. A kernel whose roofline floor is
+    below ``floor_s`` is latency-bound (:func:`pytest_roofline.timing.latency.judged_floor`).
+    Cached per device; ``refresh=True`` measures again.
+    """
+    if not refresh and index in _latency_floors:
+        return _latency_floors[index]
+    from pytest_roofline.timing.engine import measure
+
+    cupy = _require_device(index)
+    backend = CudaBackend(index)
+    with using_device(index):
+        empty = cupy.RawKernel(_EMPTY_SOURCE, "roofline_empty")
+
+        def launch() -> None:
+            empty((1,), (1,), ())
+
+        m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend)
+        pairs = sorted(backend.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
+    found = LatencyFloor(
+        device=backend.device_name,
+        floor_s=m.time_s,
+        event_pair_s=pairs[len(pairs) // 2],
+        note=(
+            f"empty kernel launch, {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s);"
+            f" event pair {pairs[len(pairs) // 2] * 1e6:.2f} µs"
+        ),
+    )
+    _latency_floors[index] = found
+    return found
+
+
+def _nothing() -> None:
+    pass
+
+
 # -- private helpers ---------------------------------------------------------------------------
 
 
 def _cupy() -> Any:
     try:
-        import cupy
+        return _load_cupy()
     except ImportError as exc:
         # no ImportError traceback for users: what to install, and CuPy's own reason if it broke
         raise RuntimeError(f"{NEED_CUPY} ({exc})") from None
+
+
+def _load_cupy() -> Any:
+    """``import cupy``; a :class:`CupyInstallError` when CuPy says several of its packages are installed.
+
+    CuPy only warns then (a UserWarning at import); under ``filterwarnings = error`` that warning
+    aborted the import, and a GPU machine silently measured on its CPU. Other warnings CuPy gives
+    at import are given again, unchanged, after it.
+    """
+    global _duplicate_error
+    if _duplicate_error is not None:
+        raise CupyInstallError(_duplicate_error)
+    module = sys.modules.get("cupy")
+    if module is not None:
+        return module
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import cupy
+    for warning in caught:
+        if _DUPLICATE_MARK in str(warning.message):
+            _duplicate_error = _duplicate_message(str(warning.message))
+            raise CupyInstallError(_duplicate_error)
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return cupy
+
+
+def _duplicate_message(text: str) -> str:
+    found = re.search(r"in your environment:\s*\n\s*([^\n]+)", text)
+    packages = found.group(1).strip() if found else "several cupy packages"
+    names = " ".join(name.strip() for name in packages.split(","))
+    return (
+        f"several CuPy packages are installed side by side ({packages}) and CuPy warns it may not work,"
+        f" so no GPU is timed with it: pip uninstall {names}, then install one, the one for your CUDA"
+        " (pip install 'pytest-roofline[cuda12]' or '[cuda13]', or cupy-cuda12x / cupy-cuda13x)"
+    )
+
+
+def _torch_cuda() -> Any | None:
+    """``torch.cuda`` when PyTorch is already imported and has initialized CUDA; never imports torch."""
+    torch = sys.modules.get("torch")
+    torch_cuda = getattr(torch, "cuda", None) if torch is not None else None
+    if torch_cuda is None:
+        return None
+    try:
+        return torch_cuda if torch_cuda.is_initialized() else None
+    except Exception:  # a half-imported or CPU-only torch
+        return None
+
+
+def _is_capture_error(exc: BaseException) -> bool:
+    """The CUDA runtime's stream-capture errors (cudaErrorStreamCapture*), as CuPy and PyTorch word them."""
+    return isinstance(exc, Exception) and re.search(r"captur", str(exc), re.IGNORECASE) is not None
+
+
+def _capture_message(fn: Kernel, exc: BaseException) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return (
+        f"graph mode cannot capture {name}: {exc}. A kernel that synchronizes with the host, allocates"
+        " with cudaMalloc, launches on another stream, or calls a library that refuses capture (cuBLAS"
+        " through CuPy, cupy/cupy#6290) cannot be timed as a CUDA graph; time it without graph=True"
+    )
 
 
 def _require_device(index: object) -> Any:
@@ -378,9 +702,12 @@ def _as_cupy_stream(cupy: Any, stream: object, device: int) -> Any:
             return from_external(stream)
         _version, ptr = stream.__cuda_stream__()
         return cupy.cuda.ExternalStream(int(ptr), device)
+    handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
+    if isinstance(handle, int) and not isinstance(handle, bool):
+        return _as_cupy_stream(cupy, handle, device)
     raise TypeError(
-        f"stream must be a CuPy stream, an int handle (torch.cuda.current_stream().cuda_stream) or an "
-        f"object with __cuda_stream__; got {stream!r} ({type(stream).__name__})"
+        f"stream must be a CuPy stream, an int handle (torch.cuda.current_stream().cuda_stream), an "
+        f"object with cuda_stream or __cuda_stream__; got {stream!r} ({type(stream).__name__})"
     )
 
 

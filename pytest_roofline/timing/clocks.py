@@ -1,0 +1,233 @@
+"""GPU clocks, temperature and throttle reasons watched while a measurement runs, through NVML.
+
+NVML comes from ``nvidia-ml-py`` (``pip install 'pytest-roofline[nvml]'``; module ``pynvml``),
+imported lazily on the first watch and never required: without it (or without a driver that
+answers) a watch records nothing, says why in :attr:`ClockLog.note`, and :func:`unwatched_note`
+gives that reason once per process, for the report.
+
+A :class:`ClockWatcher` samples at its start, every ``interval_s`` on a daemon thread, and at its
+end: SM and memory clocks (``nvmlDeviceGetClockInfo``), GPU temperature
+(``nvmlDeviceGetTemperature``) and the clock-event (throttle) reasons
+(``nvmlDeviceGetCurrentClocksEventReasons``, named ``...ThrottleReasons`` before NVML 12.5). A log
+whose samples show power or thermal slowdown is :attr:`ClockLog.throttled`: that measurement ran
+below the clocks the peaks assume and should be taken again, or reported inconclusive.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "SLOWDOWN_REASONS",
+    "ClockLog",
+    "ClockSample",
+    "ClockWatcher",
+    "unwatched_note",
+    "watch_clocks",
+]
+
+#: NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*) that mean the GPU ran slower than
+#: it could: power caps, thermal limits, hardware slowdowns. GPU idle, application-clock and
+#: sync-boost settings are not slowdowns of a running kernel.
+SLOWDOWN_REASONS: dict[int, str] = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+}
+_NVML_CLOCK_SM = 1  # nvmlClockType_t: NVML_CLOCK_GRAPHICS 0, NVML_CLOCK_SM 1, NVML_CLOCK_MEM 2
+_NVML_CLOCK_MEM = 2
+_NVML_TEMPERATURE_GPU = 0
+
+_said = False
+_nvml_state: tuple[Any, str] | None = None  # (module or None, why not)
+
+
+@dataclass(frozen=True, slots=True)
+class ClockSample:
+    t_s: float
+    sm_mhz: int
+    mem_mhz: int
+    temperature_c: int
+    reasons: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClockLog:
+    """What the GPU's clocks did over one measurement."""
+
+    watched: bool
+    note: str = ""
+    samples: tuple[ClockSample, ...] = ()
+    #: the GPU's maximum SM and memory clocks (``nvmlDeviceGetMaxClockInfo``), when read
+    max_sm_mhz: int | None = None
+    max_mem_mhz: int | None = None
+
+    @property
+    def throttled(self) -> bool:
+        """Some sample saw a power or thermal slowdown: re-measure, or call the result inconclusive."""
+        return bool(self.reasons)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        seen = 0
+        for sample in self.samples:
+            seen |= sample.reasons
+        return tuple(name for bit, name in SLOWDOWN_REASONS.items() if seen & bit)
+
+    @property
+    def min_sm_mhz(self) -> int | None:
+        return min((s.sm_mhz for s in self.samples), default=None)
+
+    @property
+    def max_temperature_c(self) -> int | None:
+        return max((s.temperature_c for s in self.samples), default=None)
+
+    @property
+    def sm_clock_fraction(self) -> float | None:
+        """The lowest SM clock seen over the maximum: what share of its peak clock the GPU kept."""
+        low = self.min_sm_mhz
+        if low is None or not self.max_sm_mhz:
+            return None
+        return low / self.max_sm_mhz
+
+    def summary(self) -> str:
+        if not self.watched:
+            return f"clocks not watched ({self.note})"
+        text = (
+            f"SM {self.min_sm_mhz} MHz at the lowest of {self.max_sm_mhz or '?'} MHz max,"
+            f" {self.max_temperature_c} °C at the hottest, {len(self.samples)} samples"
+        )
+        return text + (f"; throttled: {', '.join(self.reasons)}" if self.throttled else "")
+
+
+def _nvml() -> tuple[Any, str]:
+    """pynvml, initialized once per process, or None and why not."""
+    global _nvml_state
+    if _nvml_state is None:
+        try:
+            module = importlib.import_module("pynvml")
+        except ImportError:
+            _nvml_state = (None, "nvidia-ml-py is not installed: pip install 'pytest-roofline[nvml]'")
+        else:
+            try:
+                module.nvmlInit()
+                _nvml_state = (module, "")
+            except Exception as exc:  # NVMLError: no driver, or no permission
+                _nvml_state = (None, f"NVML did not start: {exc}")
+    return _nvml_state
+
+
+def unwatched_note() -> str | None:
+    """Why clocks are not watched in this process, the first time it is asked; then None (None too when
+    they are watched)."""
+    global _said
+    module, why = _nvml()
+    if module is not None or _said:
+        return None
+    _said = True
+    return f"GPU clocks not watched: {why}"
+
+
+@dataclass
+class ClockWatcher:
+    """Samples GPU clocks between ``with`` and its end; :attr:`log` holds what it saw."""
+
+    index: int = 0
+    pci_bus_id: str | None = None
+    interval_s: float = 0.02
+    clock: Callable[[], float] = time.perf_counter
+    log: ClockLog = field(default_factory=lambda: ClockLog(False, "not started"))
+    _nvml: Any = None
+    _handle: Any = None
+    _samples: list[ClockSample] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.interval_s, (int, float)) and self.interval_s > 0):
+            raise ValueError(f"interval_s must be a positive number of seconds; got {self.interval_s!r}")
+
+    def __enter__(self) -> ClockWatcher:
+        module, why = _nvml()
+        if module is None:
+            self.log = ClockLog(False, why)
+            return self
+        try:
+            if self.pci_bus_id:
+                self._handle = module.nvmlDeviceGetHandleByPciBusId(self.pci_bus_id)
+            else:
+                self._handle = module.nvmlDeviceGetHandleByIndex(self.index)
+        except Exception as exc:
+            self.log = ClockLog(False, f"NVML has no device {self.pci_bus_id or self.index}: {exc}")
+            return self
+        self._nvml = module
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="roofline-clocks", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._nvml is None:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+        module, handle = self._nvml, self._handle
+        with self._lock:
+            samples = tuple(self._samples)
+        self.log = ClockLog(
+            True,
+            "pci " + self.pci_bus_id if self.pci_bus_id else f"NVML device {self.index}",
+            samples,
+            max_sm_mhz=_read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_SM)),
+            max_mem_mhz=_read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_MEM)),
+        )
+
+    def sample(self) -> None:
+        """Read the clocks once now (the thread calls this every ``interval_s``)."""
+        module, handle = self._nvml, self._handle
+        if module is None:
+            return
+        reasons_fn = getattr(module, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            module, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        sample = ClockSample(
+            t_s=self.clock(),
+            sm_mhz=_read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_SM)) or 0,
+            mem_mhz=_read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_MEM)) or 0,
+            temperature_c=_read(lambda: module.nvmlDeviceGetTemperature(handle, _NVML_TEMPERATURE_GPU)) or 0,
+            reasons=(_read(lambda: reasons_fn(handle)) if reasons_fn is not None else None) or 0,
+        )
+        with self._lock:
+            self._samples.append(sample)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+
+def watch_clocks(index: int = 0, *, pci_bus_id: str | None = None, interval_s: float = 0.02) -> ClockWatcher:
+    """A watcher for GPU ``index`` (NVML's numbering) or, better, its ``pci_bus_id`` (CUDA's and
+    NVML's numbering differ under ``CUDA_VISIBLE_DEVICES``): ``with watch_clocks(0) as w: ...``,
+    then ``w.log``."""
+    return ClockWatcher(index=index, pci_bus_id=pci_bus_id, interval_s=interval_s)
+
+
+def _read(read: Callable[[], object]) -> int | None:
+    try:
+        value = read()
+    except Exception:  # NVMLError_NotSupported on this GPU
+        return None
+    return int(value) if isinstance(value, int) else None

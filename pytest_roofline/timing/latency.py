@@ -1,0 +1,107 @@
+"""The latency floor: the shortest time any call can show on a timer, and judging against it.
+
+A roofline floor of 40 ns (a 64-element saxpy on an H100) says nothing about a kernel: no launch
+is that short. The latency floor is what an *empty* call costs as the engine measures it (an empty
+kernel launch on a GPU, :func:`pytest_roofline.timing.cuda.latency_floor`; a Python call that does
+nothing on the CPU, :func:`cpu_latency_floor`), measured once per device and process. A kernel whose
+roofline floor is below it is latency-bound: :func:`judged_floor` judges it against
+``max(roofline floor, latency floor)`` and says so.
+
+Nothing here imports CuPy; the CPU measurement imports the engine lazily.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pytest_roofline.timing.base import Policy
+
+if TYPE_CHECKING:
+    from pytest_roofline.timing.base import Backend
+
+__all__ = [
+    "CPU_LATENCY_POLICY",
+    "Judged",
+    "LatencyFloor",
+    "cpu_latency_floor",
+    "judged_floor",
+    "measure_latency_floor",
+]
+
+#: the CPU latency floor's own measurement: short and warm
+CPU_LATENCY_POLICY = Policy(warmup_s=0.005, min_samples=20, max_time_s=0.1, flush=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyFloor:
+    """What an empty call costs on ``device``, per call, as the engine measures it."""
+
+    device: str
+    floor_s: float
+    #: a timer's own cost around nothing (a CUDA event pair), when the backend has one
+    event_pair_s: float | None = None
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.floor_s) and self.floor_s >= 0):
+            raise ValueError(f"floor_s must be a finite number >= 0; got {self.floor_s!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """The floor a verdict uses: the larger of the roofline floor and the latency floor."""
+
+    floor_s: float
+    roofline_floor_s: float
+    latency_floor_s: float
+    #: the latency floor is the larger: no implementation of this size can reach its roofline floor
+    latency_bound: bool
+
+
+def judged_floor(roofline_floor_s: float, latency: LatencyFloor | float | None) -> Judged:
+    """``max(roofline_floor_s, latency floor)``, and whether the latency floor decided it.
+
+    ``latency`` is a :class:`LatencyFloor`, its ``floor_s``, or ``None`` (unknown: the roofline
+    floor alone, never latency-bound).
+    """
+    if not (isinstance(roofline_floor_s, (int, float)) and math.isfinite(roofline_floor_s)) or (
+        roofline_floor_s < 0
+    ):
+        raise ValueError(f"roofline_floor_s must be a finite number >= 0; got {roofline_floor_s!r}")
+    latency_s = 0.0 if latency is None else latency.floor_s if isinstance(latency, LatencyFloor) else latency
+    if not (isinstance(latency_s, (int, float)) and math.isfinite(latency_s) and latency_s >= 0):
+        raise ValueError(f"latency floor must be a finite number >= 0 seconds; got {latency!r}")
+    bound = latency_s > roofline_floor_s
+    return Judged(
+        floor_s=max(roofline_floor_s, latency_s),
+        roofline_floor_s=roofline_floor_s,
+        latency_floor_s=latency_s,
+        latency_bound=bound,
+    )
+
+
+def _nothing() -> None:
+    pass
+
+
+def measure_latency_floor(
+    backend: Backend | None = None, policy: Policy = CPU_LATENCY_POLICY
+) -> LatencyFloor:
+    """The per-call time of a Python function that does nothing, through ``backend`` (default: the CPU's)."""
+    from pytest_roofline.timing.engine import measure
+
+    m = measure(_nothing, policy=policy, backend=backend)
+    return LatencyFloor(
+        device=m.device,
+        floor_s=m.time_s,
+        note=f"empty Python call, {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s)",
+    )
+
+
+@functools.cache
+def cpu_latency_floor() -> LatencyFloor:
+    """This process's CPU latency floor: a Python call's own cost, measured once."""
+    return measure_latency_floor()
