@@ -23,7 +23,7 @@ FIXTURE = "roofline"
 
 MARKER_DOC = (
     f"{MARKER}(op, *, min_fraction=None, dtype=None, device=None, math=None, stat=None, "
-    "max_time=None, flush=None, **params): this test's kernel must reach min_fraction of the "
+    "max_time=None, flush=None, stream=None, **params): this test's kernel must reach min_fraction of the "
     "speed-of-light floor of op(**params) in dtype on device (pytest-roofline). Parameters not given "
     "are taken from the test's parametrize values; without the roofline fixture the test body is "
     "the kernel. See `roofline ops`."
@@ -40,13 +40,14 @@ def _marker_signature(
     stat: str | None = None,
     max_time: float | None = None,
     flush: bool | None = None,
+    stream: object = None,
     **params: Any,
 ) -> None:
     """The speed_of_light marker's real signature: binding to it catches typos and extra arguments."""
 
 
 #: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
-KEYWORDS = ("min_fraction", "dtype", "device", "math", "stat", "max_time", "flush")
+KEYWORDS = ("min_fraction", "dtype", "device", "math", "stat", "max_time", "flush", "stream")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +215,26 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         check_positive("max_time", kw["max_time"])
     if "flush" in kw and not isinstance(kw["flush"], bool):
         raise ValueError(f"flush must be True or False; got {kw['flush']!r}")
+    if "stream" in kw and not _is_stream(kw["stream"]):
+        raise ValueError(
+            f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
+            f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
+        )
     if "device" in kw and not isinstance(kw["device"], str):
         raise ValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
+
+
+def _is_stream(value: object) -> bool:
+    """What the CUDA backend can time on (its ``_wrap`` reads it): checked here by shape only, so no
+    framework is imported to check a marker."""
+    if isinstance(value, bool):
+        return False
+    return (
+        isinstance(value, int)
+        or hasattr(value, "cuda_stream")
+        or hasattr(value, "__cuda_stream__")
+        or hasattr(value, "ptr")  # a CuPy stream
+    )
 
 
 # -- parametrize values ------------------------------------------------------------------------------

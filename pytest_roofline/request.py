@@ -52,6 +52,8 @@ class Request:
     device_spec: str
     policy: Policy
     name: str
+    #: the CUDA stream to time on (None: the framework's current one)
+    stream: object = None
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -116,6 +118,7 @@ def resolve(
         device_spec=keywords["device"] if "device" in keywords else session_spec(),
         policy=policy_for(settings, keywords),
         name=name,
+        stream=keywords.get("stream"),
     )
 
 

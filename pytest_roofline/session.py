@@ -15,6 +15,7 @@ the report (:mod:`.report`) at the end.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,8 @@ from .request import MARKER_KEY, KernelCall, Request, resolve
 from .resolution import Devices, device_skip_reason, names_a_table_device
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from .ceilings import ProbeReference
     from .cpupeak import CpuPeak
     from .model import Device, Estimate
@@ -217,7 +220,8 @@ class RooflineSession:
 
         on_cpu = backend.name == "cpu"
         reference = self._probe_reference(est) if on_cpu else None
-        measure_once = self._measurer(kernel, request, est, backend, reference, on_cpu=on_cpu)
+        with failing_the_test(ValueError):  # a stream= the backend cannot take
+            measure_once = self._measurer(kernel, request, est, backend, reference, on_cpu=on_cpu)
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # warm-up, probes, sampling, a re-measure: one window
         with self.devices.measuring(request.device_spec), failing_the_test(SetupError):
@@ -291,6 +295,8 @@ class RooflineSession:
 
             snapshot = take_snapshot
 
+        on_stream = _stream_of(backend, request.stream)
+
         def measure_once(budget_s: float) -> Measurement:
             __tracebackhide__ = True
             probe = None
@@ -299,10 +305,11 @@ class RooflineSession:
 
                 probe = probe_for(reference)
             budgeted = dataclasses.replace(policy, max_time_s=budget_s)
-            return measure(
-                kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
-                backend=backend, probe=probe, snapshot=snapshot,
-            )  # fmt: skip
+            with on_stream(request.stream):
+                return measure(
+                    kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
+                    backend=backend, probe=probe, snapshot=snapshot,
+                )  # fmt: skip
 
         return measure_once
 
@@ -556,6 +563,20 @@ class RooflineSession:
             tr.write_line(self.json_error, red=True, bold=True)
         elif self.settings.json:
             tr.write_line(f"roofline: wrote {len(self.records)} measurement(s) to {self.settings.json}")
+
+
+def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractContextManager[object]]:
+    """The backend's ``on_stream`` (the CUDA backend's), or, without a stream, a no-op; a stream given to
+    a backend that cannot take one is a ValueError naming both."""
+    on_stream = getattr(backend, "on_stream", None)
+    if stream is None or on_stream is None:
+        if stream is not None:
+            raise ValueError(
+                f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
+                " which times no CUDA stream"
+            )
+        return lambda _: contextlib.nullcontext()
+    return on_stream  # type: ignore[no-any-return]
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -406,3 +406,93 @@ def test_a_bad_name_fails_its_test_and_spoils_neither_the_report_nor_junitxml(rl
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
     properties = ET.parse(rl.path / "junit.xml").getroot().iter("property")
     assert "roofline[fine µs]_attained" in {p.get("name") for p in properties}
+
+
+# -- stream= reaches the backend --------------------------------------------------------------------
+
+STREAM_BACKEND = """
+
+import contextlib
+
+STREAMS = []
+
+
+class StreamBackend(ScriptedBackend):
+    @contextlib.contextmanager
+    def on_stream(self, stream):
+        STREAMS.append(stream)
+        yield self
+
+
+STREAM_BACKEND = StreamBackend((2.5e-3,), resolution_s=1e-9, device_name="fake accelerator")
+
+
+def pytest_roofline_backend(config, device, spec):
+    return STREAM_BACKEND
+"""
+
+
+def test_a_stream_reaches_the_backend_from_the_marker_and_the_call(pytester: pytest.Pytester) -> None:
+    from conftest import fake_conftest
+
+    pytester.makeconftest(
+        fake_conftest(backend=False) + "\nfrom fakes import ScriptedBackend\n" + STREAM_BACKEND
+    )
+    pytester.makepyfile(
+        f"""
+        import pytest
+        from conftest import STREAMS
+
+        class TorchLikeStream:
+            cuda_stream = 1234
+
+        SIDE = TorchLikeStream()
+
+        @pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", stream=7)
+        def test_marker(roofline):
+            roofline(lambda: None)
+            assert STREAMS[-1] == 7
+
+        def test_call(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", stream=SIDE)
+            assert STREAMS[-1] is SIDE
+        """
+    )
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+
+
+def test_a_stream_for_a_backend_that_times_none_fails_the_test(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        def test_cpu(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", stream=7)
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*roofline: stream=7 was given, but this measurement runs on the 'fake' backend, which times no"
+            " CUDA stream"
+        ]
+    )
+
+
+def test_a_stream_that_is_not_one_is_a_clear_mistake(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", stream="side")
+        def test_marker(roofline):
+            roofline(lambda: None)
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or"
+            " __cuda_stream__, or an int handle; got 'side' (str)"
+        ]
+    )
