@@ -83,6 +83,8 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "attained_ci_rel": result.ci_rel,
         "verdict_reason": result.reason or None,
         "calibrated_floor_s": est.floor_s,
+        "latency_floor_s": result.latency_floor_s or None,
+        "latency_bound": result.latency_bound,
         "cache": m.cache_note,
         "low_confidence": m.low_confidence,
         "excluded_samples": m.excluded,
@@ -135,7 +137,7 @@ RECORD_FIELDS = (
     "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
     "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
-    "stats", "samples_s", "reason",
+    "latency_floor_s", "latency_bound", "stats", "samples_s", "reason",
 )  # fmt: skip
 
 
@@ -478,7 +480,10 @@ def ceiling_cell(record: Record) -> str:
 
 
 def bound_cell(record: Record) -> str:
-    """``memory``, or ``memory (compute unknown)`` for integer work on a device with no integer peak."""
+    """``memory``, ``latency`` when an empty call is slower than the roofline floor, or ``memory
+    (compute unknown)`` for integer work on a device with no integer peak."""
+    if record.get("latency_bound"):
+        return "latency"
     if record.get("compute_s") is None:
         return f"{record['bound']} (compute unknown)"
     return str(record["bound"])

@@ -225,6 +225,7 @@ class RooflineSession:
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # warm-up, probes, sampling, a re-measure: one window
         with self.devices.measuring(request.device_spec), failing_the_test(SetupError):
+            latency_floor_s = _latency_floor_s(backend)
             result = decide(
                 est,
                 measure_once,
@@ -235,6 +236,7 @@ class RooflineSession:
                 nodeid=item.nodeid,
                 reference=reference,
                 peak=peak,
+                latency_floor_s=latency_floor_s,
             )
         if result.ceiling is not None and result.ceiling.speed > _STALE_SPEED and not self._said_stale:
             self._said_stale = True
@@ -563,6 +565,23 @@ class RooflineSession:
             tr.write_line(self.json_error, red=True, bold=True)
         elif self.settings.json:
             tr.write_line(f"roofline: wrote {len(self.records)} measurement(s) to {self.settings.json}")
+
+
+def _latency_floor_s(backend: Backend) -> float:
+    """What an empty call costs on the plugin's own timers, measured once per process and device
+    (an empty Python call on the CPU, an empty kernel launch on a GPU); 0 for a backend a plugin
+    serves, whose calls the plugin cannot time empty."""
+    from .timing.cpu import CpuBackend
+
+    if isinstance(backend, CpuBackend):
+        from .timing.latency import cpu_latency_floor
+
+        return cpu_latency_floor().floor_s
+    from .timing.cuda import CudaBackend, latency_floor
+
+    if isinstance(backend, CudaBackend):
+        return latency_floor(backend.device).floor_s
+    return 0.0
 
 
 def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractContextManager[object]]:

@@ -86,6 +86,8 @@ class Judgement:
     ceiling: PairedCeiling | None = None
     #: why the verdict is inconclusive or faster than light ("" otherwise)
     reason: str = ""
+    #: the latency floor (an empty call's time) was above the roofline floor and was judged against
+    latency_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,10 @@ class Result:
     wall_s: float = 0.0
     #: the floor judged against (0: the estimate's, at the calibrated ceilings)
     judged_floor_s: float = 0.0
+    #: what an empty call costs on this timer (0: not known), and whether it, not the roofline
+    #: floor, was judged against
+    latency_floor_s: float = 0.0
+    latency_bound: bool = False
 
     # The attributes users reach for first, named as the docs name them.
     @property
@@ -166,6 +172,7 @@ def judge(
     *,
     reference: ProbeReference | None = None,
     peak: CpuPeak | None = None,
+    latency_floor_s: float = 0.0,
 ) -> Judgement:
     """Judge one measurement (no re-measuring here: see :func:`decide`).
 
@@ -196,15 +203,20 @@ def judge(
             if ceiling.speed > most:
                 ceiling = dataclasses.replace(ceiling, speed=most)
     floor_s = paired_floor_s(estimate, ceiling) if ceiling is not None else estimate.floor_s
+    # no call is shorter than an empty one: below that, the roofline cannot judge the kernel
+    latency_bound = latency_floor_s > floor_s
+    floor_s = max(floor_s, latency_floor_s)
     if m.time_s <= 0:
-        return Judgement(math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time")
+        return Judgement(
+            math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time", latency_bound
+        )
     attained = floor_s / m.time_s
     ci = math.hypot(m.stats.ci_rel, ceiling.ci_rel if ceiling is not None else 0.0)
     # multiplicative: a ratio's interval, never below zero however noisy the measurement
     lo, hi = attained / (1 + ci), attained * (1 + ci)
 
     def judged(verdict: Verdict, reason: str = "") -> Judgement:
-        return Judgement(attained, verdict, ci, floor_s, ceiling, reason)
+        return Judgement(attained, verdict, ci, floor_s, ceiling, reason, latency_bound)
 
     # integer operations are not FLOPs: the CPU's floating-point peak does not bound them
     if (
@@ -284,11 +296,15 @@ def result_of(
     nodeid: str = "",
     reference: ProbeReference | None = None,
     peak: CpuPeak | None = None,
+    latency_floor_s: float = 0.0,
 ) -> Result:
     """The result of one or more measurements of one kernel: a conclusive verdict over an
     inconclusive one, then the one that attained most (with paired ceilings not always the
     fastest: each was judged against its own window's ceiling)."""
-    judged = [(judge(estimate, m, min_fraction, reference=reference, peak=peak), m) for m in measurements]
+    judged = [
+        (judge(estimate, m, min_fraction, reference=reference, peak=peak, latency_floor_s=latency_floor_s), m)
+        for m in measurements
+    ]
     j, best = max(judged, key=lambda pair: (pair[0].verdict is not Verdict.INCONCLUSIVE, pair[0].attained))
     return Result(
         name=name,
@@ -305,6 +321,8 @@ def result_of(
         measurements=len(measurements),
         wall_s=sum(m.wall_s for m in measurements),
         judged_floor_s=j.floor_s,
+        latency_floor_s=latency_floor_s,
+        latency_bound=j.latency_bound,
     )
 
 
@@ -319,6 +337,7 @@ def decide(
     nodeid: str = "",
     reference: ProbeReference | None = None,
     peak: CpuPeak | None = None,
+    latency_floor_s: float = 0.0,
 ) -> Result:
     """Measure, and before calling a miss (or an inconclusive result) measure once more, judging
     the better of the two.
@@ -334,8 +353,9 @@ def decide(
 
     def result() -> Result:
         return result_of(
-            estimate, measurements, min_fraction, name=name, nodeid=nodeid, reference=reference, peak=peak
-        )
+            estimate, measurements, min_fraction, name=name, nodeid=nodeid, reference=reference, peak=peak,
+            latency_floor_s=latency_floor_s,
+        )  # fmt: skip
 
     left = budget_s - first.wall_s
     # a sliver of budget buys a warm-up, two probes and three samples: noise, not a second look
@@ -423,6 +443,14 @@ def failure_message(result: Result) -> str:
     est = result.estimate
     device = est.device.name
     floor = f"floor {units.seconds(result.floor_s)}, {_wall(result)}"
+    if result.latency_bound:
+        roofline_floor = result.estimate.floor_s
+        floor = (
+            f"floor {units.seconds(result.floor_s)}, latency-bound: no call on this timer is shorter (an "
+            f"empty one takes {units.seconds(result.latency_floor_s)}), and the roofline floor, "
+            f"{units.seconds(roofline_floor)} ({_wall(result)}), is below it, so the roofline cannot "
+            "judge this kernel"
+        )
     if result.verdict is Verdict.FASTER_THAN_LIGHT:
         limit = ftl_limit(est)
         sources = "measured ceilings" if limit == FTL_LIMIT_MEASURED else "datasheet peaks"

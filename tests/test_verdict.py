@@ -509,3 +509,29 @@ def test_a_memory_bound_kernel_whose_threads_waited_keeps_its_probe() -> None:
     est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
     m = dataclasses.replace(probed(measurement(est.floor_s), "bandwidth", (10e9,)), threads=2, wait_share=0.5)
     assert judge(est, m, 0.5, reference=reference()).ceiling is not None
+
+
+# -- the latency floor -------------------------------------------------------------------------------
+
+
+def test_a_kernel_below_the_latency_floor_is_judged_against_it_and_said_latency_bound() -> None:
+    est = estimate("copy", n=64, dtype="fp32", device=cpu())  # 512 B: a 25.6 ns roofline floor
+    m = measurement(1e-6)
+    plain = result_of(est, [m], 0.5)
+    assert (plain.latency_bound, plain.attained) == (False, pytest.approx(est.floor_s / 1e-6))
+    r = result_of(est, [m], 0.5, latency_floor_s=0.8e-6)  # an empty call takes 800 ns
+    assert r.latency_bound
+    assert r.floor_s == pytest.approx(0.8e-6)
+    assert r.attained == pytest.approx(0.8)
+    assert r.verdict is Verdict.PASS
+    assert "latency-bound: no call on this timer is shorter (an empty one takes 800.0 ns)" in failure_message(
+        r
+    )
+    assert "so the roofline cannot judge this kernel" in failure_message(r)
+
+
+def test_a_latency_floor_below_the_roofline_floor_changes_nothing() -> None:
+    est = gemm()
+    m = measurement(est.floor_s / 0.8)
+    r = result_of(est, [m], 0.5, latency_floor_s=1e-6)
+    assert (r.latency_bound, r.attained, r.latency_floor_s) == (False, pytest.approx(0.8), 1e-6)
