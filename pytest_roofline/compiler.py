@@ -103,7 +103,17 @@ def compile_source(
         (work / "kernel.cu").write_text(source, encoding="utf-8")
         _run([nvcc, "--ptx", f"-arch={arch}", *options, "-o", "kernel.ptx", "kernel.cu"], work)
         usage = _run(
-            [nvcc, "-cubin", f"-arch={arch}", "--resource-usage", "-o", "kernel.cubin", "kernel.ptx"], work
+            [
+                nvcc,
+                "-cubin",
+                f"-arch={arch}",
+                *options,
+                "--resource-usage",
+                "-o",
+                "kernel.cubin",
+                "kernel.ptx",
+            ],
+            work,
         )
         ptx = (work / "kernel.ptx").read_text(encoding="utf-8")
         sass = _sass(work / "kernel.cubin")
