@@ -410,8 +410,11 @@ def format_analysis(where: str, facts: StaticFacts, est: Estimate | None, diagno
         f"  mma/wgmma {m.tensor_core}, warp shuffles {m.warp_shuffles}, barriers {m.barriers}, "
         f"fp32 math {m.fp32_math}, fp64 {m.fp64_math}"
     )
-    for access in facts.strided:
-        lines.append(f"  strided: {access.describe()}  [{access.line}]")
+    grouped: dict[str, list[str]] = {}
+    for access in facts.strided:  # one line per kind of strided access, with its first instruction
+        grouped.setdefault(access.describe(), []).append(access.line)
+    for described, ptx_lines in grouped.items():
+        lines.append(f"  strided: {len(ptx_lines)} x {described}  (e.g. {ptx_lines[0]})")
     if facts.sass is not None:
         lines.append("  SASS: " + ", ".join(f"{k} {v}" for k, v in facts.sass.items()))
     lines += [f"  note: {note}" for note in facts.notes]

@@ -64,7 +64,7 @@ def test_the_report_of_the_naive_transpose(capsys: pytest.CaptureFixture[str]) -
     )
     assert "  resident       6 blocks x 8 warps = 48 of 48 warps (100.0%), limited by warps" in lines
     assert any(line.startswith("  global loads 1 (128-bit 0), global stores 1 (128-bit 0)") for line in lines)
-    assert any(line.startswith("  strided: store of 4 B moving a run-time stride") for line in lines)
+    assert any(line.startswith("  strided: 1 x store of 4 B moving a run-time stride") for line in lines)
     assert "roofline floor" in lines
     assert any(line.strip().startswith("floor") and "memory-bound" in line for line in lines)
     causes = lines[lines.index("likely causes:") + 1 :]
