@@ -165,9 +165,21 @@ def _write_cache(entry: Path, compiled: Compiled) -> None:
     try:
         entry.mkdir(parents=True, exist_ok=True)
         if compiled.sass is not None:
-            (entry / "kernel.sass").write_text(compiled.sass, encoding="utf-8")
-        (entry / "kernel.ptx").write_text(compiled.ptx, encoding="utf-8")
+            _write(entry / "kernel.sass", compiled.sass)
+        _write(entry / "kernel.ptx", compiled.ptx)
         # written last: its presence says the entry is complete
-        (entry / "resource-usage.txt").write_text(compiled.resource_usage, encoding="utf-8")
+        _write(entry / "resource-usage.txt", compiled.resource_usage)
     except OSError:
         pass
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: another worker (pytest-xdist) may be reading the same entry."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
