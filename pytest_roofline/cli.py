@@ -6,6 +6,7 @@
     roofline calibrate [--device D] [--force | --reset]
     roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices]
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
+    roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
 exits 1 when a test regressed.
@@ -19,12 +20,16 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import units
 from .devices import table
 from .model import Device, Estimate, Precision, Unit
 from .ops import OpSpec, all_ops
+
+if TYPE_CHECKING:
+    from .diagnosis import Diagnosis
+    from .kernelfacts import StaticFacts
 
 USAGE_ERROR = 2
 
@@ -320,6 +325,106 @@ def _calibrate(args: argparse.Namespace) -> str:
     )
 
 
+def _analyze(args: argparse.Namespace) -> str:
+    """The bottleneck procedure's static half: resources, occupancy, mix, cliff, floor, first fixes."""
+    from .compiler import ToolchainUnavailable
+    from .diagnosis import diagnose
+    from .kernelfacts import load_source, static_facts
+    from .occupancy import arch_of_device
+
+    if args.block is not None and args.block < 1:
+        raise CliError(f"--block must be a positive thread count; got {args.block}")
+    arch = args.arch or (arch_of_device(args.device) if args.device else None)
+    if arch is None:
+        hint = f" ({args.device} is not a table GPU)" if args.device else ""
+        raise CliError(f"--arch is required (for example --arch sm_90), or --device with a table GPU{hint}")
+    est = _analyze_estimate(args) if args.op else None
+    source, kernel = load_source(args.source, args.kernel)
+    try:
+        facts = static_facts(source, kernel, arch, args.block)
+    except ToolchainUnavailable as exc:
+        raise CliError(str(exc)) from None
+    diagnosis = diagnose(est, facts)
+    if args.json:
+        record: dict[str, Any] = diagnosis.to_record()
+        record["estimate"] = None if est is None else estimate_dict(est)
+        return json.dumps(record, indent=2)
+    return format_analysis(args.source, facts, est, diagnosis)
+
+
+def _analyze_estimate(args: argparse.Namespace) -> Estimate:
+    from .floor import estimate
+    from .ops import get_op
+
+    op, *assignments = args.op
+    get_op(op)
+    params = parse_assignments(assignments)
+    dtype = params.pop("dtype", None) or args.dtype
+    if dtype is None:
+        raise CliError(f"--op {op} needs --dtype (for example --dtype fp32)")
+    if args.device is None:
+        raise CliError("--op needs --device: the table GPU whose peaks give the floor (e.g. h100-sxm)")
+    return estimate(op, dtype=dtype, device=args.device, **params)
+
+
+def format_analysis(where: str, facts: StaticFacts, est: Estimate | None, diagnosis: Diagnosis) -> str:
+    """The procedure's report (kernel-bottleneck-procedure.md step 8) without the measured half."""
+    from .diagnosis import format_diagnosis
+    from .occupancy import limits_for
+
+    launch = f", {facts.block} threads/block" if facts.block else ""
+    lines = [f"{facts.kernel} ({where}) for {facts.arch}{launch}", "resources"]
+    spills = (
+        "no spills"
+        if not facts.spilled
+        else f"spills {facts.spill_stores} B stored, {facts.spill_loads} B loaded"
+    )
+    lines.append(
+        f"  registers      {facts.registers} per thread, {spills}, {facts.stack_frame} B stack frame"
+    )
+    lines.append(f"  shared memory  {units.binary_bytes(facts.smem)} static per block")
+    cliff = limits_for(facts.arch).smem_cliff
+    side = "over it: 1 block/SM at most" if facts.smem > cliff else "under it"
+    lines.append(
+        f"  smem cliff     {units.binary_bytes(cliff)} per block on {facts.arch} (two blocks/SM up to it, "
+        f"one beyond); this kernel is {side}"
+    )
+    occ = facts.occupancy
+    lines.append("occupancy")
+    if occ is None:
+        lines.append("  (give --block for the launch's threads per block)")
+    else:
+        lines.append("  blocks/SM by   " + ", ".join(f"{name} {n}" for name, n in occ.limits))
+        lines.append(
+            f"  resident       {occ.blocks_per_sm} blocks x {occ.warps_per_block} warps = {occ.active_warps} "
+            f"of {occ.max_warps_per_sm} warps ({units.percent(occ.fraction)}), limited by {occ.limiter}"
+        )
+    m = facts.mix
+    lines.append("instruction mix (PTX, static counts)")
+    lines.append(
+        f"  global loads {m.global_loads} (128-bit {m.global_loads_128}), global stores {m.global_stores} "
+        f"(128-bit {m.global_stores_128}), shared loads/stores {m.shared_loads}/{m.shared_stores}, "
+        f"cp.async {m.cp_async}"
+    )
+    lines.append(
+        f"  mma/wgmma {m.tensor_core}, warp shuffles {m.warp_shuffles}, barriers {m.barriers}, "
+        f"fp32 math {m.fp32_math}, fp64 {m.fp64_math}"
+    )
+    grouped: dict[str, list[str]] = {}
+    for access in facts.strided:  # one line per kind of strided access, with its first instruction
+        grouped.setdefault(access.describe(), []).append(access.line)
+    for described, ptx_lines in grouped.items():
+        lines.append(f"  strided: {len(ptx_lines)} x {described}  (e.g. {ptx_lines[0]})")
+    if facts.sass is not None:
+        lines.append("  SASS: " + ", ".join(f"{k} {v}" for k, v in facts.sass.items()))
+    lines += [f"  note: {note}" for note in facts.notes]
+    if est is not None:
+        lines.append("roofline floor")
+        lines += ["  " + line for line in format_estimate(est).splitlines()]
+    lines.append(format_diagnosis(diagnosis))
+    return "\n".join(lines)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's default prints usage; one line is enough
         raise CliError(message)
@@ -381,6 +486,30 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("-o", "--output", required=True, help="the plot to write: .svg or .png")
     plot.add_argument("--baseline", help="an earlier JSON report: arrows from where each test stood")
     plot.set_defaults(run=_plot)
+    analyze = commands.add_parser(
+        "analyze",
+        help="compile a CUDA kernel and read why it may be slow (nothing runs)",
+        description="Compile with nvcc and print resources, occupancy and its limiter, the instruction "
+        "mix, the shared-memory cliff, the floor (with --op) and the ranked first fixes.",
+    )
+    analyze.add_argument(
+        "source", help="a .cu file, or FILE.py:NAME (a CUDA source string, or an object with .code, in it)"
+    )
+    analyze.add_argument("--kernel", help="the kernel's name (default: the only one the source defines)")
+    analyze.add_argument(
+        "--arch", help="the architecture: sm_80, sm_86, sm_89, sm_90, ... (default: --device's)"
+    )
+    analyze.add_argument("--block", type=int, help="threads per block of the launch, for occupancy")
+    analyze.add_argument("--device", help="a table GPU (see roofline devices): the floor's peaks")
+    analyze.add_argument(
+        "--op",
+        nargs="+",
+        metavar="OP key=value",
+        help="the op and its parameters: --op gemm M=4096 N=4096 K=4096",
+    )
+    analyze.add_argument("--dtype", help="the data's dtype, for --op (or dtype=... among its parameters)")
+    analyze.add_argument("--json", action="store_true", help="print JSON instead of text")
+    analyze.set_defaults(run=_analyze)
     return parser
 
 
@@ -399,7 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise CliError(
-                "a command is required: floor, devices, ops, calibrate or compare (see roofline -h)"
+                "a command is required: floor, devices, ops, calibrate, compare, plot or analyze "
+                "(see roofline -h)"
             )
         with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each
             warnings.simplefilter("always")

@@ -1,0 +1,151 @@
+"""``roofline analyze``: the report on a real compile, its JSON, and its errors (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_roofline import cli, compiler
+from pytest_roofline.compiler import find_tool
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA_SRC = ROOT / "example_project" / "kernels" / "cuda_src.py"
+TRANSPOSE = f"{CUDA_SRC}:TRANSPOSE_NAIVE_SRC"
+needs_nvcc = pytest.mark.skipif(
+    find_tool("nvcc") is None, reason="nvcc is not available: analyze compiles the kernel"
+)
+KERNEL = r"""
+extern "C" __global__ void scale(const float* x, float* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg")
+
+
+@pytest.fixture(autouse=True)
+def _cache(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One private cache for the module: each source compiles once, and ~/.cache is left alone."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache))
+
+
+@pytest.fixture
+def scale_cu(tmp_path: Path) -> Path:
+    path = tmp_path / "scale.cu"
+    path.write_text(KERNEL)
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["analyze", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@needs_nvcc
+def test_the_report_of_the_naive_transpose(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, TRANSPOSE, "--arch", "sm_86", "--block", "256",
+        "--op", "transpose", "rows=8192", "cols=8192", "--dtype", "fp32", "--device", "a10",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"transpose_naive ({TRANSPOSE}) for sm_86, 256 threads/block"
+    assert (
+        "  smem cliff     49 KiB per block on sm_86 (two blocks/SM up to it, one beyond); "
+        "this kernel is under it" in lines
+    )
+    assert "  resident       6 blocks x 8 warps = 48 of 48 warps (100.0%), limited by warps" in lines
+    assert any(line.startswith("  global loads 1 (128-bit 0), global stores 1 (128-bit 0)") for line in lines)
+    assert any(line.startswith("  strided: 1 x store of 4 B moving a run-time stride") for line in lines)
+    assert "roofline floor" in lines
+    assert any(line.strip().startswith("floor") and "memory-bound" in line for line in lines)
+    causes = lines[lines.index("likely causes:") + 1 :]
+    assert causes[0].startswith(
+        "  1. transpose is memory-bound (0 FLOP/B against a ridge of 52.0), and 1 global store(s)"
+    )
+    assert "uncoalesced stores" in causes[0]
+
+
+@needs_nvcc
+def test_a_cu_file_with_one_kernel_needs_no_kernel_name(
+    capsys: pytest.CaptureFixture[str], scale_cu: Path
+) -> None:
+    code, out, _ = run(capsys, str(scale_cu), "--device", "h100-sxm")  # the arch from the device
+    assert code == 0
+    assert out.splitlines()[0] == f"scale ({scale_cu}) for sm_90"
+    assert "  (give --block for the launch's threads per block)" in out.splitlines()
+
+
+@needs_nvcc
+def test_json(capsys: pytest.CaptureFixture[str], scale_cu: Path) -> None:
+    code, out, _ = run(
+        capsys, str(scale_cu), "--kernel", "scale", "--arch", "sm_80", "--block", "128", "--json",
+        "--op", "elementwise", "n=1048576", "inputs=1", "flops_per_element=1", "dtype=fp32",
+        "--device", "a100-sxm-80gb",
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    (facts,) = data["facts"]
+    assert (facts["kernel"], facts["arch"], facts["block"]) == ("scale", "sm_80", 128)
+    assert facts["occupancy"]["blocks_per_sm"] == 16  # 4-warp blocks: 16 fill sm_80's 64 warps
+    assert data["estimate"]["bound"] == "memory"
+    assert data["causes"][0]["rule"] == "no_vector_loads"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["missing.cu", "--arch", "sm_90"], "no such file: 'missing.cu'"),
+        (["{cu}", "--kernel", "scal", "--arch", "sm_90"],
+         "kernel 'scal' is not defined in {cu} (did you mean 'scale'?)"),
+        (["{cu}", "--arch", "sm_91"], "unknown architecture 'sm_91'"),
+        (["{cu}"], "--arch is required (for example --arch sm_90), or --device with a table GPU"),
+        (["{cu}", "--device", "mi300x"],
+         "or --device with a table GPU (mi300x is not a table GPU)"),
+        (["{cu}", "--arch", "sm_90", "--op", "gemm", "M=1", "N=1", "K=1"], "--op gemm needs --dtype"),
+        (["{cu}", "--arch", "sm_90", "--op", "gemm", "M=1", "N=1", "K=1", "--dtype", "fp32"],
+         "--op needs --device"),
+        (["{cu}", "--arch", "sm_90", "--op", "gemn", "--device", "h100-sxm"], "unknown op 'gemn'"),
+        (["{cu}", "--arch", "sm_90", "--block", "0"], "--block must be a positive thread count; got 0"),
+        ([f"{CUDA_SRC}:NOPE", "--arch", "sm_90"], "has no 'NOPE'"),
+    ],
+)  # fmt: skip
+def test_errors_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], scale_cu: Path, argv: list[str], message: str
+) -> None:
+    argv = [a.replace("{cu}", str(scale_cu)) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("roofline: error: ")
+    assert message.replace("{cu}", str(scale_cu)) in err
+
+
+def test_no_nvcc_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], scale_cu: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compiler, "find_tool", lambda name: None)
+    code, out, err = run(capsys, str(scale_cu), "--arch", "sm_90")
+    assert (code, out) == (2, "")
+    assert err == (
+        "roofline: error: nvcc is not available (not on PATH, nor in $CUDA_HOME/bin): static kernel "
+        "facts need the CUDA toolkit (not a GPU)\n"
+    )
+
+
+def test_help_names_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["analyze", "--help"])
+    out = capsys.readouterr().out
+    assert "--kernel" in out
+    assert "--block" in out
+    assert "FILE.py:NAME" in out
