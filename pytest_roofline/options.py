@@ -21,6 +21,7 @@ import pytest
 MODES = ("enforce", "report", "off")
 INCONCLUSIVE = ("warn", "fail", "skip")
 CEILINGS = ("paired", "cached")
+DIAGNOSE = ("off", "miss", "all")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -65,6 +66,7 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
 parse_mode = _choice(MODES)
 parse_inconclusive = _choice(INCONCLUSIVE)
 parse_ceilings = _choice(CEILINGS)
+parse_diagnose = _choice(DIAGNOSE)
 
 
 def parse_stat(text: str) -> str:
@@ -243,6 +245,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
             "ceilings to judge against: datasheet, measured, or a JSON file of your own "
             "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
+    Setting("diagnose", "--roofline-diagnose", parse_diagnose, "miss",
+            "when to diagnose a GPU measurement (the bottleneck procedure: the regime, and for CUDA C++ "
+            "and Triton kernels what the compiler says of them, which costs a compile): off, miss or "
+            "all (default: miss)", "WHEN"),
     Setting("columns", "--roofline-columns", parse_columns, None,
             "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
             "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
@@ -312,6 +318,7 @@ class SessionSettings:
     peaks: str
     inconclusive: str = "warn"
     ceilings: str = "paired"
+    diagnose: str = "miss"
     columns: tuple[str, ...] | None = None
     save: str | None = None
     compare: str | None = None

@@ -85,6 +85,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "calibrated_floor_s": est.floor_s,
         "latency_floor_s": result.latency_floor_s or None,
         "latency_bound": result.latency_bound,
+        "diagnosis": None,  # the session's, when --roofline-diagnose asks for one
         "cache": m.cache_note,
         "low_confidence": m.low_confidence,
         "excluded_samples": m.excluded,
@@ -137,7 +138,7 @@ RECORD_FIELDS = (
     "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
     "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
-    "latency_floor_s", "latency_bound", "stats", "samples_s", "reason",
+    "latency_floor_s", "latency_bound", "diagnosis", "stats", "samples_s", "reason",
 )  # fmt: skip
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from .ceilings import ProbeReference
     from .cpupeak import CpuPeak
+    from .diagnosis import Diagnosis
     from .model import Device, Estimate
     from .ops import OpSpec
     from .report import Record
@@ -247,6 +248,13 @@ class RooflineSession:
             )
         mode = self.settings.mode if can_fail else "measure"
         record = result_record(result, nodeid=item.nodeid, mode=mode)
+        diagnosis = self._diagnosis(kernel, result)
+        message = result.message()
+        if diagnosis is not None:
+            from .diagnosis import format_diagnosis
+
+            record["diagnosis"] = diagnosis.to_record()
+            message += "\n" + format_diagnosis(diagnosis)
         self._unsent.append(record)
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
         item.user_properties.extend(
@@ -261,15 +269,34 @@ class RooflineSession:
         self.config.hook.pytest_roofline_result(item=item, result=result)
         if can_fail and self.settings.mode == "enforce" and result.verdict is not Verdict.PASS:
             if result.verdict is not Verdict.INCONCLUSIVE or self.settings.inconclusive == "fail":
-                fail_test(result.message())
+                fail_test(message)
             if self.settings.inconclusive == "skip":
-                pytest.skip(result.message())
+                pytest.skip(message)
             from .calibrate import RooflineWarning
 
-            item.warn(RooflineWarning(result.message()))
+            item.warn(RooflineWarning(message))
         if mode == "enforce":  # within budget, but perhaps well below where the baseline stood
             self.gate.check(record)
         return result
+
+    def _diagnosis(self, kernel: KernelCall, result: Result) -> Diagnosis | None:
+        """The bottleneck procedure's likely causes (:mod:`.diagnosis`), when ``--roofline-diagnose``
+        asks for them: for a GPU measurement (the procedure is a GPU one), with what the compiler says
+        of a CUDA C++ or Triton kernel the test passed (:func:`.kernelfacts.facts_for`)."""
+        from .verdict import Verdict
+
+        when = self.settings.diagnose
+        if when == "off" or result.estimate.device.kind == "cpu":
+            return None
+        if when == "miss" and result.verdict is not Verdict.MISS:
+            return None
+        from .diagnosis import diagnose
+        from .kernelfacts import facts_for
+        from .occupancy import arch_of_device
+
+        arch = arch_of_device(result.estimate.device.key)
+        facts = facts_for(kernel.fn, arch=arch) if arch else None
+        return diagnose(result, facts)
 
     def _measurer(
         self,

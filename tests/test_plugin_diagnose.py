@@ -1,0 +1,85 @@
+"""--roofline-diagnose: a GPU measurement's miss carries the bottleneck procedure's likely causes.
+
+The fake device of ``conftest.py`` with its kind set to ``cuda`` (the procedure is a GPU one) and
+its scripted backend: 20 ms a call of a 2 ms floor attains 10%.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import COPY, fake_conftest
+
+GPU = """
+
+_cpu_device = fake_device
+
+
+def fake_device():
+    import dataclasses
+
+    return dataclasses.replace(_cpu_device(), kind="cuda")
+"""
+
+SUITE = f"""
+import pytest
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.5)
+@pytest.mark.fake_time(20e-3)
+def test_slow_copy(roofline):
+    roofline(lambda: None)
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.5)
+def test_fast_copy(roofline):
+    roofline(lambda: None)
+"""
+
+
+@pytest.fixture
+def gpu(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(fake_conftest(extra=GPU))
+    pytester.makepyfile(test_suite=SUITE)
+    return pytester
+
+
+def diagnoses(pytester: pytest.Pytester) -> dict[str, object]:
+    data = json.loads((pytester.path / "out.json").read_text())
+    return {r["nodeid"].split("::")[1]: r["diagnosis"] for r in data["measurements"]}
+
+
+def test_a_miss_says_its_likely_causes_by_default(gpu: pytest.Pytester) -> None:
+    result = gpu.runpytest("--roofline-json=out.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*copy[[]n=25000000 fp32[]] attained 10.0% of speed of light (budget 50%)*",
+            "likely causes (generic: nothing specific known):",
+            "  1. memory-bound at 10.0% of bandwidth: coalesce global accesses*",
+        ]
+    )
+    seen = diagnoses(gpu)
+    assert seen["test_fast_copy"] is None  # a pass is not diagnosed by default
+    assert isinstance(seen["test_slow_copy"], dict)
+    assert seen["test_slow_copy"]["generic"] is True
+
+
+def test_all_diagnoses_every_measurement_and_off_none(gpu: pytest.Pytester) -> None:
+    gpu.runpytest("--roofline-json=out.json", "--roofline-diagnose=all").assert_outcomes(passed=1, failed=1)
+    assert all(isinstance(d, dict) for d in diagnoses(gpu).values())
+    result = gpu.runpytest("--roofline-json=out.json", "--roofline-diagnose=off")
+    result.stdout.no_fnmatch_line("likely causes*")
+    assert all(d is None for d in diagnoses(gpu).values())
+
+
+def test_a_cpu_measurement_is_not_diagnosed(rl: pytest.Pytester) -> None:
+    rl.makepyfile(test_suite=SUITE)
+    result = rl.runpytest("--roofline-diagnose=all")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.no_fnmatch_line("likely causes*")  # the procedure is for GPU kernels
+
+
+def test_a_bad_value_is_a_usage_error(gpu: pytest.Pytester) -> None:
+    result = gpu.runpytest("--roofline-diagnose=always")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-diagnose: expected one of off, miss, all, got 'always'*"])
