@@ -400,8 +400,8 @@ TABLE_HEADERS = tuple(COLUMNS.values())
 #: what a narrow terminal keeps first; the rest join, in this order, while the table fits
 ESSENTIAL = ("test", "op", "attained", "budget", "verdict")
 PRIORITY = (*ESSENTIAL, "achieved", "ceiling", "time", "bound", "machine", "floor", "dtype", "intensity")
-#: the test and op columns are shortened (in their middles) to no fewer characters than this to fit
-MIN_TEST_WIDTH = 16
+#: the op and test columns are shortened to no fewer characters than this to fit
+MIN_TEST_WIDTH = 20
 
 
 def ordered(records: Sequence[Record]) -> list[Record]:
@@ -566,14 +566,16 @@ def format_table(
         if _width(_tabulate(rows, _in_order([*chosen, name]))) <= width:
             chosen.append(name)
     lines = _tabulate(rows, _in_order(chosen))
-    for name in ("test", "op"):  # the essential columns alone are too wide: shorten the long ones
+    # the essential columns alone are too wide: the op keeps its name and first parameters, then the
+    # test its end (the function and its parameters say more than the module's path)
+    for name, keep_head in (("op", True), ("test", False)):
         excess = _width(lines) - width
         if excess <= 0:
             break
         at = list(COLUMNS).index(name)
         longest = max(len(row[at]) for row in rows) if rows else 0
         room = max(MIN_TEST_WIDTH, longest - excess)
-        rows = [[*row[:at], _shorten(row[at], room), *row[at + 1 :]] for row in rows]
+        rows = [[*row[:at], _shorten(row[at], room, keep_head), *row[at + 1 :]] for row in rows]
         lines = _tabulate(rows, _in_order(chosen))
     return lines
 
@@ -595,13 +597,11 @@ def _width(lines: Sequence[str]) -> int:
     return max(map(len, lines), default=0)
 
 
-def _shorten(text: str, width: int) -> str:
-    """``tests/kernels/test_….py::test_gemm[big]``: the middle goes, the ends stay."""
+def _shorten(text: str, width: int, keep_head: bool) -> str:
+    """``layernorm rows=8192 co…`` (the head kept) or ``…test_layernorm[numpy-fused]`` (the tail)."""
     if len(text) <= width:
         return text
-    keep = width - 1
-    head = keep // 3
-    return f"{text[:head]}…{text[len(text) - (keep - head) :]}"
+    return f"{text[: width - 1]}…" if keep_head else f"…{text[len(text) - (width - 1) :]}"
 
 
 def summary_counts(records: Sequence[Record]) -> str:
