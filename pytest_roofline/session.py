@@ -547,51 +547,11 @@ class RooflineSession:
             self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if self._worker_id is not None:
+        if self._worker_id is not None:  # the controller shows the run
             return
-        tr = terminalreporter
-        for note in dict.fromkeys(self.notes):
-            tr.write_line(f"roofline: {note}", yellow=True)
-        if self.settings.report:
-            import shutil
+        from .summary import write_summary
 
-            from .report import format_device_headers, format_table, ordered, skipped_notes, summary_counts
-
-            tr.write_sep("=", "roofline report")
-            for line in format_device_headers(self.device_records.values(), self.records):
-                tr.write_line(line)
-            if self.records:
-                columns = self.settings.columns
-                width = None if columns else shutil.get_terminal_size().columns  # COLUMNS, as pytest
-                lines = format_table(self.records, self.device_records.values(), width=width, columns=columns)
-                for line in lines[:2]:
-                    tr.write_line(line, bold=True)
-                for line, record in zip(lines[2:], ordered(self.records), strict=True):
-                    verdict = record["verdict"]
-                    tr.write_line(
-                        line,
-                        red=verdict in ("MISS", "faster-than-light"),
-                        bold=verdict in ("MISS", "faster-than-light"),
-                        green=verdict == "pass",
-                        yellow=verdict in ("skipped", "inconclusive"),
-                    )
-                for line in skipped_notes(self.records):
-                    tr.write_line(line, yellow=True)
-            tr.write_line(f"{summary_counts(self.records)}; mode {self.settings.mode}")
-        if self.interruption and (self.settings.report or self.settings.json):
-            tr.write_line(
-                f"roofline: the run was cut short ({self.interruption}): the measurements of the tests "
-                "that did not finish are missing",
-                yellow=True,
-            )
-        for line in self.gate.summary_lines():
-            tr.write_line(line, red=line.startswith("  regression"), bold=line.startswith("  regression"))
-        for error in self.gate.errors:
-            tr.write_line(error, red=True, bold=True)
-        if self.json_error:
-            tr.write_line(self.json_error, red=True, bold=True)
-        elif self.settings.json:
-            tr.write_line(f"roofline: wrote {len(self.records)} measurement(s) to {self.settings.json}")
+        write_summary(terminalreporter, self)
 
 
 def _latency_floor_s(backend: Backend) -> float:
