@@ -524,16 +524,16 @@ class ThreadReadingBackend(FakeBackend):
         return super().run(fn, args, calls=calls, samples=samples, flush=flush)
 
 
-def test_the_measurement_keeps_the_fewest_threads_and_the_middle_wait_of_its_rounds() -> None:
-    # a BLAS thread spinning on from an earlier call shows in a round as a second thread
-    readings = [ThreadWait(2, 0.9), ThreadWait(1, 0.1), ThreadWait(1, 0.2), ThreadWait(1, 0.3)] * 10
+def test_the_measurement_keeps_the_middle_thread_count_and_wait_of_its_rounds() -> None:
+    # beside a busy neighbour one round may see a BLAS thread starved below the count's cut
+    readings = [ThreadWait(2, 0.5), ThreadWait(1, 0.9), ThreadWait(2, 0.4), ThreadWait(2, 0.6)] * 10
     backend = ThreadReadingBackend(readings, resolution_s=1e-6)
     policy = Policy(warmup_s=0.0, min_samples=3, max_samples=40, target_rel_ci=1e-6, max_time_s=1e3)
     m = measure(noop, policy=policy, backend=backend)
     assert len(backend.runs) > 4  # warm-up runs read threads too; the engine keeps the sampling rounds'
-    assert m.threads == 1
+    assert m.threads == 2
     assert m.wait_share is not None
-    assert 0.1 <= m.wait_share <= 0.3
+    assert 0.4 <= m.wait_share <= 0.6
 
 
 def test_a_backend_that_cannot_count_threads_leaves_them_unknown() -> None:

@@ -136,9 +136,9 @@ class Measurement:
     parallelism: float | None = None
     #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
     cpu_share: float | None = None
-    #: the threads the kernel ran on (the fewest of any round: BLAS threads spin on a while after
-    #: a call, into the next kernel's round) and the share of their time they waited for a core
-    #: (median of the rounds), when the backend can tell (``last_thread_wait``)
+    #: the threads the kernel ran on and the share of their time they waited for a core (each the
+    #: median of the rounds: beside a busy neighbour one round may see a BLAS thread starved below
+    #: the count's cut), when the backend can tell (``last_thread_wait``)
     threads: int | None = None
     wait_share: float | None = None
     #: whether ``setup`` ran before every call (so one call per sample, never a batch)
@@ -230,7 +230,7 @@ def measure(
         # the least any round showed: BLAS threads that a probe woke spin on for a while after it
         parallelism=min(sampler.parallelism) if sampler.parallelism else None,
         cpu_share=_middle(sampler.cpu_share),
-        threads=min(sampler.threads) if sampler.threads else None,
+        threads=int(m) if (m := _middle(sampler.threads)) is not None else None,
         wait_share=_middle(sampler.wait_share),
         setup=setup is not None,
     )
