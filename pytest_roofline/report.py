@@ -86,6 +86,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "latency_floor_s": result.latency_floor_s or None,
         "latency_bound": result.latency_bound,
         "diagnosis": None,  # the session's, when --roofline-diagnose asks for one
+        "clocks": _clocks_record(m),
         "cache": m.cache_note,
         "low_confidence": m.low_confidence,
         "excluded_samples": m.excluded,
@@ -138,8 +139,25 @@ RECORD_FIELDS = (
     "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
     "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
-    "latency_floor_s", "latency_bound", "diagnosis", "stats", "samples_s", "reason",
+    "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats", "samples_s", "reason",
 )  # fmt: skip
+
+
+def _clocks_record(m: Measurement) -> Record | None:
+    """What a GPU's clocks did over the measurement, when they were watched (None otherwise)."""
+    log = m.clocks
+    if log is None:
+        return None
+    return {
+        "watched": log.watched,
+        "summary": log.summary(),
+        "min_sm_mhz": log.min_sm_mhz,
+        "max_sm_mhz": log.max_sm_mhz,
+        "max_temperature_c": log.max_temperature_c,
+        "throttled": log.throttled,
+        "reasons": list(log.reasons),
+        "samples": len(log.samples),
+    }
 
 
 def skipped_record(*, nodeid: str, label: str, reason: str) -> Record:

@@ -30,6 +30,7 @@ from .request import MARKER_KEY, KernelCall, Request, resolve
 from .resolution import Devices, device_skip_reason, names_a_table_device
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from contextlib import AbstractContextManager
 
     from .ceilings import ProbeReference
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from .ops import OpSpec
     from .report import Record
     from .timing.base import Backend
+    from .timing.clocks import ClockWatcher
     from .timing.engine import Measurement
     from .verdict import Result
 
@@ -311,6 +313,7 @@ class RooflineSession:
         """``measure_once(budget_s)``: the engine, with this kernel's flush choice, probe and OS readings."""
         import dataclasses
 
+        from .timing.clocks import unwatched_note
         from .timing.engine import measure
         from .timing.flushing import choose_flush
 
@@ -334,11 +337,16 @@ class RooflineSession:
 
                 probe = probe_for(reference)
             budgeted = dataclasses.replace(policy, max_time_s=budget_s)
-            with on_stream(request.stream):
-                return measure(
+            with on_stream(request.stream), watching(backend) as watcher:
+                m = measure(
                     kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
                     backend=backend, probe=probe, snapshot=snapshot,
                 )  # fmt: skip
+            if watcher is None:
+                return m
+            if not watcher.log.watched and (note := unwatched_note()):
+                self.notes.append(f"GPU clocks are not watched: {note}")
+            return dataclasses.replace(m, clocks=watcher.log)
 
         return measure_once
 
@@ -569,6 +577,18 @@ def _latency_floor_s(backend: Backend) -> float:
     if isinstance(backend, CudaBackend):
         return latency_floor(backend.device).floor_s
     return 0.0
+
+
+@contextlib.contextmanager
+def watching(backend: Backend) -> Iterator[ClockWatcher | None]:
+    """The backend's clock watcher around a measurement (a GPU's, through NVML), or None for a backend
+    that has none."""
+    watch = getattr(backend, "watch_clocks", None)
+    if watch is None:
+        yield None
+        return
+    with watch() as watcher:
+        yield watcher
 
 
 def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractContextManager[object]]:

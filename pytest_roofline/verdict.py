@@ -245,6 +245,10 @@ def judge(
         return judged(Verdict.FASTER_THAN_LIGHT)
     if attained > limit:
         return judged(Verdict.INCONCLUSIVE, f"above the {units.percent(limit)} limit, but within the noise")
+    throttled = m.clocks is not None and m.clocks.throttled
+    if throttled and lo < min_fraction and m.clocks is not None:
+        # a GPU that slowed its clocks ran below the peaks it is judged against: not the kernel's miss
+        return judged(Verdict.INCONCLUSIVE, f"the GPU slowed its clocks ({', '.join(m.clocks.reasons)})")
     if waited and lo < min_fraction:
         # Load only slows a kernel, so a pass against the best-known ceiling holds on a quiet
         # machine too; a miss may be the load's.

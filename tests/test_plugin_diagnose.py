@@ -83,3 +83,50 @@ def test_a_bad_value_is_a_usage_error(gpu: pytest.Pytester) -> None:
     result = gpu.runpytest("--roofline-diagnose=always")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--roofline-diagnose: expected one of off, miss, all, got 'always'*"])
+
+
+CLOCKED = """
+
+import contextlib
+import types
+
+from pytest_roofline.timing.clocks import ClockLog, ClockSample
+
+
+class ClockedBackend(ScriptedBackend):
+    @contextlib.contextmanager
+    def watch_clocks(self):
+        samples = (ClockSample(0.0, 1980, 2619, 60, 0), ClockSample(0.01, 1410, 2619, 84, 0x20))
+        yield types.SimpleNamespace(log=ClockLog(True, samples=samples, max_sm_mhz=1980, max_mem_mhz=2619))
+
+
+CLOCKED_BACKEND = ClockedBackend((20e-3,), resolution_s=1e-9, device_name="fake accelerator")
+
+
+def pytest_roofline_backend(config, device, spec):
+    return CLOCKED_BACKEND
+"""
+
+
+def test_a_throttled_gpu_measurement_is_inconclusive_and_its_clocks_are_in_the_json(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        fake_conftest(backend=False, extra=GPU) + "\nfrom fakes import ScriptedBackend\n" + CLOCKED
+    )
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.5)
+        def test_slow(roofline):
+            roofline(lambda: None)
+        """
+    )
+    result = pytester.runpytest("--roofline-json=out.json", "-W", "ignore::UserWarning")
+    result.assert_outcomes(passed=1)  # inconclusive warns by default
+    record = json.loads((pytester.path / "out.json").read_text())["measurements"][0]
+    assert record["verdict"] == "inconclusive"
+    assert record["verdict_reason"].startswith("the GPU slowed its clocks (")
+    assert record["clocks"]["throttled"] is True
+    assert (record["clocks"]["min_sm_mhz"], record["clocks"]["max_sm_mhz"]) == (1410, 1980)

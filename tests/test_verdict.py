@@ -535,3 +535,23 @@ def test_a_latency_floor_below_the_roofline_floor_changes_nothing() -> None:
     m = measurement(est.floor_s / 0.8)
     r = result_of(est, [m], 0.5, latency_floor_s=1e-6)
     assert (r.latency_bound, r.attained, r.latency_floor_s) == (False, pytest.approx(0.8), 1e-6)
+
+
+# -- a GPU that slowed its clocks ---------------------------------------------------------------------
+
+
+def clocked(m: Measurement, reasons: int) -> Measurement:
+    from pytest_roofline.timing.clocks import ClockLog, ClockSample
+
+    samples = (ClockSample(0.0, 1980, 2619, 60, 0), ClockSample(0.01, 1410, 2619, 84, reasons))
+    return dataclasses.replace(m, clocks=ClockLog(True, samples=samples, max_sm_mhz=1980, max_mem_mhz=2619))
+
+
+def test_a_miss_while_the_gpu_slowed_its_clocks_is_inconclusive() -> None:
+    est = gemm()
+    slow = clocked(measurement(est.floor_s / 0.3), reasons=0x20)  # hardware thermal slowdown
+    j = judge(est, slow, 0.7)
+    assert j.verdict is Verdict.INCONCLUSIVE
+    assert j.reason.startswith("the GPU slowed its clocks (")
+    assert judge(est, clocked(measurement(est.floor_s / 0.3), reasons=0), 0.7).verdict is Verdict.MISS
+    assert judge(est, clocked(measurement(est.floor_s / 0.8), reasons=0x20), 0.7).verdict is Verdict.PASS

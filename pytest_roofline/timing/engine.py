@@ -56,6 +56,7 @@ from pytest_roofline.units import seconds
 
 if TYPE_CHECKING:
     from pytest_roofline.contention import Contention, Snapshot
+    from pytest_roofline.timing.clocks import ClockLog
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
@@ -141,6 +142,8 @@ class Measurement:
     #: the count's cut), when the backend can tell (``last_thread_wait``)
     threads: int | None = None
     wait_share: float | None = None
+    #: what a GPU's clocks did while it was measured (:mod:`.clocks`), when the backend watched them
+    clocks: ClockLog | None = None
     #: whether ``setup`` ran before every call (so one call per sample, never a batch)
     setup: bool = False
 
