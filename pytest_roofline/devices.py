@@ -124,7 +124,9 @@ _ROWS: tuple[_Row, ...] = (
     _Row("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32,
          (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9),
          notes=("plus 256 MB Infinity Cache",),
-         source="AMD Instinct MI300X data sheet"),
+         source="AMD Instinct MI300X data sheet; checked against ROCm docs, MI300 microarchitecture, "
+                "table 'Peak-performance capabilities of the MI300X' (5.3 TB/s) and gpu-arch-specs "
+                "(304 CUs, L2 4 MB per XCD)"),
 )  # fmt: skip
 
 

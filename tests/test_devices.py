@@ -198,8 +198,15 @@ PEAKS: list[tuple[str, Precision, Unit, float, Source, str]] = [
     ("mi250x", P.FP16, TC, 383 / 2, Source.DATASHEET, ""),
     ("mi250x", P.BF16, TC, 383 / 2, Source.DATASHEET, ""),
     ("mi250x", P.INT8, TC, 383 / 2, Source.DATASHEET, ""),
-    ("mi300x", P.BF16, TC, 1307.4, Source.DATASHEET, ""),
+    # mi300x: each figure as ROCm's "Peak-performance capabilities of the MI300X" table prints it (issue 12)
+    ("mi300x", P.FP64, V, 81.7, Source.DATASHEET, ""),
+    ("mi300x", P.FP64, TC, 163.4, Source.DATASHEET, ""),
     ("mi300x", P.FP32, V, 163.4, Source.DATASHEET, ""),
+    ("mi300x", P.TF32, TC, 653.7, Source.DATASHEET, ""),
+    ("mi300x", P.FP16, TC, 1307.4, Source.DATASHEET, ""),
+    ("mi300x", P.BF16, TC, 1307.4, Source.DATASHEET, ""),
+    ("mi300x", P.FP8_E4M3, TC, 2614.9, Source.DATASHEET, ""),
+    ("mi300x", P.INT8, TC, 2614.9, Source.DATASHEET, ""),
 ]
 
 
@@ -548,6 +555,14 @@ def test_no_dense_figure_is_a_known_sparse_one(key: str) -> None:
     for (precision, unit), sparse in KNOWN_SPARSE[key].items():
         dense = device.peaks[(precision, unit)].value / 1e12
         assert abs(dense - sparse) > 0.01 * sparse, f"{key} {precision} {unit}: {dense} is the sparse figure"
+
+
+def test_mi300x_source_names_the_rocm_table_it_was_checked_against() -> None:
+    from pytest_roofline.devices import _ROWS
+
+    (row,) = [row for row in _ROWS if row.key == "mi300x"]
+    assert "Peak-performance capabilities of the MI300X" in row.source
+    assert "data sheet" in row.source
 
 
 def test_every_row_names_its_source() -> None:
