@@ -45,6 +45,10 @@ MULTITHREADED = 1.5
 #: a multi-threaded compute-bound kernel whose threads waited for a core more than this share of
 #: their time was slowed by another job in a way no probe follows (see :func:`_threads_waited`)
 WAITED_SHARE = 0.15
+#: how much more than that waiting alone explains a multi-threaded kernel may slow beside another job
+#: (measured on the 2-core VM beside one busy process: 2.4x to 11x by matrix size): a miss by more
+#: than this is still a miss, so a suite's deliberately bad variants keep failing under pytest-xdist
+WAITED_SLACK = 10.0
 #: a re-measure runs only when at least this share of the time budget is left for it
 REMEASURE_SHARE = 0.25
 
@@ -249,7 +253,7 @@ def judge(
     if throttled and lo < min_fraction and m.clocks is not None:
         # a GPU that slowed its clocks ran below the peaks it is judged against: not the kernel's miss
         return judged(Verdict.INCONCLUSIVE, f"the GPU slowed its clocks ({', '.join(m.clocks.reasons)})")
-    if waited and lo < min_fraction:
+    if waited and lo < min_fraction <= hi * WAITED_SLACK:
         # Load only slows a kernel, so a pass against the best-known ceiling holds on a quiet
         # machine too; a miss may be the load's.
         return judged(Verdict.INCONCLUSIVE, waited)

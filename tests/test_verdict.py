@@ -555,3 +555,9 @@ def test_a_miss_while_the_gpu_slowed_its_clocks_is_inconclusive() -> None:
     assert j.reason.startswith("the GPU slowed its clocks (")
     assert judge(est, clocked(measurement(est.floor_s / 0.3), reasons=0), 0.7).verdict is Verdict.MISS
     assert judge(est, clocked(measurement(est.floor_s / 0.8), reasons=0x20), 0.7).verdict is Verdict.PASS
+
+
+def test_a_miss_far_below_the_budget_is_a_miss_even_when_the_threads_waited() -> None:
+    # a deliberately bad variant 40x below its budget: no neighbour explains that much
+    j = blas_gemm(0.5 / 40, threads=2, wait_share=0.5, probe_rate=0.5e9)
+    assert j.verdict is Verdict.MISS
