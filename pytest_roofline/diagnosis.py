@@ -184,34 +184,35 @@ def _strided(s: Standing | None, facts: Facts, kind: str) -> tuple[list[StaticFa
 
 def uncoalesced_stores(s: Standing | None, facts: Facts) -> Cause | None:
     """Global stores whose neighbouring threads write far apart (a naive transpose's scatter)."""
-    found = _strided(s, facts, "store")
-    if found is None:
-        return None
-    culprits, n, moved = found
-    lead = s.regime() + ", and " if s is not None else ""
-    return Cause(
-        "uncoalesced_stores",
-        f"{lead}{n} global store(s) in {_names(culprits)} move {moved} from one thread to the next",
+    return _uncoalesced(
+        s, facts, "store", "uncoalesced_stores",
         "uncoalesced stores: each thread's bytes land in a 32-B sector of their own; make threadIdx.x "
         "walk consecutive output addresses (for a transpose, stage a tile through shared memory)",
         90,
-    )
+    )  # fmt: skip
 
 
 def uncoalesced_loads(s: Standing | None, facts: Facts) -> Cause | None:
     """Global loads whose neighbouring threads read far apart: strided access."""
-    found = _strided(s, facts, "load")
+    return _uncoalesced(
+        s, facts, "load", "uncoalesced_loads",
+        "strided access: a warp's 32 loads touch up to 32 sectors for 128 useful bytes; map "
+        "threadIdx.x to the contiguous axis (or stage through shared memory)",
+        88,
+    )  # fmt: skip
+
+
+def _uncoalesced(
+    s: Standing | None, facts: Facts, kind: str, rule: str, fix: str, weight: int
+) -> Cause | None:
+    """The cause both uncoalesced rules give: the strided accesses of ``kind``, cited."""
+    found = _strided(s, facts, kind)
     if found is None:
         return None
     culprits, n, moved = found
     lead = s.regime() + ", and " if s is not None else ""
-    return Cause(
-        "uncoalesced_loads",
-        f"{lead}{n} global load(s) in {_names(culprits)} move {moved} from one thread to the next",
-        "strided access: a warp's 32 loads touch up to 32 sectors for 128 useful bytes; map "
-        "threadIdx.x to the contiguous axis (or stage through shared memory)",
-        88,
-    )
+    fact = f"{lead}{n} global {kind}(s) in {_names(culprits)} move {moved} from one thread to the next"
+    return Cause(rule, fact, fix, weight)
 
 
 def unfused_kernels(s: Standing | None, facts: Facts) -> Cause | None:

@@ -48,7 +48,9 @@ def section(
     else:
         lines += _table(measured, by_key if comparisons else None)
         lines.append("")
-        lines.append(_totals(measured))
+        from .report import summary_counts
+
+        lines.append(summary_counts(measured))
     if comparisons:
         vanished = [c.test for c in comparisons if c.change is Change.VANISHED]
         regressions = sum(c.change is Change.REGRESSION for c in comparisons)
@@ -89,13 +91,6 @@ def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comp
             )
         rows.append("| " + " | ".join(cells) + " |")
     return rows
-
-
-def _totals(records: Sequence[Record]) -> str:
-    counts: dict[str, int] = {}
-    for r in records:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    return f"{len(records)} measurement(s): " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
 
 
 def _escape(text: str) -> str:

@@ -622,7 +622,7 @@ def _shorten(text: str, width: int, keep_head: bool) -> str:
     return f"{text[: width - 1]}…" if keep_head else f"…{text[len(text) - (width - 1) :]}"
 
 
-def summary_counts(records: Sequence[Record]) -> str:
+def summary_counts(records: Sequence[Mapping[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for r in records:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
