@@ -163,6 +163,7 @@ def _devices(args: argparse.Namespace) -> str:
         "tf32 TC",
         "bf16 TC",
         "fp8 TC",
+        "fp4 TC",
     ]
     rows: list[list[object]] = [
         [
@@ -175,6 +176,7 @@ def _devices(args: argparse.Namespace) -> str:
             "",
             "measured",
             "measured",
+            "",
             "",
             "",
             "",
@@ -231,6 +233,7 @@ _DEVICE_COLUMNS = (
     (Precision.TF32, Unit.TENSOR),
     (Precision.BF16, Unit.TENSOR),
     (Precision.FP8_E4M3, Unit.TENSOR),
+    (Precision.FP4, Unit.TENSOR),
 )
 
 

@@ -48,6 +48,12 @@ class _Row:
     # BF16 runs at the FP16 rate unless a row says otherwise ("same"), or not at all (None)
     bf16_vector: Cell | Literal["same"] = "same"
     bf16_tensor: Cell | Literal["same"] = "same"
+    #: FP4 tensor rate (NVFP4/MXFP4), where the card has one
+    fp4_tensor: Cell = None
+    #: the SM clocks (MHz) the vector and the tensor peaks are quoted at (datasheets quote tensor
+    #: peaks at a lower clock than the top boost); None where no source gives them
+    clock_mhz: float | None = None
+    tensor_clock_mhz: float | None = None
     notes: tuple[str, ...] = ()
     #: where the row's figures come from (code only: the table's provenance, not shown to users)
     source: str = ""
@@ -57,76 +63,106 @@ _D, _Q = "d", "?"
 _ROWS: tuple[_Row, ...] = (
     _Row("v100-sxm2", ("Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"), "cuda", 80, 900, 6,
          (7.8, None, 15.7, 31.3, None, 125, None, None), bf16_vector=None, bf16_tensor=None,
-         notes=("no BF16 support",),
+         clock_mhz=1530, notes=("no BF16 support",),
          source="NVIDIA Tesla V100 datasheet, SXM2 column"),
     _Row("t4", ("Tesla T4",), "cuda", 40, 320, 4,
          (0.25, None, 8.1, (16.3, _D), None, 65, None, 130), bf16_vector=None, bf16_tensor=None,
-         notes=("no BF16 support",),
+         clock_mhz=1590, notes=("no BF16 support",),
          source="NVIDIA T4 datasheet; FP16 vector derived (40 SMs x 1590 MHz x 256)"),
     _Row("a100-sxm-40gb", ("NVIDIA A100-SXM4-40GB",), "cuda", 108, 1555, 40,
-         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
          source="NVIDIA A100 Tensor Core GPU datasheet (dense: the sparse figures halved)"),
     _Row("a100-sxm-80gb", ("NVIDIA A100-SXM4-80GB",), "cuda", 108, 2039, 40,
-         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
          source="NVIDIA A100 Tensor Core GPU datasheet (dense: the sparse figures halved)"),
     _Row("a100-pcie-80gb", ("NVIDIA A100 80GB PCIe",), "cuda", 108, 1935, 40,
-         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
          source="NVIDIA A100 Tensor Core GPU datasheet, PCIe 80GB column"),
     _Row("a10", ("NVIDIA A10",), "cuda", 72, 600, 6,
-         ((0.49, _D), None, 31.2, 31.2, 62.5, 125, None, 250),
+         ((0.49, _D), None, 31.2, 31.2, 62.5, 125, None, 250), clock_mhz=1695,
          source="NVIDIA A10 datasheet; FP64 derived (72 SMs x 1695 MHz x 4)"),
     _Row("l4", ("NVIDIA L4",), "cuda", 58, 300, 48,
-         ((0.47, _D), None, 30.3, 30.3, 60, 121, 242.5, 242.5),
+         ((0.47, _D), None, 30.3, 30.3, 60, 121, 242.5, 242.5), clock_mhz=2040,
          source="NVIDIA L4 datasheet; FP64 derived (58 SMs x 2040 MHz x 4)"),
     _Row("l40s", ("NVIDIA L40S",), "cuda", 142, 864, 96,
-         ((1.43, _D), None, 91.6, 91.6, 183, 362, 733, 733),
+         ((1.43, _D), None, 91.6, 91.6, 183, 362, 733, 733), clock_mhz=2520,
          source="NVIDIA L40S datasheet; FP64 not on it: derived (142 SMs x 2520 MHz x 4)"),
     _Row("rtx-3070-ti", ("NVIDIA GeForce RTX 3070 Ti",), "cuda", 48, 608, 4,
          ((0.34, _D), None, (21.7, _D), (21.7, _D), (21.7, _D), (87.0, _D), None, (174, _D)),
-         bf16_tensor=(43.5, _D), notes=("FP16 tensor figure is the FP16-accumulate rate",),
+         bf16_tensor=(43.5, _D), clock_mhz=1770, notes=("FP16 tensor figure is the FP16-accumulate rate",),
          source="derived: 48 SMs x 1770 MHz x the GA10x GeForce rates (hardware.md section 3)"),
     _Row("rtx-3090", ("NVIDIA GeForce RTX 3090",), "cuda", 82, 936, 6,
-         ((0.56, _D), None, 35.6, 35.6, 35.6, 142, None, 284), bf16_tensor=71,
+         ((0.56, _D), None, 35.6, 35.6, 35.6, 142, None, 284), bf16_tensor=71, clock_mhz=1695,
          notes=("FP16 tensor figure is the FP16-accumulate rate",),
          source="NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 column"),
     _Row("rtx-4090", ("NVIDIA GeForce RTX 4090",), "cuda", 128, 1008, 72,
-         (1.29, None, 82.6, 82.6, 82.6, 330.3, 660.6, 660.6), bf16_tensor=165.2,
+         (1.29, None, 82.6, 82.6, 82.6, 330.3, 660.6, 660.6), bf16_tensor=165.2, clock_mhz=2520,
          notes=("FP16 and FP8 tensor figures are the FP16-accumulate rates",),
-         source="NVIDIA Ada Lovelace GPU architecture whitepaper, GeForce RTX 4090 column"),
+         source="NVIDIA Ada Lovelace GPU architecture whitepaper (v2.02), appendix table 2, as quoted "
+                "publicly: dense, the 'Sparsity Feature' figures halved"),
+    # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (the 419 the
+    # table once held is BF16's sparse figure)
     _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
-         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=(419, _Q),
-         notes=("FP64, FP16 vector, TF32 and BF16 peaks unconfirmed",
-                "FP16 tensor is the FP16-accumulate rate"),
-         source="NVIDIA RTX Blackwell GPU architecture whitepaper, GeForce RTX 5090 column"),
+         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=209.5,
+         fp4_tensor=1676, clock_mhz=2407,
+         notes=("FP64, FP16 vector and TF32 peaks unconfirmed",
+                "FP16 and FP8 tensor figures are the FP16-accumulate rates"),
+         source="NVIDIA RTX Blackwell GPU architecture whitepaper (v1.1), appendix table 3, as quoted "
+                "publicly: BF16 209.5/419, FP8 419/838 (FP32 acc), FP4 1676/3352 dense/sparse"),
     _Row("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50,
-         (33.5, 66.9, 66.9, 133.8, 494.7, 989.4, 1978.9, 1978.9),
+         (33.5, 66.9, 66.9, 133.8, 494.7, 989.4, 1978.9, 1978.9), clock_mhz=1980, tensor_clock_mhz=1830,
          source="NVIDIA H100 Tensor Core GPU datasheet, SXM column"),
     _Row("h100-pcie", ("NVIDIA H100 PCIe",), "cuda", 114, 2000, 50,
-         (25.6, 51.2, 51.2, 102.4, 378, 756, 1513, 1513),
+         (25.6, 51.2, 51.2, 102.4, 378, 756, 1513, 1513), clock_mhz=1755, tensor_clock_mhz=1620,
          source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column"),
+    # The datasheet's tensor figures imply 1545 MHz (835.5 T / (132 x 4096)); the card boosts to
+    # 1785 (965 T), so the peaks follow the clock the driver reports (from_properties)
     _Row("h100-nvl", ("NVIDIA H100 NVL",), "cuda", 132, 3900, 50,
-         (30, 60, 60, None, 417.5, 835.5, 1670.5, 1670.5),
+         (30, 60, 60, (120.6, _D), 417.5, 835.5, 1670.5, 1670.5), clock_mhz=1785, tensor_clock_mhz=1545,
          notes=("SM count, clock and L2 unconfirmed",),
-         source="NVIDIA H100 Tensor Core GPU datasheet, NVL column"),
+         source="NVIDIA H100 Tensor Core GPU datasheet, NVL column (TF32 835, BF16 1671, FP8 3341 with "
+                "sparsity: halved); FP16 vector derived (132 SMs x 1785 MHz x 512)"),
     _Row("h200", ("NVIDIA H200",), "cuda", 132, 4800, 60,
-         (34, 67, 67, (133.8, _Q), 494.5, 989.5, 1979, 1979),
+         (34, 67, 67, (133.8, _Q), 494.5, 989.5, 1979, 1979), clock_mhz=1980, tensor_clock_mhz=1830,
          source="NVIDIA H200 Tensor Core GPU datasheet, SXM column; L2 as the driver reports it (60 MB)"),
     _Row("b200", ("NVIDIA B200",), "cuda", 148, 8000, 126,
-         (40, 40, 80, None, 1100, 2250, 4500, 4500),
-         notes=("HGX datasheet bandwidth is 7.7 TB/s; 8 TB/s held, the higher",),
-         source="NVIDIA HGX B200 brief (1000 W per GPU): FP64/FP32 40/80; tensor rates its datasheet"),
+         (40, 40, 80, None, 1100, 2250, 4500, 4500), fp4_tensor=9000,
+         notes=("HGX datasheet bandwidth is 7.7 TB/s; 8 TB/s held, the higher",
+                "FP64/FP32 40/80 (1000 W brief) held over the current datasheet's 37/75, the higher"),
+         source="NVIDIA HGX B200 brief (1000 W per GPU): FP64/FP32 40/80; tensor rates the Blackwell "
+                "datasheet (sparse, halved; NVFP4 18 | 9 PF sparse | dense)"),
+    _Row("gb200", ("NVIDIA GB200",), "cuda", 0, 8000, 126,
+         ((45, _Q), (45, _Q), (90, _Q), None, 1250, 2500, 5000, 5000), fp4_tensor=10000,
+         notes=("per GPU of a GB200 superchip; SM count, clock and L2 unconfirmed",
+                "FP64/FP32 45/90 (1200 W, unconfirmed) held over the datasheet's 40/80, the higher"),
+         source="NVIDIA Blackwell datasheet, GB200 NVL72 column / 72 GPUs, as transcribed publicly "
+                "(tensor figures sparse, halved; NVFP4 20 | 10 PF sparse | dense)"),
     # One CuPy device is one die, half of the card: the per-card figures are halved.
     _Row("mi250x", ("AMD Instinct MI250X/MI250", "AMD Instinct MI250X", "AMD Instinct MI250"), "rocm",
          110, 1638, 8,
-         (23.95, 47.85, 47.85, None, None, 191.5, None, 191.5),
+         (23.95, 47.85, 47.85, None, None, 191.5, None, 191.5), clock_mhz=1700,
          notes=("per die (one CuPy device); FP32 is the packed-FP32 rate",),
          source="AMD Instinct MI250X data sheet (per card; halved per die)"),
     _Row("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32,
-         (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9),
+         (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9), clock_mhz=2100,
          notes=("plus 256 MB Infinity Cache",),
          source="AMD Instinct MI300X data sheet; checked against ROCm docs, MI300 microarchitecture, "
                 "table 'Peak-performance capabilities of the MI300X' (5.3 TB/s) and gpu-arch-specs "
                 "(304 CUs, L2 4 MB per XCD)"),
+    _Row("mi325x", ("AMD Instinct MI325X",), "rocm", 304, 6000, 32,
+         (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9), clock_mhz=2100,
+         notes=("plus 256 MB Infinity Cache", "bandwidth unconfirmed (6 TB/s as published secondhand)"),
+         source="ROCm docs gpu-arch-specs (gfx942, 304 CUs, L2 32 MB, 256 MB Infinity Cache): the "
+                "MI300X's CUs and clock, so its per-CU rates (MI300 microarchitecture page)"),
+    # gfx950 per-CU rates per clock from rocprofiler-compute's speed-of-light config (BF16/FP16 4096,
+    # FP8 and INT8 8192, FP6/FP4 16384, FP64 matrix 128, FP32 matrix 256) x 256 CUs x 2400 MHz
+    _Row("mi355x", ("AMD Instinct MI355X",), "rocm", 256, 8000, 32,
+         ((78.6, _Q), (78.6, _D), (157.3, _Q), None, None, (2516.6, _D), (5033.2, _D), (5033.2, _D)),
+         fp4_tensor=(10066.3, _D), clock_mhz=2400,
+         notes=("no TF32 hardware", "plus 256 MB Infinity Cache",
+                "clock and bandwidth unconfirmed (2400 MHz, 8 TB/s as published secondhand)"),
+         source="ROCm docs gpu-arch-specs (gfx950, 256 CUs, L2 32 MB) and rocprofiler-compute's gfx950 "
+                "speed-of-light rates; derived at 2400 MHz"),
 )  # fmt: skip
 
 
@@ -154,6 +190,9 @@ def _build(row: _Row) -> Device:
         figure = peaks.get((P.FP16, unit)) if bf16 == "same" else _figure(bf16, T)
         if figure is not None:
             peaks[(P.BF16, unit)] = figure
+    fp4 = _figure(row.fp4_tensor, T)
+    if fp4 is not None:
+        peaks[(P.FP4, TC)] = fp4
     return Device(
         key=row.key,
         name=row.names[0],
@@ -168,6 +207,12 @@ def _build(row: _Row) -> Device:
 
 
 _TABLE: dict[str, Device] = {row.key: _build(row) for row in _ROWS}
+#: the clocks (MHz) each built-in row's vector and tensor peaks are quoted at, by key
+_PEAK_CLOCKS: dict[str, dict[Unit, float]] = {
+    row.key: {V: row.clock_mhz, TC: row.tensor_clock_mhz or row.clock_mhz}
+    for row in _ROWS
+    if row.clock_mhz is not None
+}
 _CPU_KEY = "cpu"
 
 
@@ -273,6 +318,7 @@ def from_properties(props: DeviceProperties) -> Device:
     if known is not None and known.key == "mi250x" and props.multiprocessors and props.multiprocessors < 110:
         known = None  # an MI250 die has 104 CUs: derive nothing, ask for peaks below
     if known is not None:
+        known = at_reported_clock(known, props.clock_khz / 1e3)
         if props.multiprocessors and known.cores and props.multiprocessors < known.cores:
             return _scaled(known, props.multiprocessors)
         return known
@@ -282,6 +328,37 @@ def from_properties(props: DeviceProperties) -> Device:
             "peaks cannot be derived from properties; give its ceilings with --roofline-peaks FILE"
         )
     return derive(props)
+
+
+def at_reported_clock(device: Device, max_mhz: float) -> Device:
+    """A built-in device whose driver reports a higher maximum SM clock than its datasheet peaks are
+    quoted at (a factory-overclocked GeForce card, an H100 NVL whose tensor figures assume 1545 MHz),
+    with those compute peaks raised to SMs x per-SM rate x that clock, i.e. scaled by the clock ratio:
+    a kernel running at the reported clock must not be called faster than light. Lower or unknown
+    clocks (0) change nothing: the datasheet figure stays the bound.
+    """
+    clocks = _PEAK_CLOCKS.get(device.key)
+    if clocks is None or max_mhz <= 0 or _TABLE.get(device.key) is not device:
+        return device  # not a built-in row (a registered device keeps its own figures)
+    peaks = dict(device.peaks)
+    raised: list[str] = []
+    for (precision, unit), figure in device.peaks.items():
+        quoted = clocks[unit]
+        if max_mhz > quoted * (1 + _CLOCK_TOLERANCE):
+            note = (
+                f"{figure.value / T:g} T at {quoted:.0f} MHz, scaled to the {max_mhz:.0f} MHz the driver "
+                "reports as the maximum SM clock"
+            )
+            peaks[(precision, unit)] = Figure(figure.value * max_mhz / quoted, Source.DERIVED, note)
+            raised.append(f"{precision} {unit}")
+    if not raised:
+        return device
+    note = f"compute peaks at the reported maximum SM clock, {max_mhz:.0f} MHz: {', '.join(raised)}"
+    return replace(device, peaks=peaks, notes=(*device.notes, note))
+
+
+#: a reported clock within this of the quoted one is the same clock (kHz rounding)
+_CLOCK_TOLERANCE = 0.005
 
 
 def _scaled(device: Device, sms: int) -> Device:

@@ -92,6 +92,7 @@ DEVICE_ARCH: dict[str, str] = {
     "h100-nvl": "sm_90",
     "h200": "sm_90",
     "b200": "sm_100",
+    "gb200": "sm_100",
     "rtx-5090": "sm_120",
 }
 

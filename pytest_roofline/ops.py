@@ -19,7 +19,7 @@ from .units import brief
 
 ParamKind = Literal["size", "count", "amount", "flag", "choice"]
 Params = Mapping[str, Any]
-CostFunction = Callable[[Params, int], Cost]
+CostFunction = Callable[[Params, float], Cost]
 CrossCheck = Callable[[str, Params], None]
 
 #: names every op's caller already uses (estimate, the marker, the fixture): no op may take them
@@ -241,7 +241,7 @@ def _fmt(value: object) -> str:
 # -- the built-in catalogue ------------------------------------------------------------------
 
 
-def _gemm(p: Params, size: int) -> Cost:
+def _gemm(p: Params, size: float) -> Cost:
     """C[M,N] = A[M,K] @ B[K,N], ``batch`` times.
 
     FLOPs 2·batch·M·N·K (one multiply and one add per term); bytes batch·(M·K + K·N + M·N)·size:
@@ -253,7 +253,7 @@ def _gemm(p: Params, size: int) -> Cost:
     return Cost(flops=2 * b * m * n * k, bytes=b * (m * k + k * n + m * n) * size)
 
 
-def _gemv(p: Params, size: int) -> Cost:
+def _gemv(p: Params, size: float) -> Cost:
     """y[M] = A[M,K] @ x[K].
 
     FLOPs 2·M·K; bytes (M·K + K + M)·size: the matrix and x read once, y written once. Complex
@@ -263,7 +263,7 @@ def _gemv(p: Params, size: int) -> Cost:
     return Cost(flops=2 * m * k, bytes=(m * k + k + m) * size)
 
 
-def _dot(p: Params, size: int) -> Cost:
+def _dot(p: Params, size: float) -> Cost:
     """s = x · y over n elements.
 
     FLOPs 2·n; bytes (2·n + 1)·size: both vectors read once, one scalar written. Complex data: 8
@@ -273,7 +273,7 @@ def _dot(p: Params, size: int) -> Cost:
     return Cost(flops=2 * n, bytes=(2 * n + 1) * size)
 
 
-def _elementwise(p: Params, size: int) -> Cost:
+def _elementwise(p: Params, size: float) -> Cost:
     """out_j = f(in_1, ..., in_inputs) over n elements.
 
     FLOPs n·flops_per_element; bytes n·(inputs + outputs)·size: every input read once, every output
@@ -284,7 +284,7 @@ def _elementwise(p: Params, size: int) -> Cost:
     return Cost(flops=n * p["flops_per_element"], bytes=n * (p["inputs"] + p["outputs"]) * size)
 
 
-def _copy(p: Params, size: int) -> Cost:
+def _copy(p: Params, size: float) -> Cost:
     """dst = src over n elements.
 
     FLOPs 0; bytes 2·n·size (read once, written once; write-allocate traffic is not counted, as in STREAM).
@@ -292,7 +292,7 @@ def _copy(p: Params, size: int) -> Cost:
     return Cost(flops=0, bytes=2 * p["n"] * size)
 
 
-def _transpose(p: Params, size: int) -> Cost:
+def _transpose(p: Params, size: float) -> Cost:
     """out[cols, rows] = in[rows, cols].
 
     FLOPs 0; bytes 2·rows·cols·size: read once, written once (a tiled kernel keeps both coalesced).
@@ -300,7 +300,7 @@ def _transpose(p: Params, size: int) -> Cost:
     return Cost(flops=0, bytes=2 * p["rows"] * p["cols"] * size)
 
 
-def _reduction(p: Params, size: int) -> Cost:
+def _reduction(p: Params, size: float) -> Cost:
     """A sum (or max, ...) of n elements into ``outputs`` results.
 
     FLOPs n (one add per element); bytes (n + outputs)·size. Complex data: a complex add is 2 real
@@ -310,7 +310,7 @@ def _reduction(p: Params, size: int) -> Cost:
     return Cost(flops=n, bytes=(n + p["outputs"]) * size)
 
 
-def _softmax(p: Params, size: int) -> Cost:
+def _softmax(p: Params, size: float) -> Cost:
     """Row-wise softmax of a rows × cols matrix.
 
     FLOPs 5·rows·cols (max, subtract, exp, sum, divide; exp counted as one); bytes 2·rows·cols·size:
@@ -321,7 +321,7 @@ def _softmax(p: Params, size: int) -> Cost:
     return Cost(flops=5 * rc, bytes=2 * rc * size)
 
 
-def _layernorm(p: Params, size: int) -> Cost:
+def _layernorm(p: Params, size: float) -> Cost:
     """Row-wise LayerNorm of a rows × cols matrix with affine gamma and beta.
 
     FLOPs 8·rows·cols (mean, variance, normalize, scale, shift); bytes (2·rows·cols + 2·cols)·size:
@@ -331,7 +331,7 @@ def _layernorm(p: Params, size: int) -> Cost:
     return Cost(flops=8 * r * c, bytes=(2 * r * c + 2 * c) * size)
 
 
-def _rmsnorm(p: Params, size: int) -> Cost:
+def _rmsnorm(p: Params, size: float) -> Cost:
     """Row-wise RMSNorm of a rows × cols matrix with a gain vector.
 
     FLOPs 4·rows·cols (square, sum, scale, gain); bytes (2·rows·cols + cols)·size. No complex form.
@@ -340,7 +340,7 @@ def _rmsnorm(p: Params, size: int) -> Cost:
     return Cost(flops=4 * r * c, bytes=(2 * r * c + c) * size)
 
 
-def _attention(p: Params, size: int) -> Cost:
+def _attention(p: Params, size: float) -> Cost:
     """Fused scaled-dot-product attention, O = softmax(Q·Kᵀ)·V, per batch and head.
 
     FLOPs 4·batch·heads·seq_q·seq_k·head_dim (Q·Kᵀ and P·V, softmax not counted); with ``causal``,
@@ -372,7 +372,7 @@ def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def _conv2d(p: Params, size: int) -> Cost:
+def _conv2d(p: Params, size: float) -> Cost:
     """Direct 2-D convolution, NCHW input, K filters of C×R×S, output N×K×P×Q.
 
     P = (H + 2·padding − R) // stride + 1 and Q likewise from W and S. FLOPs 2·N·K·P·Q·C·R·S; bytes
@@ -389,7 +389,7 @@ def _conv2d(p: Params, size: int) -> Cost:
     )
 
 
-def _fft(p: Params, size: int) -> Cost:
+def _fft(p: Params, size: float) -> Cost:
     """``batch`` complex-to-complex FFTs of n points each.
 
     FLOPs 5·batch·n·log2(n), the conventional count of a radix-2 transform in real FLOPs (the one
@@ -402,7 +402,7 @@ def _fft(p: Params, size: int) -> Cost:
     return Cost(flops=5 * b * n * math.log2(n), bytes=2 * b * n * size)
 
 
-def _custom(p: Params, size: int) -> Cost:
+def _custom(p: Params, size: float) -> Cost:
     """Any kernel whose work you counted yourself.
 
     FLOPs as given (real FLOPs on complex data); bytes as given, already in bytes (the dtype only
@@ -449,12 +449,12 @@ def register_op(
     """Add an op to the catalogue.
 
     ``params`` are Param objects or plain names (a required positive integer each). ``cost`` is
-    called as ``cost(params, itemsize)`` with checked parameters and returns a :class:`Cost`; its
-    docstring should state the formula and what it assumes. ``flops`` and ``bytes`` are short
-    formulas for ``roofline ops``. ``check(op_name, params)`` may raise OpError for rules across
-    parameters. The cost counts real FLOPs; on complex data they are multiplied by
-    ``complex_flops`` (4 for multiply-add ops, whose complex multiply-add is 8 real FLOPs to a real
-    one's 2), and ``None`` refuses complex data; ``real=False`` refuses real and integer data.
+    called as ``cost(params, itemsize)`` with checked parameters (``itemsize`` in bytes, 0.5 for
+    fp4) and returns a :class:`Cost`; its docstring should state the formula and what it assumes.
+    ``flops`` and ``bytes`` are short formulas for ``roofline ops``. ``check(op_name, params)`` may
+    raise OpError for rules across parameters. The cost counts real FLOPs; on complex data they are
+    multiplied by ``complex_flops`` (4 for multiply-add ops, whose complex multiply-add is 8 real
+    FLOPs to a real one's 2), and ``None`` refuses complex data; ``real=False`` refuses real and integer data.
     Registering an existing name is an error unless ``replace``.
 
     >>> from pytest_roofline import Cost, register_op

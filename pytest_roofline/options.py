@@ -22,6 +22,7 @@ MODES = ("enforce", "report", "off")
 INCONCLUSIVE = ("warn", "fail", "skip")
 CEILINGS = ("paired", "cached")
 DIAGNOSE = ("off", "miss", "all")
+LATENCY_FLOOR = ("on", "off")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -67,6 +68,7 @@ parse_mode = _choice(MODES)
 parse_inconclusive = _choice(INCONCLUSIVE)
 parse_ceilings = _choice(CEILINGS)
 parse_diagnose = _choice(DIAGNOSE)
+parse_latency_floor = _choice(LATENCY_FLOOR)
 
 
 def parse_stat(text: str) -> str:
@@ -249,6 +251,11 @@ SETTINGS: tuple[Setting, ...] = (
             "when to diagnose a GPU measurement (the bottleneck procedure: the regime, and for CUDA C++ "
             "and Triton kernels what the compiler says of them, which costs a compile): off, miss or "
             "all (default: miss)", "WHEN"),
+    Setting("latency_floor", "--roofline-latency-floor", parse_latency_floor, "on",
+            "judge a kernel against max(roofline floor, latency floor), where the latency floor is "
+            "what an empty call costs on the timer (an empty kernel launch on a GPU, an empty Python "
+            "call on the CPU): on, or off to judge against the roofline floor alone (default: on)",
+            "ON|OFF"),
     Setting("columns", "--roofline-columns", parse_columns, None,
             "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
             "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
@@ -319,6 +326,7 @@ class SessionSettings:
     inconclusive: str = "warn"
     ceilings: str = "paired"
     diagnose: str = "miss"
+    latency_floor: str = "on"
     columns: tuple[str, ...] | None = None
     save: str | None = None
     compare: str | None = None

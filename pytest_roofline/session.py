@@ -228,7 +228,7 @@ class RooflineSession:
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # warm-up, probes, sampling, a re-measure: one window
         with self.devices.measuring(request.device_spec), failing_the_test(SetupError):
-            latency_floor_s = _latency_floor_s(backend)
+            latency_floor_s = _latency_floor_s(backend) if self.settings.latency_floor == "on" else 0.0
             result = decide(
                 est,
                 measure_once,

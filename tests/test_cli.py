@@ -231,10 +231,12 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
     assert [key for key, row in rows.items() if row.startswith("*") and key in (*table(), "cpu")] == (
         [starred] if starred else []
     )
-    h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+50 MiB\s+33.5\s+66.9\s+494.7\s+989.4\s+1978.9$"
+    h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+50 MiB\s+33.5\s+66.9\s+494.7\s+989.4\s+1978.9"
+    h100 += r"\s+-$"  # no fp4
     assert re.search(h100, rows["h100-sxm"])
     assert "0.49ᵈ" in rows["a10"]  # a derived cell keeps its mark
-    assert re.search(r"\s-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8 tensor peak
+    assert re.search(r"\s-\s+-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8, no fp4 tensor peak
+    assert re.search(r"\s2250\s+4500\s+9000$", rows["b200"])
     assert footer in out
     assert out.rstrip().endswith("ᵈ = derived; - = none.")  # the legend of the columns
     assert (

@@ -52,8 +52,11 @@ IDENTITY: list[tuple[str, tuple[str, ...], str, int, float, int]] = [
     ("h100-nvl", ("NVIDIA H100 NVL",), "cuda", 132, 3900, 50),
     ("h200", ("NVIDIA H200",), "cuda", 132, 4800, 60),  # issue 12: the driver reports 60 MB
     ("b200", ("NVIDIA B200",), "cuda", 148, 8000, 126),
+    ("gb200", ("NVIDIA GB200",), "cuda", 0, 8000, 126),  # SM count unconfirmed: 0, so never MIG-scaled
     ("mi250x", ("AMD Instinct MI250X/MI250",), "rocm", 110, 1638, 8),
     ("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32),
+    ("mi325x", ("AMD Instinct MI325X",), "rocm", 304, 6000, 32),
+    ("mi355x", ("AMD Instinct MI355X",), "rocm", 256, 8000, 32),
 ]
 KEYS = [row[0] for row in IDENTITY]
 NAMES = [(key, name) for key, names, *_ in IDENTITY for name in names]
@@ -190,6 +193,21 @@ PEAKS: list[tuple[str, Precision, Unit, float, Source, str]] = [
     ("rtx-3070-ti", P.INT8, TC, 174, Source.DERIVED, ""),
     ("rtx-5090", P.FP32, V, 104.8, Source.DERIVED, ""),
     ("rtx-5090", P.FP16, TC, 419, Source.DATASHEET, ""),
+    ("rtx-5090", P.BF16, TC, 209.5, Source.DATASHEET, ""),  # FP32 accumulate; 419 is its sparse figure
+    ("rtx-5090", P.FP4, TC, 1676, Source.DATASHEET, ""),
+    ("h100-nvl", P.FP16, V, 120.6, Source.DERIVED, ""),  # 132 SMs x 1785 MHz x 512
+    ("b200", P.FP4, TC, 9000, Source.DATASHEET, ""),
+    ("gb200", P.BF16, TC, 2500, Source.DATASHEET, ""),
+    ("gb200", P.FP8_E4M3, TC, 5000, Source.DATASHEET, ""),
+    ("gb200", P.FP4, TC, 10000, Source.DATASHEET, ""),
+    ("gb200", P.FP64, V, 45, Source.DATASHEET, "unconfirmed"),
+    ("mi325x", P.BF16, TC, 1307.4, Source.DATASHEET, ""),
+    ("mi325x", P.FP64, V, 81.7, Source.DATASHEET, ""),
+    # MI355X: gfx950 per-CU rates x 256 CUs x 2400 MHz
+    ("mi355x", P.BF16, TC, 2516.6, Source.DERIVED, ""),
+    ("mi355x", P.FP8_E4M3, TC, 5033.2, Source.DERIVED, ""),
+    ("mi355x", P.FP4, TC, 10066.3, Source.DERIVED, ""),
+    ("mi355x", P.FP64, TC, 78.6, Source.DERIVED, ""),
     ("rtx-5090", P.INT8, TC, 838, Source.DATASHEET, "unconfirmed"),  # "838?"
     # MI250X: one CuPy device is one die, half the card
     ("mi250x", P.FP64, V, 47.9 / 2, Source.DATASHEET, ""),
@@ -228,7 +246,8 @@ def test_table_peaks(
 ABSENT = [
     ("v100-sxm2", P.BF16, TC), ("v100-sxm2", P.BF16, V), ("v100-sxm2", P.TF32, TC), ("v100-sxm2", P.FP64, TC),
     ("t4", P.BF16, TC), ("t4", P.FP8_E4M3, TC), ("a100-sxm-80gb", P.FP8_E4M3, TC),
-    ("h100-nvl", P.FP16, V), ("rtx-5090", P.FP64, V), ("rtx-5090", P.TF32, TC), ("rtx-5090", P.FP16, V),
+    ("rtx-5090", P.FP64, V), ("rtx-5090", P.TF32, TC), ("rtx-5090", P.FP16, V),
+    ("mi355x", P.TF32, TC), ("h100-sxm", P.FP4, TC), ("mi300x", P.FP4, TC),
     ("mi250x", P.TF32, TC), ("mi250x", P.FP8_E4M3, TC), ("mi300x", P.FP16, V), ("rtx-3090", P.FP8_E4M3, TC),
 ]  # fmt: skip
 
@@ -544,8 +563,27 @@ KNOWN_SPARSE = {
     "h100-pcie": {(P.TF32, TC): 756, (P.FP16, TC): 1513, (P.FP8_E4M3, TC): 3026, (P.INT8, TC): 3026},
     "h100-nvl": {(P.TF32, TC): 835, (P.BF16, TC): 1671, (P.FP8_E4M3, TC): 3341, (P.INT8, TC): 3341},
     "h200": {(P.TF32, TC): 989, (P.FP16, TC): 1979, (P.FP8_E4M3, TC): 3958, (P.INT8, TC): 3958},
-    "b200": {(P.TF32, TC): 2200, (P.FP16, TC): 4500, (P.FP8_E4M3, TC): 9000, (P.INT8, TC): 9000},
+    "b200": {
+        (P.TF32, TC): 2200,
+        (P.FP16, TC): 4500,
+        (P.FP8_E4M3, TC): 9000,
+        (P.INT8, TC): 9000,
+        (P.FP4, TC): 18000,
+    },
+    "gb200": {
+        (P.TF32, TC): 2500,
+        (P.FP16, TC): 5000,
+        (P.FP8_E4M3, TC): 10000,
+        (P.INT8, TC): 10000,
+        (P.FP4, TC): 20000,
+    },
+    # GeForce: each against the sparse figure of the same accumulation (the table holds FP16
+    # accumulate for FP16 and FP8, FP32 for BF16): across accumulations dense and sparse coincide
+    "rtx-4090": {(P.FP16, TC): 660.6, (P.BF16, TC): 330.4, (P.FP8_E4M3, TC): 1321.2, (P.INT8, TC): 1321.2},
+    "rtx-5090": {(P.FP16, TC): 838, (P.BF16, TC): 419, (P.FP8_E4M3, TC): 1676, (P.FP4, TC): 3352},
     "mi300x": {(P.TF32, TC): 1307.4, (P.FP16, TC): 2614.9, (P.FP8_E4M3, TC): 5229.8, (P.INT8, TC): 5229.8},
+    "mi325x": {(P.TF32, TC): 1307.4, (P.FP16, TC): 2614.9, (P.FP8_E4M3, TC): 5229.8, (P.INT8, TC): 5229.8},
+    "mi355x": {(P.FP16, TC): 5033.2, (P.FP8_E4M3, TC): 10066.3, (P.FP4, TC): 20132.7},
 }
 
 
@@ -569,3 +607,62 @@ def test_every_row_names_its_source() -> None:
     from pytest_roofline.devices import _ROWS
 
     assert [row.key for row in _ROWS if not row.source] == []
+
+
+# -- peaks at the clock the driver reports (issue 12) --------------------------------------------
+
+
+def test_a_card_reporting_a_higher_max_clock_gets_its_compute_peaks_scaled_to_it() -> None:
+    # a factory-overclocked RTX 4090 boosting to 2790 MHz, past the whitepaper's 2520
+    base = lookup("rtx-4090")
+    dev = from_properties(props("NVIDIA GeForce RTX 4090", multiprocessors=128, clock_khz=2_790_000))
+    for key, figure in base.peaks.items():
+        assert dev.peaks[key].value == pytest.approx(figure.value * 2790 / 2520)
+        assert dev.peaks[key].source is Source.DERIVED
+        assert "scaled to the 2790 MHz the driver reports" in dev.peaks[key].note
+    # its own rates: BF16 stays half of FP16 (FP32 accumulate), not the professional per-SM rate
+    assert dev.peak(P.BF16, TC).value == pytest.approx(165.2e12 * 2790 / 2520)  # type: ignore[union-attr]
+    assert dev.bandwidth == base.bandwidth
+    assert any("reported maximum SM clock, 2790 MHz" in note for note in dev.notes)
+
+
+def test_tensor_peaks_quoted_at_a_lower_clock_follow_the_reported_max_clock() -> None:
+    # H100 NVL: the datasheet's tensor figures imply 1545 MHz; the card reports 1785
+    dev = from_properties(props("NVIDIA H100 NVL", multiprocessors=132, clock_khz=1_785_000))
+    assert dev.peak(P.BF16, TC).value == pytest.approx(132 * 4096 * 1785e6, rel=1e-3)  # type: ignore[union-attr]
+    assert dev.peak(P.FP64, V).value == 30e12  # type: ignore[union-attr]  # quoted at 1785 already
+    h100 = from_properties(props("NVIDIA H100 80GB HBM3", multiprocessors=132, clock_khz=1_980_000))
+    assert h100.peak(P.BF16, TC).value == pytest.approx(989.4e12 * 1980 / 1830)  # type: ignore[union-attr]
+    assert h100.peak(P.FP64, V) == lookup("h100-sxm").peak(P.FP64, V)
+
+
+@pytest.mark.parametrize("khz", [0, 1_000_000, 2_520_000, 2_525_000])
+def test_a_clock_at_or_below_the_datasheets_changes_nothing(khz: int) -> None:
+    # unknown (0), power-capped, the same, or within the driver's rounding
+    assert from_properties(props("NVIDIA GeForce RTX 4090", multiprocessors=128, clock_khz=khz)) is lookup(
+        "rtx-4090"
+    )
+
+
+def test_a_mig_slice_of_a_faster_clocked_card_is_scaled_by_both() -> None:
+    dev = from_properties(props("NVIDIA H100 80GB HBM3", multiprocessors=66, clock_khz=1_980_000))
+    assert dev.peak(P.BF16, TC).value == pytest.approx(  # type: ignore[union-attr]
+        989.4e12 * 1980 / 1830 * 66 / 132
+    )
+
+
+def test_a_registered_device_keeps_its_own_figures_whatever_the_clock() -> None:
+    from pytest_roofline.devices import at_reported_clock
+
+    own = dataclasses.replace(lookup("rtx-4090"), peaks={(P.FP16, TC): Figure(1e12, Source.USER)})
+    assert at_reported_clock(own, 9999) is own
+
+
+def test_fp4_is_half_a_byte_and_runs_at_the_fp4_tensor_rate() -> None:
+    from pytest_roofline.model import parse_dtype
+
+    assert parse_dtype("nvfp4") is parse_dtype("mxfp4") is P.FP4
+    assert P.FP4.itemsize == 0.5
+    e = estimate("gemm", dtype="fp4", device=lookup("b200"), M=8192, N=8192, K=8192)
+    assert e.bytes == 3 * 8192 * 8192 * 0.5
+    assert e.floor_s == pytest.approx(max(2 * 8192**3 / 9000e12, e.bytes / 8000e9))

@@ -131,10 +131,38 @@ def test_per_call_samples_divide_windows_by_k() -> None:
 
 def test_stops_on_precision_after_min_samples() -> None:
     backend = FakeBackend(1e-3)
-    m = measure(noop, backend=backend)
+    m = measure(noop, policy=Policy(min_time_s=0), backend=backend)
     assert m.stop_reason is StopReason.PRECISION
     assert m.stats.n == 10
     assert sampling_runs(backend, m) == [Run(1, 10, True)]
+
+
+def test_precision_waits_for_the_minimum_span_of_unbatched_samples() -> None:
+    # 1 ms a call: precise after 10 samples (10 ms), but a machine that was busy elsewhere runs
+    # slow for tens of ms, so unbatched samples go on until they span min_time_s (default 60 ms)
+    backend = FakeBackend(1e-3)
+    m = measure(noop, backend=backend)
+    assert m.stop_reason is StopReason.PRECISION
+    assert Policy().min_time_s == 0.06
+    assert m.stats.n == 60
+    assert [r.samples for r in sampling_runs(backend, m)] == [10, 10, 20, 20]  # at most doubling
+
+
+def test_batched_samples_need_no_minimum_span() -> None:
+    # 10 ns calls batched 10_000 to a sample: a suite of such tests would pay the span per test
+    backend = FakeBackend(1e-8, resolution_s=1e-6)
+    m = measure(noop, backend=backend)
+    assert m.calls_per_sample > 1
+    assert (m.stop_reason, m.stats.n) == (StopReason.PRECISION, 10)
+
+
+def test_the_time_budget_wins_over_the_minimum_span() -> None:
+    # precise, and the budget ends before the span: it stopped on precision, within the budget
+    backend = FakeBackend(1e-3)
+    m = measure(noop, policy=Policy(max_time_s=0.05, min_time_s=0.2, warmup_s=0.0), backend=backend)
+    assert m.stop_reason is StopReason.PRECISION
+    assert m.wall_s <= 0.05 + 1e-3
+    assert not m.low_confidence
 
 
 def test_stops_on_precision_once_the_interval_narrows() -> None:
@@ -204,7 +232,7 @@ def test_precision_wins_when_every_rule_applies() -> None:
 def test_precision_needs_six_samples() -> None:
     # one sample has no spread, but says nothing about the median's interval
     backend = FakeBackend(1e-3)
-    m = measure(noop, policy=Policy(min_samples=1), backend=backend)
+    m = measure(noop, policy=Policy(min_samples=1, min_time_s=0), backend=backend)
     assert m.stop_reason is StopReason.PRECISION
     assert m.stats.n == 6
     assert [r.samples for r in sampling_runs(backend, m)] == [3, 3]  # never fewer than 3 a measurement
@@ -269,7 +297,7 @@ def test_stat_selects_the_verdict_time(stat: Any, expected: float) -> None:
 
 
 def test_measurement_describes_its_origin() -> None:
-    policy = Policy(flush=False)
+    policy = Policy(flush=False, min_time_s=0)
     m = measure(noop, policy=policy, backend=FakeBackend(1e-3, device_name="Fake GPU 9000"))
     assert (m.backend, m.device, m.policy) == ("fake", "Fake GPU 9000", policy)
     assert isinstance(m.samples_s, tuple)

@@ -791,7 +791,7 @@ def test_estimate_on_a_device_object_never_touches_detection() -> None:
 def test_estimate_with_an_unknown_dtype_names_it() -> None:
     with pytest.raises(ValueError, match=r"^unknown dtype 'bf17'") as info:
         estimate("gemm", dtype="bf17", device=H100, M=1, N=1, K=1)
-    assert "accepted: fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8" in str(info.value)
+    assert "accepted: fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp4, int8" in str(info.value)
 
 
 def test_estimate_by_table_key_and_reported_name() -> None:

@@ -162,6 +162,7 @@ def test_the_command_line_wins_over_the_ini_file(rl: pytest.Pytester) -> None:
 BAD_VALUES = [
     ("--roofline-mode", "fast", "expected one of enforce, report, off, got 'fast'"),
     ("--roofline-stat", "p99", "expected one of median, min, mean, got 'p99'"),
+    ("--roofline-latency-floor", "of", "expected one of on, off, got 'of' (did you mean 'off'?)"),
     ("--roofline-min-fraction", "0", "expected a number in (0, 1], got '0'"),
     ("--roofline-min-fraction", "1.5", "expected a number in (0, 1], got '1.5'"),
     ("--roofline-min-fraction", "half", "expected a number in (0, 1], got 'half'"),
@@ -520,3 +521,25 @@ def test_report_mode_measures_a_miss_once_and_enforce_twice(pytester: pytest.Pyt
         assert (record["verdict"], record["measurements"]) == ("MISS", count)
         walls[mode] = record["wall_s"]
     assert walls["enforce"] > walls["report"]  # both measurements are counted
+
+
+@pytest.mark.parametrize(("args", "ini", "judged"), [
+    ((), "", True),
+    (("--roofline-latency-floor=off",), "", False),
+    ((), "roofline_latency_floor = off", False),
+    (("--roofline-latency-floor=on",), "roofline_latency_floor = off", True),
+])  # fmt: skip
+def test_the_latency_floor_is_judged_unless_switched_off(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], ini: str, judged: bool
+) -> None:
+    import pytest_roofline.session
+
+    # an empty call on this timer costs 9 ms, above the fake copy's roofline floor
+    monkeypatch.setattr(pytest_roofline.session, "_latency_floor_s", lambda backend: 9e-3)
+    rl.makepyfile(test_setting=MISS)
+    if ini:
+        rl.makeini(f"[pytest]\n{ini}\n")
+    result = the_result(rl.inline_run(*args))
+    assert result.latency_bound is judged
+    assert result.latency_floor_s == (9e-3 if judged else 0.0)
+    assert result.floor_s == (9e-3 if judged else result.estimate.floor_s)

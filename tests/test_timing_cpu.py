@@ -170,7 +170,7 @@ def test_importing_and_constructing_does_not_import_numpy() -> None:
 
 
 def test_measure_with_a_fake_clock_is_exact(backend: CpuBackend, clock: FakeClock) -> None:
-    m = measure(lambda: clock.advance(2e-3), policy=Policy(flush=False), backend=backend)
+    m = measure(lambda: clock.advance(2e-3), policy=Policy(flush=False, min_time_s=0), backend=backend)
     assert m.samples_s == pytest.approx([2e-3] * 10)
     assert m.stop_reason is StopReason.PRECISION
     assert m.warmup_calls == 13  # 1, 1, 2, 4 calls, then the 5 left to reach 25 ms

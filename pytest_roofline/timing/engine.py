@@ -17,7 +17,8 @@
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round the
    stopping rules are checked in this order: the 95% interval of the median within
-   ``policy.target_rel_ci`` of it, over at least 6 samples (:attr:`StopReason.PRECISION`);
+   ``policy.target_rel_ci`` of it, over at least 6 samples and, unbatched, ``policy.min_time_s``
+   of sampling (:attr:`StopReason.PRECISION`);
    ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
    for the whole measurement (warm-up, flushes and probes included) spent, or too little of it
    left for another sample (:attr:`StopReason.TIME`).
@@ -480,6 +481,8 @@ class _Sampler:
         self.backend, self.call, self.policy = backend, call, policy
         self.k, self.flush, self.probe = k, flush, probe
         self.budget_start = budget_start
+        #: how long the samples must span before precision may stop them (unbatched samples only)
+        self.min_span_s = policy.min_time_s if k == 1 else 0.0
         self.preempted = 0
         #: each sampling round's parallelism, as the backend read it
         self.parallelism: list[float] = []
@@ -516,17 +519,23 @@ class _Sampler:
                     self._clean.append(window / self.k)
             stats = Stats.from_samples(_trusted(samples, self._clean))
             reason = self._stop(len(samples), stats)
+            short_s = self.min_span_s - (backend.clock() - start)
+            precise_but_short = reason is StopReason.PRECISION and short_s > 0
+            if precise_but_short:
+                reason = None  # precise, but over too short a span to trust: sample on
             if reason is None and backend.clock() - self._last_probe >= policy.probe_interval_s:
                 self._time_probe()
             if reason is None:
                 now = backend.clock()
                 # the budget counts from the start of the measurement, warm-up included, so that
                 # --roofline-max-time bounds what a measurement costs; samples are priced on their own
-                size = _next_round(len(samples), stats.ci_rel, now - start, now - self.budget_start, policy)
+                size = _next_round(
+                    len(samples), stats.ci_rel, now - start, now - self.budget_start, policy, short_s=short_s
+                )
                 if len(samples) < MIN_SAMPLES_FLOOR:  # never judge on fewer, whatever the budget
                     size = max(size, MIN_SAMPLES_FLOOR - len(samples))
                 if size == 0:
-                    reason = StopReason.TIME
+                    reason = StopReason.PRECISION if precise_but_short else StopReason.TIME
             if reason is not None:
                 self._time_probe(last=True)
                 return samples, stats, reason
@@ -597,10 +606,13 @@ def _trusted(samples: list[float], clean: list[float], *, floor: int = _MIN_PREC
     return clean
 
 
-def _next_round(n: int, ci_rel: float, elapsed_s: float, spent_s: float, policy: Policy) -> int:
+def _next_round(
+    n: int, ci_rel: float, elapsed_s: float, spent_s: float, policy: Policy, *, short_s: float = 0.0
+) -> int:
     """Samples to take next; 0 when the time budget cannot afford one more.
 
-    ``elapsed_s`` is what the ``n`` samples so far cost; ``spent_s`` is the whole measurement's.
+    ``elapsed_s`` is what the ``n`` samples so far cost; ``spent_s`` is the whole measurement's;
+    ``short_s`` what the samples still lack of ``policy.min_time_s``.
     """
     remaining_s = policy.max_time_s - spent_s
     if remaining_s <= 0:
@@ -609,6 +621,8 @@ def _next_round(n: int, ci_rel: float, elapsed_s: float, spent_s: float, policy:
     # the interval of the median narrows like 1/sqrt(n): about n * ratio² samples reach the target
     growth = ratio * ratio * _ROUND_MARGIN
     wanted = n if growth >= 2 else math.ceil(n * growth) - n
+    if short_s > 0 and elapsed_s > 0:  # the rest of the minimum span, at what samples have cost
+        wanted = max(wanted, _ceil(short_s * n / elapsed_s))
     size = min(max(wanted, math.ceil(n * _MIN_ROUND_GROWTH)), n)
     size = max(size, _MIN_PRECISION_SAMPLES - n)
     # what a sample has cost so far, flush and bookkeeping included, predicts the next ones
