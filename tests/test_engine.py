@@ -148,12 +148,21 @@ def test_precision_waits_for_the_minimum_span_of_unbatched_samples() -> None:
     assert [r.samples for r in sampling_runs(backend, m)] == [10, 10, 20, 20]  # at most doubling
 
 
-def test_batched_samples_need_no_minimum_span() -> None:
-    # 10 ns calls batched 10_000 to a sample: a suite of such tests would pay the span per test
-    backend = FakeBackend(1e-8, resolution_s=1e-6)
+@pytest.mark.parametrize(("per_call", "resolution"), [(1e-8, 1e-6), (5e-6, 1e-9), (9.9e-6, 1e-9)])
+def test_kernels_below_10us_need_no_minimum_span(per_call: float, resolution: float) -> None:
+    # batched or not: a suite of such tests would pay the span per test, for nothing measurable
+    backend = FakeBackend(per_call, resolution_s=resolution)
     m = measure(noop, backend=backend)
-    assert m.calls_per_sample > 1
     assert (m.stop_reason, m.stats.n) == (StopReason.PRECISION, 10)
+    assert m.calls_per_sample > 1 if resolution == 1e-6 else m.calls_per_sample == 1
+
+
+def test_a_10us_kernel_samples_for_the_minimum_span() -> None:
+    backend = FakeBackend(10e-6, resolution_s=1e-9)
+    m = measure(noop, backend=backend)
+    assert m.calls_per_sample == 1
+    assert m.stop_reason is StopReason.PRECISION
+    assert sum(m.samples_s) >= 0.06
 
 
 def test_the_time_budget_wins_over_the_minimum_span() -> None:

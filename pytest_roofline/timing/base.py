@@ -39,11 +39,11 @@ class Policy:
     max_time_s: float = 1.0
     #: stop once the 95% confidence half-width of the median is within this fraction of it
     target_rel_ci: float = 0.01
-    #: and, for unbatched samples, once they span at least this much wall time (nvbench's
-    #: ``--min-time``): a machine that was just doing something else runs a kernel slow for tens of
-    #: ms, too evenly for the interval to see, and a 25 µs kernel meets its precision in 15 ms.
-    #: Batched samples (k > 1, calls of a few µs) are exempt: a suite of them would pay the span per
-    #: test, and it bought nothing measurable there (benchmarks/cpu_accuracy.py, README)
+    #: and, for a kernel of 10 µs or more a call (``engine.MIN_TIME_FROM_S``), once the samples
+    #: span at least this much wall time (nvbench's ``--min-time``): a machine that was just doing
+    #: something else runs a kernel slow for tens of ms, too evenly for the interval to see, and a
+    #: 25 µs kernel meets its precision in 15 ms. Shorter kernels are exempt: a suite of them would
+    #: pay the span per test, and it bought nothing measurable there (README, Measurement)
     min_time_s: float = 0.06
     #: flush the cache before every unbatched sample, outside the timed window (a batched
     #: sample of k > 1 calls is never flushed: it is a warm-cache time)

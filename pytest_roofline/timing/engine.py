@@ -17,8 +17,8 @@
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round the
    stopping rules are checked in this order: the 95% interval of the median within
-   ``policy.target_rel_ci`` of it, over at least 6 samples and, unbatched, ``policy.min_time_s``
-   of sampling (:attr:`StopReason.PRECISION`);
+   ``policy.target_rel_ci`` of it, over at least 6 samples and, for a kernel of 10 µs or more a
+   call, ``policy.min_time_s`` of sampling (:attr:`StopReason.PRECISION`);
    ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
    for the whole measurement (warm-up, flushes and probes included) spent, or too little of it
    left for another sample (:attr:`StopReason.TIME`).
@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
+#: ``policy.min_time_s`` holds for kernels whose median call takes at least this long
+MIN_TIME_FROM_S = 10e-6
 DEFAULT_POLICY = Policy()
 
 #: below six samples even [min, max] covers the median less than 95% of the time (1 - 2^(1-n)),
@@ -481,8 +483,6 @@ class _Sampler:
         self.backend, self.call, self.policy = backend, call, policy
         self.k, self.flush, self.probe = k, flush, probe
         self.budget_start = budget_start
-        #: how long the samples must span before precision may stop them (unbatched samples only)
-        self.min_span_s = policy.min_time_s if k == 1 else 0.0
         self.preempted = 0
         #: each sampling round's parallelism, as the backend read it
         self.parallelism: list[float] = []
@@ -519,7 +519,10 @@ class _Sampler:
                     self._clean.append(window / self.k)
             stats = Stats.from_samples(_trusted(samples, self._clean))
             reason = self._stop(len(samples), stats)
-            short_s = self.min_span_s - (backend.clock() - start)
+            # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
+            # and a suite of them would pay it per test
+            spans = stats.median >= MIN_TIME_FROM_S
+            short_s = policy.min_time_s - (backend.clock() - start) if spans else 0.0
             precise_but_short = reason is StopReason.PRECISION and short_s > 0
             if precise_but_short:
                 reason = None  # precise, but over too short a span to trust: sample on
