@@ -4,7 +4,7 @@ import gc
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,12 @@ from fakes import FakeClock
 
 from pytest_roofline.contention import ThreadWait
 from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
-from pytest_roofline.timing.cpu import FALLBACK_LLC_BYTES, CpuBackend, last_level_cache_bytes
+from pytest_roofline.timing.cpu import (
+    FALLBACK_LLC_BYTES,
+    PER_WINDOW_FROM_S,
+    CpuBackend,
+    last_level_cache_bytes,
+)
 
 KiB = 2**10
 
@@ -332,3 +337,48 @@ def test_the_backend_says_nothing_of_threads_where_the_os_does_not(clock: FakeCl
     )  # fmt: skip
     backend.run(lambda: clock.advance(0.01), (), calls=1, samples=2, flush=False)
     assert backend.last_thread_wait is None
+
+
+def test_short_windows_are_read_as_a_whole_after_the_first(clock: FakeClock) -> None:
+    # the per-window reads are system calls that slow the window after them: below 1 ms a window is
+    # not read one by one (a preempted one is an outlier anyway), the run is read as a whole
+    reads: list[str] = []
+    thread, process = FakeClock(), FakeClock()
+
+    def kernel() -> None:  # 20 µs on this thread, twice that in the process (two threads)
+        clock.advance(20e-6)
+        thread.advance(20e-6)
+        process.advance(40e-6)
+
+    def read(name: str, source: FakeClock) -> Callable[[], int]:
+        return lambda: reads.append(name) or source.now_ns()
+
+    backend = CpuBackend(
+        clock_ns=clock.now_ns, resolution_s=1e-9, device_name="test",
+        switches=lambda: reads.append("sw") or 0, thread_clock_ns=read("thread", thread),
+        process_clock_ns=read("process", process), schedstats=lambda: None,
+    )  # fmt: skip
+    windows = backend.run(kernel, (), calls=1, samples=50, flush=False)
+    assert windows == [pytest.approx(20e-6)] * 50
+    assert reads.count("sw") == 2  # around the first window only
+    assert reads.count("thread") == 4  # the first window, then the rest as a whole
+    assert backend.last_preempted == [False] * 50
+    assert backend.last_parallelism == pytest.approx(2.0)
+    assert backend.last_cpu_share == pytest.approx(1.0)
+
+
+def test_long_windows_are_each_read_for_preemption(clock: FakeClock) -> None:
+    switched = iter(range(0, 1000, 1))
+    thread = FakeClock()
+
+    def kernel() -> None:  # 2 ms, of which this thread ran 1.5
+        clock.advance(2e-3)
+        thread.advance(1.5e-3)
+
+    backend = CpuBackend(
+        clock_ns=clock.now_ns, resolution_s=1e-9, device_name="test", switches=lambda: next(switched),
+        thread_clock_ns=thread.now_ns, schedstats=lambda: None,
+    )  # fmt: skip
+    backend.run(kernel, (), calls=1, samples=4, flush=False)
+    assert backend.last_preempted == [True] * 4
+    assert PER_WINDOW_FROM_S == 1e-3
