@@ -200,7 +200,7 @@ def _devices(args: argparse.Namespace) -> str:
         if auto_key
         else f"; {auto}, a device the table does not know (derived from its properties)"
     )
-    legend = "Peaks in TFLOP/s, dense; TC = tensor cores; ᵈ = derived; - = none."
+    legend = "Peaks in TFLOP/s, dense; TC = tensor cores; ᵈ = derived; ? = unconfirmed; - = none."
     table_text = tabulate(rows, headers=headers, disable_numparse=True)
     return "\n".join([table_text, marked + ".", _cpu_line(), legend])
 
@@ -241,7 +241,8 @@ def _peak(device: Device, precision: Precision, unit: Unit) -> str:
     figure = device.peak(precision, unit)
     if figure is None:
         return "-"
-    return f"{figure.value / 1e12:g}" + ("ᵈ" if figure.source == "derived" else "")
+    mark = "ᵈ" if figure.source == "derived" else "?" if figure.note == "unconfirmed" else ""
+    return f"{figure.value / 1e12:g}{mark}"
 
 
 def _ops(args: argparse.Namespace) -> str:

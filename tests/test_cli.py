@@ -238,7 +238,8 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
     assert re.search(r"\s-\s+-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8, no fp4 tensor peak
     assert re.search(r"\s2250\s+4500\s+9000$", rows["b200"])
     assert footer in out
-    assert out.rstrip().endswith("ᵈ = derived; - = none.")  # the legend of the columns
+    assert out.rstrip().endswith("ᵈ = derived; ? = unconfirmed; - = none.")  # the legend of the columns
+    assert re.search(r"\s45\?\s+90\?\s", rows["gb200"])  # unconfirmed figures say so
     assert (
         "\ncpu: measured by `roofline calibrate`; theoretical peak 2 cores × 4.00 GHz (cpufreq max) × "
         "16 fp64 FLOP/cycle (AVX2+FMA) = 128 GFLOP/s fp64, 256 GFLOP/s fp32.\n"

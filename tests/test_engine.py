@@ -137,9 +137,9 @@ def test_stops_on_precision_after_min_samples() -> None:
     assert sampling_runs(backend, m) == [Run(1, 10, True)]
 
 
-def test_precision_waits_for_the_minimum_span_of_unbatched_samples() -> None:
+def test_precision_waits_for_the_minimum_span_from_10us_a_call() -> None:
     # 1 ms a call: precise after 10 samples (10 ms), but a machine that was busy elsewhere runs
-    # slow for tens of ms, so unbatched samples go on until they span min_time_s (default 60 ms)
+    # slow for tens of ms, so a kernel of 10 µs or more samples on until min_time_s (60 ms) has passed
     backend = FakeBackend(1e-3)
     m = measure(noop, backend=backend)
     assert m.stop_reason is StopReason.PRECISION
