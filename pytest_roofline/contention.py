@@ -313,16 +313,23 @@ def thread_schedstats(tasks: Path = _TASKS) -> dict[str, tuple[int, int]] | None
 
     Linux's ``/proc/self/task/<tid>/schedstat``; None where the OS does not say (macOS, Windows, a
     kernel without scheduler statistics). A thread that ends between the listing and its read is
-    left out. About 5 µs a thread: read around a round of samples, not every window.
+    left out. Read around every backend run, so through ``os`` calls, not pathlib: about 15 µs a
+    thread here, against 60 (a 20 µs kernel's suite test read it ~50 times).
     """
+    base = os.fspath(tasks)
     try:
-        tids = [entry.name for entry in tasks.iterdir()]
+        tids = os.listdir(base)
     except OSError:
         return None
     times: dict[str, tuple[int, int]] = {}
     for tid in tids:
         try:
-            run, wait, *_ = (tasks / tid / "schedstat").read_text().split()
+            fd = os.open(f"{base}/{tid}/schedstat", os.O_RDONLY)
+            try:
+                data = os.read(fd, 256)
+            finally:
+                os.close(fd)
+            run, wait, *_ = data.split()
             times[tid] = (int(run), int(wait))
         except (OSError, ValueError):
             continue
