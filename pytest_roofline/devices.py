@@ -206,7 +206,9 @@ def _build(row: _Row) -> Device:
     )
 
 
-_TABLE: dict[str, Device] = {row.key: _build(row) for row in _ROWS}
+#: the rows above as devices; :data:`_TABLE` starts as them and takes registered devices too
+_BUILT_IN: dict[str, Device] = {row.key: _build(row) for row in _ROWS}
+_TABLE: dict[str, Device] = dict(_BUILT_IN)
 #: the clocks (MHz) each built-in row's vector and tensor peaks are quoted at, by key
 _PEAK_CLOCKS: dict[str, dict[Unit, float]] = {
     row.key: {V: row.clock_mhz, TC: row.tensor_clock_mhz or row.clock_mhz}
@@ -338,8 +340,8 @@ def at_reported_clock(device: Device, max_mhz: float) -> Device:
     clocks (0) change nothing: the datasheet figure stays the bound.
     """
     clocks = _PEAK_CLOCKS.get(device.key)
-    if clocks is None or max_mhz <= 0 or _TABLE.get(device.key) is not device:
-        return device  # not a built-in row (a registered device keeps its own figures)
+    if clocks is None or max_mhz <= 0 or _BUILT_IN.get(device.key) is not device:
+        return device  # not a built-in row: a registered device keeps its own figures, under any key
     peaks = dict(device.peaks)
     raised: list[str] = []
     for (precision, unit), figure in device.peaks.items():

@@ -651,11 +651,15 @@ def test_a_mig_slice_of_a_faster_clocked_card_is_scaled_by_both() -> None:
     )
 
 
+@pytest.mark.usefixtures("device_table")
 def test_a_registered_device_keeps_its_own_figures_whatever_the_clock() -> None:
     from pytest_roofline.devices import at_reported_clock
 
     own = dataclasses.replace(lookup("rtx-4090"), peaks={(P.FP16, TC): Figure(1e12, Source.USER)})
     assert at_reported_clock(own, 9999) is own
+    # also one registered over a built-in key, found by the name the driver reports
+    register_device(own, replace=True)
+    assert from_properties(props("NVIDIA GeForce RTX 4090", multiprocessors=128, clock_khz=2_790_000)) is own
 
 
 def test_fp4_is_half_a_byte_and_runs_at_the_fp4_tensor_rate() -> None:
