@@ -14,7 +14,7 @@ ratios with the per-round range, and the wall time each method took. Targets: wa
 of pytest-benchmark's median from 20 µs up; cold/warm near 1 once the working set is past the
 threshold (the flush is not needed there).
 
-    python benchmarks/cpu_accuracy.py [--rounds 3]
+    python benchmarks/cpu_accuracy.py [--rounds 3] [--only '2^16' --only 'matmul 64']
 """
 
 from __future__ import annotations
@@ -83,11 +83,17 @@ def timeit_median(fn: Callable[[], object]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--only", action="append", metavar="TEXT", help="only the kernels whose name holds TEXT (repeatable)"
+    )
     args = parser.parse_args()
 
     backend = CpuBackend()
     llc = last_level_cache_bytes()
-    work = kernels()
+    work = [k for k in kernels() if not args.only or any(text in k[0] for text in args.only)]
+    if not work:
+        names = ", ".join(k[0] for k in kernels())
+        parser.error(f"--only {' '.join(args.only)}: no kernel matches; kernels: {names}")
     times: dict[tuple[str, str], list[float]] = {}
     walls: dict[tuple[str, str], list[float]] = {}
     for r in range(args.rounds):

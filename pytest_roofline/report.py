@@ -90,6 +90,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "cache": m.cache_note,
         "low_confidence": m.low_confidence,
         "excluded_samples": m.excluded,
+        "transient_samples": m.transient,
         "ceiling": _ceiling_record(result, m),
         "contention": m.contention.to_record() if m.contention is not None else None,
         "threads": m.threads,
@@ -138,8 +139,9 @@ RECORD_FIELDS = (
     "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
     "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
-    "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads", "thread_wait_share",
-    "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats", "samples_s", "reason",
+    "cache", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention", "threads",
+    "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats", "samples_s",
+    "reason",
 )  # fmt: skip
 
 

@@ -125,9 +125,9 @@ MEASUREMENT_FIELDS = {
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
     "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason",
-    "calibrated_floor_s", "cache", "low_confidence", "excluded_samples", "ceiling", "contention", "threads",
-    "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats", "samples_s",
-    "reason",
+    "calibrated_floor_s", "cache", "low_confidence", "excluded_samples", "transient_samples", "ceiling",
+    "contention", "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks",
+    "stats", "samples_s", "reason",
 }  # fmt: skip
 
 

@@ -98,6 +98,13 @@ def test_a_result_record_has_every_field_and_is_plain_json() -> None:
     assert r["bandwidth_source"] == "user"
 
 
+def test_a_record_counts_the_samples_left_out_and_why() -> None:
+    result = a_result("copy", 1e-3, n=1000)
+    m = dataclasses.replace(result.measurement, transient=4, excluded=2)
+    r = result_record(dataclasses.replace(result, measurement=m), nodeid="t", mode="enforce")
+    assert (r["transient_samples"], r["excluded_samples"]) == (4, 2)
+
+
 def test_an_op_without_bytes_has_a_null_intensity() -> None:
     r = result_record(a_result("custom", 1e-3, flops=1e9), nodeid="t", mode="enforce")
     assert r["intensity"] is None

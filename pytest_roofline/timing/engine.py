@@ -15,8 +15,12 @@
    batched samples are warm-cache times, and labelled so.
 3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
-   the samples the confidence interval still needs and the time budget left. After each round the
-   stopping rules are checked in this order: the 95% interval of the median within
+   the samples the confidence interval still needs and the time budget left. After each round,
+   when the first half of the samples since the last cut ran slower than the second half beyond
+   doubt (:func:`.transient.slower_start`), that first half is cut: the machine had not settled on
+   the kernel yet, and the statistics, the interval and the minimum span count from the cut on
+   (``Measurement.transient`` says how many were cut). Then the stopping rules are checked in this
+   order: the 95% interval of the median within
    ``policy.target_rel_ci`` of it, over at least 6 samples and, for a kernel of 10 µs or more a
    call, ``policy.min_time_s`` of sampling (:attr:`StopReason.PRECISION`);
    ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
@@ -53,6 +57,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pytest_roofline.stats import Stats
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe, Stat
+from pytest_roofline.timing.transient import slower_start
 from pytest_roofline.units import seconds
 
 if TYPE_CHECKING:
@@ -111,7 +116,8 @@ class Measurement:
     samples_s: tuple[float, ...]
     #: back-to-back calls timed in one window (k)
     calls_per_sample: int
-    #: statistics of the trusted samples (preempted ones are left out while enough others remain)
+    #: statistics of the trusted samples: those after the ``transient`` ones, less the preempted
+    #: ones while enough others remain
     stats: Stats
     #: the statistic the verdict uses, and its value in seconds per call
     stat: Stat
@@ -135,6 +141,9 @@ class Measurement:
     contention: Contention | None = None
     #: samples left out of the statistics because their window was preempted
     excluded: int = 0
+    #: leading samples left out of the statistics because the kernel ran slower over them than
+    #: over the samples after (:mod:`.transient`): the machine had not settled on it yet
+    transient: int = 0
     #: the kernel's parallelism while sampled: process CPU time over the timing thread's (1 for a
     #: single-threaded kernel), the least of its rounds, when the backend can tell (``last_parallelism``)
     parallelism: float | None = None
@@ -232,7 +241,8 @@ def measure(
         cache_note=_cache_note(policy, k, setup=setup is not None),
         probe=sampler.probe_run(),
         contention=contention,
-        excluded=len(samples) - stats.n,
+        excluded=len(samples) - sampler.transient - stats.n,
+        transient=sampler.transient,
         # the least any round showed: BLAS threads that a probe woke spin on for a while after it
         parallelism=min(sampler.parallelism) if sampler.parallelism else None,
         cpu_share=_middle(sampler.cpu_share),
@@ -489,7 +499,8 @@ class _Sampler:
         self.cpu_share: list[float] = []
         self.threads: list[int] = []
         self.wait_share: list[float] = []
-        self._clean: list[float] = []
+        #: leading samples left out: taken before the kernel settled (:mod:`.transient`)
+        self.transient = 0
         self._probe_rates: list[float] = []
         self._probe_clean: list[float] = []
         self._probe_wall = 0.0
@@ -502,27 +513,38 @@ class _Sampler:
         self._time_probe()
         start = backend.clock()
         samples: list[float] = []
+        flags: list[bool] = []
+        rounds: list[_Round] = []
+        # samples[self.transient:] are those since the last cut (transient.slower_start), from kept_at
+        kept_at = start
         # the first round: min_samples, or what the budget affords (never below the floor)
         guess_s = max(per_call_s * self.k, 1e-12)
         left = policy.max_time_s - (start - self.budget_start)
         size = max(MIN_SAMPLES_FLOOR, min(policy.min_samples, math.floor(left / guess_s + 1e-9)))
         size = min(size, policy.max_samples)
         while True:
-            size = self._cut_for_probe(size, (backend.clock() - start) / len(samples) if samples else guess_s)
-            windows, flags = self.call.run(
+            taken = len(samples) - self.transient
+            size = self._cut_for_probe(size, (backend.clock() - kept_at) / taken if taken else guess_s)
+            round_start = backend.clock()
+            windows, hits = self.call.run(
                 backend, calls=self.k, samples=size, flush=self.flush, after=self._read_backend
             )
-            for window, preempted in zip(windows, flags, strict=True):
+            rounds.append(_Round(len(samples), size, round_start, backend.clock()))
+            for window, preempted in zip(windows, hits, strict=True):
                 samples.append(window / self.k)
+                flags.append(preempted)
                 self.preempted += preempted
-                if not preempted:
-                    self._clean.append(window / self.k)
-            stats = Stats.from_samples(_trusted(samples, self._clean))
+            if slower_start(samples[self.transient :], min_shift=policy.target_rel_ci):
+                self.transient += (len(samples) - self.transient) // 2
+                kept_at = _time_of(self.transient, rounds)
+            kept = samples[self.transient :]
+            clean = [s for s, hit in zip(kept, flags[self.transient :], strict=True) if not hit]
+            stats = Stats.from_samples(_trusted(kept, clean))
             reason = self._stop(len(samples), stats)
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
             # and a suite of them would pay it per test
             spans = stats.median >= MIN_TIME_FROM_S
-            short_s = policy.min_time_s - (backend.clock() - start) if spans else 0.0
+            short_s = policy.min_time_s - (backend.clock() - kept_at) if spans else 0.0
             precise_but_short = reason is StopReason.PRECISION and short_s > 0
             if precise_but_short:
                 reason = None  # precise, but over too short a span to trust: sample on
@@ -532,11 +554,11 @@ class _Sampler:
                 now = backend.clock()
                 # the budget counts from the start of the measurement, warm-up included, so that
                 # --roofline-max-time bounds what a measurement costs; samples are priced on their own
-                size = _next_round(
-                    len(samples), stats.ci_rel, now - start, now - self.budget_start, policy, short_s=short_s
-                )
-                if len(samples) < MIN_SAMPLES_FLOOR:  # never judge on fewer, whatever the budget
-                    size = max(size, MIN_SAMPLES_FLOOR - len(samples))
+                spent_s = now - self.budget_start
+                size = _next_round(len(kept), stats.ci_rel, now - kept_at, spent_s, policy, short_s=short_s)
+                size = min(size, policy.max_samples - len(samples))
+                if len(kept) < MIN_SAMPLES_FLOOR:  # never judge on fewer, whatever the budget
+                    size = max(size, MIN_SAMPLES_FLOOR - len(kept))
                 if size == 0:
                     reason = StopReason.PRECISION if precise_but_short else StopReason.TIME
             if reason is not None:
@@ -600,6 +622,24 @@ class _Sampler:
             stats=Stats.from_samples(rates),
             wall_s=self._probe_wall,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """One sampling round: its first sample's index, how many it took, and the clock around it."""
+
+    first: int
+    size: int
+    start: float
+    end: float
+
+
+def _time_of(index: int, rounds: Sequence[_Round]) -> float:
+    """When sample ``index`` began, interpolated within its round (a round's samples cost alike)."""
+    for r in rounds:
+        if r.first <= index < r.first + r.size:
+            return r.start + (r.end - r.start) * (index - r.first) / r.size
+    return rounds[-1].end
 
 
 def _trusted(samples: list[float], clean: list[float], *, floor: int = _MIN_PRECISION_SAMPLES) -> list[float]:

@@ -1,0 +1,37 @@
+"""Whether a measurement's samples began before the kernel settled: the start of the series is slower.
+
+A fixed warm-up cannot know how long a machine takes to settle on a new kernel. Measured on the
+reference 2-core VM (README, Measurement): right after other work (another kernel, a cold
+measurement's flushes, a second's sleep) a 25 µs ``np.add`` ran 31-46% slow over its first 25 ms,
+7-11% slow over the next 25, and steady from about 50-100 ms on; run right after itself it ran
+steady from the first sample. A slowdown that even is invisible to the confidence interval, so
+the engine asks the samples instead: when the first half of the samples since the last cut is
+slower than the second half beyond doubt, the first half was warm-up, and is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_roofline.stats import Stats
+
+#: the fewest samples in each half for a comparison: below six, a median's 95% interval is [min, max]
+MIN_HALF = 6
+
+
+def slower_start(samples: Sequence[float], *, min_shift: float) -> bool:
+    """Whether the first half of ``samples`` ran slower than the second, beyond doubt.
+
+    Beyond doubt: the 95% intervals of the halves' medians do not overlap, and the gap is more
+    than ``min_shift`` of the second half's median (a gap smaller than the precision asked for
+    is not worth the samples that leaving out half of them costs). Only a *slower* start counts:
+    a machine that slows down later (a neighbour starting) is load, not warm-up, and the
+    contention checks judge it.
+    """
+    half = len(samples) // 2
+    if half < MIN_HALF:
+        return False
+    first = Stats.from_samples(samples[:half])
+    second = Stats.from_samples(samples[half:])
+    gap = first.median - second.median
+    return gap > first.ci_half + second.ci_half and gap > min_shift * second.median

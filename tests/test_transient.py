@@ -1,0 +1,117 @@
+"""The cut of a measurement's slow start (timing.transient), alone and inside the engine, on a fake clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from fakes import FakeBackend
+
+from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.timing.transient import MIN_HALF, slower_start
+
+
+def noop() -> None:
+    pass
+
+
+def wobble(center: float, i: int) -> float:
+    """``center`` ±2%, cycling: a spread for the interval without any trend."""
+    return center * (0.98, 1.0, 1.02)[i % 3]
+
+
+# -- slower_start, alone -----------------------------------------------------------------------
+
+
+def test_a_steady_series_has_no_slow_start() -> None:
+    assert not slower_start([wobble(1.0, i) for i in range(300)], min_shift=0.01)
+
+
+def test_a_first_half_slower_beyond_doubt_is_a_slow_start() -> None:
+    series = [wobble(1.2, i) for i in range(150)] + [wobble(1.0, i) for i in range(150)]
+    assert slower_start(series, min_shift=0.01)
+
+
+def test_a_series_that_slows_down_later_is_load_not_warm_up() -> None:
+    series = [wobble(1.0, i) for i in range(150)] + [wobble(1.2, i) for i in range(150)]
+    assert not slower_start(series, min_shift=0.01)
+
+
+def test_a_gap_below_the_precision_asked_for_is_left_alone() -> None:
+    # 0.5% apart, with no spread at all: beyond doubt, but not worth half the samples at a 1% target
+    series = [1.005] * 100 + [1.0] * 100
+    assert not slower_start(series, min_shift=0.01)
+    assert slower_start(series, min_shift=0.001)
+
+
+def test_a_gap_inside_the_intervals_is_left_alone() -> None:
+    # halves 1% apart by median, but each spread ±30%: the intervals overlap
+    spread = (0.7, 1.0, 1.3)
+    series = [1.01 * spread[i % 3] for i in range(30)] + [spread[i % 3] for i in range(30)]
+    assert not slower_start(series, min_shift=0.001)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2 * MIN_HALF - 1])
+def test_too_few_samples_never_make_a_slow_start(n: int) -> None:
+    assert not slower_start([2.0] * (n // 2) + [1.0] * (n - n // 2), min_shift=0.01)
+
+
+def test_twelve_samples_are_enough_when_the_halves_differ_plainly() -> None:
+    assert slower_start([2.0] * MIN_HALF + [1.0] * MIN_HALF, min_shift=0.01)
+
+
+# -- inside the engine ---------------------------------------------------------------------------
+
+
+def settling(backend: FakeBackend, *, slow: float, fast: float, until_s: float) -> Callable[[int], float]:
+    """A call takes ``slow`` seconds until the clock reaches ``until_s``, then ``fast``."""
+    return lambda i: wobble(slow if backend.clock() < until_s else fast, i)
+
+
+def measure_settling(
+    *, slow: float, fast: float, until_s: float, policy: Policy | None = None
+) -> Measurement:
+    backend = FakeBackend(0.0, resolution_s=1e-9)
+    backend._durations = settling(backend, slow=slow, fast=fast, until_s=until_s)
+    return measure(noop, backend=backend, policy=policy or Policy())
+
+
+def test_the_samples_before_the_kernel_settled_are_cut() -> None:
+    # 25 µs a call, 30 µs until 70 ms: the 25 ms warm-up and a 60 ms span alone would leave more
+    # slow samples than fast ones, and the median 20% high
+    m = measure_settling(slow=30e-6, fast=25e-6, until_s=0.07)
+    assert m.transient > 0
+    assert m.time_s == pytest.approx(25e-6)
+    assert m.stop_reason is StopReason.PRECISION
+    # the statistics count only what follows the cut, and the span counts from the cut too
+    assert m.stats.n == len(m.samples_s) - m.transient
+    assert m.excluded == 0
+    assert sum(m.samples_s[m.transient :]) >= Policy().min_time_s
+
+
+def test_without_the_cut_that_kernel_would_read_20_percent_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "slower_start", lambda samples, *, min_shift: False)
+    m = measure_settling(slow=30e-6, fast=25e-6, until_s=0.07)
+    assert m.transient == 0
+    assert m.time_s == pytest.approx(30e-6, rel=0.03)  # the slow samples outnumber the fast
+
+
+def test_a_steady_kernel_is_not_cut() -> None:
+    m = measure_settling(slow=25e-6, fast=25e-6, until_s=0.07)
+    assert m.transient == 0
+    assert m.stats.n == len(m.samples_s)
+    assert m.time_s == pytest.approx(25e-6)
+
+
+def test_a_kernel_that_slows_down_later_is_not_cut() -> None:
+    m = measure_settling(slow=25e-6, fast=30e-6, until_s=0.05)
+    assert m.transient == 0
+
+
+def test_a_cut_is_paid_from_the_time_budget() -> None:
+    # slow for longer than the budget: the cut leaves the measurement short of the span, never over
+    policy = Policy(max_time_s=0.2)
+    m = measure_settling(slow=30e-6, fast=25e-6, until_s=10.0, policy=policy)
+    assert m.wall_s <= 0.2 + 1e-3
+    assert m.transient == 0  # a slowness that never ends is no slow start
+    assert m.time_s == pytest.approx(30e-6)
