@@ -17,11 +17,11 @@
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round,
    when the first half of the samples since the last cut ran slower than the second half beyond
-   doubt (:func:`.transient.slower_start`), that first half is cut: the machine had not settled on
-   the kernel yet, and the statistics, the interval and the minimum span count from the cut on
-   (``Measurement.transient`` says how many were cut). Then the stopping rules are checked in this
-   order: the 95% interval of the median within
-   ``policy.target_rel_ci`` of it, over at least 6 samples and, for a kernel of 10 µs or more a
+   doubt, by 5% or more (:func:`.transient.slower_start`), that first half is cut: the machine
+   had not settled on the kernel yet, and the statistics, the interval and the minimum span count
+   from the cut on (``Measurement.transient`` says how many were cut). Then the stopping rules
+   are checked in this order: the 95% interval of the median within ``policy.target_rel_ci`` of
+   it, over at least 6 samples and, for a kernel of 10 µs or more a
    call, ``policy.min_time_s`` of sampling (:attr:`StopReason.PRECISION`);
    ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
    for the whole measurement (warm-up, flushes and probes included) spent, or too little of it
@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pytest_roofline.stats import Stats
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe, Stat
-from pytest_roofline.timing.transient import slower_start
+from pytest_roofline.timing.transient import MIN_SHIFT, slower_start
 from pytest_roofline.units import seconds
 
 if TYPE_CHECKING:
@@ -534,7 +534,7 @@ class _Sampler:
                 samples.append(window / self.k)
                 flags.append(preempted)
                 self.preempted += preempted
-            if slower_start(samples[self.transient :], min_shift=policy.target_rel_ci):
+            if slower_start(samples[self.transient :], min_shift=max(MIN_SHIFT, policy.target_rel_ci)):
                 self.transient += (len(samples) - self.transient) // 2
                 kept_at = _time_of(self.transient, rounds)
             kept = samples[self.transient :]
