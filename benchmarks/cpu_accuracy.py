@@ -10,9 +10,9 @@ four ways, one after the other, so the machine's drift hits them alike:
 - ``timeit`` (``autorange``, then 7 repeats).
 
 Printed per kernel: the medians of the rounds, warm/pytest-benchmark, warm/timeit and cold/warm
-ratios with the per-round range, and the wall time each method took. Targets: warm within ±5%
-of pytest-benchmark's median from 20 µs up; cold/warm near 1 once the working set is past the
-threshold (the flush is not needed there).
+ratios (the median of the per-round ratios, with its distribution-free 95% interval), and the
+wall time each method took. Targets: warm within ±5% of pytest-benchmark's median from 20 µs up;
+cold/warm near 1 once the working set is past the threshold (the flush is not needed there).
 
     python benchmarks/cpu_accuracy.py [--rounds 3] [--only '2^16' --only 'matmul 64']
 """
@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
+from pytest_roofline.stats import median_ci_ranks
 from pytest_roofline.timing import Policy, measure
 from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes
 from pytest_roofline.timing.flushing import choose_flush
@@ -113,15 +114,19 @@ def main() -> None:
                 times.setdefault((name, method), []).append(value)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
 
-    print(f"{args.rounds} interleaved rounds; last-level cache {llc / 2**20:.0f} MiB; medians of the rounds")
+    print(
+        f"{args.rounds} interleaved rounds; last-level cache {llc / 2**20:.0f} MiB; medians of the rounds;"
+        " ratios: median of the per-round ratios [its 95% interval]"
+    )
     print(
         f"{'kernel':<18} {'warm':>9} {'cold':>9} {'pytest-bm':>9} {'timeit':>9}  {'warm/pbm':>16}"
         f" {'warm/timeit':>16} {'cold/warm':>16}  wall: warm / cold / pbm / timeit"
     )
 
     def ratio(name: str, a: str, b: str) -> str:
-        per_round = [x / y for x, y in zip(times[(name, a)], times[(name, b)], strict=True)]
-        return f"{statistics.median(per_round):.3f} ({min(per_round):.2f}-{max(per_round):.2f})"
+        per_round = sorted(x / y for x, y in zip(times[(name, a)], times[(name, b)], strict=True))
+        lo, hi = median_ci_ranks(len(per_round))
+        return f"{statistics.median(per_round):.3f} [{per_round[lo - 1]:.2f}-{per_round[hi - 1]:.2f}]"
 
     for name, _, _ in work:
         med = {m: statistics.median(times[(name, m)]) for m in METHODS}
