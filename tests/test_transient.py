@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 from fakes import FakeBackend
 
 from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.timing.base import Probe
+from pytest_roofline.timing.engine import _Round, _time_of
 from pytest_roofline.timing.transient import MIN_HALF, MIN_SHIFT, slower_start
 
 
@@ -42,6 +44,11 @@ def test_a_gap_below_the_precision_asked_for_is_left_alone() -> None:
     series = [1.005] * 100 + [1.0] * 100
     assert not slower_start(series, min_shift=0.01)
     assert slower_start(series, min_shift=0.001)
+
+
+def test_medians_apart_by_more_than_their_half_widths_but_with_overlapping_intervals_are_left_alone() -> None:
+    # the interval of a median is not centred on it: [0.9, 1.5] and [1.0, 1.0] overlap
+    assert not slower_start([0.9] + [1.5] * 5 + [1.0] * 6, min_shift=0.01)
 
 
 def test_a_gap_inside_the_intervals_is_left_alone() -> None:
@@ -122,3 +129,103 @@ def test_a_slow_start_within_a_machines_drift_is_not_cut() -> None:
     assert MIN_SHIFT == 0.05
     m = measure_settling(slow=25.75e-6, fast=25e-6, until_s=0.07)
     assert m.transient == 0
+
+
+def test_the_span_counts_from_the_cut() -> None:
+    # evenly timed calls are precise at once, so only the span decides when sampling ends: 60 ms of
+    # samples after the cut, not 60 ms since sampling began
+    backend = FakeBackend(0.0, resolution_s=1e-9)
+    backend._durations = lambda i: 50e-6 if backend.clock() < 0.07 else 25e-6
+    m = measure(noop, backend=backend)
+    assert m.transient > 0
+    assert (m.stop_reason, m.time_s) == (StopReason.PRECISION, 25e-6)
+    assert sum(m.samples_s[m.transient :]) >= Policy().min_time_s - 1e-9
+
+
+def test_time_of_places_a_sample_by_the_windows_before_it() -> None:
+    # two rounds; in the first, 0.5 ms a sample went to flushes and bookkeeping
+    samples = [1e-3, 1e-3, 2e-3, 2e-3, 5e-3, 5e-3]
+    rounds = [_Round(first=0, size=4, start=1.0, end=1.008), _Round(first=4, size=2, start=2.0, end=2.01)]
+    assert _time_of(0, rounds, samples, 1) == pytest.approx(1.0)
+    assert _time_of(2, rounds, samples, 1) == pytest.approx(1.0 + 2e-3 + 2 * 0.5e-3)
+    assert _time_of(5, rounds, samples, 1) == pytest.approx(2.005)
+    assert _time_of(6, rounds, samples, 1) == pytest.approx(2.01)  # past the last: its end
+    # k calls a sample: the windows are k times the per-call samples
+    one_round = [_Round(first=0, size=2, start=0.0, end=0.004)]
+    assert _time_of(1, one_round, [1e-3, 1e-3], 2) == pytest.approx(0.002)
+
+
+class EarlyPreemption(FakeBackend):
+    """Steady 1 ms calls; before 50 ms, three windows in five are preempted and last 3 ms."""
+
+    def __init__(self) -> None:
+        super().__init__(self._duration, resolution_s=1e-9)
+        self.last_preempted: list[bool] = []
+        self._hit = False
+
+    def _duration(self, i: int) -> float:
+        self._hit = self.clock() < 0.05 and i % 5 < 3
+        return 3e-3 if self._hit else 1e-3
+
+    def run(
+        self, fn: Callable[..., object], args: Sequence[object], *, calls: int, samples: int, flush: bool
+    ) -> list[float]:
+        windows, flags = [], []
+        for _ in range(samples):
+            windows += super().run(fn, args, calls=calls, samples=1, flush=flush)
+            flags.append(self._hit)
+        self.last_preempted = flags
+        return windows
+
+
+def test_preempted_windows_are_load_not_a_slow_start() -> None:
+    m = measure(noop, backend=EarlyPreemption(), policy=Policy(flush=False, warmup_s=0.0))
+    assert m.transient == 0
+    assert m.excluded > 0
+    assert m.time_s == pytest.approx(1e-3)
+
+
+def test_no_cut_without_room_to_sample_after_it() -> None:
+    # the last round reaches max_samples: a cut would leave 12 samples where the policy asked for 24
+    policy = Policy(min_samples=24, max_samples=24, flush=False, warmup_s=0.0)
+    m = measure_settling(slow=50e-6, fast=25e-6, until_s=0.00068, policy=policy)
+    assert m.transient == 0
+    assert (m.stats.n, m.stop_reason) == (24, StopReason.MAX_SAMPLES)
+
+
+class SettlingWithProbe(FakeBackend):
+    """Calls 30 µs until 70 ms, then 25 µs; the probe takes 2 ms, then 1 ms; the backend reads a
+    parallelism of 1, then 2."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda i: wobble(30e-6 if self.clock() < 0.07 else 25e-6, i), resolution_s=1e-9)
+        self.last_parallelism = 1.0
+        self.probes = 0
+
+    def run(
+        self, fn: Callable[..., object], args: Sequence[object], *, calls: int, samples: int, flush: bool
+    ) -> list[float]:
+        if fn is probe_fn:
+            self.probes += 1
+            d = 2e-3 if self.clock() < 0.07 else 1e-3
+            self.fake_clock.advance(d)
+            return [d]
+        windows = super().run(fn, args, calls=calls, samples=samples, flush=flush)
+        self.last_parallelism = 1.0 if self.clock() < 0.07 else 2.0
+        return windows
+
+
+def probe_fn() -> None:
+    pass
+
+
+def test_probes_and_readings_before_the_cut_are_left_out_with_the_samples() -> None:
+    backend = SettlingWithProbe()
+    policy = Policy(flush=False, probe_interval_s=0.01)
+    m = measure(noop, backend=backend, policy=policy, probe=Probe("copy", "bandwidth", 1e6, probe_fn))
+    assert m.transient > 0
+    assert m.probe is not None
+    assert len(m.probe.rates) < backend.probes  # the probes before the cut are gone...
+    assert sum(rate == pytest.approx(0.5e9) for rate in m.probe.rates) <= 1  # ...but the last one before it
+    assert m.probe.stats.median == pytest.approx(1e9)
+    assert m.parallelism == 2.0  # the rounds before the cut read 1

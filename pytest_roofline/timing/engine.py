@@ -61,7 +61,7 @@ from pytest_roofline.timing.transient import MIN_SHIFT, slower_start
 from pytest_roofline.units import seconds
 
 if TYPE_CHECKING:
-    from pytest_roofline.contention import Contention, Snapshot
+    from pytest_roofline.contention import Contention, Snapshot, ThreadWait
     from pytest_roofline.timing.clocks import ClockLog
 
 #: upper bound on the calls batched into one sample
@@ -217,6 +217,7 @@ def measure(
     sampler = _Sampler(backend, call, policy, k, flush, probe, budget_start=start)
     before = snapshot() if snapshot is not None else None
     samples, stats, reason = sampler.run(max(per_call_s, cost_s))
+    readings = sampler.readings()
     contention = None
     if snapshot is not None and before is not None:
         from pytest_roofline.contention import between
@@ -244,10 +245,10 @@ def measure(
         excluded=len(samples) - sampler.transient - stats.n,
         transient=sampler.transient,
         # the least any round showed: BLAS threads that a probe woke spin on for a while after it
-        parallelism=min(sampler.parallelism) if sampler.parallelism else None,
-        cpu_share=_middle(sampler.cpu_share),
-        threads=int(m) if (m := _middle(sampler.threads)) is not None else None,
-        wait_share=_middle(sampler.wait_share),
+        parallelism=min(parallelism) if (parallelism := readings.parallelism) else None,
+        cpu_share=_middle(readings.cpu_share),
+        threads=int(m) if (m := _middle(readings.threads)) is not None else None,
+        wait_share=_middle(readings.wait_share),
         setup=setup is not None,
     )
 
@@ -494,15 +495,15 @@ class _Sampler:
         self.k, self.flush, self.probe = k, flush, probe
         self.budget_start = budget_start
         self.preempted = 0
-        #: each sampling round's parallelism, as the backend read it
-        self.parallelism: list[float] = []
-        self.cpu_share: list[float] = []
-        self.threads: list[int] = []
-        self.wait_share: list[float] = []
-        #: leading samples left out: taken before the kernel settled (:mod:`.transient`)
+        #: leading samples left out: taken before the kernel settled (:mod:`.transient`), and when
+        #: the samples after them began: the probes and readings that count are those from then on
         self.transient = 0
+        self.kept_at = -math.inf
+        #: what the backend said after each of its runs (:meth:`_read_backend`)
+        self._readings: list[_Reading] = []
         self._probe_rates: list[float] = []
-        self._probe_clean: list[float] = []
+        self._probe_times: list[float] = []
+        self._probe_preempted: list[bool] = []
         self._probe_wall = 0.0
         self._last_probe = -math.inf
 
@@ -516,7 +517,7 @@ class _Sampler:
         flags: list[bool] = []
         rounds: list[_Round] = []
         # samples[self.transient:] are those since the last cut (transient.slower_start), from kept_at
-        kept_at = start
+        self.kept_at = kept_at = start
         # the first round: min_samples, or what the budget affords (never below the floor)
         guess_s = max(per_call_s * self.k, 1e-12)
         left = policy.max_time_s - (start - self.budget_start)
@@ -534,12 +535,16 @@ class _Sampler:
                 samples.append(window / self.k)
                 flags.append(preempted)
                 self.preempted += preempted
-            if slower_start(samples[self.transient :], min_shift=max(MIN_SHIFT, policy.target_rel_ci)):
-                self.transient += (len(samples) - self.transient) // 2
-                kept_at = _time_of(self.transient, rounds)
+            # a cut needs room to sample after it; preempted windows are load, not a slow start
+            clean_at = [i for i in range(self.transient, len(samples)) if not flags[i]]
+            room = len(samples) < policy.max_samples
+            shift = max(MIN_SHIFT, policy.target_rel_ci)
+            if room and slower_start([samples[i] for i in clean_at], min_shift=shift):
+                clean_at = clean_at[len(clean_at) // 2 :]
+                self.transient = clean_at[0]
+                self.kept_at = kept_at = _time_of(self.transient, rounds, samples, self.k)
             kept = samples[self.transient :]
-            clean = [s for s, hit in zip(kept, flags[self.transient :], strict=True) if not hit]
-            stats = Stats.from_samples(_trusted(kept, clean))
+            stats = Stats.from_samples(_trusted(kept, [samples[i] for i in clean_at]))
             reason = self._stop(len(samples), stats)
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
             # and a suite of them would pay it per test
@@ -569,15 +574,26 @@ class _Sampler:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
         backend = self.backend
         parallelism = getattr(backend, "last_parallelism", None)
-        if isinstance(parallelism, (int, float)):
-            self.parallelism.append(float(parallelism))
         share = getattr(backend, "last_cpu_share", None)
-        if isinstance(share, (int, float)):
-            self.cpu_share.append(float(share))
-        wait = getattr(backend, "last_thread_wait", None)
-        if wait is not None:
-            self.threads.append(wait.threads)
-            self.wait_share.append(wait.wait_share)
+        self._readings.append(
+            _Reading(
+                at=backend.clock(),
+                parallelism=float(parallelism) if isinstance(parallelism, (int, float)) else None,
+                cpu_share=float(share) if isinstance(share, (int, float)) else None,
+                wait=getattr(backend, "last_thread_wait", None),
+            )
+        )
+
+    def readings(self) -> _Readings:
+        """The backend's readings of the runs that ended after the last cut (all, without one)."""
+        kept = [r for r in self._readings if r.at > self.kept_at]
+        waits = [r.wait for r in kept if r.wait is not None]
+        return _Readings(
+            parallelism=[r.parallelism for r in kept if r.parallelism is not None],
+            cpu_share=[r.cpu_share for r in kept if r.cpu_share is not None],
+            threads=[w.threads for w in waits],
+            wait_share=[w.wait_share for w in waits],
+        )
 
     def _stop(self, n: int, stats: Stats) -> StopReason | None:
         if stats.n >= _MIN_PRECISION_SAMPLES and stats.ci_rel <= self.policy.target_rel_ci:
@@ -600,10 +616,9 @@ class _Sampler:
         if not self._probe_rates and probe.warmup_calls:
             _run(self.backend, probe.fn, (), calls=probe.warmup_calls, samples=1, flush=False)
         (window,), (preempted,) = _run(self.backend, probe.fn, (), calls=1, samples=1, flush=False)
-        rate = probe.work / max(window, 1e-12)
-        self._probe_rates.append(rate)
-        if not preempted:
-            self._probe_clean.append(rate)
+        self._probe_rates.append(probe.work / max(window, 1e-12))
+        self._probe_times.append(self.backend.clock())
+        self._probe_preempted.append(preempted)
         if not self.flush and not last and self.policy.rewarm:
             # the probe streamed through the cache: one untimed call warms it again, so a warm
             # measurement's next sample is not partly cold (after setup, like every call)
@@ -612,14 +627,18 @@ class _Sampler:
         self._probe_wall += self._last_probe - t0
 
     def probe_run(self) -> ProbeRun | None:
+        """The probe's rates beside the kept samples: the last one timed before them, and all after."""
         if self.probe is None or not self._probe_rates:
             return None
-        rates = _trusted(self._probe_rates, self._probe_clean, floor=2)
+        before = [i for i, at in enumerate(self._probe_times) if at <= self.kept_at]
+        first = before[-1] if before else 0
+        rates = self._probe_rates[first:]
+        clean = [r for r, hit in zip(rates, self._probe_preempted[first:], strict=True) if not hit]
         return ProbeRun(
             name=self.probe.name,
             resource=self.probe.resource,
-            rates=tuple(self._probe_rates),
-            stats=Stats.from_samples(rates),
+            rates=tuple(rates),
+            stats=Stats.from_samples(_trusted(rates, clean, floor=2)),
             wall_s=self._probe_wall,
         )
 
@@ -634,12 +653,35 @@ class _Round:
     end: float
 
 
-def _time_of(index: int, rounds: Sequence[_Round]) -> float:
-    """When sample ``index`` began, interpolated within its round (a round's samples cost alike)."""
+def _time_of(index: int, rounds: Sequence[_Round], samples: Sequence[float], k: int) -> float:
+    """When sample ``index`` began: its round's start, the windows before it in the round, and their
+    share of what the round spent outside windows (flushes, bookkeeping: alike for every sample)."""
     for r in rounds:
         if r.first <= index < r.first + r.size:
-            return r.start + (r.end - r.start) * (index - r.first) / r.size
+            busy = math.fsum(samples[r.first : r.first + r.size]) * k
+            outside = max(0.0, r.end - r.start - busy) / r.size
+            return r.start + math.fsum(samples[r.first : index]) * k + outside * (index - r.first)
     return rounds[-1].end
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What the backend said of one run (``last_parallelism`` and the rest), and when it ended."""
+
+    at: float
+    parallelism: float | None
+    cpu_share: float | None
+    wait: ThreadWait | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Readings:
+    """The readings of the kept runs, one list per figure."""
+
+    parallelism: list[float]
+    cpu_share: list[float]
+    threads: list[int]
+    wait_share: list[float]
 
 
 def _trusted(samples: list[float], clean: list[float], *, floor: int = _MIN_PRECISION_SAMPLES) -> list[float]:

@@ -6,14 +6,15 @@ measurement's flushes, a second's sleep) a 25 µs ``np.add`` ran 31-46% slow ove
 7-11% slow over the next 25, and steady from about 50-100 ms on; run right after itself it ran
 steady from the first sample. A slowdown that even is invisible to the confidence interval, so
 the engine asks the samples instead: when the first half of the samples since the last cut is
-slower than the second half beyond doubt, the first half was warm-up, and is left out.
+slower than the second half beyond doubt, and by :data:`MIN_SHIFT` or more, the first half was
+warm-up, and is left out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_roofline.stats import Stats
+from pytest_roofline.stats import median_ci_ranks
 
 #: the fewest samples in each half for a comparison: below six, a median's 95% interval is [min, max]
 MIN_HALF = 6
@@ -28,17 +29,23 @@ MIN_SHIFT = 0.05
 def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> bool:
     """Whether the first half of ``samples`` ran slower than the second, beyond doubt.
 
-    Beyond doubt: the 95% intervals of the halves' medians do not overlap, and the gap is more
-    than ``min_shift`` of the second half's median (the engine passes the larger of
-    :data:`MIN_SHIFT` and its precision target: a smaller gap is drift, or not worth the samples
-    that leaving out half of them costs). Only a *slower* start counts:
-    a machine that slows down later (a neighbour starting) is load, not warm-up, and the
-    contention checks judge it.
+    Beyond doubt: the 95% intervals of the halves' medians (:func:`~pytest_roofline.stats.median_ci_ranks`)
+    are apart, the first's lower end above the second's upper end, and the medians differ by at
+    least ``min_shift`` of the second's (the engine passes the larger of :data:`MIN_SHIFT` and
+    its precision target: a smaller gap is drift, or not worth the samples a cut costs). Only a
+    *slower* start counts: a machine that slows down later (a neighbour starting) is load, not
+    warm-up, and the contention checks judge it.
     """
     half = len(samples) // 2
     if half < MIN_HALF:
         return False
-    first = Stats.from_samples(samples[:half])
-    second = Stats.from_samples(samples[half:])
-    gap = first.median - second.median
-    return gap > first.ci_half + second.ci_half and gap > min_shift * second.median
+    first, second = sorted(samples[:half]), sorted(samples[half:])
+    lo, _ = median_ci_ranks(len(first))
+    _, hi = median_ci_ranks(len(second))
+    return first[lo - 1] > second[hi - 1] and _median(first) - _median(second) >= min_shift * _median(second)
+
+
+def _median(xs: Sequence[float]) -> float:
+    """The median of sorted ``xs``."""
+    n = len(xs)
+    return (xs[(n - 1) // 2] + xs[n // 2]) / 2
