@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -10,7 +11,7 @@ from fakes import FakeBackend
 from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
 from pytest_roofline.timing.base import Probe
 from pytest_roofline.timing.engine import _Round, _time_of
-from pytest_roofline.timing.transient import MIN_HALF, MIN_SHIFT, slower_start
+from pytest_roofline.timing.transient import MIN_HALF, MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
 
 def noop() -> None:
@@ -229,3 +230,28 @@ def test_probes_and_readings_before_the_cut_are_left_out_with_the_samples() -> N
     assert sum(rate == pytest.approx(0.5e9) for rate in m.probe.rates) <= 1  # ...but the last one before it
     assert m.probe.stats.median == pytest.approx(1e9)
     assert m.parallelism == 2.0  # the rounds before the cut read 1
+
+
+def spread(center: float, i: int, amplitude: float) -> float:
+    """``center`` ± ``amplitude``, never twice the same (a wide one keeps the interval of the
+    median wider than ±1%)."""
+    return center * (1 + amplitude * math.sin(i * 2.399963))  # the golden angle: no cycle
+
+
+def test_a_slower_stretch_late_in_a_long_measurement_is_drift_not_a_slow_start() -> None:
+    # 20% slower until 0.7 s of a 1 s measurement: halves that differ, but a cut 0.5 s in
+    assert SETTLE_WITHIN_S == 0.25
+    backend = FakeBackend(0.0, resolution_s=1e-9)
+    backend._durations = lambda i: spread(1.2e-3 if backend.clock() < 0.7 else 1e-3, i, 0.3)
+    m = measure(noop, backend=backend, policy=Policy(flush=False))
+    assert m.stop_reason is StopReason.TIME
+    assert m.transient == 0
+    assert m.time_s > 1.1e-3  # the slower stretch is most of the samples, and stays in
+
+
+def test_a_slow_start_is_cut_in_a_long_measurement_too() -> None:
+    backend = FakeBackend(0.0, resolution_s=1e-9)
+    backend._durations = lambda i: spread(1.2e-3 if backend.clock() < 0.1 else 1e-3, i, 0.05)
+    m = measure(noop, backend=backend, policy=Policy(flush=False))
+    assert m.transient > 0
+    assert m.time_s == pytest.approx(1e-3, rel=0.02)

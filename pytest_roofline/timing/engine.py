@@ -17,7 +17,8 @@
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round,
    when the first half of the samples since the last cut ran slower than the second half beyond
-   doubt, by 5% or more (:func:`.transient.slower_start`), that first half is cut: the machine
+   doubt, by 5% or more (:func:`.transient.slower_start`), that first half is cut, if the cut
+   falls within the first 250 ms of sampling (:data:`.transient.SETTLE_WITHIN_S`): the machine
    had not settled on the kernel yet, and the statistics, the interval and the minimum span count
    from the cut on (``Measurement.transient`` says how many were cut). Then the stopping rules
    are checked in this order: the 95% interval of the median within ``policy.target_rel_ci`` of
@@ -57,7 +58,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pytest_roofline.stats import Stats
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe, Stat
-from pytest_roofline.timing.transient import MIN_SHIFT, slower_start
+from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 from pytest_roofline.units import seconds
 
 if TYPE_CHECKING:
@@ -540,9 +541,12 @@ class _Sampler:
             room = len(samples) < policy.max_samples
             shift = max(MIN_SHIFT, policy.target_rel_ci)
             if room and slower_start([samples[i] for i in clean_at], min_shift=shift):
-                clean_at = clean_at[len(clean_at) // 2 :]
-                self.transient = clean_at[0]
-                self.kept_at = kept_at = _time_of(self.transient, rounds, samples, self.k)
+                cut = clean_at[len(clean_at) // 2]
+                cut_at = _time_of(cut, rounds, samples, self.k)
+                if cut_at - start <= SETTLE_WITHIN_S:  # later, a slower stretch is drift
+                    clean_at = clean_at[len(clean_at) // 2 :]
+                    self.transient, self.kept_at = cut, cut_at
+                    kept_at = cut_at
             kept = samples[self.transient :]
             stats = Stats.from_samples(_trusted(kept, [samples[i] for i in clean_at]))
             reason = self._stop(len(samples), stats)

@@ -24,6 +24,11 @@ MIN_HALF = 6
 #: the halves differed by 2% or less in half of them and by more than 5% in three (8%, 8%, 25%);
 #: right after a cold measurement the first half ran 10-32% slower in four of 12
 MIN_SHIFT = 0.05
+#: a cut reaches no later than this into the sampling: the slowdowns measured on the reference VM
+#: ended within 100 ms of the other work (within about 200 ms in an earlier session's runs), and
+#: a slower stretch later in a long measurement is the machine's drift, which a cut would turn
+#: into a bias towards its faster stretches
+SETTLE_WITHIN_S = 0.25
 
 
 def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> bool:
