@@ -78,8 +78,8 @@ class Stats:
         mean = math.fsum(xs) / n
         # two-pass variance: exact enough for timings and no catastrophic cancellation
         stdev = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-        median = _quantile(xs, 0.5)
-        q1, q3 = _quantile(xs, 0.25), _quantile(xs, 0.75)
+        median = quantile_of_sorted(xs, 0.5)
+        q1, q3 = quantile_of_sorted(xs, 0.25), quantile_of_sorted(xs, 0.75)
         lo, hi = median_ci_ranks(n)
         ci_half = (xs[hi - 1] - xs[lo - 1]) / 2
         return cls(
@@ -107,8 +107,8 @@ class Stats:
         raise ValueError(f"stat must be one of median, min, mean; got {stat!r}")
 
 
-def _quantile(xs: Sequence[float], p: float) -> float:
-    """Linear interpolation between the order statistics of sorted ``xs``."""
+def quantile_of_sorted(xs: Sequence[float], p: float) -> float:
+    """The ``p`` quantile of sorted ``xs``: linear interpolation between its order statistics."""
     pos = p * (len(xs) - 1)
     i = math.floor(pos)
     frac = pos - i

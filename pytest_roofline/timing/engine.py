@@ -48,6 +48,7 @@ for the next call, which then must be the only place the kernel's arguments come
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import reprlib
@@ -518,7 +519,7 @@ class _Sampler:
         flags: list[bool] = []
         rounds: list[_Round] = []
         # samples[self.transient:] are those since the last cut (transient.slower_start), from kept_at
-        self.kept_at = kept_at = start
+        self.kept_at = start
         # the first round: min_samples, or what the budget affords (never below the floor)
         guess_s = max(per_call_s * self.k, 1e-12)
         left = policy.max_time_s - (start - self.budget_start)
@@ -526,7 +527,7 @@ class _Sampler:
         size = min(size, policy.max_samples)
         while True:
             taken = len(samples) - self.transient
-            size = self._cut_for_probe(size, (backend.clock() - kept_at) / taken if taken else guess_s)
+            size = self._cut_for_probe(size, (backend.clock() - self.kept_at) / taken if taken else guess_s)
             round_start = backend.clock()
             windows, hits = self.call.run(
                 backend, calls=self.k, samples=size, flush=self.flush, after=self._read_backend
@@ -538,22 +539,20 @@ class _Sampler:
                 self.preempted += preempted
             # a cut needs room to sample after it; preempted windows are load, not a slow start
             clean_at = [i for i in range(self.transient, len(samples)) if not flags[i]]
+            clean = [samples[i] for i in clean_at]
             room = len(samples) < policy.max_samples
-            shift = max(MIN_SHIFT, policy.target_rel_ci)
-            if room and slower_start([samples[i] for i in clean_at], min_shift=shift):
-                cut = clean_at[len(clean_at) // 2]
-                cut_at = _time_of(cut, rounds, samples, self.k)
+            if room and slower_start(clean, min_shift=max(MIN_SHIFT, policy.target_rel_ci)):
+                half = len(clean_at) // 2
+                cut_at = _time_of(clean_at[half], rounds, samples, self.k)
                 if cut_at - start <= SETTLE_WITHIN_S:  # later, a slower stretch is drift
-                    clean_at = clean_at[len(clean_at) // 2 :]
-                    self.transient, self.kept_at = cut, cut_at
-                    kept_at = cut_at
+                    self.transient, self.kept_at, clean = clean_at[half], cut_at, clean[half:]
             kept = samples[self.transient :]
-            stats = Stats.from_samples(_trusted(kept, [samples[i] for i in clean_at]))
+            stats = Stats.from_samples(_trusted(kept, clean))
             reason = self._stop(len(samples), stats)
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
             # and a suite of them would pay it per test
             spans = stats.median >= MIN_TIME_FROM_S
-            short_s = policy.min_time_s - (backend.clock() - kept_at) if spans else 0.0
+            short_s = policy.min_time_s - (backend.clock() - self.kept_at) if spans else 0.0
             precise_but_short = reason is StopReason.PRECISION and short_s > 0
             if precise_but_short:
                 reason = None  # precise, but over too short a span to trust: sample on
@@ -564,7 +563,8 @@ class _Sampler:
                 # the budget counts from the start of the measurement, warm-up included, so that
                 # --roofline-max-time bounds what a measurement costs; samples are priced on their own
                 spent_s = now - self.budget_start
-                size = _next_round(len(kept), stats.ci_rel, now - kept_at, spent_s, policy, short_s=short_s)
+                elapsed_s = now - self.kept_at
+                size = _next_round(len(kept), stats.ci_rel, elapsed_s, spent_s, policy, short_s=short_s)
                 size = min(size, policy.max_samples - len(samples))
                 if len(kept) < MIN_SAMPLES_FLOOR:  # never judge on fewer, whatever the budget
                     size = max(size, MIN_SAMPLES_FLOOR - len(kept))
@@ -634,8 +634,7 @@ class _Sampler:
         """The probe's rates beside the kept samples: the last one timed before them, and all after."""
         if self.probe is None or not self._probe_rates:
             return None
-        before = [i for i, at in enumerate(self._probe_times) if at <= self.kept_at]
-        first = before[-1] if before else 0
+        first = max(bisect.bisect_right(self._probe_times, self.kept_at) - 1, 0)
         rates = self._probe_rates[first:]
         clean = [r for r, hit in zip(rates, self._probe_preempted[first:], strict=True) if not hit]
         return ProbeRun(

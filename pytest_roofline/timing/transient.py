@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_roofline.stats import median_ci_ranks
+from pytest_roofline.stats import median_ci_ranks, quantile_of_sorted
 
 #: the fewest samples in each half for a comparison: below six, a median's 95% interval is [min, max]
 MIN_HALF = 6
@@ -47,10 +47,5 @@ def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> b
     first, second = sorted(samples[:half]), sorted(samples[half:])
     lo, _ = median_ci_ranks(len(first))
     _, hi = median_ci_ranks(len(second))
-    return first[lo - 1] > second[hi - 1] and _median(first) - _median(second) >= min_shift * _median(second)
-
-
-def _median(xs: Sequence[float]) -> float:
-    """The median of sorted ``xs``."""
-    n = len(xs)
-    return (xs[(n - 1) // 2] + xs[n // 2]) / 2
+    later = quantile_of_sorted(second, 0.5)
+    return first[lo - 1] > second[hi - 1] and quantile_of_sorted(first, 0.5) - later >= min_shift * later
