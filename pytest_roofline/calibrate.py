@@ -337,8 +337,12 @@ def _calibrate(
     measure: Callable[[], Ceilings],
     build: Callable[[Ceilings], Device],
     reset: bool = False,
+    complete: Callable[[Ceilings], Ceilings] | None = None,
 ) -> Calibration:
     """Load or measure, then cache: the one path both CPU and GPU calibrations take.
+
+    ``complete`` adds to cached ceilings what an older release did not measure (the CPU's cache
+    levels); what it returns, when it added something, is cached in their place.
 
     A re-measure (``force``) never makes the cache worse: each figure keeps the better of the
     cached and the new value, with a warning naming the figures that came out much lower. Only
@@ -352,6 +356,11 @@ def _calibrate(
         except _CorruptCache as exc:
             _warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
             cached = None
+        if cached is not None and complete is not None and (completed := complete(cached)) is not cached:
+            written = _store(path, _payload(kind, key, completed, time.perf_counter() - start))
+            return Calibration(
+                build(completed), path if written else None, True, time.perf_counter() - start, cached.probes
+            )
         if cached is not None:
             return Calibration(build(cached), path, True, time.perf_counter() - start, cached.probes)
     with _exclusive(path.with_name(f".{path.stem}.lock")):
@@ -365,19 +374,22 @@ def _calibrate(
         if previous is not None:
             ceilings = keep_best(previous, ceilings, where=str(path))
         seconds = time.perf_counter() - start
-        payload = {
-            "schema": _SCHEMA,
-            "kind": kind,
-            "key": dict(key),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "seconds": round(seconds, 4),
-            "bandwidth": _figure_to_json(ceilings.bandwidth),
-            "peaks": {peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
-            "details": dict(ceilings.details),
-            "probes": _probes_to_json(ceilings.probes),
-        }
-        written = _store(path, payload)
+        written = _store(path, _payload(kind, key, ceilings, seconds))
     return Calibration(build(ceilings), path if written else None, False, seconds, ceilings.probes)
+
+
+def _payload(kind: str, key: Mapping[str, object], ceilings: Ceilings, seconds: float) -> dict[str, object]:
+    return {
+        "schema": _SCHEMA,
+        "kind": kind,
+        "key": dict(key),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 4),
+        "bandwidth": _figure_to_json(ceilings.bandwidth),
+        "peaks": {peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
+        "details": dict(ceilings.details),
+        "probes": _probes_to_json(ceilings.probes),
+    }
 
 
 def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceilings:
@@ -457,6 +469,33 @@ def calibrate_cpu(
         measure=_sane(measure or measure_cpu, peak),
         build=_cpu_device,
     )
+
+
+def cpu_device_with_levels(*, cache_dir: Path | str | None = None) -> Device:
+    """This CPU as a Device with its cache levels' roofs, measured now (and cached) when the cached
+    calibration predates them: what a warm measurement is judged against."""
+    device = cpu_device()
+    if device.levels:
+        return device
+    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    calibration = _calibrate(
+        "cpu", cpu_identity(), directory=directory, force=False, measure=measure_cpu, build=_cpu_device,
+        complete=_with_cache_levels,
+    )  # fmt: skip
+    _cpu_memo["cpu"] = calibration
+    return calibration.device
+
+
+def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
+    """Cached ceilings with this CPU's cache-level roofs: measured now when a release before them
+    wrote the cache (the same ceilings, unchanged, when they are there or the OS names no level)."""
+    from .cachelevels import cpu_caches, level_details, measure_level_rates, rates_from_details
+
+    caches = cpu_caches()
+    if not caches or rates_from_details(ceilings.details):
+        return ceilings
+    details = {**ceilings.details, **level_details(measure_level_rates(caches))}
+    return dataclasses.replace(ceilings, details=details)
 
 
 def sanity_problems(ceilings: Ceilings, peak: CpuPeak | None) -> list[str]:
@@ -561,7 +600,10 @@ def _cpu_device(ceilings: Ceilings) -> Device:
         note = "fp32's matmul figure, not measured (numpy has no faster path for narrower formats)"
         for precision in _NARROW:
             peaks.setdefault((precision, Unit.VECTOR), Figure(fp32.value, Source.DERIVED, note))
+    from .cachelevels import cpu_caches, levels_of, rates_from_details
+
     name = cpu_model_name()
+    levels = levels_of(cpu_caches(), rates_from_details(ceilings.details), dram=ceilings.bandwidth.value)
     return Device(
         key="cpu",
         name=name,
@@ -572,6 +614,7 @@ def _cpu_device(ceilings: Ceilings) -> Device:
         cores=os.cpu_count(),
         names=(name,),
         notes=(CPU_NOTE,),
+        levels=levels,
     )
 
 
@@ -648,6 +691,9 @@ def measure_cpu(
             precision.label, "matmul", probe_n[precision], rate, probe_rate, probe_rate, today
         )
 
+    from .cachelevels import cpu_caches, level_details, measure_level_rates
+
+    details.update(level_details(measure_level_rates(cpu_caches(), clock=clock)))
     best = max(rates, key=lambda name: rates[name])
     ratio = statistics.median(kernels / (probe * rescale) for kernels, probe in passes)
     details[f"probe_ratio_{BANDWIDTH}"] = ratio

@@ -23,7 +23,8 @@ FIXTURE = "roofline"
 
 MARKER_DOC = (
     f"{MARKER}(op, *, min_fraction=None, dtype=None, device=None, math=None, stat=None, "
-    "max_time=None, flush=None, stream=None, **params): this test's kernel must reach min_fraction of the "
+    "max_time=None, cache=None, flush=None, stream=None, **params): this test's kernel must reach "
+    "min_fraction of the "
     "speed-of-light floor of op(**params) in dtype on device (pytest-roofline). Parameters not given "
     "are taken from the test's parametrize values; without the roofline fixture the test body is "
     "the kernel. See `roofline ops`."
@@ -39,6 +40,7 @@ def _marker_signature(
     math: str | None = None,
     stat: str | None = None,
     max_time: float | None = None,
+    cache: str | None = None,
     flush: bool | None = None,
     stream: object = None,
     **params: Any,
@@ -47,7 +49,7 @@ def _marker_signature(
 
 
 #: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
-KEYWORDS = ("min_fraction", "dtype", "device", "math", "stat", "max_time", "flush", "stream")
+KEYWORDS = ("min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "flush", "stream")
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +217,15 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         check_positive("max_time", kw["max_time"])
     if "flush" in kw and not isinstance(kw["flush"], bool):
         raise ValueError(f"flush must be True or False; got {kw['flush']!r}")
+    if "cache" in kw:
+        from .timing.cache import check_cache_state
+
+        check_cache_state(kw["cache"])
+        if "flush" in kw and kw["flush"] != (kw["cache"] == "cold"):
+            raise ValueError(
+                f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
+                " flush=False is cache='warm'; give one of them"
+            )
     if "stream" in kw and not _is_stream(kw["stream"]):
         raise ValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "

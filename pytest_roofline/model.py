@@ -294,6 +294,39 @@ class Figure:
 
 PeakTable = Mapping[tuple[Precision, Unit], Figure]
 
+#: a warm op is served by the smallest cache level whose capacity holds its bytes with this much
+#: room to spare: the rest of the level holds the stack, the code and other data
+LEVEL_FILL = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLevel:
+    """A cache level a warm kernel's bytes can be served from, and its bandwidth.
+
+    ``capacity_bytes`` is one core's share where the level is per core (a CPU's L1 and, on most
+    CPUs, L2): a kernel's bytes count against the cache of the core it runs on.
+    """
+
+    #: ``l1``, ``l2``, ``l3`` (DRAM is the device's own ``bandwidth``)
+    name: str
+    capacity_bytes: int
+    bandwidth: Figure
+    per_core: bool = False
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.capacity_bytes, bool)
+            or not isinstance(self.capacity_bytes, int)
+            or (self.capacity_bytes < 1)
+        ):
+            raise ValueError(
+                f"a memory level's capacity must be a positive integer; got {self.capacity_bytes!r}"
+            )
+
+    def holds(self, nbytes: float) -> bool:
+        """Whether ``nbytes`` fit in this level with room to spare (:data:`LEVEL_FILL`)."""
+        return nbytes <= LEVEL_FILL * self.capacity_bytes
+
 
 @dataclass(frozen=True, slots=True)
 class Device:
@@ -308,6 +341,12 @@ class Device:
     cores: int | None = None  # SMs, CUs or CPU cores
     names: tuple[str, ...] = ()  # names the driver reports for this device (CUDA, ROCm)
     notes: tuple[str, ...] = ()
+    #: the cache levels with a known bandwidth, smallest first (DRAM is ``bandwidth``)
+    levels: tuple[MemoryLevel, ...] = ()
+
+    def level_for(self, nbytes: float) -> MemoryLevel | None:
+        """The smallest cache level that holds ``nbytes`` (a warm op's bytes), None for DRAM."""
+        return next((level for level in self.levels if level.holds(nbytes)), None)
 
     def peak(self, precision: Precision, unit: Unit) -> Figure | None:
         """The table's own peak for (precision, unit), or None when the sheet has none."""
@@ -396,6 +435,28 @@ class Estimate:
     #: ``M=4096 N=4096 K=4096``: the parameters that matter to a reader (defaults left out)
     shape: str = ""
     peak_note: str = ""
+    #: the memory level whose bandwidth the memory time is taken at: ``dram``, or the cache level
+    #: that serves a warm op (:func:`at_level`)
+    memory_level: str = "dram"
+
+
+def at_level(estimate: Estimate, level: MemoryLevel) -> Estimate:
+    """``estimate`` with its bytes served by the cache ``level``: the memory time at the level's
+    bandwidth (the cache-aware roofline), the bound and the ridge taken again."""
+    bandwidth = level.bandwidth.value
+    memory_s = estimate.bytes / bandwidth
+    compute_s = estimate.compute_s
+    bound: Bound = "compute" if compute_s is not None and compute_s > memory_s else "memory"
+    return replace(
+        estimate,
+        memory_s=memory_s,
+        floor_s=max(compute_s or 0.0, memory_s),
+        bound=bound,
+        ridge=None if estimate.peak_flops is None else estimate.peak_flops / bandwidth,
+        bandwidth=bandwidth,
+        bandwidth_source=level.bandwidth.source,
+        memory_level=level.name,
+    )
 
 
 def roofline(

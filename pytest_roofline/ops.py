@@ -24,7 +24,7 @@ CrossCheck = Callable[[str, Params], None]
 
 #: names every op's caller already uses (estimate, the marker, the fixture): no op may take them
 RESERVED_NAMES = frozenset(
-    {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "flush"}
+    {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "cache", "flush"}
 )
 
 

@@ -23,6 +23,7 @@ INCONCLUSIVE = ("warn", "fail", "skip")
 CEILINGS = ("paired", "cached")
 DIAGNOSE = ("off", "miss", "all")
 LATENCY_FLOOR = ("on", "off")
+CACHE_STATES = ("cold", "warm")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -69,6 +70,7 @@ parse_inconclusive = _choice(INCONCLUSIVE)
 parse_ceilings = _choice(CEILINGS)
 parse_diagnose = _choice(DIAGNOSE)
 parse_latency_floor = _choice(LATENCY_FLOOR)
+parse_cache = _choice(CACHE_STATES)
 
 
 def parse_stat(text: str) -> str:
@@ -234,9 +236,13 @@ SETTINGS: tuple[Setting, ...] = (
             "wall-time budget per measured kernel in seconds, warm-up, flushes, probes and a "
             "re-measure included; at least 3 samples are always taken "
             f"(default: {DEFAULT_MAX_TIME})", "SECONDS"),
+    Setting("cache", "--roofline-cache", parse_cache, "cold",
+            "cold: every call finds its data out of the cache, as the floor assumes (copies of the "
+            "arguments rotated, else a flush before every call); warm: the data stay in the cache, "
+            "judged against the bandwidth of the cache level that holds them (default: cold)",
+            "STATE"),
     Setting("no_flush", "--roofline-no-flush", parse_bool, False,
-            "never flush caches before a sample: warm-cache times, reported as such (default: flush "
-            "when the op's bytes could fit in the last-level cache)"),
+            "the old spelling of --roofline-cache=warm"),
     Setting("inconclusive", "--roofline-inconclusive", parse_inconclusive, "warn",
             "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
             "its test: warn, fail or skip (default: warn)", "ACTION"),
@@ -321,7 +327,7 @@ class SessionSettings:
     mode: str
     stat: str
     max_time: float
-    flush: bool
+    cache: str
     peaks: str
     inconclusive: str = "warn"
     ceilings: str = "paired"
@@ -343,8 +349,14 @@ class SessionSettings:
         resolved = {s.name: resolve_setting(config, s.name) for s in SETTINGS}
         values = {name: value for name, (value, _) in resolved.items()}
         origins = {name: origin for name, (_, origin) in resolved.items()}
-        flush = not values.pop("no_flush")
-        return cls(flush=flush, origins=origins, **values)
+        if values.pop("no_flush"):
+            if origins["cache"] != "default" and values["cache"] != "warm":
+                raise pytest.UsageError(
+                    f"--roofline-no-flush means --roofline-cache=warm, but {origins['cache']} says"
+                    f" {values['cache']!r}: give one of them"
+                )
+            values["cache"], origins["cache"] = "warm", origins["no_flush"]
+        return cls(origins=origins, **values)
 
 
 def check_peaks_kind(settings: SessionSettings, *, device_hooks: bool) -> None:

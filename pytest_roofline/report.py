@@ -88,6 +88,10 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> Record:
         "diagnosis": None,  # the session's, when --roofline-diagnose asks for one
         "clocks": _clocks_record(m),
         "cache": m.cache_note,
+        "cache_state": m.cache,
+        "memory_level": est.memory_level,
+        "cold_method": m.cold_method,
+        "rotation_copies": m.rotation_copies or None,
         "low_confidence": m.low_confidence,
         "excluded_samples": m.excluded,
         "transient_samples": m.transient,
@@ -139,7 +143,8 @@ RECORD_FIELDS = (
     "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
     "stop_reason",
     "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason", "calibrated_floor_s",
-    "cache", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention", "threads",
+    "cache", "cache_state", "memory_level", "cold_method", "rotation_copies", "low_confidence",
+    "excluded_samples", "transient_samples", "ceiling", "contention", "threads",
     "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats", "samples_s",
     "reason",
 )  # fmt: skip
@@ -446,8 +451,10 @@ def table_rows(records: Sequence[Record], devices: Iterable[Record] = ()) -> lis
             rows.append([test, r["label"], *[""] * (len(COLUMNS) - 3), "skipped"])  # why: skipped_notes
             continue
         noise = f"{units.seconds(r['time_s'])} ± {r['stats']['ci_rel'] * 100:.1f}%"
-        if not r["flushed"]:
+        if r.get("cache_state", "cold" if r["flushed"] else "warm") == "warm":
             noise += " warm"
+            if r.get("memory_level") not in (None, "dram"):
+                noise += f" {r['memory_level'].upper()}"
         attained = "inf" if r["attained"] is None else units.percent(r["attained"])
         if r.get("attained_ci_rel"):
             attained += f" ±{r['attained_ci_rel'] * 100:.0f}%"

@@ -54,6 +54,9 @@ class Request:
     name: str
     #: the CUDA stream to time on (None: the framework's current one)
     stream: object = None
+    #: ``cold`` (the data out of the cache, the floor's assumption) or ``warm`` (judged against the
+    #: cache level that holds the op's bytes)
+    cache: str = "cold"
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -64,8 +67,18 @@ def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy
     return Policy(
         stat=keywords.get("stat", s.stat),
         max_time_s=float(keywords.get("max_time", s.max_time)),
-        flush=keywords.get("flush", s.flush),
+        flush=cache_of(settings, keywords) == "cold",
     )
+
+
+def cache_of(settings: SessionSettings, keywords: Mapping[str, Any]) -> str:
+    """``cold`` or ``warm``: the call's or the marker's ``cache=`` (or its old spelling ``flush=``)
+    over the session's ``--roofline-cache``."""
+    if "cache" in keywords:
+        return str(keywords["cache"])
+    if "flush" in keywords:
+        return "cold" if keywords["flush"] else "warm"
+    return settings.cache
 
 
 def resolve(
@@ -119,6 +132,7 @@ def resolve(
         policy=policy_for(settings, keywords),
         name=name,
         stream=keywords.get("stream"),
+        cache=cache_of(settings, keywords),
     )
 
 

@@ -10,6 +10,7 @@ measures on a device (:mod:`.devicelock`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -113,6 +114,21 @@ class Devices:
             record = device_record(device)
             self.device_records.setdefault(device_version(record), record)
         return self._devices[spec]
+
+    def with_cache_levels(self, spec: str) -> Device:
+        """The device of ``spec`` with the roofs of its cache levels, for a warm measurement: a
+        measured CPU whose cached calibration predates them measures them now (once, then cached)."""
+        device = self.device(spec)
+        if device.levels or device.kind != "cpu" or not self.measured_cpu:
+            return device
+        with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from .calibrate import cpu_device_with_levels
+
+            levels = cpu_device_with_levels().levels
+        self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+        self._devices[spec] = device = dataclasses.replace(device, levels=levels)
+        return device
 
     def session_spec(self) -> str:
         """The run's device spec as this process measures with it: under pytest-xdist, worker

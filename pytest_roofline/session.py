@@ -16,6 +16,7 @@ the report (:mod:`.report`) at the end.
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from .ops import OpSpec
     from .report import Record
     from .timing.base import Backend
+    from .timing.cache import CachePlan
     from .timing.clocks import ClockWatcher
     from .timing.engine import Measurement
     from .verdict import Result
@@ -219,12 +221,19 @@ class RooflineSession:
             device = self.devices.device(request.device_spec)
             backend = self.devices.backend(request.device_spec, device)
         from .report import result_record
+        from .timing.cache import plan_cache
         from .verdict import Verdict, decide
 
+        plan = plan_cache(
+            request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
+            fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
+        )  # fmt: skip
+        if plan.state == "warm":
+            est = self._warm_estimate(est, request.device_spec)
         on_cpu = backend.name == "cpu"
         reference = self._probe_reference(est) if on_cpu else None
         with failing_the_test(ValueError):  # a stream= the backend cannot take
-            measure_once = self._measurer(kernel, request, est, backend, reference, on_cpu=on_cpu)
+            measure_once = self._measurer(kernel, request, plan, backend, reference, on_cpu=on_cpu)
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # warm-up, probes, sampling, a re-measure: one window
         with self.devices.measuring(request.device_spec), failing_the_test(SetupError):
@@ -281,6 +290,20 @@ class RooflineSession:
             self.gate.check(record)
         return result
 
+    def _warm_estimate(self, est: Estimate, spec: str) -> Estimate:
+        """The cache-aware roofline: a warm op's bytes at the bandwidth of the cache level that holds
+        them (DRAM's, when none does or the device names no level)."""
+        import dataclasses
+
+        from .model import at_level
+
+        with failing_the_test(ValueError, RuntimeError):
+            device = self.devices.with_cache_levels(spec)
+        if device is not est.device and device.levels and not est.device.levels:
+            est = dataclasses.replace(est, device=dataclasses.replace(est.device, levels=device.levels))
+        level = est.device.level_for(est.bytes)
+        return est if level is None else at_level(est, level)
+
     def _diagnosis(self, kernel: KernelCall, result: Result) -> Diagnosis | None:
         """The bottleneck procedure's likely causes (:mod:`.diagnosis`), when ``--roofline-diagnose``
         asks for them: for a GPU measurement (the procedure is a GPU one), with what the compiler says
@@ -304,23 +327,19 @@ class RooflineSession:
         self,
         kernel: KernelCall,
         request: Request,
-        est: Estimate,
+        plan: CachePlan,
         backend: Backend,
         reference: ProbeReference | None,
         *,
         on_cpu: bool,
     ) -> Callable[[float], Measurement]:
-        """``measure_once(budget_s)``: the engine, with this kernel's flush choice, probe and OS readings."""
+        """``measure_once(budget_s)``: the engine, with this kernel's cache plan, probe and OS readings."""
         import dataclasses
 
         from .timing.clocks import unwatched_note
         from .timing.engine import measure
-        from .timing.flushing import choose_flush
 
-        flush = choose_flush(est.bytes, est.device.llc_bytes, requested=request.policy.flush)
-        policy = dataclasses.replace(
-            request.policy, flush=flush.flush, flush_note=flush.note, rewarm=not flush.past_cache
-        )
+        policy = plan.policy
         snapshot = None
         if on_cpu:
             from .contention import take_snapshot
@@ -340,7 +359,7 @@ class RooflineSession:
             with on_stream(request.stream), watching(backend) as watcher:
                 m = measure(
                     kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
-                    backend=backend, probe=probe, snapshot=snapshot,
+                    backend=backend, probe=probe, snapshot=snapshot, rotation=plan.rotation,
                 )  # fmt: skip
             if watcher is None:
                 return m
@@ -361,6 +380,8 @@ class RooflineSession:
 
         source = est.peak_source if est.bound == "compute" else est.bandwidth_source
         if source is not Source.MEASURED:  # a peaks file's figure is the user's, not the probe's
+            return None
+        if est.bound == "memory" and est.memory_level != "dram":  # the probe streams from DRAM
             return None
 
         return cpu_calibration().probes.get(resource_of(est))
@@ -511,6 +532,8 @@ class RooflineSession:
             self.interruption = f"worker {worker} went down ({error})"
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if (rotation := sys.modules.get("pytest_roofline.timing.rotation")) is not None:
+            rotation.release_host_pool()  # the buffer rotation's copies were carved from
         if self._worker_id is not None:  # a pytest-xdist worker: its reports carried everything
             return
         stopped = session.shouldfail or session.shouldstop  # -x, --maxfail, a plugin's stop

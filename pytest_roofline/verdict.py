@@ -430,9 +430,23 @@ def _measured(result: Result) -> str:
         notes.append(f"best of {result.measurements} measurements")
     if m.low_confidence:
         notes.append("low confidence: the time budget allowed only these samples")
-    if not m.flushed:
-        notes.append("warm cache")
+    notes.append(cache_words(result))
     return f"measured {units.seconds(m.time_s)} ({', '.join(notes)})"
+
+
+def cache_words(result: Result) -> str:
+    """Where the measurement's bytes came from: ``cold by rotation over 8 copies``, ``cold: cache
+    flushed before every call``, ``cold: the op moves 3.1x the last-level cache``, ``warm in L2,
+    judged at 61 GB/s`` or ``warm, judged at DRAM's 20 GB/s``."""
+    m, est = result.measurement, result.estimate
+    if m.cache == "cold":
+        if m.rotation_copies:
+            return f"cold by rotation over {m.rotation_copies} copies"
+        if m.flushed:
+            return "cold: cache flushed before every call"
+        return f"cold: {m.policy.flush_note}" if m.policy.flush_note else "cold"
+    where = "DRAM" if est.memory_level == "dram" else est.memory_level.upper()
+    return f"warm in {where}, judged at {units.byte_rate(est.bandwidth)}"
 
 
 def _contention(result: Result) -> str:
@@ -462,15 +476,14 @@ def failure_message(result: Result) -> str:
         limit = ftl_limit(est)
         sources = "measured ceilings" if limit == FTL_LIMIT_MEASURED else "datasheet peaks"
         m = result.measurement
-        warm = m.cache_note or "a warm cache"
-        cache = "caches were flushed" if m.flushed else f"caches were NOT flushed: {warm}"
+        cache = f"{cache_words(result)}; {m.cache_note}" if m.cache_note else cache_words(result)
         why = f" ({result.reason})" if result.reason else ""
         return (
             f"{_label(result)} ran faster than light{why}: attained {units.percent(result.attained)} of "
             f"speed of light (limit {units.percent(limit)} against {sources}, ±{result.ci_rel * 100:.1f}% "
             f"noise) on {device}: {floor}; {_measured(result)}, {_achieved(result)}. "
             f"Something in the floor is wrong: the op's byte or FLOP count (does the kernel do the work "
-            f"the marker describes?), the device peaks, or a warm cache ({cache})."
+            f"the marker describes?), the device peaks, or data served from a cache ({cache})."
         )
     if result.verdict is Verdict.INCONCLUSIVE:
         return (

@@ -12,6 +12,9 @@ from pytest_roofline.contention import ThreadWait
 from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
 from pytest_roofline.timing.cpu import CpuBackend
 
+#: a warm measurement: batched when a call is short (a cold one flushes before every call)
+WARM = Policy(flush=False)
+
 
 def noop() -> None:
     pass
@@ -68,7 +71,7 @@ def test_warmup_takes_two_rounds_even_when_one_call_is_enough() -> None:
 def test_first_call_is_neither_a_sample_nor_the_estimate() -> None:
     # a 1 s first call (compilation) followed by 1 µs calls: batching must see the 1 µs
     backend = FakeBackend([1.0, 1e-6], resolution_s=1e-6)
-    m = measure(noop, backend=backend)
+    m = measure(noop, policy=WARM, backend=backend)
     assert m.calls_per_sample == 100
     assert max(m.samples_s) == pytest.approx(1e-6)
     assert backend.runs[0] == Run(1, 1, False)
@@ -91,7 +94,7 @@ def test_first_call_is_neither_a_sample_nor_the_estimate() -> None:
 )
 def test_batching(per_call: float, resolution: float, batch_factor: float, k: int) -> None:
     backend = FakeBackend(per_call, resolution_s=resolution)
-    policy = Policy(warmup_s=1e-3, batch_factor=batch_factor)
+    policy = Policy(warmup_s=1e-3, batch_factor=batch_factor, flush=False)
     m = measure(noop, policy=policy, backend=backend)
     assert m.calls_per_sample == k
     assert all(r.calls == k for r in sampling_runs(backend, m))
@@ -99,19 +102,25 @@ def test_batching(per_call: float, resolution: float, batch_factor: float, k: in
     assert m.samples_s == pytest.approx([per_call] * m.stats.n)
 
 
-@pytest.mark.parametrize(("per_call", "cache"), [(1e-3, "cold"), (1e-6, "warm")])
-def test_a_batched_sample_is_a_warm_cache_time(per_call: float, cache: str) -> None:
-    # the flush comes before a window of k calls: only its first call is cold
+@pytest.mark.parametrize(("per_call", "cache"), [(1e-3, "cold"), (1e-6, "cold"), (1e-6, "warm")])
+def test_a_cold_request_is_never_batched_warm(per_call: float, cache: str) -> None:
+    # a flush comes before every call, however short: a batch of k would make k - 1 of them warm
     backend = FakeBackend(per_call, resolution_s=1e-6)
-    m = measure(noop, policy=Policy(warmup_s=1e-3, flush=True), backend=backend)
-    # a batch is never flushed: one cold call among k - 1 warm ones is neither time
-    assert all(r.flush == (m.calls_per_sample == 1) for r in sampling_runs(backend, m))
-    assert (m.calls_per_sample > 1, m.flushed, m.cache) == (cache == "warm", cache == "cold", cache)
+    flush = cache == "cold"
+    m = measure(noop, policy=Policy(warmup_s=1e-3, flush=flush), backend=backend)
+    assert all(r.flush == flush for r in sampling_runs(backend, m))
+    assert (m.flushed, m.cache) == (flush, cache)
+    assert m.calls_per_sample == (1 if flush or per_call >= 1e-4 else 100)
+    if flush and per_call < 1e-4:  # the timer would have batched: the note says so
+        assert (
+            m.cache_note
+            == "cold: cache flushed before every call (one call per sample, although the timer would batch 100)"
+        )
 
 
 def test_batching_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "MAX_CALLS_PER_SAMPLE", 50)
-    m = measure(noop, policy=Policy(warmup_s=1e-6), backend=FakeBackend(1e-9, resolution_s=1e-6))
+    m = measure(noop, policy=Policy(warmup_s=1e-6, flush=False), backend=FakeBackend(1e-9, resolution_s=1e-6))
     assert m.calls_per_sample == 50
 
 
@@ -120,7 +129,9 @@ def test_per_call_samples_divide_windows_by_k() -> None:
     calls_per_window = 50
     durations = [2e-6, 2e-6] + ([2e-6] * 48 + [3e-6] * 2) * 20
     backend = FakeBackend(durations, resolution_s=1e-6)
-    policy = Policy(warmup_s=0.0, batch_factor=calls_per_window * 2, min_samples=3, max_samples=3)
+    policy = Policy(
+        warmup_s=0.0, batch_factor=calls_per_window * 2, min_samples=3, max_samples=3, flush=False
+    )
     m = measure(noop, policy=policy, backend=backend)
     assert m.calls_per_sample == calls_per_window
     assert m.samples_s == pytest.approx([(48 * 2e-6 + 2 * 3e-6) / 50] * 3)
@@ -152,7 +163,7 @@ def test_precision_waits_for_the_minimum_span_from_10us_a_call() -> None:
 def test_kernels_below_10us_need_no_minimum_span(per_call: float, resolution: float) -> None:
     # batched or not: a suite of such tests would pay the span per test, for nothing measurable
     backend = FakeBackend(per_call, resolution_s=resolution)
-    m = measure(noop, backend=backend)
+    m = measure(noop, policy=WARM, backend=backend)
     assert (m.stop_reason, m.stats.n) == (StopReason.PRECISION, 10)
     assert m.calls_per_sample > 1 if resolution == 1e-6 else m.calls_per_sample == 1
 
@@ -385,7 +396,10 @@ def test_setup_means_one_call_per_sample() -> None:
     backend = FakeBackend(1e-8, resolution_s=1e-6)
     m = measure(noop, setup=SetupLog(backend), policy=Policy(warmup_s=1e-6, max_samples=20), backend=backend)
     assert m.calls_per_sample == 1
-    assert measure(noop, policy=Policy(warmup_s=1e-6), backend=FakeBackend(1e-8)).calls_per_sample > 1
+    assert (
+        measure(noop, policy=Policy(warmup_s=1e-6, flush=False), backend=FakeBackend(1e-8)).calls_per_sample
+        > 1
+    )
 
 
 def test_setup_is_paid_from_the_time_budget() -> None:

@@ -56,13 +56,18 @@ def test_enough_budget_is_not_low_confidence() -> None:
 # -- cold or warm, never both ------------------------------------------------------------------------
 
 
-def test_a_batched_sample_is_never_flushed() -> None:
+def test_a_flush_is_never_traded_for_a_batch() -> None:
+    # a 100 ns kernel on a 100 ns timer would be batched warm; asked cold, it is flushed call by call
     backend = FakeBackend(1e-7, resolution_s=1e-7)
     m = measure(noop, policy=Policy(flush=True), backend=backend)
-    assert m.calls_per_sample > 1
-    assert "flush" not in backend.events
-    assert not m.flushed
-    assert m.cache_note.startswith("warm: ")
+    assert m.calls_per_sample == 1
+    sampling = backend.events[backend.events.index("flush") :]
+    assert sampling == ["flush", "window"] * m.stats.n
+    assert m.flushed
+    assert m.cache_note.startswith("cold: cache flushed before every call (one call per sample")
+    warm = measure(noop, policy=Policy(flush=False), backend=FakeBackend(1e-7, resolution_s=1e-7))
+    assert warm.calls_per_sample > 1
+    assert warm.cache_note.startswith("warm: ")
 
 
 def test_an_unbatched_sample_is_flushed_before_every_window() -> None:

@@ -454,7 +454,8 @@ def test_two_misses_fail_and_say_so(rl: pytest.Pytester) -> None:
         [
             "gemm[[]M=1000 N=1000 K=1000 fp32[]] attained 25.0% of speed of light (budget 50%) on Fake "
             "Accelerator: floor 2000 µs, compute-bound at 1.00 TFLOP/s fp32 vector; measured 8000 µs "
-            "(median of 10, ±0.0%, best of 2 measurements), 250.0 GFLOP/s achieved; needs 2.0× faster."
+            "(median of 10, ±0.0%, best of 2 measurements, cold: cache flushed before every call), 250.0 GFLOP/s "
+            "achieved; needs 2.0× faster."
         ]
     )
 
@@ -513,7 +514,7 @@ def test_faster_than_light_limits(
         result.stdout.fnmatch_lines(
             [
                 f"*ran faster than light: attained {attained * 100:.1f}% of speed of light (limit {limit}, ±*"
-                "*the op's byte or FLOP count*the device peaks, or a warm cache*"
+                "*the op's byte or FLOP count*the device peaks, or data served from a cache*"
             ]
         )
 
@@ -693,9 +694,11 @@ def test_stat_max_time_and_flush_reach_the_engine(
     reprec.assertoutcome(passed=1)
     m = one_result(reprec).measurement
     assert m.flushed or m.cache_note.startswith(
-        ("warm: flush off", "warm: no flush needed: the op moves 6.0x")
+        ("warm: warm on request (cache='warm')", "cold: no flush needed: the op moves 6.0x")
     )
-    assert m.policy.rewarm is ("n=" not in marker)  # an op past the cache is not re-warmed after probes
+    # only a warm measurement is warmed again after a probe: an op past the cache evicts its own data
+    assert m.policy.rewarm is (m.cache == "warm")
+    assert m.cache == ("cold" if expected["flush"] or "n=" in marker else "warm")
     assert (m.stat, m.policy.max_time_s, m.flushed) == (
         expected["stat"],
         expected["max_time_s"],
@@ -716,7 +719,7 @@ def test_a_warm_cache_measurement_says_so(rl: pytest.Pytester) -> None:
     result = rl.runpytest("--roofline-no-flush", "--roofline-report")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*measured 10.0 ms (median of 10, ±0.0%, best of 2 measurements, warm cache)*"]
+        ["*measured 10.0 ms (median of 10, ±0.0%, best of 2 measurements, warm in DRAM, judged at *"]
     )
     result.stdout.fnmatch_lines(["*test_warm*10.0 ms ± 0.0% warm*MISS"])
 

@@ -72,9 +72,9 @@ def test_the_report_has_a_device_header_and_a_row_per_measurement(rl: pytest.Pyt
     assert header == list(TABLE_HEADERS)
     # memory-bound rows first, then compute-bound, then skipped ones
     assert rows == [
-        # 100 MB moved: six times the fake device's 32 MiB cache, so not flushed (a warm time)
+        # 100 MB moved: six times the fake device's 32 MiB cache, so it evicts its own data (cold, unflushed)
         ["test_suite.py::test_copy", "copy n=25000000", "fp32", "memory", "0", "2000 µs",
-         "2500 µs ± 0.0% warm", "80.0 GB/s", "100 GB/s", "80.0%", "50%", "pass"],
+         "2500 µs ± 0.0%", "80.0 GB/s", "100 GB/s", "80.0%", "50%", "pass"],
         ["test_suite.py::test_gemm_marker", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
          "2500 µs ± 0.0%", "800 GFLOP/s", "1.00 TFLOP/s", "80.0%", "50%", "pass"],
         ["test_suite.py::test_slow_gemm", "gemm M=1000 N=1000 K=1000", "fp32", "compute", "167", "2000 µs",
@@ -125,7 +125,8 @@ MEASUREMENT_FIELDS = {
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
     "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason",
-    "calibrated_floor_s", "cache", "low_confidence", "excluded_samples", "transient_samples", "ceiling",
+    "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method", "rotation_copies",
+    "low_confidence", "excluded_samples", "transient_samples", "ceiling",
     "contention", "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks",
     "stats", "samples_s", "reason",
 }  # fmt: skip

@@ -240,7 +240,7 @@ def test_linux_llc_without_sysfs(tmp_path: Path) -> None:
     ("text", "size"), [("48K", 48 * KiB), ("32M", 32 * 2**20), ("1G", 2**30), ("4096", 4096)]
 )
 def test_parse_size(text: str, size: int) -> None:
-    assert cpu._parse_size(text) == size
+    assert cpu.parse_cache_size(text) == size
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,7 @@ def test_the_miss_message_is_the_issues_example() -> None:
     assert failure_message(r) == (
         "gemm[M=4096 N=4096 K=4096 bf16] attained 12.3% of speed of light (budget 70%) on NVIDIA H100 80GB "
         "HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor; measured 1130 µs (median of 57, "
-        "±0.4%), 121.6 TFLOP/s achieved; needs 5.7× faster."
+        "±0.4%, cold: cache flushed before every call), 121.6 TFLOP/s achieved; needs 5.7× faster."
     )
     assert r.message() == failure_message(r)
 
@@ -82,7 +82,7 @@ def test_a_memory_bound_miss_gives_achieved_against_peak_bandwidth() -> None:
     r = result(est, measurement(est.floor_s * 4), 0.5)
     assert failure_message(r) == (
         "copy[n=268435456 bf16] attained 25.0% of speed of light (budget 50%) on NVIDIA H100 80GB HBM3: "
-        "floor 320.5 µs, memory-bound at 3.35 TB/s; measured 1282 µs (median of 57, ±0.4%), "
+        "floor 320.5 µs, memory-bound at 3.35 TB/s; measured 1282 µs (median of 57, ±0.4%, cold: cache flushed before every call), "
         "837.5 GB/s achieved of 3.35 TB/s peak bandwidth (25.0%); needs 2.0× faster."
     )
 
@@ -93,7 +93,7 @@ def test_a_named_remeasured_warm_miss_says_all_three() -> None:
     r = result_of(est, [m, measurement(2e-3)], 0.7, name="bf16 path")
     text = failure_message(r)
     assert text.startswith("gemm[M=4096 N=4096 K=4096 bf16] (bf16 path) attained 12.3%")
-    assert "measured 1130 µs (median of 57, ±0.4%, best of 2 measurements, warm cache)" in text
+    assert "measured 1130 µs (median of 57, ±0.4%, best of 2 measurements, warm in DRAM, judged at 3.35 TB/s)" in text
 
 
 @pytest.mark.parametrize(
@@ -115,12 +115,12 @@ def test_faster_than_light_says_what_must_be_wrong(peaks: Source, limit: str) ->
     )
     assert "the op's byte or FLOP count" in text
     assert "the device peaks" in text
-    assert "or a warm cache (caches were flushed)" in text
+    assert "or data served from a cache (cold: cache flushed before every call)" in text
 
 
 def test_faster_than_light_with_a_warm_cache_points_at_it() -> None:
     r = result(gemm(), measurement(100e-6, flushed=False))
-    assert "caches were NOT flushed: a warm cache" in failure_message(r)
+    assert "or data served from a cache (warm in DRAM, judged at 3.35 TB/s)" in failure_message(r)
 
 
 @pytest.mark.parametrize(("fraction", "text"), [(0.7, "70%"), (0.125, "12.5%"), (0.55, "55%"), (1, "100%")])

@@ -45,11 +45,14 @@ class Policy:
     #: 25 µs kernel meets its precision in 15 ms. Shorter kernels are exempt: a suite of them would
     #: pay the span per test, and it bought nothing measurable there (README, Measurement)
     min_time_s: float = 0.06
-    #: flush the cache before every unbatched sample, outside the timed window (a batched
-    #: sample of k > 1 calls is never flushed: it is a warm-cache time)
+    #: flush the cache before every call, outside the timed window: a cold measurement whose
+    #: arguments cannot be rotated. One call per sample then, however short (never a warm batch)
     flush: bool = True
-    #: why ``flush`` is off, when it is (shown with the result: "working set 3x the LLC")
+    #: why the cache is kept as it is (shown with the result: "the op moves 3x the last-level
+    #: cache", "not rotated: a closure")
     flush_note: str = ""
+    #: the op moves enough to evict its own data: unflushed, it is still a cold measurement
+    past_cache: bool = False
     #: with a probe, time it at least this often while sampling (seconds), and once before and after
     probe_interval_s: float = 0.1
     #: after a probe, in a warm measurement, call the kernel once untimed: the probe streamed

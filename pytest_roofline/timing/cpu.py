@@ -214,7 +214,7 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
     return max(stated, min(gaps) / 1e9)
 
 
-def _parse_size(text: str) -> int:
+def parse_cache_size(text: str) -> int:
     """``"307200K"`` -> 314572800; sysfs writes K (and, rarely, M or G) for KiB/MiB/GiB."""
     text = text.strip().upper().removesuffix("B")
     scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
@@ -229,7 +229,7 @@ def _linux_llc_bytes(root: Path) -> int | None:
             if (index / "type").read_text().strip() == "Instruction":
                 continue
             level = int((index / "level").read_text())
-            size = _parse_size((index / "size").read_text())
+            size = parse_cache_size((index / "size").read_text())
         except (OSError, ValueError):
             continue
         if size > 0 and (best is None or level > best[0]):

@@ -10,9 +10,13 @@
    its 1 µs calls), so even a slow kernel warms up in two calls.
 2. **Batching**: when that estimate is below ``policy.batch_factor`` x ``backend.resolution_s``,
    each sample times ``k = ceil(batch_factor x resolution / per_call)`` calls (at most
-   :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``. A batched sample is
-   never flushed: one cold call spread over k - 1 warm ones is neither a cold nor a warm time, so
-   batched samples are warm-cache times, and labelled so.
+   :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``, unless the measurement
+   is cold by a flush (``policy.flush``): a flush comes before every call, so a sample is one call
+   however short (one cold call spread over k - 1 warm ones would be neither a cold nor a warm
+   time); the timer's resolution then shows in the noise, which more samples average out, and the
+   cache note says so. With a :class:`~.rotation.Rotation` every call takes the next copy of the
+   arguments, so a batch is k cold calls; its warm-up runs at least one whole cycle of the copies
+   untimed (fresh copies are in the cache).
 3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round,
@@ -49,6 +53,7 @@ for the next call, which then must be the only place the kernel's arguments come
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import math
 import reprlib
@@ -65,6 +70,10 @@ from pytest_roofline.units import seconds
 if TYPE_CHECKING:
     from pytest_roofline.contention import Contention, Snapshot, ThreadWait
     from pytest_roofline.timing.clocks import ClockLog
+    from pytest_roofline.timing.rotation import Rotation
+
+#: how a cold measurement kept the cache cold (``None``: a warm measurement)
+ColdMethod = Literal["rotation", "flush", "past-cache"]
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
@@ -131,7 +140,7 @@ class Measurement:
     warmup_s: float
     backend: str
     device: str
-    #: whether every timed call started from a flushed cache; False means a warm-cache time
+    #: whether every timed call started from a flushed cache
     flushed: bool
     stop_reason: StopReason
     policy: Policy
@@ -160,11 +169,26 @@ class Measurement:
     clocks: ClockLog | None = None
     #: whether ``setup`` ran before every call (so one call per sample, never a batch)
     setup: bool = False
+    #: argument sets the calls rotated through (0: not rotated)
+    rotation_copies: int = 0
+    #: bytes one cycle through them touched
+    rotation_bytes: int = 0
+    #: the op moves enough to evict its own data: cold with neither a flush nor copies
+    past_cache: bool = False
+
+    @property
+    def cold_method(self) -> ColdMethod | None:
+        """How every timed call started from a cold cache; None for a warm measurement."""
+        if self.rotation_copies:
+            return "rotation"
+        if self.flushed:
+            return "flush"
+        return "past-cache" if self.past_cache else None
 
     @property
     def cache(self) -> Literal["cold", "warm"]:
-        """``"cold"`` when every timed call started from a flushed cache, ``"warm"`` otherwise."""
-        return "cold" if self.flushed else "warm"
+        """``"cold"`` when every timed call found its data out of the cache, ``"warm"`` otherwise."""
+        return "warm" if self.cold_method is None else "cold"
 
     @property
     def low_confidence(self) -> bool:
@@ -188,11 +212,14 @@ def measure(
     backend: Backend | None = None,
     probe: Probe | None = None,
     snapshot: Callable[[], Snapshot] | None = None,
+    rotation: Rotation | None = None,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` under ``policy``; ``backend=None``: the process's :class:`CpuBackend`.
 
     ``setup``: called before every call, outside the timed window; it may return ``(args, kwargs)``
-    for that call (see the module docstring). ``probe``: a reference kernel timed beside this one.
+    for that call (see the module docstring). ``rotation``: copies of ``fn(*args, **kwargs)``'s
+    arrays (:func:`.rotation.plan_rotation`), which the calls take in turn instead of ``args``: the
+    measurement is cold without a flush. ``probe``: a reference kernel timed beside this one.
     ``snapshot``: reads the OS's contention counters (:func:`pytest_roofline.contention.take_snapshot`).
     Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
     """
@@ -208,15 +235,22 @@ def measure(
         backend = _default_backend()
     else:
         _check_backend(backend)
+    if rotation is not None and setup is not None:
+        raise ValueError("rotation and setup exclude each other: setup makes each call's arguments")
 
-    call = _Call(fn, args, kwargs or {}, setup)
+    call = _Call(fn, args, kwargs or {}, setup) if rotation is None else _Call(rotation.kernel, (), {}, None)
+    # the flush is the cold method only without copies to rotate through
+    flush = policy.flush and rotation is None
     start = backend.clock()
-    warmup_calls, per_call_s, cost_s = _warm_up(backend, call, policy)
+    warmup_calls, per_call_s, cost_s = _warm_up(
+        backend, call, policy, cycle=rotation.copies if rotation else 0
+    )
     warmup_s = backend.clock() - start
-    # setup comes before every call: a batch would time k - 1 calls without it
-    k = 1 if setup is not None else _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
-    flush = policy.flush and k == 1
-    sampler = _Sampler(backend, call, policy, k, flush, probe, budget_start=start)
+    batched = _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
+    # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
+    # without them
+    k = 1 if setup is not None or flush else batched
+    sampler = _Sampler(backend, call, policy, k, flush, probe, budget_start=start, cold=rotation is not None)
     before = snapshot() if snapshot is not None else None
     samples, stats, reason = sampler.run(max(per_call_s, cost_s))
     readings = sampler.readings()
@@ -241,7 +275,7 @@ def measure(
         flushed=flush,
         stop_reason=reason,
         policy=policy,
-        cache_note=_cache_note(policy, k, setup=setup is not None),
+        cache_note=_cache_note(policy, k, setup=setup is not None, rotation=rotation, unbatched=batched),
         probe=sampler.probe_run(),
         contention=contention,
         excluded=len(samples) - sampler.transient - stats.n,
@@ -252,6 +286,9 @@ def measure(
         threads=int(m) if (m := _middle(readings.threads)) is not None else None,
         wait_share=_middle(readings.wait_share),
         setup=setup is not None,
+        rotation_copies=rotation.copies if rotation is not None else 0,
+        rotation_bytes=rotation.cycle_bytes if rotation is not None else 0,
+        past_cache=policy.past_cache and not flush and rotation is None,
     )
 
 
@@ -297,14 +334,25 @@ def _short(value: object) -> str:
     return reprlib.repr(value)
 
 
-def _cache_note(policy: Policy, k: int, *, setup: bool = False) -> str:
-    if k > 1:
-        return f"warm: {k} calls per sample (a batch is never flushed)"
-    if policy.flush and setup:
-        return "cold: setup, then a cache flush, before every call (one call per sample)"
+def _cache_note(
+    policy: Policy, k: int, *, setup: bool = False, rotation: Rotation | None = None, unbatched: int = 1
+) -> str:
+    """How the cache was kept, in words: ``cold by rotation over 8 copies ...``, ``warm: ...``."""
+    if rotation is not None:
+        batch = f"; {k} calls per sample" if k > 1 else ""
+        return f"{rotation.describe()}{batch}"
     if policy.flush:
-        return "cold: cache flushed before every call"
-    note = f"warm: {policy.flush_note or 'flush off'}"
+        if setup:
+            note = "cold: setup, then a cache flush, before every call (one call per sample)"
+        else:
+            note = "cold: cache flushed before every call"
+            if unbatched > 1:  # the timer is coarse for one call: more samples, not a warm batch
+                note += f" (one call per sample, although the timer would batch {unbatched})"
+        return f"{note}; {policy.flush_note}" if policy.flush_note else note
+    state = "cold" if policy.past_cache else "warm"
+    note = f"{state}: {policy.flush_note or 'flush off'}"
+    if k > 1:
+        note += f"; {k} calls per sample"
     return f"{note}; setup before every call (one call per sample)" if setup else note
 
 
@@ -436,10 +484,15 @@ class _Call:
         return tuple(made[0]), made[1]
 
 
-def _warm_up(backend: Backend, call: _Call, policy: Policy) -> tuple[int, float, float]:
+def _warm_up(backend: Backend, call: _Call, policy: Policy, *, cycle: int = 0) -> tuple[int, float, float]:
     """Run the warm-up rounds; return the calls made, the per-call estimate in seconds, and what a
-    call cost in wall time in the last round (setup and the backend's bookkeeping included)."""
+    call cost in wall time in the last round (setup and the backend's bookkeeping included).
+
+    ``cycle``: the rotation's copies, each called at least once here (fresh copies are in the cache).
+    """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+    if cycle > policy.warmup_calls:
+        policy = dataclasses.replace(policy, warmup_calls=cycle)
     start = backend.clock()
     calls = rounds = 0
     size = 1
@@ -492,9 +545,12 @@ class _Sampler:
         probe: Probe | None,
         *,
         budget_start: float,
+        cold: bool = False,
     ) -> None:
         self.backend, self.call, self.policy = backend, call, policy
         self.k, self.flush, self.probe = k, flush, probe
+        #: a probe streamed through the cache: a warm measurement calls the kernel once after it
+        self.rewarm = policy.rewarm and not flush and not cold
         self.budget_start = budget_start
         self.preempted = 0
         #: leading samples left out: taken before the kernel settled (:mod:`.transient`), and when
@@ -623,7 +679,7 @@ class _Sampler:
         self._probe_rates.append(probe.work / max(window, 1e-12))
         self._probe_times.append(self.backend.clock())
         self._probe_preempted.append(preempted)
-        if not self.flush and not last and self.policy.rewarm:
+        if self.rewarm and not last:
             # the probe streamed through the cache: one untimed call warms it again, so a warm
             # measurement's next sample is not partly cold (after setup, like every call)
             self.call.run(self.backend, calls=1, samples=1, flush=False)

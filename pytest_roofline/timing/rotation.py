@@ -1,0 +1,379 @@
+"""Cold by rotation: copies of the kernel's arrays, each call on the next copy.
+
+The floor counts compulsory DRAM bytes, so a kernel is timed with its data out of the cache. A
+flush before every call does that at the price of one call per sample and a pass over twice the
+cache each time. Rotation does it for free, as rocBLAS-bench's and hipBLASLt-bench's ``--rotating``
+and benchdnn's ``--cold-cache`` do: before sampling, enough copies of the kernel's array arguments
+(inputs and outputs alike) are made that one cycle through them touches at least
+:data:`CYCLE_MULTIPLE` x the last-level cache (at least :data:`MIN_CYCLE_BYTES`); each call takes
+the next copy, so by the time a copy comes round again the cycle has pushed it out. A batch of k
+calls is then k cold calls, and small kernels keep their cheap batched samples.
+
+The arrays are found in the positional arguments, ``kwargs``' values and ``functools.partial``
+arguments (also inside tuples, lists and dicts there): anything with ``__array_interface__``,
+``__cuda_array_interface__`` or ``__dlpack__`` and a ``copy`` (NumPy, CuPy) or ``clone`` (PyTorch)
+method. The same array in two places is the same copy in each set. A copy keeps the array's
+layout (C or Fortran order); an array that is neither (a strided view) cannot be copied without
+changing how the kernel walks it, so it cannot be rotated.
+
+Rotation does not apply (:func:`plan_rotation` says why, and the engine flushes instead) when the
+arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (a closure or a
+lambda with captured arrays, arguments that are not arrays), when an array is a strided view,
+or when the copies would take more than :func:`memory_cap` allows.
+
+Host copies are carved out of one buffer per process (:func:`release_host_pool` frees it): on a VM,
+first touching a fresh GiB costs most of a second in page faults, and a suite measures many kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from pytest_roofline.timing.base import Kernel
+
+#: one cycle through the copies touches at least this many times the last-level cache
+CYCLE_MULTIPLE = 4
+#: and at least this much (a small or unknown cache)
+MIN_CYCLE_BYTES = 64 * 2**20
+#: the copies take at most this much memory ...
+MAX_ROTATION_BYTES = 2**30
+#: ... and at most this share of the memory free on the device that holds them
+MAX_FREE_SHARE = 0.10
+#: the arrays rotated must hold at least this share of the op's bytes, or the rest is out of reach
+MIN_VISIBLE_SHARE = 0.5
+#: host copies start on this boundary (a cache line), as a fresh allocation would
+_ALIGN = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """A cycle of argument sets: :attr:`kernel` calls the kernel on the next set at every call."""
+
+    kernel: Kernel
+    #: argument sets in the cycle, the caller's own included
+    copies: int
+    #: bytes of the arrays in one set
+    set_bytes: int
+
+    @property
+    def cycle_bytes(self) -> int:
+        return self.copies * self.set_bytes
+
+    def describe(self) -> str:
+        from pytest_roofline.units import binary_bytes
+
+        return (
+            f"cold by rotation over {self.copies} copies of the arguments ({binary_bytes(self.cycle_bytes)})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NoRotation:
+    """Why the kernel's arguments cannot be rotated, in words the report shows."""
+
+    reason: str
+
+
+def plan_rotation(
+    fn: Kernel,
+    args: Sequence[object],
+    kwargs: Mapping[str, object] | None,
+    *,
+    op_bytes: float,
+    llc_bytes: int | None,
+    free_bytes: Callable[[bool], int | None] | None = None,
+) -> Rotation | NoRotation:
+    """Copies of the arrays in ``fn(*args, **kwargs)`` enough for one cycle to leave the cache cold.
+
+    ``free_bytes(device)`` is the memory free on the host (False) or on the GPU (True), None when
+    unknown (default: :func:`free_memory`).
+    """
+    found = _Arrays()
+    template = found.scan((fn, tuple(args), dict(kwargs or {})))
+    if found.strided:
+        return NoRotation(f"{found.strided} is a strided view, which a copy would lay out differently")
+    if not found.arrays:
+        return NoRotation("no array among the kernel's arguments (a closure or lambda keeps its own)")
+    set_bytes = sum(found.sizes)
+    if set_bytes < MIN_VISIBLE_SHARE * op_bytes:
+        from pytest_roofline.units import binary_bytes
+
+        return NoRotation(
+            f"the kernel's array arguments hold {binary_bytes(set_bytes)} of the op's "
+            f"{binary_bytes(int(op_bytes))}: the rest is out of reach (captured by a closure?)"
+        )
+    copies = max(2, math.ceil(cycle_target(llc_bytes) / max(set_bytes, 1)))
+    cap = memory_cap(found.on_device, free_bytes or free_memory)
+    extra = (copies - 1) * set_bytes
+    if extra > cap:
+        from pytest_roofline.units import binary_bytes
+
+        return NoRotation(
+            f"{copies - 1} copies of {binary_bytes(set_bytes)} would take {binary_bytes(extra)}, over the"
+            f" {binary_bytes(cap)} rotation may use"
+        )
+    pooled = [size for array, size in zip(found.arrays, found.sizes, strict=True) if _pooled(array)]
+    pool = _HostPool.get() if pooled else None
+    if pool is not None:
+        pool.reserve(sum(_padded(size) for size in pooled) * (copies - 1))
+    sets = [template.build(found.arrays)]
+    try:
+        for _ in range(copies - 1):
+            sets.append(template.build([_copy(array, pool) for array in found.arrays]))
+    except (TypeError, ValueError, RuntimeError, MemoryError) as exc:  # a copy() of the user's own kind
+        return NoRotation(f"copying the arrays failed ({type(exc).__name__}: {exc})")
+    calls = [_bound(*made) for made in sets]
+    return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes)
+
+
+def cycle_target(llc_bytes: int | None) -> int:
+    """Bytes one cycle through the copies should touch."""
+    return max(CYCLE_MULTIPLE * (llc_bytes or 0), MIN_CYCLE_BYTES)
+
+
+def memory_cap(on_device: bool, free_bytes: Callable[[bool], int | None]) -> int:
+    """What the copies may take: :data:`MAX_ROTATION_BYTES`, or less where memory is short."""
+    free = free_bytes(on_device)
+    return MAX_ROTATION_BYTES if free is None else min(MAX_ROTATION_BYTES, int(MAX_FREE_SHARE * free))
+
+
+def free_memory(on_device: bool) -> int | None:
+    """Bytes free on the host (``MemAvailable``) or on the current GPU (through the framework already
+    loaded); None when it cannot be told."""
+    if not on_device:
+        try:
+            with open("/proc/meminfo", encoding="ascii") as meminfo:
+                for line in meminfo:
+                    if line.startswith("MemAvailable:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, OSError, ValueError):
+            return None
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        return int(cupy.cuda.runtime.memGetInfo()[0])
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info()[0])
+    return None
+
+
+def release_host_pool() -> None:
+    """Free the host buffer rotation copies are carved from (the session's end)."""
+    _HostPool.instance = None
+
+
+class _Rotating:
+    """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, calls: Sequence[Callable[[], object]]) -> None:
+        self._next = itertools.cycle(calls).__next__
+
+    def __call__(self, *_: object) -> object:
+        return self._next()()
+
+
+def _bound(fn: Kernel, args: tuple[object, ...], kwargs: dict[str, object]) -> Callable[[], object]:
+    return functools.partial(fn, *args, **kwargs)
+
+
+class _Arrays:
+    """The arrays found while scanning the arguments, each once, with their sizes."""
+
+    def __init__(self) -> None:
+        self.arrays: list[object] = []
+        self.sizes: list[int] = []
+        self.on_device = False
+        self.strided = ""
+        self._index: dict[int, int] = {}
+
+    def scan(self, value: object, where: str = "") -> _Template:
+        """A template that rebuilds ``value`` with other arrays in place of the ones found."""
+        if _is_array(value):
+            key = id(value)
+            if key not in self._index:
+                if not _lays_out_alike(value):
+                    self.strided = self.strided or (where or "an argument")
+                self._index[key] = len(self.arrays)
+                self.arrays.append(value)
+                self.sizes.append(_nbytes(value))
+                self.on_device = (
+                    self.on_device or hasattr(value, "__cuda_array_interface__") or _on_gpu(value)
+                )
+            return _Slot(self._index[key])
+        if isinstance(value, functools.partial):
+            func = self.scan(value.func, where)
+            args = self.scan(value.args, where)
+            keywords = self.scan(dict(value.keywords), where)
+            return _Partial(func, args, keywords)
+        if isinstance(value, (tuple, list)):
+            items = [
+                self.scan(item, f"{where}[{i}]" if where else f"argument {i}") for i, item in enumerate(value)
+            ]
+            return _Sequence(type(value), items)
+        if isinstance(value, dict):
+            return _Dict(
+                {k: self.scan(v, f"{where}[{k!r}]" if where else f"kwargs[{k!r}]") for k, v in value.items()}
+            )
+        return _Constant(value)
+
+
+class _Template:
+    def build(self, arrays: Sequence[object]) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot(_Template):
+    index: int
+
+    def build(self, arrays: Sequence[object]) -> Any:
+        return arrays[self.index]
+
+
+@dataclass(frozen=True, slots=True)
+class _Constant(_Template):
+    value: object
+
+    def build(self, arrays: Sequence[object]) -> Any:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class _Partial(_Template):
+    func: _Template
+    args: _Template
+    keywords: _Template
+
+    def build(self, arrays: Sequence[object]) -> Any:
+        return functools.partial(
+            self.func.build(arrays), *self.args.build(arrays), **self.keywords.build(arrays)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sequence(_Template):
+    kind: type
+    items: list[_Template]
+
+    def build(self, arrays: Sequence[object]) -> Any:
+        return self.kind(item.build(arrays) for item in self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class _Dict(_Template):
+    items: dict[str, _Template]
+
+    def build(self, arrays: Sequence[object]) -> Any:
+        return {key: item.build(arrays) for key, item in self.items.items()}
+
+
+def _is_array(value: object) -> bool:
+    """An array a copy can be made of: it speaks an array protocol and has ``copy`` or ``clone``."""
+    if isinstance(value, type):
+        return False
+    speaks = (
+        hasattr(value, "__array_interface__")
+        or hasattr(value, "__cuda_array_interface__")
+        or hasattr(value, "__dlpack__")
+    )
+    return speaks and (callable(getattr(value, "clone", None)) or callable(getattr(value, "copy", None)))
+
+
+def _on_gpu(value: object) -> bool:
+    device = getattr(value, "device", None)  # torch: device(type='cuda', index=0)
+    return getattr(device, "type", None) == "cuda"
+
+
+def _nbytes(value: object) -> int:
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int) and not isinstance(nbytes, bool):
+        return nbytes
+    numel, size = getattr(value, "numel", None), getattr(value, "element_size", None)
+    if callable(numel) and callable(size):  # torch before nbytes
+        return int(numel()) * int(size())
+    return 0
+
+
+def _lays_out_alike(value: object) -> bool:
+    """Whether a copy keeps the array's layout: C- or Fortran-contiguous (or no way to tell)."""
+    flags = getattr(value, "flags", None)
+    if flags is not None and hasattr(flags, "c_contiguous"):
+        return bool(flags.c_contiguous or flags.f_contiguous)
+    contiguous = getattr(value, "is_contiguous", None)  # torch
+    return bool(contiguous()) if callable(contiguous) else True
+
+
+def _copy(array: object, pool: _HostPool | None) -> object:
+    """A copy of ``array`` with its layout: carved from the host pool for a plain NumPy array."""
+    if pool is not None and _pooled(array):
+        return pool.copy_of(array)  # type: ignore[arg-type]
+    clone = getattr(array, "clone", None)
+    if callable(clone):
+        return clone()  # torch keeps the strides of a dense tensor
+    try:
+        return array.copy(order="K")  # type: ignore[attr-defined]
+    except TypeError:  # a copy() without an order
+        return array.copy()  # type: ignore[attr-defined]
+
+
+def _pooled(array: object) -> bool:
+    """A plain NumPy array (not a subclass, whose copy must keep its class): copied into the pool."""
+    return type(array).__module__ == "numpy" and type(array).__name__ == "ndarray"
+
+
+def _padded(nbytes: int) -> int:
+    return -(-nbytes // _ALIGN) * _ALIGN
+
+
+class _HostPool:
+    """One host buffer, touched once, that copies are carved out of for the length of a measurement."""
+
+    instance: _HostPool | None = None
+
+    def __init__(self) -> None:
+        self._buffer: npt.NDArray[np.uint8] | None = None
+        self._used = 0
+
+    @classmethod
+    def get(cls) -> _HostPool:
+        if cls.instance is None:
+            cls.instance = cls()
+        cls.instance._used = 0  # a new rotation: the last one's copies are no longer called
+        return cls.instance
+
+    def reserve(self, nbytes: int) -> None:
+        import numpy as np
+
+        if self._buffer is None or self._buffer.nbytes < nbytes:
+            self._buffer = None  # freed before the larger one is made
+            self._buffer = np.empty(nbytes, dtype=np.uint8)
+            self._buffer.fill(0)  # touched now: page faults are not the kernel's
+
+    def copy_of(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        import numpy as np
+
+        assert self._buffer is not None, "reserve() first"
+        start = self._used
+        self._used += _padded(array.nbytes)
+        order: Literal["C", "F"] = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+        raw = self._buffer[start : start + array.nbytes]
+        copy: npt.NDArray[Any] = np.ndarray(array.shape, dtype=array.dtype, buffer=raw, order=order)
+        np.copyto(copy, array)
+        return copy
