@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .detect import detect_device, get_device
     from .devices import DeviceError, DeviceProperties, register_device, unregister_device
     from .floor import estimate
-    from .model import Cost, Device, Estimate, Figure, Precision, Source, Unit, parse_dtype
+    from .model import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
     from .ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
     from .timing import Measurement, Policy, measure
 
@@ -30,6 +30,7 @@ _LAZY = {
     "Device": "model",
     "Estimate": "model",
     "Figure": "model",
+    "MemoryLevel": "model",
     "Precision": "model",
     "Source": "model",
     "Unit": "model",
@@ -61,6 +62,7 @@ __all__ = [
     "Estimate",
     "Figure",
     "Measurement",
+    "MemoryLevel",
     "OpError",
     "OpSpec",
     "Param",

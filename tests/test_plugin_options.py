@@ -75,6 +75,11 @@ def check_no_flush(reprec: pytest.HookRecorder, path: Path) -> None:
     assert the_result(reprec).measurement.flushed is False
 
 
+def check_warm(reprec: pytest.HookRecorder, path: Path) -> None:
+    m = the_result(reprec).measurement
+    assert (m.cache, m.cold_method, m.flushed) == ("warm", None, False)
+
+
 def check_peaks(reprec: pytest.HookRecorder, path: Path) -> None:
     est = the_result(reprec).estimate
     assert est.bandwidth == 50e9
@@ -92,6 +97,7 @@ SETTINGS: list[tuple[str, str | None, str, Check]] = [
     ("--roofline-stat", "mean", "roofline_stat = mean", check_stat),
     ("--roofline-max-time", "0.3", "roofline_max_time = 0.3", check_max_time),
     ("--roofline-no-flush", None, "roofline_no_flush = yes", check_no_flush),
+    ("--roofline-cache", "warm", "roofline_cache = warm", check_warm),
     ("--roofline-peaks", "peaks.json", "roofline_peaks = peaks.json", check_peaks),
 ]
 
@@ -163,6 +169,8 @@ BAD_VALUES = [
     ("--roofline-mode", "fast", "expected one of enforce, report, off, got 'fast'"),
     ("--roofline-stat", "p99", "expected one of median, min, mean, got 'p99'"),
     ("--roofline-latency-floor", "of", "expected one of on, off, got 'of' (did you mean 'off'?)"),
+    ("--roofline-cache", "hot", "expected one of cold, warm, got 'hot'"),
+    ("--roofline-cache", "wram", "expected one of cold, warm, got 'wram' (did you mean 'warm'?)"),
     ("--roofline-min-fraction", "0", "expected a number in (0, 1], got '0'"),
     ("--roofline-min-fraction", "1.5", "expected a number in (0, 1], got '1.5'"),
     ("--roofline-min-fraction", "half", "expected a number in (0, 1], got 'half'"),
@@ -203,6 +211,15 @@ def test_a_bad_ini_value_is_a_usage_error(rl: pytest.Pytester, key: str, value: 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: ini option {key} = '{value}': {message}*"])
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_no_flush_and_a_cold_cache_option_disagree(rl: pytest.Pytester) -> None:
+    result = rl.runpytest("--roofline-no-flush", "--roofline-cache=cold")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--roofline-no-flush means --roofline-cache=warm, but --roofline-cache says 'cold': give one of them*"]
+    )
+    assert rl.runpytest("--roofline-no-flush", "--roofline-cache=warm").ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_the_json_path_may_not_be_a_directory(rl: pytest.Pytester) -> None:

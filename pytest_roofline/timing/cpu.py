@@ -62,8 +62,8 @@ class CpuBackend:
 
     Inside a window garbage collection is paused (as :mod:`timeit` does) and restored to its
     previous state afterwards, also when the kernel raises. With ``flush=True`` a buffer of twice
-    the last-level cache is written before each window, outside it; the buffer is allocated on the
-    first flush and reused.
+    the last-level cache is read before each window, outside it; the buffer is allocated (and written)
+    on the first flush and reused.
 
     Every input that touches the machine is injectable for tests: ``clock_ns`` (default
     ``time.perf_counter_ns``), ``llc_bytes`` (default :func:`last_level_cache_bytes`, called on
@@ -118,26 +118,32 @@ class CpuBackend:
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
         self.resolution_s = _measure_resolution_s(clock_ns) if resolution_s is None else resolution_s
         self.device_name = cpu_model_name() if device_name is None else device_name
-        self._flush_buffer: npt.NDArray[np.uint8] | None = None
-        self._flush_value = 0
+        self._flush_buffer: npt.NDArray[np.uint64] | None = None
+        self.flush_checksum = 0
 
     def clock(self) -> float:
         return self._clock_ns() / 1e9
 
     @property
     def flush_bytes(self) -> int:
-        """Bytes written by one flush: twice the last-level cache."""
+        """Bytes read by one flush: twice the last-level cache."""
         return 2 * self._llc_bytes()
 
     def flush(self) -> None:
-        """Evict the caches by writing a buffer twice the size of the last-level cache."""
-        if self._flush_buffer is None:
-            import numpy as np
+        """Evict the caches by reading a buffer twice the size of the last-level cache.
 
-            self._flush_buffer = np.empty(self.flush_bytes, dtype=np.uint8)
-        # a new value each time, so every line is really rewritten
-        self._flush_value = self._flush_value % 255 + 1
-        self._flush_buffer.fill(self._flush_value)
+        Read, not written: a written buffer leaves the cache full of dirty lines, which the kernel's
+        own misses would then pay to write back. The buffer is written once, when it is made, so its
+        pages are real (an untouched one maps every page to the one zero page, which stays cached).
+        """
+        import numpy as np
+
+        if self._flush_buffer is None:
+            buffer = np.empty(self.flush_bytes // 8, dtype=np.uint64)
+            buffer.fill(0x0101010101010101)
+            self._flush_buffer = buffer
+        #: the read's result, kept so that the read is one nothing can skip
+        self.flush_checksum = int(np.bitwise_or.reduce(self._flush_buffer))
 
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool

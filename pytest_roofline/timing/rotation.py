@@ -100,17 +100,24 @@ def plan_rotation(
     unknown (default: :func:`free_memory`).
     """
     found = _Arrays()
-    template = found.scan((fn, tuple(args), dict(kwargs or {})))
+    template = _Sequence(
+        tuple,
+        [
+            found.scan(fn, "the kernel"),
+            _Sequence(tuple, [found.scan(arg, f"argument {i}") for i, arg in enumerate(args)]),
+            _Dict({key: found.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()}),
+        ],
+    )
     if found.strided:
         return NoRotation(f"{found.strided} is a strided view, which a copy would lay out differently")
     if not found.arrays:
         return NoRotation("no array among the kernel's arguments (a closure or lambda keeps its own)")
     set_bytes = sum(found.sizes)
-    if set_bytes < MIN_VISIBLE_SHARE * op_bytes:
+    if found.used_bytes < MIN_VISIBLE_SHARE * op_bytes:  # an array passed twice counts twice, as in the op
         from pytest_roofline.units import binary_bytes
 
         return NoRotation(
-            f"the kernel's array arguments hold {binary_bytes(set_bytes)} of the op's "
+            f"the kernel's array arguments hold {binary_bytes(found.used_bytes)} of the op's "
             f"{binary_bytes(int(op_bytes))}: the rest is out of reach (captured by a closure?)"
         )
     copies = max(2, math.ceil(cycle_target(llc_bytes) / max(set_bytes, 1)))
@@ -201,12 +208,15 @@ class _Arrays:
         self.sizes: list[int] = []
         self.on_device = False
         self.strided = ""
+        #: the bytes of every place an array is passed, repeats included
+        self.used_bytes = 0
         self._index: dict[int, int] = {}
 
-    def scan(self, value: object, where: str = "") -> _Template:
+    def scan(self, value: object, where: str) -> _Template:
         """A template that rebuilds ``value`` with other arrays in place of the ones found."""
         if _is_array(value):
             key = id(value)
+            self.used_bytes += _nbytes(value)
             if key not in self._index:
                 if not _lays_out_alike(value):
                     self.strided = self.strided or (where or "an argument")
@@ -219,18 +229,17 @@ class _Arrays:
             return _Slot(self._index[key])
         if isinstance(value, functools.partial):
             func = self.scan(value.func, where)
-            args = self.scan(value.args, where)
-            keywords = self.scan(dict(value.keywords), where)
-            return _Partial(func, args, keywords)
-        if isinstance(value, (tuple, list)):
-            items = [
-                self.scan(item, f"{where}[{i}]" if where else f"argument {i}") for i, item in enumerate(value)
+            args = [
+                self.scan(arg, f"argument {i} of the functools.partial") for i, arg in enumerate(value.args)
             ]
-            return _Sequence(type(value), items)
+            keywords = {
+                k: self.scan(v, f"keyword {k!r} of the functools.partial") for k, v in value.keywords.items()
+            }
+            return _Partial(func, _Sequence(tuple, args), _Dict(keywords))
+        if isinstance(value, (tuple, list)):
+            return _Sequence(type(value), [self.scan(item, f"{where}[{i}]") for i, item in enumerate(value)])
         if isinstance(value, dict):
-            return _Dict(
-                {k: self.scan(v, f"{where}[{k!r}]" if where else f"kwargs[{k!r}]") for k, v in value.items()}
-            )
+            return _Dict({k: self.scan(v, f"{where}[{k!r}]") for k, v in value.items()})
         return _Constant(value)
 
 
@@ -349,22 +358,23 @@ class _HostPool:
 
     def __init__(self) -> None:
         self._buffer: npt.NDArray[np.uint8] | None = None
-        self._used = 0
+        self._used = self._start = 0
 
     @classmethod
     def get(cls) -> _HostPool:
         if cls.instance is None:
             cls.instance = cls()
-        cls.instance._used = 0  # a new rotation: the last one's copies are no longer called
+        cls.instance._used = cls.instance._start  # a new rotation: the last one's copies are not called
         return cls.instance
 
     def reserve(self, nbytes: int) -> None:
         import numpy as np
 
-        if self._buffer is None or self._buffer.nbytes < nbytes:
+        if self._buffer is None or self._buffer.nbytes < nbytes + _ALIGN:
             self._buffer = None  # freed before the larger one is made
-            self._buffer = np.empty(nbytes, dtype=np.uint8)
+            self._buffer = np.empty(nbytes + _ALIGN, dtype=np.uint8)
             self._buffer.fill(0)  # touched now: page faults are not the kernel's
+            self._used = self._start = -self._buffer.ctypes.data % _ALIGN
 
     def copy_of(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         import numpy as np

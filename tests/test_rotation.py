@@ -1,0 +1,225 @@
+"""Cold by rotation: which arrays are copied, how many copies, when rotation gives way to a flush,
+and the engine's untimed first cycle. Fake arrays stand in for GPU ones; nothing here is timed."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+from fakes import FakeBackend
+
+from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing import rotation as rot
+from pytest_roofline.timing.rotation import (
+    MAX_ROTATION_BYTES,
+    MIN_CYCLE_BYTES,
+    NoRotation,
+    Rotation,
+    cycle_target,
+    plan_rotation,
+)
+
+MiB = 2**20
+LLC = 1 * MiB  # small, so that tests copy little
+PLENTY = 10**12  # free memory, bytes: no cap but MAX_ROTATION_BYTES
+
+
+@pytest.fixture(autouse=True)
+def small_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cycles of 1 MiB at least, not 64: the rules are the same, the copies cheap."""
+    monkeypatch.setattr(rot, "MIN_CYCLE_BYTES", MiB)
+
+
+def free(n: int | None) -> Any:
+    return lambda on_device: n
+
+
+class Calls:
+    """A kernel that records the identity of every argument of every call."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, ...]] = []
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        self.seen.append(tuple(id(a) for a in (*args, *kwargs.values())))
+
+
+def plan(fn: Any, *args: object, kwargs: dict[str, object] | None = None, **kw: Any) -> Rotation | NoRotation:
+    kw.setdefault("op_bytes", sum(getattr(a, "nbytes", 0) for a in (*args, *(kwargs or {}).values())))
+    kw.setdefault("llc_bytes", LLC)
+    kw.setdefault("free_bytes", free(PLENTY))
+    return plan_rotation(fn, args, kwargs, **kw)
+
+
+def test_copies_cover_four_times_the_cache_and_each_call_takes_the_next() -> None:
+    x, y, out = (np.ones(2**12) for _ in range(3))  # 96 KiB a set
+    kernel = Calls()
+    r = plan(kernel, x, y, kwargs={"out": out})
+    assert isinstance(r, Rotation)
+    assert r.set_bytes == 3 * 2**15
+    assert r.copies == 43  # sets of 96 KiB: 4x the 1 MiB cache
+    assert r.cycle_bytes >= cycle_target(LLC) == 4 * LLC
+    for _ in range(2 * r.copies):
+        r.kernel()
+    # the caller's own arrays first, then a fresh copy of every input and output at every call
+    assert kernel.seen[0] == (id(x), id(y), id(out))
+    ids = {i for call in kernel.seen[: r.copies] for i in call}
+    assert len(ids) == 3 * r.copies
+    assert kernel.seen[r.copies :] == kernel.seen[: r.copies]  # then the cycle comes round again
+
+
+def test_a_copy_has_the_values_and_the_layout_of_its_array() -> None:
+    fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    got: list[np.ndarray[Any, Any]] = []
+    r = plan(lambda a: got.append(a), fortran, llc_bytes=0)
+    assert isinstance(r, Rotation)
+    r.kernel()
+    r.kernel()
+    copy = got[1]
+    assert copy is not fortran
+    assert copy.flags.f_contiguous
+    assert not copy.flags.c_contiguous
+    assert copy.dtype == fortran.dtype
+    assert (copy == fortran).all()
+    assert copy.ctypes.data % 64 == 0  # on a cache line, as a fresh allocation
+
+
+def test_the_same_array_twice_is_the_same_copy_in_each_set() -> None:
+    x = np.ones(1024)
+    kernel = Calls()
+    r = plan(kernel, x, x, kwargs={"out": x})  # np.add(x, x, out=x): in place, the op moves 3 x
+    assert isinstance(r, Rotation)
+    assert r.set_bytes == x.nbytes
+    for _ in range(3):
+        r.kernel()
+    assert all(len(set(call)) == 1 for call in kernel.seen)
+    assert len({call[0] for call in kernel.seen}) == 3
+
+
+def test_partial_and_nested_arguments_are_rotated() -> None:
+    w, x = np.ones(4096), np.ones(4096)
+    seen: list[Any] = []
+    fn = functools.partial(lambda *a, **k: seen.append((a, k)), w, scale=2.0)
+    r = plan(fn, [x], op_bytes=w.nbytes + x.nbytes)
+    assert isinstance(r, Rotation)
+    assert r.set_bytes == w.nbytes + x.nbytes  # the partial's array counts
+    r.kernel()
+    r.kernel()
+    (a0, k0), (a1, k1) = seen
+    assert a0[0] is w
+    assert a0[1][0] is x
+    assert a1[0] is not w
+    assert a1[1][0] is not x
+    assert isinstance(a1[1], list)
+    assert k0 == k1 == {"scale": 2.0}
+
+
+def test_a_closure_with_captured_arrays_is_not_rotated() -> None:
+    x = np.ones(2**16)
+    r = plan(lambda: x.sum(), op_bytes=x.nbytes)
+    assert isinstance(r, NoRotation)
+    assert "no array among the kernel's arguments" in r.reason
+    # arguments that hold a fraction of the op's bytes: the rest is captured somewhere
+    small = np.ones(16)
+    r = plan(lambda s: x.sum() + s.sum(), small, op_bytes=x.nbytes + small.nbytes)
+    assert isinstance(r, NoRotation)
+    assert "out of reach" in r.reason
+
+
+def test_a_strided_view_is_not_rotated() -> None:
+    matrix = np.ones((64, 64))
+    r = plan(lambda col: None, matrix[:, 3])
+    assert isinstance(r, NoRotation)
+    assert "argument 0 is a strided view" in r.reason
+
+
+def test_memory_caps_the_copies() -> None:
+    x = np.ones(2**14)  # 128 KiB: 32 copies for 4x a 1 MiB cache need 3.9 MiB more
+    assert isinstance(plan(lambda a: None, x, free_bytes=free(40 * MiB)), Rotation)
+    capped = plan(lambda a: None, x, free_bytes=free(30 * MiB))  # 10% of 30 MiB free: 3 MiB
+    assert isinstance(capped, NoRotation)
+    assert "31 copies of 128 KiB would take 3.875 MiB, over the 3 MiB rotation may use" in capped.reason
+    assert rot.memory_cap(False, free(None)) == MAX_ROTATION_BYTES
+    assert rot.memory_cap(True, free(10**13)) == MAX_ROTATION_BYTES
+
+
+def test_a_small_or_unknown_cache_still_cycles_64_mib() -> None:
+    assert 64 * MiB == MIN_CYCLE_BYTES
+    assert rot.cycle_target(None) == rot.cycle_target(MiB // 8) == rot.MIN_CYCLE_BYTES  # (1 MiB here)
+    assert rot.cycle_target(32 * MiB) == 128 * MiB
+
+
+class FakeDeviceArray:
+    """A GPU array as the rotation sees one: ``__cuda_array_interface__``, ``nbytes``, ``copy``."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "version": 3}
+        self.copies = 0
+
+    def copy(self, order: str = "C") -> FakeDeviceArray:
+        self.copies += 1
+        return FakeDeviceArray(self.nbytes)
+
+
+def test_device_arrays_are_copied_by_their_own_method_within_the_devices_memory() -> None:
+    a = FakeDeviceArray(32 * MiB)  # a decode GEMV's weights, on a GPU with a 50 MiB L2 (not copied here)
+    asked: list[bool] = []
+
+    def free_bytes(on_device: bool) -> int:
+        asked.append(on_device)
+        return 80 * 2**30
+
+    r = plan(lambda w: None, a, op_bytes=a.nbytes, llc_bytes=50 * MiB, free_bytes=free_bytes)
+    assert isinstance(r, Rotation)
+    assert asked == [True]
+    assert r.copies == 7  # 4 x 50 MiB over 32 MiB a copy
+    assert a.copies == 6
+
+
+def test_a_copy_that_fails_falls_back() -> None:
+    class Broken(FakeDeviceArray):
+        def copy(self, order: str = "C") -> FakeDeviceArray:
+            raise RuntimeError("out of memory")
+
+    r = plan(lambda w: None, Broken(MiB))
+    assert isinstance(r, NoRotation)
+    assert "copying the arrays failed (RuntimeError: out of memory)" in r.reason
+
+
+def test_the_engine_runs_one_untimed_cycle_then_batches_cold_calls() -> None:
+    x = np.ones(2**12)
+    kernel = Calls()
+    r = plan(kernel, x, llc_bytes=0)
+    assert isinstance(r, Rotation)
+    backend = FakeBackend(1e-8, resolution_s=1e-6)  # 10 ns calls: batched 10 000 to a sample
+    m = measure(lambda: None, policy=Policy(warmup_s=0.0), backend=backend, rotation=r)
+    # every copy was called in the warm-up, before any sample (fresh copies are in the cache)
+    assert m.warmup_calls >= r.copies
+    assert len({call[0] for call in kernel.seen[: m.warmup_calls]}) == r.copies
+    # a cold request with copies batches: each call of a batch is on its own copy, none flushed
+    assert m.calls_per_sample > 1
+    assert "flush" not in backend.events
+    assert (m.cold_method, m.cache, m.rotation_copies) == ("rotation", "cold", r.copies)
+    assert m.cache_note.startswith(f"cold by rotation over {r.copies} copies of the arguments (1 MiB)")
+    assert m.flushed is False
+
+
+def test_rotation_and_setup_exclude_each_other() -> None:
+    r = plan(lambda a: None, np.ones(8))
+    assert isinstance(r, Rotation)
+    with pytest.raises(ValueError, match="rotation and setup exclude each other"):
+        measure(lambda: None, setup=lambda: None, backend=FakeBackend(1e-3), rotation=r)
+
+
+def test_the_pool_is_reused_and_released() -> None:
+    x = np.ones(2**12)
+    assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
+    pool = rot._HostPool.instance
+    assert pool is not None
+    assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
+    assert rot._HostPool.instance is pool
+    rot.release_host_pool()
+    assert rot._HostPool.instance is None
