@@ -83,7 +83,8 @@ def test_a_memory_bound_miss_gives_achieved_against_peak_bandwidth() -> None:
     assert failure_message(r) == (
         "copy[n=268435456 bf16] attained 25.0% of speed of light (budget 50%) on NVIDIA H100 80GB HBM3: "
         "floor 320.5 µs, memory-bound at 3.35 TB/s; measured 1282 µs (median of 57, ±0.4%, cold: cache "
-        "flushed before every call), 837.5 GB/s achieved of 3.35 TB/s peak bandwidth (25.0%); needs 2.0× faster."
+        "flushed before every call), 837.5 GB/s achieved of 3.35 TB/s peak bandwidth (25.0%); needs 2.0× "
+        "faster."
     )
 
 
