@@ -156,7 +156,7 @@ def levels_of(
         rate, how = rates[cache.name]
         note = f"{how}, numpy (best of {', '.join(f'{f:g}' for f in FILLS)} of the level)"
         if rate < floor:
-            rate, note = floor, f"measured {rate / 1e9:.1f} GB/s ({how}), raised to the larger level's roof"
+            rate, note = floor, f"{rate / 1e9:.1f} GB/s with {how}, raised to the larger level's roof"
         floor = rate
         figure = Figure(rate, Source.MEASURED, note)
         levels.append(MemoryLevel(cache.name, cache.size_bytes, figure, per_core=cache.per_core))

@@ -900,6 +900,14 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
     for (figure, unit, integer), precisions in groups.items():
         rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
         rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))
+    for level in device.levels:
+        where = "per core" if level.per_core else "shared"
+        rows.append(
+            (
+                f"{level.name} ({_size(level.capacity_bytes)}, {where})",
+                f"{level.bandwidth.value / GB:,.1f} GB/s  {_source(level.bandwidth)}",
+            )
+        )
     if device.kind == "cpu":
         rows.append(("theoretical", _theoretical(theoretical)))
     rows.append(("cache", "not written (see the warning)" if cal.cache_path is None else str(cal.cache_path)))

@@ -129,6 +129,7 @@ def _panel(
             (high, peak["flops"]), xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
             color=colour,
         )  # fmt: skip
+    _level_roofs(ax, device, records, low, top)
     for r in records:
         x, y = r["flops"] / r["bytes"], r["flops"] / r["time_s"]
         colour = COLOURS.get(r["verdict"], "#777777")
@@ -158,6 +159,23 @@ def _panel(
     ]
     if handles:
         ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
+
+
+def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float, top: float) -> None:
+    """The memory roof of each cache level that judged a warm point here (the cache-aware roofline),
+    dashed beside DRAM's."""
+    judged = {r.get("memory_level") for r in records if r.get("cache_state") == "warm"}
+    for level in device.get("levels") or ():
+        if level.get("name") not in judged or not level.get("bandwidth"):
+            continue
+        bandwidth = float(level["bandwidth"])
+        ax.plot(
+            [low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.0, linestyle="--"
+        )
+        ax.text(
+            low * 1.3, bandwidth * low * 1.6, f"{str(level['name']).upper()} {units.byte_rate(bandwidth)}",
+            fontsize=8, color="#444444", va="bottom",
+        )  # fmt: skip
 
 
 def _short(r: Record) -> str:

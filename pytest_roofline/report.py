@@ -218,6 +218,18 @@ def device_record(device: Device) -> Record:
         "llc_bytes": device.llc_bytes,
         "cores": device.cores,
         "peaks": peaks,
+        # the cache levels a warm measurement is judged against, smallest first
+        "levels": [
+            {
+                "name": level.name,
+                "capacity_bytes": level.capacity_bytes,
+                "per_core": level.per_core,
+                "bandwidth": level.bandwidth.value,
+                "source": str(level.bandwidth.source),
+                "note": level.bandwidth.note,
+            }
+            for level in device.levels
+        ],
         "notes": list(device.notes),
     }
 

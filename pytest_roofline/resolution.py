@@ -128,6 +128,10 @@ class Devices:
             levels = cpu_device_with_levels().levels
         self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
         self._devices[spec] = device = dataclasses.replace(device, levels=levels)
+        from .report import device_record, device_version
+
+        record = device_record(device)
+        self.device_records[device_version(record)] = record  # the same figures, now with the levels
         return device
 
     def session_spec(self) -> str:

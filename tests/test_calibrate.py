@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline import calibrate, cpupeak
+from pytest_roofline.cachelevels import CacheInfo
 from pytest_roofline.calibrate import (
     CPU_NOTE,
     MAX_KERNEL_RUNS,
@@ -35,7 +36,7 @@ from pytest_roofline.calibrate import (
 )
 from pytest_roofline.cpupeak import CpuPeak
 from pytest_roofline.devices import lookup
-from pytest_roofline.model import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model import Device, Figure, MemoryLevel, Precision, Source, Unit
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.cpu import last_level_cache_bytes
 
@@ -857,3 +858,34 @@ def test_measure_cpu_pairs_each_figure_with_its_probe_run_by_run() -> None:
         assert probe.rate == pytest.approx(probe.figure / ratio)
     assert ceilings.probes["fp64"].figure == ceilings.peaks[(P.FP64, V)].value
     assert ceilings.probes["bandwidth"].figure == ceilings.bandwidth.value
+
+
+def test_format_calibration_shows_the_cache_levels_roofs(cache: Path, fake: FakeMeasure) -> None:
+    cal = calibrate_cpu(measure=fake)
+    l1 = MemoryLevel("l1", 48 * 2**10, Figure(2e11, Source.MEASURED, "copy 24 KiB"), per_core=True)
+    l3 = MemoryLevel("l3", 32 * 2**20, Figure(6e10, Source.MEASURED, "dot 16 MiB"))
+    with_levels = dataclasses.replace(cal, device=dataclasses.replace(cal.device, levels=(l1, l3)))
+    text = format_calibration(with_levels, theoretical=PEAK)
+    assert "l1 (48 KiB, per core)  200.0 GB/s  (measured: copy 24 KiB)" in text
+    assert "l3 (32 MiB, shared)  60.0 GB/s  (measured: dot 16 MiB)" in text
+
+
+def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
+    cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a cache written before the cache levels: a warm measurement measures them, then they are kept
+    monkeypatch.setattr(calibrate, "measure_cpu", fake)
+    monkeypatch.setattr("pytest_roofline.cachelevels.cpu_caches", lambda: (CacheInfo(1, 48 * 2**10, True),))
+    measured: list[int] = []
+
+    def rates(caches: object, **kwargs: object) -> dict[str, tuple[float, str]]:
+        measured.append(1)
+        return {"l1": (3e11, "copy 24 KiB")}
+
+    monkeypatch.setattr("pytest_roofline.cachelevels.measure_level_rates", rates)
+    assert cpu_device().levels == ()
+    (level,) = calibrate.cpu_device_with_levels().levels
+    assert (level.name, level.bandwidth.value) == ("l1", 3e11)
+    calibrate._cpu_memo.clear()
+    assert calibrate.cpu_device_with_levels().levels == (level,)  # from the cache file now
+    assert measured == [1]

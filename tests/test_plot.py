@@ -55,6 +55,20 @@ def test_the_svg_has_the_roofs_the_ridges_and_the_points(tmp_path: Path) -> None
 
 
 @needs_matplotlib
+def test_a_warm_point_brings_the_roof_of_the_level_that_judged_it(tmp_path: Path) -> None:
+    levels = [
+        {"name": "l1", "capacity_bytes": 49152, "bandwidth": 2e11},
+        {"name": "l2", "capacity_bytes": 2**21, "bandwidth": 1e11},
+    ]
+    warm = {**record("test_warm", "pass", 2e6, 1.6e6, 1e-4), "cache_state": "warm", "memory_level": "l2"}
+    svg = draw([*RECORDS, warm], [{**DEVICE, "levels": levels}], tmp_path / "warm.svg").read_text()
+    assert "L2 100 GB/s" in svg
+    assert "L1 200 GB/s" not in svg  # no point was judged against it
+    cold_only = draw(RECORDS, [{**DEVICE, "levels": levels}], tmp_path / "cold.svg").read_text()
+    assert "L2 100 GB/s" not in cold_only
+
+
+@needs_matplotlib
 def test_a_baseline_draws_an_arrow_from_the_old_point(tmp_path: Path) -> None:
     plain = draw(RECORDS, [DEVICE], tmp_path / "plain.svg").read_text()
     old = {("tests/t.py::test_gemm", ""): {"time_s": 0.0125}}

@@ -136,11 +136,19 @@ def test_a_strided_view_is_not_rotated() -> None:
 
 
 def test_memory_caps_the_copies() -> None:
-    x = np.ones(2**14)  # 128 KiB: 32 copies for 4x a 1 MiB cache need 3.9 MiB more
-    assert isinstance(plan(lambda a: None, x, free_bytes=free(40 * MiB)), Rotation)
-    capped = plan(lambda a: None, x, free_bytes=free(30 * MiB))  # 10% of 30 MiB free: 3 MiB
+    x = np.ones(2**14)  # 128 KiB: 32 copies for 4x a 1 MiB cache need 3.875 MiB more
+    assert plan(lambda a: None, x, free_bytes=free(40 * MiB)).copies == 32  # type: ignore[union-attr]
+    # 10% of 30 MiB free: 3 MiB, 24 more copies: a cycle of 3.1 MiB, 3x the cache: fewer copies
+    assert plan(lambda a: None, x, free_bytes=free(30 * MiB)).copies == 25  # type: ignore[union-attr]
+    # 10% of 10 MiB: 8 more copies, a cycle of 1.1 MiB, less than twice the cache: a flush instead
+    capped = plan(lambda a: None, x, free_bytes=free(10 * MiB))
     assert isinstance(capped, NoRotation)
-    assert "31 copies of 128 KiB would take 3.875 MiB, over the 3 MiB rotation may use" in capped.reason
+    assert (
+        capped.reason
+        == "memory allows 1 MiB of copies, too few to cycle through 2x the 1 MiB cache in sets of 128 KiB"
+    )
+    big = plan(lambda a: None, np.ones(2**18), free_bytes=free(10 * MiB))  # 2 MiB: not one copy fits
+    assert isinstance(big, NoRotation)
     assert rot.memory_cap(False, free(None)) == MAX_ROTATION_BYTES
     assert rot.memory_cap(True, free(10**13)) == MAX_ROTATION_BYTES
 

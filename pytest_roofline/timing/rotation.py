@@ -4,8 +4,9 @@ The floor counts compulsory DRAM bytes, so a kernel is timed with its data out o
 flush before every call does that at the price of one call per sample and a pass over twice the
 cache each time. Rotation does it for free, as rocBLAS-bench's and hipBLASLt-bench's ``--rotating``
 and benchdnn's ``--cold-cache`` do: before sampling, enough copies of the kernel's array arguments
-(inputs and outputs alike) are made that one cycle through them touches at least
-:data:`CYCLE_MULTIPLE` x the last-level cache (at least :data:`MIN_CYCLE_BYTES`); each call takes
+(inputs and outputs alike) are made that one cycle through them touches :data:`CYCLE_MULTIPLE` x the
+last-level cache (at least :data:`MIN_CYCLE_BYTES`; at most :func:`memory_cap`, which must leave it
+:data:`MIN_CYCLE_MULTIPLE` x the cache); each call takes
 the next copy, so by the time a copy comes round again the cycle has pushed it out. A batch of k
 calls is then k cold calls, and small kernels keep their cheap batched samples.
 
@@ -19,7 +20,7 @@ changing how the kernel walks it, so it cannot be rotated.
 Rotation does not apply (:func:`plan_rotation` says why, and the engine flushes instead) when the
 arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (a closure or a
 lambda with captured arrays, arguments that are not arrays), when an array is a strided view,
-or when the copies would take more than :func:`memory_cap` allows.
+or when :func:`memory_cap` leaves too little for a cycle of :data:`MIN_CYCLE_MULTIPLE` x the cache.
 
 Host copies are carved out of one buffer per process (:func:`release_host_pool` frees it): on a VM,
 first touching a fresh GiB costs most of a second in page faults, and a suite measures many kernels.
@@ -32,9 +33,9 @@ import itertools
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,8 +43,11 @@ if TYPE_CHECKING:
 
     from pytest_roofline.timing.base import Kernel
 
-#: one cycle through the copies touches at least this many times the last-level cache
+#: one cycle through the copies aims at this many times the last-level cache ...
 CYCLE_MULTIPLE = 4
+#: ... and, where memory is short, touches no less than this (as an op past twice the cache evicts
+#: its own data: :data:`~.flushing.NO_FLUSH_MULTIPLE`)
+MIN_CYCLE_MULTIPLE = 2
 #: and at least this much (a small or unknown cache)
 MIN_CYCLE_BYTES = 64 * 2**20
 #: the copies take at most this much memory ...
@@ -100,14 +104,9 @@ def plan_rotation(
     unknown (default: :func:`free_memory`).
     """
     found = _Arrays()
-    template = _Sequence(
-        tuple,
-        [
-            found.scan(fn, "the kernel"),
-            _Sequence(tuple, [found.scan(arg, f"argument {i}") for i, arg in enumerate(args)]),
-            _Dict({key: found.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()}),
-        ],
-    )
+    kernel = found.scan(fn, "the kernel")
+    positional = _Sequence(tuple, [found.scan(arg, f"argument {i}") for i, arg in enumerate(args)])
+    keywords = _Dict({key: found.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()})
     if found.strided:
         return NoRotation(f"{found.strided} is a strided view, which a copy would lay out differently")
     if not found.arrays:
@@ -120,28 +119,56 @@ def plan_rotation(
             f"the kernel's array arguments hold {binary_bytes(found.used_bytes)} of the op's "
             f"{binary_bytes(int(op_bytes))}: the rest is out of reach (captured by a closure?)"
         )
-    copies = max(2, math.ceil(cycle_target(llc_bytes) / max(set_bytes, 1)))
     cap = memory_cap(found.on_device, free_bytes or free_memory)
-    extra = (copies - 1) * set_bytes
-    if extra > cap:
+    # the cycle aims at CYCLE_MULTIPLE x the cache, within what memory allows; a cycle of less than
+    # MIN_CYCLE_MULTIPLE x the cache would find its copies still there when they come round again
+    wanted = math.ceil(cycle_target(llc_bytes) / max(set_bytes, 1))
+    copies = max(2, min(wanted, cap // max(set_bytes, 1) + 1))  # the caller's own set is no new memory
+    if (copies - 1) * set_bytes > cap or copies * set_bytes < MIN_CYCLE_MULTIPLE * (llc_bytes or 0):
         from pytest_roofline.units import binary_bytes
 
         return NoRotation(
-            f"{copies - 1} copies of {binary_bytes(set_bytes)} would take {binary_bytes(extra)}, over the"
-            f" {binary_bytes(cap)} rotation may use"
+            f"memory allows {binary_bytes(cap)} of copies, too few to cycle through {MIN_CYCLE_MULTIPLE}x"
+            f" the {binary_bytes(llc_bytes or 0)} cache in sets of {binary_bytes(set_bytes)}"
         )
     pooled = [size for array, size in zip(found.arrays, found.sizes, strict=True) if _pooled(array)]
     pool = _HostPool.get() if pooled else None
     if pool is not None:
-        pool.reserve(sum(_padded(size) for size in pooled) * (copies - 1))
-    sets = [template.build(found.arrays)]
-    try:
-        for _ in range(copies - 1):
-            sets.append(template.build([_copy(array, pool) for array in found.arrays]))
+        pool.reserve(sum(_padded(size * (copies - 1)) for size in pooled))
+    try:  # per array, its copies: the caller's own first
+        columns = [[array, *_copies(array, copies - 1, pool)] for array in found.arrays]
     except (TypeError, ValueError, RuntimeError, MemoryError) as exc:  # a copy() of the user's own kind
         return NoRotation(f"copying the arrays failed ({type(exc).__name__}: {exc})")
-    calls = [_bound(*made) for made in sets]
+    calls = _calls(kernel, positional, keywords, columns, copies)
     return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes)
+
+
+def _calls(
+    fn: _Template, args: _Sequence, kwargs: _Dict, columns: list[list[object]], copies: int
+) -> list[Callable[[], object]]:
+    """One bound call per argument set. Arguments that are arrays or plain values (no partial, list
+    or dict holding arrays: the common case) are bound with one C-level partial per set; a tiny
+    kernel's cycle has a hundred thousand of them."""
+    flat = (
+        isinstance(fn, _Constant)
+        and all(isinstance(t, (_Slot, _Constant)) for t in args.items)
+        and all(isinstance(t, (_Slot, _Constant)) for t in kwargs.items.values())
+    )
+    if not flat:
+        sets = ([column[i] for column in columns] for i in range(copies))
+        return [_bound(fn.build(arrays), args.build(arrays), kwargs.build(arrays)) for arrays in sets]
+
+    def column(t: _Template) -> Iterable[object]:
+        return columns[t.index] if isinstance(t, _Slot) else itertools.repeat(t.build([]))
+
+    kernel, keys = fn.build([]), list(kwargs.items)
+    # constants repeat without end: the arrays' columns, of ``copies`` each, end every zip
+    arg_rows = zip(*map(column, args.items), strict=False) if args.items else itertools.repeat(())
+    kw_rows = zip(*map(column, kwargs.items.values()), strict=False) if keys else itertools.repeat(())
+    return [
+        functools.partial(kernel, *row, **dict(zip(keys, kw, strict=True)))
+        for row, kw in itertools.islice(zip(arg_rows, kw_rows, strict=False), copies)
+    ]
 
 
 def cycle_target(llc_bytes: int | None) -> int:
@@ -329,17 +356,18 @@ def _lays_out_alike(value: object) -> bool:
     return bool(contiguous()) if callable(contiguous) else True
 
 
-def _copy(array: object, pool: _HostPool | None) -> object:
-    """A copy of ``array`` with its layout: carved from the host pool for a plain NumPy array."""
+def _copies(array: object, n: int, pool: _HostPool | None) -> list[object]:
+    """``n`` copies of ``array`` with its layout: for a plain NumPy array, one block carved from the
+    host pool and filled by one broadcast copy; otherwise the array's own ``clone`` or ``copy``."""
     if pool is not None and _pooled(array):
-        return pool.copy_of(array)  # type: ignore[arg-type]
+        return [*pool.copies_of(array, n)]  # type: ignore[arg-type]
     clone = getattr(array, "clone", None)
     if callable(clone):
-        return clone()  # torch keeps the strides of a dense tensor
+        return [clone() for _ in range(n)]  # torch keeps the strides of a dense tensor
     try:
-        return array.copy(order="K")  # type: ignore[attr-defined]
+        return [array.copy(order="K") for _ in range(n)]  # type: ignore[attr-defined]
     except TypeError:  # a copy() without an order
-        return array.copy()  # type: ignore[attr-defined]
+        return [array.copy() for _ in range(n)]  # type: ignore[attr-defined]
 
 
 def _pooled(array: object) -> bool:
@@ -376,14 +404,19 @@ class _HostPool:
             self._buffer.fill(0)  # touched now: page faults are not the kernel's
             self._used = self._start = -self._buffer.ctypes.data % _ALIGN
 
-    def copy_of(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def copies_of(self, array: npt.NDArray[Any], n: int) -> list[npt.NDArray[Any]]:
+        """``n`` copies of ``array``, its layout kept, side by side in the pool (as ``n`` fresh
+        allocations in a row would be)."""
         import numpy as np
 
         assert self._buffer is not None, "reserve() first"
         start = self._used
-        self._used += _padded(array.nbytes)
-        order: Literal["C", "F"] = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
-        raw = self._buffer[start : start + array.nbytes]
-        copy: npt.NDArray[Any] = np.ndarray(array.shape, dtype=array.dtype, buffer=raw, order=order)
-        np.copyto(copy, array)
-        return copy
+        self._used += _padded(array.nbytes * n)
+        raw = self._buffer[start : start + array.nbytes * n]
+        fortran = array.flags.f_contiguous and not array.flags.c_contiguous
+        shape = (n, *array.shape[::-1]) if fortran else (n, *array.shape)
+        block: npt.NDArray[Any] = np.ndarray(shape, dtype=array.dtype, buffer=raw)
+        if fortran:  # each copy Fortran-ordered: the copy's axes reversed
+            block = block.transpose(0, *range(array.ndim, 0, -1))
+        block[...] = array
+        return list(block)
