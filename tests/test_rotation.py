@@ -231,3 +231,33 @@ def test_the_pool_is_reused_and_released() -> None:
     assert rot._HostPool.instance is pool
     rot.release_host_pool()
     assert rot._HostPool.instance is None
+
+
+def test_a_named_tuple_of_arrays_is_rotated_and_keeps_its_type() -> None:
+    from typing import NamedTuple
+
+    class Case(NamedTuple):
+        a: np.ndarray[Any, Any]
+        b: np.ndarray[Any, Any]
+        label: str
+
+    case = Case(np.ones(512), np.zeros(512), "gemm")
+    seen: list[Case] = []
+    r = plan(lambda c: seen.append(c), case, op_bytes=case.a.nbytes + case.b.nbytes)
+    assert isinstance(r, Rotation)
+    r.kernel()
+    r.kernel()
+    assert seen[0].a is case.a  # the caller's own arrays in the first set
+    assert type(seen[1]) is Case
+    assert seen[1].a is not case.a
+    assert seen[1].label == "gemm"
+
+
+def test_other_containers_are_passed_as_they_are() -> None:
+    class Holder(list[object]):  # a subclass may need more than its items to be rebuilt
+        pass
+
+    held = Holder([np.ones(512)])
+    r = plan(lambda h: None, held, op_bytes=4096)
+    assert isinstance(r, NoRotation)
+    assert "no array among the kernel's arguments" in r.reason

@@ -11,7 +11,7 @@ the next copy, so by the time a copy comes round again the cycle has pushed it o
 calls is then k cold calls, and small kernels keep their cheap batched samples.
 
 The arrays are found in the positional arguments, ``kwargs``' values and ``functools.partial``
-arguments (also inside tuples, lists and dicts there): anything with ``__array_interface__``,
+arguments (also inside tuples, named tuples, lists and dicts there): anything with ``__array_interface__``,
 ``__cuda_array_interface__`` or ``__dlpack__`` and a ``copy`` (NumPy, CuPy) or ``clone`` (PyTorch)
 method. The same array in two places is the same copy in each set. A copy keeps the array's
 layout (C or Fortran order); an array that is neither (a strided view) cannot be copied without
@@ -263,9 +263,10 @@ class _Arrays:
                 k: self.scan(v, f"keyword {k!r} of the functools.partial") for k, v in value.keywords.items()
             }
             return _Partial(func, _Sequence(tuple, args), _Dict(keywords))
-        if isinstance(value, (tuple, list)):
-            return _Sequence(type(value), [self.scan(item, f"{where}[{i}]") for i, item in enumerate(value)])
-        if isinstance(value, dict):
+        if isinstance(value, (tuple, list)) and (type(value) in (tuple, list) or _is_namedtuple(value)):
+            items = [self.scan(item, f"{where}[{i}]") for i, item in enumerate(value)]
+            return _Sequence(type(value), items)
+        if type(value) is dict:
             return _Dict({k: self.scan(v, f"{where}[{k!r}]") for k, v in value.items()})
         return _Constant(value)
 
@@ -309,7 +310,8 @@ class _Sequence(_Template):
     items: list[_Template]
 
     def build(self, arrays: Sequence[object]) -> Any:
-        return self.kind(item.build(arrays) for item in self.items)
+        built = [item.build(arrays) for item in self.items]
+        return self.kind._make(built) if hasattr(self.kind, "_make") else self.kind(built)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +320,10 @@ class _Dict(_Template):
 
     def build(self, arrays: Sequence[object]) -> Any:
         return {key: item.build(arrays) for key, item in self.items.items()}
+
+
+def _is_namedtuple(value: object) -> bool:
+    return isinstance(value, tuple) and callable(getattr(type(value), "_make", None))
 
 
 def _is_array(value: object) -> bool:
