@@ -15,8 +15,8 @@
    however short (one cold call spread over k - 1 warm ones would be neither a cold nor a warm
    time); the timer's resolution then shows in the noise, which more samples average out, and the
    cache note says so. With a :class:`~.rotation.Rotation` every call takes the next copy of the
-   arguments, so a batch is k cold calls; its warm-up runs at least one whole cycle of the copies
-   untimed (fresh copies are in the cache).
+   arguments, so a batch is k cold calls (k at most the copies: no window calls one copy twice);
+   its warm-up runs at least one whole cycle of the copies untimed (fresh copies are in the cache).
 3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round,
@@ -247,6 +247,8 @@ def measure(
     )
     warmup_s = backend.clock() - start
     batched = _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
+    if rotation is not None:  # each call of a window on a copy of its own
+        batched = min(batched, rotation.copies)
     # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
     # without them
     k = 1 if setup is not None or flush else batched

@@ -1,0 +1,115 @@
+"""The GPU window rule: no kernel is timed warm unless asked. A cold measurement's window never
+launches twice on one copy of the arguments without a flush between the launches.
+
+A decode GEMV over 32 MiB of weights on an H100 (50 MiB of L2) runs in about 10 µs, so the
+backend would batch it (100 x 0.5 µs of event resolution); batched on one buffer, every launch
+after the first would read its weights from the L2."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from fake_cupy import FakeCupy
+
+from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing.cache import plan_cache
+from pytest_roofline.timing.cuda import CudaBackend
+
+MiB = 2**20
+L2 = 50 * MiB
+
+
+class DeviceBuffer:
+    """A GPU array as the plugin sees one: ``__cuda_array_interface__``, ``nbytes``, ``copy()``."""
+
+    _ids = itertools.count()
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self.id = next(self._ids)
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "version": 3,
+            "data": (0, False),
+        }
+
+    def copy(self, order: str = "K") -> DeviceBuffer:
+        return DeviceBuffer(self.nbytes)
+
+
+def windows(log: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+    """The entries between each start event and its end event, flushes before them included."""
+    out: list[list[tuple[Any, ...]]] = []
+    current: list[tuple[Any, ...]] = []
+    inside = False
+    for entry in log:
+        if entry[0] == "flush":
+            current.append(entry)
+        elif entry[0] == "record":
+            if inside:
+                out.append(current)
+                current = []
+            inside = not inside
+        elif inside and entry[0] == "touch":
+            current.append(entry)
+    return out
+
+
+def reused_without_a_flush(window: list[tuple[Any, ...]]) -> bool:
+    seen: set[int] = set()
+    for entry in window:
+        if entry[0] == "flush":
+            seen.clear()
+        elif entry[1] in seen:
+            return True
+        else:
+            seen.add(entry[1])
+    return False
+
+
+@pytest.mark.parametrize("rotatable", [True, False], ids=["rotated", "captured-by-a-closure"])
+def test_a_cold_window_never_launches_twice_on_one_copy_without_a_flush(
+    monkeypatch: pytest.MonkeyPatch, rotatable: bool
+) -> None:
+    fake = FakeCupy(kernel_ms=0.010).install(monkeypatch)
+    weights = DeviceBuffer(32 * MiB)
+
+    def gemv(w: DeviceBuffer) -> None:
+        fake.log.append(("touch", w.id))
+        fake.kernel()
+
+    fn, args = (gemv, (weights,)) if rotatable else ((lambda: gemv(weights)), ())
+    plan = plan_cache(
+        "cold", Policy(warmup_s=0.0, min_samples=5, max_time_s=0.5), op_bytes=weights.nbytes, llc_bytes=L2,
+        fn=fn, args=args, kwargs=None, setup=None, free_bytes=lambda on_device: 80 * 2**30,
+    )  # fmt: skip
+    m = measure(fn, *args, policy=plan.policy, backend=CudaBackend(), rotation=plan.rotation)
+    sampled = windows(fake.entries("record", "flush", "touch"))[-m.stats.n :]
+    assert sampled
+    assert not any(reused_without_a_flush(w) for w in sampled)
+    if rotatable:  # k calls on k copies: batched, and cold
+        assert (m.cold_method, m.rotation_copies) == ("rotation", 7)  # 4 x 50 MiB over 32 MiB a copy
+        assert 1 < m.calls_per_sample <= 7
+    else:  # one flush and one call per window
+        assert (m.cold_method, m.calls_per_sample) == ("flush", 1)
+        assert all(w[0][0] == "flush" for w in sampled)
+
+
+def test_a_warm_request_is_batched_on_one_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy(kernel_ms=0.010).install(monkeypatch)
+    weights = DeviceBuffer(32 * MiB)
+
+    def gemv(w: DeviceBuffer) -> None:
+        fake.log.append(("touch", w.id))
+        fake.kernel()
+
+    plan = plan_cache(
+        "warm", Policy(warmup_s=0.0, min_samples=5, max_time_s=0.5), op_bytes=weights.nbytes, llc_bytes=L2,
+        fn=gemv, args=(weights,), kwargs=None, setup=None,
+    )  # fmt: skip
+    m = measure(gemv, weights, policy=plan.policy, backend=CudaBackend(), rotation=plan.rotation)
+    assert (m.cache, m.calls_per_sample) == ("warm", 5)  # 100 x 0.5 µs over 10 µs
+    assert fake.count("flush") == 0
