@@ -1,0 +1,67 @@
+"""A GPU's L2 roof, measured: what a warm measurement served by the L2 is judged against.
+
+One kernel reads a buffer of :data:`L2_FILL` x the L2 ``reps`` times over, every thread the same
+elements each time, with ``ld.global.cg`` loads (cached in the L2, not the L1), so that every read
+after the first pass is an L2 hit and no launch gap sits between passes (the Empirical Roofline
+Toolkit's method). H100 and A100 split their L2 into two partitions, and a line may sit in the far
+one: 0.4 of the capacity keeps the buffer within what one SM's side holds. The bytes counted are
+the buffer times the passes; the first pass, from DRAM, makes the figure err low, never high.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_roofline.model import Figure, Source
+from pytest_roofline.timing.base import Policy
+
+#: the buffer fills this share of the L2
+L2_FILL = 0.4
+#: passes over the buffer in one launch: the first one's DRAM reads are a sixty-fourth of the time
+L2_PASSES = 64
+THREADS = 256
+#: blocks per SM: enough warps in flight to cover the L2's latency
+BLOCKS_PER_SM = 8
+
+L2_READ_SOURCE = r"""
+extern "C" __global__ void roofline_l2_read(const float4* __restrict__ buf, unsigned long long n4,
+                                            int passes, float* __restrict__ sink) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (int p = 0; p < passes; ++p) {
+        for (unsigned long long i = first; i < n4; i += stride) {
+            float4 v = __ldcg(buf + i);  /* cached in the L2 only: the L1 would serve the next pass */
+            acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+        }
+    }
+    float total = acc.x + acc.y + acc.z + acc.w;
+    if (total == 1.0f) sink[0] = total;  /* the buffer holds zeros: never written, but the loads stay */
+}
+"""
+
+
+def measure_l2_bandwidth(
+    cupy: Any, backend: Any, *, l2_bytes: int, sms: int, policy: Policy | None = None
+) -> Figure:
+    """The L2's read bandwidth of the GPU ``backend`` times, in bytes/s, as a measured figure."""
+    from pytest_roofline.timing.engine import measure
+
+    n4 = max(int(l2_bytes * L2_FILL) // 16, 1)
+    buffer = cupy.zeros(n4 * 4, dtype=cupy.float32)
+    sink = cupy.zeros(1, dtype=cupy.float32)
+    kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
+    grid, block = (max(sms, 1) * BLOCKS_PER_SM,), (THREADS,)
+    args = (buffer, cupy.uint64(n4), cupy.int32(L2_PASSES), sink)
+
+    def read() -> None:
+        kernel(grid, block, args)
+
+    m = measure(read, policy=policy or Policy(flush=False), backend=backend)
+    nbytes = n4 * 16 * L2_PASSES
+    return Figure(
+        nbytes / m.time_s,
+        Source.MEASURED,
+        f"ld.global.cg of {n4 * 16 / 2**20:.0f} MiB ({L2_FILL:g} of the L2) x {L2_PASSES} passes in one"
+        f" launch, {m.stat} of {m.stats.n} samples",
+    )
