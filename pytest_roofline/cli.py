@@ -209,9 +209,18 @@ def _cpu_line() -> str:
     """What bounds the measured cpu row: its theoretical peak, or why that is unknown."""
     from . import cpupeak
 
+    from .cachelevels import cpu_caches
+
     peak = cpupeak.system_peak()
     limit = f"theoretical peak unknown ({peak})" if isinstance(peak, str) else peak.describe()
-    return f"cpu: measured by `roofline calibrate`; {limit}."
+    line = f"cpu: measured by `roofline calibrate`; {limit}."
+    levels = ", ".join(
+        f"{c.name} {units.binary_bytes(c.size_bytes)}{' per core' if c.per_core else ''}"
+        for c in cpu_caches()
+    )
+    if levels:  # the roofs a warm measurement is judged against
+        line += f"\nthis CPU's cache levels: {levels}; `roofline calibrate` measures their roofs."
+    return line
 
 
 def _visible_key(spec: str) -> str | None:

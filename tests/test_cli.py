@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
@@ -412,3 +413,16 @@ def test_a_warning_is_one_line_on_stderr(
     monkeypatch.setattr(cli, "_ops", ops)
     code, out, err = run(capsys, "ops")
     assert (code, out, err) == (0, "the ops\n", "roofline: warning: cache file corrupt: replaced\n")
+
+
+def test_devices_names_the_cpus_cache_levels(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline import cachelevels
+    from pytest_roofline.cachelevels import CacheInfo
+
+    caches = (CacheInfo(1, 48 * 2**10, True), CacheInfo(3, 32 * 2**20, False))
+    monkeypatch.setattr(cachelevels, "cpu_caches", lambda: caches)
+    out = cli._devices(argparse.Namespace())
+    assert (
+        "\nthis CPU's cache levels: l1 48 KiB per core, l3 32 MiB; `roofline calibrate` measures their roofs.\n"
+        in out
+    )
