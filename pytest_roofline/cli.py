@@ -208,7 +208,6 @@ def _devices(args: argparse.Namespace) -> str:
 def _cpu_line() -> str:
     """What bounds the measured cpu row: its theoretical peak, or why that is unknown."""
     from . import cpupeak
-
     from .cachelevels import cpu_caches
 
     peak = cpupeak.system_peak()
