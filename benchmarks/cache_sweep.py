@@ -96,8 +96,8 @@ def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
         reference = cpu_calibration().probes.get(resource_of(est))
     probe = probe_for(reference) if reference is not None else None
     m = measure(
-        kernel.fn, *kernel.args, kwargs=kernel.kwargs, policy=plan.policy, backend=backend, probe=probe, snapshot=take_snapshot,
-        rotation=plan.rotation,
+        kernel.fn, *kernel.args, kwargs=kernel.kwargs, policy=plan.policy, backend=backend, probe=probe,
+        snapshot=take_snapshot, rotation=plan.rotation,
     )  # fmt: skip
     latency = cpu_latency_floor().floor_s  # the plugin's --roofline-latency-floor on
     return result_of(est, [m], 0.01, reference=reference, peak=cpu_peak(), latency_floor_s=latency)
