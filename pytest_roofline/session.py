@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 #: a probe this much faster than at calibration means the calibration was taken under load
 _STALE_SPEED = 1.3
+#: what is left of a measurement's budget once rotation's copies took the rest: the engine's warm-up
+#: and its three samples then overrun it, as they would any budget too short for them
+_MIN_BUDGET_S = 1e-3
 
 #: attributes of a test report: the records measured in its phase, the device records and (from
 #: a pytest-xdist worker) the notes that are new since the process's previous report
@@ -224,10 +227,13 @@ class RooflineSession:
         from .timing.cache import plan_cache
         from .verdict import Verdict, decide
 
+        planning = backend.clock()
         plan = plan_cache(
             request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
             fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
         )  # fmt: skip
+        # the copies rotation made are part of what the measurement costs: paid from its budget
+        budget_s = max(request.policy.max_time_s - (backend.clock() - planning), _MIN_BUDGET_S)
         if plan.state == "warm":
             est = self._warm_estimate(est, request.device_spec)
         on_cpu = backend.name == "cpu"
@@ -242,7 +248,7 @@ class RooflineSession:
                 est,
                 measure_once,
                 request.min_fraction,
-                budget_s=request.policy.max_time_s,
+                budget_s=budget_s,
                 remeasure=can_fail and self.settings.mode == "enforce",
                 name=request.name,
                 nodeid=item.nodeid,

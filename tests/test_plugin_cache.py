@@ -114,3 +114,30 @@ def test_a_warm_miss_says_which_level_judged_it(rl: pytest.Pytester) -> None:
     result = rl.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*memory-bound at 500 GB/s*warm in L1, judged at 500 GB/s*"])
+
+
+def test_the_copies_are_paid_from_the_measurements_budget(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+        import pytest
+        from conftest import BACKEND
+
+        class SlowToCopy:
+            '''An array whose copies take 0.1 s each on the backend's clock.'''
+
+            __cuda_array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}
+            nbytes = 2**21  # 2 MiB: two sets cycle 4x the fake device's 1 MiB cache
+
+            def copy(self, order="K"):
+                BACKEND.fake_clock.advance(0.1)
+                return SlowToCopy()
+
+        @pytest.mark.fake_time(1e-3)
+        def test_slow_copies(roofline):
+            r = roofline.measure(lambda a: None, SlowToCopy(), op="copy", n=2**17, dtype="fp32")
+            assert (r.measurement.cold_method, r.measurement.rotation_copies) == ("rotation", 2)
+            assert r.measurement.policy.max_time_s == pytest.approx(1.0 - 0.1)  # one copy made
+        """
+    )
+    rl.makeconftest(fake_conftest(extra=LEVELS))
+    rl.runpytest("--roofline-max-time=1").assert_outcomes(passed=1)
