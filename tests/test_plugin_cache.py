@@ -116,6 +116,7 @@ def test_a_warm_miss_says_which_level_judged_it(rl: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*memory-bound at 500 GB/s*warm in L1, judged at 500 GB/s*"])
 
 
+@pytest.mark.usefixtures("small_cycles")
 def test_the_copies_are_paid_from_the_measurements_budget(rl: pytest.Pytester) -> None:
     rl.makepyfile(
         """
