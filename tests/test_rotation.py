@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakes import FakeBackend
+from fakes import FakeBackend, Run
 
 from pytest_roofline.timing import Policy, measure
 from pytest_roofline.timing import rotation as rot
@@ -261,3 +261,32 @@ def test_other_containers_are_passed_as_they_are() -> None:
     r = plan(lambda h: None, held, op_bytes=4096)
     assert isinstance(r, NoRotation)
     assert "no array among the kernel's arguments" in r.reason
+
+
+def test_a_cycle_too_long_to_run_untimed_is_replaced_by_one_flush() -> None:
+    # 86 copies of a 15 ms GEMM would cost 1.3 s untimed: a flush evicts the fresh copies instead
+    x = np.ones(2**12)
+    kernel = Calls()
+    r = plan(kernel, x, llc_bytes=0)
+    assert isinstance(r, Rotation)
+    assert r.copies == 32  # 1 MiB over 32 KiB
+    backend = FakeBackend(15e-3)
+    m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, rotation=r)
+    # two warm-up calls, then the flush (an empty window), then the samples: every one on a copy
+    # untouched since it was made
+    assert m.warmup_calls == 2
+    assert backend.events[:4] == ["window", "window", "flush", "window"]
+    assert backend.runs[2] == Run(1, 1, True)
+    assert m.cache_note.endswith("; a flush instead of the untimed first cycle (too long)")
+    sampled = kernel.seen[2 : 2 + m.stats.n]
+    assert len({call[0] for call in sampled}) == len(sampled)  # no copy twice before a cycle passed
+
+
+def test_a_short_cycle_runs_untimed_in_full() -> None:
+    x = np.ones(2**12)
+    r = plan(Calls(), x, llc_bytes=0)
+    assert isinstance(r, Rotation)
+    backend = FakeBackend(1e-6)  # 32 calls of 1 µs: far below a tenth of the budget
+    m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, rotation=r)
+    assert m.warmup_calls >= r.copies
+    assert "flush" not in backend.events

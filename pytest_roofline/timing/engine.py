@@ -77,6 +77,9 @@ ColdMethod = Literal["rotation", "flush", "past-cache"]
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
+#: rotation's untimed cycle runs in full when it costs at most this share of the time budget; past
+#: it, a flush evicts the fresh copies instead (it costs a pass over twice the cache)
+CYCLE_SHARE = 0.1
 #: ``policy.min_time_s`` holds for kernels whose median call takes at least this long
 MIN_TIME_FROM_S = 10e-6
 DEFAULT_POLICY = Policy()
@@ -242,11 +245,9 @@ def measure(
     # the flush is the cold method only without copies to rotate through
     flush = policy.flush and rotation is None
     start = backend.clock()
-    warmup_calls, per_call_s, cost_s = _warm_up(
-        backend, call, policy, cycle=rotation.copies if rotation else 0
-    )
+    warm = _warm_up(backend, call, policy, cycle=rotation.copies if rotation else 0)
     warmup_s = backend.clock() - start
-    batched = _calls_per_sample(per_call_s, backend.resolution_s, policy.batch_factor)
+    batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
     if rotation is not None:  # each call of a window on a copy of its own
         batched = min(batched, rotation.copies)
     # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
@@ -254,7 +255,7 @@ def measure(
     k = 1 if setup is not None or flush else batched
     sampler = _Sampler(backend, call, policy, k, flush, probe, budget_start=start, cold=rotation is not None)
     before = snapshot() if snapshot is not None else None
-    samples, stats, reason = sampler.run(max(per_call_s, cost_s))
+    samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s))
     readings = sampler.readings()
     contention = None
     if snapshot is not None and before is not None:
@@ -270,14 +271,21 @@ def measure(
         stat=policy.stat,
         time_s=stats.value(policy.stat),
         wall_s=backend.clock() - start,
-        warmup_calls=warmup_calls,
+        warmup_calls=warm.calls,
         warmup_s=warmup_s,
         backend=backend.name,
         device=backend.device_name,
         flushed=flush,
         stop_reason=reason,
         policy=policy,
-        cache_note=_cache_note(policy, k, setup=setup is not None, rotation=rotation, unbatched=batched),
+        cache_note=_cache_note(
+            policy,
+            k,
+            setup=setup is not None,
+            rotation=rotation,
+            unbatched=batched,
+            cycle_flushed=warm.flushed_for_cycle,
+        ),
         probe=sampler.probe_run(),
         contention=contention,
         excluded=len(samples) - sampler.transient - stats.n,
@@ -337,12 +345,19 @@ def _short(value: object) -> str:
 
 
 def _cache_note(
-    policy: Policy, k: int, *, setup: bool = False, rotation: Rotation | None = None, unbatched: int = 1
+    policy: Policy,
+    k: int,
+    *,
+    setup: bool = False,
+    rotation: Rotation | None = None,
+    unbatched: int = 1,
+    cycle_flushed: bool = False,
 ) -> str:
     """How the cache was kept, in words: ``cold by rotation over 8 copies ...``, ``warm: ...``."""
     if rotation is not None:
         batch = f"; {k} calls per sample" if k > 1 else ""
-        return f"{rotation.describe()}{batch}"
+        first = "; a flush instead of the untimed first cycle (too long)" if cycle_flushed else ""
+        return f"{rotation.describe()}{batch}{first}"
     if policy.flush:
         if setup:
             note = "cold: setup, then a cache flush, before every call (one call per sample)"
@@ -486,11 +501,25 @@ class _Call:
         return tuple(made[0]), made[1]
 
 
-def _warm_up(backend: Backend, call: _Call, policy: Policy, *, cycle: int = 0) -> tuple[int, float, float]:
+@dataclass(frozen=True, slots=True)
+class _WarmUp:
+    """What the warm-up did: calls, the per-call estimate, a call's wall cost in the last round, and
+    whether a flush stood in for the rest of rotation's untimed cycle."""
+
+    calls: int
+    per_call_s: float
+    cost_s: float
+    flushed_for_cycle: bool = False
+
+
+def _warm_up(backend: Backend, call: _Call, policy: Policy, *, cycle: int = 0) -> _WarmUp:
     """Run the warm-up rounds; return the calls made, the per-call estimate in seconds, and what a
     call cost in wall time in the last round (setup and the backend's bookkeeping included).
 
-    ``cycle``: the rotation's copies, each called at least once here (fresh copies are in the cache).
+    ``cycle``: the rotation's copies, each called once here, untimed: fresh copies are in the cache.
+    Where the rest of that cycle would cost more than :data:`CYCLE_SHARE` of the time budget (86
+    copies of a 15 ms GEMM), one flush evicts what the copies left in the cache instead: the calls
+    after it take copies untouched since they were made.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if cycle > policy.warmup_calls:
@@ -510,7 +539,17 @@ def _warm_up(backend: Backend, call: _Call, policy: Policy, *, cycle: int = 0) -
             largest, per_call_s = size, window / size
         elapsed = backend.clock() - start
         if rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s:
-            return calls, per_call_s, cost_s
+            return _WarmUp(calls, per_call_s, cost_s)
+        if (
+            rounds > 1
+            and calls < cycle
+            and (cycle - calls) * max(per_call_s, cost_s) > CYCLE_SHARE * policy.max_time_s
+        ):
+            _run(backend, _nothing, (), calls=1, samples=1, flush=True)
+            cycle = 0
+            policy = dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
+            if elapsed >= policy.warmup_s:
+                return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle=True)
         if rounds > 1:
             size *= 2
             per_call_cost = max(per_call_s, cost_s)
@@ -518,6 +557,10 @@ def _warm_up(backend: Backend, call: _Call, policy: Policy, *, cycle: int = 0) -
                 # never run much past the warm-up time: a 2 s kernel warms up in 2 calls
                 size = min(size, _ceil((policy.warmup_s - elapsed) / per_call_cost))
             size = max(size, policy.warmup_calls - calls, 1)
+
+
+def _nothing() -> None:
+    """What a window holds when only its flush is wanted."""
 
 
 def _calls_per_sample(per_call_s: float, resolution_s: float, batch_factor: float) -> int:
