@@ -290,3 +290,10 @@ def test_a_short_cycle_runs_untimed_in_full() -> None:
     m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, rotation=r)
     assert m.warmup_calls >= r.copies
     assert "flush" not in backend.events
+
+
+def test_a_few_bytes_would_need_too_many_copies_and_are_flushed_instead() -> None:
+    r = plan(lambda a: None, np.ones(2), llc_bytes=32 * MiB)  # 16 bytes a set; 8M sets for 4x the cache
+    assert isinstance(r, NoRotation)
+    assert r.reason == "262144 copies, too few to cycle through 2x the 32 MiB cache in sets of 16 B"
+    assert isinstance(plan(lambda a: None, np.ones(0)), NoRotation)  # no bytes at all

@@ -56,6 +56,9 @@ MAX_ROTATION_BYTES = 2**30
 MAX_FREE_SHARE = 0.10
 #: the arrays rotated must hold at least this share of the op's bytes, or the rest is out of reach
 MIN_VISIBLE_SHARE = 0.5
+#: at most this many argument sets (each a few Python objects): a kernel of a few bytes would
+#: need millions to cycle through the cache, and is flushed instead
+MAX_COPIES = 1 << 18
 #: host copies start on this boundary (a cache line), as a fresh allocation would
 _ALIGN = 64
 
@@ -112,6 +115,8 @@ def plan_rotation(
     if not found.arrays:
         return NoRotation("no array among the kernel's arguments (a closure or lambda keeps its own)")
     set_bytes = sum(found.sizes)
+    if set_bytes == 0:
+        return NoRotation("the kernel's arrays hold no bytes")
     if found.used_bytes < MIN_VISIBLE_SHARE * op_bytes:  # an array passed twice counts twice, as in the op
         from pytest_roofline.units import binary_bytes
 
@@ -122,14 +127,18 @@ def plan_rotation(
     cap = memory_cap(found.on_device, free_bytes or free_memory)
     # the cycle aims at CYCLE_MULTIPLE x the cache, within what memory allows; a cycle of less than
     # MIN_CYCLE_MULTIPLE x the cache would find its copies still there when they come round again
-    wanted = math.ceil(cycle_target(llc_bytes) / max(set_bytes, 1))
-    copies = max(2, min(wanted, cap // max(set_bytes, 1) + 1))  # the caller's own set is no new memory
+    wanted = math.ceil(cycle_target(llc_bytes) / set_bytes)
+    # the caller's own set is no new memory
+    copies = max(2, min(wanted, cap // set_bytes + 1, MAX_COPIES))
     if (copies - 1) * set_bytes > cap or copies * set_bytes < MIN_CYCLE_MULTIPLE * (llc_bytes or 0):
         from pytest_roofline.units import binary_bytes
 
+        limit = (
+            f"{MAX_COPIES} copies" if copies == MAX_COPIES else f"memory allows {binary_bytes(cap)} of copies"
+        )
         return NoRotation(
-            f"memory allows {binary_bytes(cap)} of copies, too few to cycle through {MIN_CYCLE_MULTIPLE}x"
-            f" the {binary_bytes(llc_bytes or 0)} cache in sets of {binary_bytes(set_bytes)}"
+            f"{limit}, too few to cycle through {MIN_CYCLE_MULTIPLE}x the {binary_bytes(llc_bytes or 0)} cache"
+            f" in sets of {binary_bytes(set_bytes)}"
         )
     pooled = [size for array, size in zip(found.arrays, found.sizes, strict=True) if _pooled(array)]
     pool = _HostPool.get() if pooled else None
@@ -197,12 +206,15 @@ def free_memory(on_device: bool) -> int | None:
             return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (AttributeError, OSError, ValueError):
             return None
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        return int(cupy.cuda.runtime.memGetInfo()[0])
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        return int(torch.cuda.mem_get_info()[0])
+    try:  # the framework the arrays came from is loaded already; a driver that fails is "unknown"
+        cupy = sys.modules.get("cupy")
+        if cupy is not None:
+            return int(cupy.cuda.runtime.memGetInfo()[0])
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            return int(torch.cuda.mem_get_info()[0])
+    except Exception:  # CUDA's and the frameworks' own error types
+        return None
     return None
 
 
