@@ -136,8 +136,9 @@ def plan_rotation(
         limit = (
             f"{MAX_COPIES} copies" if copies == MAX_COPIES else f"memory allows {binary_bytes(cap)} of copies"
         )
+        cache = binary_bytes(llc_bytes or 0)
         return NoRotation(
-            f"{limit}, too few to cycle through {MIN_CYCLE_MULTIPLE}x the {binary_bytes(llc_bytes or 0)} cache"
+            f"{limit}, too few to cycle through {MIN_CYCLE_MULTIPLE}x the {cache} cache"
             f" in sets of {binary_bytes(set_bytes)}"
         )
     pooled = [size for array, size in zip(found.arrays, found.sizes, strict=True) if _pooled(array)]
