@@ -33,8 +33,8 @@ from pathlib import Path
 from .model import Figure, MemoryLevel, Source
 
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
-#: buffers fill these shares of a level: below LEVEL_FILL, so the level holds them with the rest
-FILLS = (0.25, 0.5)
+#: buffers fill these shares of a level (below LEVEL_FILL: the level holds them with the rest)
+FILLS = (0.5, 0.7)
 #: no measuring buffer is larger than this, whatever the level (a 504 MiB L3 shared by a host's
 #: cores is measured in its first 64 MiB)
 MAX_BUFFER_BYTES = 64 * 2**20
