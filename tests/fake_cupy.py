@@ -35,7 +35,8 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 ``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
 ``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
-GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), any other is a kernel;
+GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), ``roofline_delay`` is
+logged ``("delay", stream, ns)`` (it spins, then returns), any other is a kernel;
 ``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
 ``runtime.hostAllocMapped``.
 
@@ -211,7 +212,8 @@ class FakeGraph:
             f' | fake_kernel\\<\\<\\<1,128,0\\>\\>\\>}}\n}}"];\n'
             for i in range(self.kernels)
         )
-        return f'digraph dot {{\nsubgraph cluster_1 {{\nlabel="graph_1" graph[style="dashed"];\n{nodes}}}\n}}\n'
+        head = 'digraph dot {\nsubgraph cluster_1 {\nlabel="graph_1" graph[style="dashed"];\n'
+        return f"{head}{nodes}}}\n}}\n"
 
 
 class FakeStream:
@@ -621,6 +623,10 @@ class FakeCupy:
                 stream: FakeStream | None = None,
             ) -> None:
                 target = stream if stream is not None else world.current_stream
+                if self.name == "roofline_delay":  # spins a while on the GPU, then returns
+                    world.load(f"raw:{self.name}")
+                    world.enqueue(("delay", target.name, int(args[0])), launch=True)
+                    return
                 if self.name != "roofline_block":
                     world.launch(target, f"raw:{self.name}")
                     return

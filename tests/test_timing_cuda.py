@@ -24,6 +24,13 @@ REPO = Path(__file__).resolve().parents[1]
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 
+@pytest.fixture(autouse=True)
+def _unheld(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows, flushes, streams and graphs here, unheld: the blocker and its probes have their own
+    tests (``test_timing_cuda_streams.py``, ``test_timing_cuda_gpu_rules.py``)."""
+    monkeypatch.setattr(cuda, "_default_block", "off")
+
+
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
     return FakeCupy().install(monkeypatch)

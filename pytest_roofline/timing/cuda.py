@@ -54,8 +54,9 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_roofline.devices import DeviceError, DeviceProperties, from_properties
@@ -65,12 +66,15 @@ from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.latency import LatencyFloor
 
 __all__ = [
+    "BLOCK_SETTINGS",
     "BLOCK_TIMEOUT_S",
     "EVENT_RESOLUTION_S",
-    "MAX_BLOCKED_CALLS",
+    "MAX_HELD_CALLS",
     "MIN_FLUSH_BYTES",
+    "PROFILER_ENVIRONMENT",
     "CudaBackend",
     "CupyInstallError",
+    "blocking_environment",
     "cuda_device",
     "device_count",
     "device_properties",
@@ -97,9 +101,36 @@ MATMUL_N = 4096
 #: the blocking kernel gives up holding a stream after this long (a kernel that synchronizes
 #: while its window is queued would otherwise wait for it forever)
 BLOCK_TIMEOUT_S = 10.0
-#: windows of more calls than this are not held: the driver's launch queue is finite, and a host
-#: blocked on a full queue behind a held stream would wait out the timeout
-MAX_BLOCKED_CALLS = 256
+#: calls queued behind one hold: the rest of a longer window is queued after the release, while the
+#: GPU works through these. The driver's launch queue is finite (about a thousand entries), and a
+#: host blocked in a launch behind a held stream waits out the timeout; nvbench holds 2 launches of
+#: a hot batch (``measure_hot.cuh``: "Limit the number of kernel executions while blocked to
+#: prevent deadlocks"). 32 calls of up to 30 launches each fit.
+MAX_HELD_CALLS = 32
+#: what ``block=`` (``--roofline-cuda-block``) takes: ``auto`` holds what is safe to hold, ``on``
+#: holds every sampling window after a kernel's first call, ``off`` holds nothing
+BLOCK_SETTINGS = ("auto", "on", "off")
+#: environment variables that profilers and sanitizers set in the process they run: CUDA's injection
+#: hook (nsys, ncu, compute-sanitizer and CUPTI tools), Nsight Systems' session, Nsight Compute's
+#: PerfWorks directory, compute-sanitizer's port range, Nsight's transport (the set FlashMLA's
+#: ``tests/kernelkit/utils.py`` and GROMACS' ``gpu_utils.cu`` test). Under them a launch may be
+#: serialized or replayed, and the blocker's own launch would wait out its timeout (nvbench#45).
+PROFILER_ENVIRONMENT = (
+    "CUDA_INJECTION64_PATH",
+    "NSYS_PROFILING_SESSION_ID",
+    "NV_COMPUTE_PROFILER_PERFWORKS_DIR",
+    "NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN",
+    "NV_NSIGHT_INJECTION_TRANSPORT_TYPE",
+)
+#: ``auto`` proves a kernel asynchronous before holding it: an unheld window starts behind a kernel
+#: that spins this long on the GPU, and an event after it still pending when the window's calls
+#: have returned means they did not wait for the GPU
+PROBE_DELAY_S = 2e-3
+#: unheld windows probed per kernel before ``auto`` stops trying (a first call that compiles
+#: outlasts the probe without synchronizing; one that synchronizes every time never passes)
+PROBE_TRIES = 3
+#: kernels whose probe results a backend remembers
+_MAX_KERNELS = 4096
 
 _LEGACY_STREAM_PTRS = (0, 1)  # cudaStreamLegacy: cannot be captured into a graph
 
@@ -202,13 +233,20 @@ class CudaBackend:
     allocates with ``cudaMalloc`` or calls a library that refuses capture) is a RuntimeError that
     says so. In a pytest run, serve such a backend from the ``pytest_roofline_backend`` hook.
 
-    ``block=True`` (the default on CUDA; ROCm has no ``%globaltimer``): before each window's start
-    event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host memory,
-    and the host releases it once the window's calls and end event are queued (nvbench's
-    ``blocking_kernel``), so the window times the GPU's work, not the host's launch rate. The
-    flush stays before the hold, outside the window. Windows of more than
-    :data:`MAX_BLOCKED_CALLS` calls are not held. A hold lasting ``block_timeout_s`` gives up (a
-    kernel that synchronized while queued) and the run raises instead of returning those times.
+    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None: the
+    session's ``--roofline-cuda-block``, :func:`set_default_block`): before a sampling window's
+    start event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host
+    memory, and the host releases it once the window's first :data:`MAX_HELD_CALLS` calls are
+    queued (nvbench's ``blocking_kernel``), so the window times the GPU's work, not the host's
+    launch rate. The flush stays before the hold, outside the window. A first call is never held
+    (it may load a module or grow the memory pool, both of which synchronize), nor is a window of
+    one sample (the engine's warm-up rounds, and every call with ``setup``). The blocker itself is
+    launched once, unheld, when the backend is built. ``auto`` holds nothing under
+    ``CUDA_LAUNCH_BLOCKING=1`` or a profiler or sanitizer (:data:`PROFILER_ENVIRONMENT`), and holds
+    a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
+    every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
+    A hold lasting ``block_timeout_s`` gives up: ``auto`` then times that kernel unheld, ``on``
+    raises.
     """
 
     name = "cuda"
@@ -220,7 +258,7 @@ class CudaBackend:
         stream: object | None = None,
         flush_bytes: int | None = None,
         graph: bool = False,
-        block: bool = True,
+        block: bool | str | None = None,
         block_timeout_s: float = BLOCK_TIMEOUT_S,
     ) -> None:
         self._cupy = _require_device(device)
@@ -228,9 +266,9 @@ class CudaBackend:
             not isinstance(flush_bytes, int) or isinstance(flush_bytes, bool) or flush_bytes < 1
         ):
             raise ValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
-        for flag, value in (("graph", graph), ("block", block)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{flag} must be True or False; got {value!r}")
+        if not isinstance(graph, bool):
+            raise ValueError(f"graph must be True or False; got {graph!r}")
+        block_mode = check_block(_default_block if block is None else block)
         check_positive("block_timeout_s", block_timeout_s)
         props = device_properties(device)
         self.device = device
@@ -239,7 +277,7 @@ class CudaBackend:
         self.resolution_s = EVENT_RESOLUTION_S
         self.flush_bytes = flush_bytes or max(2 * props.l2_bytes, MIN_FLUSH_BYTES)
         self.graph = graph
-        self.block = block and props.kind != "rocm"
+        self.block_mode = block_mode
         self.block_timeout_s = float(block_timeout_s)
         if graph:
             self._check_graph_support(props)
@@ -252,6 +290,43 @@ class CudaBackend:
         self._flush_buffer: Any = None
         self._flush_value = 0
         self._blocker: _Blocker | None = None
+        #: what the probes said of each kernel: (fn, *args) ids -> _ASYNC, _SYNCS or tries so far
+        self._kernels: dict[tuple[int, ...], int] = {}
+        #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
+        self.last_graph_kernels: int | None = None
+        self.last_graph_nodes: int | None = None
+        if self.block:
+            self._holder()  # built and launched once, unheld: its module loads outside any window
+
+    @property
+    def block(self) -> bool:
+        """Whether this backend holds windows at all, under its setting and the environment now."""
+        return not self.block_note
+
+    @property
+    def block_note(self) -> str:
+        """Why no window is held ("" when they may be)."""
+        if self.properties.kind == "rocm":
+            return "ROCm: the blocking kernel needs %globaltimer"
+        if self.block_mode == "off":
+            return "block off"
+        if self.block_mode == "auto":
+            return blocking_environment() or ""
+        return ""
+
+    @contextmanager
+    def blocking(self, setting: bool | str | None) -> Iterator[CudaBackend]:
+        """Use ``block=setting`` inside the block (``None`` changes nothing), as :meth:`on_stream` does."""
+        if setting is None:
+            yield self
+            return
+        saved, self.block_mode = self.block_mode, check_block(setting)
+        try:
+            if self.block:
+                self._holder()
+            yield self
+        finally:
+            self.block_mode = saved
 
     @contextmanager
     def on_stream(self, stream: object | None) -> Iterator[CudaBackend]:
@@ -283,38 +358,116 @@ class CudaBackend:
     ) -> list[float]:
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         check_window_counts(calls, samples)
-        cuda = self._cupy.cuda
         with using_device(self.device):
             stream, torch_stream = self._timing_streams()
-            blocker = self._holder() if calls <= MAX_BLOCKED_CALLS else None
             with stream, torch_stream:
                 graph = self._capture(fn, args, calls, stream) if self.graph else None
-                if blocker is not None:
-                    blocker.arm()
-                pairs = []
-                for _ in range(samples):
-                    if flush:
-                        self._flush(stream)
-                    start, end = cuda.Event(), cuda.Event()
-                    if blocker is not None:
-                        blocker.hold(stream)
-                    try:
-                        start.record(stream)
-                        if graph is None:
-                            for _ in range(calls):
-                                fn(*args)
-                        else:
-                            graph.launch(stream)
-                        end.record(stream)
-                    finally:
-                        if blocker is not None:
-                            blocker.release()
-                    pairs.append((start, end))
-            # one host sync for every window: they were queued in order on this one stream
-            pairs[-1][1].synchronize()
+                key = _kernel_key(fn, args)
+                blocker = self._holder() if self._may_hold(key, samples) else None
+                try:
+                    return self._windows(fn, args, calls, samples, flush, stream, graph, blocker, key)
+                except _HoldTimedOut:
+                    if self.block_mode != "auto":
+                        raise RuntimeError(_timeout_message(self.block_timeout_s)) from None
+                    # auto: this kernel waited for the GPU while held; time it unheld from now on
+                    self._kernels[key] = _SYNCS
+                    return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
+
+    def _windows(
+        self,
+        fn: Kernel,
+        args: Sequence[object],
+        calls: int,
+        samples: int,
+        flush: bool,
+        stream: Any,
+        graph: Any,
+        blocker: _Blocker | None,
+        key: tuple[int, ...],
+    ) -> list[float]:
+        """``samples`` windows queued back to back, held by ``blocker`` (or one probed, unheld), and
+        one host sync."""
+        __tracebackhide__ = True
+        cuda = self._cupy.cuda
+        probe = self._probe_wanted(key) if blocker is None else False
+        if blocker is not None:
+            blocker.arm()
+        held = min(calls, MAX_HELD_CALLS) if graph is None else calls
+        pairs = []
+        for index in range(samples):
+            if flush:
+                self._flush(stream)
+            start, end = cuda.Event(), cuda.Event()
+            marker = None
+            if probe and index == 0:
+                marker = self._start_probe(stream)
             if blocker is not None:
-                blocker.check()
-            return [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
+                blocker.hold(stream)
+            try:
+                start.record(stream)
+                if graph is None:
+                    for _ in range(held):
+                        fn(*args)
+                    if blocker is not None and calls > held:
+                        blocker.release()  # the GPU works through the held calls while the rest queue
+                    for _ in range(calls - held):
+                        fn(*args)
+                else:
+                    graph.launch(stream)
+                end.record(stream)
+            finally:
+                if blocker is not None:
+                    blocker.release()
+            if marker is not None:
+                self._end_probe(key, marker)
+            pairs.append((start, end))
+        # one host sync for every window: they were queued in order on this one stream
+        pairs[-1][1].synchronize()
+        if blocker is not None and blocker.timed_out():
+            raise _HoldTimedOut
+        return [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
+
+    # -- which windows are held ------------------------------------------------------------------
+
+    def _may_hold(self, key: tuple[int, ...], samples: int) -> bool:
+        """Only sampling windows (a run of several samples: the engine's warm-up rounds are runs of
+        one), and only a kernel called before (its first call may load a module or grow the pool);
+        under ``auto`` only one proved asynchronous."""
+        if samples < 2 or not self.block:
+            return False
+        state = self._kernels.get(key)
+        if self.block_mode == "on":
+            return state is not None
+        return state == _ASYNC
+
+    def _probe_wanted(self, key: tuple[int, ...]) -> bool:
+        """Whether this unheld run should prove the kernel asynchronous (and remember it was seen)."""
+        state = self._kernels.get(key)
+        if state is None:
+            if len(self._kernels) >= _MAX_KERNELS:
+                self._kernels.pop(next(iter(self._kernels)))
+            self._kernels[key] = state = 0
+        return self.block and self.block_mode == "auto" and 0 <= state < PROBE_TRIES
+
+    def _start_probe(self, stream: Any) -> _Probe:
+        blocker = self._holder()
+        blocker.delay(stream, PROBE_DELAY_S)
+        return _Probe(stream.record(), time.perf_counter())
+
+    def _end_probe(self, key: tuple[int, ...], probe: _Probe) -> None:
+        """Still spinning when the calls returned: they did not wait for the GPU. Done: they waited,
+        or the host took longer than the delay (a first call that compiles); try again later."""
+        if not probe.marker.done:
+            self._kernels[key] = _ASYNC
+            return
+        tries = self._kernels.get(key, 0) + 1
+        self._kernels[key] = tries if tries < PROBE_TRIES else _SYNCS
+
+    def synchronizes(self, fn: Kernel, args: Sequence[object] = ()) -> bool | None:
+        """What the probes found of ``fn(*args)``: True (it waited for the GPU every time it was
+        probed), False (it did not), None (not known yet)."""
+        state = self._kernels.get(_kernel_key(fn, args))
+        return True if state == _SYNCS else False if state == _ASYNC else None
 
     def _wrap(self, stream: object) -> Any:
         with using_device(self.device):
@@ -347,11 +500,16 @@ class CudaBackend:
         return stream, torch_cuda.stream(self._torch_view(torch_cuda, stream))
 
     def _private_stream(self, current: Any) -> Any:
-        """Graph mode's own non-blocking stream, ordered after ``current``'s queued work."""
+        """Graph mode's own *blocking* stream, ordered after ``current``'s queued work.
+
+        Blocking, so that a launch on the legacy default stream during the capture is an error
+        (``cudaErrorStreamCaptureImplicit``: the legacy stream would depend on a capturing blocking
+        stream) rather than run eagerly and be missing from the graph, as it is beside a
+        non-blocking capture stream (CUDA Programming Guide, stream capture and the legacy stream).
+        """
         if self._capture_stream is None:
-            self._capture_stream = self._cupy.cuda.Stream(non_blocking=True)
-        # a non-blocking stream does not wait for the legacy default stream, where the inputs were
-        # likely written: order it after the current stream's queued work, without a host sync
+            self._capture_stream = self._cupy.cuda.Stream(non_blocking=False)
+        # order it after the current stream's queued work (PyTorch's may be a side stream), no host sync
         self._capture_stream.wait_event(current.record())
         return self._capture_stream
 
@@ -365,11 +523,11 @@ class CudaBackend:
             self._torch_views[stream.ptr] = view
         return view
 
-    def _holder(self) -> _Blocker | None:
-        if not self.block:
-            return None
+    def _holder(self) -> _Blocker:
         if self._blocker is None:
-            self._blocker = _Blocker(self._cupy, self.block_timeout_s)
+            with using_device(self.device):
+                self._blocker = _Blocker(self._cupy, self.block_timeout_s)
+                self._blocker.warm(self._cupy.cuda.get_current_stream())
         return self._blocker
 
     def _capture(self, fn: Kernel, args: Sequence[object], calls: int, stream: Any) -> Any:
@@ -390,6 +548,9 @@ class CudaBackend:
             graph = stream.end_capture()
         except Exception as exc:
             raise RuntimeError(_capture_message(fn, exc)) from exc
+        self.last_graph_kernels, self.last_graph_nodes = _graph_nodes(graph)
+        if self.last_graph_nodes == 0:
+            raise RuntimeError(_escape_message(fn, calls))
         # the first launch pays for uploading the graph: keep it out of every timed window
         graph.launch(stream)
         return graph
@@ -410,10 +571,11 @@ class CudaBackend:
             raise RuntimeError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
 
 
-#: spins until the host writes a release count >= ``ticket`` into ``flags[0]``, or ``timeout_ns``
-#: pass on the GPU's global timer; then it writes its ticket to ``flags[1]`` (nvbench's
-#: blocking_kernel, with a count instead of a 0/1 flag: windows are queued back to back, so the
-#: host never resets the flag under a kernel that has not seen it yet)
+#: ``roofline_block`` spins until the host writes a release count >= ``ticket`` into ``flags[0]``,
+#: or ``timeout_ns`` pass on the GPU's global timer; then it writes its ticket to ``flags[1]``
+#: (nvbench's blocking_kernel, with a count instead of a 0/1 flag: windows are queued back to back,
+#: so the host never resets the flag under a kernel that has not seen it yet). ``roofline_delay``
+#: spins ``delay_ns`` and returns: the probe of a kernel's first windows, which cannot deadlock.
 _BLOCK_SOURCE = r"""
 extern "C" __global__ void roofline_block(unsigned long long flags, long long ticket,
                                           unsigned long long timeout_ns) {
@@ -429,12 +591,20 @@ extern "C" __global__ void roofline_block(unsigned long long flags, long long ti
         }
     }
 }
+
+extern "C" __global__ void roofline_delay(unsigned long long delay_ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < delay_ns);
+}
 """
 _EMPTY_SOURCE = 'extern "C" __global__ void roofline_empty() {}'
 
 
 class _Blocker:
-    """The blocking kernel and its two counters in mapped pinned host memory."""
+    """The blocking and delay kernels, and two counters in mapped pinned host memory."""
 
     def __init__(self, cupy: Any, timeout_s: float) -> None:
         import numpy
@@ -447,8 +617,17 @@ class _Blocker:
         self._timed_out = ctypes.c_int64.from_address(ptr + 8)
         self._released.value = self._timed_out.value = 0
         self._kernel = cupy.RawKernel(_BLOCK_SOURCE, "roofline_block")
+        self._delay = cupy.RawKernel(_BLOCK_SOURCE, "roofline_delay")
         self._timeout_s = timeout_s
         self._ticket = 0
+
+    def warm(self, stream: Any) -> None:
+        """Launch both kernels once, released before they start (ticket 0, no delay): their modules
+        load now, unheld, not on the first held window (lazy loading may synchronize; nvbench's
+        ``measure_cold`` does the same before its warm-up run)."""
+        np = self._numpy
+        self._kernel((1,), (1,), (np.uint64(self._ptr), np.int64(0), np.uint64(0)), stream=stream)
+        self._delay((1,), (1,), (np.uint64(0),), stream=stream)
 
     def arm(self) -> None:
         """Before a run's windows: forget an earlier run's timeout."""
@@ -460,18 +639,109 @@ class _Blocker:
         args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
         self._kernel((1,), (1,), args, stream=stream)
 
+    def delay(self, stream: Any, seconds: float) -> None:
+        self._delay((1,), (1,), (self._numpy.uint64(int(seconds * 1e9)),), stream=stream)
+
     def release(self) -> None:
         self._released.value = self._ticket
 
-    def check(self) -> None:
-        """After the run's host sync: a hold that timed out means the windows' times are not the kernel's."""
-        if self._timed_out.value:
-            raise RuntimeError(
-                f"the blocking kernel held the timing stream for {self._timeout_s:g} s and gave up: while"
-                " a window was queued the host waited for the GPU (a kernel that synchronizes, e.g."
-                " .get(), .item() or a device-wide sync, or more launches than the driver queues), so"
-                " this run's times are not the kernel's; time it with CudaBackend(block=False)"
-            )
+    def timed_out(self) -> bool:
+        """After the run's host sync: whether a hold gave up (the windows' times are not the kernel's)."""
+        return bool(self._timed_out.value)
+
+
+class _HoldTimedOut(Exception):
+    """A held window's host waited for the GPU until the blocking kernel gave up."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    marker: Any  # an event recorded right after the delay kernel
+    t0: float
+
+
+#: a kernel's state in CudaBackend._kernels besides 0..PROBE_TRIES - 1 (probes that could not tell)
+_ASYNC = -1
+_SYNCS = -2
+
+_default_block = "auto"
+
+
+def check_block(setting: object) -> str:
+    """``block=`` as one of :data:`BLOCK_SETTINGS` (True is ``on``, False ``off``); ValueError otherwise."""
+    if setting is True:
+        return "on"
+    if setting is False:
+        return "off"
+    if isinstance(setting, str) and setting in BLOCK_SETTINGS:
+        return setting
+    raise ValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
+
+
+def set_default_block(setting: str) -> None:
+    """What ``block=None`` means in this process: the session's ``--roofline-cuda-block``, so that
+    the latency floor and calibration follow it too."""
+    global _default_block
+    _default_block = check_block(setting)
+
+
+def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the blocker must stay off in this process's environment, or None: under
+    ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own
+    launch would wait out its timeout (nvbench#45); a profiler or sanitizer serializes launches."""
+    env = os.environ if environ is None else environ
+    value = env.get("CUDA_LAUNCH_BLOCKING", "").strip()
+    if value not in ("", "0"):
+        return f"CUDA_LAUNCH_BLOCKING={value}: every launch is synchronous"
+    for name in PROFILER_ENVIRONMENT:
+        if env.get(name):
+            return f"{name} is set: a profiler or sanitizer (nsys, ncu, compute-sanitizer) is attached"
+    return None
+
+
+def _kernel_key(fn: Kernel, args: Sequence[object]) -> tuple[int, ...]:
+    """A kernel call by identity: the function and its arguments (new arrays may grow the pool). A
+    bound method is a new object at each attribute access: it is known by its object and function."""
+    function, owner = getattr(fn, "__func__", None), getattr(fn, "__self__", None)
+    head = (id(owner), id(function)) if function is not None else (id(fn),)
+    return (*head, *map(id, args))
+
+
+def _timeout_message(timeout_s: float) -> str:
+    return (
+        f"the blocking kernel held the timing stream for {timeout_s:g} s and gave up: while a window"
+        " was queued the host waited for the GPU (a kernel that synchronizes, e.g. .get(), .item() or"
+        " a device-wide sync), so this run's times are not the kernel's; time it unheld with"
+        ' --roofline-cuda-block=off, or block="off" in its marker or roofline(...) call'
+        ' (CudaBackend(block="off")), or let --roofline-cuda-block=auto find out'
+    )
+
+
+_NODE = re.compile(r'"graph_\d+_node_\d+"\s*\[')
+
+
+def _graph_nodes(graph: Any) -> tuple[int | None, int | None]:
+    """Kernel nodes and all nodes of a captured graph, from CUDA's DOT print of it
+    (``Graph.debug_dot_str``, ``cudaGraphDebugDotPrint``: ``"graph_1_node_0"[... label="{KERNEL``);
+    (None, None) where it cannot be read."""
+    dump = getattr(graph, "debug_dot_str", None)
+    if dump is None:
+        return None, None
+    try:
+        text = str(dump())
+    except Exception:  # an old CuPy or driver without cudaGraphDebugDotPrint
+        return None, None
+    return text.count('label="{KERNEL'), len(_NODE.findall(text))
+
+
+def _escape_message(fn: Kernel, calls: int) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return (
+        f"graph mode captured no GPU work from {calls} call(s) of {name}: its launches escaped the capture"
+        " (they ran on another stream: on the legacy default stream beside a non-blocking capture"
+        " stream, a launch runs at once and is missing from the graph), so a replay would time"
+        " nothing; launch on the current stream (the one given as stream=), or time it without graph=True"
+    )
 
 
 def measure_ceilings(
