@@ -54,6 +54,8 @@ class Request:
     name: str
     #: the CUDA stream to time on (None: the framework's current one)
     stream: object = None
+    #: the CUDA blocking kernel for this measurement: auto, on, off (None: the session's setting)
+    block: str | None = None
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -119,6 +121,7 @@ def resolve(
         policy=policy_for(settings, keywords),
         name=name,
         stream=keywords.get("stream"),
+        block=keywords.get("block"),
     )
 
 

@@ -31,6 +31,7 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 ``memsetAsync(ptr, value, size, stream)``.
 
 ``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``copyto(dst, src)``,
+``random.random(size, dtype)``, ``ndarray.astype(dtype)``,
 ``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``,
 ``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
@@ -170,6 +171,14 @@ class FakeArray:
         self.size = int(np.prod(self.shape))
         self.nbytes = self.size * self.dtype.itemsize
         self.data = types.SimpleNamespace(ptr=next(self._ptrs))
+        self.world: FakeCupy | None = None
+
+    def astype(self, dtype: Any) -> FakeArray:
+        """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
+        assert self.world is not None
+        copy = self.world.cupy.empty(self.shape, dtype)
+        self.world.launch(self.world.current_stream, "astype")
+        return copy
 
 
 class FakeEvent:
@@ -583,7 +592,16 @@ class FakeCupy:
                 world.pool_sizes.add(array.nbytes)
                 world.device_sync(("grow", array.nbytes))  # cudaMalloc synchronizes
             world.log.append(("alloc", array.nbytes))
+            array.world = world
             return array
+
+        def random_random(size: int | tuple[int, ...], dtype: Any = np.float64) -> FakeArray:
+            array = alloc(size, dtype)
+            world.launch(world.current_stream, "curand")
+            return array
+
+        cupy.random = types.ModuleType("cupy.random")
+        cupy.random.random = random_random
 
         def matmul(a: FakeArray, b: FakeArray, out: FakeArray | None = None) -> FakeArray:
             if isinstance(a.dtype, FakeDType) and not world.bfloat16:

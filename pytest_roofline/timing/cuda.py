@@ -95,8 +95,10 @@ EVENT_RESOLUTION_S = 0.5e-6
 MIN_FLUSH_BYTES = 256 * 2**20
 #: the copy for the bandwidth ceiling moves max(4 × L2, this) bytes each way
 MIN_COPY_BYTES = 512 * 2**20
-#: square matmul size for the FLOP/s ceilings: large enough to saturate, small enough for fp64 on GeForce
-MATMUL_N = 4096
+#: square matmul sizes for the FLOP/s ceilings, the best of which is kept: 4096 saturates most GPUs,
+#: 8192 the largest (and an 8192² fp64 operand is 512 MiB, within any datacenter GPU's memory)
+MATMUL_SIZES = (4096, 8192)
+MATMUL_N = MATMUL_SIZES[0]
 
 #: the blocking kernel gives up holding a stream after this long (a kernel that synchronizes
 #: while its window is queued would otherwise wait for it forever)
@@ -745,27 +747,32 @@ def _escape_message(fn: Kernel, calls: int) -> str:
 
 
 def measure_ceilings(
-    index: int = 0, policy: Policy | None = None
+    index: int = 0, policy: Policy | None = None, *, block: bool | str | None = None
 ) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
     """Measured DRAM bandwidth and matmul FLOP/s of GPU ``index``, each timed with the engine.
 
     Bandwidth: ``cupy.copyto`` of a max(4 × L2, 512 MiB) buffer, counted as read + write.
-    FLOP/s: ``cupy.matmul`` of two 4096² matrices (2·n³ FLOP): fp64 and fp32 keyed vector, fp16
-    and, where CuPy with ml_dtypes supports it, bf16 keyed tensor. Where the GPU has FP64 tensor
-    cores cuBLAS may use them, so fp64 can read above the vector datasheet peak; a higher peak
-    only lowers floors, which stays safe.
+    FLOP/s: ``cupy.matmul`` of random square matrices (2·n³ FLOP), the best of n = 4096 and 8192
+    (:data:`MATMUL_SIZES`): fp32 keyed vector, fp16 and, where CuPy with ml_dtypes supports it, bf16
+    keyed tensor. fp64 is keyed *tensor* from compute capability 8.0: CuPy asks cuBLAS for
+    ``CUBLAS_GEMM_DEFAULT_TENSOR_OP`` there for every dtype (``cupy/_core/_routines_linalg.pyx``,
+    ``tensordot_core_v11``: ``compute_capability >= 80``), so an A100 or H100 runs it on FP64
+    tensor cores (DMMA) at about twice the vector rate; the fp64 vector ceiling stays the table's.
+    Random inputs, since constant ones draw less power and can run at clocks no real operand sees.
     TF32 is not measured: CuPy reads ``CUPY_TF32`` once per process, on its first fp32 matmul, and
     has no public per-call switch; when it is set, the fp32 result is reported as TF32 tensor.
-    ``policy`` defaults to ``Policy(flush=False)``: these buffers dwarf the cache.
+    ``policy`` defaults to ``Policy(flush=False)``: these buffers dwarf the cache. ``block``: the
+    blocking kernel's setting (:class:`CudaBackend`); every first call runs unheld either way.
     """
     from pytest_roofline.timing.engine import measure
 
     cupy = _require_device(index)
     policy = policy or Policy(flush=False)
     # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here
-    backend = CudaBackend(index)
+    backend = CudaBackend(index, block=block)
+    props = backend.properties
     with using_device(index):
-        nbytes = max(4 * backend.properties.l2_bytes, MIN_COPY_BYTES)
+        nbytes = max(4 * props.l2_bytes, MIN_COPY_BYTES)
         src = cupy.empty(nbytes, dtype=cupy.uint8)
         dst = cupy.empty(nbytes, dtype=cupy.uint8)
         m = measure(cupy.copyto, dst, src, policy=policy, backend=backend)
@@ -777,8 +784,9 @@ def measure_ceilings(
         )
 
         fp32_key = (Precision.TF32, Unit.TENSOR) if tf32_requested() else (Precision.FP32, Unit.VECTOR)
+        fp64_unit = Unit.TENSOR if props.kind == "cuda" and props.major >= 8 else Unit.VECTOR
         matmuls: list[tuple[Any, tuple[Precision, Unit]]] = [
-            (cupy.float64, (Precision.FP64, Unit.VECTOR)),
+            (cupy.float64, (Precision.FP64, fp64_unit)),
             (cupy.float32, fp32_key),
             (cupy.float16, (Precision.FP16, Unit.TENSOR)),
         ]
@@ -787,63 +795,131 @@ def measure_ceilings(
             matmuls.append((bf16, (Precision.BF16, Unit.TENSOR)))
 
         peaks: dict[tuple[Precision, Unit], Figure] = {}
-        n = MATMUL_N
         for dtype, (precision, unit) in matmuls:
-            # constant inputs: the FLOP count does not depend on values (random data can draw more
-            # power and clock lower; a ceiling that errs high keeps floors safe)
-            a = cupy.ones((n, n), dtype=dtype)
-            b = cupy.ones((n, n), dtype=dtype)
-            c = cupy.empty((n, n), dtype=dtype)
-            m = measure(_matmul_into(cupy), a, b, c, policy=policy, backend=backend)
-            peaks[(precision, unit)] = Figure(
-                2 * n**3 / m.time_s,
-                Source.MEASURED,
-                f"cupy.matmul {n}×{n}×{n} {precision}, {m.stat} of {m.stats.n} samples",
-            )
+            best: tuple[float, str] | None = None
+            for n in MATMUL_SIZES:
+                a, b = _random_matrix(cupy, n, dtype), _random_matrix(cupy, n, dtype)
+                c = cupy.empty((n, n), dtype=dtype)
+                m = measure(_matmul_into(cupy), a, b, c, policy=policy, backend=backend)
+                del a, b, c
+                rate = 2 * n**3 / m.time_s
+                if best is None or rate > best[0]:
+                    samples = f"{m.stat} of {m.stats.n} samples"
+                    best = (rate, f"cupy.matmul {n}×{n}×{n} {precision}, random inputs, {samples}")
+            assert best is not None  # MATMUL_SIZES is not empty
+            peaks[(precision, unit)] = Figure(best[0], Source.MEASURED, best[1])
     return bandwidth, peaks
+
+
+def _random_matrix(cupy: Any, n: int, dtype: Any) -> Any:
+    """An n×n matrix of uniform random values in [0, 1) in ``dtype`` (drawn in float32, cast)."""
+    random = getattr(cupy, "random", None)
+    if random is None:  # a stand-in CuPy without cupy.random
+        return cupy.ones((n, n), dtype=dtype)
+    return random.random((n, n), dtype=cupy.float32).astype(dtype)
 
 
 #: the latency floor's own measurement: short, warm, never flushed
 LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25, flush=False)
 #: event pairs timed around nothing for the latency floor
 LATENCY_EVENT_SAMPLES = 50
-_latency_floors: dict[int, LatencyFloor] = {}
+#: before the latency floor, the GPU is kept busy until NVML reports this share of its maximum SM
+#: clock, for at most RAMP_MAX_S (an idle GPU runs its first microseconds at idle clocks, and an
+#: empty launch timed then would be cached inflated)
+RAMP_CLOCK_SHARE = 0.9
+RAMP_MAX_S = 0.5
+#: one busy stretch of the ramp, on the GPU
+RAMP_STEP_S = 0.02
+_latency_floors: dict[tuple[int, bool, bool], LatencyFloor] = {}
 
 
-def latency_floor(index: int = 0, *, refresh: bool = False, policy: Policy | None = None) -> LatencyFloor:
-    """The shortest time a kernel call can show on GPU ``index``, measured once per process and device.
+def latency_floor(
+    index: int = 0,
+    *,
+    graph: bool = False,
+    block: bool | str | None = None,
+    refresh: bool = False,
+    policy: Policy | None = None,
+) -> LatencyFloor:
+    """The shortest time a kernel call can show on GPU ``index``, measured once per process, device
+    and mode.
 
     ``floor_s``: the per-call time of an empty ``RawKernel`` launch, timed by the engine over a
-    :class:`CudaBackend` exactly as a kernel under test is (batched, the stream held while queued);
-    ``event_pair_s``: the median of an event pair around nothing. A kernel whose roofline floor is
-    below ``floor_s`` is latency-bound (:func:`pytest_roofline.timing.latency.judged_floor`).
-    Cached per device; ``refresh=True`` measures again.
+    :class:`CudaBackend` in the mode of the backend it judges: ``graph`` (replays of captured empty
+    launches) or eager, held by the blocking kernel or not (``block``); measured after the GPU's
+    clocks ramp up (:func:`ramp_clocks`). ``event_pair_s``: the median of an event pair around
+    nothing. A kernel whose roofline floor is below ``floor_s`` is latency-bound
+    (:func:`pytest_roofline.timing.latency.judged_floor`); the verdict never lets it raise
+    attained past the measured time, so a latency floor is never grounds for faster than light.
+    Cached per device and mode; ``refresh=True`` measures again.
     """
-    if not refresh and index in _latency_floors:
-        return _latency_floors[index]
     from pytest_roofline.timing.engine import measure
 
     cupy = _require_device(index)
-    backend = CudaBackend(index)
+    key = (index, graph, _holds(cupy, block))
+    if not refresh and key in _latency_floors:
+        return _latency_floors[key]
+    backend = CudaBackend(index, graph=graph, block=block)
     with using_device(index):
         empty = cupy.RawKernel(_EMPTY_SOURCE, "roofline_empty")
 
         def launch() -> None:
             empty((1,), (1,), ())
 
+        ramp = ramp_clocks(backend)
         m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend)
+        backend.run(_nothing, (), calls=1, samples=1, flush=False)  # seen unheld first, as every kernel
+        backend.run(_nothing, (), calls=1, samples=1, flush=False)
         pairs = sorted(backend.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
+    mode = ("graph replay" if graph else "eager") + (", held" if backend.block else ", unheld")
     found = LatencyFloor(
         device=backend.device_name,
         floor_s=m.time_s,
         event_pair_s=pairs[len(pairs) // 2],
         note=(
-            f"empty kernel launch, {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s);"
-            f" event pair {pairs[len(pairs) // 2] * 1e6:.2f} µs"
+            f"empty kernel launch ({mode}), {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s);"
+            f" event pair {pairs[len(pairs) // 2] * 1e6:.2f} µs; {ramp}"
         ),
     )
-    _latency_floors[index] = found
+    _latency_floors[key] = found
     return found
+
+
+def _holds(cupy: Any, block: bool | str | None) -> bool:
+    """Whether a backend built with ``block`` would hold windows (:attr:`CudaBackend.block`),
+    without building one."""
+    mode = check_block(_default_block if block is None else block)
+    if mode == "off" or getattr(cupy.cuda.runtime, "is_hip", False):
+        return False
+    return mode == "on" or blocking_environment() is None
+
+
+def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
+    """Keep the GPU busy (the delay kernel, :data:`RAMP_STEP_S` at a time) until NVML reports
+    :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or ``max_s`` passed; say what happened.
+    Without NVML: busy for ``max_s / 5``, the clocks unwatched."""
+    from pytest_roofline.timing.clocks import sm_clock_share
+
+    blocker = backend._holder()
+    bus_id: str | None = None
+    with suppress(Exception), using_device(backend.device) as device:
+        bus_id = str(device.pci_bus_id)
+    start = time.perf_counter()
+    share: float | None = None
+    with using_device(backend.device):
+        stream = backend._cupy.cuda.get_current_stream()
+        while True:
+            blocker.delay(stream, RAMP_STEP_S)
+            stream.synchronize()
+            share = sm_clock_share(backend.device, bus_id)
+            elapsed = time.perf_counter() - start
+            if share is None and elapsed >= max_s / 5:
+                return f"clocks unwatched (no NVML): busy first for {elapsed * 1e3:.0f} ms"
+            if share is not None and share >= RAMP_CLOCK_SHARE:
+                return f"SM clock at {share:.0%} of its maximum after {elapsed * 1e3:.0f} ms busy"
+            if elapsed >= max_s:
+                shown = f"{share:.0%}" if share is not None else "?"
+                return f"SM clock still at {shown} of its maximum after {elapsed * 1e3:.0f} ms busy"
 
 
 def _nothing() -> None:
