@@ -163,6 +163,7 @@ BAD_VALUES = [
     ("--roofline-mode", "fast", "expected one of enforce, report, off, got 'fast'"),
     ("--roofline-stat", "p99", "expected one of median, min, mean, got 'p99'"),
     ("--roofline-latency-floor", "of", "expected one of on, off, got 'of' (did you mean 'off'?)"),
+    ("--roofline-cuda-block", "maybe", "expected one of auto, on, off, got 'maybe'"),
     ("--roofline-min-fraction", "0", "expected a number in (0, 1], got '0'"),
     ("--roofline-min-fraction", "1.5", "expected a number in (0, 1], got '1.5'"),
     ("--roofline-min-fraction", "half", "expected a number in (0, 1], got 'half'"),
