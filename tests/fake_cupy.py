@@ -30,8 +30,11 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 (CUDA's values, or distinct ones with ``is_hip=True``, since HIP's enum differs), ``is_hip``,
 ``memsetAsync(ptr, value, size, stream)``.
 
-``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``copyto(dst, src)``,
-``random.random(size, dtype)``, ``ndarray.astype(dtype)``,
+``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``empty_like(a)``, ``copyto(dst, src)``,
+``multiply(x, y, out=None)``, ``random.random(size, dtype)``, ``ndarray.astype(dtype)``, slicing
+(a view), ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
+``.synchronize()``; ``cupyx.profiler.benchmark(func, args, n_repeat=..., n_warmup=...,
+max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``);
 ``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``,
 ``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
@@ -171,7 +174,18 @@ class FakeArray:
         self.size = int(np.prod(self.shape))
         self.nbytes = self.size * self.dtype.itemsize
         self.data = types.SimpleNamespace(ptr=next(self._ptrs))
+        self.flags = types.SimpleNamespace(c_contiguous=True)
         self.world: FakeCupy | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key: Any) -> FakeArray:
+        """A view (no allocation, no kernel): only its shape is computed, on a zero-stride stand-in."""
+        view = FakeArray(np.broadcast_to(np.empty((), dtype=bool), self.shape)[key].shape, self.dtype)
+        view.world = self.world
+        return view
 
     def astype(self, dtype: Any) -> FakeArray:
         """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
@@ -309,6 +323,13 @@ class FakeDevice:
         props = self.world.properties
         return f"{props.get('major', 0)}{props.get('minor', 0)}"
 
+    @property
+    def attributes(self) -> dict[str, int]:
+        return {"MultiProcessorCount": int(str(self.world.properties.get("multiProcessorCount", 1)))}
+
+    def synchronize(self) -> None:
+        self.world.device_sync(("synchronize", "device"))
+
     def __enter__(self) -> FakeDevice:
         if not 0 <= self.id < self.world.device_count:
             raise FakeCudaError("cudaErrorInvalidDevice: invalid device ordinal")
@@ -383,6 +404,7 @@ class FakeCupy:
         self._stream_ptrs = itertools.count(0x1000, 0x10)
         self.null_stream = FakeStream(self, 0, -1, "null")
         self.stream_stack: list[FakeStream] = [self.null_stream]
+        self.cupyx = types.ModuleType("cupyx")
         self.cupy = self._build(from_external)
 
     # -- what tests use --------------------------------------------------------------------
@@ -399,6 +421,8 @@ class FakeCupy:
         monkeypatch.setitem(sys.modules, "cupy", self.cupy)
         monkeypatch.setitem(sys.modules, "cupy.cuda", self.cupy.cuda)
         monkeypatch.setitem(sys.modules, "cupy.cuda.runtime", self.cupy.cuda.runtime)
+        monkeypatch.setitem(sys.modules, "cupyx", self.cupyx)
+        monkeypatch.setitem(sys.modules, "cupyx.profiler", self.cupyx.profiler)
         return self
 
     def kernel(self, *args: object) -> None:
@@ -603,6 +627,36 @@ class FakeCupy:
         cupy.random = types.ModuleType("cupy.random")
         cupy.random.random = random_random
 
+        def benchmark(
+            func: Any,
+            args: tuple[Any, ...] = (),
+            kwargs: Mapping[str, Any] | None = None,
+            n_repeat: int = 10000,
+            *,
+            name: str | None = None,
+            n_warmup: int = 10,
+            max_duration: float = float("inf"),
+            devices: Sequence[int] | None = None,
+        ) -> Any:
+            """``cupyx.profiler.benchmark`` (``cupyx/profiler/_time.py``): an event pair per call on
+            the current stream, synchronized after each; ``gpu_times`` in seconds, one row per device."""
+            for _ in range(n_warmup):
+                func(*args, **(kwargs or {}))
+            times = []
+            for _ in range(n_repeat):
+                start, end = cuda.Event(), cuda.Event()
+                start.record()
+                func(*args, **(kwargs or {}))
+                end.record()
+                end.synchronize()
+                times.append(cuda.get_elapsed_time(start, end) / 1e3)
+            rows = len(devices) if devices is not None else 1
+            return types.SimpleNamespace(gpu_times=np.asarray([times] * rows), name=name or func.__name__)
+
+        self.cupyx = types.ModuleType("cupyx")
+        self.cupyx.profiler = types.ModuleType("cupyx.profiler")
+        self.cupyx.profiler.benchmark = benchmark
+
         def matmul(a: FakeArray, b: FakeArray, out: FakeArray | None = None) -> FakeArray:
             if isinstance(a.dtype, FakeDType) and not world.bfloat16:
                 raise TypeError(f"Unsupported dtype {a.dtype.name}")
@@ -657,7 +711,27 @@ class FakeCupy:
                 if world.launch_blocking:
                     world.device_sync(("launch_blocking", "block"))
 
+        class RawModule:
+            """``cupy.RawModule(code=..., options=(), ...)``; ``get_function(name)`` gives a kernel."""
+
+            def __init__(
+                self, code: str | None = None, *, options: tuple[str, ...] = (), **more: Any
+            ) -> None:
+                self.code = code or ""
+
+            def get_function(self, name: str) -> RawKernel:
+                return RawKernel(self.code, name)
+
+        def multiply(x: Any, y: Any, out: FakeArray | None = None) -> FakeArray:
+            shape = x.shape if isinstance(x, FakeArray) else y.shape
+            result = out if out is not None else alloc(shape, np.float32)
+            world.launch(world.current_stream, "multiply")
+            return result
+
         cupy.RawKernel = RawKernel
+        cupy.RawModule = RawModule
+        cupy.multiply = multiply
+        cupy.empty_like = lambda a, dtype=None: alloc(a.shape, dtype or a.dtype)
         cuda.PinnedMemory = PinnedMemory
         runtime.hostAllocMapped = 2
         cupy.empty = alloc

@@ -868,9 +868,11 @@ def latency_floor(
 
         ramp = ramp_clocks(backend)
         m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend)
-        backend.run(_nothing, (), calls=1, samples=1, flush=False)  # seen unheld first, as every kernel
-        backend.run(_nothing, (), calls=1, samples=1, flush=False)
-        pairs = sorted(backend.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
+        # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
+        eager = CudaBackend(index, block=block) if graph else backend
+        eager.run(_nothing, (), calls=1, samples=1, flush=False)
+        eager.run(_nothing, (), calls=1, samples=1, flush=False)
+        pairs = sorted(eager.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
     mode = ("graph replay" if graph else "eager") + (", held" if backend.block else ", unheld")
     found = LatencyFloor(
         device=backend.device_name,
