@@ -72,6 +72,7 @@ __all__ = [
     "MAX_HELD_CALLS",
     "MIN_FLUSH_BYTES",
     "PROFILER_ENVIRONMENT",
+    "TIMERS",
     "CudaBackend",
     "CupyInstallError",
     "blocking_environment",
@@ -133,6 +134,9 @@ PROBE_DELAY_S = 2e-3
 PROBE_TRIES = 3
 #: kernels whose probe results a backend remembers
 _MAX_KERNELS = 4096
+#: what times a window: ``events`` (CUDA event pairs), ``cupti`` (kernel activity records,
+#: ``timing/cupti.py``), ``auto`` (CUPTI where cupti-python is installed, else events)
+TIMERS = ("auto", "events", "cupti")
 
 _LEGACY_STREAM_PTRS = (0, 1)  # cudaStreamLegacy: cannot be captured into a graph
 
@@ -262,8 +266,11 @@ class CudaBackend:
         graph: bool = False,
         block: bool | str | None = None,
         block_timeout_s: float = BLOCK_TIMEOUT_S,
+        timer: str = "auto",
     ) -> None:
         self._cupy = _require_device(device)
+        if timer not in TIMERS:
+            raise ValueError(f"timer must be one of {', '.join(map(repr, TIMERS))}; got {timer!r}")
         if flush_bytes is not None and (
             not isinstance(flush_bytes, int) or isinstance(flush_bytes, bool) or flush_bytes < 1
         ):
@@ -297,6 +304,10 @@ class CudaBackend:
         #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
         self.last_graph_kernels: int | None = None
         self.last_graph_nodes: int | None = None
+        #: CUPTI's kernel records, when they time the windows (timer "cupti", or "auto" with
+        #: cupti-python installed and no profiler attached): events otherwise
+        self._activity, self.timer_note = _kernel_activity(timer, props)
+        self.timer = "cupti" if self._activity is not None else "events"
         if self.block:
             self._holder()  # built and launched once, unheld: its module loads outside any window
 
@@ -310,6 +321,8 @@ class CudaBackend:
         """Why no window is held ("" when they may be)."""
         if self.properties.kind == "rocm":
             return "ROCm: the blocking kernel needs %globaltimer"
+        if getattr(self, "_activity", None) is not None:
+            return "CUPTI times each kernel on the GPU: there are no launch gaps to hide"
         if self.block_mode == "off":
             return "block off"
         if self.block_mode == "auto":
@@ -394,6 +407,9 @@ class CudaBackend:
         probe = self._probe_wanted(key) if blocker is None else False
         if blocker is not None:
             blocker.arm()
+        activity = self._activity
+        if activity is not None:
+            activity.start()
         held = min(calls, MAX_HELD_CALLS) if graph is None else calls
         pairs = []
         for index in range(samples):
@@ -427,7 +443,22 @@ class CudaBackend:
         pairs[-1][1].synchronize()
         if blocker is not None and blocker.timed_out():
             raise _HoldTimedOut
-        return [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
+        events = [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
+        if activity is None:
+            return events
+        return self._kernel_windows(activity.stop(), samples, events)
+
+    def _kernel_windows(self, records: Sequence[Any], samples: int, events: list[float]) -> list[float]:
+        """Each window's busy time from CUPTI's kernel records, split in order (the windows ran back
+        to back on one stream, each the same calls); the events' times where they do not split."""
+        from pytest_roofline.timing.cupti import busy_s
+
+        if not records or len(records) % samples:
+            seen = f"CUPTI saw {len(records)} kernel(s) for {samples} window(s)"
+            self.timer_note = f"{seen}: those windows were timed by events"
+            return events
+        per = len(records) // samples
+        return [busy_s(records[i * per : (i + 1) * per]) for i in range(samples)]
 
     # -- which windows are held ------------------------------------------------------------------
 
@@ -536,6 +567,7 @@ class CudaBackend:
         # one eager call first: kernel compilation, module loading and memory-pool growth belong
         # outside the capture (older drivers refuse module loading while capturing)
         fn(*args)
+        eager = self._eager_kernels(fn, args, stream)
         stream.begin_capture()
         try:
             for _ in range(calls):
@@ -553,9 +585,26 @@ class CudaBackend:
         self.last_graph_kernels, self.last_graph_nodes = _graph_nodes(graph)
         if self.last_graph_nodes == 0:
             raise RuntimeError(_escape_message(fn, calls))
+        captured = self.last_graph_kernels
+        if eager is not None and captured is not None and captured < eager * calls:
+            raise RuntimeError(_escape_message(fn, calls, eager=eager, captured=captured))
         # the first launch pays for uploading the graph: keep it out of every timed window
         graph.launch(stream)
         return graph
+
+    def _eager_kernels(self, fn: Kernel, args: Sequence[object], stream: Any) -> int | None:
+        """How many kernels one eager call runs, counted by CUPTI (None without it): what the graph
+        of ``calls`` calls must hold, or some escaped the capture."""
+        activity = self._activity
+        if activity is None:
+            return None
+        activity.start()
+        try:
+            fn(*args)
+            stream.synchronize()
+        finally:
+            records = activity.stop()
+        return len(records)
 
     def _flush(self, stream: Any) -> None:
         cupy = self._cupy
@@ -701,6 +750,31 @@ def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None
     return None
 
 
+def _kernel_activity(timer: str, props: DeviceProperties) -> tuple[Any, str]:
+    """CUPTI's kernel records for ``timer`` (``cupti``, or ``auto`` where cupti-python is installed,
+    not on ROCm, and no profiler holds CUPTI), and what was chosen."""
+    if timer == "events":
+        return None, "events (timer='events')"
+    if props.kind == "rocm":
+        if timer == "cupti":
+            raise RuntimeError("timer='cupti' needs CUDA: CUPTI does not trace ROCm")
+        return None, "events (ROCm)"
+    attached = blocking_environment()
+    if timer == "auto" and attached is not None and "CUDA_LAUNCH_BLOCKING" not in attached:
+        return None, f"events ({attached}, and it uses CUPTI itself)"
+    from pytest_roofline.timing.cupti import collector
+
+    activity = collector()
+    if activity is None:
+        if timer == "cupti":
+            raise RuntimeError(
+                "timer='cupti' needs cupti-python: pip install 'pytest-roofline[cupti]' (or CUPTI refused"
+                " its callbacks: another tool holds them)"
+            )
+        return None, "events (cupti-python not installed)"
+    return activity, "CUPTI kernel activity (each kernel's GPU interval; launch gaps excluded)"
+
+
 def _kernel_key(fn: Kernel, args: Sequence[object]) -> tuple[int, ...]:
     """A kernel call by identity: the function and its arguments (new arrays may grow the pool). A
     bound method is a new object at each attribute access: it is known by its object and function."""
@@ -736,10 +810,17 @@ def _graph_nodes(graph: Any) -> tuple[int | None, int | None]:
     return text.count('label="{KERNEL'), len(_NODE.findall(text))
 
 
-def _escape_message(fn: Kernel, calls: int) -> str:
+def _escape_message(fn: Kernel, calls: int, *, eager: int | None = None, captured: int = 0) -> str:
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    what = (
+        f"an eager call of {name} ran {eager} kernel(s) (CUPTI), but the graph of {calls} call(s) holds"
+        f" {captured}: {eager * calls - captured} launch(es) escaped the capture"
+        if eager is not None
+        else f"graph mode captured no GPU work from {calls} call(s) of {name}: its launches escaped the"
+        " capture"
+    )
     return (
-        f"graph mode captured no GPU work from {calls} call(s) of {name}: its launches escaped the capture"
+        f"{what}"
         " (they ran on another stream: on the legacy default stream beside a non-blocking capture"
         " stream, a launch runs at once and is missing from the graph), so a replay would time"
         " nothing; launch on the current stream (the one given as stream=), or time it without graph=True"
