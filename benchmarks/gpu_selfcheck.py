@@ -5,7 +5,8 @@ short enough to be launch-bound, and the example project's CuPy kernels) it meas
 per-call time with:
 
 - the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``flush=False``) on the
-  default stream (the reference every ratio divides by: ``cupyx.profiler.benchmark`` cannot flush);
+  default stream (the reference every ratio divides by: ``cupyx.profiler.benchmark`` cannot flush;
+  its timer is CUPTI where cupti-python is installed, else events); with events;
   on a side stream; with ``block="off"`` (no blocking kernel: what hiding launch overhead is worth)
   and ``block="on"`` (every sampling window held, as ``auto`` does once a kernel proved asynchronous);
   in graph mode (cases that can be captured: no cuBLAS); and cold (``flush=True``);
@@ -24,9 +25,10 @@ Without CuPy or without a GPU it prints one line saying so and exits with status
 kernels, append :class:`Case` objects to :data:`CASES`, or call :func:`main` with your own list.
 
 ``--fake`` runs the whole self-check on this machine against the test suite's fakes
-(``tests/fake_cupy.py``, ``tests/fake_timers.py``: a fake CuPy and cupyx, ``torch.cuda.Event`` and
-``triton.testing.do_bench``) and exits 0 when every timer ran: its figures mean nothing, but a
-first real run cannot die of a Python error in this script or the backend (CI runs it).
+(``tests/fake_cupy.py``, ``tests/fake_cupti.py``, ``tests/fake_timers.py``: a fake CuPy, cupyx and
+CUPTI, ``torch.cuda.Event`` and ``triton.testing.do_bench``) and exits 0 when every timer ran: its
+figures mean nothing, but a first real run cannot die of a Python error in this script or the
+backend (CI runs it).
 """
 
 from __future__ import annotations
@@ -177,8 +179,9 @@ def check(case: Case, device: int, cupy: Any, benchmark: Callable[..., Any], ext
         timers: list[tuple[str, Callable[[], float]]] = [
             (REFERENCE, lambda: _engine(fn, args, CudaBackend(device))),
             ("engine side stream", lambda: _engine(fn, args, CudaBackend(device, stream=side))),
-            ("engine block=off", lambda: _engine(fn, args, CudaBackend(device, block="off"))),
-            ("engine block=on", lambda: _engine(fn, args, CudaBackend(device, block="on"))),
+            ("engine events", lambda: _engine(fn, args, CudaBackend(device, timer="events"))),
+            ("engine block=off", lambda: _engine(fn, args, CudaBackend(device, block="off", timer="events"))),
+            ("engine block=on", lambda: _engine(fn, args, CudaBackend(device, block="on", timer="events"))),
             ("engine cold", lambda: _engine(fn, args, CudaBackend(device), flush=True)),
         ]
         if case.graph:
@@ -268,14 +271,19 @@ def _run_faked(options: argparse.Namespace, cases: Sequence[Case]) -> int:
     import pytest
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from fake_cupti import FakeCupti
     from fake_cupy import FakeCupy
     from fake_timers import fake_do_bench, fake_torch
 
     print(
-        "--fake: the test suite's fake CuPy, cupyx, torch.cuda.Event and do_bench; no figure means anything"
+        "--fake: the test suite's fake CuPy, cupyx, CUPTI, torch.cuda.Event and do_bench;"
+        " no figure means anything"
     )
     with pytest.MonkeyPatch.context() as patch:
         world = FakeCupy(device_count=options.device + 1, kernel_ms=0.01).install(patch)
+        FakeCupti(world).install(
+            patch
+        )  # the default timer is then CUPTI's, as where cupti-python is installed
         rows: list[Row] = []
         status = _run(options, cases, {"torch": fake_torch(world), "do_bench": fake_do_bench(world)}, rows)
     failed = [f"{row.case}, {name}" for row in rows for name in row.notes]
@@ -294,6 +302,7 @@ def _run(
     rows = [] if rows is None else rows
     backend = CudaBackend(options.device)
     print(f"CuPy {cupy.__version__}; device {options.device}: {backend.device_name}")
+    print(f"timer: {backend.timer_note}")
     print(f"blocking kernel: {'on' if backend.block else 'off (' + backend.block_note + ')'}")
     print(f"optional timers: {', '.join(sorted(extra)) or 'none (no PyTorch with CUDA, no Triton)'}")
     floor = latency_floor(options.device)

@@ -954,7 +954,8 @@ def latency_floor(
         eager.run(_nothing, (), calls=1, samples=1, flush=False)
         eager.run(_nothing, (), calls=1, samples=1, flush=False)
         pairs = sorted(eager.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
-    mode = ("graph replay" if graph else "eager") + (", held" if backend.block else ", unheld")
+    held = ", CUPTI" if backend.timer == "cupti" else ", held" if backend.block else ", unheld"
+    mode = ("graph replay" if graph else "eager") + held
     found = LatencyFloor(
         device=backend.device_name,
         floor_s=m.time_s,
@@ -983,6 +984,8 @@ def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
     Without NVML: busy for ``max_s / 5``, the clocks unwatched."""
     from pytest_roofline.timing.clocks import sm_clock_share
 
+    if backend.properties.kind == "rocm":  # the delay kernel reads %globaltimer, which ROCm lacks
+        return "clocks not ramped first (ROCm)"
     blocker = backend._holder()
     bus_id: str | None = None
     with suppress(Exception), using_device(backend.device) as device:
