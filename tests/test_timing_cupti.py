@@ -123,3 +123,15 @@ def test_graph_mode_compares_the_eager_launches_with_the_captured_kernels(
         RuntimeError, match=r"ran 2 kernel\(s\) \(CUPTI\), but the graph of 3 call\(s\) holds 3"
     ):
         CudaBackend(stream=stream, graph=True).run(half_escapes, (), calls=3, samples=1, flush=False)
+
+
+def test_a_raising_kernel_stops_the_collection(fake: FakeCupy, monkeypatch: pytest.MonkeyPatch) -> None:
+    cupti = FakeCupti(fake).install(monkeypatch)
+
+    def broken() -> None:
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        CudaBackend().run(broken, (), calls=1, samples=1, flush=False)
+
+    assert cupti.calls[-1] == ("disable", ActivityKind.CONCURRENT_KERNEL)

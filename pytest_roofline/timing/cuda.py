@@ -412,6 +412,39 @@ class CudaBackend:
         activity = self._activity
         if activity is not None:
             activity.start()
+        try:
+            pairs = self._queue(fn, args, calls, samples, flush, stream, graph, blocker, key, probe=probe)
+            # one host sync for every window: they were queued in order on this one stream
+            pairs[-1][1].synchronize()
+        except BaseException:
+            if activity is not None:
+                with suppress(Exception):  # stop collecting; the kernel's error is the one to see
+                    activity.stop()
+            raise
+        if blocker is not None and blocker.timed_out():
+            raise _HoldTimedOut
+        events = [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
+        if activity is None:
+            return events
+        return self._kernel_windows(activity.stop(), samples, events)
+
+    def _queue(
+        self,
+        fn: Kernel,
+        args: Sequence[object],
+        calls: int,
+        samples: int,
+        flush: bool,
+        stream: Any,
+        graph: Any,
+        blocker: _Blocker | None,
+        key: tuple[int, ...],
+        *,
+        probe: bool,
+    ) -> list[tuple[Any, Any]]:
+        """Queue the windows (flush, probe or hold, start event, calls, end event); their event pairs."""
+        __tracebackhide__ = True
+        cuda = self._cupy.cuda
         held = min(calls, MAX_HELD_CALLS) if graph is None else calls
         pairs = []
         for index in range(samples):
@@ -441,14 +474,7 @@ class CudaBackend:
             if marker is not None:
                 self._end_probe(key, marker)
             pairs.append((start, end))
-        # one host sync for every window: they were queued in order on this one stream
-        pairs[-1][1].synchronize()
-        if blocker is not None and blocker.timed_out():
-            raise _HoldTimedOut
-        events = [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
-        if activity is None:
-            return events
-        return self._kernel_windows(activity.stop(), samples, events)
+        return pairs
 
     def _kernel_windows(self, records: Sequence[Any], samples: int, events: list[float]) -> list[float]:
         """Each window's busy time from CUPTI's kernel records, split in order (the windows ran back
