@@ -10,6 +10,7 @@ Issue 20's findings 1, 3 and 5 each have a test here that failed on the code bef
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -143,6 +144,25 @@ def test_a_kernel_seen_to_synchronize_is_never_held(fake: FakeCupy) -> None:
     assert timeouts(fake) == []
     assert fake.count("block") == 1  # the blocker's own unheld first launch only
     assert m.time_s > 0
+    assert backend.synchronizes(syncs) is True
+
+
+def test_each_probe_that_cannot_tell_spins_longer(fake: FakeCupy) -> None:
+    stream = fake.cupy.cuda.get_current_stream()
+
+    def syncs() -> None:
+        fake.kernel()
+        stream.synchronize()
+
+    backend = CudaBackend()
+    for _ in range(cuda.PROBE_TRIES + 1):
+        backend.run(syncs, (), calls=1, samples=1, flush=False)
+
+    delays = [entry[2] for entry in fake.entries("delay") if entry[2] > 0]  # 0: the warm launch
+    assert len(delays) == cuda.PROBE_TRIES  # then no more probes: it synchronizes
+    assert delays[0] == int(cuda.PROBE_DELAY_S * 1e9)
+    assert all(a < b for a, b in itertools.pairwise(delays))
+    assert max(delays) <= int(cuda.PROBE_MAX_DELAY_S * 1e9)
     assert backend.synchronizes(syncs) is True
 
 

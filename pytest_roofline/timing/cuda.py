@@ -134,6 +134,8 @@ PROBE_DELAY_S = 2e-3
 #: unheld windows probed per kernel before ``auto`` stops trying (a first call that compiles
 #: outlasts the probe without synchronizing; one that synchronizes every time never passes)
 PROBE_TRIES = 3
+#: the longest a probe's delay grows to, for calls slower on the host than the last delay
+PROBE_MAX_DELAY_S = 0.1
 #: kernels whose probe results a backend remembers
 _MAX_KERNELS = 4096
 #: what times a window: ``events`` (CUDA event pairs), ``cupti`` (kernel activity records,
@@ -303,6 +305,8 @@ class CudaBackend:
         self._blocker: _Blocker | None = None
         #: what the probes said of each kernel: (fn, *args) ids -> _ASYNC, _SYNCS or tries so far
         self._kernels: dict[tuple[int, ...], int] = {}
+        #: the next probe's delay, by kernel, after probes that could not tell
+        self._probe_delays: dict[tuple[int, ...], float] = {}
         #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
         self.last_graph_kernels: int | None = None
         self.last_graph_nodes: int | None = None
@@ -453,7 +457,7 @@ class CudaBackend:
             start, end = cuda.Event(), cuda.Event()
             marker = None
             if probe and index == 0:
-                marker = self._start_probe(stream)
+                marker = self._start_probe(stream, key)
             if blocker is not None:
                 blocker.hold(stream)
             try:
@@ -505,24 +509,33 @@ class CudaBackend:
         """Whether this unheld run should prove the kernel asynchronous (and remember it was seen)."""
         state = self._kernels.get(key)
         if state is None:
-            if len(self._kernels) >= _MAX_KERNELS:
-                self._kernels.pop(next(iter(self._kernels)))
+            if len(self._kernels) >= _MAX_KERNELS:  # forget the oldest
+                oldest = next(iter(self._kernels))
+                del self._kernels[oldest]
+                self._probe_delays.pop(oldest, None)
             self._kernels[key] = state = 0
         return self.block and self.block_mode == "auto" and 0 <= state < PROBE_TRIES
 
-    def _start_probe(self, stream: Any) -> _Probe:
-        blocker = self._holder()
-        blocker.delay(stream, PROBE_DELAY_S)
-        return _Probe(stream.record(), time.perf_counter())
+    def _start_probe(self, stream: Any, key: tuple[int, ...]) -> _Probe:
+        delay_s = self._probe_delays.get(key, PROBE_DELAY_S)
+        self._holder().delay(stream, delay_s)
+        return _Probe(stream.record(), time.perf_counter(), delay_s)
 
     def _end_probe(self, key: tuple[int, ...], probe: _Probe) -> None:
         """Still spinning when the calls returned: they did not wait for the GPU. Done: they waited,
-        or the host took longer than the delay (a first call that compiles); try again later."""
+        or the host took longer than the delay (a first call that compiles, a slow Python wrapper):
+        the next probe spins longer than these calls took, up to :data:`PROBE_MAX_DELAY_S`. A kernel
+        that synchronizes waits out every delay, and after :data:`PROBE_TRIES` is never held."""
         if not probe.marker.done:
             self._kernels[key] = _ASYNC
+            self._probe_delays.pop(key, None)
             return
+        host_s = time.perf_counter() - probe.t0
+        self._probe_delays[key] = min(max(2 * probe.delay_s, 4 * host_s), PROBE_MAX_DELAY_S)
         tries = self._kernels.get(key, 0) + 1
         self._kernels[key] = tries if tries < PROBE_TRIES else _SYNCS
+        if tries >= PROBE_TRIES:
+            self._probe_delays.pop(key, None)
 
     def synchronizes(self, fn: Kernel, args: Sequence[object] = ()) -> bool | None:
         """What the probes found of ``fn(*args)``: True (it waited for the GPU every time it was
@@ -737,6 +750,7 @@ class _HoldTimedOut(Exception):
 class _Probe:
     marker: Any  # an event recorded right after the delay kernel
     t0: float
+    delay_s: float
 
 
 #: a kernel's state in CudaBackend._kernels besides 0..PROBE_TRIES - 1 (probes that could not tell)
