@@ -319,3 +319,38 @@ def test_graph_mode_counts_the_captured_kernel_nodes(fake: FakeCupy) -> None:
     backend.run(two, (), calls=3, samples=1, flush=False)
 
     assert backend.last_graph_kernels == 6
+
+
+# -- the latency floor: in the backend's mode, after the clocks ramp --------------------------------------
+
+
+def test_the_latency_floor_is_measured_per_mode(fake: FakeCupy) -> None:
+    eager = cuda.latency_floor(0)
+    graph = cuda.latency_floor(0, graph=True)
+    unheld = cuda.latency_floor(0, block="off")
+
+    assert len({id(eager), id(graph), id(unheld)}) == 3
+    assert cuda.latency_floor(0, graph=True) is graph
+    assert "(graph replay, held)" in graph.note
+    assert "(eager, unheld)" in unheld.note
+    assert fake.count("launch") > 0  # the graph's empty launches were replayed
+
+
+def test_the_clocks_ramp_before_the_latency_floor(fake: FakeCupy, monkeypatch: pytest.MonkeyPatch) -> None:
+    shares = iter([0.3, 0.6, 0.95])
+    monkeypatch.setattr("pytest_roofline.timing.clocks.sm_clock_share", lambda index, bus: next(shares))
+
+    floor = cuda.latency_floor(0)
+
+    ramp = [entry[2] for entry in fake.entries("delay") if entry[2] == int(cuda.RAMP_STEP_S * 1e9)]
+    assert len(ramp) == 2  # busy until the SM clock read 95% of its maximum
+    assert "SM clock at 95% of its maximum" in floor.note
+
+
+def test_without_nvml_the_gpu_is_kept_busy_a_fixed_stretch(fake: FakeCupy, monkeypatch) -> None:
+    monkeypatch.setattr("pytest_roofline.timing.clocks.sm_clock_share", lambda index, bus: None)
+
+    note = cuda.ramp_clocks(CudaBackend())
+
+    assert note == "clocks unwatched (no NVML): the GPU kept busy 100 ms first"
+    assert sum(1 for entry in fake.entries("delay") if entry[2] == int(cuda.RAMP_STEP_S * 1e9)) == 5

@@ -1033,21 +1033,22 @@ def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
     with suppress(Exception), using_device(backend.device) as device:
         bus_id = str(device.pci_bus_id)
     start = time.perf_counter()
-    share: float | None = None
     with using_device(backend.device):
         stream = backend._cupy.cuda.get_current_stream()
-        while True:
+        share = sm_clock_share(backend.device, bus_id)
+        if share is None:  # unwatched: a fixed stretch of busy GPU, one host sync
+            steps = max(1, round(max_s / 5 / RAMP_STEP_S))
+            for _ in range(steps):
+                blocker.delay(stream, RAMP_STEP_S)
+            stream.synchronize()
+            return f"clocks unwatched (no NVML): the GPU kept busy {steps * RAMP_STEP_S * 1e3:.0f} ms first"
+        while share is not None and share < RAMP_CLOCK_SHARE and time.perf_counter() - start < max_s:
             blocker.delay(stream, RAMP_STEP_S)
             stream.synchronize()
             share = sm_clock_share(backend.device, bus_id)
-            elapsed = time.perf_counter() - start
-            if share is None and elapsed >= max_s / 5:
-                return f"clocks unwatched (no NVML): busy first for {elapsed * 1e3:.0f} ms"
-            if share is not None and share >= RAMP_CLOCK_SHARE:
-                return f"SM clock at {share:.0%} of its maximum after {elapsed * 1e3:.0f} ms busy"
-            if elapsed >= max_s:
-                shown = f"{share:.0%}" if share is not None else "?"
-                return f"SM clock still at {shown} of its maximum after {elapsed * 1e3:.0f} ms busy"
+    elapsed_ms = (time.perf_counter() - start) * 1e3
+    shown = f"{share:.0%}" if share is not None else "?"
+    return f"SM clock at {shown} of its maximum after {elapsed_ms:.0f} ms busy"
 
 
 def _nothing() -> None:
