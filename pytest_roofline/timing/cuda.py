@@ -6,7 +6,10 @@ calling :func:`device_count` without CuPy, costs nothing and raises nothing.
 Timing (:class:`CudaBackend`) records a ``cupy.cuda.Event`` pair around each window on one
 stream, queues every window of a :meth:`~CudaBackend.run` back to back (cache flush between
 them, outside the events) and synchronizes the host once, on the last end event: a host sync
-per sample would inflate a 4 µs kernel by an order of magnitude.
+per sample would inflate a 4 µs kernel by an order of magnitude. A blocking kernel holds the
+stream while a sampling window is queued, never on a kernel's first call, never past what the
+launch queue takes (``block=``, :data:`BLOCK_SETTINGS`); with cupti-python installed, CUPTI's
+kernel records time the windows instead (:mod:`.cupti`).
 
 Every CuPy call here is written against CuPy's documented API (docs.cupy.dev) and its source
 (github.com/cupy/cupy); ``tests/fake_cupy.py`` mirrors exactly these, with their signatures:
@@ -26,8 +29,11 @@ Every CuPy call here is written against CuPy's documented API (docs.cupy.dev) an
   ``Graph.launch(stream)`` (``cupy/cuda/stream.pyx``, ``cupy/cuda/graph.pyx``; stream capture
   came with cupy/cupy#4567, CuPy v10; not supported on HIP; cuBLAS and most CUDA libraries are
   refused during capture, cupy/cupy#6290, so graph mode suits CuPy elementwise/raw kernels).
-- Ceilings: ``cupy.empty``, ``cupy.ones``, ``cupy.copyto`` (a cudaMemcpyAsync for equal,
-  contiguous arrays) and ``cupy.matmul(a, b, out=c)``.
+- Ceilings: ``cupy.empty``, ``cupy.copyto`` (a cudaMemcpyAsync for equal, contiguous arrays),
+  ``cupy.random.random(size, dtype)``, ``ndarray.astype(dtype)`` and ``cupy.matmul(a, b, out=c)``.
+- Blocking rules: ``Event.done`` (``cudaEventQuery``, ``cupy/cuda/stream.pyx``) after the delay
+  kernel proves a kernel asynchronous; ``Stream.synchronize()``; ``Graph.debug_dot_str()``
+  (``cupy/cuda/graph.pyx``, ``cudaGraphDebugDotPrint``) counts a captured graph's nodes.
 - The blocking kernel and the latency floor: ``cupy.RawKernel(code, name)`` called as
   ``kernel(grid, block, args, stream=stream)`` (``cupy/_core/raw.pyx``, ``cupy/cuda/function.pyx``),
   ``cupy.cuda.PinnedMemory(size, flags)`` with ``cupy.cuda.runtime.hostAllocMapped``
