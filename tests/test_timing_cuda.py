@@ -610,7 +610,7 @@ def test_a_real_measurement(graph: bool) -> None:
     def scale() -> None:
         cupy.multiply(x, 2, out=out)
 
-    backend = CudaBackend(0, graph=graph)
+    backend = CudaBackend(0, graph=graph, block="auto")  # this module's default is off: the real one
     m = measure(scale, policy=Policy(max_time_s=0.2), backend=backend)
 
     assert m.backend == "cuda"

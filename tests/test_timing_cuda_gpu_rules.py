@@ -354,3 +354,26 @@ def test_without_nvml_the_gpu_is_kept_busy_a_fixed_stretch(fake: FakeCupy, monke
 
     assert note == "clocks unwatched (no NVML): the GPU kept busy 100 ms first"
     assert sum(1 for entry in fake.entries("delay") if entry[2] == int(cuda.RAMP_STEP_S * 1e9)) == 5
+
+
+# -- a real GPU ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
+def test_a_real_kernel_that_synchronizes_is_timed_unheld_without_a_stall() -> None:
+    import time
+
+    import cupy
+
+    x = cupy.arange(1 << 16, dtype=cupy.float32)
+
+    def syncs() -> float:
+        return float(x.sum().item())  # .item() waits for the GPU
+
+    backend = CudaBackend(0, block="auto")
+    start = time.perf_counter()
+    m = measure(syncs, policy=Policy(max_time_s=0.3), backend=backend)
+
+    assert time.perf_counter() - start < cuda.BLOCK_TIMEOUT_S / 2  # never held: no timeout waited out
+    assert backend.synchronizes(syncs) is True
+    assert m.time_s > 0
