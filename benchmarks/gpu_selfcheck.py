@@ -270,7 +270,9 @@ def _run_faked(options: argparse.Namespace, cases: Sequence[Case]) -> int:
     """The whole self-check over ``tests/fake_cupy.py``'s device; 1 when a timer failed."""
     import pytest
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
     from fake_cupti import FakeCupti
     from fake_cupy import FakeCupy
     from fake_timers import fake_do_bench, fake_torch
