@@ -5,8 +5,10 @@ short enough to be launch-bound, and the example project's CuPy kernels) it meas
 per-call time with:
 
 - the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``flush=False``) on the
-  default stream (the reference every ratio divides by: ``cupyx.profiler.benchmark`` cannot flush);
-  on a side stream; with ``block=False`` (no blocking kernel: what hiding launch overhead is worth);
+  default stream (the reference every ratio divides by: ``cupyx.profiler.benchmark`` cannot flush;
+  its timer is CUPTI where cupti-python is installed, else events); with events;
+  on a side stream; with ``block="off"`` (no blocking kernel: what hiding launch overhead is worth)
+  and ``block="on"`` (every sampling window held, as ``auto`` does once a kernel proved asynchronous);
   in graph mode (cases that can be captured: no cuBLAS); and cold (``flush=True``);
 - ``cupyx.profiler.benchmark`` (``gpu_times``), warm;
 - ``torch.cuda.Event`` pairs around back-to-back calls, warm, when PyTorch is installed;
@@ -21,6 +23,12 @@ This was written on a machine without a GPU: no figure from it has been seen yet
 Run from the repository root: ``python benchmarks/gpu_selfcheck.py [--device N] [--json PATH]``.
 Without CuPy or without a GPU it prints one line saying so and exits with status 2. To check more
 kernels, append :class:`Case` objects to :data:`CASES`, or call :func:`main` with your own list.
+
+``--fake`` runs the whole self-check on this machine against the test suite's fakes
+(``tests/fake_cupy.py``, ``tests/fake_cupti.py``, ``tests/fake_timers.py``: a fake CuPy, cupyx and
+CUPTI, ``torch.cuda.Event`` and ``triton.testing.do_bench``) and exits 0 when every timer ran: its
+figures mean nothing, but a first real run cannot die of a Python error in this script or the
+backend (CI runs it).
 """
 
 from __future__ import annotations
@@ -162,12 +170,18 @@ def check(case: Case, device: int, cupy: Any, benchmark: Callable[..., Any], ext
     """Every timer's median for ``case`` on ``device``; a timer that fails is noted, not fatal."""
     row = Row(case.name)
     with using_device(device):
-        fn, args = case.setup(cupy)
+        try:
+            fn, args = case.setup(cupy)
+        except Exception as exc:  # a case that cannot be built is a finding too, not the end of the run
+            row.notes["setup"] = f"{type(exc).__name__}: {exc}"
+            return row
         side = cupy.cuda.Stream(non_blocking=True)
         timers: list[tuple[str, Callable[[], float]]] = [
             (REFERENCE, lambda: _engine(fn, args, CudaBackend(device))),
             ("engine side stream", lambda: _engine(fn, args, CudaBackend(device, stream=side))),
-            ("engine block=False", lambda: _engine(fn, args, CudaBackend(device, block=False))),
+            ("engine events", lambda: _engine(fn, args, CudaBackend(device, timer="events"))),
+            ("engine block=off", lambda: _engine(fn, args, CudaBackend(device, block="off", timer="events"))),
+            ("engine block=on", lambda: _engine(fn, args, CudaBackend(device, block="on", timer="events"))),
             ("engine cold", lambda: _engine(fn, args, CudaBackend(device), flush=True)),
         ]
         if case.graph:
@@ -232,7 +246,14 @@ def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> in
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--device", type=int, default=0, metavar="N", help="GPU index (default: 0)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    parser.add_argument(
+        "--fake",
+        action="store_true",
+        help="run against the test suite's fake CuPy and timers (no GPU needed)",
+    )
     options = parser.parse_args(argv)
+    if options.fake:
+        return _run_faked(options, cases)
 
     if importlib.util.find_spec("cupy") is None:
         print(
@@ -242,17 +263,54 @@ def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> in
     if device_count() == 0:
         print("no GPU: nothing to check (cupy.cuda.runtime.getDeviceCount() == 0)", file=sys.stderr)
         return 2
+    return _run(options, cases, _optional_timers())
 
+
+def _run_faked(options: argparse.Namespace, cases: Sequence[Case]) -> int:
+    """The whole self-check over ``tests/fake_cupy.py``'s device; 1 when a timer failed."""
+    import pytest
+
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from fake_cupti import FakeCupti
+    from fake_cupy import FakeCupy
+    from fake_timers import fake_do_bench, fake_torch
+
+    print(
+        "--fake: the test suite's fake CuPy, cupyx, CUPTI, torch.cuda.Event and do_bench;"
+        " no figure means anything"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        world = FakeCupy(device_count=options.device + 1, kernel_ms=0.01).install(patch)
+        FakeCupti(world).install(
+            patch
+        )  # the default timer is then CUPTI's, as where cupti-python is installed
+        rows: list[Row] = []
+        status = _run(options, cases, {"torch": fake_torch(world), "do_bench": fake_do_bench(world)}, rows)
+    failed = [f"{row.case}, {name}" for row in rows for name in row.notes]
+    if failed:
+        print(f"--fake: {len(failed)} timer(s) failed on the fakes: {'; '.join(failed)}", file=sys.stderr)
+        return 1
+    return status
+
+
+def _run(
+    options: argparse.Namespace, cases: Sequence[Case], extra: dict[str, Any], rows: list[Row] | None = None
+) -> int:
     import cupy
     from cupyx.profiler import benchmark
 
+    rows = [] if rows is None else rows
     backend = CudaBackend(options.device)
-    extra = _optional_timers()
     print(f"CuPy {cupy.__version__}; device {options.device}: {backend.device_name}")
+    print(f"timer: {backend.timer_note}")
+    print(f"blocking kernel: {'on' if backend.block else 'off (' + backend.block_note + ')'}")
     print(f"optional timers: {', '.join(sorted(extra)) or 'none (no PyTorch with CUDA, no Triton)'}")
     floor = latency_floor(options.device)
     print(f"latency floor: {format_seconds(floor.floor_s)} ({floor.note})")
-    rows = []
+    graph_floor = latency_floor(options.device, graph=True)
+    print(f"latency floor, graph mode: {format_seconds(graph_floor.floor_s)} ({graph_floor.note})")
     with backend.watch_clocks(interval_s=0.1) as watcher:
         for case in cases:
             rows.append(check(case, options.device, cupy, benchmark, extra))
@@ -267,7 +325,9 @@ def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> in
                     "device": backend.device_name,
                     "cupy": cupy.__version__,
                     "reference": REFERENCE,
+                    "blocking_kernel": backend.block_note or "on",
                     "latency_floor_s": floor.floor_s,
+                    "latency_floor_graph_s": graph_floor.floor_s,
                     "event_pair_s": floor.event_pair_s,
                     "clocks": {
                         "watched": watcher.log.watched,
@@ -275,6 +335,7 @@ def main(argv: Sequence[str] | None = None, cases: Sequence[Case] = CASES) -> in
                         "min_sm_mhz": watcher.log.min_sm_mhz,
                         "max_sm_mhz": watcher.log.max_sm_mhz,
                         "throttled": list(watcher.log.reasons),
+                        "events": list(watcher.log.events),
                     },
                     "rows": [
                         {"case": r.case, "median_s": r.medians, "ratio": r.ratios(), "failed": r.notes}

@@ -852,6 +852,9 @@ def calibrate_cuda(
         "llc_bytes": base.llc_bytes,
         "cupy": _cupy_version(),
         "tf32": cuda.tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
+        # how the ceilings are measured: a calibration taken another way (constant 4096² inputs, fp64
+        # keyed vector though cuBLAS ran it on tensor cores) is measured again, not reused
+        "method": cuda.CEILINGS_METHOD,
     }
     measure_fn = measure or cuda.measure_ceilings
 

@@ -23,11 +23,10 @@ FIXTURE = "roofline"
 
 MARKER_DOC = (
     f"{MARKER}(op, *, min_fraction=None, dtype=None, device=None, math=None, stat=None, "
-    "max_time=None, cache=None, flush=None, stream=None, **params): this test's kernel must reach "
-    "min_fraction of the "
-    "speed-of-light floor of op(**params) in dtype on device (pytest-roofline). Parameters not given "
-    "are taken from the test's parametrize values; without the roofline fixture the test body is "
-    "the kernel. See `roofline ops`."
+    "max_time=None, cache=None, flush=None, stream=None, block=None, **params): this test's kernel must "
+    "reach min_fraction of the speed-of-light floor of op(**params) in dtype on device (pytest-roofline). "
+    "Parameters not given are taken from the test's parametrize values; without the roofline fixture "
+    "the test body is the kernel. See `roofline ops`."
 )
 
 
@@ -43,13 +42,16 @@ def _marker_signature(
     cache: str | None = None,
     flush: bool | None = None,
     stream: object = None,
+    block: str | None = None,
     **params: Any,
 ) -> None:
     """The speed_of_light marker's real signature: binding to it catches typos and extra arguments."""
 
 
 #: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
-KEYWORDS = ("min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "flush", "stream")
+KEYWORDS = (
+    "min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "flush", "stream", "block"
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +232,13 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         raise ValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
             f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
+        )
+    from .options import CUDA_BLOCK
+
+    if "block" in kw and kw["block"] not in CUDA_BLOCK:
+        raise ValueError(
+            f"block must be one of {', '.join(repr(b) for b in CUDA_BLOCK)} (the CUDA blocking kernel: "
+            f"--roofline-cuda-block); got {kw['block']!r}"
         )
     if "device" in kw and not isinstance(kw["device"], str):
         raise ValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")

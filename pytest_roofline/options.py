@@ -24,6 +24,9 @@ CEILINGS = ("paired", "cached")
 DIAGNOSE = ("off", "miss", "all")
 LATENCY_FLOOR = ("on", "off")
 CACHE_STATES = ("cold", "warm")
+#: the CUDA blocking kernel (timing/cuda.py, BLOCK_SETTINGS: kept in step, not imported, so that the
+#: plugin imports no timing code to declare its options)
+CUDA_BLOCK = ("auto", "on", "off")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -71,6 +74,7 @@ parse_ceilings = _choice(CEILINGS)
 parse_diagnose = _choice(DIAGNOSE)
 parse_latency_floor = _choice(LATENCY_FLOOR)
 parse_cache = _choice(CACHE_STATES)
+parse_cuda_block = _choice(CUDA_BLOCK)
 
 
 def parse_stat(text: str) -> str:
@@ -262,6 +266,11 @@ SETTINGS: tuple[Setting, ...] = (
             "what an empty call costs on the timer (an empty kernel launch on a GPU, an empty Python "
             "call on the CPU): on, or off to judge against the roofline floor alone (default: on)",
             "ON|OFF"),
+    Setting("cuda_block", "--roofline-cuda-block", parse_cuda_block, "auto",
+            "hold the CUDA stream with a blocking kernel while a sampling window's calls are queued, so "
+            "that it times the GPU, not the launch rate: auto (not under CUDA_LAUNCH_BLOCKING=1, a "
+            "profiler or a sanitizer, nor for a kernel seen to wait for the GPU), on, or off; a "
+            "marker's or roofline(...) call's block= overrides it (default: auto)", "auto|on|off"),
     Setting("columns", "--roofline-columns", parse_columns, None,
             "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
             "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
@@ -333,6 +342,7 @@ class SessionSettings:
     ceilings: str = "paired"
     diagnose: str = "miss"
     latency_floor: str = "on"
+    cuda_block: str = "auto"
     columns: tuple[str, ...] | None = None
     save: str | None = None
     compare: str | None = None

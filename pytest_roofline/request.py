@@ -57,6 +57,8 @@ class Request:
     #: ``cold`` (the data out of the cache, the floor's assumption) or ``warm`` (judged against the
     #: cache level that holds the op's bytes)
     cache: str = "cold"
+    #: the CUDA blocking kernel for this measurement: auto, on, off (None: the session's setting)
+    block: str | None = None
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -133,6 +135,7 @@ def resolve(
         name=name,
         stream=keywords.get("stream"),
         cache=cache_of(settings, keywords),
+        block=keywords.get("block"),
     )
 
 

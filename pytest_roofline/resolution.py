@@ -176,8 +176,10 @@ class Devices:
         index = target.index or 0
         if self.settings.peaks == "measured":  # a visible GPU, or the table entry of one
             from .calibrate import calibrate_cuda
+            from .timing.cuda import measure_ceilings
 
-            return calibrate_cuda(index).device
+            block = self.settings.cuda_block  # calibration's matmuls are held as the kernels are
+            return calibrate_cuda(index, measure=lambda i: measure_ceilings(i, block=block)).device
         if target.kind == "table":
             from .devices import lookup
 
@@ -210,7 +212,7 @@ class Devices:
             return self._cpu_backend
         from .timing.cuda import CudaBackend
 
-        return CudaBackend(target.index or 0)
+        return CudaBackend(target.index or 0, block=self.settings.cuda_block)
 
 
 def target_of(spec: str) -> Target:

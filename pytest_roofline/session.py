@@ -242,7 +242,11 @@ class RooflineSession:
             measure_once = self._measurer(kernel, request, plan, backend, reference, on_cpu=on_cpu)
         peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # warm-up, probes, sampling, a re-measure: one window
-        with self.devices.measuring(request.device_spec), failing_the_test(SetupError):
+        with (
+            self.devices.measuring(request.device_spec),
+            failing_the_test(SetupError),
+            _blocking(backend, request.block),
+        ):
             latency_floor_s = _latency_floor_s(backend) if self.settings.latency_floor == "on" else 0.0
             result = decide(
                 est,
@@ -603,9 +607,17 @@ def _latency_floor_s(backend: Backend) -> float:
         return cpu_latency_floor().floor_s
     from .timing.cuda import CudaBackend, latency_floor
 
-    if isinstance(backend, CudaBackend):
-        return latency_floor(backend.device).floor_s
+    if isinstance(backend, CudaBackend):  # in the backend's mode: graph or eager, held or not
+        return latency_floor(backend.device, graph=backend.graph, block=backend.block_mode).floor_s
     return 0.0
+
+
+def _blocking(backend: Backend, block: str | None) -> AbstractContextManager[object]:
+    """The CUDA backend's ``blocking(block)`` (a marker's or call's ``block=``), or a no-op."""
+    blocking = getattr(backend, "blocking", None)
+    if block is None or blocking is None:
+        return contextlib.nullcontext()
+    return blocking(block)  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager

@@ -207,9 +207,11 @@ def judge(
             if ceiling.speed > most:
                 ceiling = dataclasses.replace(ceiling, speed=most)
     floor_s = paired_floor_s(estimate, ceiling) if ceiling is not None else estimate.floor_s
-    # no call is shorter than an empty one: below that, the roofline cannot judge the kernel
+    # no call is shorter than an empty one: below that, the roofline cannot judge the kernel. The
+    # latency floor was measured at another moment, maybe in another mode: it raises the floor up
+    # to the measured time at most, so it caps attained at 1 and is never grounds for faster than light
     latency_bound = latency_floor_s > floor_s
-    floor_s = max(floor_s, latency_floor_s)
+    floor_s = max(floor_s, min(latency_floor_s, m.time_s) if m.time_s > 0 else latency_floor_s)
     if m.time_s <= 0:
         return Judgement(
             math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time", latency_bound

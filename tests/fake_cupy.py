@@ -30,18 +30,47 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 (CUDA's values, or distinct ones with ``is_hip=True``, since HIP's enum differs), ``is_hip``,
 ``memsetAsync(ptr, value, size, stream)``.
 
-``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``copyto(dst, src)``,
+``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``empty_like(a)``, ``copyto(dst, src)``,
+``multiply(x, y, out=None)``, ``random.random(size, dtype)``, ``ndarray.astype(dtype)``, slicing
+(a view), ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
+``.synchronize()``; ``cupyx.profiler.benchmark(func, args, n_repeat=..., n_warmup=...,
+max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``);
 ``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``,
 ``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
 ``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
-GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), any other is a kernel;
+GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), ``roofline_delay`` is
+logged ``("delay", stream, ns)`` (it spins, then returns), any other is a kernel;
 ``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
 ``runtime.hostAllocMapped``.
 
-Capture is per stream, as in CUDA: ``end_capture`` counts the kernels launched on its own stream;
-a kernel on the legacy stream while another stream captures raises
-``cudaErrorStreamCaptureImplicit`` and invalidates the capture (``end_capture`` then raises).
+Capture is per stream, as in CUDA: ``end_capture`` counts the kernels launched on its own stream.
+A kernel on the legacy stream while another stream captures follows CUDA's rule for the capturing
+stream's flags (CUDA Programming Guide, "Cross-stream dependencies"; ``cudaErrorStreamCaptureImplicit``:
+"the legacy stream would depend on a capturing *blocking* stream"): beside a blocking capture stream
+(``Stream()``) it raises ``cudaErrorStreamCaptureImplicit`` and invalidates the capture
+(``end_capture`` then raises); beside a non-blocking one (``Stream(non_blocking=True)``, every PyTorch
+stream) it runs eagerly and is missing from the graph. ``Graph.debug_dot_str(flags=0)`` prints one
+``label="{KERNEL`` node per captured kernel, as ``cudaGraphDebugDotPrint`` does.
+
+What a real GPU does to a host that waits, modelled so that holding the wrong window fails here:
+
+- ``lazy_loading=True`` (CUDA 12.2+'s default, ``CUDA_MODULE_LOADING=LAZY``): the first launch of
+  each kernel (each ``RawKernel``, ``fake.kernel``, each matmul dtype, ``copyto``, a fake PyTorch
+  op) loads its module, which "may require context synchronization" (CUDA Programming Guide, Lazy
+  Loading): logged ``("load", what)``, a device-wide sync.
+- ``pool_syncs=True``: an allocation of a size the pool has not held before grows the pool through
+  ``cudaMalloc``, which synchronizes (CuPy ``cupy/cuda/memory.pyx``, ``_malloc`` and the
+  ``free_all_blocks`` retry): logged ``("grow", nbytes)``, a device-wide sync.
+- ``queue_depth`` (default 1024): at most that many launches, event records and memsets queue
+  behind a held blocking kernel; one more and the host blocks inside the launch, which a real
+  blocking kernel sits out until its timeout.
+- ``launch_blocking`` (default: ``CUDA_LAUNCH_BLOCKING=1`` in the environment at launch time):
+  every launch returns only when it has run, so the blocking kernel's own launch waits out its
+  timeout.
+
+A device-wide sync while a blocking kernel is queued and not released logs ``("block_timeout",
+ticket)``: the real host would wait until the kernel gave up.
 
 ``FakeCupy(duplicate=("cupy-cuda12x", "cupy-cuda13x"))`` installs instead an import hook: ``import
 cupy`` gives CuPy's own "multiple CuPy packages are installed" ``UserWarning`` (verbatim layout of
@@ -60,7 +89,8 @@ blocking kernel would spin until its timeout). Streams appear by name: ``"null"`
 ``torch.cuda`` stream) keeps that stream's name.
 
 Elapsed times are scripted: ``elapsed_ms`` (a sequence, its last value repeating), or else
-``kernel_ms`` times the kernels that ran between the two events (a graph launch counts its kernels).
+``kernel_ms`` times the kernels that ran between the two events on the events' stream (a graph launch
+counts its kernels): work on another stream is not between a stream's events.
 """
 
 from __future__ import annotations
@@ -69,6 +99,7 @@ import ctypes
 import importlib.abc
 import importlib.machinery
 import itertools
+import os
 import sys
 import types
 import warnings
@@ -143,6 +174,25 @@ class FakeArray:
         self.size = int(np.prod(self.shape))
         self.nbytes = self.size * self.dtype.itemsize
         self.data = types.SimpleNamespace(ptr=next(self._ptrs))
+        self.flags = types.SimpleNamespace(c_contiguous=True)
+        self.world: FakeCupy | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key: Any) -> FakeArray:
+        """A view (no allocation, no kernel): only its shape is computed, on a zero-stride stand-in."""
+        view = FakeArray(np.broadcast_to(np.empty((), dtype=bool), self.shape)[key].shape, self.dtype)
+        view.world = self.world
+        return view
+
+    def astype(self, dtype: Any) -> FakeArray:
+        """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
+        assert self.world is not None
+        copy = self.world.cupy.empty(self.shape, dtype)
+        self.world.launch(self.world.current_stream, "astype")
+        return copy
 
 
 class FakeEvent:
@@ -154,7 +204,7 @@ class FakeEvent:
     def record(self, stream: FakeStream | None = None) -> None:
         stream = stream if stream is not None else self.world.current_stream
         self.stream = stream
-        self.world.log.append(("record", stream.name))
+        self.world.enqueue(("record", stream.name))
         self.position = len(self.world.log)
 
     def synchronize(self) -> None:
@@ -162,6 +212,12 @@ class FakeEvent:
         self.world.log.append(("synchronize", "event"))
         if self.position is not None:
             self.world.synced_upto = max(self.world.synced_upto, self.position)
+
+    @property
+    def done(self) -> bool:
+        """``cudaEventQuery == cudaSuccess`` (CuPy's ``Event.done``): the fake GPU finishes work only
+        when the host waits for it."""
+        return self.position is not None and self.position <= self.world.synced_upto
 
 
 class FakeGraph:
@@ -171,10 +227,22 @@ class FakeGraph:
 
     def launch(self, stream: FakeStream | None = None) -> None:
         stream = stream if stream is not None else self.world.current_stream
-        self.world.log.append(("launch", stream.name, self.kernels))
+        self.world.enqueue(("launch", stream.name, self.kernels), launch=True)
+
+    def debug_dot_str(self, flags: int = 0) -> str:
+        nodes = "".join(
+            f'"graph_1_node_{i}"[style="bold" shape="record" label="{{KERNEL\n| {{ID | {i} (topoId: {i})'
+            f' | fake_kernel\\<\\<\\<1,128,0\\>\\>\\>}}\n}}"];\n'
+            for i in range(self.kernels)
+        )
+        head = 'digraph dot {\nsubgraph cluster_1 {\nlabel="graph_1" graph[style="dashed"];\n'
+        return f"{head}{nodes}}}\n}}\n"
 
 
 class FakeStream:
+    #: a foreign stream's flags are unknown: PyTorch's are non-blocking (c10 ``kDefaultFlags``)
+    non_blocking = True
+
     def __init__(self, world: FakeCupy, ptr: int, device_id: int, name: str) -> None:
         self.world = world
         self.ptr = ptr
@@ -209,6 +277,10 @@ class FakeStream:
         self.world.drain_blocks()
         self.world.log.append(("synchronize", f"stream:{self.name}"))
         self.world.synced_upto = len(self.world.log)
+
+    @property
+    def done(self) -> bool:
+        return self.world.synced_upto >= len(self.world.log)
 
     def record(self, event: FakeEvent | None = None) -> FakeEvent:
         event = event if event is not None else FakeEvent(self.world)
@@ -251,6 +323,13 @@ class FakeDevice:
         props = self.world.properties
         return f"{props.get('major', 0)}{props.get('minor', 0)}"
 
+    @property
+    def attributes(self) -> dict[str, int]:
+        return {"MultiProcessorCount": int(str(self.world.properties.get("multiProcessorCount", 1)))}
+
+    def synchronize(self) -> None:
+        self.world.device_sync(("synchronize", "device"))
+
     def __enter__(self) -> FakeDevice:
         if not 0 <= self.id < self.world.device_count:
             raise FakeCudaError("cudaErrorInvalidDevice: invalid device ordinal")
@@ -279,8 +358,21 @@ class FakeCupy:
         from_external: bool = True,
         bfloat16: bool = False,
         duplicate: Sequence[str] = (),
+        lazy_loading: bool = True,
+        pool_syncs: bool = True,
+        queue_depth: int = 1024,
+        launch_blocking: bool | None = None,
     ) -> None:
         self.duplicate = tuple(duplicate)
+        self.lazy_loading = lazy_loading
+        self.pool_syncs = pool_syncs
+        self.queue_depth = queue_depth
+        self._launch_blocking = launch_blocking
+        #: modules loaded (lazy loading), sizes the memory pool holds
+        self.loaded: set[str] = set()
+        self.pool_sizes: set[int] = set()
+        #: queue entries behind the first blocking kernel not released yet
+        self._behind = 0
         self.device_count = device_count
         self.count_error = count_error
         self.properties = dict(properties)
@@ -295,6 +387,8 @@ class FakeCupy:
         #: the blocking kernels queued since the last host sync
         self.block_flags: list[int] = []
         self.pending_blocks: list[tuple[int, int]] = []
+        #: kernel launches, by stream name (what CUPTI's activity records would count)
+        self.launches: list[str] = []
         self._released_seen: dict[int, int] = {}
         self._pinned: list[ctypes.Array[ctypes.c_char]] = []
         #: (code, name) of every RawKernel built
@@ -310,6 +404,7 @@ class FakeCupy:
         self._stream_ptrs = itertools.count(0x1000, 0x10)
         self.null_stream = FakeStream(self, 0, -1, "null")
         self.stream_stack: list[FakeStream] = [self.null_stream]
+        self.cupyx = types.ModuleType("cupyx")
         self.cupy = self._build(from_external)
 
     # -- what tests use --------------------------------------------------------------------
@@ -326,23 +421,68 @@ class FakeCupy:
         monkeypatch.setitem(sys.modules, "cupy", self.cupy)
         monkeypatch.setitem(sys.modules, "cupy.cuda", self.cupy.cuda)
         monkeypatch.setitem(sys.modules, "cupy.cuda.runtime", self.cupy.cuda.runtime)
+        monkeypatch.setitem(sys.modules, "cupyx", self.cupyx)
+        monkeypatch.setitem(sys.modules, "cupyx.profiler", self.cupyx.profiler)
         return self
 
     def kernel(self, *args: object) -> None:
         """A stand-in kernel: logs that it ran, on the current stream."""
         self.launch(self.current_stream)
 
-    def launch(self, stream: FakeStream) -> None:
-        """A kernel queued on ``stream``; refused on the legacy stream while another one captures."""
+    def launch(self, stream: FakeStream, module: str = "kernel") -> None:
+        """A kernel queued on ``stream``. Its first launch loads its module (a device-wide sync).
+        On the legacy stream while another stream captures: refused beside a blocking capture
+        stream, run eagerly (and left out of that graph) beside a non-blocking one."""
+        if not stream.capturing:
+            self.load(module)
         capturing = [s for s in self.streams_by_ptr.values() if s.capturing and s is not stream]
         if capturing and stream.ptr in (0, 1) and not stream.capturing:
-            for other in capturing:
-                other.invalidated = True
-            raise FakeCudaError(
-                "cudaErrorStreamCaptureImplicit: operation would make the legacy stream depend on a "
-                "capturing blocking stream"
-            )
-        self.log.append(("kernel", stream.name))
+            blocking = [other for other in capturing if not other.non_blocking]
+            if blocking:
+                for other in capturing:
+                    other.invalidated = True
+                raise FakeCudaError(
+                    "cudaErrorStreamCaptureImplicit: operation would make the legacy stream depend on a "
+                    "capturing blocking stream"
+                )
+        self.launches.append(stream.name)
+        self.enqueue(("kernel", stream.name), launch=True)
+
+    def load(self, module: str) -> None:
+        """Lazy loading: a module's first use may synchronize the context."""
+        if self.lazy_loading and module not in self.loaded:
+            self.loaded.add(module)
+            self.device_sync(("load", module))
+
+    def device_sync(self, entry: tuple[Any, ...]) -> None:
+        """The host waits for everything queued (a context-wide synchronization)."""
+        self.drain_blocks()
+        self.log.append(entry)
+        self.synced_upto = len(self.log)
+
+    @property
+    def launch_blocking(self) -> bool:
+        if self._launch_blocking is not None:
+            return self._launch_blocking
+        return os.environ.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0")
+
+    def enqueue(self, entry: tuple[Any, ...], *, launch: bool = False) -> None:
+        """Queue device work: behind a held blocking kernel the queue holds ``queue_depth`` entries,
+        and a launch under ``CUDA_LAUNCH_BLOCKING`` returns when it has run."""
+        self.poll_release()
+        if self._unreleased():
+            self._behind += 1
+            if self._behind > self.queue_depth:
+                self.drain_blocks()  # the host blocks in the launch until the blocking kernel gives up
+                list.append(self.log, ("queue_full", self.queue_depth))
+        else:
+            self._behind = 0
+        self.log.append(entry)
+        if launch and self.launch_blocking:
+            self.device_sync(("launch_blocking", entry[0]))
+
+    def _unreleased(self) -> bool:
+        return any(ctypes.c_int64.from_address(a).value < t for a, t in self.pending_blocks)
 
     def poll_release(self) -> None:
         """Log the host's write of a blocking kernel's release count (read from the real pinned memory)."""
@@ -360,6 +500,7 @@ class FakeCupy:
                 ctypes.c_int64.from_address(address + 8).value = ticket
                 list.append(self.log, ("block_timeout", ticket))
         self.pending_blocks.clear()
+        self._behind = 0
 
     def stream_name(self, ptr: int) -> str:
         known = self.streams_by_ptr.get(ptr)
@@ -426,10 +567,11 @@ class FakeCupy:
                 world._elapsed_calls += 1
                 return world.elapsed_ms[i]
             work = 0
+            mine = start.stream.name if start.stream is not None else None
             for entry in world.log[start.position : end.position]:
-                if entry[0] == "kernel":
+                if entry[0] == "kernel" and entry[1] == mine:
                     work += 1
-                elif entry[0] == "launch":
+                elif entry[0] == "launch" and entry[1] == mine:
                     work += entry[2]
             return world.kernel_ms * work
 
@@ -458,7 +600,7 @@ class FakeCupy:
         def memset_async(ptr: int, value: int, size: int, stream: int) -> None:
             name = world.streams_by_ptr[stream].name
             world.memsets.append((value, size, name))
-            world.log.append(("flush", name))
+            world.enqueue(("flush", name))
 
         runtime.getDeviceCount = get_device_count
         runtime.getDeviceProperties = lambda device: dict(world.properties)
@@ -470,13 +612,55 @@ class FakeCupy:
 
         def alloc(shape: int | tuple[int, ...], dtype: Any = float) -> FakeArray:
             array = FakeArray(shape, dtype)
+            if world.pool_syncs and array.nbytes not in world.pool_sizes:
+                world.pool_sizes.add(array.nbytes)
+                world.device_sync(("grow", array.nbytes))  # cudaMalloc synchronizes
             world.log.append(("alloc", array.nbytes))
+            array.world = world
             return array
+
+        def random_random(size: int | tuple[int, ...], dtype: Any = np.float64) -> FakeArray:
+            array = alloc(size, dtype)
+            world.launch(world.current_stream, "curand")
+            return array
+
+        cupy.random = types.ModuleType("cupy.random")
+        cupy.random.random = random_random
+
+        def benchmark(
+            func: Any,
+            args: tuple[Any, ...] = (),
+            kwargs: Mapping[str, Any] | None = None,
+            n_repeat: int = 10000,
+            *,
+            name: str | None = None,
+            n_warmup: int = 10,
+            max_duration: float = float("inf"),
+            devices: Sequence[int] | None = None,
+        ) -> Any:
+            """``cupyx.profiler.benchmark`` (``cupyx/profiler/_time.py``): an event pair per call on
+            the current stream, synchronized after each; ``gpu_times`` in seconds, one row per device."""
+            for _ in range(n_warmup):
+                func(*args, **(kwargs or {}))
+            times = []
+            for _ in range(n_repeat):
+                start, end = cuda.Event(), cuda.Event()
+                start.record()
+                func(*args, **(kwargs or {}))
+                end.record()
+                end.synchronize()
+                times.append(cuda.get_elapsed_time(start, end) / 1e3)
+            rows = len(devices) if devices is not None else 1
+            return types.SimpleNamespace(gpu_times=np.asarray([times] * rows), name=name or func.__name__)
+
+        self.cupyx = types.ModuleType("cupyx")
+        self.cupyx.profiler = types.ModuleType("cupyx.profiler")
+        self.cupyx.profiler.benchmark = benchmark
 
         def matmul(a: FakeArray, b: FakeArray, out: FakeArray | None = None) -> FakeArray:
             if isinstance(a.dtype, FakeDType) and not world.bfloat16:
                 raise TypeError(f"Unsupported dtype {a.dtype.name}")
-            world.kernel()
+            world.launch(world.current_stream, f"cublas:{a.dtype}")  # cuBLAS: a handle and a module
             return out if out is not None else FakeArray((a.shape[0], b.shape[1]), a.dtype)
 
         class PinnedMemory:
@@ -511,21 +695,48 @@ class FakeCupy:
                 stream: FakeStream | None = None,
             ) -> None:
                 target = stream if stream is not None else world.current_stream
-                if self.name != "roofline_block":
-                    world.launch(target)
+                if self.name == "roofline_delay":  # spins a while on the GPU, then returns
+                    world.load(f"raw:{self.name}")
+                    world.enqueue(("delay", target.name, int(args[0])), launch=True)
                     return
+                if self.name != "roofline_block":
+                    world.launch(target, f"raw:{self.name}")
+                    return
+                world.load(f"raw:{self.name}")
                 address, ticket = int(args[0]), int(args[1])
                 if address not in world.block_flags:
                     world.block_flags.append(address)
+                world.enqueue(("block", target.name, ticket))
                 world.pending_blocks.append((address, ticket))
-                world.log.append(("block", target.name, ticket))
+                if world.launch_blocking:
+                    world.device_sync(("launch_blocking", "block"))
+
+        class RawModule:
+            """``cupy.RawModule(code=..., options=(), ...)``; ``get_function(name)`` gives a kernel."""
+
+            def __init__(
+                self, code: str | None = None, *, options: tuple[str, ...] = (), **more: Any
+            ) -> None:
+                self.code = code or ""
+
+            def get_function(self, name: str) -> RawKernel:
+                return RawKernel(self.code, name)
+
+        def multiply(x: Any, y: Any, out: FakeArray | None = None) -> FakeArray:
+            shape = x.shape if isinstance(x, FakeArray) else y.shape
+            result = out if out is not None else alloc(shape, np.float32)
+            world.launch(world.current_stream, "multiply")
+            return result
 
         cupy.RawKernel = RawKernel
+        cupy.RawModule = RawModule
+        cupy.multiply = multiply
+        cupy.empty_like = lambda a, dtype=None: alloc(a.shape, dtype or a.dtype)
         cuda.PinnedMemory = PinnedMemory
         runtime.hostAllocMapped = 2
         cupy.empty = alloc
         cupy.ones = alloc
-        cupy.copyto = lambda dst, src: world.kernel()
+        cupy.copyto = lambda dst, src: world.launch(world.current_stream, "copy")
         cupy.__version__ = "14.0.0"
         cupy.matmul = matmul
         cupy.uint8, cupy.float16, cupy.float32, cupy.float64 = np.uint8, np.float16, np.float32, np.float64

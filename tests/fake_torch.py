@@ -73,7 +73,7 @@ class FakeTorch:
 
     def kernel(self, *args: object) -> None:
         """A PyTorch op: launches on PyTorch's current stream for the current device."""
-        self.world.launch(self.current_stream().cupy_stream)
+        self.world.launch(self.current_stream().cupy_stream, "torch")
 
     def new_stream(self, device: int | None = None) -> FakeTorchStream:
         index = self.world.current_device if device is None else device

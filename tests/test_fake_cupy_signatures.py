@@ -32,6 +32,7 @@ USED = (
     "ones",
     "copyto",
     "matmul",
+    "random.random",
 )
 METHODS = (
     ("cuda.Event", "record"),
@@ -40,6 +41,7 @@ METHODS = (
     ("cuda.Stream", "wait_event"),
     ("cuda.Stream", "begin_capture"),
     ("cuda.Stream", "end_capture"),
+    ("cuda.Stream", "synchronize"),
     ("RawKernel", "__call__"),
 )
 

@@ -16,7 +16,8 @@ MARKER_MISTAKES = [
                  "gemm needs K (it takes gemm(M, N, K, batch=1))", id="missing-parameter"),
     pytest.param('"gemm", M=1000, N=1000, k=1000, dtype="fp32"',
                  "gemm has no parameter 'k' (did you mean 'K'?); it takes gemm(M, N, K, batch=1) "
-                 "and the keywords min_fraction, dtype, device, math, stat, max_time, cache, flush, stream",
+                 "and the keywords min_fraction, dtype, device, math, stat, max_time, cache, flush, stream, "
+                 "block",
                  id="unknown-parameter"),
     pytest.param('"gemm", M=0, N=1000, K=1000, dtype="fp32"',
                  "gemm: M must be a positive integer; got 0", id="non-positive-size"),

@@ -171,6 +171,7 @@ BAD_VALUES = [
     ("--roofline-latency-floor", "of", "expected one of on, off, got 'of' (did you mean 'off'?)"),
     ("--roofline-cache", "hot", "expected one of cold, warm, got 'hot'"),
     ("--roofline-cache", "wram", "expected one of cold, warm, got 'wram' (did you mean 'warm'?)"),
+    ("--roofline-cuda-block", "maybe", "expected one of auto, on, off, got 'maybe'"),
     ("--roofline-min-fraction", "0", "expected a number in (0, 1], got '0'"),
     ("--roofline-min-fraction", "1.5", "expected a number in (0, 1], got '1.5'"),
     ("--roofline-min-fraction", "half", "expected a number in (0, 1], got 'half'"),

@@ -119,4 +119,69 @@ def test_interval_is_checked(bad: object) -> None:
 def test_reasons_are_read_across_samples() -> None:
     log = ClockLog(True, samples=(ClockSample(0, 1, 1, 1, 0x4), ClockSample(1, 1, 1, 1, 0x80)))
 
-    assert log.reasons == ("software power cap", "hardware power brake")
+    assert log.events == ("software power cap", "hardware power brake")
+    assert log.reasons == ("hardware power brake",)  # the power cap alone is not throttling
+
+
+def test_a_software_power_cap_with_clocks_held_is_not_throttling(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an H100 at its power limit under a dense GEMM: the cap bit set, the SM clock within 75% of max
+    FakeNvml([(1980, 2619, 70, 0x0), (1755, 2619, 74, 0x4)]).install(monkeypatch)
+
+    with ClockWatcher(interval_s=60) as watcher:
+        pass
+
+    assert not watcher.log.throttled
+    assert watcher.log.events == ("software power cap",)
+    assert "software power cap (clocks held: not throttled)" in watcher.log.summary()
+
+
+def test_a_busy_sm_clock_below_75_percent_is_throttling_whatever_the_reasons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    FakeNvml([(1980, 2619, 70, 0x0), (1200, 2619, 74, 0x4)]).install(monkeypatch)
+
+    with ClockWatcher(interval_s=60) as watcher:
+        pass
+
+    assert watcher.log.throttled
+    assert watcher.log.reasons == ("SM clock at 61% of its maximum",)
+
+
+def test_an_idle_gpus_low_clock_is_not_throttling() -> None:
+    idle = ClockSample(0, 345, 405, 40, 0x1)  # nvmlClocksEventReasonGpuIdle: nothing runs
+    busy = ClockSample(1, 1980, 2619, 60, 0x0)
+
+    assert not ClockLog(True, samples=(idle, busy), max_sm_mhz=1980).throttled
+
+
+def test_an_old_driver_without_the_event_reasons_symbol_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nvidia-ml-py >= 12.535 always has the new name; on an older driver its call raises
+    # NVMLError_FunctionNotFound (pynvml's _nvmlGetFunctionPointer): the old call answers
+    nvml = FakeNvml([(1980, 2619, 80, 0x40)]).install(monkeypatch)
+
+    def missing(handle: object) -> int:
+        raise RuntimeError("Function Not Found")
+
+    nvml.module.nvmlDeviceGetCurrentClocksEventReasons = missing
+    nvml.module.nvmlDeviceGetCurrentClocksThrottleReasons = nvml._reasons
+
+    with ClockWatcher(interval_s=60) as watcher:
+        pass
+
+    assert watcher.log.reasons == ("hardware thermal slowdown",)
+    assert watcher.log.reasons_watched
+
+
+def test_reasons_neither_call_answers_are_unwatched_not_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    nvml = FakeNvml([(1980, 2619, 80, 0x40)]).install(monkeypatch)
+
+    def missing(handle: object) -> int:
+        raise RuntimeError("Function Not Found")
+
+    nvml.module.nvmlDeviceGetCurrentClocksEventReasons = missing
+
+    with ClockWatcher(interval_s=60) as watcher:
+        pass
+
+    assert not watcher.log.reasons_watched
+    assert "clock-event reasons unwatched" in watcher.log.summary()

@@ -25,6 +25,13 @@ REPO = Path(__file__).resolve().parents[1]
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 
+@pytest.fixture(autouse=True)
+def _unheld(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows, flushes, streams and graphs here, unheld: the blocker and its probes have their own
+    tests (``test_timing_cuda_streams.py``, ``test_timing_cuda_gpu_rules.py``)."""
+    monkeypatch.setattr(cuda, "_default_block", "off")
+
+
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
     return FakeCupy().install(monkeypatch)
@@ -515,17 +522,41 @@ def test_ceilings_come_from_a_copy_and_matmuls(monkeypatch: pytest.MonkeyPatch) 
     assert bandwidth.value == pytest.approx(2 * copy_bytes / 1e-3)
     assert bandwidth.source is Source.MEASURED
     assert "read + write" in bandwidth.note
-    n = cuda.MATMUL_N
+    n = max(cuda.MATMUL_SIZES)  # each call takes 1 ms on the fake: the larger size is the faster rate
     assert set(peaks) == {
-        (Precision.FP64, Unit.VECTOR),
+        (Precision.FP64, Unit.TENSOR),  # cc 9.0: CuPy asks cuBLAS for tensor ops (DMMA) from cc 8.0
         (Precision.FP32, Unit.VECTOR),
         (Precision.FP16, Unit.TENSOR),
     }  # no bf16 without ml_dtypes; no tf32 without CUPY_TF32
     for figure in peaks.values():
         assert figure.value == pytest.approx(2 * n**3 / 1e-3)
         assert figure.source is Source.MEASURED
+        assert f"{n}×{n}×{n}" in figure.note
+        assert "random inputs" in figure.note
     assert ("alloc", copy_bytes) in fake.log
     assert fake.count("flush") == 0  # these buffers dwarf L2: no flush by default
+
+
+def test_fp64_matmul_is_a_vector_peak_before_compute_capability_8(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_cupy import H100_PROPERTIES
+
+    props = {**H100_PROPERTIES, "name": b"Tesla V100-SXM2-32GB", "major": 7, "minor": 0}
+    FakeCupy(kernel_ms=1.0, properties=props).install(monkeypatch)
+
+    _, peaks = cuda.measure_ceilings(0, FAST)
+
+    assert (Precision.FP64, Unit.VECTOR) in peaks
+    assert (Precision.FP64, Unit.TENSOR) not in peaks
+
+
+def test_ceiling_matmuls_take_random_inputs_of_both_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy(kernel_ms=1.0).install(monkeypatch)
+
+    cuda.measure_ceilings(0, FAST)
+
+    assert ("load", "curand") in fake.log
+    for n in cuda.MATMUL_SIZES:
+        assert ("alloc", n * n * 8) in fake.log  # an fp64 operand of each size
 
 
 def test_ceiling_copy_is_four_times_a_large_l2(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -580,7 +611,7 @@ def test_a_real_measurement(graph: bool) -> None:
     def scale() -> None:
         cupy.multiply(x, 2, out=out)
 
-    backend = CudaBackend(0, graph=graph)
+    backend = CudaBackend(0, graph=graph, block="auto")  # this module's default is off: the real one
     m = measure(scale, policy=Policy(max_time_s=0.2), backend=backend)
 
     assert m.backend == "cuda"

@@ -16,7 +16,7 @@ from fake_torch import FakeTorch
 
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.cuda import MAX_BLOCKED_CALLS, CudaBackend, CupyInstallError
+from pytest_roofline.timing.cuda import MAX_HELD_CALLS, CudaBackend, CupyInstallError
 from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.latency import (
     LatencyFloor,
@@ -28,9 +28,29 @@ from pytest_roofline.timing.latency import (
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 
+@pytest.fixture(autouse=True)
+def _no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in cuda.PROFILER_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
+
+
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
     return FakeCupy().install(monkeypatch)
+
+
+def warm(backend: CudaBackend, fn: Any, args: tuple[object, ...] = ()) -> CudaBackend:
+    """Two unheld warm-up runs: the first call loads the kernel's module (the probe cannot tell),
+    the second proves it asynchronous, so that the backend holds its sampling windows."""
+    backend.run(fn, args, calls=1, samples=1, flush=False)
+    backend.run(fn, args, calls=1, samples=1, flush=False)
+    assert backend.synchronizes(fn, args) is False
+    return backend
+
+
+def since(fake: FakeCupy, start: int, *kinds: str) -> list[tuple[Any, ...]]:
+    return [entry for entry in fake.log[start:] if entry[0] in kinds]
 
 
 def held(stream: str, calls: int, ticket: int, *, kernel: str | None = None) -> list[tuple[Any, ...]]:
@@ -87,10 +107,12 @@ def test_with_torch_initialized_the_default_is_torchs_current_stream(fake: FakeC
     torch = FakeTorch(fake).install(monkeypatch)
     side = torch.new_stream(0)
     torch.current[0] = side  # the test runs under `with torch.cuda.stream(side):`
+    backend = warm(CudaBackend(), torch.kernel)
+    start = len(fake.log)
 
-    CudaBackend().run(torch.kernel, (), calls=2, samples=2, flush=True)
+    backend.run(torch.kernel, (), calls=2, samples=2, flush=True)
 
-    trace = fake.entries("flush", "block", "record", "kernel", "release")
+    trace = since(fake, start, "flush", "block", "record", "kernel", "release")
     assert trace == [
         ("flush", "torch1"), *held("torch1", 2, 1),
         ("flush", "torch1"), *held("torch1", 2, 2),
@@ -102,7 +124,7 @@ def test_torch_loaded_without_cuda_leaves_cupys_stream(fake: FakeCupy, monkeypat
     stream = fake.cupy.cuda.Stream()
 
     with stream:
-        CudaBackend().run(fake.kernel, (), calls=1, samples=1, flush=False)
+        CudaBackend(block="off").run(fake.kernel, (), calls=1, samples=1, flush=False)
 
     assert fake.entries("record", "kernel") == [
         ("record", "stream1"),
@@ -124,7 +146,7 @@ def test_a_named_stream_is_made_torchs_current_stream_for_the_windows(
 
     given = {"torch.cuda.Stream": side, "int handle": side.cuda_stream, "__cuda_stream__": Foreign()}[kind]
 
-    CudaBackend(stream=given).run(torch.kernel, (), calls=3, samples=1, flush=False)
+    CudaBackend(stream=given, block="off").run(torch.kernel, (), calls=3, samples=1, flush=False)
 
     assert fake.entries("torch_enter", "torch_exit", "record", "kernel") == [
         ("torch_enter", "torch1"),
@@ -137,7 +159,7 @@ def test_a_named_stream_is_made_torchs_current_stream_for_the_windows(
 
 
 def test_on_stream_times_on_a_stream_for_a_block_of_runs(fake: FakeCupy) -> None:
-    backend = CudaBackend()
+    backend = CudaBackend(block="off")
     side = fake.cupy.cuda.Stream(non_blocking=True)
 
     with backend.on_stream(side):
@@ -174,10 +196,12 @@ def test_graph_mode_with_torch_captures_torch_ops_on_the_private_stream(fake: Fa
 
 
 def test_graph_mode_without_the_torch_context_would_be_refused(fake: FakeCupy, monkeypatch) -> None:
-    # the fake enforces what CUDA does: a torch op on the legacy stream while the private stream
-    # captures breaks the capture; this guards the test above against a fake that captures anything
+    # the fake enforces what CUDA does: a torch op on the legacy stream while the (blocking) private
+    # stream captures breaks the capture; this guards the test above against a fake that captures
+    # anything. Beside a non-blocking capture stream the op would run at once, outside the graph
+    # (test_timing_cuda_gpu_rules.py).
     torch = FakeTorch(fake).install(monkeypatch)
-    stream = fake.cupy.cuda.Stream(non_blocking=True)
+    stream = fake.cupy.cuda.Stream(non_blocking=False)
     stream.begin_capture()
 
     with pytest.raises(FakeCudaError, match="cudaErrorStreamCaptureImplicit"):
@@ -233,9 +257,13 @@ def test_graph_mode_refuses_a_legacy_stream_given_later(fake: FakeCupy) -> None:
 
 
 def test_each_window_is_held_until_its_calls_are_queued_flush_outside(fake: FakeCupy) -> None:
-    CudaBackend().run(fake.kernel, (), calls=2, samples=3, flush=True)
+    backend = warm(CudaBackend(), fake.kernel)
+    start = len(fake.log)
 
-    trace = fake.entries("flush", "block", "record", "kernel", "release", "synchronize", "block_timeout")
+    backend.run(fake.kernel, (), calls=2, samples=3, flush=True)
+
+    kinds = ("flush", "block", "record", "kernel", "release", "synchronize", "block_timeout")
+    trace = since(fake, start, *kinds)
     assert trace == [
         ("flush", "null"), *held("null", 2, 1),
         ("flush", "null"), *held("null", 2, 2),
@@ -248,42 +276,72 @@ def test_each_window_is_held_until_its_calls_are_queued_flush_outside(fake: Fake
 
 
 def test_the_release_count_keeps_growing_across_runs(fake: FakeCupy) -> None:
-    backend = CudaBackend()
+    backend = warm(CudaBackend(), fake.kernel)
     backend.run(fake.kernel, (), calls=1, samples=2, flush=False)
     backend.run(fake.kernel, (), calls=1, samples=2, flush=False)
 
-    assert [ticket for _, _, ticket in fake.entries("block")] == [1, 2, 3, 4]
-    assert len(fake.raw_kernels) == 1  # compiled once per backend
+    assert [ticket for _, _, ticket in fake.entries("block")] == [0, 1, 2, 3, 4]  # 0: the unheld warm launch
+    assert [name for _, name in fake.raw_kernels] == ["roofline_block", "roofline_delay"]  # built once
 
 
-def test_a_kernel_that_synchronizes_while_held_is_an_error_not_a_time(fake: FakeCupy) -> None:
+def test_a_kernel_that_synchronizes_while_held_is_an_error_under_block_on(fake: FakeCupy) -> None:
     stream = fake.cupy.cuda.get_current_stream()
 
     def syncs() -> None:
         fake.kernel()
         stream.synchronize()  # the host waits on a stream the blocking kernel holds
 
-    with pytest.raises(RuntimeError, match=r"blocking kernel held the timing stream for 10 s.*block=False"):
-        CudaBackend().run(syncs, (), calls=1, samples=2, flush=False)
+    backend = CudaBackend(block="on")
+    backend.run(syncs, (), calls=1, samples=1, flush=False)  # the first call: never held
+    with pytest.raises(
+        RuntimeError, match=r"blocking kernel held the timing stream for 10 s.*--roofline-cuda-block=off"
+    ):
+        backend.run(syncs, (), calls=1, samples=2, flush=False)
     assert ("block_timeout", 1) in fake.log
 
 
-def test_a_raising_kernel_still_releases_the_stream(fake: FakeCupy) -> None:
-    def broken() -> None:
-        raise ZeroDivisionError
+def test_auto_times_a_kernel_unheld_once_a_hold_timed_out(fake: FakeCupy) -> None:
+    stream = fake.cupy.cuda.get_current_stream()
+    synchronizing = False
 
+    def sometimes_syncs() -> None:
+        fake.kernel()
+        if synchronizing:
+            stream.synchronize()
+
+    backend = warm(CudaBackend(), sometimes_syncs)
+    synchronizing = True
+
+    windows = backend.run(sometimes_syncs, (), calls=1, samples=2, flush=False)
+
+    assert ("block_timeout", 1) in fake.log  # the held run gave up; its times were thrown away
+    assert len(windows) == 2
+    assert backend.synchronizes(sometimes_syncs) is True
+
+
+def test_a_raising_kernel_still_releases_the_stream(fake: FakeCupy) -> None:
+    calls = iter(range(10))
+
+    def breaks_when_held() -> None:
+        fake.kernel()
+        if next(calls) >= 2:
+            raise ZeroDivisionError
+
+    backend = warm(CudaBackend(), breaks_when_held)
     with pytest.raises(ZeroDivisionError):
-        CudaBackend().run(broken, (), calls=1, samples=1, flush=False)
+        backend.run(breaks_when_held, (), calls=1, samples=2, flush=False)
     fake.log.append(("after",))
 
-    assert fake.entries("block", "release") == [("block", "null", 1), ("release", 1)]
+    assert fake.entries("block", "release")[-2:] == [("block", "null", 1), ("release", 1)]
 
 
-def test_long_windows_and_block_false_are_not_held(fake: FakeCupy) -> None:
-    CudaBackend().run(fake.kernel, (), calls=MAX_BLOCKED_CALLS + 1, samples=1, flush=False)
-    CudaBackend(block=False).run(fake.kernel, (), calls=1, samples=1, flush=False)
+def test_block_off_first_calls_and_single_windows_are_not_held(fake: FakeCupy) -> None:
+    CudaBackend().run(fake.kernel, (), calls=1, samples=5, flush=False)  # never seen: not held
+    warm(CudaBackend(), fake.kernel).run(fake.kernel, (), calls=8, samples=1, flush=False)  # warm-up
+    CudaBackend(block=False).run(fake.kernel, (), calls=1, samples=5, flush=False)
 
-    assert fake.count("block") == 0
+    assert [ticket for *_, ticket in fake.entries("block")] == [0, 0]  # the blockers' own unheld launches
+    assert MAX_HELD_CALLS == 32
 
 
 def test_rocm_is_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,9 +357,10 @@ def test_rocm_is_not_held(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_graph_replays_are_held_too(fake: FakeCupy) -> None:
-    CudaBackend(graph=True).run(fake.kernel, (), calls=3, samples=1, flush=False)
+    backend = warm(CudaBackend(graph=True), fake.kernel)
+    backend.run(fake.kernel, (), calls=3, samples=2, flush=False)
 
-    assert fake.entries("block", "record", "launch", "release")[-5:] == [
+    assert fake.entries("block", "record", "launch", "release")[-10:-5] == [
         ("block", "stream1", 1),
         ("record", "stream1"),
         ("launch", "stream1", 3),
@@ -329,7 +388,8 @@ def test_latency_floor_is_an_empty_kernel_measured_once_per_device(monkeypatch: 
     assert first.floor_s == pytest.approx(1.5e-6)
     assert first.event_pair_s == 0.0  # nothing between the events on the fake
     assert first.device == "NVIDIA H100 80GB HBM3"
-    assert sorted(name for _, name in fake.raw_kernels) == ["roofline_block", "roofline_empty"]
+    names = sorted(name for _, name in fake.raw_kernels)
+    assert names == ["roofline_block", "roofline_delay", "roofline_empty"]
     assert cuda.latency_floor(0, refresh=True) is not first
 
 
@@ -375,7 +435,9 @@ def test_engine_measures_through_holds_on_torchs_stream(monkeypatch: pytest.Monk
 
     assert m.time_s == pytest.approx(0.25e-3)
     assert {name for _, name in fake.entries("kernel")} == {"torch1"}
-    assert fake.count("block") == fake.count("release") == fake.count("record") // 2
+    held_blocks = [entry for entry in fake.entries("block") if entry[2] > 0]  # 0: the unheld warm launch
+    assert len(held_blocks) == fake.count("release") > 0
+    assert fake.entries("block_timeout") == []
     assert "torch" in sys.modules  # the fake, not a real import
 
 

@@ -15,6 +15,7 @@ below the clocks the peaks assume and should be taken again, or reported inconcl
 
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
 import time
@@ -25,16 +26,20 @@ from typing import Any
 
 __all__ = [
     "SLOWDOWN_REASONS",
+    "THROTTLE_CLOCK_SHARE",
+    "THROTTLE_REASONS",
     "ClockLog",
     "ClockSample",
     "ClockWatcher",
+    "sm_clock_share",
     "unwatched_note",
     "watch_clocks",
 ]
 
-#: NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*) that mean the GPU ran slower than
-#: it could: power caps, thermal limits, hardware slowdowns. GPU idle, application-clock and
-#: sync-boost settings are not slowdowns of a running kernel.
+#: NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*; nvidia-ml-py's
+#: ``nvmlClocksEventReasonSwPowerCap`` 0x4, ``...HwSlowdown`` 0x8, ``...SwThermalSlowdown`` 0x20,
+#: ``...HwThermalSlowdown`` 0x40, ``...HwPowerBrakeSlowdown`` 0x80) that are reported. GPU idle,
+#: application-clock and sync-boost settings are not slowdowns of a running kernel.
 SLOWDOWN_REASONS: dict[int, str] = {
     0x4: "software power cap",
     0x8: "hardware slowdown",
@@ -42,6 +47,13 @@ SLOWDOWN_REASONS: dict[int, str] = {
     0x40: "hardware thermal slowdown",
     0x80: "hardware power brake",
 }
+#: the reasons that make a measurement throttled: everything above but the software power cap,
+#: which holds the clocks near their maximum at the power limit (the clock rule catches it when not)
+THROTTLE_REASONS = 0x8 | 0x20 | 0x40 | 0x80
+#: a busy sample whose SM clock is below this share of the maximum is throttled (nvbench's default
+#: ``throttle_threshold``, ``benchmark_base.cuh``)
+THROTTLE_CLOCK_SHARE = 0.75
+_GPU_IDLE = 0x1  # nvmlClocksEventReasonGpuIdle: the clocks drop because nothing runs
 _NVML_CLOCK_SM = 1  # nvmlClockType_t: NVML_CLOCK_GRAPHICS 0, NVML_CLOCK_SM 1, NVML_CLOCK_MEM 2
 _NVML_CLOCK_MEM = 2
 _NVML_TEMPERATURE_GPU = 0
@@ -56,7 +68,8 @@ class ClockSample:
     sm_mhz: int
     mem_mhz: int
     temperature_c: int
-    reasons: int
+    #: the clock-event reason bits; None when neither NVML call answered
+    reasons: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +85,44 @@ class ClockLog:
 
     @property
     def throttled(self) -> bool:
-        """Some sample saw a power or thermal slowdown: re-measure, or call the result inconclusive."""
+        """The GPU slowed down during the measurement (a busy SM clock below 75% of its maximum, or a
+        thermal, hardware or power-brake reason): re-measure, or call the result inconclusive."""
         return bool(self.reasons)
 
     @property
     def reasons(self) -> tuple[str, ...]:
+        """Why the measurement counts as throttled (empty when it does not)."""
+        seen = self._bits()
+        named = [name for bit, name in SLOWDOWN_REASONS.items() if seen & bit & THROTTLE_REASONS]
+        share = self.busy_sm_clock_share
+        if share is not None and share < THROTTLE_CLOCK_SHARE:
+            named.append(f"SM clock at {share:.0%} of its maximum")
+        return tuple(named)
+
+    @property
+    def events(self) -> tuple[str, ...]:
+        """Every clock-event reason seen, throttling or not (the software power cap among them)."""
+        seen = self._bits()
+        return tuple(name for bit, name in SLOWDOWN_REASONS.items() if seen & bit)
+
+    @property
+    def reasons_watched(self) -> bool:
+        """Whether NVML answered a clock-event reasons call (by either name) in some sample."""
+        return any(sample.reasons is not None for sample in self.samples)
+
+    @property
+    def busy_sm_clock_share(self) -> float | None:
+        """The lowest SM clock over the maximum among samples not flagged GPU idle."""
+        busy = [s.sm_mhz for s in self.samples if s.sm_mhz and not (s.reasons or 0) & _GPU_IDLE]
+        if not busy or not self.max_sm_mhz:
+            return None
+        return min(busy) / self.max_sm_mhz
+
+    def _bits(self) -> int:
         seen = 0
         for sample in self.samples:
-            seen |= sample.reasons
-        return tuple(name for bit, name in SLOWDOWN_REASONS.items() if seen & bit)
+            seen |= sample.reasons or 0
+        return seen
 
     @property
     def min_sm_mhz(self) -> int | None:
@@ -105,6 +147,10 @@ class ClockLog:
             f"SM {self.min_sm_mhz} MHz at the lowest of {self.max_sm_mhz or '?'} MHz max,"
             f" {self.max_temperature_c} °C at the hottest, {len(self.samples)} samples"
         )
+        if not self.reasons_watched:
+            text += "; clock-event reasons unwatched (NVML answered neither call)"
+        elif "software power cap" in self.events and not self.throttled:
+            text += "; at the software power cap (clocks held: not throttled)"
         return text + (f"; throttled: {', '.join(self.reasons)}" if self.throttled else "")
 
 
@@ -200,15 +246,12 @@ class ClockWatcher:
         module, handle = self._nvml, self._handle
         if module is None:
             return
-        reasons_fn = getattr(module, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-            module, "nvmlDeviceGetCurrentClocksThrottleReasons", None
-        )
         sample = ClockSample(
             t_s=self.clock(),
             sm_mhz=_read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_SM)) or 0,
             mem_mhz=_read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_MEM)) or 0,
             temperature_c=_read(lambda: module.nvmlDeviceGetTemperature(handle, _NVML_TEMPERATURE_GPU)) or 0,
-            reasons=(_read(lambda: reasons_fn(handle)) if reasons_fn is not None else None) or 0,
+            reasons=_read_reasons(module, handle),
         )
         with self._lock:
             self._samples.append(sample)
@@ -223,6 +266,42 @@ def watch_clocks(index: int = 0, *, pci_bus_id: str | None = None, interval_s: f
     NVML's numbering differ under ``CUDA_VISIBLE_DEVICES``): ``with watch_clocks(0) as w: ...``,
     then ``w.log``."""
     return ClockWatcher(index=index, pci_bus_id=pci_bus_id, interval_s=interval_s)
+
+
+#: the clock-event reasons calls, newest first (NVML 12.5 renamed ...ThrottleReasons to ...EventReasons)
+_REASONS_CALLS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+
+def _read_reasons(module: Any, handle: Any) -> int | None:
+    """The reason bits from the first call that answers: a new nvidia-ml-py on an old driver has the
+    new name, whose call raises NVMLError_FunctionNotFound; None when neither answers."""
+    for name in _REASONS_CALLS:
+        call = getattr(module, name, None)
+        if call is None:
+            continue
+        value = _read(functools.partial(call, handle))
+        if value is not None:
+            return value
+    return None
+
+
+def sm_clock_share(index: int = 0, pci_bus_id: str | None = None) -> float | None:
+    """The SM clock now over its maximum (``nvmlDeviceGetClockInfo`` / ``nvmlDeviceGetMaxClockInfo``),
+    or None without NVML or an answer."""
+    module, _ = _nvml()
+    if module is None:
+        return None
+    try:
+        handle = (
+            module.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+            if pci_bus_id
+            else module.nvmlDeviceGetHandleByIndex(index)
+        )
+    except Exception:  # NVMLError: no such device
+        return None
+    now = _read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_SM))
+    top = _read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_SM))
+    return now / top if now and top else None
 
 
 def _read(read: Callable[[], object]) -> int | None:
