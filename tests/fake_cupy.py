@@ -35,12 +35,15 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 (a view), ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
 ``.synchronize()``; ``cupyx.profiler.benchmark(func, args, n_repeat=..., n_warmup=...,
 max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``);
-``matmul(a, b, out=None)``, the dtypes ``uint8``, ``float16``, ``float32``, ``float64``,
+``matmul(a, b, out=None)``, ``zeros(shape, dtype)``, the dtypes ``uint8``, ``float16``, ``float32``,
+``float64`` and the scalar types ``int32``, ``uint64``,
 ``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
 ``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
 GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), ``roofline_delay`` is
-logged ``("delay", stream, ns)`` (it spins, then returns), any other is a kernel;
+logged ``("delay", stream, ns)`` (it spins, then returns), ``roofline_l2_read`` with one pass
+(``args[2] == 1``) is the backend's flush, logged ``("flush", stream)`` and in ``flush_reads``
+(a read of the whole buffer), any other is a kernel;
 ``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
 ``runtime.hostAllocMapped``.
 
@@ -395,6 +398,8 @@ class FakeCupy:
         self.raw_kernels: list[tuple[str, str]] = []
         #: (value, size, stream name) of every memsetAsync
         self.memsets: list[tuple[int, int, str]] = []
+        #: (bytes, stream name) of every flush: one pass of ``roofline_l2_read`` over a buffer
+        self.flush_reads: list[tuple[int, str]] = []
         self.external_streams: list[tuple[int, int]] = []  # ExternalStream(ptr, device_id) calls
         self.synced_upto = 0
         self.current_device = 0
@@ -695,6 +700,11 @@ class FakeCupy:
                 stream: FakeStream | None = None,
             ) -> None:
                 target = stream if stream is not None else world.current_stream
+                if self.name == "roofline_l2_read" and int(args[2]) == 1:  # the backend's flush: one read
+                    world.load(f"raw:{self.name}")
+                    world.flush_reads.append((int(args[1]) * 16, target.name))
+                    world.enqueue(("flush", target.name), launch=True)
+                    return
                 if self.name == "roofline_delay":  # spins a while on the GPU, then returns
                     world.load(f"raw:{self.name}")
                     world.enqueue(("delay", target.name, int(args[0])), launch=True)
@@ -740,6 +750,8 @@ class FakeCupy:
         cupy.__version__ = "14.0.0"
         cupy.matmul = matmul
         cupy.uint8, cupy.float16, cupy.float32, cupy.float64 = np.uint8, np.float16, np.float32, np.float64
+        cupy.int32, cupy.uint64 = np.int32, np.uint64
+        cupy.zeros = alloc
         return cupy
 
 

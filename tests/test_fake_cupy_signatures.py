@@ -30,6 +30,7 @@ USED = (
     "RawKernel",
     "empty",
     "ones",
+    "zeros",
     "copyto",
     "matmul",
     "random.random",

@@ -238,7 +238,7 @@ class CudaBackend:
     (CuPy >= 14) or ``ExternalStream``. Kernels of other libraries must launch on that same
     stream. :meth:`on_stream` names one for a block of runs.
 
-    ``flush_bytes``: size of the device buffer written before every window when ``run(flush=True)``;
+    ``flush_bytes``: size of the device buffer read before every window when ``run(flush=True)``;
     default max(2 × L2, 256 MiB). It is allocated on the first flush and reused.
 
     ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one
@@ -307,7 +307,8 @@ class CudaBackend:
         self._capture_stream: Any = None
         self._torch_views: dict[int, Any] = {}
         self._flush_buffer: Any = None
-        self._flush_value = 0
+        self._flush_kernel: Any = None
+        self._flush_launch: tuple[tuple[int], tuple[int]] = ((1,), (1,))
         self._blocker: _Blocker | None = None
         #: what the probes said of each kernel: (fn, *args) ids -> _ASYNC, _SYNCS or tries so far
         self._kernels: dict[tuple[int, ...], int] = {}
@@ -654,13 +655,22 @@ class CudaBackend:
         return len(records)
 
     def _flush(self, stream: Any) -> None:
+        """Evict the L2 by reading ``flush_bytes`` on ``stream``: read, not written, since a memset
+        leaves the L2 full of dirty lines that the kernel's own misses would then write back."""
         cupy = self._cupy
         if self._flush_buffer is None:
+            from pytest_roofline.timing.l2 import BLOCKS_PER_SM, L2_READ_SOURCE, L2_READ_THREADS
+
             self._flush_buffer = cupy.empty(self.flush_bytes, dtype=cupy.uint8)
-        # a new value each time, so every line is really rewritten
-        self._flush_value = self._flush_value % 255 + 1
+            self._flush_kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
+            sms = max(self.properties.multiprocessors, 1)
+            self._flush_launch = (sms * BLOCKS_PER_SM,), (L2_READ_THREADS,)
         buf = self._flush_buffer
-        cupy.cuda.runtime.memsetAsync(buf.data.ptr, self._flush_value, buf.nbytes, stream.ptr)
+        grid, block = self._flush_launch
+        # one pass over the buffer; it is its own sink (written only if its sum is exactly 1.0)
+        self._flush_kernel(
+            grid, block, (buf, cupy.uint64(buf.nbytes // 16), cupy.int32(1), buf), stream=stream
+        )
 
     def _check_graph_support(self, props: DeviceProperties) -> None:
         if props.kind == "rocm":

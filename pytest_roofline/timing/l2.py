@@ -19,7 +19,7 @@ from pytest_roofline.timing.base import Policy
 L2_FILL = 0.4
 #: passes over the buffer in one launch: the first one's DRAM reads are a sixty-fourth of the time
 L2_PASSES = 64
-THREADS = 256
+L2_READ_THREADS = 256
 #: blocks per SM: enough warps in flight to cover the L2's latency
 BLOCKS_PER_SM = 8
 
@@ -51,7 +51,7 @@ def measure_l2_bandwidth(
     buffer = cupy.zeros(n4 * 4, dtype=cupy.float32)
     sink = cupy.zeros(1, dtype=cupy.float32)
     kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
-    grid, block = (max(sms, 1) * BLOCKS_PER_SM,), (THREADS,)
+    grid, block = (max(sms, 1) * BLOCKS_PER_SM,), (L2_READ_THREADS,)
     args = (buffer, cupy.uint64(n4), cupy.int32(L2_PASSES), sink)
 
     def read() -> None:
