@@ -835,14 +835,19 @@ def calibrate_cuda(
     reset: bool = False,
     cache_dir: Path | str | None = None,
     measure: Callable[[int], tuple[Figure, Mapping[tuple[Precision, Unit], Figure]]] | None = None,
+    l2: Callable[[int], Figure] | None = None,
 ) -> Calibration:
-    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones.
+    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's
+    roof (what a warm measurement whose bytes the L2 holds is judged against).
 
     Keyed by what identifies the model, not the slot: name, table key, SM count, L2 size and the
     CuPy version, so identical GPUs share one calibration. ``measure`` replaces
-    ``timing.cuda.measure_ceilings``.
+    ``timing.cuda.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` (by default
+    only when ``measure`` is not replaced).
     """
+    from .cachelevels import CacheInfo, level_details, levels_of, rates_from_details
     from .timing import cuda
+    from .timing.l2 import L2_METHOD, measure_l2_roof
 
     base = cuda.cuda_device(index)
     key: dict[str, object] = {
@@ -855,16 +860,26 @@ def calibrate_cuda(
         # how the ceilings are measured: a calibration taken another way (constant 4096² inputs, fp64
         # keyed vector though cuBLAS ran it on tensor cores) is measured again, not reused
         "method": cuda.CEILINGS_METHOD,
+        "l2_method": L2_METHOD,
     }
     measure_fn = measure or cuda.measure_ceilings
+    l2_fn = l2 if l2 is not None or measure is not None else measure_l2_roof
+    l2_cache = (CacheInfo(2, base.llc_bytes, per_core=False),) if base.llc_bytes else ()
 
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
-        return Ceilings(bandwidth=bandwidth, peaks=dict(peaks))
+        details: dict[str, float | int | str] = {}
+        if l2_fn is not None and l2_cache:
+            figure = l2_fn(index)
+            details.update(level_details({"l2": (figure.value, figure.note)}))
+        return Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details)
 
     def build(ceilings: Ceilings) -> Device:
         device = base.with_figures(peaks={**base.peaks, **ceilings.peaks}, bandwidth=ceilings.bandwidth)
-        return dataclasses.replace(device, notes=(*base.notes, "ceilings measured on this GPU"))
+        levels = levels_of(l2_cache, rates_from_details(ceilings.details), dram=ceilings.bandwidth.value)
+        return dataclasses.replace(
+            device, notes=(*base.notes, "ceilings measured on this GPU"), levels=levels
+        )
 
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     return _calibrate(base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build)

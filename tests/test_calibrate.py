@@ -584,6 +584,7 @@ def test_calibrate_cuda_replaces_datasheet_figures(cache: Path, h100: Device) ->
         "cupy": "13.6.0",
         "tf32": False,
         "method": "matmul random best of 4096,8192; fp64 tensor from cc 8.0",
+        "l2_method": "ld.global.cg 0.4 of the L2 x64",
     }
 
 
@@ -601,8 +602,18 @@ def test_calibrate_cuda_defaults_to_the_backend_measurement(
 ) -> None:
     measure = FakeCudaMeasure()
     monkeypatch.setattr(cuda, "measure_ceilings", measure)
-    calibrate_cuda(force=True)
+    l2_indices: list[int] = []
+
+    def l2_roof(index: int) -> Figure:
+        l2_indices.append(index)
+        return Figure(7e12, Source.MEASURED, "fake L2 read")
+
+    monkeypatch.setattr("pytest_roofline.timing.l2.measure_l2_roof", l2_roof)
+    device = calibrate_cuda(force=True).device
     assert measure.indices == [0]
+    assert l2_indices == [0]
+    (level,) = device.levels  # the L2's roof, for warm measurements
+    assert (level.name, level.capacity_bytes, level.bandwidth.value) == ("l2", 50 * 2**20, 7e12)
 
 
 def test_calibrate_cuda_keys_on_cupy_tf32(cache: Path, h100: Device, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -113,3 +113,20 @@ def test_a_warm_request_is_batched_on_one_buffer(monkeypatch: pytest.MonkeyPatch
     m = measure(gemv, weights, policy=plan.policy, backend=CudaBackend(), rotation=plan.rotation)
     assert (m.cache, m.calls_per_sample) == ("warm", 5)  # 100 x 0.5 µs over 10 µs
     assert fake.count("flush") == 0
+
+
+def test_the_l2_roof_is_one_launch_of_ld_cg_reads_over_04_of_the_l2(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline.timing.l2 import L2_FILL, L2_PASSES, measure_l2_roof
+
+    fake = FakeCupy(kernel_ms=0.1).install(monkeypatch)  # each launch 100 µs on the fake GPU
+    figure = measure_l2_roof(0)
+    n4 = int(L2 * L2_FILL) // 16
+    assert figure.value == pytest.approx(n4 * 16 * L2_PASSES / 1e-4)
+    assert str(figure.source) == "measured"
+    assert figure.note.startswith("ld.global.cg of 20 MiB (0.4 of the L2) x 64 passes in one launch")
+    codes = [code for code, name in fake.raw_kernels if name == "roofline_l2_read"]
+    assert codes
+    assert "__ldcg" in codes[0]
+    reads = [e for e in fake.log if e[0] == "kernel"]
+    assert reads  # timed as kernels, never as the flush (one pass)
+    assert fake.flush_reads == []

@@ -41,6 +41,21 @@ extern "C" __global__ void roofline_l2_read(const float4* __restrict__ buf, unsi
 """
 
 
+#: names how the L2 roof is measured, in a GPU calibration's cache key (another way is measured again)
+L2_METHOD = f"ld.global.cg {L2_FILL:g} of the L2 x{L2_PASSES}"
+
+
+def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figure:
+    """The L2 roof of GPU ``index`` (:func:`measure_l2_bandwidth` on its own backend)."""
+    from pytest_roofline.timing.cuda import CudaBackend, _require_device, using_device
+
+    cupy = _require_device(index)
+    backend = CudaBackend(index, block=block)
+    props = backend.properties
+    with using_device(index):
+        return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
+
+
 def measure_l2_bandwidth(
     cupy: Any, backend: Any, *, l2_bytes: int, sms: int, policy: Policy | None = None
 ) -> Figure:
