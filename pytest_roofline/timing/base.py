@@ -43,7 +43,7 @@ class Policy:
     #: span at least this much wall time (nvbench's ``--min-time``): a machine that was just doing
     #: something else runs a kernel slow for tens of ms, too evenly for the interval to see, and a
     #: 25 µs kernel meets its precision in 15 ms. Shorter kernels are exempt: a suite of them would
-    #: pay the span per test, and it bought nothing measurable there (README, Measurement)
+    #: pay the span per test, and it bought nothing measurable there (docs/methodology.md)
     min_time_s: float = 0.06
     #: flush the cache before every call, outside the timed window: a cold measurement whose
     #: arguments cannot be rotated. One call per sample then, however short (never a warm batch)

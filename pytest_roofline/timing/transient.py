@@ -1,7 +1,7 @@
 """Whether a measurement's samples began before the kernel settled: the start of the series is slower.
 
 A fixed warm-up cannot know how long a machine takes to settle on a new kernel. Measured on the
-reference 2-core VM (README, Measurement): right after other work (another kernel, a cold
+reference 2-core VM (docs/methodology.md): right after other work (another kernel, a cold
 measurement's flushes, a second's sleep) a 25 µs ``np.add`` ran 31-46% slow over its first 25 ms,
 7-11% slow over the next 25, and steady from about 50-100 ms on; run right after itself it ran
 steady from the first sample. A slowdown that even is invisible to the confidence interval, so
