@@ -7,6 +7,7 @@
     roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices]
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
     roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
+    roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
 exits 1 when a test regressed.
@@ -514,6 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--dtype", help="the data's dtype, for --op (or dtype=... among its parameters)")
     analyze.add_argument("--json", action="store_true", help="print JSON instead of text")
     analyze.set_defaults(run=_analyze)
+    from .llm_cli import add_parser as add_llm
+
+    add_llm(commands)
     return parser
 
 
@@ -532,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise CliError(
-                "a command is required: floor, devices, ops, calibrate, compare, plot or analyze "
+                "a command is required: floor, devices, ops, calibrate, compare, plot, analyze or llm "
                 "(see roofline -h)"
             )
         with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each

@@ -97,7 +97,10 @@ def test_floor_json(capsys: pytest.CaptureFixture[str]) -> None:
         "op": "gemm", "dtype": "bf16", "math": "bf16", "unit": "tensor", "device": "h100-sxm",
         "bound": "compute", "peak_source": "datasheet",
     }  # fmt: skip
-    assert data["params"] == {"M": 4096, "N": 4096, "K": 4096, "batch": 1}
+    assert data["params"] == {
+        "M": 4096, "N": 4096, "K": 4096, "batch": 1,
+        "a_dtype": None, "b_dtype": None, "c_dtype": None, "group_size": None, "scale_dtype": "fp16",
+    }  # fmt: skip
     assert (data["flops"], data["bytes"]) == (2 * 4096**3, 3 * 4096**2 * 2)
     assert data["intensity"] == pytest.approx(4096 / 3)
     assert data["ridge"] == pytest.approx(295.3, abs=0.1)
@@ -132,7 +135,7 @@ def test_floor_values_are_parsed(capsys: pytest.CaptureFixture[str]) -> None:
         "dtype=fp16", "--device", "h100-sxm",
     )  # fmt: skip
     assert data["params"]["causal"] is True  # type: ignore[index]
-    assert data["flops"] == 4 * 10 * 8
+    assert data["flops"] == 4 * 8 * 8  # avg_k = (0 + 4)/2 per query
     data = run_json(
         capsys, "floor", "elementwise", "n=10", "flops_per_element=2.5", "dtype=fp32", "--device", "t4"
     )
