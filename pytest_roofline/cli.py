@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import units
 from .devices import table
 from .model import Device, Estimate, Precision, Unit
-from .ops import OpSpec, all_ops
+from .ops import SCALE_SIZES, OpSpec, all_ops
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
@@ -271,7 +271,25 @@ def _ops(args: argparse.Namespace) -> str:
         f"dtypes: {', '.join(p.label for p in Precision)}.\n"
         "`roofline floor OP key=value ... dtype=D` computes a floor."
     )
-    return tabulate(rows, headers=headers) + note
+    return tabulate(rows, headers=headers) + note + _sources()
+
+
+def _sources() -> str:
+    """Each op's other names and where its counting convention comes from."""
+    lines = [
+        f"  {spec.name}{' (also ' + ', '.join(spec.aliases) + ')' if spec.aliases else ''}: {spec.source}"
+        for spec in all_ops()
+        if spec.source or spec.aliases
+    ]
+    operands = (
+        "\nPer-operand storage: gemm and gemv a_dtype, b_dtype, c_dtype (gemv: a the matrix); attention "
+        "q_dtype, kv_dtype, o_dtype; moe w_dtype; dtype stays the math (it picks the peak) and the storage "
+        "of every operand not given. group_size: elements along K per block scale of scale_dtype "
+        f"({', '.join(SCALE_SIZES)}). int4 is packed two to a byte; dtype=int4 only on "
+        f"{', '.join(s.name for s in all_ops() if s.packed)}; it is never read from a uint8 array.\n"
+        "attention's pass is a Python keyword: write pass_='bwd' in Python, pass=bwd here.\n"
+    )
+    return operands + "Sources and aliases:\n" + "\n".join(lines)
 
 
 def _compare(args: argparse.Namespace) -> tuple[str, int]:

@@ -190,10 +190,11 @@ def _register() -> None:
          Param("gated", True, "flag"), Param("active", None), Param("w_dtype", None, "dtype"),
          Param("group_size", None), Param("scale_dtype", "fp16", "choice", tuple(SCALE_SIZES))],
         _moe, matrix=True, flops="2·tokens·top_k·hidden·intermediate·(3 gated | 2)",
-        bytes="active·hidden·intermediate·(3 | 2)·w + 2·tokens·hidden + 12·tokens·top_k (bytes); "
-        "active = min(tokens·top_k, experts), balanced routing: the upper bound of the experts hit",
+        bytes="active·hidden·intermediate·(3 | 2)·w + 2·tokens·hidden + 12·tokens·top_k (bytes)",
         check=_check_moe, complex_flops=None, packed=True, aliases=("fused_moe",),
-        source="vLLM fused_moe (model_executor/layers/fused_moe); balanced routing as in its benchmark_moe",
+        source="vLLM fused_moe (model_executor/layers/fused_moe). active = min(tokens·top_k, experts), "
+        "balanced routing: the most experts any routing hits, the upper bound of the weight traffic; a "
+        "skewed routing hits fewer (as few as top_k): pass active= when the test knows its routing",
         replace=True,
     )  # fmt: skip
     register_op(

@@ -292,12 +292,10 @@ def scale_bytes(p: Params, elements: float) -> float:
     return 0.0 if not group else elements / group * SCALE_SIZES[p["scale_dtype"]]
 
 
-def _quantized(p: Params, operand: str) -> bool:
+def _quantized(p: Params, operand: str, size: float) -> bool:
     """Whether an operand carries block scales: B (the weights) whenever group_size is given, A
     only when it is stored sub-byte (NVFP4 and MX formats scale both operands)."""
-    return bool(p.get("group_size")) and (
-        operand == "b" or (p.get(f"{operand}_dtype") in ("int4", "fp4"))
-    )
+    return bool(p.get("group_size")) and (operand == "b" or storage(p, operand, size) < 1)
 
 
 def _gemm(p: Params, size: float) -> Cost:
@@ -314,7 +312,7 @@ def _gemm(p: Params, size: float) -> Cost:
     """
     b, m, n, k = p["batch"], p["M"], p["N"], p["K"]
     operands = (("a", m * k), ("b", k * n))
-    scales = sum(scale_bytes(p, elements) for operand, elements in operands if _quantized(p, operand))
+    scales = sum(scale_bytes(p, elements) for operand, elements in operands if _quantized(p, operand, size))
     moved = m * k * storage(p, "a", size) + k * n * storage(p, "b", size) + m * n * storage(p, "c", size)
     return Cost(flops=2 * b * m * n * k, bytes=b * (moved + scales))
 
