@@ -20,6 +20,9 @@ EPS = 1e-6
 ROPE_THETA = 10000.0
 
 
+Cache = tuple[list[Array], list[Array]]  # K and V, one array per layer
+
+
 @dataclass(frozen=True)
 class Layer:
     ln1: Array  # (hidden,)
@@ -56,15 +59,15 @@ def random_decoder(config: dict[str, Any], rng: np.random.Generator, dtype: Any 
     def gain() -> Array:
         return (1 + 0.1 * rng.standard_normal(h, dtype=np.float32)).astype(dtype)
 
-    layers = tuple(
-        Layer(gain(), weight(h, (heads + 2 * kv_heads) * d), weight(heads * d, h), gain(),
-              weight(h, 2 * inter), weight(inter, h))  # fmt: skip
-        for _ in range(config["num_hidden_layers"])
-    )
+    def layer() -> Layer:
+        qkv = weight(h, (heads + 2 * kv_heads) * d)
+        return Layer(gain(), qkv, weight(heads * d, h), gain(), weight(h, 2 * inter), weight(inter, h))
+
+    layers = tuple(layer() for _ in range(config["num_hidden_layers"]))
     return Decoder(weight(vocab, h), layers, gain(), weight(h, vocab), heads, kv_heads)
 
 
-def empty_cache(model: Decoder, batch: int, max_tokens: int) -> tuple[list[Array], list[Array]]:
+def empty_cache(model: Decoder, batch: int, max_tokens: int) -> Cache:
     """K and V caches, one (batch, kv_heads, max_tokens, head_dim) array each per layer."""
     shape = (batch, model.kv_heads, max_tokens, model.head_dim)
     dtype = model.embed.dtype
@@ -85,7 +88,7 @@ def rope(x: Array, position: int) -> Array:
     return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
 
 
-def decode_step(model: Decoder, cache: tuple[list[Array], list[Array]], tokens: Array, position: int) -> Array:
+def decode_step(model: Decoder, cache: Cache, tokens: Array, position: int) -> Array:
     """The logits after one new token per sequence at ``position`` (the cache holds the ones before)."""
     batch, heads, kv_heads, d = len(tokens), model.heads, model.kv_heads, model.head_dim
     group = heads // kv_heads
