@@ -9,7 +9,7 @@ of a single token is one BLAS matrix-vector product that streams its weight once
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,6 +65,13 @@ def random_decoder(config: dict[str, Any], rng: np.random.Generator, dtype: Any 
 
     layers = tuple(layer() for _ in range(config["num_hidden_layers"]))
     return Decoder(weight(vocab, h), layers, gain(), weight(h, vocab), heads, kv_heads)
+
+
+def cast(model: Decoder, dtype: Any) -> Decoder:
+    """The same decoder with every weight converted to ``dtype`` (float64 for a reference)."""
+    layers = tuple(Layer(*(w.astype(dtype) for w in vars(layer).values())) for layer in model.layers)
+    convert = {"embed": model.embed, "norm": model.norm, "lm_head": model.lm_head}
+    return replace(model, layers=layers, **{name: w.astype(dtype) for name, w in convert.items()})
 
 
 def empty_cache(model: Decoder, batch: int, max_tokens: int) -> Cache:

@@ -34,11 +34,7 @@ def test_decode_step(roofline: Roofline, rng: np.random.Generator) -> None:
 
     logits = numpy_decoder.decode_step(model, cache, tokens, DECODER_CONTEXT)
     assert logits.shape == (DECODER_BATCH, config["vocab_size"])
-    layers = tuple(numpy_decoder.Layer(*(w.astype(np.float64) for w in vars(ly).values())) for ly in model.layers)
-    wide = numpy_decoder.Decoder(
-        model.embed.astype(np.float64), layers, model.norm.astype(np.float64), model.lm_head.astype(np.float64),
-        model.heads, model.kv_heads,
-    )  # fmt: skip
+    wide = numpy_decoder.cast(model, np.float64)
     wide_cache = ([k.astype(np.float64) for k in cache[0]], [v.astype(np.float64) for v in cache[1]])
     expected = numpy_decoder.decode_step(wide, wide_cache, tokens, DECODER_CONTEXT)
     np.testing.assert_allclose(logits, expected, rtol=1e-3, atol=1e-3)
