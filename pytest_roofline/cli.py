@@ -7,6 +7,7 @@
     roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices]
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
     roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
+    roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
 exits 1 when a test regressed.
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import units
 from .devices import table
 from .model import Device, Estimate, Precision, Unit
-from .ops import OpSpec, all_ops
+from .ops import SCALE_SIZES, OpSpec, all_ops
 
 if TYPE_CHECKING:
     from .diagnosis import Diagnosis
@@ -278,7 +279,26 @@ def _ops(args: argparse.Namespace) -> str:
         f"dtypes: {', '.join(p.label for p in Precision)}.\n"
         "`roofline floor OP key=value ... dtype=D` computes a floor."
     )
-    return tabulate(rows, headers=headers) + note
+    return tabulate(rows, headers=headers) + note + _sources()
+
+
+def _sources() -> str:
+    """Each op's other names and where its counting convention comes from."""
+    lines = [
+        f"  - {spec.name}{' (also ' + ', '.join(spec.aliases) + ')' if spec.aliases else ''}: {spec.source}"
+        for spec in all_ops()
+        if spec.source or spec.aliases
+    ]
+    operands = (
+        "\nPer-operand storage: gemm and gemv a_dtype, b_dtype, c_dtype (gemv: a the matrix); attention "
+        "q_dtype, kv_dtype, o_dtype; moe w_dtype; dtype stays the math (it picks the peak) and the storage "
+        "of every operand not given. group_size: elements along K per block scale of scale_dtype "
+        f"({', '.join(SCALE_SIZES)}; fp16 unless given); attention's pass is fwd unless given. "
+        "int4 is packed two to a byte; dtype=int4 only on "
+        f"{', '.join(s.name for s in all_ops() if s.packed)}; it is never read from a uint8 array.\n"
+        "attention's pass is a Python keyword: write pass_='bwd' in Python, pass=bwd here.\n"
+    )
+    return operands + "Sources and aliases:\n" + "\n".join(lines)
 
 
 def _compare(args: argparse.Namespace) -> tuple[str, int]:
@@ -522,6 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--dtype", help="the data's dtype, for --op (or dtype=... among its parameters)")
     analyze.add_argument("--json", action="store_true", help="print JSON instead of text")
     analyze.set_defaults(run=_analyze)
+    from .llm_cli import add_parser as add_llm
+
+    add_llm(commands)
     return parser
 
 
@@ -540,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command is None:
             raise CliError(
-                "a command is required: floor, devices, ops, calibrate, compare, plot or analyze "
+                "a command is required: floor, devices, ops, calibrate, compare, plot, analyze or llm "
                 "(see roofline -h)"
             )
         with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each

@@ -55,6 +55,9 @@ class Precision(enum.Enum):
     # scales of NVFP4 (one FP8 per 16) and MXFP4 (one E8M0 per 32) are not counted, which keeps
     # the floor below the true best time
     FP4 = ("fp4", 0.5)
+    # signed 4-bit integers packed two to a byte (GPTQ, AWQ, Marlin weights): storage only, with
+    # no peak of its own (the math runs at the activations' dtype); ml_dtypes' int4 takes a byte each
+    INT4 = ("int4", 0.5)
     INT8 = ("int8", 1)
     INT16 = ("int16", 2)
     INT32 = ("int32", 4)
@@ -107,7 +110,7 @@ _RATE_CLASS: dict[Precision, Precision] = {
 }
 _INTEGRAL = frozenset(
     (
-        Precision.INT8, Precision.INT16, Precision.INT32, Precision.INT64,
+        Precision.INT4, Precision.INT8, Precision.INT16, Precision.INT32, Precision.INT64,
         Precision.UINT8, Precision.UINT16, Precision.UINT32, Precision.UINT64, Precision.BOOL,
     )
 )  # fmt: skip
@@ -125,6 +128,7 @@ _DTYPE_ALIASES: dict[str, Precision] = {
     ),
     **dict.fromkeys(("fp8_e5m2", "e5m2", "float8_e5m2", "float8_e5m2fnuz"), Precision.FP8_E5M2),
     **dict.fromkeys(("fp4", "fp4_e2m1", "e2m1", "nvfp4", "mxfp4"), Precision.FP4),
+    **dict.fromkeys(("int4", "s4", "qint4", "int4_packed"), Precision.INT4),
     **dict.fromkeys(("int8", "i1", "s8", "qint8"), Precision.INT8),
     **dict.fromkeys(("int16", "i2", "i16", "s16", "short"), Precision.INT16),
     **dict.fromkeys(("int32", "i4", "i32", "s32", "intc", "qint32"), Precision.INT32),
@@ -400,10 +404,16 @@ class Device:
 
 @dataclass(frozen=True, slots=True)
 class Cost:
-    """What one call of an op does: FLOPs (or integer ops) and bytes of DRAM traffic."""
+    """What one call of an op does: FLOPs (or integer ops) and bytes of DRAM traffic.
+
+    ``parts``: a sequence of kernels (a whole model step) whose floor is the *sum* of their own
+    floors, each on its own unit (``part_units``: "tensor" or "vector"), not the floor of the sums:
+    a step cannot overlap its memory-bound norms with its compute-bound GEMMs' arithmetic.
+    """
 
     flops: float
     bytes: float
+    parts: tuple[tuple[float, float, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,7 +493,14 @@ def roofline(
     bandwidth = device.bandwidth
     memory_s = cost.bytes / bandwidth.value
     compute_s: float | None
-    if peak is not None:
+    bound: Bound
+    floor_s: float
+    summed = _summed_floor(cost, math_precision, device) if cost.parts else None
+    if summed is not None:
+        compute_s, memory_s, floor_s, bound = summed
+        note = "the sum of its kernels' floors, each on its own unit"
+        peak = peak or device.resolve_peak(math_precision, Unit.VECTOR)[0]
+    elif peak is not None:
         compute_s = cost.flops / peak.value
         note = peak.note
     elif cost.flops:
@@ -498,7 +515,9 @@ def roofline(
     else:
         compute_s, note = 0.0, ""  # no work takes no time, whatever the peak
     # Ties go to memory: with nothing to compute, or equal times, moving bytes is the wall.
-    bound: Bound = "compute" if compute_s is not None and compute_s > memory_s else "memory"
+    if summed is None:
+        bound = "compute" if compute_s is not None and compute_s > memory_s else "memory"
+        floor_s = max(compute_s or 0.0, memory_s)
     intensity = cost.flops / cost.bytes if cost.bytes else math.inf
     return Estimate(
         op=op,
@@ -512,7 +531,7 @@ def roofline(
         intensity=intensity,
         compute_s=compute_s,
         memory_s=memory_s,
-        floor_s=max(compute_s or 0.0, memory_s),
+        floor_s=floor_s,
         bound=bound,
         ridge=None if peak is None else peak.value / bandwidth.value,
         peak_flops=None if peak is None else peak.value,
@@ -523,6 +542,24 @@ def roofline(
         shape=shape,
         peak_note=note,
     )
+
+
+def _summed_floor(
+    cost: Cost, precision: Precision, device: Device
+) -> tuple[float, float, float, Bound]:
+    """(compute time, memory time, floor, bound) of a sequence of kernels: the compute and memory
+    times of the parts whose wall they are, their sum the floor; the bound is the side with more time."""
+    compute_s = memory_s = 0.0
+    for flops, nbytes, unit in cost.parts:
+        peak, _ = device.resolve_peak(precision, Unit(unit))
+        part_memory = nbytes / device.bandwidth.value
+        part_compute = flops / peak.value if peak is not None else 0.0
+        if part_compute > part_memory:
+            compute_s += part_compute
+        else:
+            memory_s += part_memory
+    bound: Bound = "compute" if compute_s > memory_s else "memory"
+    return compute_s, memory_s, compute_s + memory_s, bound
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -538,8 +575,9 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
         ((difflib.SequenceMatcher(None, word, name).ratio(), name) for name in names), key=lambda t: -t[0]
     )
     close = [name for ratio, name in scored if ratio >= 0.5 and ratio == scored[0][0]] if scored else []
-    # among equally close names, the same letters swapped is the likelier typo: 'int46' is int64, not int16
-    swapped = [name for name in close if sorted(name.lower()) == sorted(word.lower())]
+    # the same letters swapped is the likelier typo: 'int46' is int64, not int16 (nor the closer int4)
+    letters = sorted(word.lower())
+    swapped = [name for ratio, name in scored if ratio >= 0.5 and sorted(name.lower()) == letters]
     close = (swapped or close)[:2]
     if not close:
         lowered = {n.lower(): n for n in names}

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .model import Cost, Precision, Unit, did_you_mean
+from .model import Cost, Precision, Unit, did_you_mean, parse_dtype
 from .units import brief
 
-ParamKind = Literal["size", "count", "amount", "flag", "choice"]
+ParamKind = Literal["size", "count", "amount", "flag", "choice", "dtype", "text"]
 Params = Mapping[str, Any]
 CostFunction = Callable[[Params, float], Cost]
 CrossCheck = Callable[[str, Params], None]
@@ -49,7 +50,9 @@ class Param:
     """One parameter of an op.
 
     kinds: ``size`` a positive integer; ``count`` a non-negative integer; ``amount`` a
-    non-negative real number; ``flag`` a bool; ``choice`` one of ``choices``.
+    non-negative real number; ``flag`` a bool; ``choice`` one of ``choices``; ``dtype`` a storage
+    format (any dtype spelling, kept as its canonical name); ``text`` a non-empty string (a path).
+    A default of None means "not given" (an operand dtype then follows ``dtype``).
     """
 
     name: str
@@ -81,6 +84,15 @@ class Param:
                 raise OpError(f"{where} must be a non-negative number; got {brief(value)}")
             # plain Python numbers from here on: a numpy scalar would not survive JSON or xdist
             return int(amount) if _as_integer(value) is not None else amount
+        if self.kind == "dtype":
+            try:
+                return parse_dtype(value).label
+            except ValueError as exc:
+                raise OpError(f"{where}: {exc}") from None
+        if self.kind == "text":
+            if not isinstance(value, str) or not value.strip():
+                raise OpError(f"{where} must be a non-empty string; got {brief(value)}")
+            return value
         if self.kind == "flag":
             if not _is_bool(value):
                 raise OpError(f"{where} must be True or False; got {brief(value)}")
@@ -139,6 +151,15 @@ class OpSpec:
     complex_flops: float | None = 1.0
     #: whether the op takes real (and integer) data; False for ops defined on complex data (fft)
     real: bool = True
+    #: whether ``dtype`` may be a packed sub-byte integer (int4): ops whose kernels have such a form
+    packed: bool = False
+    #: the kernel names users know it by (``silu_and_mul`` for ``swiglu``)
+    aliases: tuple[str, ...] = ()
+    #: where its counting convention comes from, or how it is derived (``roofline ops`` prints it)
+    source: str = ""
+    #: whether the cost function needs the dtype's name, not only its size (a whole model's step):
+    #: it then finds it in ``params["dtype"]``
+    needs_dtype: bool = False
 
     @property
     def doc(self) -> str:
@@ -152,6 +173,7 @@ class OpSpec:
     def check(self, params: Params) -> dict[str, Any]:
         """All parameters, defaults filled in, each checked; raises OpError on the first mistake."""
         by_name = {p.name: p for p in self.params}
+        params = self.canonical(params)
         for name in params:
             if name not in by_name:
                 raise OpError(
@@ -170,6 +192,14 @@ class OpSpec:
             self.cross_check(self.name, checked)
         return checked
 
+    def canonical(self, params: Params) -> dict[str, Any]:
+        """``params`` with ``pass_`` read as ``pass``: a Python keyword cannot be a keyword argument."""
+        names = set(self.param_names)
+        return {
+            (n[:-1] if n.endswith("_") and n[:-1] in names and n not in names else n): v
+            for n, v in params.items()
+        }
+
     def check_dtype(self, precision: Precision) -> None:
         """An OpError when the op has no form for ``precision``: complex data where it takes
         none (softmax: complex numbers have no order), real data where it takes only complex (fft)."""
@@ -177,6 +207,12 @@ class OpSpec:
             raise OpError(
                 f"{self.name} takes no complex data; dtype is {precision} "
                 "(count the kernel's real FLOPs and bytes with custom)"
+            )
+        if precision is Precision.INT4 and not self.packed:
+            packed = ", ".join(spec.name for spec in all_ops() if spec.packed)
+            raise OpError(
+                f"{self.name} has no packed int4 form; dtype int4 applies to {packed} "
+                "(for int4 weights under other data, give the operand's dtype: b_dtype='int4')"
             )
         if precision.component is None and not self.real:
             raise OpError(
@@ -193,7 +229,9 @@ class OpSpec:
         built on it would be nonsense.
         """
         self.check_dtype(precision)
-        cost = self.cost_fn(params, precision.itemsize)
+        cost = self.cost_fn(
+            {**params, "dtype": precision.label} if self.needs_dtype else params, precision.itemsize
+        )
         if not isinstance(cost, Cost):
             raise OpError(f"cost function of op {self.name!r} returned {cost!r}, not a Cost")
         numbers: list[float] = []
@@ -209,7 +247,7 @@ class OpSpec:
         if precision.component is not None and self.complex_flops is not None:
             numbers[0] *= self.complex_flops
         # plain floats: numpy scalars would not survive JSON or pytest-xdist
-        return Cost(flops=numbers[0], bytes=numbers[1])
+        return Cost(flops=numbers[0], bytes=numbers[1], parts=cost.parts)
 
     def unit_for(self, params: Params) -> Unit:
         """Matrix-shaped ops may use tensor units; ``custom`` says so through its ``unit`` parameter."""
@@ -218,9 +256,9 @@ class OpSpec:
         return Unit.TENSOR if self.matrix else Unit.VECTOR
 
     def shape(self, params: Params) -> str:
-        """``M=4096 N=4096 K=4096``: required and non-default parameters."""
+        """``M=4096 N=4096 K=4096``: required and non-default parameters (a path by its file name)."""
         return " ".join(
-            f"{p.name}={_fmt(params[p.name])}"
+            f"{p.name}={_fmt(params[p.name]) if p.kind != 'text' else os.path.basename(params[p.name])}"
             for p in self.params
             if p.name in params and (p.required or params[p.name] != p.default)
         )
@@ -241,26 +279,66 @@ def _fmt(value: object) -> str:
 # -- the built-in catalogue ------------------------------------------------------------------
 
 
+def storage(p: Params, operand: str, size: float) -> float:
+    """Bytes per element of an operand: its own ``<operand>_dtype`` where given, else ``size`` (the
+    dtype's)."""
+    given = p.get(f"{operand}_dtype")
+    return size if given is None else parse_dtype(given).itemsize
+
+
+#: bytes per block scale, by the ``scale_dtype`` spellings the quantized formats use
+SCALE_SIZES: dict[str, float] = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8_e4m3": 1, "e8m0": 1}
+
+
+def scale_bytes(p: Params, elements: float) -> float:
+    """Bytes of the block scales of ``elements`` quantized values: one ``scale_dtype`` (fp16 unless
+    given) per ``group_size`` elements along K; 0 without a group_size."""
+    group = p.get("group_size")
+    return 0.0 if not group else elements / group * SCALE_SIZES[p.get("scale_dtype") or "fp16"]
+
+
+def _quantized(p: Params, operand: str, size: float) -> bool:
+    """Whether an operand carries block scales: B (the weights) whenever group_size is given, A
+    only when it is stored sub-byte (NVFP4 and MX formats scale both operands)."""
+    return bool(p.get("group_size")) and (operand == "b" or storage(p, operand, size) < 1)
+
+
 def _gemm(p: Params, size: float) -> Cost:
     """C[M,N] = A[M,K] @ B[K,N], ``batch`` times.
 
-    FLOPs 2·batch·M·N·K (one multiply and one add per term); bytes batch·(M·K + K·N + M·N)·size:
-    A and B read once, C written once. Assumes C is not read (beta = 0) and that a tiled kernel keeps
-    its reuse on chip; the floor therefore ignores re-reads a real kernel may pay for. Complex data:
-    each term is a complex multiply-add, 8 real FLOPs (the count × 4; a 3M kernel does fewer).
+    FLOPs 2·batch·M·N·K (one multiply and one add per term); bytes batch·(M·K·a + K·N·b + M·N·c +
+    scales): A and B read once, C written once, each at its own storage size (``a_dtype``,
+    ``b_dtype``, ``c_dtype``; ``dtype`` where not given: it is the math and picks the peak). With
+    ``group_size`` g, B (the weights) carries one ``scale_dtype`` per g elements along K, K·N/g
+    scales (A too when it is stored in 4 bits: NVFP4, MXFP4). W4A16: dtype=bf16 b_dtype=int4
+    group_size=128. Assumes C is not read (beta = 0) and that a tiled kernel keeps its reuse on
+    chip; the floor therefore ignores re-reads a real kernel may pay for. Complex data: each term
+    is a complex multiply-add, 8 real FLOPs (the count × 4; a 3M kernel does fewer).
     """
     b, m, n, k = p["batch"], p["M"], p["N"], p["K"]
-    return Cost(flops=2 * b * m * n * k, bytes=b * (m * k + k * n + m * n) * size)
+    operands = (("a", m * k), ("b", k * n))
+    scales = sum(scale_bytes(p, elements) for operand, elements in operands if _quantized(p, operand, size))
+    moved = m * k * storage(p, "a", size) + k * n * storage(p, "b", size) + m * n * storage(p, "c", size)
+    return Cost(flops=2 * b * m * n * k, bytes=b * (moved + scales))
 
 
 def _gemv(p: Params, size: float) -> Cost:
     """y[M] = A[M,K] @ x[K].
 
-    FLOPs 2·M·K; bytes (M·K + K + M)·size: the matrix and x read once, y written once. Complex
-    data: 8 real FLOPs per complex multiply-add (the count × 4).
+    FLOPs 2·M·K; bytes M·K·a + K·b + M·c + scales: the matrix (``a_dtype``) and x (``b_dtype``)
+    read once, y (``c_dtype``) written once; with ``group_size`` g the matrix carries M·K/g scales
+    of ``scale_dtype``. Complex data: 8 real FLOPs per complex multiply-add (the count × 4).
     """
     m, k = p["M"], p["K"]
-    return Cost(flops=2 * m * k, bytes=(m * k + k + m) * size)
+    scales = scale_bytes(p, m * k)
+    moved = m * k * storage(p, "a", size) + k * storage(p, "b", size) + m * storage(p, "c", size)
+    return Cost(flops=2 * m * k, bytes=moved + scales)
+
+
+def _check_groups(op: str, p: Params) -> None:
+    group, k = p.get("group_size"), p.get("K", p.get("hidden"))
+    if group and k is not None and k % group:
+        raise OpError(f"{op}: group_size={group} does not divide K={k}; scales come one per group along K")
 
 
 def _dot(p: Params, size: float) -> Cost:
@@ -341,31 +419,67 @@ def _rmsnorm(p: Params, size: float) -> Cost:
 
 
 def _attention(p: Params, size: float) -> Cost:
-    """Fused scaled-dot-product attention, O = softmax(Q·Kᵀ)·V, per batch and head.
+    """Fused scaled-dot-product attention, O = softmax(Q·Kᵀ)·V, as FlashAttention and FlashInfer count it.
 
-    FLOPs 4·batch·heads·seq_q·seq_k·head_dim (Q·Kᵀ and P·V, softmax not counted); with ``causal``,
-    only the unmasked (query, key) pairs count, about half for square shapes (the mask is aligned to
-    the bottom right, as in FlashAttention, when seq_q != seq_k). Bytes
-    batch·heads·(2·seq_q + 2·seq_k)·head_dim·size: Q, K, V read once and O written once; the score
-    matrix never leaves the chip (a non-fused kernel moves seq_q·seq_k more per head). No complex
-    form: its softmax needs real scores.
+    Forward FLOPs 2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v): Q·Kᵀ and P·V over the
+    visible (query, key) pairs, softmax not counted. Without a mask avg_k = seq_k. ``causal`` is
+    aligned bottom-right (the last query sees every key, as in a KV cache): avg_k = (max(0, seq_k −
+    seq_q) + seq_k)/2, FlashAttention's benchmark convention (for seq_q > seq_k, where the first
+    queries see nothing, the seq_k visible rows count seq_k/2 each). ``window`` w (a causal sliding
+    window, Mistral's and Gemma's) caps each query at w keys along that ramp. ``pass`` (fwd unless given): bwd
+    is 2.5× and fwd+bwd 3.5× the forward FLOPs.
+
+    Bytes: Q + K + V + O, Q and O at ``heads`` and K, V at ``kv_heads`` (GQA/MQA: a decode kernel
+    reads the KV cache once per KV head, not once per query head; LLM-Viewer#12 charged GQA as MHA),
+    each at its dtype (``q_dtype``, ``kv_dtype``, ``o_dtype``). With a window only the last
+    w + seq_q − 1 keys are read. The score matrix never leaves the chip (a non-fused kernel moves
+    seq_q·seq_k more per head); a paged cache moves the same bytes. Backward reads Q, K, V, dO and
+    writes dQ, dK, dV. Decode is seq_q=1. No complex form: its softmax needs real scores.
     """
     b, h, sq, sk, d = p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"]
-    pairs = _causal_pairs(sq, sk) if p["causal"] else sq * sk
-    return Cost(flops=4 * b * h * pairs * d, bytes=b * h * (2 * sq + 2 * sk) * d * size)
+    kvh = p["kv_heads"] or h
+    dv = p["head_dim_v"] or d
+    pairs = sq * _avg_keys(sq, sk, p["causal"], p["window"])
+    forward = 2 * b * h * pairs * (d + dv)
+    keys = sk if not p["window"] else min(sk, p["window"] + sq - 1)
+    q, kv, o = storage(p, "q", size), storage(p, "kv", size), storage(p, "o", size)
+    q_bytes, o_bytes = b * h * sq * d * q, b * h * sq * dv * o
+    kv_bytes = b * kvh * keys * (d + dv) * kv
+    fwd_bytes = q_bytes + kv_bytes + o_bytes
+    bwd_bytes = 2 * (q_bytes + kv_bytes) + o_bytes  # read Q K V dO, write dQ dK dV
+    flops, nbytes = {
+        "fwd": (forward, fwd_bytes),
+        "bwd": (2.5 * forward, bwd_bytes),
+        "fwd+bwd": (3.5 * forward, fwd_bytes + bwd_bytes),
+    }[p["pass"] or "fwd"]
+    return Cost(flops=flops, bytes=nbytes)
 
 
-def _causal_pairs(seq_q: int, seq_k: int) -> int:
-    """Visible (query, key) pairs when query i sees keys j <= i + (seq_k - seq_q).
+def _avg_keys(seq_q: int, seq_k: int, causal: bool, window: int | None) -> float:
+    """Keys each query sees on average: all of them, or a causal ramp from max(0, seq_k − seq_q)
+    to seq_k (FlashAttention's convention) capped at ``window``."""
+    if not causal:
+        return float(seq_k)
+    if seq_q > seq_k:  # the first seq_q - seq_k queries see no key: seq_k rows of the ramp 0..seq_k
+        return seq_k * _avg_keys(seq_k, seq_k, True, window) / seq_q
+    low, high = seq_k - seq_q, seq_k
+    if not window or window >= high:
+        return (low + high) / 2
+    if window <= low:
+        return float(window)
+    below = (window - low) / (high - low)  # the share of queries under the cap
+    return below * (low + window) / 2 + (1 - below) * window
 
-    Query i sees t = i + seq_k - seq_q + 1 keys (at least 0), so t runs over
-    max(1, seq_k - seq_q + 1) .. seq_k and the pairs are a difference of triangular numbers.
-    """
 
-    def triangle(x: int) -> int:
-        return x * (x + 1) // 2
-
-    return triangle(seq_k) - triangle(max(0, seq_k - seq_q))
+def _check_attention(op: str, p: Params) -> None:
+    heads, kv_heads = p["heads"], p["kv_heads"]
+    if kv_heads is not None and heads % kv_heads:
+        raise OpError(
+            f"{op}: kv_heads={kv_heads} does not divide heads={heads}; each KV head serves a whole "
+            "group of query heads (GQA)"
+        )
+    if p["window"] is not None and not p["causal"]:
+        raise OpError(f"{op}: window={p['window']} is a causal sliding window; pass causal=True with it")
 
 
 def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -431,6 +545,8 @@ def _check_elementwise(op: str, p: Params) -> None:
 
 
 _REGISTRY: dict[str, OpSpec] = {}
+#: alias -> op name: the kernel names users know (``silu_and_mul`` -> ``swiglu``)
+_ALIASES: dict[str, str] = {}
 
 
 def register_op(
@@ -444,6 +560,10 @@ def register_op(
     check: CrossCheck | None = None,
     complex_flops: float | None = 1.0,
     real: bool = True,
+    packed: bool = False,
+    aliases: Sequence[str] = (),
+    source: str = "",
+    needs_dtype: bool = False,
     replace: bool = False,
 ) -> OpSpec:
     """Add an op to the catalogue.
@@ -465,6 +585,11 @@ def register_op(
         raise OpError(f"op name must be an identifier; got {name!r}")
     if name in _REGISTRY and not replace:
         raise OpError(f"op {name!r} is already registered; pass replace=True to redefine it")
+    for alias in aliases:
+        owner = _ALIASES.get(alias)
+        taken = alias in _REGISTRY or owner not in (None, name)
+        if not alias.isidentifier() or (taken and not replace):
+            raise OpError(f"op {name!r}: alias {alias!r} is not an identifier or names another op already")
     if not callable(cost):
         raise OpError(f"cost for op {name!r} must be callable; got {cost!r}")
     if complex_flops is not None and not (
@@ -498,21 +623,38 @@ def register_op(
         cross_check=check,
         complex_flops=complex_flops,
         real=real,
+        packed=packed,
+        aliases=tuple(aliases),
+        source=source,
+        needs_dtype=needs_dtype,
     )
     _REGISTRY[name] = spec
+    _ALIASES.update(dict.fromkeys(aliases, name))
     return spec
+
+
+def restore_op(spec: OpSpec) -> None:
+    """Put an op back exactly as it was (every field: its checks, complex form, aliases), after a
+    session replaced it."""
+    unregister_op(spec.name)
+    _REGISTRY[spec.name] = spec
+    _ALIASES.update(dict.fromkeys(spec.aliases, spec.name))
 
 
 def unregister_op(name: str) -> None:
     """Remove an op (tests and plugins that register ops for one session)."""
-    _REGISTRY.pop(name, None)
+    spec = _REGISTRY.pop(name, None)
+    for alias in spec.aliases if spec is not None else ():
+        _ALIASES.pop(alias, None)
 
 
 def get_op(name: object) -> OpSpec:
     """The op called ``name``, or an OpError listing the ops and the closest name."""
     if isinstance(name, str) and name in _REGISTRY:
         return _REGISTRY[name]
-    hint = did_you_mean(name, _REGISTRY) if isinstance(name, str) else ""
+    if isinstance(name, str) and _ALIASES.get(name) in _REGISTRY:
+        return _REGISTRY[_ALIASES[name]]
+    hint = did_you_mean(name, [*_REGISTRY, *_ALIASES]) if isinstance(name, str) else ""
     raise OpError(f"unknown op {name!r}{hint}; known ops: {', '.join(sorted(_REGISTRY))}")
 
 
@@ -532,9 +674,12 @@ def check_params(spec: OpSpec, params: Params) -> dict[str, Any]:
 def _register_builtins() -> None:
     count: ParamKind = "count"
     builtin: list[tuple[str, list[Param], CostFunction, bool, str, str]] = [
-        ("gemm", [Param("M"), Param("N"), Param("K"), Param("batch", 1)], _gemm, True,
-         "2·batch·M·N·K", "batch·(M·K + K·N + M·N)"),
-        ("gemv", [Param("M"), Param("K")], _gemv, True, "2·M·K", "M·K + K + M"),
+        ("gemm", [Param("M"), Param("N"), Param("K"), Param("batch", 1), *_operands("abc"), *_groups()],
+         _gemm, True, "2·batch·M·N·K",
+         "batch·(M·K·a + K·N·b + M·N·c + scales) (a, b, c: each operand's size, dtype's unless given; "
+         "scales: K·N/group_size of scale_dtype)"),
+        ("gemv", [Param("M"), Param("K"), *_operands("abc"), *_groups()], _gemv, True, "2·M·K",
+         "M·K·a + K·b + M·c + scales (a: the matrix, b: x, c: y; scales: M·K/group_size of scale_dtype)"),
         ("dot", [Param("n")], _dot, False, "2·n", "2·n + 1"),
         ("elementwise",
          [Param("n"), Param("inputs", 1, count), Param("outputs", 1, count),
@@ -549,9 +694,14 @@ def _register_builtins() -> None:
         ("rmsnorm", [Param("rows"), Param("cols")], _rmsnorm, False, "4·rows·cols", "2·rows·cols + cols"),
         ("attention",
          [Param("batch"), Param("heads"), Param("seq_q"), Param("seq_k"), Param("head_dim"),
-          Param("causal", False, "flag")],
-         _attention, True, "4·batch·heads·seq_q·seq_k·head_dim (~half if causal)",
-         "batch·heads·(2·seq_q + 2·seq_k)·head_dim"),
+          Param("causal", False, "flag"), Param("kv_heads", None), Param("head_dim_v", None),
+          Param("window", None), Param("pass", None, "choice", ("fwd", "bwd", "fwd+bwd")),
+          *_operands(("q", "kv", "o"))],
+         _attention, True,
+         "2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v) (avg_k = seq_k; causal: (max(0, seq_k − "
+         "seq_q) + seq_k)/2, capped by window; bwd ×2.5, fwd+bwd ×3.5)",
+         "batch·(heads·seq_q·(head_dim·q + head_dim_v·o) + kv_heads·keys·(head_dim + head_dim_v)·kv) "
+         "(keys = seq_k, or window + seq_q − 1; bwd: Q K V dO read, dQ dK dV written)"),
         ("conv2d",
          [Param("N"), Param("C"), Param("H"), Param("W"), Param("K"), Param("R"), Param("S"),
           Param("stride", 1), Param("padding", 0, count)],
@@ -562,7 +712,16 @@ def _register_builtins() -> None:
           Param("unit", "vector", "choice", ("vector", "tensor"))],
          _custom, False, "flops", "bytes (in bytes, not elements)"),
     ]  # fmt: skip
-    cross_checks = {"conv2d": _check_conv2d, "custom": _check_custom, "elementwise": _check_elementwise}
+    cross_checks = {
+        "conv2d": _check_conv2d, "custom": _check_custom, "elementwise": _check_elementwise,
+        "gemm": _check_groups, "gemv": _check_groups, "attention": _check_attention,
+    }  # fmt: skip
+    sources = {
+        "attention": "FlashAttention's benchmark (flash_attn/utils/benchmark.py, causal bottom-right from "
+        "FA 2.1) and FlashInfer's (bench_batch_decode: GQA K/V at kv_heads); not vLLM's perf metrics, "
+        "which count prefill attention without the causal halving",
+        "gemm": "W4A16 as Marlin and GPTQ store it: int4 weights, one fp16 scale per group_size along K",
+    }
     # real FLOPs per counted FLOP on complex data: multiply-adds 4, sums 2; elementwise and custom
     # count real FLOPs as given, fft's formula is already real FLOPs. Softmax, attention and the
     # norms need ordered or real values: no complex form
@@ -581,8 +740,22 @@ def _register_builtins() -> None:
             check=cross_checks.get(name),
             complex_flops=complex_flops.get(name, 1.0),
             real=name != "fft",
+            packed=name in ("gemm", "gemv", "copy", "custom"),
+            source=sources.get(name, ""),
             replace=True,
         )
 
 
+def _operands(names: Iterable[str]) -> list[Param]:
+    """``a_dtype``, ... : each operand's storage, ``dtype``'s where not given."""
+    return [Param(f"{name}_dtype", None, "dtype") for name in names]
+
+
+def _groups() -> list[Param]:
+    """Block scales: ``group_size`` elements along K per scale, stored as ``scale_dtype``."""
+    return [Param("group_size", None), Param("scale_dtype", None, "choice", tuple(SCALE_SIZES))]
+
+
 _register_builtins()
+
+from . import llm_ops  # noqa: E402, F401  (the LLM kernel set: registered on import)

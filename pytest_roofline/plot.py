@@ -141,7 +141,10 @@ def _panel(
                 arrowprops={"arrowstyle": "->", "color": "#777777", "linewidth": 1.0},
             )  # fmt: skip
             ax.plot([x], [y_old], marker="o", markersize=5, markerfacecolor="none", color="#777777")
-        ax.plot([x], [y], marker="o", markersize=7, color=colour, markeredgecolor="white", linestyle="none")
+        size = float(r.get("size", 7))  # roofline llm sizes each op by its share of the step
+        ax.plot(
+            [x], [y], marker="o", markersize=size, color=colour, markeredgecolor="white", linestyle="none"
+        )
         ax.annotate(_short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")

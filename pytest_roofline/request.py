@@ -153,12 +153,19 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
         dtype = getattr(arg, "dtype", None)
         if dtype is not None:
             try:
-                return parse_dtype(dtype)
+                precision = parse_dtype(dtype)
             except ValueError as exc:
                 raise ValueError(
                     f"{op}: no dtype was given, and {where} has dtype {dtype}, which is not one: {exc}; "
                     "pass dtype=... to the marker or the call"
                 ) from None
+            if precision.itemsize < 1:  # ml_dtypes' int4 and float4 take a byte per value
+                raise ValueError(
+                    f"{op}: no dtype was given, and {where} has dtype {dtype}, whose arrays store one value "
+                    f"per byte, not the packed {precision} the floor would count; pass dtype=... (and "
+                    "b_dtype='int4' for packed weights) to the marker or the call"
+                )
+            return precision
     late = (
         " (it cannot be read from the arguments setup returns: they are made while measuring)"
         if kernel is not None and kernel.setup is not None

@@ -28,8 +28,9 @@ P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
 H100 = lookup("h100-sxm")
 BUILTIN = [
-    "attention", "conv2d", "copy", "custom", "dot", "elementwise", "fft", "gemm", "gemv", "layernorm",
-    "reduction", "rmsnorm", "softmax", "transpose",
+    "add_rmsnorm", "attention", "conv2d", "copy", "cross_entropy", "custom", "dot", "elementwise",
+    "embedding", "fft", "gemm", "gemv", "kv_cache_write", "layernorm", "llm", "moe", "quantize", "reduction",
+    "rmsnorm", "rope", "softmax", "swiglu", "transpose",
 ]  # fmt: skip
 
 
@@ -54,7 +55,9 @@ def on_h100(op: str, dtype: str = "bf16", **params: Any) -> Any:
 def test_builtin_catalogue() -> None:
     assert op_names() == BUILTIN
     assert [spec.name for spec in ops.all_ops()] == BUILTIN
-    assert {name for name in BUILTIN if get_op(name).matrix} == {"gemm", "gemv", "attention", "conv2d"}
+    assert {name for name in BUILTIN if get_op(name).matrix} == {
+        "gemm", "gemv", "attention", "conv2d", "moe", "llm"
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("name", BUILTIN)
@@ -88,8 +91,10 @@ HAND: list[tuple[str, dict[str, Any], float, float]] = [
     # 2 batches, 3 heads, 4 queries, 4 keys, head_dim 8: 16 pairs; Q, K, V, O = 4·8 each per head
     ("attention", {"batch": 2, "heads": 3, "seq_q": 4, "seq_k": 4, "head_dim": 8},
      4 * 6 * 16 * 8, 6 * 16 * 8),
+    # FlashAttention's causal convention: avg_k = (max(0, 4 - 4) + 4)/2 = 2 keys per query, 8 pairs
+    # (the exact count is 4·5/2 = 10); bytes unchanged
     ("attention", {"batch": 2, "heads": 3, "seq_q": 4, "seq_k": 4, "head_dim": 8, "causal": True},
-     4 * 6 * 10 * 8, 6 * 16 * 8),  # 4·5/2 = 10 pairs; bytes unchanged
+     4 * 6 * 8 * 8, 6 * 16 * 8),
     ("attention", {"batch": 1, "heads": 1, "seq_q": 2, "seq_k": 6, "head_dim": 4}, 4 * 12 * 4, (4 + 12) * 4),
     # conv2d: 2×3×8×8 input, 4 filters of 3×3: P = Q = 6
     ("conv2d", {"N": 2, "C": 3, "H": 8, "W": 8, "K": 4, "R": 3, "S": 3},
@@ -123,6 +128,11 @@ def test_the_documented_formulas_match_the_cost_functions(
     spec = get_op(op)
     checked = check_params(spec, params)
     names: dict[str, Any] = dict(checked)
+    # operands at the dtype's size (1 element), no block scales, every key visible, MHA, d_v = d_qk
+    names.update(dict.fromkeys(("a", "b", "c", "q", "kv", "o"), 1), scales=0)
+    if op == "attention":
+        names.update(avg_k=checked["seq_k"], keys=checked["seq_k"], head_dim_v=checked["head_dim"],
+                     kv_heads=checked["heads"])  # fmt: skip
     if op == "conv2d":
         names["P"] = (checked["H"] + 2 * checked["padding"] - checked["R"]) // checked["stride"] + 1
         names["Q"] = (checked["W"] + 2 * checked["padding"] - checked["S"]) // checked["stride"] + 1
@@ -162,8 +172,10 @@ def brute_force_pairs(seq_q: int, seq_k: int) -> int:
     ],
 )
 def test_causal_pairs_by_hand(seq_q: int, seq_k: int, pairs: int) -> None:
+    # the visible pairs, counted exactly; the floor counts FlashAttention's convention, avg_k =
+    # (max(0, seq_k - seq_q) + seq_k)/2 per query, which is min(seq_q, seq_k)/2 pairs fewer
     c = cost("attention", batch=1, heads=1, seq_q=seq_q, seq_k=seq_k, head_dim=1, causal=True)
-    assert c.flops == 4 * pairs
+    assert c.flops == 4 * (pairs - min(seq_q, seq_k) / 2)
     if seq_q * seq_k < 10_000:
         assert brute_force_pairs(seq_q, seq_k) == pairs
 
@@ -173,14 +185,18 @@ def test_causal_pairs_by_hand(seq_q: int, seq_k: int, pairs: int) -> None:
 def test_causal_pairs_against_brute_force(seq_q: int, seq_k: int) -> None:
     causal = cost("attention", batch=2, heads=3, seq_q=seq_q, seq_k=seq_k, head_dim=5, causal=True)
     full = cost("attention", batch=2, heads=3, seq_q=seq_q, seq_k=seq_k, head_dim=5)
-    assert causal.flops == 4 * 2 * 3 * 5 * brute_force_pairs(seq_q, seq_k)
+    convention = brute_force_pairs(seq_q, seq_k) - min(seq_q, seq_k) / 2  # FlashAttention's avg_k
+    assert causal.flops == 4 * 2 * 3 * 5 * convention
     assert causal.flops <= full.flops
     assert causal.bytes == full.bytes
 
 
-def test_causal_decode_costs_the_same_as_non_causal() -> None:
+def test_causal_decode_costs_half_a_key_less_than_non_causal() -> None:
+    # FlashAttention's convention: avg_k = (seq_k - 1 + seq_k)/2 for the one query; the bytes are the same
     params = {"batch": 8, "heads": 32, "seq_q": 1, "seq_k": 2048, "head_dim": 128}
-    assert cost("attention", "bf16", causal=True, **params) == cost("attention", "bf16", **params)
+    causal, full = cost("attention", "bf16", causal=True, **params), cost("attention", "bf16", **params)
+    assert causal.bytes == full.bytes
+    assert full.flops - causal.flops == 4 * 8 * 32 * 128 * 0.5
 
 
 # -- the references' own numbers on h100-sxm ---------------------------------------------------
@@ -425,7 +441,8 @@ def test_unknown_param_suggests_the_closest(op: str, wrong: str, hint: str) -> N
 
 
 def test_unknown_param_without_a_close_match_has_no_hint() -> None:
-    with pytest.raises(OpError, match=r"^gemm has no parameter 'zzz'; it takes gemm\(M, N, K, batch=1\)$"):
+    expected = r"^gemm has no parameter 'zzz'; it takes gemm\(M, N, K, batch=1, a_dtype=None, .*\)$"
+    with pytest.raises(OpError, match=expected):
         on_h100("gemm", M=1, N=1, K=1, zzz=1)
 
 
@@ -477,7 +494,7 @@ def test_flags_must_be_bools(value: object) -> None:
 def test_numpy_bools_are_flags() -> None:
     e = on_h100("attention", batch=1, heads=1, seq_q=4, seq_k=4, head_dim=8, causal=np.bool_(True))
     assert e.params["causal"] is True
-    assert e.flops == 4 * 10 * 8
+    assert e.flops == 4 * 8 * 8  # causal 4 x 4: avg_k = 2 keys per query (FlashAttention's convention)
 
 
 @pytest.mark.parametrize("value", ["matrix", "Tensor", "", None, 1])
@@ -572,7 +589,10 @@ def test_shape_and_label_leave_defaults_out() -> None:
 
 
 def test_signature_and_param_text() -> None:
-    assert get_op("gemm").signature() == "gemm(M, N, K, batch=1)"
+    assert get_op("gemm").signature() == (
+        "gemm(M, N, K, batch=1, a_dtype=None, b_dtype=None, c_dtype=None, group_size=None, "
+        "scale_dtype=None)"
+    )
     assert get_op("custom").signature() == "custom(flops=0, bytes=0, unit='vector')"
     assert str(Param("n")) == "n"
     assert str(Param("stride", 1)) == "stride=1"
@@ -637,7 +657,9 @@ def test_register_a_matrix_op_with_param_objects() -> None:
 def test_register_duplicate_without_replace_is_an_error() -> None:
     with pytest.raises(OpError, match="op 'gemm' is already registered; pass replace=True to redefine it"):
         register_op("gemm", ["n"], _axpby)
-    assert get_op("gemm").param_names == ("M", "N", "K", "batch")
+    assert get_op("gemm").param_names == (
+        "M", "N", "K", "batch", "a_dtype", "b_dtype", "c_dtype", "group_size", "scale_dtype"
+    )  # fmt: skip
     register_op("axpby", ["n"], _axpby)
     with pytest.raises(OpError, match="op 'axpby' is already registered"):
         register_op("axpby", ["n"], _axpby)
@@ -791,7 +813,7 @@ def test_estimate_on_a_device_object_never_touches_detection() -> None:
 def test_estimate_with_an_unknown_dtype_names_it() -> None:
     with pytest.raises(ValueError, match=r"^unknown dtype 'bf17'") as info:
         estimate("gemm", dtype="bf17", device=H100, M=1, N=1, K=1)
-    assert "accepted: fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp4, int8" in str(info.value)
+    assert "accepted: fp64, fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp4, int4, int8" in str(info.value)
 
 
 def test_estimate_by_table_key_and_reported_name() -> None:

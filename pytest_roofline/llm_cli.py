@@ -1,0 +1,255 @@
+"""``roofline llm CONFIG``: the speed of light of one decode or prefill step of a whole model.
+
+One row per kernel of a layer (and the once-per-step embedding, final norm and LM head): its FLOPs,
+bytes, intensity, bound and floor, times its count; the step's floor is the sum of the rows'. The
+interconnect figures for ``--tp`` live here, with their sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import units
+from .llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops
+from .model import Device, Estimate
+
+#: per-GPU interconnect bandwidth, bytes/s in each direction, and where it comes from. An
+#: all-reduce's floor is its bytes over this. NVLink figures are NVIDIA's aggregate
+#: bidirectional ones halved; xGMI AMD's.
+LINKS: Mapping[str, tuple[float, str]] = {
+    "v100-sxm2": (150e9, "NVLink 2: 300 GB/s bidirectional per GPU (V100 datasheet)"),
+    "a100-sxm-40gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
+    "a100-sxm-80gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
+    "a100-pcie-80gb": (300e9, "NVLink bridge: 600 GB/s bidirectional (A100 PCIe datasheet)"),
+    "h100-sxm": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H100 datasheet)"),
+    "h100-nvl": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 NVL datasheet)"),
+    "h100-pcie": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 PCIe datasheet)"),
+    "h200": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H200 datasheet)"),
+    "b200": (900e9, "NVLink 5: 1.8 TB/s bidirectional per GPU (B200 / HGX B200 datasheet)"),
+    "mi300x": (448e9, "xGMI (Infinity Fabric): 7 links × 64 GB/s per direction (AMD MI300X datasheet)"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    op: StepOp
+    estimate: Estimate | None  # None for an all-reduce (timed at the link, not DRAM)
+    floor_s: float  # one call
+
+    @property
+    def total_s(self) -> float:
+        return self.floor_s * self.op.count
+
+    @property
+    def bound(self) -> str:
+        return "link" if self.estimate is None else self.estimate.bound
+
+
+def add_parser(commands: Any) -> None:
+    llm = commands.add_parser(
+        "llm",
+        help="the floor of one decode or prefill step of a whole model (a Hugging Face config.json)",
+        description="Print one row per kernel of a layer with its floor, the step's floor as their sum, "
+        "tokens/s (decode) or time to first token (prefill), and the op that bounds the step.",
+    )
+    llm.add_argument("config", help="a config.json, or a shipped example: llama-3-8b, mixtral-8x7b, qwen2-7b")
+    llm.add_argument("--device", default="auto", help="a table key, cpu, cuda[:N] or auto (default: auto)")
+    llm.add_argument("--phase", choices=PHASES, default="decode", help="decode (default) or prefill")
+    llm.add_argument("--batch", type=_count(1), default=1, metavar="N", help="sequences (default: 1)")
+    llm.add_argument(
+        "--context",
+        type=_count(0),
+        default=0,
+        metavar="N",
+        help="tokens already cached per sequence (default: 0)",
+    )
+    llm.add_argument("--prompt", type=_count(1), metavar="N", help="new tokens per sequence (prefill)")
+    llm.add_argument("--dtype", help="activations and the math (default: the config's torch_dtype)")
+    llm.add_argument("--weight-dtype", help="weights' storage: int4 (group 128, fp16 scales), fp8, ...")
+    llm.add_argument("--kv-dtype", help="the KV cache's storage (default: --dtype)")
+    llm.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel GPUs (default: 1)")
+    llm.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    llm.add_argument("--plot", metavar="OUT", help="draw each op on the roofline, .svg or .png")
+    llm.set_defaults(run=run)
+
+
+def _count(low: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}; got {value}")
+        return value
+
+    return parse
+
+
+def run(args: argparse.Namespace) -> str:
+    from .floor import _device
+
+    config = load_config(args.config)
+    options = {
+        "phase": args.phase, "batch": args.batch, "context": args.context, "prompt": args.prompt,
+        "dtype": args.dtype, "weight_dtype": args.weight_dtype, "kv_dtype": args.kv_dtype, "tp": args.tp,
+    }  # fmt: skip
+    ops = step_ops(config, options)
+    if args.tp > 1:  # before the device: a missing link figure is the likelier mistake than a device
+        from .devices import table
+
+        key = args.device.strip().lower()
+        if key in table() and key not in LINKS:
+            raise LlmError(f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(LINKS)}")
+    if args.plot:
+        from .plot import check_path, require_matplotlib
+
+        check_path(args.plot)
+        require_matplotlib()
+    device = _device(args.device)
+    rows = floors(ops, device)
+    summary = step_summary(config, options, rows, device)
+    if args.plot:
+        draw_step(rows, device, args.plot, summary)
+    if args.json:
+        return json.dumps(step_json(rows, summary), indent=2)
+    return format_step(rows, summary)
+
+
+def floors(ops: list[StepOp], device: Device) -> list[Row]:
+    """Each op's floor on ``device``; an all-reduce's over the device's interconnect."""
+    from .floor import estimate
+
+    rows = []
+    for op in ops:
+        if op.op == "all_reduce":
+            if device.key not in LINKS:
+                raise LlmError(f"tp={op.params['tp']}: no interconnect figure for {device.key}; known: "
+                               f"{', '.join(LINKS)}")  # fmt: skip
+            rows.append(Row(op, None, op.link_bytes / LINKS[device.key][0]))
+            continue
+        est = estimate(op.op, dtype=op.dtype, device=device, **op.params)
+        rows.append(Row(op, est, est.floor_s))
+    return rows
+
+
+def step_summary(
+    config: ModelConfig, options: dict[str, Any], rows: list[Row], device: Device
+) -> dict[str, Any]:
+    total = sum(r.total_s for r in rows)
+    bounding = max(rows, key=lambda r: r.total_s)
+    phase, batch = options["phase"], options["batch"]
+    summary: dict[str, Any] = {
+        "model": config.name, "model_type": config.model_type, "layers": config.layers,
+        "device": device.key, "device_name": device.name, "phase": phase, "batch": batch,
+        "context": options["context"], "prompt": options["prompt"], "tp": options["tp"],
+        "dtype": rows[0].op.dtype, "weight_dtype": options["weight_dtype"] or rows[0].op.dtype,
+        "kv_dtype": options["kv_dtype"] or rows[0].op.dtype,
+        "total": {
+            "flops": sum(r.op.flops * r.op.count for r in rows),
+            "bytes": sum((r.op.bytes + r.op.link_bytes) * r.op.count for r in rows),
+            "floor_s": total,
+        },
+        "bounding_op": {"name": bounding.op.name, "bound": bounding.bound, "share": bounding.total_s / total},
+    }  # fmt: skip
+    if phase == "decode":
+        summary["tokens_per_s"] = batch / total
+    else:
+        summary["ttft_s"] = total
+    if options["tp"] > 1:
+        summary["link"] = {"bandwidth": LINKS[device.key][0], "source": LINKS[device.key][1]}
+    return summary
+
+
+def step_json(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
+    ops = [
+        {
+            "name": r.op.name, "op": r.op.op, "count": r.op.count, "flops": r.op.flops,
+            "bytes": r.op.bytes + r.op.link_bytes, "floor_s": r.floor_s, "bound": r.bound,
+            "step_floor_s": r.total_s, "params": r.op.params, "dtype": r.op.dtype,
+            "label": r.estimate.label if r.estimate is not None else f"all_reduce[tp={r.op.params['tp']}]",
+        }
+        for r in rows
+    ]  # fmt: skip
+    return {"ops": ops, **summary}
+
+
+def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
+    from tabulate import tabulate
+
+    total = summary["total"]["floor_s"]
+    table = [
+        [
+            r.op.name,
+            r.estimate.label
+            if r.estimate is not None
+            else f"ring all-reduce of {r.op.params['elements']} values",
+            f"×{r.op.count}",
+            units.flops(r.op.flops),
+            units.nbytes(r.op.bytes + r.op.link_bytes),
+            units.intensity(r.estimate.intensity) if r.estimate is not None else "-",
+            r.bound,
+            units.seconds(r.floor_s),
+            units.seconds(r.total_s),
+            units.percent(r.total_s / total),
+        ]
+        for r in rows
+    ]
+    headers = ["module", "kernel", "count", "FLOPs", "bytes", "FLOP/B", "bound", "floor", "× count", "share"]
+    tp = f", tp={summary['tp']}" if summary["tp"] > 1 else ""
+    shape = (
+        f"decode, batch {summary['batch']}, context {summary['context']}"
+        if summary["phase"] == "decode"
+        else f"prefill, batch {summary['batch']}, prompt {summary['prompt']}, context {summary['context']}"
+    )
+    lines = [
+        f"{summary['model']} ({summary['model_type']}, {summary['layers']} layers) on "
+        f"{summary['device_name']} ({summary['device']}): {shape}{tp}; dtype {summary['dtype']}, "
+        f"weights {summary['weight_dtype']}, "
+        f"KV cache {summary['kv_dtype']}",
+        tabulate(table, headers=headers, disable_numparse=True),
+        "",
+        f"step floor  {units.seconds(total)}  (the sum of the ops' floors; "
+        f"{units.flops(summary['total']['flops'])}, {units.nbytes(summary['total']['bytes'])})",
+    ]
+    if "tokens_per_s" in summary:
+        lines.append(
+            f"decode      at most {summary['tokens_per_s']:,.0f} tokens/s ({summary['batch']} per step)"
+        )
+    else:
+        lines.append(f"prefill     time to first token at least {units.seconds(summary['ttft_s'])}")
+    bounding = summary["bounding_op"]
+    lines.append(
+        f"bounded by  {bounding['name']} ({bounding['bound']}-bound, "
+        f"{units.percent(bounding['share'])} of the step)"
+    )
+    if "link" in summary:
+        lines.append(f"link        {units.byte_rate(summary['link']['bandwidth'])} per direction: "
+                     f"{summary['link']['source']}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def draw_step(rows: list[Row], device: Device, path: str, summary: dict[str, Any]) -> None:
+    """Each op on the device's roofline at its floor, its marker sized by its share of the step."""
+    from .plot import draw
+    from .report import device_record
+
+    total = summary["total"]["floor_s"]
+    records = [
+        {
+            "nodeid": r.op.name, "name": "", "device": device.key, "flops": r.op.flops, "bytes": r.op.bytes,
+            "time_s": r.floor_s, "precision": str(r.estimate.peak_precision), "unit": str(r.estimate.unit),
+            "verdict": "floor", "size": 4 + 16 * (r.total_s / total) ** 0.5,
+        }
+        for r in rows
+        if r.estimate is not None and r.op.flops
+    ]  # fmt: skip
+    title = f"{summary['model']}: one {summary['phase']} step at its floor"
+    flopless = [r.op.name for r in rows if not r.op.flops]
+    if flopless:  # a FLOP/s axis has no place for them
+        title += f" (not shown, no FLOPs: {', '.join(flopless)})"
+    draw(records, [device_record(device)], path, title=title)
