@@ -297,3 +297,45 @@ def test_a_few_bytes_would_need_too_many_copies_and_are_flushed_instead() -> Non
     assert isinstance(r, NoRotation)
     assert r.reason == "262144 copies, too few to cycle through 2x the 32 MiB cache in sets of 16 B"
     assert isinstance(plan(lambda a: None, np.ones(0)), NoRotation)  # no bytes at all
+
+
+class FakeTensor:
+    """A PyTorch tensor as rotation sees one: DLPack, ``clone``, ``is_contiguous``, a device."""
+
+    def __init__(self, nbytes: int, *, contiguous: bool = True, device: str = "cuda") -> None:
+        self.nbytes = nbytes
+        self.device = type("device", (), {"type": device})()
+        self._contiguous = contiguous
+        self.clones = 0
+
+    def __dlpack__(self) -> object:
+        return object()
+
+    def is_contiguous(self) -> bool:
+        return self._contiguous
+
+    def clone(self) -> FakeTensor:
+        self.clones += 1
+        return FakeTensor(self.nbytes, device=self.device.type)
+
+
+def test_tensors_are_cloned_on_their_device() -> None:
+    t = FakeTensor(MiB)
+    seen: list[bool] = []
+    r = plan(lambda x: None, t, op_bytes=MiB, free_bytes=lambda on_device: seen.append(on_device) or 10**12)
+    assert isinstance(r, Rotation)
+    assert seen == [True]  # a CUDA tensor's copies count against the GPU's memory
+    assert t.clones == r.copies - 1
+    assert isinstance(plan(lambda x: None, FakeTensor(MiB, contiguous=False), op_bytes=MiB), NoRotation)
+
+
+def test_an_object_speaking_no_array_protocol_is_not_an_array() -> None:
+    class Opaque:
+        nbytes = MiB
+
+        def copy(self) -> Opaque:
+            return Opaque()
+
+    r = plan(lambda x: None, Opaque(), op_bytes=MiB)
+    assert isinstance(r, NoRotation)
+    assert "no array among the kernel's arguments" in r.reason
