@@ -277,7 +277,7 @@ def _ops(args: argparse.Namespace) -> str:
 def _sources() -> str:
     """Each op's other names and where its counting convention comes from."""
     lines = [
-        f"  {spec.name}{' (also ' + ', '.join(spec.aliases) + ')' if spec.aliases else ''}: {spec.source}"
+        f"  - {spec.name}{' (also ' + ', '.join(spec.aliases) + ')' if spec.aliases else ''}: {spec.source}"
         for spec in all_ops()
         if spec.source or spec.aliases
     ]

@@ -283,8 +283,8 @@ def test_an_unknown_op_suggests_an_alias() -> None:
 def test_roofline_ops_names_aliases_and_sources(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["ops"]) == 0
     out = capsys.readouterr().out
-    assert "swiglu (also silu_and_mul, gelu_and_mul): vLLM csrc/activation_kernels.cu" in out
-    assert "attention: FlashAttention's benchmark" in out
+    assert "- swiglu (also silu_and_mul, gelu_and_mul): vLLM csrc/activation_kernels.cu" in out
+    assert "- attention: FlashAttention's benchmark" in out
     assert "vLLM's perf metrics" in out  # the known slip, named
     assert "the upper bound of the weight traffic" in out  # moe's routing
     assert "it is never read from a uint8 array" in out

@@ -1,0 +1,364 @@
+"""A whole model's step: the config parser on each family (configs written here), the step's ops
+against hand counts, its floor as the sum of the ops' floors, ``roofline llm`` from end to end
+(table, JSON, plot, errors) and ``op="llm"`` in a marked test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline import cli
+from pytest_roofline.devices import lookup
+from pytest_roofline.floor import estimate
+from pytest_roofline.llm import LlmError, ModelConfig, load_config, parse_config, step_ops
+from pytest_roofline.llm_cli import LINKS, floors
+
+H100 = lookup("h100-sxm")
+
+LLAMA: dict[str, Any] = {
+    "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16",
+}  # fmt: skip
+MISTRAL = {**LLAMA, "model_type": "mistral", "vocab_size": 32000, "sliding_window": 4096}
+QWEN2 = {
+    "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+    "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "sliding_window": 131072,
+    "use_sliding_window": False, "max_window_layers": 28, "torch_dtype": "bfloat16",
+}  # fmt: skip
+GEMMA2 = {
+    "model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
+    "sliding_window": 4096, "torch_dtype": "float32",
+}  # fmt: skip
+GEMMA3 = {
+    "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+    "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+}  # fmt: skip
+MIXTRAL = {
+    **LLAMA,
+    "model_type": "mixtral",
+    "vocab_size": 32000,
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+}
+QWEN2_MOE = {
+    "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936, "num_experts": 60,
+    "num_experts_per_tok": 4, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+    "decoder_sparse_step": 1, "mlp_only_layers": [0, 1], "torch_dtype": "bfloat16",
+}  # fmt: skip
+
+
+def by_name(config: ModelConfig, **options: Any) -> dict[str, Any]:
+    return {op.name: op for op in step_ops(config, options)}
+
+
+# -- the parser, family by family --------------------------------------------------------------
+
+
+def test_llama() -> None:
+    c = parse_config(LLAMA)
+    assert (c.hidden, c.heads, c.kv_heads, c.head_dim, c.layers, c.dtype) == (4096, 32, 8, 128, 32, "bf16")
+    assert (c.sliding_layers, c.experts) == (0, 0)
+
+
+def test_mistral_slides_every_layer() -> None:
+    c = parse_config(MISTRAL)
+    assert (c.sliding_layers, c.window) == (32, 4096)
+    ops = by_name(c, context=8191)
+    assert "attention" not in ops
+    assert ops["attention (sliding)"].params["window"] == 4096
+    assert ops["attention (sliding)"].count == 32
+
+
+def test_qwen2_slides_only_when_use_sliding_window_says_so() -> None:
+    assert parse_config(QWEN2).sliding_layers == 0
+    c = parse_config({**QWEN2, "use_sliding_window": True, "max_window_layers": 21, "sliding_window": 4096})
+    assert (c.sliding_layers, c.window) == (7, 4096)
+
+
+def test_gemma2_alternates_and_reads_its_head_dim() -> None:
+    c = parse_config(GEMMA2)
+    assert (c.head_dim, c.sliding_layers, c.window, c.dtype) == (256, 13, 4096, "fp32")
+    ops = by_name(c, context=100)
+    assert (ops["attention"].count, ops["attention (sliding)"].count) == (13, 13)
+    assert ops["qkv_proj"].params["N"] == (8 + 2 * 4) * 256
+
+
+def test_gemma3_slides_five_layers_of_six() -> None:
+    c = parse_config(GEMMA3)
+    assert (c.sliding_layers, c.window) == (26 - 4, 512)  # layers 6, 12, 18, 24 are global
+
+
+def test_gemma3_nested_text_config() -> None:
+    c = parse_config({"model_type": "gemma3", "text_config": {**GEMMA3, "model_type": "gemma3"}})
+    assert c.hidden == 1152
+
+
+def test_mixtral_experts() -> None:
+    c = parse_config(MIXTRAL)
+    assert (c.experts, c.top_k, c.moe_intermediate, c.dense_layers) == (8, 2, 14336, 0)
+    ops = by_name(c, batch=1)
+    assert "gate_up_proj" not in ops
+    assert ops["experts"].params == {
+        "tokens": 1,
+        "experts": 8,
+        "top_k": 2,
+        "hidden": 4096,
+        "intermediate": 14336,
+    }
+    assert ops["router"].params["N"] == 8
+
+
+def test_qwen2_moe_shared_expert_and_dense_layers() -> None:
+    c = parse_config(QWEN2_MOE)
+    assert (c.experts, c.top_k, c.dense_layers, c.shared_intermediate) == (60, 4, 2, 5632)
+    ops = by_name(c)
+    assert (ops["gate_up_proj"].count, ops["experts"].count) == (2, 22)
+    assert ops["shared_expert.down_proj"].params["K"] == 5632
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"model_type": "deepseek_v3"}, r"deepseek_v3.*multi-head latent attention \(MLA\) is not modelled"),
+        ({"model_type": "bert"}, r"model_type 'bert' is not one modelled here; known: llama, mistral"),
+        ({k: v for k, v in LLAMA.items() if k != "hidden_size"}, r"missing 'hidden_size' \(a llama config"),
+        ({**LLAMA, "num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer; got 0$"),
+        ({**LLAMA, "num_key_value_heads": 5}, r"num_key_value_heads=5 does not divide num_attention_heads"),
+        ({**LLAMA, "torch_dtype": "float13"}, r"torch_dtype: unknown dtype 'float13'"),
+        ({**MISTRAL, "sliding_window": "big"}, r"sliding_window must be a positive integer or null"),
+        ({k: v for k, v in MIXTRAL.items() if k != "num_local_experts"}, r"missing 'num_local_experts'"),
+    ],
+)  # fmt: skip
+def test_a_bad_config_is_one_line(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(LlmError, match=message):
+        parse_config(config)
+
+
+def test_load_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(LlmError, match=r"no such config file .*one of: llama-3-8b"):
+        load_config(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(LlmError, match=r"bad.json: not JSON"):
+        load_config(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(LlmError, match=r"holds an object; got list"):
+        load_config(bad)
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b", "qwen2-7b"])
+def test_the_shipped_examples_load(name: str) -> None:
+    assert load_config(name).name == name
+
+
+# -- the step ----------------------------------------------------------------------------------
+
+
+def test_llama_3_8b_decode_reads_every_weight_once() -> None:
+    ops = step_ops(load_config("llama-3-8b"), {"context": 4096})
+    # per layer: qkv 4096·6144, o 4096·4096, gate_up 4096·28672, down 14336·4096; then the LM head
+    weights = 32 * (4096 * 6144 + 4096 * 4096 + 4096 * 28672 + 14336 * 4096) + 128256 * 4096
+    assert weights == 7_504_658_432
+    gemm_b = sum(op.params["N"] * op.params["K"] * op.count for op in ops if op.op == "gemm")
+    assert gemm_b == weights
+    names = [op.name for op in ops]
+    assert names == [
+        "embed_tokens", "input_layernorm", "qkv_proj", "rotary_emb", "kv_cache_write", "attention", "o_proj",
+        "post_attention_layernorm", "gate_up_proj", "act_fn", "down_proj", "norm", "lm_head",
+    ]  # fmt: skip
+    attention = next(op for op in ops if op.name == "attention")
+    assert attention.params == {
+        "batch": 1, "heads": 32, "kv_heads": 8, "seq_q": 1, "seq_k": 4097, "head_dim": 128, "causal": True
+    }  # fmt: skip
+
+
+def test_prefill_runs_the_prompt_and_the_lm_head_once_per_sequence() -> None:
+    ops = by_name(load_config("llama-3-8b"), phase="prefill", batch=2, prompt=512, context=0)
+    assert ops["qkv_proj"].params["M"] == 1024
+    assert ops["attention"].params["seq_q"] == ops["attention"].params["seq_k"] == 512
+    assert ops["lm_head"].params["M"] == 2
+
+
+def test_weight_and_kv_dtypes() -> None:
+    ops = by_name(load_config("llama-3-8b"), weight_dtype="int4", kv_dtype="fp8")
+    assert ops["down_proj"].params == {"M": 1, "N": 4096, "K": 14336, "b_dtype": "int4", "group_size": 128,
+                                       "scale_dtype": "fp16"}  # fmt: skip
+    assert "b_dtype" not in ops["lm_head"].params  # quantized checkpoints keep the LM head at dtype
+    assert ops["attention"].params["kv_dtype"] == "fp8_e4m3"
+    assert ops["kv_cache_write"].params["kv_dtype"] == "fp8_e4m3"
+
+
+def test_tensor_parallel_shards_and_all_reduces() -> None:
+    ops = by_name(load_config("llama-3-8b"), tp=2, batch=4)
+    assert ops["qkv_proj"].params["N"] == (16 + 2 * 4) * 128
+    assert ops["down_proj"].params["K"] == 7168
+    reduce = ops["all_reduce"]
+    # two all-reduces per layer of 4 tokens · 4096 bf16; a ring moves 2·(2−1)/2 of them
+    assert (reduce.count, reduce.link_bytes) == (64, 1.0 * 4 * 4096 * 2)
+    rows = floors(list(ops.values()), H100)
+    assert next(r for r in rows if r.op.name == "all_reduce").floor_s == 4 * 4096 * 2 / LINKS["h100-sxm"][0]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"phase": "prefill"}, r"^prefill needs prompt"),
+        ({"prompt": 8}, r"^prompt=8 is for prefill"),
+        ({"tp": 3}, r"^tp=3 does not divide num_attention_heads=32$"),
+        ({"tp": 64}, r"^tp=64 does not divide num_attention_heads=32$"),
+        ({"batch": 0}, r"^batch must be a positive integer; got 0$"),
+        ({"dtype": "fp9"}, r"^dtype: unknown dtype 'fp9'"),
+        ({"weight_dtype": "int3"}, r"^weight_dtype: unknown dtype 'int3'"),
+        ({"phase": "train"}, r"^phase must be one of decode, prefill; got 'train'$"),
+    ],
+)
+def test_bad_step_options(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(LlmError, match=message):
+        step_ops(load_config("llama-3-8b"), options)
+
+
+def test_the_llm_op_floors_the_sum_of_the_ops_floors() -> None:
+    config = load_config("qwen2-7b")
+    ops = step_ops(config, {"phase": "prefill", "prompt": 512})
+    summed = sum(r.floor_s * r.op.count for r in floors(ops, H100))
+    e = estimate("llm", config="qwen2-7b", phase="prefill", prompt=512, dtype="bf16", device=H100)
+    assert e.floor_s == pytest.approx(summed, rel=1e-12)
+    # a prefill mixes compute-bound GEMMs and memory-bound norms: the floor of the sums is lower
+    assert e.floor_s > max(e.flops / e.peak_flops, e.bytes / e.bandwidth)  # type: ignore[operator]
+    assert e.bound == "compute"
+
+
+def test_the_llm_op_checks_its_config(tmp_path: Path) -> None:
+    from pytest_roofline.ops import OpError
+
+    with pytest.raises(OpError, match=r"^llm: .*nope.json: no such config file"):
+        estimate("llm", config=str(tmp_path / "nope.json"), dtype="bf16", device=H100)
+    with pytest.raises(OpError, match=r"^llm: phase must be one of 'decode', 'prefill'; got 'train'$"):
+        estimate("llm", config="llama-3-8b", phase="train", dtype="bf16", device=H100)
+
+
+# -- roofline llm ------------------------------------------------------------------------------
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["llm", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    code, out, err = run(capsys, str(path), "--device", "h100-sxm", "--context", "4096")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{tmp_path.name} (llama")  # a config.json is named by its directory
+    assert "(llama, 32 layers) on NVIDIA H100 80GB HBM3 (h100-sxm): decode, batch 1, context 4096" in lines[0]
+    for module in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "attention", "rotary_emb", "lm_head"):
+        assert any(line.startswith(module + " ") for line in lines), module
+    assert "step floor  4644 µs  (the sum of the ops' floors; 17.2 GFLOP, 15.6 GB)" in out
+    assert "decode      at most 215 tokens/s (1 per step)" in out
+    assert "bounded by  gate_up_proj (memory-bound, 48.3% of the step)" in out
+
+
+def test_prefill_prints_time_to_first_token(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "qwen2-7b", "--device", "h100-sxm", "--phase", "prefill", "--prompt", "512")
+    assert code == 0
+    assert "prefill     time to first token at least" in out
+    assert "(compute-bound" in out
+
+
+def test_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "mixtral-8x7b", "--device", "h100-sxm", "--batch", "8", "--tp", "2", "--json"
+    )
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    for op in data["ops"]:
+        assert {"name", "op", "count", "flops", "bytes", "floor_s", "bound"} <= set(op)
+    assert {op["name"] for op in data["ops"]} >= {"experts", "router", "all_reduce", "lm_head"}
+    assert set(data["total"]) == {"flops", "bytes", "floor_s"}
+    assert data["total"]["floor_s"] == pytest.approx(sum(op["floor_s"] * op["count"] for op in data["ops"]))
+    assert data["tokens_per_s"] == pytest.approx(8 / data["total"]["floor_s"])
+    assert data["bounding_op"]["name"] == "experts"
+    assert data["link"]["bandwidth"] == 450e9
+
+
+def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "step.svg"
+    code, _, err = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--plot", str(out))
+    assert (code, err) == (0, "")
+    svg = out.read_text()
+    assert "gate_up_proj" in svg
+    assert "llama-3-8b: one decode step at its floor" in svg
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["nope.json"], "roofline: error: nope.json: no such config file"),
+        (["llama-3-8b", "--phase", "prefill"], "roofline: error: prefill needs prompt"),
+        (
+            ["llama-3-8b", "--tp", "2", "--device", "l4"],
+            "roofline: error: --tp 2: no interconnect figure for l4",
+        ),
+        (["llama-3-8b", "--batch", "0"], "roofline: error: argument --batch: must be at least 1; got 0"),
+        (
+            ["llama-3-8b", "--context", "x"],
+            "roofline: error: argument --context: expected an integer; got 'x'",
+        ),
+        (["llama-3-8b", "--kv-dtype", "fp9"], "roofline: error: kv_dtype: unknown dtype 'fp9'"),
+        (
+            ["llama-3-8b", "--plot", "out.txt"],
+            "roofline: error: out.txt: the plot is written as .svg or .png",
+        ),
+        (["llama-3-8b", "--device", "h100"], "roofline: error: "),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *argv, *(["--device", "h100-sxm"] if "--device" not in argv else []))
+    assert (code, out) == (2, "")
+    assert err.startswith(message)
+    assert err.count("\n") == 1
+
+
+def test_a_malformed_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama"')
+    code, _, err = run(capsys, str(path), "--device", "h100-sxm")
+    assert code == 2
+    assert err.startswith(f"roofline: error: {path}: not JSON")
+
+
+# -- op="llm" in a test --------------------------------------------------------------------------
+
+
+def test_a_marked_test_gets_the_step_floor(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".json", config=json.dumps(LLAMA))
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_step(roofline):
+            e = roofline.estimate("llm", config="config.json", phase="decode", batch=2, context=64,
+                                  dtype="bf16", kv_dtype="fp8", device="h100-sxm")
+            assert e.op == "llm"
+            assert 4e-3 < e.floor_s < 6e-3
+
+        @pytest.mark.speed_of_light("llm", config="missing.json", dtype="bf16")
+        def test_missing():
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*llm: missing.json: no such config file*"])
