@@ -174,6 +174,7 @@ def check_op_params(
     from .ops import OpError, check_params, get_op
 
     spec = get_op(op)
+    params = spec.canonical(params)
     for name in params:
         if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
             hint = did_you_mean(name, [*spec.param_names, *KEYWORDS])

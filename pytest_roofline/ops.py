@@ -172,11 +172,7 @@ class OpSpec:
     def check(self, params: Params) -> dict[str, Any]:
         """All parameters, defaults filled in, each checked; raises OpError on the first mistake."""
         by_name = {p.name: p for p in self.params}
-        # Python's keywords cannot be keyword arguments: ``pass_`` spells attention's ``pass``
-        params = {
-            (n[:-1] if n.endswith("_") and n[:-1] in by_name and n not in by_name else n): v
-            for n, v in params.items()
-        }
+        params = self.canonical(params)
         for name in params:
             if name not in by_name:
                 raise OpError(
@@ -194,6 +190,14 @@ class OpSpec:
         if self.cross_check is not None:
             self.cross_check(self.name, checked)
         return checked
+
+    def canonical(self, params: Params) -> dict[str, Any]:
+        """``params`` with ``pass_`` read as ``pass``: a Python keyword cannot be a keyword argument."""
+        names = set(self.param_names)
+        return {
+            (n[:-1] if n.endswith("_") and n[:-1] in names and n not in names else n): v
+            for n, v in params.items()
+        }
 
     def check_dtype(self, precision: Precision) -> None:
         """An OpError when the op has no form for ``precision``: complex data where it takes

@@ -362,3 +362,46 @@ def test_a_marked_test_gets_the_step_floor(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*llm: missing.json: no such config file*"])
+
+
+def test_the_marker_takes_the_new_keywords(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.speed_of_light("attention", batch=8, heads=32, kv_heads=8, seq_q=1, seq_k=4096,
+                                    head_dim=128, causal=True, kv_dtype="fp8", dtype="bf16")
+        def test_decode_attention(roofline):
+            e = roofline.estimate(device="h100-sxm")
+            assert e.bytes == 8 * (2 * 32 * 128 * 2 + 2 * 8 * 4096 * 128)
+
+        @pytest.mark.speed_of_light("gemm", M=16, N=4096, K=4096, dtype="bf16", b_dtype="int4",
+                                    group_size=128)
+        def test_w4a16(roofline):
+            assert roofline.estimate(device="h100-sxm").bytes == 8_912_896
+
+        @pytest.mark.speed_of_light("fused_moe", tokens=16, experts=8, top_k=2, hidden=4096,
+                                    intermediate=14336, dtype="bf16")
+        def test_moe(roofline):
+            assert roofline.estimate(device="h100-sxm").op == "moe"
+
+        @pytest.mark.speed_of_light("attention", batch=1, heads=32, kv_heads=5, seq_q=1, seq_k=8,
+                                    head_dim=128, dtype="bf16")
+        def test_bad_kv_heads():
+            pass
+
+        @pytest.mark.speed_of_light("attention", batch=1, heads=32, seq_q=1, seq_k=8, head_dim=128,
+                                    dtype="bf16", pass_="backward")
+        def test_bad_pass():
+            pass
+        """
+    )
+    quiet = "ignore::pytest_roofline.calibrate.RooflineWarning"  # estimates alone measure nothing
+    result = pytester.runpytest("-p", "no:cacheprovider", "-W", quiet)
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*attention: kv_heads=5 does not divide heads=32*",
+            "*attention: pass must be one of 'fwd', 'bwd', 'fwd+bwd'; got 'backward'*",
+        ]
+    )

@@ -13,9 +13,9 @@ MARKER_MISTAKES = [
     pytest.param('"gem", M=1000, N=1000, K=1000, dtype="fp32"',
                  "unknown op 'gem' (did you mean 'gemm'*?); known ops: *", id="unknown-op"),
     pytest.param('"gemm", M=1000, N=1000, dtype="fp32"',
-                 "gemm needs K (it takes gemm(M, N, K, batch=1))", id="missing-parameter"),
+                 "gemm needs K (it takes gemm(M, N, K, batch=1, a_dtype=None, *))", id="missing-parameter"),
     pytest.param('"gemm", M=1000, N=1000, k=1000, dtype="fp32"',
-                 "gemm has no parameter 'k' (did you mean 'K'?); it takes gemm(M, N, K, batch=1) "
+                 "gemm has no parameter 'k' (did you mean 'K'?); it takes gemm(M, N, K, batch=1, *) "
                  "and the keywords min_fraction, dtype, device, math, stat, max_time, flush, stream",
                  id="unknown-parameter"),
     pytest.param('"gemm", M=0, N=1000, K=1000, dtype="fp32"',
