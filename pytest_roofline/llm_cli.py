@@ -246,7 +246,10 @@ def draw_step(rows: list[Row], device: Device, path: str, summary: dict[str, Any
             "verdict": "floor", "size": 4 + 16 * (r.total_s / total) ** 0.5,
         }
         for r in rows
-        if r.estimate is not None
+        if r.estimate is not None and r.op.flops
     ]  # fmt: skip
-    title = f"{summary['model']}: one {summary['phase']} step at its floor on {device.name}"
+    title = f"{summary['model']}: one {summary['phase']} step at its floor"
+    flopless = [r.op.name for r in rows if not r.op.flops]
+    if flopless:  # a FLOP/s axis has no place for them
+        title += f" (not shown, no FLOPs: {', '.join(flopless)})"
     draw(records, [device_record(device)], path, title=title)
