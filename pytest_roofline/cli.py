@@ -285,7 +285,8 @@ def _sources() -> str:
         "\nPer-operand storage: gemm and gemv a_dtype, b_dtype, c_dtype (gemv: a the matrix); attention "
         "q_dtype, kv_dtype, o_dtype; moe w_dtype; dtype stays the math (it picks the peak) and the storage "
         "of every operand not given. group_size: elements along K per block scale of scale_dtype "
-        f"({', '.join(SCALE_SIZES)}). int4 is packed two to a byte; dtype=int4 only on "
+        f"({', '.join(SCALE_SIZES)}; fp16 unless given); attention's pass is fwd unless given. "
+        "int4 is packed two to a byte; dtype=int4 only on "
         f"{', '.join(s.name for s in all_ops() if s.packed)}; it is never read from a uint8 array.\n"
         "attention's pass is a Python keyword: write pass_='bwd' in Python, pass=bwd here.\n"
     )

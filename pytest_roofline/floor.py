@@ -73,7 +73,8 @@ def estimate(
         unit,
         device,
         op=spec.name,
-        params=checked,
+        # a parameter not given and with no default (an operand's dtype) is left out of the record
+        params={name: value for name, value in checked.items() if value is not None},
         label=spec.label(checked, precision),
         shape=spec.shape(checked),
         peak_precision=peak_precision,

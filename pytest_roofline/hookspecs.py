@@ -30,15 +30,15 @@ def pytest_roofline_register_ops(config: pytest.Config, register: Callable[..., 
         from pytest_roofline import Cost, Param
 
         def pytest_roofline_register_ops(config, register):
-            def rope(p, size):
-                '''Rotary embedding: 3 FLOPs per element; x read, x written, cos/sin read.'''
+            def xpos(p, size):
+                '''xPos (a scaled rotary embedding): 3 FLOPs per element; x read, x written, cos/sin read.'''
                 n = p["tokens"] * p["dim"]
                 return Cost(flops=3 * n, bytes=(2 * n + p["dim"]) * size)
 
-            register("rope", [Param("tokens"), Param("dim")], rope, flops="3·tokens·dim",
+            register("xpos", [Param("tokens"), Param("dim")], xpos, flops="3·tokens·dim",
                      bytes="2·tokens·dim + dim")
 
-    after which ``@pytest.mark.speed_of_light("rope", tokens=4096, dim=128, dtype="bf16")`` works.
+    after which ``@pytest.mark.speed_of_light("xpos", tokens=4096, dim=128, dtype="bf16")`` works.
     """
 
 

@@ -188,7 +188,7 @@ def _register() -> None:
         "moe",
         [Param("tokens"), Param("experts"), Param("top_k"), Param("hidden"), Param("intermediate"),
          Param("gated", True, "flag"), Param("active", None), Param("w_dtype", None, "dtype"),
-         Param("group_size", None), Param("scale_dtype", "fp16", "choice", tuple(SCALE_SIZES))],
+         Param("group_size", None), Param("scale_dtype", None, "choice", tuple(SCALE_SIZES))],
         _moe, matrix=True, flops="2·tokens·top_k·hidden·intermediate·(3 gated | 2)",
         bytes="active·hidden·intermediate·(3 | 2)·w + 2·tokens·hidden + 12·tokens·top_k (bytes)",
         check=_check_moe, complex_flops=None, packed=True, aliases=("fused_moe",),

@@ -290,10 +290,10 @@ SCALE_SIZES: dict[str, float] = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8_e4m3": 1,
 
 
 def scale_bytes(p: Params, elements: float) -> float:
-    """Bytes of the block scales of ``elements`` quantized values: one ``scale_dtype`` per
-    ``group_size`` elements along K; 0 without a group_size."""
+    """Bytes of the block scales of ``elements`` quantized values: one ``scale_dtype`` (fp16 unless
+    given) per ``group_size`` elements along K; 0 without a group_size."""
     group = p.get("group_size")
-    return 0.0 if not group else elements / group * SCALE_SIZES[p["scale_dtype"]]
+    return 0.0 if not group else elements / group * SCALE_SIZES[p.get("scale_dtype") or "fp16"]
 
 
 def _quantized(p: Params, operand: str, size: float) -> bool:
@@ -425,8 +425,8 @@ def _attention(p: Params, size: float) -> Cost:
     aligned bottom-right (the last query sees every key, as in a KV cache): avg_k = (max(0, seq_k −
     seq_q) + seq_k)/2, FlashAttention's benchmark convention (for seq_q > seq_k, where the first
     queries see nothing, the seq_k visible rows count seq_k/2 each). ``window`` w (a causal sliding
-    window, Mistral's and Gemma's) caps each query at w keys along that ramp. ``pass``: bwd is 2.5×
-    and fwd+bwd 3.5× the forward FLOPs.
+    window, Mistral's and Gemma's) caps each query at w keys along that ramp. ``pass`` (fwd unless given): bwd
+    is 2.5× and fwd+bwd 3.5× the forward FLOPs.
 
     Bytes: Q + K + V + O, Q and O at ``heads`` and K, V at ``kv_heads`` (GQA/MQA: a decode kernel
     reads the KV cache once per KV head, not once per query head; LLM-Viewer#12 charged GQA as MHA),
@@ -450,7 +450,7 @@ def _attention(p: Params, size: float) -> Cost:
         "fwd": (forward, fwd_bytes),
         "bwd": (2.5 * forward, bwd_bytes),
         "fwd+bwd": (3.5 * forward, fwd_bytes + bwd_bytes),
-    }[p["pass"]]
+    }[p["pass"] or "fwd"]
     return Cost(flops=flops, bytes=nbytes)
 
 
@@ -632,6 +632,14 @@ def register_op(
     return spec
 
 
+def restore_op(spec: OpSpec) -> None:
+    """Put an op back exactly as it was (every field: its checks, complex form, aliases), after a
+    session replaced it."""
+    unregister_op(spec.name)
+    _REGISTRY[spec.name] = spec
+    _ALIASES.update(dict.fromkeys(spec.aliases, spec.name))
+
+
 def unregister_op(name: str) -> None:
     """Remove an op (tests and plugins that register ops for one session)."""
     spec = _REGISTRY.pop(name, None)
@@ -686,7 +694,7 @@ def _register_builtins() -> None:
         ("attention",
          [Param("batch"), Param("heads"), Param("seq_q"), Param("seq_k"), Param("head_dim"),
           Param("causal", False, "flag"), Param("kv_heads", None), Param("head_dim_v", None),
-          Param("window", None), Param("pass", "fwd", "choice", ("fwd", "bwd", "fwd+bwd")),
+          Param("window", None), Param("pass", None, "choice", ("fwd", "bwd", "fwd+bwd")),
           *_operands(("q", "kv", "o"))],
          _attention, True,
          "2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v) (avg_k = seq_k; causal: (max(0, seq_k − "
@@ -744,7 +752,7 @@ def _operands(names: Iterable[str]) -> list[Param]:
 
 def _groups() -> list[Param]:
     """Block scales: ``group_size`` elements along K per scale, stored as ``scale_dtype``."""
-    return [Param("group_size", None), Param("scale_dtype", "fp16", "choice", tuple(SCALE_SIZES))]
+    return [Param("group_size", None), Param("scale_dtype", None, "choice", tuple(SCALE_SIZES))]
 
 
 _register_builtins()

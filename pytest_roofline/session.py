@@ -136,16 +136,13 @@ class RooflineSession:
         if not self.registered_ops and not self.registered_devices:
             return  # nothing to undo: importing ops and devices would cost 10 to 30 ms for nothing
         from .devices import register_device, unregister_device
-        from .ops import register_op, unregister_op
+        from .ops import restore_op, unregister_op
 
         for name, op in self.registered_ops.items():
             if op is None:
                 unregister_op(name)
             else:  # a built-in (or earlier) op a conftest replaced for this session
-                register_op(
-                    op.name, op.params, op.cost_fn, matrix=op.matrix, flops=op.flops_formula,
-                    bytes=op.bytes_formula, replace=True,
-                )  # fmt: skip
+                restore_op(op)
         for key, device in self.registered_devices.items():
             if device is None:
                 unregister_device(key)

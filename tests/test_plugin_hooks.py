@@ -52,22 +52,22 @@ def test_register_ops_example(rl: pytest.Pytester) -> None:
         import pytest
         from pytest_roofline import op_names
 
-        @pytest.mark.speed_of_light("rope", tokens=4096, dim=128, dtype="fp32")
-        def test_rope(roofline):
+        @pytest.mark.speed_of_light("xpos", tokens=4096, dim=128, dtype="fp32")
+        def test_xpos(roofline):
             r = roofline.measure(lambda: None)
             assert r.flops == 3 * 4096 * 128
             assert r.bytes == (2 * 4096 * 128 + 128) * 4
-            assert "rope" in op_names()
+            assert "xpos" in op_names()
 
-        @pytest.mark.speed_of_light("rope", tokens=4096, dtype="fp32")
-        def test_rope_checked():
+        @pytest.mark.speed_of_light("xpos", tokens=4096, dtype="fp32")
+        def test_xpos_checked():
             pass
         """
     )
     result = rl.runpytest()
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["roofline: rope needs dim (it takes rope(tokens, dim))"])
-    assert "rope" not in op_names()
+    result.stdout.fnmatch_lines(["roofline: xpos needs dim (it takes xpos(tokens, dim))"])
+    assert "xpos" not in op_names()
 
 
 def test_a_registered_op_that_replaced_one_gives_it_back(rl: pytest.Pytester) -> None:
@@ -95,12 +95,12 @@ def pytest_roofline_register_ops(config, register):
 def test_an_op_registered_by_a_conftest_found_during_collection_works(rl: pytest.Pytester) -> None:
     sub = rl.mkpydir("sub")
     (sub / "conftest.py").write_text(example("pytest_roofline_register_ops"))
-    (sub / "test_rope.py").write_text(
-        "def test_rope(roofline):\n"
-        "    assert roofline.estimate('rope', tokens=10, dim=10, dtype='fp32').flops == 300\n"
+    (sub / "test_xpos.py").write_text(
+        "def test_xpos(roofline):\n"
+        "    assert roofline.estimate('xpos', tokens=10, dim=10, dtype='fp32').flops == 300\n"
     )
     rl.runpytest().assert_outcomes(passed=1)
-    assert "rope" not in op_names()
+    assert "xpos" not in op_names()
 
 
 def test_a_bad_registration_is_a_usage_error(rl: pytest.Pytester) -> None:
@@ -356,7 +356,7 @@ def test_registrations_are_undone_even_when_the_session_fails_to_start(rl: pytes
     )
     result = rl.runpytest("--roofline-device=nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "rope" not in op_names()
+    assert "xpos" not in op_names()
     assert "my-accel" not in table()
 
 
