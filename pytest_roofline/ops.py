@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -255,9 +256,9 @@ class OpSpec:
         return Unit.TENSOR if self.matrix else Unit.VECTOR
 
     def shape(self, params: Params) -> str:
-        """``M=4096 N=4096 K=4096``: required and non-default parameters."""
+        """``M=4096 N=4096 K=4096``: required and non-default parameters (a path by its file name)."""
         return " ".join(
-            f"{p.name}={_fmt(params[p.name])}"
+            f"{p.name}={_fmt(params[p.name]) if p.kind != 'text' else os.path.basename(params[p.name])}"
             for p in self.params
             if p.name in params and (p.required or params[p.name] != p.default)
         )

@@ -354,6 +354,7 @@ def test_a_marked_test_gets_the_step_floor(pytester: pytest.Pytester) -> None:
             e = roofline.estimate("llm", config="config.json", phase="decode", batch=2, context=64,
                                   dtype="bf16", kv_dtype="fp8", device="h100-sxm")
             assert e.op == "llm"
+            assert e.label == "llm[config=config.json batch=2 context=64 kv_dtype=fp8_e4m3 bf16]"
             assert 4e-3 < e.floor_s < 6e-3
 
         @pytest.mark.speed_of_light("llm", config="missing.json", dtype="bf16")
