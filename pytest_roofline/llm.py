@@ -92,8 +92,11 @@ class StepOp:
 
 
 def load_config(source: str | Path) -> ModelConfig:
-    """A config.json's path, or the name of a shipped example (``llama-3-8b``), as a ModelConfig."""
+    """A config.json's path (or its model directory), or the name of a shipped example
+    (``llama-3-8b``), as a ModelConfig."""
     path = Path(source).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():  # a downloaded model's directory
+        path = path / "config.json"
     text: str
     if not path.exists() and str(source) in EXAMPLES:
         text = resources.files("pytest_roofline").joinpath(f"configs/{source}.json").read_text("utf-8")

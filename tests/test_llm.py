@@ -205,6 +205,14 @@ def test_load_config_errors(tmp_path: Path) -> None:
         load_config(bad)
 
 
+def test_a_model_directory_is_read_through_its_config_json(tmp_path: Path) -> None:
+    (tmp_path / "Meta-Llama-3-8B").mkdir()
+    (tmp_path / "Meta-Llama-3-8B" / "config.json").write_text(json.dumps(LLAMA))
+    assert load_config(tmp_path / "Meta-Llama-3-8B").name == "Meta-Llama-3-8B"
+    with pytest.raises(LlmError, match=r"no such config file"):
+        load_config(tmp_path)
+
+
 @pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b", "qwen2-7b"])
 def test_the_shipped_examples_load(name: str) -> None:
     assert load_config(name).name == name
