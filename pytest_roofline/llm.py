@@ -9,8 +9,9 @@ each sequence only, as vLLM computes logits). Its floor is the **sum** of the op
 kernels run one after another, so a memory-bound norm cannot hide under a compute-bound GEMM.
 
 Families: llama, mistral, qwen2/qwen3 (dense), gemma/gemma2/gemma3 (sliding-window layers),
-mixtral and qwen2_moe/qwen3_moe (experts). DeepSeek's MLA is not modelled: its config is refused
-saying so. Pure arithmetic: no pytest, no numpy, no network (only the file the user names).
+mixtral and qwen2_moe/qwen3_moe (experts), deepseek_v2/v3 (multi-head latent attention, as vLLM
+runs it: decode on the absorbed latent cache, prefill up-projected; routed and shared experts).
+Pure arithmetic: no pytest, no numpy, no network (only the file the user names).
 """
 
 from __future__ import annotations
@@ -27,12 +28,11 @@ from .model import parse_dtype
 #: model types read as a dense decoder with a gated MLP
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text")
 #: model types with routed experts
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3")
+#: model types with multi-head latent attention
+MLA = ("deepseek_v2", "deepseek_v3")
 #: model types we know and do not model yet, and why
-UNMODELLED = {
-    "deepseek_v2": "DeepSeek's multi-head latent attention (MLA) is not modelled yet",
-    "deepseek_v3": "DeepSeek's multi-head latent attention (MLA) is not modelled yet",
-}
+UNMODELLED: dict[str, str] = {}
 #: the public configs shipped as examples, by the name ``roofline llm NAME`` takes
 EXAMPLES = ("llama-3-8b", "mixtral-8x7b", "qwen2-7b")
 PHASES = ("decode", "prefill")
@@ -68,6 +68,9 @@ class ModelConfig:
     shared_intermediate: int = 0
     #: layers with a plain MLP in a MoE model (qwen2_moe's mlp_only_layers, decoder_sparse_step)
     dense_layers: int = 0
+    #: multi-head latent attention: q_lora_rank (0: no query compression), kv_lora_rank,
+    #: qk_nope_head_dim, qk_rope_head_dim, v_head_dim
+    mla: tuple[int, int, int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +92,11 @@ class StepOp:
 
 
 def load_config(source: str | Path) -> ModelConfig:
-    """A config.json's path, or the name of a shipped example (``llama-3-8b``), as a ModelConfig."""
+    """A config.json's path (or its model directory), or the name of a shipped example
+    (``llama-3-8b``), as a ModelConfig."""
     path = Path(source).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():  # a downloaded model's directory
+        path = path / "config.json"
     text: str
     if not path.exists() and str(source) in EXAMPLES:
         text = resources.files("pytest_roofline").joinpath(f"configs/{source}.json").read_text("utf-8")
@@ -136,7 +142,10 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
     if heads % kv_heads:
         raise LlmError(f"{where}: num_key_value_heads={kv_heads} does not divide num_attention_heads={heads}")
     layers = number("num_hidden_layers")
-    head_dim = number("head_dim", hidden // heads if hidden % heads == 0 else None)
+    if model_type in MLA:
+        head_dim = 0  # from the MLA dimensions below
+    else:
+        head_dim = number("head_dim", hidden // heads if hidden % heads == 0 else None)
     dtype = data.get("torch_dtype") or data.get("dtype") or "bf16"
     sliding, window = _sliding(data, model_type, layers, where)
     moe: dict[str, int] = {}
@@ -150,6 +159,19 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
         moe = {"experts": number("num_experts"), "top_k": number("num_experts_per_tok"),
                "moe_intermediate": number("moe_intermediate_size"), "dense_layers": layers - sparse,
                "shared_intermediate": int(data.get("shared_expert_intermediate_size") or 0)}  # fmt: skip
+    elif model_type in MLA:
+        dense = int(data.get("first_k_dense_replace") or 0)
+        shared = int(data.get("n_shared_experts") or 0) * number("moe_intermediate_size")
+        moe = {"experts": number("n_routed_experts"), "top_k": number("num_experts_per_tok"),
+               "moe_intermediate": number("moe_intermediate_size"), "dense_layers": min(dense, layers),
+               "shared_intermediate": shared}  # fmt: skip
+    mla = None
+    if model_type in MLA:
+        q_lora = data.get("q_lora_rank")
+        dims = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+        kv_lora, nope, rope_dim, v_dim = (number(key) for key in dims)
+        mla = (0 if q_lora is None else number("q_lora_rank"), kv_lora, nope, rope_dim, v_dim)
+        head_dim = mla[2] + mla[3]
     intermediate = number("intermediate_size") if model_type not in MOE or moe.get("dense_layers") else 0
     try:
         dtype = parse_dtype(dtype).label
@@ -158,7 +180,7 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
     return ModelConfig(
         name=name, model_type=model_type, hidden=hidden, intermediate=intermediate, layers=layers,
         heads=heads, kv_heads=kv_heads, head_dim=head_dim, vocab=number("vocab_size"), dtype=dtype,
-        sliding_layers=sliding, window=window, **moe,
+        sliding_layers=sliding, window=window, mla=mla, **moe,
     )  # fmt: skip
 
 
@@ -210,7 +232,7 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
         raise LlmError(f"tp={tp} neither divides nor is a multiple of num_key_value_heads={config.kv_heads}")
     seq_q = 1 if phase == "decode" else int(prompt)  # type: ignore[arg-type]  # checked above
     tokens, seq_k = batch * seq_q, context + seq_q
-    h, d = config.hidden, config.head_dim
+    h = config.hidden
     w: dict[str, Any] = {"b_dtype": weights} if weights != dtype else {}
     if weights in WEIGHT_GROUPS:
         w["group_size"], w["scale_dtype"] = WEIGHT_GROUPS[weights]
@@ -225,21 +247,22 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
 
     ops.append(("embed_tokens", "embedding", {"tokens": tokens, "vocab": config.vocab, "hidden": h}, 1))
     ops.append(("input_layernorm", "add_rmsnorm", {"rows": tokens, "cols": h}, layers))
-    gemm("qkv_proj", (heads + 2 * kv_heads) * d, h, layers)
-    ops.append(("rotary_emb", "rope",
-                {"tokens": tokens, "heads": heads, "kv_heads": kv_heads, "head_dim": d}, layers))  # fmt: skip
     kv_params = {"kv_dtype": kv} if kv != dtype else {}
-    ops.append(("kv_cache_write", "kv_cache_write",
-                {"tokens": tokens, "kv_heads": kv_heads, "head_dim": d, **kv_params}, layers))  # fmt: skip
-    attention = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k,
-                 "head_dim": d, "causal": True, **kv_params}  # fmt: skip
-    full = layers - config.sliding_layers
-    if full:
-        ops.append(("attention", "attention", attention, full))
-    if config.sliding_layers:
-        sliding = dict(attention, window=config.window)
-        ops.append(("attention (sliding)", "attention", sliding, config.sliding_layers))
-    gemm("o_proj", h, heads * d, layers)
+    if config.mla is not None:
+        _mla(
+            config.mla,
+            config,
+            ops,
+            gemm,
+            kv_params,
+            batch=batch,
+            tokens=tokens,
+            seq_q=seq_q,
+            seq_k=seq_k,
+            tp=tp,
+        )
+    else:
+        _attention_block(config, ops, gemm, kv_params, batch, tokens, seq_q, seq_k, heads, kv_heads)
     ops.append(("post_attention_layernorm", "add_rmsnorm", {"rows": tokens, "cols": h}, layers))
     dense = layers if not config.experts else config.dense_layers
     if dense:
@@ -275,6 +298,72 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
             StepOp("all_reduce", "all_reduce", params, dtype, 2 * layers, 0.0, 0.0, "vector", moved)
         )
     return result
+
+
+Ops = list[tuple[str, str, dict[str, Any], int]]
+
+
+def _attention_block(
+    config: ModelConfig, ops: Ops, gemm: Any, kv_params: dict[str, Any], batch: int, tokens: int,
+    seq_q: int, seq_k: int, heads: int, kv_heads: int,
+) -> None:  # fmt: skip
+    """QKV projection, rotary embedding, KV-cache write, attention (full and sliding layers), o_proj."""
+    h, d, layers = config.hidden, config.head_dim, config.layers
+    gemm("qkv_proj", (heads + 2 * kv_heads) * d, h, layers)
+    ops.append(("rotary_emb", "rope",
+                {"tokens": tokens, "heads": heads, "kv_heads": kv_heads, "head_dim": d}, layers))  # fmt: skip
+    ops.append(("kv_cache_write", "kv_cache_write",
+                {"tokens": tokens, "kv_heads": kv_heads, "head_dim": d, **kv_params}, layers))  # fmt: skip
+    attention = {"batch": batch, "heads": heads, "kv_heads": kv_heads, "seq_q": seq_q, "seq_k": seq_k,
+                 "head_dim": d, "causal": True, **kv_params}  # fmt: skip
+    full = layers - config.sliding_layers
+    if full:
+        ops.append(("attention", "attention", attention, full))
+    if config.sliding_layers:
+        sliding = dict(attention, window=config.window)
+        ops.append(("attention (sliding)", "attention", sliding, config.sliding_layers))
+    gemm("o_proj", h, heads * d, layers)
+
+
+def _mla(
+    mla: tuple[int, int, int, int, int], config: ModelConfig, ops: Ops, gemm: Any,
+    kv_params: dict[str, Any], *, batch: int, tokens: int,
+    seq_q: int, seq_k: int, tp: int,
+) -> None:  # fmt: skip
+    """Multi-head latent attention as vLLM runs it. The cache holds one latent row per token
+    (kv_lora_rank + qk_rope_head_dim values), written once. Decode absorbs the up-projections: the
+    query's nope part is multiplied into the latent space (w_uk, one kv_lora × nope matrix per
+    head), attention runs over the latent cache as one shared KV head (d_qk = kv_lora + rope, d_v =
+    kv_lora, K and V the same row), and w_uv takes each head back to v_head_dim. Prefill
+    up-projects every key's latent (kv_b_proj) and runs ordinary attention at d_qk = nope + rope,
+    d_v = v_head_dim. The compressions (q_a_proj, kv_a_proj_with_mqa) are replicated under tp."""
+    q_lora, kv_lora, nope, rope_dim, v_dim = mla
+    h, layers, heads = config.hidden, config.layers, config.heads // tp
+    n = layers
+    if q_lora:
+        gemm("q_a_proj", q_lora, h, n)
+        ops.append(("q_a_layernorm", "rmsnorm", {"rows": tokens, "cols": q_lora}, n))
+        gemm("q_b_proj", heads * (nope + rope_dim), q_lora, n)
+    else:
+        gemm("q_proj", heads * (nope + rope_dim), h, n)
+    gemm("kv_a_proj_with_mqa", kv_lora + rope_dim, h, n)
+    ops.append(("kv_a_layernorm", "rmsnorm", {"rows": tokens, "cols": kv_lora}, n))
+    rope = {"tokens": tokens, "heads": heads, "kv_heads": 1, "head_dim": rope_dim}
+    ops.append(("rotary_emb", "rope", rope, n))
+    latent = {"tokens": tokens, "kv_heads": 1, "head_dim": kv_lora + rope_dim, "shared_kv": True}
+    ops.append(("kv_cache_write", "kv_cache_write", {**latent, **kv_params}, n))
+    causal = {"batch": batch, "heads": heads, "seq_q": seq_q, "seq_k": seq_k, "causal": True}
+    if seq_q == 1:  # decode: absorbed, over the latent cache
+        ops.append(("w_uk (absorbed)", "gemm", {"M": tokens, "N": kv_lora, "K": nope, "batch": heads}, n))
+        ops.append(("attention (latent)", "attention",
+                    {**causal, "kv_heads": 1, "head_dim": kv_lora + rope_dim, "head_dim_v": kv_lora,
+                     "shared_kv": True, **kv_params}, n))  # fmt: skip
+        ops.append(("w_uv (absorbed)", "gemm", {"M": tokens, "N": v_dim, "K": kv_lora, "batch": heads}, n))
+    else:  # prefill: every key's latent up-projected to K (nope) and V
+        gemm("kv_b_proj", heads * (nope + v_dim), kv_lora, n, m=batch * seq_k)
+        up = {**causal, "head_dim": nope + rope_dim, "head_dim_v": v_dim}
+        ops.append(("attention", "attention", up, n))
+    gemm("o_proj", h, heads * v_dim, n)
 
 
 def _step_op(name: str, op: str, params: dict[str, Any], dtype: str, count: int) -> StepOp:

@@ -89,9 +89,10 @@ def _kv_cache_write(p: Params, size: float) -> Cost:
 
     FLOPs 0 (an fp8 cache's scaling is one multiply per element, not counted); bytes
     2·tokens·kv_heads·head_dim·(size + kv) + 8·tokens: k and v read at dtype, written at
-    ``kv_dtype``, the slot mapping (int64) read.
+    ``kv_dtype``, the slot mapping (int64) read. ``shared_kv`` (MLA's latent cache, vLLM's
+    concat_and_cache_mla) writes one row per token and head, not two.
     """
-    elements = 2 * p["tokens"] * p["kv_heads"] * p["head_dim"]
+    elements = (1 if p["shared_kv"] else 2) * p["tokens"] * p["kv_heads"] * p["head_dim"]
     return Cost(flops=0, bytes=elements * (size + storage(p, "kv", size)) + INDEX_BYTES * p["tokens"])
 
 
@@ -199,9 +200,11 @@ def _register() -> None:
     )  # fmt: skip
     register_op(
         "kv_cache_write",
-        [Param("tokens"), Param("kv_heads"), Param("head_dim"), Param("kv_dtype", None, "dtype")],
+        [Param("tokens"), Param("kv_heads"), Param("head_dim"), Param("kv_dtype", None, "dtype"),
+         Param("shared_kv", False, "flag")],
         _kv_cache_write, flops="0", bytes="2·tokens·kv_heads·head_dim·(1 + kv) + 8·tokens (bytes)",
-        aliases=("reshape_and_cache", "reshape_and_cache_flash"), complex_flops=None,
+        aliases=("reshape_and_cache", "reshape_and_cache_flash", "concat_and_cache_mla"),
+        complex_flops=None,
         source="vLLM csrc/cache_kernels.cu: k and v scattered to their slots", replace=True,
     )  # fmt: skip
     register_op(

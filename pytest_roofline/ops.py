@@ -25,7 +25,7 @@ CrossCheck = Callable[[str, Params], None]
 
 #: names every op's caller already uses (estimate, the marker, the fixture): no op may take them
 RESERVED_NAMES = frozenset(
-    {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "cache", "flush"}
+    {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "cache", "flush", "block"}
 )
 
 
@@ -432,8 +432,10 @@ def _attention(p: Params, size: float) -> Cost:
     Bytes: Q + K + V + O, Q and O at ``heads`` and K, V at ``kv_heads`` (GQA/MQA: a decode kernel
     reads the KV cache once per KV head, not once per query head; LLM-Viewer#12 charged GQA as MHA),
     each at its dtype (``q_dtype``, ``kv_dtype``, ``o_dtype``). With a window only the last
-    w + seq_q − 1 keys are read. The score matrix never leaves the chip (a non-fused kernel moves
-    seq_q·seq_k more per head); a paged cache moves the same bytes. Backward reads Q, K, V, dO and
+    w + seq_q − 1 keys are read. ``shared_kv`` (MLA's latent cache: V is the first head_dim_v
+    values of each cached K row) reads the cache once, kv_heads·keys·head_dim. The score matrix
+    never leaves the chip (a non-fused kernel moves seq_q·seq_k more per head); a paged cache
+    moves the same bytes. Backward reads Q, K, V, dO and
     writes dQ, dK, dV. Decode is seq_q=1. No complex form: its softmax needs real scores.
     """
     b, h, sq, sk, d = p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"]
@@ -444,7 +446,7 @@ def _attention(p: Params, size: float) -> Cost:
     keys = sk if not p["window"] else min(sk, p["window"] + sq - 1)
     q, kv, o = storage(p, "q", size), storage(p, "kv", size), storage(p, "o", size)
     q_bytes, o_bytes = b * h * sq * d * q, b * h * sq * dv * o
-    kv_bytes = b * kvh * keys * (d + dv) * kv
+    kv_bytes = b * kvh * keys * (d if p["shared_kv"] else d + dv) * kv
     fwd_bytes = q_bytes + kv_bytes + o_bytes
     bwd_bytes = 2 * (q_bytes + kv_bytes) + o_bytes  # read Q K V dO, write dQ dK dV
     flops, nbytes = {
@@ -480,6 +482,11 @@ def _check_attention(op: str, p: Params) -> None:
         )
     if p["window"] is not None and not p["causal"]:
         raise OpError(f"{op}: window={p['window']} is a causal sliding window; pass causal=True with it")
+    if p["shared_kv"] and (p["head_dim_v"] or p["head_dim"]) > p["head_dim"]:
+        raise OpError(
+            f"{op}: shared_kv reads V as the first head_dim_v values of each K row; head_dim_v="
+            f"{p['head_dim_v']} is more than head_dim={p['head_dim']}"
+        )
 
 
 def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
@@ -696,12 +703,14 @@ def _register_builtins() -> None:
          [Param("batch"), Param("heads"), Param("seq_q"), Param("seq_k"), Param("head_dim"),
           Param("causal", False, "flag"), Param("kv_heads", None), Param("head_dim_v", None),
           Param("window", None), Param("pass", None, "choice", ("fwd", "bwd", "fwd+bwd")),
+          Param("shared_kv", False, "flag"),
           *_operands(("q", "kv", "o"))],
          _attention, True,
          "2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v) (avg_k = seq_k; causal: (max(0, seq_k − "
          "seq_q) + seq_k)/2, capped by window; bwd ×2.5, fwd+bwd ×3.5)",
          "batch·(heads·seq_q·(head_dim·q + head_dim_v·o) + kv_heads·keys·(head_dim + head_dim_v)·kv) "
-         "(keys = seq_k, or window + seq_q − 1; bwd: Q K V dO read, dQ dK dV written)"),
+         "(keys = seq_k, or window + seq_q − 1; shared_kv: the cache once, no head_dim_v; "
+         "bwd: Q K V dO read, dQ dK dV written)"),
         ("conv2d",
          [Param("N"), Param("C"), Param("H"), Param("W"), Param("K"), Param("R"), Param("S"),
           Param("stride", 1), Param("padding", 0, count)],

@@ -52,6 +52,22 @@ QWEN2_MOE = {
     "decoder_sparse_step": 1, "mlp_only_layers": [0, 1], "torch_dtype": "bfloat16",
 }  # fmt: skip
 
+DEEPSEEK_V3 = {
+    "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256,
+    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "vocab_size": 129280, "torch_dtype": "bfloat16",
+}  # fmt: skip
+DEEPSEEK_V2_LITE = {
+    **DEEPSEEK_V3, "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+    "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+    "q_lora_rank": None, "vocab_size": 102400,
+}  # fmt: skip
+
 
 def by_name(config: ModelConfig, **options: Any) -> dict[str, Any]:
     return {op.name: op for op in step_ops(config, options)}
@@ -122,10 +138,47 @@ def test_qwen2_moe_shared_expert_and_dense_layers() -> None:
     assert ops["shared_expert.down_proj"].params["K"] == 5632
 
 
+def test_deepseek_v3_multi_head_latent_attention() -> None:
+    c = parse_config(DEEPSEEK_V3)
+    assert c.mla == (1536, 512, 128, 64, 128)
+    assert (c.head_dim, c.experts, c.top_k, c.dense_layers, c.shared_intermediate) == (192, 256, 8, 3, 2048)
+    ops = by_name(c, context=4095)
+    assert [n for n in ops if n not in ("embed_tokens", "norm", "lm_head")][:12] == [
+        "input_layernorm", "q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm",
+        "rotary_emb", "kv_cache_write", "w_uk (absorbed)", "attention (latent)", "w_uv (absorbed)", "o_proj",
+    ]  # fmt: skip
+    # decode over the latent cache: one shared head of 512 + 64 per token, read once; Q 128 heads of
+    # 576 (the nope part absorbed into the latent space), O 128 heads of 512
+    latent = ops["attention (latent)"]
+    assert latent.bytes == (128 * 576 + 4096 * 576 + 128 * 512) * 2
+    assert latent.flops == 2 * 128 * (4096 - 0.5) * (576 + 512)
+    assert ops["kv_cache_write"].bytes == 576 * (2 + 2) + 8  # one latent row, read and written
+    assert ops["w_uk (absorbed)"].params == {"M": 1, "N": 512, "K": 128, "batch": 128}
+    assert (ops["gate_up_proj"].count, ops["experts"].count) == (3, 58)
+    assert ops["shared_expert.down_proj"].params["K"] == 2048
+
+
+def test_deepseek_prefill_up_projects_the_latents() -> None:
+    ops = by_name(parse_config(DEEPSEEK_V3), phase="prefill", prompt=256, context=768, batch=2)
+    assert ops["kv_b_proj"].params == {"M": 2 * 1024, "N": 128 * (128 + 128), "K": 512}
+    assert ops["attention"].params == {
+        "batch": 2, "heads": 128, "seq_q": 256, "seq_k": 1024, "causal": True, "head_dim": 192,
+        "head_dim_v": 128,
+    }  # fmt: skip
+
+
+def test_deepseek_v2_lite_has_no_query_compression() -> None:
+    ops = by_name(parse_config(DEEPSEEK_V2_LITE), tp=2)
+    assert "q_a_proj" not in ops
+    assert ops["q_proj"].params["N"] == 8 * 192
+    assert ops["kv_a_proj_with_mqa"].params["N"] == 576  # replicated under tp
+    assert ops["shared_expert.gate_up_proj"].params["N"] == 2 * 2 * 1408 // 2
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"model_type": "deepseek_v3"}, r"deepseek_v3.*multi-head latent attention \(MLA\) is not modelled"),
+        ({**DEEPSEEK_V3, "kv_lora_rank": None}, r"missing 'kv_lora_rank' \(a deepseek_v3 config"),
         ({"model_type": "bert"}, r"model_type 'bert' is not one modelled here; known: llama, mistral"),
         ({k: v for k, v in LLAMA.items() if k != "hidden_size"}, r"missing 'hidden_size' \(a llama config"),
         ({**LLAMA, "num_hidden_layers": 0}, r"num_hidden_layers must be a positive integer; got 0$"),
@@ -150,6 +203,14 @@ def test_load_config_errors(tmp_path: Path) -> None:
     bad.write_text("[1, 2]")
     with pytest.raises(LlmError, match=r"holds an object; got list"):
         load_config(bad)
+
+
+def test_a_model_directory_is_read_through_its_config_json(tmp_path: Path) -> None:
+    (tmp_path / "Meta-Llama-3-8B").mkdir()
+    (tmp_path / "Meta-Llama-3-8B" / "config.json").write_text(json.dumps(LLAMA))
+    assert load_config(tmp_path / "Meta-Llama-3-8B").name == "Meta-Llama-3-8B"
+    with pytest.raises(LlmError, match=r"no such config file"):
+        load_config(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b", "qwen2-7b"])

@@ -163,6 +163,24 @@ def test_a_sliding_window_caps_keys_and_the_kv_read() -> None:
     assert c.flops == 2 * 4 * 1.5 * 2
 
 
+def test_a_shared_latent_cache_is_read_once() -> None:
+    # MLA decode: 16 heads over one latent head of 576 whose first 512 values are V
+    shape = {
+        "batch": 1,
+        "heads": 16,
+        "kv_heads": 1,
+        "seq_q": 1,
+        "seq_k": 100,
+        "head_dim": 576,
+        "head_dim_v": 512,
+    }
+    shared = cost("attention", **shape, shared_kv=True)
+    assert shared.bytes == (16 * 576 + 100 * 576 + 16 * 512) * 2
+    assert cost("attention", **shape).bytes - shared.bytes == 100 * 512 * 2
+    with pytest.raises(OpError, match=r"^attention: shared_kv reads V as the first head_dim_v values"):
+        estimate("attention", **{**shape, "head_dim_v": 600}, shared_kv=True, dtype="bf16", device=H100)
+
+
 def test_backward_and_both_passes() -> None:
     shape = {"batch": 2, "heads": 4, "seq_q": 8, "seq_k": 8, "head_dim": 16}
     fwd = cost("attention", **shape)
