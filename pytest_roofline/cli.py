@@ -203,7 +203,11 @@ def _devices(args: argparse.Namespace) -> str:
     )
     legend = "Peaks in TFLOP/s, dense; TC = tensor cores; ᵈ = derived; ? = unconfirmed; - = none."
     table_text = tabulate(rows, headers=headers, disable_numparse=True)
-    return "\n".join([table_text, marked + ".", _cpu_line(), legend])
+    links = ", ".join(
+        f"{d.key} {units.byte_rate(d.interconnect.value)}" for d in table().values() if d.interconnect
+    )
+    link_line = f"GPU-to-GPU links, per GPU and direction (roofline llm --tp): {links}."
+    return "\n".join([table_text, marked + ".", _cpu_line(), link_line, legend])
 
 
 def _cpu_line() -> str:

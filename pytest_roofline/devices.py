@@ -203,7 +203,30 @@ def _build(row: _Row) -> Device:
         cores=row.cores,
         names=row.names,
         notes=row.notes,
+        interconnect=_interconnect(row.key),
     )
+
+
+def _interconnect(key: str) -> Figure | None:
+    link = INTERCONNECTS.get(key)
+    return None if link is None else Figure(link[0], Source.DATASHEET, link[1])
+
+
+#: per-GPU interconnect bandwidth, bytes/s in each direction, and where it comes from. An
+#: all-reduce's floor is its bytes over this (``roofline llm --tp``). NVLink figures are NVIDIA's aggregate
+#: bidirectional ones halved; xGMI AMD's.
+INTERCONNECTS: Mapping[str, tuple[float, str]] = {
+    "v100-sxm2": (150e9, "NVLink 2: 300 GB/s bidirectional per GPU (V100 datasheet)"),
+    "a100-sxm-40gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
+    "a100-sxm-80gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
+    "a100-pcie-80gb": (300e9, "NVLink bridge: 600 GB/s bidirectional (A100 PCIe datasheet)"),
+    "h100-sxm": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H100 datasheet)"),
+    "h100-nvl": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 NVL datasheet)"),
+    "h100-pcie": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 PCIe datasheet)"),
+    "h200": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H200 datasheet)"),
+    "b200": (900e9, "NVLink 5: 1.8 TB/s bidirectional per GPU (B200 / HGX B200 datasheet)"),
+    "mi300x": (448e9, "xGMI (Infinity Fabric): 7 links × 64 GB/s per direction (AMD MI300X datasheet)"),
+}
 
 
 #: the rows above as devices; :data:`_TABLE` starts as them and takes registered devices too

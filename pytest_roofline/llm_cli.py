@@ -2,36 +2,23 @@
 
 One row per kernel of a layer (and the once-per-step embedding, final norm and LM head): its FLOPs,
 bytes, intensity, bound and floor, times its count; the step's floor is the sum of the rows'. The
-interconnect figures for ``--tp`` live here, with their sources.
+all-reduce of ``--tp`` is timed at the device's interconnect (the table's NVLink and xGMI figures, sourced).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from . import units
+from .devices import INTERCONNECTS
 from .llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops
 from .model import Device, Estimate
 
-#: per-GPU interconnect bandwidth, bytes/s in each direction, and where it comes from. An
-#: all-reduce's floor is its bytes over this. NVLink figures are NVIDIA's aggregate
-#: bidirectional ones halved; xGMI AMD's.
-LINKS: Mapping[str, tuple[float, str]] = {
-    "v100-sxm2": (150e9, "NVLink 2: 300 GB/s bidirectional per GPU (V100 datasheet)"),
-    "a100-sxm-40gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
-    "a100-sxm-80gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
-    "a100-pcie-80gb": (300e9, "NVLink bridge: 600 GB/s bidirectional (A100 PCIe datasheet)"),
-    "h100-sxm": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H100 datasheet)"),
-    "h100-nvl": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 NVL datasheet)"),
-    "h100-pcie": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 PCIe datasheet)"),
-    "h200": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H200 datasheet)"),
-    "b200": (900e9, "NVLink 5: 1.8 TB/s bidirectional per GPU (B200 / HGX B200 datasheet)"),
-    "mi300x": (448e9, "xGMI (Infinity Fabric): 7 links × 64 GB/s per direction (AMD MI300X datasheet)"),
-}
+#: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
+LINKS = INTERCONNECTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +90,7 @@ def run(args: argparse.Namespace) -> str:
         from .devices import table
 
         key = args.device.strip().lower()
-        if key in table() and key not in LINKS:
+        if key in table() and table()[key].interconnect is None:
             raise LlmError(f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(LINKS)}")
     if args.plot:
         from .plot import check_path, require_matplotlib
@@ -127,10 +114,10 @@ def floors(ops: list[StepOp], device: Device) -> list[Row]:
     rows = []
     for op in ops:
         if op.op == "all_reduce":
-            if device.key not in LINKS:
+            if device.interconnect is None:
                 raise LlmError(f"tp={op.params['tp']}: no interconnect figure for {device.key}; known: "
                                f"{', '.join(LINKS)}")  # fmt: skip
-            rows.append(Row(op, None, op.link_bytes / LINKS[device.key][0]))
+            rows.append(Row(op, None, op.link_bytes / device.interconnect.value))
             continue
         est = estimate(op.op, dtype=op.dtype, device=device, **op.params)
         rows.append(Row(op, est, est.floor_s))
@@ -160,8 +147,8 @@ def step_summary(
         summary["tokens_per_s"] = batch / total
     else:
         summary["ttft_s"] = total
-    if options["tp"] > 1:
-        summary["link"] = {"bandwidth": LINKS[device.key][0], "source": LINKS[device.key][1]}
+    if options["tp"] > 1 and device.interconnect is not None:
+        summary["link"] = {"bandwidth": device.interconnect.value, "source": device.interconnect.note}
     return summary
 
 

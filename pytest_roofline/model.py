@@ -347,6 +347,9 @@ class Device:
     notes: tuple[str, ...] = ()
     #: the cache levels with a known bandwidth, smallest first (DRAM is ``bandwidth``)
     levels: tuple[MemoryLevel, ...] = ()
+    #: the GPU-to-GPU link's bandwidth per GPU and direction (NVLink, xGMI), bytes/s, where known:
+    #: what a tensor-parallel all-reduce moves its bytes at
+    interconnect: Figure | None = None
 
     def level_for(self, nbytes: float) -> MemoryLevel | None:
         """The smallest cache level that holds ``nbytes`` (a warm op's bytes), None for DRAM."""

@@ -670,3 +670,21 @@ def test_fp4_is_half_a_byte_and_runs_at_the_fp4_tensor_rate() -> None:
     e = estimate("gemm", dtype="fp4", device=lookup("b200"), M=8192, N=8192, K=8192)
     assert e.bytes == 3 * 8192 * 8192 * 0.5
     assert e.floor_s == pytest.approx(max(2 * 8192**3 / 9000e12, e.bytes / 8000e9))
+
+
+def test_table_gpus_carry_their_interconnect_with_its_source() -> None:
+    from pytest_roofline.devices import lookup
+
+    h100 = lookup("h100-sxm").interconnect
+    assert h100 is not None
+    assert (h100.value, str(h100.source)) == (450e9, "datasheet")
+    assert "NVLink 4" in h100.note
+    assert lookup("l4").interconnect is None  # PCIe only: no figure, and --tp says so
+
+
+def test_roofline_devices_lists_the_links() -> None:
+    from pytest_roofline import cli
+
+    out = cli._devices(__import__("argparse").Namespace())
+    assert "GPU-to-GPU links, per GPU and direction (roofline llm --tp): " in out
+    assert "h100-sxm 450 GB/s" in out
