@@ -430,7 +430,23 @@ def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceil
             f"the new calibration came out much lower than {where} for {'; '.join(lower)}: the machine is "
             "busy or slower; the cached figures are kept (`roofline calibrate --reset` forgets them)"
         )
-    return dataclasses.replace(new, bandwidth=bandwidth, peaks=peaks, probes=probes)
+    return dataclasses.replace(
+        new, bandwidth=bandwidth, peaks=peaks, probes=probes, details=_best_levels(old.details, new.details)
+    )
+
+
+def _best_levels(
+    old: Mapping[str, float | int | str], new: Mapping[str, float | int | str]
+) -> dict[str, float | int | str]:
+    """``new``'s details with each cache level's roof the better of the two calibrations' (a roof
+    measured at a busy moment must not lower it, as no figure is lowered)."""
+    from .cachelevels import level_details, rates_from_details
+
+    best = rates_from_details(new)
+    for name, (rate, how) in rates_from_details(old).items():
+        if rate > best.get(name, (0.0, ""))[0]:
+            best[name] = (rate, how)
+    return {**new, **level_details(best)}
 
 
 def _plain(value: float, name: str) -> str:

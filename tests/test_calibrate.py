@@ -901,3 +901,17 @@ def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
     calibrate._cpu_memo.clear()
     assert calibrate.cpu_device_with_levels().levels == (level,)  # from the cache file now
     assert measured == [1]
+
+
+def test_a_forced_calibration_keeps_the_better_cache_level_roofs() -> None:
+    from pytest_roofline.cachelevels import level_details, rates_from_details
+
+    old = Ceilings(
+        Figure(2e10, Source.MEASURED), {(Precision.FP32, Unit.VECTOR): Figure(1e11, Source.MEASURED)},
+        details=level_details({"l1": (2e11, "copy 24 KiB"), "l2": (1e11, "dot 1 MiB")}),
+    )  # fmt: skip
+    new = dataclasses.replace(
+        old, details=level_details({"l1": (1.5e11, "add 24 KiB"), "l2": (1.2e11, "dot 1 MiB")})
+    )
+    kept = rates_from_details(calibrate.keep_best(old, new).details)
+    assert kept == {"l1": (2e11, "copy 24 KiB"), "l2": (1.2e11, "dot 1 MiB")}
