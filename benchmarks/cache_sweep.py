@@ -99,7 +99,8 @@ def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
         kernel.fn, *kernel.args, kwargs=kernel.kwargs, policy=plan.policy, backend=backend, probe=probe,
         snapshot=take_snapshot, rotation=plan.rotation,
     )  # fmt: skip
-    latency = cpu_latency_floor().floor_s  # the plugin's --roofline-latency-floor on
+    # the plugin's --roofline-latency-floor on: an empty call timed as the kernel is, flushed or not
+    latency = cpu_latency_floor(flushed=plan.rotation is None and plan.policy.flush).floor_s
     return result_of(est, [m], 0.01, reference=reference, peak=cpu_peak(), latency_floor_s=latency)
 
 

@@ -244,7 +244,10 @@ class RooflineSession:
             failing_the_test(SetupError),
             _blocking(backend, request.block),
         ):
-            latency_floor_s = _latency_floor_s(backend) if self.settings.latency_floor == "on" else 0.0
+            flushed = plan.rotation is None and plan.policy.flush
+            latency_floor_s = (
+                _latency_floor_s(backend, flushed=flushed) if self.settings.latency_floor == "on" else 0.0
+            )
             result = decide(
                 est,
                 measure_once,
@@ -592,16 +595,17 @@ class RooflineSession:
         write_summary(terminalreporter, self)
 
 
-def _latency_floor_s(backend: Backend) -> float:
+def _latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
     """What an empty call costs on the plugin's own timers, measured once per process and device
     (an empty Python call on the CPU, an empty kernel launch on a GPU); 0 for a backend a plugin
-    serves, whose calls the plugin cannot time empty."""
+    serves, whose calls the plugin cannot time empty. ``flushed``: the kernel is timed right after a
+    cache flush, and so is the CPU's empty call."""
     from .timing.cpu import CpuBackend
 
     if isinstance(backend, CpuBackend):
         from .timing.latency import cpu_latency_floor
 
-        return cpu_latency_floor().floor_s
+        return cpu_latency_floor(flushed=flushed).floor_s
     from .timing.cuda import CudaBackend, latency_floor
 
     if isinstance(backend, CudaBackend):  # in the backend's mode: graph or eager, held or not

@@ -384,3 +384,16 @@ def test_long_windows_are_each_read_for_preemption(clock: FakeClock) -> None:
     backend.run(kernel, (), calls=1, samples=4, flush=False)
     assert backend.last_preempted == [True] * 4
     assert PER_WINDOW_FROM_S == 1e-3
+
+
+def test_the_flushed_latency_floor_times_an_empty_call_right_after_each_flush() -> None:
+    from fakes import FakeBackend
+
+    from pytest_roofline.timing.latency import CPU_FLUSHED_LATENCY_POLICY, measure_latency_floor
+
+    backend = FakeBackend(5e-6, flush_s=0.05)
+    floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY)
+    sampling = backend.events[backend.events.index("flush") :]
+    assert sampling == ["flush", "window"] * (len(sampling) // 2)  # one empty call per flush
+    assert floor.floor_s == pytest.approx(5e-6)
+    assert all(run.calls == 1 for run in backend.runs)
