@@ -556,7 +556,7 @@ def test_the_latency_floor_is_judged_unless_switched_off(
     import pytest_roofline.session
 
     # an empty call on this timer costs 9 ms, above the fake copy's roofline floor
-    monkeypatch.setattr(pytest_roofline.session, "_latency_floor_s", lambda backend: 9e-3)
+    monkeypatch.setattr(pytest_roofline.session, "_latency_floor_s", lambda backend, **how: 9e-3)
     rl.makepyfile(test_setting=MISS)
     if ini:
         rl.makeini(f"[pytest]\n{ini}\n")
