@@ -224,13 +224,13 @@ class RooflineSession:
         from .timing.cache import plan_cache
         from .verdict import Verdict, decide
 
-        planning = backend.clock()
         plan = plan_cache(
             request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
-            fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
+            fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, clock=backend.clock,
         )  # fmt: skip
         # the copies rotation made are part of what the measurement costs: paid from its budget
-        budget_s = max(request.policy.max_time_s - (backend.clock() - planning), _MIN_BUDGET_S)
+        made_s = plan.rotation.made_s if plan.rotation is not None else 0.0
+        budget_s = max(request.policy.max_time_s - made_s, _MIN_BUDGET_S)
         if plan.state == "warm":
             est = self._warm_estimate(est, request.device_spec)
         on_cpu = backend.name == "cpu"

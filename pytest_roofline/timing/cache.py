@@ -61,6 +61,7 @@ def plan_cache(
     kwargs: Mapping[str, object] | None,
     setup: Callable[[], object] | None,
     free_bytes: Callable[[bool], int | None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> CachePlan:
     """The plan for measuring ``fn(*args, **kwargs)`` ``state`` (``cold`` or ``warm``); rotation's
     copies are made here, before the measurement's clock starts."""
@@ -77,7 +78,7 @@ def plan_cache(
         planned: Rotation | NoRotation = NoRotation("setup= makes each call's arguments")
     else:
         planned = plan_rotation(
-            fn, args, kwargs, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes
+            fn, args, kwargs, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes, clock=clock
         )
     why = f"not rotated: {planned.reason}" if isinstance(planned, NoRotation) else ""
     cold = dataclasses.replace(policy, flush=True, flush_note=why, past_cache=False, rewarm=False)

@@ -33,6 +33,7 @@ import itertools
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,8 @@ class Rotation:
     copies: int
     #: bytes of the arrays in one set
     set_bytes: int
+    #: seconds making the copies took (part of the measurement's cost)
+    made_s: float = 0.0
 
     @property
     def cycle_bytes(self) -> int:
@@ -100,11 +103,13 @@ def plan_rotation(
     op_bytes: float,
     llc_bytes: int | None,
     free_bytes: Callable[[bool], int | None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Rotation | NoRotation:
     """Copies of the arrays in ``fn(*args, **kwargs)`` enough for one cycle to leave the cache cold.
 
     ``free_bytes(device)`` is the memory free on the host (False) or on the GPU (True), None when
-    unknown (default: :func:`free_memory`).
+    unknown (default: :func:`free_memory`). ``clock`` times the copying (:attr:`Rotation.made_s`;
+    default: ``time.perf_counter``); growing the host pool, once a process, is not counted.
     """
     found = _Arrays()
     kernel = found.scan(fn, "the kernel")
@@ -145,12 +150,14 @@ def plan_rotation(
     pool = _HostPool.get() if pooled else None
     if pool is not None:
         pool.reserve(sum(_padded(size * (copies - 1)) for size in pooled))
+    clock = clock or time.perf_counter
+    start = clock()
     try:  # per array, its copies: the caller's own first
         columns = [[array, *_copies(array, copies - 1, pool)] for array in found.arrays]
     except (TypeError, ValueError, RuntimeError, MemoryError) as exc:  # a copy() of the user's own kind
         return NoRotation(f"copying the arrays failed ({type(exc).__name__}: {exc})")
     calls = _calls(kernel, positional, keywords, columns, copies)
-    return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes)
+    return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes, made_s=clock() - start)
 
 
 def _calls(
