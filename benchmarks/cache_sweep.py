@@ -22,7 +22,6 @@ import argparse
 import statistics
 import sys
 import time
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
+
+from reference import pytest_benchmark_median
 
 from pytest_roofline.calibrate import cpu_calibration, cpu_device_with_levels
 from pytest_roofline.ceilings import resource_of
@@ -102,27 +103,6 @@ def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
     # the plugin's --roofline-latency-floor on: an empty call timed as the kernel is, flushed or not
     latency = cpu_latency_floor(flushed=plan.rotation is None and plan.policy.flush).floor_s
     return result_of(est, [m], 0.01, reference=reference, peak=cpu_peak(), latency_floor_s=latency)
-
-
-class _Quiet:
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        return lambda *args, **kwargs: None
-
-
-def pytest_benchmark_median(fn: Callable[[], object]) -> float:
-    """pytest-benchmark's median with its default settings, without a pytest session."""
-    from pytest_benchmark.fixture import BenchmarkFixture
-    from pytest_benchmark.utils import NameWrapper
-
-    fixture = BenchmarkFixture(
-        types.SimpleNamespace(name="kernel", nodeid="cache_sweep::kernel"),
-        disable_gc=False, timer=NameWrapper(time.perf_counter), min_rounds=5, min_time=0.000005,
-        max_time=1.0, precision=None, confidence=None, warmup=False, warmup_iterations=100000,
-        calibration_precision=10, add_stats=lambda stats: None, logger=_Quiet(),
-        warner=lambda *a, **k: None, disabled=False, cprofile=False, cprofile_loops=None, cprofile_dump=None,
-    )  # fmt: skip
-    fixture(fn)
-    return float(fixture.stats.stats.median)
 
 
 def main() -> None:

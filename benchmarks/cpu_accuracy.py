@@ -24,13 +24,14 @@ import statistics
 import sys
 import time
 import timeit
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
+
+from reference import pytest_benchmark_median
 
 from pytest_roofline.stats import median_ci_ranks
 from pytest_roofline.timing import Policy, measure
@@ -52,27 +53,6 @@ def kernels() -> list[tuple[str, float, Callable[[], object]]]:
         x, y, z = (rng.random((m, m)) for _ in range(3))
         out.append((f"matmul {m}³ f64", 24.0 * m * m, lambda x=x, y=y, z=z: np.matmul(x, y, out=z)))
     return out
-
-
-class _Quiet:
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        return lambda *args, **kwargs: None
-
-
-def pytest_benchmark_median(fn: Callable[[], object]) -> float:
-    """pytest-benchmark's median with its default settings, without a pytest session."""
-    from pytest_benchmark.fixture import BenchmarkFixture
-    from pytest_benchmark.utils import NameWrapper
-
-    fixture = BenchmarkFixture(
-        types.SimpleNamespace(name="kernel", nodeid="cpu_accuracy::kernel"),
-        disable_gc=False, timer=NameWrapper(time.perf_counter), min_rounds=5, min_time=0.000005,
-        max_time=1.0, precision=None, confidence=None, warmup=False, warmup_iterations=100000,
-        calibration_precision=10, add_stats=lambda stats: None, logger=_Quiet(),
-        warner=lambda *a, **k: None, disabled=False, cprofile=False, cprofile_loops=None, cprofile_dump=None,
-    )  # fmt: skip
-    fixture(fn)
-    return float(fixture.stats.stats.median)
 
 
 def timeit_median(fn: Callable[[], object]) -> float:

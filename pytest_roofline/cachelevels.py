@@ -61,8 +61,6 @@ class CacheInfo:
 
 def cpu_caches(root: Path = SYSFS_CACHE) -> tuple[CacheInfo, ...]:
     """The data and unified cache levels of CPU 0, smallest level first; () where the OS does not say."""
-    from .timing.cpu import parse_cache_size
-
     found: dict[int, CacheInfo] = {}
     for index in sorted(root.glob("index*")):
         try:
@@ -70,12 +68,27 @@ def cpu_caches(root: Path = SYSFS_CACHE) -> tuple[CacheInfo, ...]:
                 continue
             level = int((index / "level").read_text())
             size = parse_cache_size((index / "size").read_text())
-            shared = _cpu_count((index / "shared_cpu_list").read_text())
         except (OSError, ValueError):
             continue
         if size > 0 and level not in found:
-            found[level] = CacheInfo(level, size, per_core=shared <= 1)
+            found[level] = CacheInfo(level, size, per_core=_shared_by(index) == 1)
     return tuple(found[level] for level in sorted(found))
+
+
+def parse_cache_size(text: str) -> int:
+    """``"307200K"`` -> 314572800; sysfs writes K (and, rarely, M or G) for KiB/MiB/GiB."""
+    text = text.strip().upper().removesuffix("B")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    return int(digits) * scale
+
+
+def _shared_by(index: Path) -> int | None:
+    """How many CPUs share the cache (``shared_cpu_list``), None where sysfs does not say."""
+    try:
+        return _cpu_count((index / "shared_cpu_list").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _cpu_count(cpu_list: str) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock
 
+from pytest_roofline.cachelevels import parse_cache_size
 from pytest_roofline.contention import ThreadWait
 from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
 from pytest_roofline.timing.cpu import (
@@ -242,7 +243,7 @@ def test_linux_llc_without_sysfs(tmp_path: Path) -> None:
     ("text", "size"), [("48K", 48 * KiB), ("32M", 32 * 2**20), ("1G", 2**30), ("4096", 4096)]
 )
 def test_parse_size(text: str, size: int) -> None:
-    assert cpu.parse_cache_size(text) == size
+    assert parse_cache_size(text) == size
 
 
 @pytest.mark.parametrize(

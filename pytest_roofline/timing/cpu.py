@@ -220,27 +220,12 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
     return max(stated, min(gaps) / 1e9)
 
 
-def parse_cache_size(text: str) -> int:
-    """``"307200K"`` -> 314572800; sysfs writes K (and, rarely, M or G) for KiB/MiB/GiB."""
-    text = text.strip().upper().removesuffix("B")
-    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-    digits = text[:-1] if scale != 1 else text
-    return int(digits) * scale
-
-
 def _linux_llc_bytes(root: Path) -> int | None:
-    best: tuple[int, int] | None = None  # (level, bytes)
-    for index in sorted(root.glob("index*")):
-        try:
-            if (index / "type").read_text().strip() == "Instruction":
-                continue
-            level = int((index / "level").read_text())
-            size = parse_cache_size((index / "size").read_text())
-        except (OSError, ValueError):
-            continue
-        if size > 0 and (best is None or level > best[0]):
-            best = (level, size)
-    return None if best is None else best[1]
+    """The largest data or unified level's size under ``root`` (sysfs), None where it says nothing."""
+    from pytest_roofline.cachelevels import cpu_caches
+
+    caches = cpu_caches(root)
+    return caches[-1].size_bytes if caches else None
 
 
 def _sysctl(key: str) -> str | None:
