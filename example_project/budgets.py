@@ -56,16 +56,20 @@ DECODER_CONTEXT = 512  # tokens already in the KV cache
 #              good           bad            separation   geometric mean    budget (was, warm)
 #   saxpy      60.2-64.1%     0.59-0.63%     96x          6.1%              6.1% (7%)
 #   layernorm  14.3-15.3%     0.49-0.61%     24x          2.9%              2.9% (1.4%)
-#   gemm       17.4-93.1%     0.47-0.92%     19x          4.0%              4% (12%)
+#   gemm       17.4-93.1%     0.47-0.92%     19x          4.0%              12% (kept: below)
 #   transpose  31.3-33.0%     0.70-0.82%     38x          5.1%              5.1% (2.9%)
 #   bias_relu  27.6-34.1%     (no bad variant: a quarter of its lowest)     6.9% (3.5%)
 #   decoder    4.2-10.4%      (no bad variant: a quarter of its lowest)     1%
 # The cold default moved them: the bad variants, timed cold, read 2-3x higher than when their
 # small working sets were timed warm in the cache (naive layernorm 0.2% -> 0.5%, naive transpose
-# 0.3% -> 0.7%), so the budgets were derived again from these runs. Every budget has a margin of
-# at least 4.3x to both sides (sqrt(19) for gemm), more than the 2x by which heavy contention may
-# make a miss inconclusive. gemm's low comes from the neighbour runs: two BLAS threads beside two
-# hogs are slowed erratically (17.4% there, 89-93% quiet). The earlier budgets (in brackets) were
+# 0.3% -> 0.7%), so the budgets were derived again from these runs. Every other budget has a margin
+# of at least 4.9x to both sides, more than the 2x by which heavy contention may make a miss
+# inconclusive. gemm keeps 12%: its bad variant runs on two BLAS threads, and a miss less than 10x
+# below its budget is inconclusive when those threads waited for a core (verdict.WAITED_SLACK), so
+# at the geometric mean (4%) the rank-1 GEMM read inconclusive beside a neighbour and under -n 2
+# (0.47%, and XPASSed its strict xfail) in confirmation runs; at 12% it stays a miss (0.92% at most
+# over the 30 runs). Its good variant's low comes from the neighbour runs: two BLAS threads beside
+# two hogs are slowed erratically (17.4% there, 89-93% quiet). The earlier budgets (in brackets) were
 # derived the same way on a 2-core AMD EPYC VM (32 MiB L3) with warm small kernels; where the
 # plugin's measurement changes, rerun the script and reset them.
 # NumPy's single-threaded elementwise loops, not DRAM, cap the good variants of layernorm and
@@ -82,7 +86,7 @@ BUDGETS: Mapping[str, Mapping[str, float]] = MappingProxyType(
     {
         "saxpy": {"numpy": 0.061, "cupy": 0.45},
         "layernorm": {"numpy": 0.029, "cupy": 0.35},
-        "gemm": {"numpy": 0.04, "cupy": 0.35},
+        "gemm": {"numpy": 0.12, "cupy": 0.35},
         "transpose": {"numpy": 0.051, "cupy": 0.40},
         "bias_relu": {"numpy": 0.069, "cupy": 0.45},
         "decoder": {"numpy": 0.01},
