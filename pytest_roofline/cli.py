@@ -563,6 +563,7 @@ def _threshold(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    status = 0
     try:
         args = parser.parse_args(argv)
         if args.command is None:
@@ -579,9 +580,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(output)
         if status:
             return int(status)
-    except BrokenPipeError:  # `roofline devices | head`: the reader left; that is not an error
-        sys.stdout = None  # keep the interpreter from flushing into the pipe
-        return 0
+    except BrokenPipeError:  # `roofline compare old new | head`: the reader left, which is no error;
+        sys.stdout = None  # the verdict stands (a regression's 1 under pipefail); no flush into the pipe
+        return int(status)
     except (CliError, ValueError) as exc:  # OpError and DeviceError are ValueErrors
         print(f"roofline: error: {exc}", file=sys.stderr)
         return USAGE_ERROR

@@ -45,12 +45,14 @@ class Gate:
         self.comparisons: list[Comparison] = []
         #: errors writing the outputs, shown with the summary (the run's status turns to failed)
         self.errors: list[str] = []
+        #: what the summary says about the outputs that is not an error (a save that was skipped)
+        self.notes: list[str] = []
         self._plot: str | None = None
+        if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
+            self._baseline = load_baseline(os.path.expanduser(settings.compare))
 
     @property
     def baseline(self) -> Baseline | None:
-        if self.settings.compare and self._baseline is None:
-            self._baseline = load_baseline(os.path.expanduser(self.settings.compare))
         return self._baseline
 
     def check(self, record: Mapping[str, Any]) -> None:
@@ -69,8 +71,19 @@ class Gate:
 
     # - the end of the run, where it is shown -
 
-    def finish(self, records: list[Record], devices: list[Record], session: pytest.Session) -> None:
-        """Compare, save, summarize and draw; called by the session once its records are complete."""
+    def finish(
+        self,
+        records: list[Record],
+        devices: list[Record],
+        session: pytest.Session,
+        *,
+        interruption: str | None = None,
+    ) -> None:
+        """Compare, save, summarize and draw; called by the session once its records are complete.
+
+        A run that measured nothing (``--roofline-mode off``, no marked test selected) saves no
+        baseline: it would replace the old one with an empty one, and every later comparison would
+        be ``new``. A run cut short (``interruption``) is saved marked so, as its JSON is."""
         if not self._reporting:
             return
         baseline = self.baseline
@@ -80,11 +93,17 @@ class Gate:
                 baseline, measured, threshold=self.settings.regression,
                 across_devices=self.settings.compare_across_devices,
             )  # fmt: skip
-        if self.settings.save:
+        save = self.settings.save
+        if save and not any(comparable(r) is not None for r in records):
+            self.notes.append(
+                f"roofline: --roofline-save: nothing was measured, so {save} was not written (an old"
+                " baseline there is kept)"
+            )
+        elif save:
             from .report import payload, write_json_atomic
 
             self._write(session, "--roofline-save", lambda: write_json_atomic(
-                os.path.expanduser(self.settings.save or ""), payload(records, devices)))  # fmt: skip
+                os.path.expanduser(save), payload(records, devices, interruption=interruption)))  # fmt: skip
         if self.settings.plot and records:
             from .plot import draw
 

@@ -547,9 +547,7 @@ def roofline(
     )
 
 
-def _summed_floor(
-    cost: Cost, precision: Precision, device: Device
-) -> tuple[float, float, float, Bound]:
+def _summed_floor(cost: Cost, precision: Precision, device: Device) -> tuple[float, float, float, Bound]:
     """(compute time, memory time, floor, bound) of a sequence of kernels: the compute and memory
     times of the parts whose wall they are, their sum the floor; the bound is the side with more time."""
     compute_s = memory_s = 0.0

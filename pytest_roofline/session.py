@@ -568,7 +568,9 @@ class RooflineSession:
                 self.json_error = f"roofline: could not write --roofline-json {self.settings.json!r}: {exc}"
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        self.gate.finish(self.records, list(self.device_records.values()), session)
+        self.gate.finish(
+            self.records, list(self.device_records.values()), session, interruption=self.interruption
+        )
 
     def _keep_best_probe_rates(self) -> None:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),

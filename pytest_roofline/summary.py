@@ -29,6 +29,8 @@ def write_summary(tr: pytest.TerminalReporter, session: RooflineSession) -> None
     for line in session.gate.summary_lines():
         regression = line.startswith("  regression")
         tr.write_line(line, red=regression, bold=regression)
+    for note in session.gate.notes:
+        tr.write_line(note, yellow=True)
     for error in session.gate.errors:
         tr.write_line(error, red=True, bold=True)
     if session.json_error:
