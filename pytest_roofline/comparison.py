@@ -159,8 +159,9 @@ def _interval(ratio: float, ci_rel: float) -> tuple[float, float]:
 def parse_threshold(text: str) -> float:
     """``10%`` or ``0.1`` -> 0.1: a drop, as a fraction in (0, 1); ValueError naming the text otherwise."""
     value: float | None
+    stripped = text.strip()
     try:
-        value = float(text[:-1]) / 100 if text.strip().endswith("%") else float(text)
+        value = float(stripped[:-1]) / 100 if stripped.endswith("%") else float(stripped)
     except ValueError:
         value = None
     if value is None or not 0 < value < 1:

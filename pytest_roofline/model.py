@@ -127,7 +127,9 @@ _DTYPE_ALIASES: dict[str, Precision] = {
         ("fp8", "fp8_e4m3", "e4m3", "float8_e4m3fn", "float8_e4m3", "float8_e4m3fnuz"), Precision.FP8_E4M3
     ),
     **dict.fromkeys(("fp8_e5m2", "e5m2", "float8_e5m2", "float8_e5m2fnuz"), Precision.FP8_E5M2),
-    **dict.fromkeys(("fp4", "fp4_e2m1", "e2m1", "nvfp4", "mxfp4"), Precision.FP4),
+    # PyTorch's float4_e2m1fn_x2 packs two values to a byte, as fp4 does (ml_dtypes' float4_e2m1fn
+    # takes a byte each, so it is not this)
+    **dict.fromkeys(("fp4", "fp4_e2m1", "e2m1", "nvfp4", "mxfp4", "float4_e2m1fn_x2"), Precision.FP4),
     **dict.fromkeys(("int4", "s4", "qint4", "int4_packed"), Precision.INT4),
     **dict.fromkeys(("int8", "i1", "s8", "qint8"), Precision.INT8),
     **dict.fromkeys(("int16", "i2", "i16", "s16", "short"), Precision.INT16),

@@ -9,7 +9,6 @@ here: ``plugin.py`` declares the options from :data:`SETTINGS`.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -51,8 +50,14 @@ def parse_fraction(text: str) -> float:
     return _number(text, "a number in (0, 1]", lambda value: 0 < value <= 1)
 
 
+#: the longest a measurement's time budget may be (a day): past it, clock arithmetic overflows
+MAX_TIME_S = 86400.0
+
+
 def parse_seconds(text: str) -> float:
-    return _number(text, "a positive number of seconds", lambda value: 0 < value < math.inf)
+    return _number(
+        text, f"a positive number of seconds, at most {MAX_TIME_S:g}", lambda value: 0 < value <= MAX_TIME_S
+    )
 
 
 def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
@@ -366,7 +371,28 @@ class SessionSettings:
                     f" {values['cache']!r}: give one of them"
                 )
             values["cache"], origins["cache"] = "warm", origins["no_flush"]
+        _check_distinct_outputs(values, origins)
         return cls(origins=origins, **values)
+
+
+#: the settings that name a file this run writes
+_OUTPUTS = ("json", "save", "markdown", "plot")
+
+
+def _check_distinct_outputs(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """Two outputs to one file would leave one of them, or a mix of both: a usage error naming both."""
+    seen: dict[str, str] = {}
+    for name in _OUTPUTS:
+        path = values.get(name)
+        if not path:
+            continue
+        real = os.path.realpath(os.path.expanduser(path))
+        if real in seen:
+            raise pytest.UsageError(
+                f"{origins.get(name, name)} and {origins.get(seen[real], seen[real])} name the same file,"
+                f" {path!r}: give each output a file of its own"
+            )
+        seen[real] = name
 
 
 def check_peaks_kind(settings: SessionSettings, *, device_hooks: bool) -> None:

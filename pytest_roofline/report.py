@@ -583,6 +583,8 @@ def parse_columns(text: str) -> tuple[str, ...]:
                 f"unknown column {name!r}{did_you_mean(name, tuple(COLUMNS))}; choose from "
                 f"{', '.join(COLUMNS)}, or all"
             )
+        if names.count(name) > 1:
+            raise ValueError(f"column {name!r} is named twice in {text!r}; name each column once")
     return names
 
 

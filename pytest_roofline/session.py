@@ -203,6 +203,12 @@ class RooflineSession:
         __tracebackhide__ = True
         if not callable(fn):
             fail_test(f"{FIXTURE}: the kernel must be callable; got {fn!r} ({type(fn).__name__})")
+        if (lazy := _runs_nothing(fn)) is not None:
+            fail_test(
+                f"{FIXTURE}: the kernel is {lazy} ({fn!r}): calling it runs nothing, it only makes"
+                " an object that would run later, so its time would be no time at all; pass a function"
+                " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
+            )
         from .timing.engine import SetupError, call_once, check_call
 
         with failing_the_test(TypeError):
@@ -595,6 +601,19 @@ class RooflineSession:
         from .summary import write_summary
 
         write_summary(terminalreporter, self)
+
+
+def _runs_nothing(fn: object) -> str | None:
+    """What kind of function ``fn`` is when calling it only makes a coroutine or a generator."""
+    import inspect
+
+    if inspect.iscoroutinefunction(fn):
+        return "a coroutine function (async def)"
+    if inspect.isasyncgenfunction(fn):
+        return "an async generator function"
+    if inspect.isgeneratorfunction(fn):
+        return "a generator function"
+    return None
 
 
 def _latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:

@@ -102,3 +102,72 @@ def test_compare_into_a_closed_pipe_keeps_its_exit_status(tmp_path: Path, baseli
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 1, done.stderr  # the regression, not the broken pipe's 0
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--roofline-json=out.json", "--roofline-markdown=out.json"],
+         "--roofline-markdown and --roofline-json name the same file*out.json*"),
+        (["--roofline-json=out.json", "--roofline-save=./out.json"],
+         "--roofline-save and --roofline-json name the same file*"),
+    ],
+)  # fmt: skip
+def test_two_outputs_to_one_file_is_a_usage_error(rl: pytest.Pytester, args: list[str], message: str) -> None:
+    result = rl.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--roofline-max-time=1e308"], "expected a positive number of seconds, at most 86400, got '1e308'"),
+        (["--roofline-columns=test,test"], "column 'test' is named twice*"),
+    ],
+)
+def test_option_values_that_broke_later_are_usage_errors(
+    rl: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = rl.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_a_threshold_reads_the_same_with_spaces_either_side() -> None:
+    from pytest_roofline.comparison import parse_threshold
+
+    assert parse_threshold("10% ") == parse_threshold(" 10%") == parse_threshold("10%") == pytest.approx(0.1)
+
+
+def test_torchs_packed_fp4_is_fp4() -> None:
+    from pytest_roofline.model import Precision, parse_dtype
+
+    assert parse_dtype("torch.float4_e2m1fn_x2") is Precision.FP4
+
+
+@pytest.mark.parametrize(
+    ("kernel", "what"),
+    [
+        ("async def kernel():\n    pass", "a coroutine function (async def)"),
+        ("def kernel():\n    yield", "a generator function"),
+    ],
+)
+def test_a_kernel_that_does_no_work_when_called_is_an_error(
+    rl: pytest.Pytester, kernel: str, what: str
+) -> None:
+    rl.makepyfile(
+        f"""
+import pytest
+
+{kernel}
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32")
+def test_kernel(roofline):
+    roofline(kernel)
+"""
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*the kernel is {what}*calling it runs nothing*"])

@@ -120,3 +120,10 @@ def test_roofline_plot_draws_a_saved_report(tmp_path: Path, capsys: pytest.Captu
     assert "test_gemm" in out.read_text()
     assert cli.main(["plot", str(tmp_path / "none.json"), "-o", str(out)]) == 2
     assert capsys.readouterr().err == f"roofline: error: results {tmp_path / 'none.json'}: no such file\n"
+
+
+@needs_matplotlib
+def test_an_id_with_dollars_is_drawn_as_text_not_mathtext(tmp_path: Path) -> None:
+    odd = record("test_price[$5-$10]", "pass", 2e9, 2.4e7, 0.025)
+    svg = draw([odd], [DEVICE], tmp_path / "odd.svg").read_text()
+    assert "test_price[$5-$10]" in svg

@@ -175,8 +175,8 @@ BAD_VALUES = [
     ("--roofline-min-fraction", "0", "expected a number in (0, 1], got '0'"),
     ("--roofline-min-fraction", "1.5", "expected a number in (0, 1], got '1.5'"),
     ("--roofline-min-fraction", "half", "expected a number in (0, 1], got 'half'"),
-    ("--roofline-max-time", "-1", "expected a positive number of seconds, got '-1'"),
-    ("--roofline-max-time", "inf", "expected a positive number of seconds, got 'inf'"),
+    ("--roofline-max-time", "-1", "expected a positive number of seconds, at most 86400, got '-1'"),
+    ("--roofline-max-time", "inf", "expected a positive number of seconds, at most 86400, got 'inf'"),
     ("--roofline-peaks", "missing.json", "peaks file '*missing.json': cannot be read (*No such file*"),
     (
         "--roofline-json",
