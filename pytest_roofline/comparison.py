@@ -113,7 +113,10 @@ def compare(
         return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source)
     low, high = _interval(ratio, ci)
     if ratio < 1 - threshold:
-        change = Change.REGRESSION if high < 1 else Change.INCONCLUSIVE
+        # a measurement whose own verdict could not be told from the machine's load (contention, a
+        # throttled GPU, threads waiting for a core) cannot confirm a regression either
+        confirmed = high < 1 and new.verdict != "inconclusive"
+        change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
     elif ratio > 1 + threshold:
         change = Change.IMPROVEMENT if low > 1 else Change.INCONCLUSIVE
     else:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: the measurements a test's ``roofline`` fixture was asked for (``roofline(...)``, ``.measure``)
 MEASURED_KEY = pytest.StashKey[int]()
+#: the names (``name=``) this attempt of a test measured under: each is the test's key in a baseline
+NAMES_KEY = pytest.StashKey[set[str]]()
 
 
 class BodyTimer:
@@ -106,6 +108,7 @@ class Roofline:
         self._item = item
         self._session = session
         item.stash[MEASURED_KEY] = 0
+        item.stash[NAMES_KEY] = set()  # a fixture per attempt: a rerun starts afresh
 
     def __call__(
         self,

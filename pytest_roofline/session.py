@@ -218,6 +218,7 @@ class RooflineSession:
             request = self.resolve(item, call, kernel)
         if request.device_spec != self.settings.device:
             self._skip_if_absent(item, request.op, request.device_spec)
+        self._check_baseline_key(item, request.name)
         if self.settings.mode == "off":
             with failing_the_test(SetupError):
                 call_once(fn, args, kernel.kwargs, kernel.setup)
@@ -305,6 +306,24 @@ class RooflineSession:
         if mode == "enforce":  # within budget, but perhaps well below where the baseline stood
             self.gate.check(record)
         return result
+
+    def _check_baseline_key(self, item: pytest.Item, name: str) -> None:
+        """A baseline keeps one record per test and ``name=``: with one saved or compared, a test that
+        measures twice under one name (a loop over sizes) fails, saying how to tell them apart."""
+        __tracebackhide__ = True
+        from .fixture import NAMES_KEY
+
+        names = item.stash.get(NAMES_KEY, None)
+        if names is None or not (self.settings.save or self.settings.compare):
+            return
+        if name in names:
+            shown = f"name={name!r}" if name else "no name="
+            fail_test(
+                f"{FIXTURE}: this test measured a second kernel under {shown}; a baseline keeps one record"
+                " per test and name, so the second would be compared with the first one's record. Give each"
+                " roofline(...) call its own name=, such as name=f'n={n}' in a loop over sizes"
+            )
+        names.add(name)
 
     def _warm_estimate(self, est: Estimate, spec: str) -> Estimate:
         """The cache-aware roofline: a warm op's bytes at the bandwidth of the cache level that holds

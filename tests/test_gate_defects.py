@@ -171,3 +171,32 @@ def test_kernel(roofline):
     result = rl.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*the kernel is {what}*calling it runs nothing*"])
+
+
+def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -> None:
+    from pytest_roofline.baseline import BaselineRecord
+    from pytest_roofline.comparison import Change, compare
+
+    old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
+    busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "inconclusive")
+    quiet = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
+    assert compare(old, busy).change is Change.INCONCLUSIVE  # beside a busy neighbour: -98%, not confirmed
+    assert compare(old, quiet).change is Change.REGRESSION
+
+
+def test_a_loop_over_sizes_without_names_is_told_to_name_them(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+import pytest
+
+@pytest.mark.parametrize("named", [False, True])
+def test_sizes(roofline, named):
+    for n in (1000, 2000):
+        roofline(lambda: None, op="copy", n=n, dtype="fp32", name=f"n={n}" if named else None)
+"""
+    )
+    result = rl.runpytest("--roofline-save=base.json", "--roofline-mode=report")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*measured a second kernel under no name=*name=f'n={n}'*"])
+    # without a baseline to save or compare, the report takes both
+    rl.runpytest("--roofline-mode=report").assert_outcomes(passed=2)
