@@ -109,7 +109,7 @@ def compare(
         return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
     ratio = new.attained / old.attained
     ci = math.hypot(new.ci_rel, old.ci_rel)
-    if old.device != new.device and not across_devices:
+    if _machine(old) != _machine(new) and not across_devices:
         return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source)
     low, high = _interval(ratio, ci)
     if ratio < 1 - threshold:
@@ -122,6 +122,12 @@ def compare(
     else:
         change = Change.UNCHANGED
     return Comparison(key, change, old, new, ratio, ci, threshold, source)
+
+
+def _machine(record: BaselineRecord) -> str:
+    """What a record was measured on: a table device by its key; a CPU by its model too, since
+    every CPU's key is ``cpu``."""
+    return f"cpu:{record.device_name}" if record.device == "cpu" else record.device
 
 
 def compare_all(

@@ -200,3 +200,15 @@ def test_sizes(roofline, named):
     result.stdout.fnmatch_lines(["*measured a second kernel under no name=*name=f'n={n}'*"])
     # without a baseline to save or compare, the report takes both
     rl.runpytest("--roofline-mode=report").assert_outcomes(passed=2)
+
+
+def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
+    from pytest_roofline.baseline import BaselineRecord
+    from pytest_roofline.comparison import Change, compare
+
+    old = BaselineRecord("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
+    other = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
+    same = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "AMD EPYC 7J13", "pass")
+    assert compare(old, other).change is Change.OTHER_DEVICE
+    assert compare(old, other, across_devices=True).change is Change.REGRESSION
+    assert compare(old, same).change is Change.REGRESSION
