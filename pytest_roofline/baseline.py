@@ -52,6 +52,9 @@ class BaselineRecord:
     verdict: str
     op: str = ""
     label: str = ""
+    #: the machine's load could have slowed it: the OS saw busy or heavy contention, or its threads
+    #: waited for a core (a regression it shows cannot be told from the load)
+    disturbed: bool = False
 
     @property
     def key(self) -> Key:
@@ -77,7 +80,18 @@ class BaselineRecord:
             verdict=record["verdict"],
             op=str(record.get("op") or ""),
             label=str(record.get("label") or ""),
+            disturbed=_disturbed(record),
         )
+
+
+def _disturbed(record: Mapping[str, Any]) -> bool:
+    from .verdict import WAITED_SHARE  # threads that waited longer were slowed by another job
+
+    contention = record.get("contention")
+    level = contention.get("level") if isinstance(contention, Mapping) else None
+    wait = record.get("thread_wait_share")
+    waited = isinstance(wait, (int, float)) and wait > WAITED_SHARE
+    return record.get("verdict") == "inconclusive" or level in ("busy", "heavy") or waited
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,9 +113,9 @@ def compare(
         return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source)
     low, high = _interval(ratio, ci)
     if ratio < 1 - threshold:
-        # a measurement whose own verdict could not be told from the machine's load (contention, a
-        # throttled GPU, threads waiting for a core) cannot confirm a regression either
-        confirmed = high < 1 and new.verdict != "inconclusive"
+        # a measurement the machine's load could have disturbed (contention the OS saw, threads
+        # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms nothing
+        confirmed = high < 1 and not new.disturbed and not old.disturbed
         change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
     elif ratio > 1 + threshold:
         change = Change.IMPROVEMENT if low > 1 else Change.INCONCLUSIVE

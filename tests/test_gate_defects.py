@@ -178,10 +178,12 @@ def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -
     from pytest_roofline.comparison import Change, compare
 
     old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
-    busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "inconclusive")
+    busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
     quiet = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
     assert compare(old, busy).change is Change.INCONCLUSIVE  # beside a busy neighbour: -98%, not confirmed
     assert compare(old, quiet).change is Change.REGRESSION
+    disturbed_old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass", disturbed=True)
+    assert compare(disturbed_old, quiet).change is Change.INCONCLUSIVE  # the baseline's figure is the load's
 
 
 def test_a_loop_over_sizes_without_names_is_told_to_name_them(rl: pytest.Pytester) -> None:
@@ -212,3 +214,16 @@ def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
     assert compare(old, other).change is Change.OTHER_DEVICE
     assert compare(old, other, across_devices=True).change is Change.REGRESSION
     assert compare(old, same).change is Change.REGRESSION
+
+
+@pytest.mark.parametrize(
+    "disturbance",
+    [{"contention": {"level": "heavy"}}, {"thread_wait_share": 0.5}, {"verdict": "inconclusive"}],
+)
+def test_a_record_the_load_could_have_slowed_is_disturbed(disturbance: dict[str, object]) -> None:
+    from pytest_roofline.baseline import BaselineRecord
+
+    record = {"nodeid": "t.py::t", "name": "", "attained": 0.5, "time_s": 1e-3, "device": "cpu",
+              "verdict": "pass", "contention": {"level": "quiet"}, "thread_wait_share": 0.01}  # fmt: skip
+    assert not BaselineRecord.from_record(record).disturbed
+    assert BaselineRecord.from_record({**record, **disturbance}).disturbed
