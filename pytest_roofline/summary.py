@@ -14,38 +14,60 @@ if TYPE_CHECKING:
 
 def write_summary(tr: pytest.TerminalReporter, session: RooflineSession) -> None:
     """The notes, then (with ``--roofline-report``) the device headers and the table, colored by
-    verdict; then what the run's gate and JSON file have to say."""
+    verdict; then what the run's gate and JSON file have to say. Every line but the table's rows
+    (sized to the terminal already) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
     settings, records = session.settings, session.records
+    write = _Writer(tr)
     for note in dict.fromkeys(session.notes):
-        tr.write_line(f"roofline: {note}", yellow=True)
+        write(f"roofline: {note}", yellow=True)
     if settings.report:
-        _write_report(tr, session)
+        _write_report(tr, session, write)
     if session.interruption and (settings.report or settings.json):
-        tr.write_line(
+        write(
             f"roofline: the run was cut short ({session.interruption}): the measurements of the tests "
             "that did not finish are missing",
             yellow=True,
         )
     for line in session.gate.summary_lines():
         regression = line.startswith("  regression")
-        tr.write_line(line, red=regression, bold=regression)
+        write(line, red=regression, bold=regression)
     for note in session.gate.notes:
-        tr.write_line(note, yellow=True)
+        write(note, yellow=True)
     for error in session.gate.errors:
-        tr.write_line(error, red=True, bold=True)
+        write(error, red=True, bold=True)
     if session.json_error:
-        tr.write_line(session.json_error, red=True, bold=True)
+        write(session.json_error, red=True, bold=True)
     elif settings.json:
-        tr.write_line(f"roofline: wrote {len(records)} measurement(s) to {settings.json}")
+        write(f"roofline: wrote {len(records)} measurement(s) to {settings.json}")
 
 
-def _write_report(tr: pytest.TerminalReporter, session: RooflineSession) -> None:
+class _Writer:
+    """``tr.write_line``, each line wrapped to the terminal's width, continuations indented."""
+
+    def __init__(self, tr: pytest.TerminalReporter) -> None:
+        self._tr = tr
+        self.width = max(shutil.get_terminal_size().columns, 40)
+
+    def __call__(self, line: str, **markup: bool) -> None:
+        import textwrap
+
+        if len(line) <= self.width:
+            self._tr.write_line(line, **markup)
+            return
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        for part in textwrap.wrap(
+            line, self.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+        ):
+            self._tr.write_line(part, **markup)
+
+
+def _write_report(tr: pytest.TerminalReporter, session: RooflineSession, write: _Writer) -> None:
     from .report import format_device_headers, format_table, ordered, skipped_notes, summary_counts
 
     settings, records, devices = session.settings, session.records, session.device_records.values()
     tr.write_sep("=", "roofline report")
     for line in format_device_headers(devices, records):
-        tr.write_line(line)
+        write(line)
     if records:
         columns = settings.columns
         width = None if columns else shutil.get_terminal_size().columns  # COLUMNS, as pytest reads it
@@ -60,5 +82,5 @@ def _write_report(tr: pytest.TerminalReporter, session: RooflineSession) -> None
                 yellow=verdict in ("skipped", "inconclusive"),
             )  # fmt: skip
         for line in skipped_notes(records):
-            tr.write_line(line, yellow=True)
-    tr.write_line(f"{summary_counts(records)}; mode {settings.mode}")
+            write(line, yellow=True)
+    write(f"{summary_counts(records)}; mode {settings.mode}")

@@ -227,3 +227,19 @@ def test_a_record_the_load_could_have_slowed_is_disturbed(disturbance: dict[str,
               "verdict": "pass", "contention": {"level": "quiet"}, "thread_wait_share": 0.01}  # fmt: skip
     assert not BaselineRecord.from_record(record).disturbed
     assert BaselineRecord.from_record({**record, **disturbance}).disturbed
+
+
+def test_the_roofline_section_fits_an_80_column_terminal(
+    rl: pytest.Pytester, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = json.loads(baseline.read_text())
+    for record in data["measurements"]:
+        record["attained"] *= 2  # the baseline stood twice as high: every test regressed
+    baseline.write_text(json.dumps(data))
+    monkeypatch.setenv("COLUMNS", "80")
+    result = rl.runpytest("--roofline-report", "--roofline-mode=report", "--roofline-compare=base.json")
+    lines = result.stdout.lines
+    section = lines[next(i for i, line in enumerate(lines) if "roofline report" in line) :]
+    section = section[: next(i for i, line in enumerate(section) if line.startswith("=====") and i > 0)]
+    assert any("regression" in line for line in section)  # the regression lines are in it, wrapped
+    assert max(len(line) for line in section) <= 80, max(section, key=len)
