@@ -119,15 +119,24 @@ class Gate:
                 records, devices, comparisons=self.comparisons,
                 baseline=baseline.describe() if baseline else None, plot=self._plot,
             )  # fmt: skip
+            # GitHub's step summary was not asked for: failing to write it warns, it fails nothing
             self._write(
-                session, "the Markdown summary", lambda: append_section(os.path.expanduser(markdown), text)
+                session,
+                "the Markdown summary",
+                lambda: append_section(os.path.expanduser(markdown), text),
+                fails=bool(self.settings.markdown),
             )
 
-    def _write(self, session: pytest.Session, what: str, write: Any) -> bool:
+    def _write(self, session: pytest.Session, what: str, write: Any, *, fails: bool = True) -> bool:
+        """Run ``write``; an error writing is the run's failure (``fails``), else a note."""
         try:
             write()
         except (OSError, ValueError) as exc:
-            self.errors.append(f"roofline: could not write {what}: {exc}")
+            message = f"roofline: could not write {what}: {exc}"
+            if not fails:
+                self.notes.append(message)
+                return False
+            self.errors.append(message)
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return False

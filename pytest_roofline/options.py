@@ -136,6 +136,9 @@ def parse_json_path(text: str) -> str:
     problem = ""
     if target.is_dir():
         problem = "it is a directory"
+    elif target.is_file() and not target.stat().st_mode & 0o222:
+        # its mode, not os.access: root may write anything, and an atomic write replaces it anyway
+        problem = "it is read-only"
     elif target.exists() and not target.is_file():
         if not (target.is_char_device() or target.is_fifo()):
             problem = "it is a block device or a socket, not a file"

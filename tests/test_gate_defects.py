@@ -243,3 +243,24 @@ def test_the_roofline_section_fits_an_80_column_terminal(
     section = section[: next(i for i, line in enumerate(section) if line.startswith("=====") and i > 0)]
     assert any("regression" in line for line in section)  # the regression lines are in it, wrapped
     assert max(len(line) for line in section) <= 80, max(section, key=len)
+
+
+def test_an_unwritable_step_summary_warns_and_leaves_the_run_green(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    rl.makepyfile(test_kernels=SUITE)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "no" / "such" / "dir" / "summary.md"))
+    result = rl.runpytest()
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK  # the step summary is GitHub's, not a file the user asked for
+    result.stdout.fnmatch_lines(["*could not write the Markdown summary*summary.md*"])
+
+
+def test_a_read_only_output_is_refused_not_replaced(rl: pytest.Pytester) -> None:
+    out = rl.path / "out.json"
+    out.write_text("{}")
+    out.chmod(0o444)
+    result = rl.runpytest("--roofline-json=out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--roofline-json: cannot write 'out.json': it is read-only*"])
+    assert out.read_text() == "{}"
