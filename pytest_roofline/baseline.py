@@ -55,6 +55,16 @@ class BaselineRecord:
     #: the machine's load could have slowed it: the OS saw busy or heavy contention, or its threads
     #: waited for a core (a regression it shows cannot be told from the load)
     disturbed: bool = False
+    #: the attained fractions of earlier runs saved to the same file, oldest first (``--roofline-save``
+    #: appends): how much the test moves from run to run when nothing changed
+    history: tuple[float, ...] = ()
+    #: measured twice, the better kept (a suspected regression, or a miss, is measured again)
+    remeasured: bool = False
+
+    @property
+    def runs(self) -> tuple[float, ...]:
+        """Every run's attained fraction this record holds, oldest first, its own last."""
+        return (*self.history, self.attained)
 
     @property
     def key(self) -> Key:
@@ -81,7 +91,16 @@ class BaselineRecord:
             op=str(record.get("op") or ""),
             label=str(record.get("label") or ""),
             disturbed=_disturbed(record),
+            history=tuple(float(a) for a in record.get("history") or ()),
+            remeasured=record.get("remeasured") is True,
         )
+
+
+def comparable(record: Mapping[str, Any]) -> BaselineRecord | None:
+    """A JSON record as a comparison reads it; None for one that measured no finite fraction."""
+    if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
+        return None
+    return BaselineRecord.from_record(record)
 
 
 def _disturbed(record: Mapping[str, Any]) -> bool:
@@ -104,6 +123,9 @@ class Baseline:
     #: the device of each record, by key: name (for "measured on <name>")
     devices: Mapping[str, str]
     records: Mapping[Key, BaselineRecord] = field(default_factory=dict)
+    #: how the run that wrote it was cut short (``-x``, ^C, a worker that went down), None if it was not:
+    #: its measurements are not all there, so it is no baseline unless the user says so
+    interruption: str | None = None
 
     def describe(self) -> str:
         """Where the baseline comes from: ``baseline.json (NVIDIA H100, 2026-11-20)``."""
@@ -159,7 +181,23 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
     devices = {r.device: r.device_name for r in records.values()}
     environment = data.get("environment")
     created = environment.get("created") if isinstance(environment, dict) else None
-    return Baseline(path or where, created if isinstance(created, str) else None, devices, records)
+    interruption = None
+    if data.get("interrupted") is True:
+        reason = data.get("interruption")
+        interruption = reason if isinstance(reason, str) and reason else "cut short"
+    created = created if isinstance(created, str) else None
+    return Baseline(path or where, created, devices, records, interruption)
+
+
+def refuse_interrupted(baseline: Baseline, how_to_accept: str) -> None:
+    """A baseline saved from a run cut short is missing the tests it never reached (they would read as
+    new, not compared): a :class:`BaselineError` unless the user accepts it with ``how_to_accept``."""
+    if baseline.interruption is not None:
+        raise BaselineError(
+            f"baseline {baseline.path}: saved from a run that was cut short ({baseline.interruption}), so"
+            f" the tests it did not reach would go unchecked; save a complete run, or pass {how_to_accept}"
+            " to compare with it anyway"
+        )
 
 
 def _check_record(record: Mapping[str, Any], where: str) -> None:
@@ -175,6 +213,18 @@ def _check_record(record: Mapping[str, Any], where: str) -> None:
         value = record[name]
         if not math.isfinite(value) or value <= 0:
             raise BaselineError(f"{named}: {name!r} is {value!r}; it must be a positive number")
+    history = record.get("history", [])
+    if not isinstance(history, list) or not all(_positive(a) for a in history):
+        raise BaselineError(f"{named}: 'history' is {history!r}, not a list of positive numbers")
+
+
+def _positive(value: object) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def _expected(kind: type | tuple[type, ...]) -> str:

@@ -307,10 +307,12 @@ def _sources() -> str:
 
 def _compare(args: argparse.Namespace) -> tuple[str, int]:
     """Two JSON reports compared test by test; exit status 1 when one regressed."""
-    from .baseline import load_baseline
+    from .baseline import load_baseline, refuse_interrupted
     from .comparison import Change, compare_all, format_table, summary_line
 
     old, new = load_baseline(args.old), load_baseline(args.new)
+    if not args.interrupted:
+        refuse_interrupted(old, "--interrupted")
     comparisons = compare_all(
         old, new.records.values(), threshold=args.threshold, across_devices=args.across_devices
     )
@@ -512,6 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--across-devices", action="store_true", help="compare measurements of other devices too"
     )
+    compare.add_argument(
+        "--interrupted", action="store_true",
+        help="accept a baseline saved from a run that was cut short (its missing tests go unchecked)",
+    )  # fmt: skip
     compare.set_defaults(run=_compare)
     plot = commands.add_parser(
         "plot",

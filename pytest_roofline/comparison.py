@@ -2,24 +2,43 @@
 
 What is compared is the **attained fraction**, not the time: a fraction is portable across machines
 of one kind and survives a driver or BLAS upgrade that moves the ceiling as much as the kernel.
-Both fractions carry a 95% interval (``attained_ci_rel``); the interval of their ratio combines the
-two multiplicatively, as the verdict does. A drop larger than the threshold is a **regression**
-only when the ratio's whole interval lies below 1 (the drop is beyond both measurements' noise);
-otherwise it is **inconclusive**: reported, never failed. Improvements mirror that, and are never
-failures. A baseline from another device is compared only when asked.
+
+A run's 95% interval does not cover how far a test moves from one run to the next when nothing
+changed (the machine's state, other jobs, where the allocator put the arrays). So the baseline's side
+is the median of the runs its file keeps (``--roofline-save`` appends, up to :data:`HISTORY_RUNS`),
+and the noise of the ratio adds a **run-to-run** term to both runs' own intervals: the spread of the
+kept runs, pooled with :data:`RUN_NOISE` (the reference machine's, worth :data:`PRIOR_RUNS` runs)
+while there are few. A drop beyond the threshold is a **regression** only when it is beyond that
+noise too, at a confidence that keeps the whole suite's false alarms to :data:`FALSE_ALARMS` of
+runs; otherwise it is **inconclusive**: reported, never failed. A measurement the machine's load
+could have disturbed confirms nothing. Improvements mirror that, and are never failures. A baseline
+from another device is compared only when asked.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Mapping
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import units
 from .baseline import Baseline, BaselineRecord, Key
 
 DEFAULT_THRESHOLD = 0.10
+#: how far a test's attained fraction moves between two runs of unchanged code, as the standard
+#: deviation of its logarithm per run: what benchmarks/gate_noise.py measured on the reference 2-core
+#: VM (docs/methodology.md), assumed until a baseline's own history says otherwise
+RUN_NOISE = 0.08
+#: how many runs' worth of evidence :data:`RUN_NOISE` weighs against a history's own spread
+PRIOR_RUNS = 4
+#: the runs a baseline keeps per test (the newest): enough for a median, few enough that a change
+#: the team accepted is outvoted after a few saves
+HISTORY_RUNS = 8
+#: the share of runs of unchanged code in which the whole suite may show one false regression
+FALSE_ALARMS = 0.05
+_Z95 = 1.959964
 
 
 class Change(str, enum.Enum):
@@ -49,6 +68,11 @@ class Comparison:
     threshold: float = DEFAULT_THRESHOLD
     #: where the baseline came from (file, machine, date), for messages
     source: str = ""
+    #: the baseline runs the old side is the median of, and the run-to-run noise used (log sd per run)
+    runs: int = 1
+    run_noise: float = RUN_NOISE
+    #: the drop the noise alone could explain at the suite's confidence (a fraction of attained)
+    noise_drop: float = 0.0
 
     @property
     def test(self) -> str:
@@ -73,16 +97,26 @@ class Comparison:
         return f"{(self.ratio or 0.0) * 100 - 100:+.0f}% ({fractions})"
 
     def message(self) -> str:
-        """The regression message: both fractions, both times, the change, and the baseline."""
+        """The regression message: both fractions, both times, the change, why it is sure, the baseline."""
         old, new = self._sides()
         ratio = self.ratio or 0.0
         low, high = _interval(ratio, self.ci_rel)
+        baseline = f"{units.percent(reference(old))} in the baseline"
+        if self.runs > 1:
+            baseline += f" (median of {self.runs} runs)"
+        learned = (
+            f"learned from {self.runs} baseline runs"
+            if self.runs > 1
+            else "assumed: the reference CI machine's, until the baseline keeps runs of its own"
+        )
+        remeasured = ", and in a second measurement" if new.remeasured else ""
         return (
-            f"{self.test}: attained {units.percent(new.attained)} of speed of light, "
-            f"{units.percent(old.attained)} in the baseline: {(ratio - 1) * 100:+.0f}% "
-            f"(95% interval {(low - 1) * 100:+.0f}% to {(high - 1) * 100:+.0f}%, beyond the "
-            f"{self.threshold * 100:.0f}% regression threshold); time {units.seconds(new.time_s)}, "
-            f"was {units.seconds(old.time_s)}. Baseline: {self.source or 'given'}."
+            f"{self.test}: attained {units.percent(new.attained)} of speed of light, {baseline}: "
+            f"{(ratio - 1) * 100:+.0f}% (95% interval {(low - 1) * 100:+.0f}% to {(high - 1) * 100:+.0f}%); "
+            f"beyond the {self.threshold * 100:.0f}% regression threshold and beyond the "
+            f"{self.noise_drop * 100:.0f}% that run-to-run noise explains (±{self.run_noise * 100:.0f}% "
+            f"a run, {learned}){remeasured}; time {units.seconds(new.time_s)}, was "
+            f"{units.seconds(old.time_s)}. Baseline: {self.source or 'given'}."
         )
 
     def _sides(self) -> tuple[BaselineRecord, BaselineRecord]:
@@ -98,8 +132,12 @@ def compare(
     threshold: float = DEFAULT_THRESHOLD,
     across_devices: bool = False,
     source: str = "",
+    tests: int = 1,
 ) -> Comparison:
-    """Compare one test's record with its baseline record (``None`` where one side has none)."""
+    """Compare one test's record with its baseline record (``None`` where one side has none).
+
+    ``tests``: how many tests the baseline compares in all; each is held to the confidence that keeps
+    the whole suite's false alarms to :data:`FALSE_ALARMS` of runs."""
     if new is None and old is None:
         raise ValueError("compare needs at least one record")
     key = (new or old).key  # type: ignore[union-attr]
@@ -107,24 +145,62 @@ def compare(
         return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
     if new is None:
         return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
-    ratio = new.attained / old.attained
-    ci = math.hypot(new.ci_rel, old.ci_rel)
-    if _machine(old) != _machine(new) and not across_devices:
-        return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source)
-    low, high = _interval(ratio, ci)
+    ratio = new.attained / reference(old)
+    noise = run_noise(old.runs)
+    sd = _log_sd(old, new, noise)
+    ci = math.exp(_Z95 * sd) - 1
+    z = confidence_z(tests)
+    noise_drop = 1 - math.exp(-z * sd)
+    noise_of = (len(old.runs), noise, noise_drop)
+    if machine(old) != machine(new) and not across_devices:
+        return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source, *noise_of)
     if ratio < 1 - threshold:
         # a measurement the machine's load could have disturbed (contention the OS saw, threads
         # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms nothing
-        confirmed = high < 1 and not new.disturbed and not old.disturbed
+        # (the baseline's side: when it is a single run; a median of several runs stands)
+        old_disturbed = old.disturbed and len(old.runs) < 3
+        confirmed = ratio < 1 - noise_drop and not new.disturbed and not old_disturbed
         change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
     elif ratio > 1 + threshold:
-        change = Change.IMPROVEMENT if low > 1 else Change.INCONCLUSIVE
+        change = Change.IMPROVEMENT if ratio > 1 / (1 - noise_drop) else Change.INCONCLUSIVE
     else:
         change = Change.UNCHANGED
-    return Comparison(key, change, old, new, ratio, ci, threshold, source)
+    return Comparison(key, change, old, new, ratio, ci, threshold, source, *noise_of)
 
 
-def _machine(record: BaselineRecord) -> str:
+def reference(record: BaselineRecord) -> float:
+    """The baseline's figure for a test: the median of the runs it keeps (one slow run moves it little)."""
+    return statistics.median(record.runs)
+
+
+def run_noise(runs: Sequence[float]) -> float:
+    """How far a test moves from run to run (sd of log attained): the spread of its kept runs, pooled
+    with :data:`RUN_NOISE` weighing :data:`PRIOR_RUNS` runs (a few runs that happened to agree prove
+    little)."""
+    logs = [math.log(a) for a in runs]
+    if len(logs) < 2:
+        return RUN_NOISE
+    spread = statistics.variance(logs)
+    pooled = (PRIOR_RUNS * RUN_NOISE**2 + (len(logs) - 1) * spread) / (PRIOR_RUNS + len(logs) - 1)
+    return math.sqrt(pooled)
+
+
+def confidence_z(tests: int) -> float:
+    """The one-sided z that keeps ``tests`` comparisons' false alarms to :data:`FALSE_ALARMS` together."""
+    return statistics.NormalDist().inv_cdf(1 - FALSE_ALARMS / max(tests, 1))
+
+
+def _log_sd(old: BaselineRecord, new: BaselineRecord, noise: float) -> float:
+    """The sd of log(new / reference): each run's own interval and the run-to-run noise; the
+    reference, a median of n runs, has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
+    n = len(old.runs)
+    share = 1 / n if n <= 2 else math.pi / (2 * n)
+    within_new = math.log1p(new.ci_rel) / _Z95
+    within_old = math.log1p(old.ci_rel) / _Z95
+    return math.sqrt(noise**2 + within_new**2 + (noise**2 + within_old**2) * share)
+
+
+def machine(record: BaselineRecord) -> str:
     """What a record was measured on: a table device by its key; a CPU by its model too, since
     every CPU's key is ``cpu``."""
     return f"cpu:{record.device_name}" if record.device == "cpu" else record.device
@@ -139,11 +215,12 @@ def compare_all(
 ) -> list[Comparison]:
     """Every record against the baseline, then the baseline records no record matched (vanished)."""
     source = baseline.describe()
+    tests = len(baseline.records)
     seen: dict[Key, Comparison] = {}
     for record in records:
         old = baseline.records.get(record.key)
         seen[record.key] = compare(
-            old, record, threshold=threshold, across_devices=across_devices, source=source
+            old, record, threshold=threshold, across_devices=across_devices, source=source, tests=tests
         )
     vanished = [
         compare(old, None, threshold=threshold, source=source)

@@ -16,22 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .baseline import Baseline, BaselineRecord, load_baseline
-from .comparison import Change, Comparison, compare, compare_all, summary_line
+from .baseline import Baseline, BaselineError, comparable, load_baseline, refuse_interrupted
+from .comparison import HISTORY_RUNS, Change, Comparison, compare, compare_all, summary_line
 
 if TYPE_CHECKING:
+    from .history import Appended
     from .options import SessionSettings
     from .report import Record
 
 #: GitHub Actions' file of the step's Markdown summary
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
-
-
-def comparable(record: Mapping[str, Any]) -> BaselineRecord | None:
-    """A record as a comparison reads it; None for one that measured no finite fraction."""
-    if record.get("verdict") == "skipped" or not record.get("attained") or not record.get("time_s"):
-        return None
-    return BaselineRecord.from_record(record)
 
 
 class Gate:
@@ -48,8 +42,17 @@ class Gate:
         #: what the summary says about the outputs that is not an error (a save that was skipped)
         self.notes: list[str] = []
         self._plot: str | None = None
+        #: the baseline --roofline-save replaces, read now (its runs become the saved records' history)
+        self._saved_before: Baseline | None = None
+        if settings.save:
+            self._saved_before = self._previous(os.path.expanduser(settings.save))
         if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
             self._baseline = load_baseline(os.path.expanduser(settings.compare))
+            if not settings.compare_interrupted:
+                try:
+                    refuse_interrupted(self._baseline, "--roofline-compare-interrupted")
+                except BaselineError as exc:
+                    raise pytest.UsageError(str(exc)) from None
 
     @property
     def baseline(self) -> Baseline | None:
@@ -58,16 +61,25 @@ class Gate:
     def check(self, record: Mapping[str, Any]) -> None:
         """Fail the current test if ``record`` regressed against its baseline record."""
         __tracebackhide__ = True
+        c = self._compare(record)
+        if c is not None and c.change is Change.REGRESSION:
+            raise pytest.fail.Exception(f"roofline: regression: {c.message()}", pytrace=False)
+
+    def suspects(self, record: Mapping[str, Any]) -> bool:
+        """Whether ``record`` fell beyond the threshold against its baseline record: worth a second
+        measurement before the verdict (a drop the machine caused for a moment does not last)."""
+        c = self._compare(record)
+        return c is not None and c.ratio is not None and c.ratio < 1 - c.threshold
+
+    def _compare(self, record: Mapping[str, Any]) -> Comparison | None:
         baseline, new = self.baseline, comparable(record)
         if baseline is None or new is None:
-            return
-        old = baseline.records.get(new.key)
-        c = compare(
-            old, new, threshold=self.settings.regression,
+            return None
+        return compare(
+            baseline.records.get(new.key), new, threshold=self.settings.regression,
             across_devices=self.settings.compare_across_devices, source=baseline.describe(),
+            tests=len(baseline.records),
         )  # fmt: skip
-        if c.change is Change.REGRESSION:
-            raise pytest.fail.Exception(f"roofline: regression: {c.message()}", pytrace=False)
 
     # - the end of the run, where it is shown -
 
@@ -100,10 +112,14 @@ class Gate:
                 " baseline there is kept)"
             )
         elif save:
+            from .history import append_runs
             from .report import payload, write_json_atomic
 
-            self._write(session, "--roofline-save", lambda: write_json_atomic(
-                os.path.expanduser(save), payload(records, devices, interruption=interruption)))  # fmt: skip
+            appended = append_runs(records, self._saved_before, threshold=self.settings.regression)
+            saved = payload(appended.records, devices, interruption=interruption)
+            path = os.path.expanduser(save)
+            if self._write(session, "--roofline-save", lambda: write_json_atomic(path, saved)):
+                self.notes.extend(_history_notes(save, appended))
         if self.settings.plot and records:
             from .plot import draw
 
@@ -142,6 +158,17 @@ class Gate:
             return False
         return True
 
+    def _previous(self, path: str) -> Baseline | None:
+        """The baseline at ``path`` that a save will replace; None (and a note) when there is none to
+        keep runs from."""
+        if not os.path.exists(path):
+            return None
+        try:
+            return load_baseline(path, "--roofline-save")
+        except BaselineError as exc:
+            self.notes.append(f"roofline: {exc}: no runs to append to, so the saved tests start anew")
+            return None
+
     def summary_lines(self) -> list[str]:
         """What the terminal says of the comparison: the totals, then each regression and vanished test."""
         if not self.comparisons:
@@ -156,3 +183,19 @@ class Gate:
             elif c.change is Change.OTHER_DEVICE:
                 lines.append(f"  {c.test}: {c.summary()}; --roofline-compare-across-devices compares it")
         return lines
+
+
+def _history_notes(path: str, appended: Appended) -> list[str]:
+    """What the save did to the runs the baseline keeps, when it kept any."""
+    notes = []
+    if appended.continued:
+        notes.append(
+            f"roofline: saved {path}: {appended.continued} tests keep their earlier runs (up to"
+            f" {HISTORY_RUNS}; their median is the baseline, their spread its noise)"
+        )
+    if appended.restarted:
+        notes.append(
+            f"roofline: saved {path}: {len(appended.restarted)} tests changed beyond their noise and start"
+            f" a new history: {', '.join(appended.restarted)}"
+        )
+    return notes

@@ -285,17 +285,21 @@ SETTINGS: tuple[Setting, ...] = (
             "fit the terminal; the JSON has every field)", "LIST"),
     Setting("save", "--roofline-save", parse_json_path, None,
             "write this run's measurements to PATH as a baseline for --roofline-compare (the JSON "
-            "report's schema; default: none)", "PATH", path=True),
+            "report's schema); onto an earlier baseline it appends, each test keeping its last 8 runs "
+            "(default: none)", "PATH", path=True),
     Setting("compare", "--roofline-compare", parse_baseline_path, None,
             "compare each measurement's attained fraction with the baseline's record of the same test "
             "(a --roofline-save or --roofline-json file); a regression fails its test (default: none)",
             "PATH", path=True),
     Setting("regression", "--roofline-regression", parse_regression, DEFAULT_REGRESSION,
-            "the drop of attained fraction against the baseline that fails a test, when both "
-            "measurements' intervals confirm it, as a fraction or in percent: 0.1 or 10 percent written "
+            "the least drop of attained fraction against the baseline that fails a test, when it is "
+            "beyond the run-to-run noise too, as a fraction or in percent: 0.1 or 10 percent written "
             "with a percent sign (default: 0.1)", "DROP"),
     Setting("compare_across_devices", "--roofline-compare-across-devices", parse_bool, False,
             "compare with baseline records measured on another device too (default: refused)"),
+    Setting("compare_interrupted", "--roofline-compare-interrupted", parse_bool, False,
+            "compare with a baseline saved from a run that was cut short (-x, ^C, a worker that went "
+            "down), whose missing tests go unchecked (default: refused)"),
     Setting("markdown", "--roofline-markdown", parse_json_path, None,
             "append a Markdown summary of the run to PATH (default: $GITHUB_STEP_SUMMARY when set and "
             "something was measured)", "PATH", path=True),
@@ -356,6 +360,7 @@ class SessionSettings:
     compare: str | None = None
     regression: float = DEFAULT_REGRESSION
     compare_across_devices: bool = False
+    compare_interrupted: bool = False
     markdown: str | None = None
     plot: str | None = None
     require_measurement: bool = False

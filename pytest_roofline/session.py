@@ -266,6 +266,7 @@ class RooflineSession:
                 reference=reference,
                 peak=peak,
                 latency_floor_s=latency_floor_s,
+                suspect=lambda r: self.gate.suspects(result_record(r, nodeid=item.nodeid, mode="enforce")),
             )
         if result.ceiling is not None and result.ceiling.speed > _STALE_SPEED and not self._said_stale:
             self._said_stale = True

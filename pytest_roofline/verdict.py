@@ -347,9 +347,10 @@ def decide(
     reference: ProbeReference | None = None,
     peak: CpuPeak | None = None,
     latency_floor_s: float = 0.0,
+    suspect: Callable[[Result], bool] | None = None,
 ) -> Result:
-    """Measure, and before calling a miss (or an inconclusive result) measure once more, judging
-    the better of the two.
+    """Measure, and before calling a miss (or an inconclusive result, or a result ``suspect`` doubts:
+    a regression against the baseline) measure once more, judging the better of the two.
 
     ``measure_once(budget_s)`` measures within ``budget_s`` seconds. The second measurement is paid
     from what the first left of ``budget_s``, and is skipped when that is less than
@@ -369,8 +370,11 @@ def decide(
     left = budget_s - first.wall_s
     # a sliver of budget buys a warm-up, two probes and three samples: noise, not a second look
     affordable = left >= REMEASURE_SHARE * budget_s
-    if remeasure and affordable and result().verdict in (Verdict.MISS, Verdict.INCONCLUSIVE):
-        measurements.append(measure_once(left))
+    if remeasure and affordable:
+        first_result = result()
+        doubted = first_result.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
+        if doubted or (suspect is not None and suspect(first_result)):
+            measurements.append(measure_once(left))
     return result()
 
 

@@ -581,3 +581,26 @@ def test_a_miss_far_below_the_budget_is_a_miss_even_when_the_threads_waited() ->
     # a deliberately bad variant 40x below its budget: no neighbour explains that much
     j = blas_gemm(0.5 / 40, threads=2, wait_share=0.5, probe_rate=0.5e9)
     assert j.verdict is Verdict.MISS
+
+
+def test_a_passing_result_the_gate_suspects_is_measured_again_and_the_better_judged() -> None:
+    """A drop against the baseline that the machine caused for a moment does not last: before a
+    regression is called, a second measurement is taken, and the better of the two stands."""
+    est = gemm()
+    fractions = iter([0.75, 0.95])
+
+    def measure_once(budget_s: float) -> Measurement:
+        return dataclasses.replace(at(est, next(fractions)), wall_s=0.1)
+
+    suspected: list[float] = []
+
+    def suspect(r: Result) -> bool:
+        suspected.append(r.attained)
+        return r.attained < 0.8
+
+    r = decide(est, measure_once, 0.7, budget_s=1.0, suspect=suspect)
+    assert suspected == [pytest.approx(0.75)]
+    assert (r.measurements, r.attained) == (2, pytest.approx(0.95))
+    unsuspected = decide(est, lambda b: dataclasses.replace(at(est, 0.9), wall_s=0.1), 0.7, budget_s=1.0,
+                         suspect=lambda r: False)  # fmt: skip
+    assert unsuspected.measurements == 1

@@ -1,0 +1,135 @@
+"""Does the regression gate hold across runs? False alarms on identical code, and slowed kernels caught.
+
+Writes a suite of six kernels (``np.add`` and ``np.multiply`` of 2^16, 2^20 and 2^23 float32, the
+red team's suite of issue 22), then:
+
+1. saves ``--history`` runs of it as the baseline (``--roofline-save`` appends: the baseline keeps
+   their median and their spread);
+2. runs it ``--identical`` times unchanged and ``--slowed`` times with every kernel doing 1.5x and
+   1.2x its work (the marker still names the original shape, so the kernel is 1.5x or 1.2x slower
+   than the code the baseline measured), each run with ``--roofline-compare`` against the baseline as
+   CI would, the three kinds of run interleaved in a shuffled order;
+3. counts, from each run's JSON, what the gate said of each test (the same comparison the run's own
+   verdict made: the JSON holds the records after any second measurement).
+
+Printed: the identical runs in which any test was called a regression (the target is at most 1 in
+20), and the share of slowed kernels called a regression at 1.5x (at least 8 in 9) and at 1.2x; the
+run-to-run spread of each test's attained fraction over the identical runs; and each slowed
+verdict's counts. Runs with a neighbour (``--neighbour``) show the same under load.
+
+    python benchmarks/gate_noise.py [--history 3] [--identical 20] [--slowed 9] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
+
+from pytest_roofline.baseline import comparable, load_baseline  # noqa: E402
+from pytest_roofline.comparison import Change, compare_all  # noqa: E402
+
+SUITE = """
+import os
+
+import numpy as np
+import pytest
+
+SLOW = float(os.environ.get("GATE_NOISE_SLOW", "1"))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply], ids=["add", "multiply"])
+@pytest.mark.parametrize("log2n", [16, 20, 23])
+def test_kernel(roofline, ufunc, log2n):
+    n = 2**log2n
+    work = int(n * SLOW)  # a slowed kernel does more work than the shape it names
+    a, b, c = (np.full(work, 1.5, dtype=np.float32) for _ in range(3))
+    roofline(ufunc, a, b, c, op="elementwise", n=n, inputs=2, dtype="fp32", min_fraction=0.001)
+"""
+
+KINDS = {"identical": 1.0, "slowed 1.5x": 1.5, "slowed 1.2x": 1.2}
+
+
+def run(folder: Path, slow: float, *extra: str) -> Path:
+    """One pytest run of the suite at ``slow``; returns its JSON report."""
+    out = folder / f"run-{time.monotonic_ns()}.json"
+    cmd = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+        "-p", "no:benchmark", str(folder / "test_gate_suite.py"), f"--roofline-json={out}", *extra,
+    ]  # fmt: skip
+    env = {**os.environ, "GATE_NOISE_SLOW": str(slow)}
+    subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, check=False)
+    if not out.exists():
+        raise SystemExit(f"gate_noise: the run at slow={slow} wrote no JSON report")
+    return out
+
+
+def verdicts(baseline_path: Path, report: Path) -> dict[str, Change]:
+    """What the gate said of each test of ``report`` against the baseline."""
+    baseline = load_baseline(baseline_path)
+    records = [r for r in map(comparable, json.loads(report.read_text())["measurements"]) if r]
+    return {c.test: c.change for c in compare_all(baseline, records) if c.new is not None}
+
+
+def attained(report: Path) -> dict[str, float]:
+    return {r["nodeid"]: r["attained"] for r in json.loads(report.read_text())["measurements"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--history", type=int, default=3, help="runs the baseline keeps (default: 3)")
+    parser.add_argument("--identical", type=int, default=20, help="unchanged runs (default: 20)")
+    parser.add_argument("--slowed", type=int, default=9, help="runs at each slowdown (default: 9)")
+    parser.add_argument("--seed", type=int, default=1, help="the shuffle of the runs' order")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "test_gate_suite.py").write_text(SUITE)
+        baseline = folder / "base.json"
+        started = time.monotonic()
+        for _ in range(args.history):
+            run(folder, 1.0, f"--roofline-save={baseline}")
+        order = ["identical"] * args.identical + ["slowed 1.5x", "slowed 1.2x"] * args.slowed
+        random.Random(args.seed).shuffle(order)
+        seen: dict[str, list[dict[str, Change]]] = {kind: [] for kind in KINDS}
+        fractions: dict[str, list[float]] = {}
+        for kind in order:
+            report = run(folder, KINDS[kind], f"--roofline-compare={baseline}")
+            seen[kind].append(verdicts(baseline, report))
+            if kind == "identical":
+                for test, value in attained(report).items():
+                    fractions.setdefault(test, []).append(value)
+        elapsed = time.monotonic() - started
+
+    print(f"gate_noise: {len(order) + args.history} runs in {elapsed:.0f} s; baseline of {args.history} runs")
+    print("run-to-run spread over the identical runs (sd of log attained):")
+    for test, values in sorted(fractions.items()):
+        spread = statistics.stdev(math.log(v) for v in values) if len(values) > 1 else 0.0
+        print(f"  {test:<45} median {statistics.median(values):7.2%}  spread {spread:.3f}")
+    alarms = sum(Change.REGRESSION in run.values() for run in seen["identical"])
+    runs = len(seen["identical"])
+    print(f"identical code: a regression in {alarms} of {runs} runs (target: at most 1 in 20)")
+    for kind in ("slowed 1.5x", "slowed 1.2x"):
+        changes = Counter(change for run in seen[kind] for change in run.values())
+        caught, total = changes[Change.REGRESSION], sum(changes.values())
+        rate = caught / total if total else 0.0
+        detail = ", ".join(f"{n} {change}" for change, n in changes.most_common())
+        target = " (target: at least 8 in 9)" if kind == "slowed 1.5x" else ""
+        print(f"{kind}: caught {caught} of {total} kernels ({rate:.0%}){target}; {detail}")
+
+
+if __name__ == "__main__":
+    main()
