@@ -4,15 +4,15 @@ What is compared is the **attained fraction**, not the time: a fraction is porta
 of one kind and survives a driver or BLAS upgrade that moves the ceiling as much as the kernel.
 
 A run's 95% interval does not cover how far a test moves from one run to the next when nothing
-changed (the machine's state, other jobs, where the allocator put the arrays). So the baseline's side
-is the median of the runs its file keeps (``--roofline-save`` appends, up to :data:`HISTORY_RUNS`),
-and the noise of the ratio adds a **run-to-run** term to both runs' own intervals: the spread of the
-kept runs, pooled with :data:`RUN_NOISE` (the reference machine's, worth :data:`PRIOR_RUNS` runs)
-while there are few. A drop beyond the threshold is a **regression** only when it is beyond that
-noise too, at a confidence that keeps the whole suite's false alarms to :data:`FALSE_ALARMS` of
-runs; otherwise it is **inconclusive**: reported, never failed. A measurement the machine's load
-could have disturbed confirms nothing. Improvements mirror that, and are never failures. A baseline
-from another device is compared only when asked.
+changed (the machine's state, other jobs, where the allocator put the arrays). So the baseline's
+side is the median of the runs its file keeps (``--roofline-save`` appends, up to
+:data:`HISTORY_RUNS`), and the noise of the ratio is the **run-to-run** noise (or a run's own
+interval where that is wider): the spread of the kept runs, pooled with :data:`RUN_NOISE` (the
+reference machine's, worth :data:`PRIOR_RUNS` runs) while there are few. A drop beyond the threshold
+is a **regression** only when it is beyond that noise too, at a confidence that keeps the whole
+suite's false alarms to :data:`FALSE_ALARMS` of runs; otherwise it is **inconclusive**: reported,
+never failed. A measurement the machine's load could have disturbed confirms nothing. Improvements
+mirror that, and are never failures. A baseline from another device is compared only when asked.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from . import units
 from .baseline import Baseline, BaselineRecord, Key
 
 DEFAULT_THRESHOLD = 0.10
-#: how far a test's attained fraction moves between two runs of unchanged code, as the standard
-#: deviation of its logarithm per run: what benchmarks/gate_noise.py measured on the reference 2-core
-#: VM (docs/methodology.md), assumed until a baseline's own history says otherwise
+#: how far a test's attained fraction moves between runs of unchanged code (each run's own noise
+#: included), as the standard deviation of its logarithm: what benchmarks/gate_noise.py measured on
+#: the reference 2-core VM (docs/methodology.md), assumed until a baseline's own runs say otherwise
 RUN_NOISE = 0.08
 #: how many runs' worth of evidence :data:`RUN_NOISE` weighs against a history's own spread
 PRIOR_RUNS = 4
@@ -191,13 +191,15 @@ def confidence_z(tests: int) -> float:
 
 
 def _log_sd(old: BaselineRecord, new: BaselineRecord, noise: float) -> float:
-    """The sd of log(new / reference): each run's own interval and the run-to-run noise; the
-    reference, a median of n runs, has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
+    """The sd of log(new / reference). A run's figure moves by the run-to-run noise, which already
+    holds a typical run's own interval (the spread of runs is measured on their figures), or by its
+    own interval when that is wider (a noisier run than usual). The reference, a median of n runs,
+    has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
     n = len(old.runs)
     share = 1 / n if n <= 2 else math.pi / (2 * n)
-    within_new = math.log1p(new.ci_rel) / _Z95
-    within_old = math.log1p(old.ci_rel) / _Z95
-    return math.sqrt(noise**2 + within_new**2 + (noise**2 + within_old**2) * share)
+    new_var = max(noise, math.log1p(new.ci_rel) / _Z95) ** 2
+    old_var = max(noise, math.log1p(old.ci_rel) / _Z95) ** 2
+    return math.sqrt(new_var + old_var * share)
 
 
 def machine(record: BaselineRecord) -> str:

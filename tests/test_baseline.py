@@ -158,7 +158,7 @@ def test_the_regression_message_has_both_fractions_both_times_the_change_why_and
     c = compare(measured(0.50), measured(0.25, time_s=2e-3), source="base.json (AMD EPYC; 2026-11-20)")
     assert c.message() == (
         "t.py::test_a: attained 25.0% of speed of light, 50.0% in the baseline: -50% (95% interval -60% to "
-        "-37%); beyond the 10% regression threshold and beyond the 17% that run-to-run noise explains "
+        "-38%); beyond the 10% regression threshold and beyond the 17% that run-to-run noise explains "
         "(±8% a run, assumed: the reference CI machine's, until the baseline keeps runs of its own); "
         "time 2000 µs, was 1000 µs. "
         "Baseline: base.json (AMD EPYC; 2026-11-20)."
@@ -351,3 +351,9 @@ def test_a_baseline_history_that_is_not_a_list_of_positive_numbers_is_named(tmp_
             BaselineError, match=r"measurement 0 \(t.py::test_a\): 'history' is .*, not a list"
         ):
             load_baseline(write(tmp_path, report(record(history=bad))))
+
+
+def test_a_run_noisier_than_the_run_to_run_noise_counts_its_own_interval() -> None:
+    steady, noisy = measured(0.50, 0.02), measured(0.35, 0.60)  # -30%, the new run itself ±60%
+    assert compare(steady, measured(0.35, 0.02)).change is Change.REGRESSION
+    assert compare(steady, noisy).change is Change.INCONCLUSIVE
