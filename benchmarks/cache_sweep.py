@@ -32,19 +32,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from reference import pytest_benchmark_median
 
-from pytest_roofline.calibrate import cpu_calibration, cpu_device_with_levels
-from pytest_roofline.ceilings import resource_of
-from pytest_roofline.contention import take_snapshot
-from pytest_roofline.cpupeak import cpu_peak
-from pytest_roofline.floor import estimate
-from pytest_roofline.model import Estimate, Source, at_level
-from pytest_roofline.probes import probe_for
+from pytest_roofline.machine.calibrate import cpu_calibration, cpu_device_with_levels
+from pytest_roofline.machine.cpupeak import cpu_peak
+from pytest_roofline.model.ceilings import resource_of
+from pytest_roofline.model.core import Estimate, Source, at_level
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.units import seconds as format_seconds
+from pytest_roofline.model.verdict import Result, result_of
 from pytest_roofline.timing import Policy, measure
 from pytest_roofline.timing.cache import plan_cache
+from pytest_roofline.timing.contention import take_snapshot
 from pytest_roofline.timing.cpu import CpuBackend
 from pytest_roofline.timing.latency import cpu_latency_floor
-from pytest_roofline.units import seconds as format_seconds
-from pytest_roofline.verdict import Result, result_of
+from pytest_roofline.timing.probes import probe_for
 
 STATES = ("cold", "warm", "pytest-benchmark")
 

@@ -36,15 +36,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
 
-from pytest_roofline.calibrate import cpu_calibration  # noqa: E402
-from pytest_roofline.ceilings import resource_of  # noqa: E402
-from pytest_roofline.contention import take_snapshot  # noqa: E402
-from pytest_roofline.floor import estimate  # noqa: E402
-from pytest_roofline.probes import probe_for  # noqa: E402
+from pytest_roofline.machine.calibrate import cpu_calibration  # noqa: E402
+from pytest_roofline.model.ceilings import resource_of  # noqa: E402
+from pytest_roofline.model.estimate import estimate  # noqa: E402
+from pytest_roofline.model.verdict import Verdict, judge  # noqa: E402
 from pytest_roofline.timing import Policy, measure  # noqa: E402
+from pytest_roofline.timing.contention import take_snapshot  # noqa: E402
 from pytest_roofline.timing.cpu import CpuBackend  # noqa: E402
 from pytest_roofline.timing.flushing import choose_flush  # noqa: E402
-from pytest_roofline.verdict import Verdict, judge  # noqa: E402
+from pytest_roofline.timing.probes import probe_for  # noqa: E402
 
 NEIGHBOUR = ROOT.parent / "shared" / "tools" / "neighbour.py"
 CONDITIONS = ("quiet", "mem", "cpu")

@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from reference import pytest_benchmark_median
 
-from pytest_roofline.stats import median_ci_ranks
+from pytest_roofline.model.stats import median_ci_ranks
+from pytest_roofline.model.units import seconds as format_seconds
 from pytest_roofline.timing import Policy, measure
 from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes
 from pytest_roofline.timing.flushing import choose_flush
-from pytest_roofline.units import seconds as format_seconds
 
 METHODS = ("warm", "cold", "pytest-benchmark", "timeit")
 

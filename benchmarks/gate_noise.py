@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
 
-from pytest_roofline.baseline import comparable, load_baseline  # noqa: E402
-from pytest_roofline.comparison import Change, compare_all  # noqa: E402
+from pytest_roofline.output.baseline import comparable, load_baseline  # noqa: E402
+from pytest_roofline.output.comparison import Change, compare_all  # noqa: E402
 
 SUITE = """
 import os

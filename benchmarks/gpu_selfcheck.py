@@ -45,9 +45,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
+from pytest_roofline.model.units import seconds as format_seconds
 from pytest_roofline.timing import Policy, measure
 from pytest_roofline.timing.cuda import CudaBackend, device_count, latency_floor, using_device
-from pytest_roofline.units import seconds as format_seconds
 
 #: cupyx.profiler.benchmark settings: calls timed, calls untimed first, and a wall-time cap (seconds)
 CUPYX_REPEAT = 200

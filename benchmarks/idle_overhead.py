@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any
 
 #: what an unused plugin must not import (issue 9's acceptance, and the timing engine)
-HEAVY = ("pytest_roofline.session", "pytest_roofline.devices", "pytest_roofline.ops", "pytest_roofline.model",
-         "pytest_roofline.timing", "numpy", "tabulate")  # fmt: skip
+HEAVY = ("pytest_roofline.plugin.session", "pytest_roofline.model.devices", "pytest_roofline.model.ops",
+         "pytest_roofline.model.core", "pytest_roofline.timing", "numpy", "tabulate")  # fmt: skip
 TESTS_PER_FILE = 100
 PYTEST_ARGS = ("-q", "-p", "no:cacheprovider")  # no cache directory written: less disk noise per run
 CONFIDENCE = 0.95
@@ -262,7 +262,7 @@ def time_hooks(suite: str) -> None:
 
     def session_of(config: Any) -> Any:
         """The plugin's own, but the session's hooks are timed too once a run makes one."""
-        import pytest_roofline.session as session
+        import pytest_roofline.plugin.session as session
 
         cls = session.RooflineSession
         for name, fn in list(vars(cls).items()):

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
 
-from pytest_roofline.stats import Stats  # noqa: E402
+from pytest_roofline.model.stats import Stats  # noqa: E402
 
 ROOFLINE = """
 import numpy as np

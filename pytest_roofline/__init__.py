@@ -13,42 +13,43 @@ run, and a run that measures nothing should pay for nothing.
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .detect import detect_device, get_device
-    from .devices import DeviceError, DeviceProperties, register_device, unregister_device
-    from .floor import estimate
-    from .model import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
-    from .ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
+    from .machine.detect import detect_device, get_device
+    from .model.core import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
+    from .model.devices import DeviceError, DeviceProperties, register_device, unregister_device
+    from .model.estimate import estimate
+    from .model.ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
     from .timing import Measurement, Policy, measure
 
 #: public name -> the module that defines it
 _LAZY = {
-    "Cost": "model",
-    "Device": "model",
-    "Estimate": "model",
-    "Figure": "model",
-    "MemoryLevel": "model",
-    "Precision": "model",
-    "Source": "model",
-    "Unit": "model",
-    "parse_dtype": "model",
-    "DeviceError": "devices",
-    "DeviceProperties": "devices",
-    "register_device": "devices",
-    "unregister_device": "devices",
-    "OpError": "ops",
-    "OpSpec": "ops",
-    "Param": "ops",
-    "get_op": "ops",
-    "op_names": "ops",
-    "register_op": "ops",
-    "unregister_op": "ops",
-    "estimate": "floor",
-    "detect_device": "detect",
-    "get_device": "detect",
+    "Cost": "model.core",
+    "Device": "model.core",
+    "Estimate": "model.core",
+    "Figure": "model.core",
+    "MemoryLevel": "model.core",
+    "Precision": "model.core",
+    "Source": "model.core",
+    "Unit": "model.core",
+    "parse_dtype": "model.core",
+    "DeviceError": "model.devices",
+    "DeviceProperties": "model.devices",
+    "register_device": "model.devices",
+    "unregister_device": "model.devices",
+    "OpError": "model.ops",
+    "OpSpec": "model.ops",
+    "Param": "model.ops",
+    "get_op": "model.ops",
+    "op_names": "model.ops",
+    "register_op": "model.ops",
+    "unregister_op": "model.ops",
+    "estimate": "model.estimate",
+    "detect_device": "machine.detect",
+    "get_device": "machine.detect",
     "Measurement": "timing",
     "Policy": "timing",
     "measure": "timing",
@@ -83,6 +84,61 @@ __all__ = [
     "unregister_device",
     "unregister_op",
 ]
+
+
+# - the import paths modules had before they were grouped by layer, kept working for one release -
+
+#: old module path -> where the module lives now
+_MOVED = {
+    f"pytest_roofline.{old}": f"pytest_roofline.{new}"
+    for old, new in {
+        "stats": "model.stats", "units": "model.units", "ops": "model.ops", "llm_ops": "model.llm_ops",
+        "llm": "model.llm", "devices": "model.devices", "floor": "model.estimate", "peaks": "model.peaks",
+        "ceilings": "model.ceilings", "verdict": "model.verdict",
+        "contention": "timing.contention", "probes": "timing.probes",
+        "calibrate": "machine.calibrate", "cachelevels": "machine.cachelevels",
+        "cpupeak": "machine.cpupeak", "detect": "machine.detect", "devicelock": "machine.devicelock",
+        "compiler": "analysis.compiler", "ptx": "analysis.ptx", "sass": "analysis.sass",
+        "occupancy": "analysis.occupancy", "kernelfacts": "analysis.kernelfacts",
+        "diagnosis": "analysis.diagnosis",
+        "report": "output.report", "markdown": "output.markdown", "plot": "output.plot",
+        "baseline": "output.baseline", "comparison": "output.comparison",
+        "hookspecs": "plugin.hookspecs", "hookcalls": "plugin.hookcalls", "options": "plugin.options",
+        "marker": "plugin.marker", "fixture": "plugin.fixture", "session": "plugin.session",
+        "request": "plugin.request", "failing": "plugin.failing",
+        "summary": "plugin.summary", "gating": "plugin.gate", "resolution": "plugin.run_devices",
+    }.items()
+}  # fmt: skip
+
+
+class _MovedModules:
+    """A finder (on ``sys.meta_path``) and loader for the old paths only: ``import pytest_roofline.ops``
+    gives the module now at ``pytest_roofline.model.ops`` (the same object), with a DeprecationWarning."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> Any:
+        if fullname not in _MOVED:
+            return None
+        from importlib.util import spec_from_loader
+
+        return spec_from_loader(fullname, self)  # type: ignore[arg-type]
+
+    def create_module(self, spec: Any) -> Any:
+        import warnings
+
+        new = _MOVED[spec.name]
+        warnings.warn(
+            f"{spec.name} has moved to {new}; the old path goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return import_module(new)
+
+    def exec_module(self, module: object) -> None:
+        """The module at the new path has run already."""
+
+
+if not any(type(finder).__name__ == "_MovedModules" for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name: str) -> Any:

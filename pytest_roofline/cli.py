@@ -23,14 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import units
-from .devices import table
-from .model import Device, Estimate, Precision, Unit
-from .ops import SCALE_SIZES, OpSpec, all_ops
+from .model import units
+from .model.core import Device, Estimate, Precision, Unit
+from .model.devices import table
+from .model.ops import SCALE_SIZES, OpSpec, all_ops
 
 if TYPE_CHECKING:
-    from .diagnosis import Diagnosis
-    from .kernelfacts import StaticFacts
+    from .analysis.diagnosis import Diagnosis
+    from .analysis.kernelfacts import StaticFacts
 
 USAGE_ERROR = 2
 
@@ -65,8 +65,8 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _floor(args: argparse.Namespace) -> str:
-    from .floor import estimate
-    from .ops import get_op
+    from .model.estimate import estimate
+    from .model.ops import get_op
 
     get_op(args.op)  # a misspelled op first: it is the likelier mistake
     params = parse_assignments(args.params)
@@ -147,7 +147,7 @@ def format_estimate(est: Estimate) -> str:
 def _devices(args: argparse.Namespace) -> str:
     from tabulate import tabulate
 
-    from .detect import auto_spec
+    from .machine.detect import auto_spec
 
     auto = auto_spec()
     auto_key = "cpu" if auto == "cpu" else _visible_key(auto)
@@ -212,8 +212,8 @@ def _devices(args: argparse.Namespace) -> str:
 
 def _cpu_line() -> str:
     """What bounds the measured cpu row: its theoretical peak, or why that is unknown."""
-    from . import cpupeak
-    from .cachelevels import cpu_caches
+    from .machine import cpupeak
+    from .machine.cachelevels import cpu_caches
 
     peak = cpupeak.system_peak()
     limit = f"theoretical peak unknown ({peak})" if isinstance(peak, str) else peak.describe()
@@ -229,8 +229,8 @@ def _cpu_line() -> str:
 
 def _visible_key(spec: str) -> str | None:
     """The table key of the GPU ``spec`` names, or None when the table does not know it."""
-    from .detect import parse_target
-    from .devices import DeviceError
+    from .machine.detect import parse_target
+    from .model.devices import DeviceError
     from .timing.cuda import cuda_device
 
     try:
@@ -307,8 +307,8 @@ def _sources() -> str:
 
 def _compare(args: argparse.Namespace) -> tuple[str, int]:
     """Two JSON reports compared test by test; exit status 1 when one regressed."""
-    from .baseline import load_baseline, refuse_interrupted
-    from .comparison import Change, compare_all, format_table, summary_line
+    from .output.baseline import load_baseline, refuse_interrupted
+    from .output.comparison import Change, compare_all, format_table, summary_line
 
     old, new = load_baseline(args.old), load_baseline(args.new)
     if not args.interrupted:
@@ -327,8 +327,8 @@ def _compare(args: argparse.Namespace) -> tuple[str, int]:
 
 def _plot(args: argparse.Namespace) -> str:
     """The roofline plot of a saved JSON report (and arrows from a baseline's)."""
-    from .baseline import load_baseline
-    from .plot import check_path, draw, require_matplotlib
+    from .output.baseline import load_baseline
+    from .output.plot import check_path, draw, require_matplotlib
 
     check_path(args.output)
     require_matplotlib()
@@ -349,8 +349,8 @@ def _complex_cell(spec: OpSpec) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> str:
-    from .calibrate import calibrate_cpu, calibrate_cuda, format_calibration
-    from .detect import parse_target
+    from .machine.calibrate import calibrate_cpu, calibrate_cuda, format_calibration
+    from .machine.detect import parse_target
 
     target = parse_target(args.device)
     if target.kind == "cpu":
@@ -365,10 +365,10 @@ def _calibrate(args: argparse.Namespace) -> str:
 
 def _analyze(args: argparse.Namespace) -> str:
     """The bottleneck procedure's static half: resources, occupancy, mix, cliff, floor, first fixes."""
-    from .compiler import ToolchainUnavailable
-    from .diagnosis import diagnose
-    from .kernelfacts import load_source, static_facts
-    from .occupancy import arch_of_device
+    from .analysis.compiler import ToolchainUnavailable
+    from .analysis.diagnosis import diagnose
+    from .analysis.kernelfacts import load_source, static_facts
+    from .analysis.occupancy import arch_of_device
 
     if args.block is not None and args.block < 1:
         raise CliError(f"--block must be a positive thread count; got {args.block}")
@@ -391,8 +391,8 @@ def _analyze(args: argparse.Namespace) -> str:
 
 
 def _analyze_estimate(args: argparse.Namespace) -> Estimate:
-    from .floor import estimate
-    from .ops import get_op
+    from .model.estimate import estimate
+    from .model.ops import get_op
 
     op, *assignments = args.op
     get_op(op)
@@ -407,8 +407,8 @@ def _analyze_estimate(args: argparse.Namespace) -> Estimate:
 
 def format_analysis(where: str, facts: StaticFacts, est: Estimate | None, diagnosis: Diagnosis) -> str:
     """The procedure's report (kernel-bottleneck-procedure.md step 8) without the measured half."""
-    from .diagnosis import format_diagnosis
-    from .occupancy import limits_for
+    from .analysis.diagnosis import format_diagnosis
+    from .analysis.occupancy import limits_for
 
     launch = f", {facts.block} threads/block" if facts.block else ""
     lines = [f"{facts.kernel} ({where}) for {facts.arch}{launch}", "resources"]
@@ -559,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _threshold(text: str) -> float:
-    from .comparison import parse_threshold
+    from .output.comparison import parse_threshold
 
     try:
         return parse_threshold(text)

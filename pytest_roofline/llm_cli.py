@@ -12,10 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from . import units
-from .devices import INTERCONNECTS
-from .llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops
-from .model import Device, Estimate
+from .model import units
+from .model.core import Device, Estimate
+from .model.devices import INTERCONNECTS
+from .model.llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops
 
 #: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
 LINKS = INTERCONNECTS
@@ -78,7 +78,7 @@ def _count(low: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> str:
-    from .floor import _device
+    from .model.estimate import _device
 
     config = load_config(args.config)
     options = {
@@ -87,13 +87,13 @@ def run(args: argparse.Namespace) -> str:
     }  # fmt: skip
     ops = step_ops(config, options)
     if args.tp > 1:  # before the device: a missing link figure is the likelier mistake than a device
-        from .devices import table
+        from .model.devices import table
 
         key = args.device.strip().lower()
         if key in table() and table()[key].interconnect is None:
             raise LlmError(f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(LINKS)}")
     if args.plot:
-        from .plot import check_path, require_matplotlib
+        from .output.plot import check_path, require_matplotlib
 
         check_path(args.plot)
         require_matplotlib()
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> str:
 
 def floors(ops: list[StepOp], device: Device) -> list[Row]:
     """Each op's floor on ``device``; an all-reduce's over the device's interconnect."""
-    from .floor import estimate
+    from .model.estimate import estimate
 
     rows = []
     for op in ops:
@@ -222,8 +222,8 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
 
 def draw_step(rows: list[Row], device: Device, path: str, summary: dict[str, Any]) -> None:
     """Each op on the device's roofline at its floor, its marker sized by its share of the step."""
-    from .plot import draw
-    from .report import device_record
+    from .output.plot import draw
+    from .output.report import device_record
 
     total = summary["total"]["floor_s"]
     records = [

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from .model import Estimate
+    from .model.core import Estimate
 
 #: the plugin's entry-point name: ``-p no:roofline`` blocks it
 PLUGIN = "roofline"
@@ -28,7 +28,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     names them must not become a usage error once the plugin is off."""
     if not pluginmanager.is_blocked(PLUGIN):
         return
-    from .options import SETTINGS
+    from .plugin.options import SETTINGS
 
     group = parser.getgroup("roofline", f"speed-of-light performance budgets ({DISABLED}; ignored)")
     for s in SETTINGS:
@@ -42,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.is_blocked(PLUGIN):
         return
-    from .marker import MARKER_DOC
+    from .plugin.marker import MARKER_DOC
 
     config.addinivalue_line("markers", f"{MARKER_DOC} [{DISABLED}: the test runs once, untimed]")
     config.pluginmanager.register(_StubFixtures(), "roofline-stub-fixtures")
@@ -92,10 +92,10 @@ class Untimed:
         """The floor on a table device (there is no session device to default to); the marker and
         parametrize values fill in what the call leaves out, as with the plugin."""
         __tracebackhide__ = True
-        from .devices import lookup
-        from .floor import estimate
-        from .marker import KEYWORDS, op_params, parametrize_values, read_marker
-        from .ops import get_op
+        from .model.devices import lookup
+        from .model.estimate import estimate
+        from .model.ops import get_op
+        from .plugin.marker import KEYWORDS, op_params, parametrize_values, read_marker
 
         try:
             marker = read_marker(self._item)

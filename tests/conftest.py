@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy  # noqa: F401  # (numpy, above all, refuses to be imported twice in one process)
 import pytest
 
-import pytest_roofline.calibrate  # (pytest caches the RooflineWarning class a -W filter names)
-import pytest_roofline.report
+import pytest_roofline.machine.calibrate  # (pytest caches the RooflineWarning class a -W filter names)
+import pytest_roofline.output.report
 import pytest_roofline.timing.cuda
 
 pytest_plugins = ["pytester"]
@@ -40,7 +40,7 @@ FLOOR_S = 2e-3
 DEFAULT_TIME_S = 2.5e-3
 #: an in-process run inherits this suite's filterwarnings = error: these arguments let the
 #: RooflineWarning of a marked test that measures nothing (an estimate alone, say) stay a warning
-NO_MEASUREMENT_WARNS = ("-W", "default::pytest_roofline.calibrate.RooflineWarning")
+NO_MEASUREMENT_WARNS = ("-W", "default::pytest_roofline.machine.calibrate.RooflineWarning")
 
 _HEADER = f"""
 import os

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.baseline import Baseline, BaselineError, BaselineRecord, load_baseline
-from pytest_roofline.comparison import (
+from pytest_roofline.output.baseline import Baseline, BaselineError, BaselineRecord, load_baseline
+from pytest_roofline.output.comparison import (
     FALSE_ALARMS,
     RUN_NOISE,
     Change,

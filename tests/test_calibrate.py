@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline import calibrate, cpupeak
-from pytest_roofline.cachelevels import CacheInfo
-from pytest_roofline.calibrate import (
+from pytest_roofline.machine import calibrate, cpupeak
+from pytest_roofline.machine.cachelevels import CacheInfo
+from pytest_roofline.machine.calibrate import (
     CPU_NOTE,
     MAX_KERNEL_RUNS,
     Calibration,
@@ -34,9 +34,9 @@ from pytest_roofline.calibrate import (
     format_calibration,
     measure_cpu,
 )
-from pytest_roofline.cpupeak import CpuPeak
-from pytest_roofline.devices import lookup
-from pytest_roofline.model import Device, Figure, MemoryLevel, Precision, Source, Unit
+from pytest_roofline.machine.cpupeak import CpuPeak
+from pytest_roofline.model.core import Device, Figure, MemoryLevel, Precision, Source, Unit
+from pytest_roofline.model.devices import lookup
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.cpu import last_level_cache_bytes
 
@@ -693,7 +693,7 @@ def test_format_calibration_of_a_gpu(cache: Path, h100: Device) -> None:
 
 
 def with_probes(fake: FakeMeasure, *, rate: float = 10e9) -> FakeMeasure:
-    from pytest_roofline.ceilings import ProbeReference
+    from pytest_roofline.model.ceilings import ProbeReference
 
     c = fake.ceilings
     fake.ceilings = dataclasses.replace(
@@ -810,7 +810,7 @@ def test_a_schema_1_cache_is_recalibrated(cache: Path, fake: FakeMeasure) -> Non
 
 
 def test_probe_best_rates_are_only_ever_raised(cache: Path) -> None:
-    from pytest_roofline.calibrate import raise_probe_bests
+    from pytest_roofline.machine.calibrate import raise_probe_bests
 
     calibrate_cpu(measure=with_probes(FakeMeasure(), rate=10e9))
     assert raise_probe_bests({"bandwidth": 9e9}) is False  # slower: nothing written
@@ -887,14 +887,16 @@ def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
 ) -> None:
     # a cache written before the cache levels: a warm measurement measures them, then they are kept
     monkeypatch.setattr(calibrate, "measure_cpu", fake)
-    monkeypatch.setattr("pytest_roofline.cachelevels.cpu_caches", lambda: (CacheInfo(1, 48 * 2**10, True),))
+    monkeypatch.setattr(
+        "pytest_roofline.machine.cachelevels.cpu_caches", lambda: (CacheInfo(1, 48 * 2**10, True),)
+    )
     measured: list[int] = []
 
     def rates(caches: object, **kwargs: object) -> dict[str, tuple[float, str]]:
         measured.append(1)
         return {"l1": (3e11, "copy 24 KiB")}
 
-    monkeypatch.setattr("pytest_roofline.cachelevels.measure_level_rates", rates)
+    monkeypatch.setattr("pytest_roofline.machine.cachelevels.measure_level_rates", rates)
     assert cpu_device().levels == ()
     (level,) = calibrate.cpu_device_with_levels().levels
     assert (level.name, level.bandwidth.value) == ("l1", 3e11)
@@ -904,7 +906,7 @@ def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
 
 
 def test_a_forced_calibration_keeps_the_better_cache_level_roofs() -> None:
-    from pytest_roofline.cachelevels import level_details, rates_from_details
+    from pytest_roofline.machine.cachelevels import level_details, rates_from_details
 
     old = Ceilings(
         Figure(2e10, Source.MEASURED), {(Precision.FP32, Unit.VECTOR): Figure(1e11, Source.MEASURED)},

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline import cli, cpupeak
-from pytest_roofline.cpupeak import CpuPeak
-from pytest_roofline.devices import table
-from pytest_roofline.model import Device, Figure, Precision, Source, Unit
-from pytest_roofline.ops import all_ops, op_names
+from pytest_roofline import cli
+from pytest_roofline.machine import cpupeak
+from pytest_roofline.machine.cpupeak import CpuPeak
+from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.devices import table
+from pytest_roofline.model.ops import all_ops, op_names
 
 ROOT = Path(__file__).resolve().parents[1]
 PEAK = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)
@@ -46,7 +47,7 @@ def fake_cpu(monkeypatch: pytest.MonkeyPatch) -> Device:
         peaks={(Precision.FP32, Unit.VECTOR): Figure(1e12, Source.MEASURED)},
         bandwidth=Figure(1e11, Source.MEASURED),
     )
-    from pytest_roofline import calibrate, detect
+    from pytest_roofline.machine import calibrate, detect
 
     monkeypatch.setattr(calibrate, "cpu_device", lambda **_: device)
     monkeypatch.setattr(detect, "auto_spec", lambda: "cpu")
@@ -210,8 +211,8 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
     starred: str | None,
     footer: str,
 ) -> None:
-    from pytest_roofline import detect
-    from pytest_roofline.devices import DeviceError, lookup
+    from pytest_roofline.machine import detect
+    from pytest_roofline.model.devices import DeviceError, lookup
     from pytest_roofline.timing import cuda
 
     def cuda_device(index: int) -> Device:
@@ -250,7 +251,7 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
 def test_devices_says_when_the_cpus_theoretical_peak_is_unknown(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_roofline import detect
+    from pytest_roofline.machine import detect
 
     monkeypatch.setattr(detect, "auto_spec", lambda: "cpu")
     monkeypatch.setattr(cpupeak, "system_peak", lambda: "not derived on darwin (Linux only)")
@@ -265,7 +266,7 @@ def test_devices_says_when_the_cpus_theoretical_peak_is_unknown(
 def test_calibrate_shows_the_cpus_theoretical_peak(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fake_cpu: Device
 ) -> None:
-    from pytest_roofline import calibrate
+    from pytest_roofline.machine import calibrate
 
     cal = calibrate.Calibration(fake_cpu, None, True, 0.01)
     monkeypatch.setattr(calibrate, "calibrate_cpu", lambda force, reset: cal)
@@ -416,8 +417,8 @@ def test_a_warning_is_one_line_on_stderr(
 
 
 def test_devices_names_the_cpus_cache_levels(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_roofline import cachelevels
-    from pytest_roofline.cachelevels import CacheInfo
+    from pytest_roofline.machine import cachelevels
+    from pytest_roofline.machine.cachelevels import CacheInfo
 
     caches = (CacheInfo(1, 48 * 2**10, True), CacheInfo(3, 32 * 2**20, False))
     monkeypatch.setattr(cachelevels, "cpu_caches", lambda: caches)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline import cli, compiler
-from pytest_roofline.compiler import find_tool
+from pytest_roofline import cli
+from pytest_roofline.analysis import compiler
+from pytest_roofline.analysis.compiler import find_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_SRC = ROOT / "example_project" / "kernels" / "cuda_src.py"

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_roofline import contention
-from pytest_roofline.contention import (
+from pytest_roofline.timing import contention
+from pytest_roofline.timing.contention import (
     BUSY_LOAD_PER_CORE,
     BUSY_PREEMPTED,
     BUSY_STEAL,

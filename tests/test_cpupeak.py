@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline import cpupeak
-from pytest_roofline.cpupeak import CpuPeak, check_rate, derive_peak
-from pytest_roofline.model import Precision
+from pytest_roofline.machine import cpupeak
+from pytest_roofline.machine.cpupeak import CpuPeak, check_rate, derive_peak
+from pytest_roofline.model.core import Precision
 
 
 def peak_of(**texts: Any) -> CpuPeak | None:

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_roofline import calibrate, detect
-from pytest_roofline.detect import (
+from pytest_roofline.machine import calibrate, detect
+from pytest_roofline.machine.detect import (
     Target,
     auto_spec,
     detect_device,
@@ -16,8 +16,8 @@ from pytest_roofline.detect import (
     require_local,
     target_device,
 )
-from pytest_roofline.devices import DeviceError, lookup
-from pytest_roofline.model import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.devices import DeviceError, lookup
 from pytest_roofline.timing import cuda
 
 FAKE_CPU = Device(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.devicelock import PREFIX, DeviceLocks, lock_path, remove_lock_files
+from pytest_roofline.machine.devicelock import PREFIX, DeviceLocks, lock_path, remove_lock_files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
 

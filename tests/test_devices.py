@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from pytest_roofline import devices
-from pytest_roofline.devices import (
+from pytest_roofline.model import devices
+from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.devices import (
     DeviceError,
     DeviceProperties,
     derive,
@@ -19,8 +20,7 @@ from pytest_roofline.devices import (
     table,
     unregister_device,
 )
-from pytest_roofline.floor import estimate
-from pytest_roofline.model import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.estimate import estimate
 
 P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
@@ -596,7 +596,7 @@ def test_no_dense_figure_is_a_known_sparse_one(key: str) -> None:
 
 
 def test_mi300x_source_names_the_rocm_table_it_was_checked_against() -> None:
-    from pytest_roofline.devices import _ROWS
+    from pytest_roofline.model.devices import _ROWS
 
     (row,) = [row for row in _ROWS if row.key == "mi300x"]
     assert "Peak-performance capabilities of the MI300X" in row.source
@@ -604,7 +604,7 @@ def test_mi300x_source_names_the_rocm_table_it_was_checked_against() -> None:
 
 
 def test_every_row_names_its_source() -> None:
-    from pytest_roofline.devices import _ROWS
+    from pytest_roofline.model.devices import _ROWS
 
     assert [row.key for row in _ROWS if not row.source] == []
 
@@ -653,7 +653,7 @@ def test_a_mig_slice_of_a_faster_clocked_card_is_scaled_by_both() -> None:
 
 @pytest.mark.usefixtures("device_table")
 def test_a_registered_device_keeps_its_own_figures_whatever_the_clock() -> None:
-    from pytest_roofline.devices import at_reported_clock
+    from pytest_roofline.model.devices import at_reported_clock
 
     own = dataclasses.replace(lookup("rtx-4090"), peaks={(P.FP16, TC): Figure(1e12, Source.USER)})
     assert at_reported_clock(own, 9999) is own
@@ -663,7 +663,7 @@ def test_a_registered_device_keeps_its_own_figures_whatever_the_clock() -> None:
 
 
 def test_fp4_is_half_a_byte_and_runs_at_the_fp4_tensor_rate() -> None:
-    from pytest_roofline.model import parse_dtype
+    from pytest_roofline.model.core import parse_dtype
 
     assert parse_dtype("nvfp4") is parse_dtype("mxfp4") is P.FP4
     assert P.FP4.itemsize == 0.5
@@ -673,7 +673,7 @@ def test_fp4_is_half_a_byte_and_runs_at_the_fp4_tensor_rate() -> None:
 
 
 def test_table_gpus_carry_their_interconnect_with_its_source() -> None:
-    from pytest_roofline.devices import lookup
+    from pytest_roofline.model.devices import lookup
 
     h100 = lookup("h100-sxm").interconnect
     assert h100 is not None

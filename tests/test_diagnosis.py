@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline import diagnosis as dg
-from pytest_roofline.diagnosis import Cause, Diagnosis, Standing, diagnose, format_diagnosis
-from pytest_roofline.floor import estimate
-from pytest_roofline.kernelfacts import StaticFacts, Unavailable
-from pytest_roofline.occupancy import KIB, occupancy
-from pytest_roofline.ptx import InstructionMix, StridedAccess
-from pytest_roofline.stats import Stats
+from pytest_roofline.analysis import diagnosis as dg
+from pytest_roofline.analysis.diagnosis import Cause, Diagnosis, Standing, diagnose, format_diagnosis
+from pytest_roofline.analysis.kernelfacts import StaticFacts, Unavailable
+from pytest_roofline.analysis.occupancy import KIB, occupancy
+from pytest_roofline.analysis.ptx import InstructionMix, StridedAccess
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.stats import Stats
+from pytest_roofline.model.verdict import Result, Verdict
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import Measurement, StopReason
-from pytest_roofline.verdict import Result, Verdict
 
 MEMORY = Standing(
     op="elementwise", bound="memory", dtype="fp32", unit="vector", intensity=0.17, ridge=20.0,

@@ -15,17 +15,17 @@ from conftest import COPY
 from fakes import FakeBackend
 
 from pytest_roofline import cli
-from pytest_roofline.ceilings import PairedCeiling, paired_floor_s
-from pytest_roofline.cpupeak import CpuPeak
-from pytest_roofline.devices import lookup
-from pytest_roofline.floor import estimate
-from pytest_roofline.model import Cost, Device, Figure, Precision, Source, Unit, parse_dtype, roofline
-from pytest_roofline.ops import OpError, check_params, get_op, register_op
-from pytest_roofline.peaks import load_peaks_file, parse_peak_key
-from pytest_roofline.report import result_record, table_rows
+from pytest_roofline.machine.cpupeak import CpuPeak
+from pytest_roofline.model.ceilings import PairedCeiling, paired_floor_s
+from pytest_roofline.model.core import Cost, Device, Figure, Precision, Source, Unit, parse_dtype, roofline
+from pytest_roofline.model.devices import lookup
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.ops import OpError, check_params, get_op, register_op
+from pytest_roofline.model.peaks import load_peaks_file, parse_peak_key
+from pytest_roofline.model.verdict import Verdict, failure_message, judge, result_of
+from pytest_roofline.output.report import result_record, table_rows
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.verdict import Verdict, failure_message, judge, result_of
 
 P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
@@ -312,7 +312,7 @@ def test_register_op_checks_its_complex_options(kwargs: dict[str, Any], message:
 
 
 def test_a_registered_op_says_how_complex_data_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_roofline import ops
+    from pytest_roofline.model import ops
 
     monkeypatch.setattr(ops, "_REGISTRY", dict(ops._REGISTRY))
     register_op("cmul", ["n"], lambda p, size: Cost(p["n"], 3 * p["n"] * size), complex_flops=6)

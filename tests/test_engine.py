@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from fakes import FakeBackend, Run
 
-from pytest_roofline.contention import ThreadWait
 from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import CpuBackend
 
 #: a warm measurement: batched when a call is short (a cold one flushes before every call)

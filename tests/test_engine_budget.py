@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 import pytest
 from fakes import FakeBackend, FakeClock
 
-from pytest_roofline.contention import Snapshot
 from pytest_roofline.timing import Policy, StopReason, measure
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Probe
+from pytest_roofline.timing.contention import Snapshot
 
 
 def noop() -> None:

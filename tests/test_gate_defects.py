@@ -136,13 +136,13 @@ def test_option_values_that_broke_later_are_usage_errors(
 
 
 def test_a_threshold_reads_the_same_with_spaces_either_side() -> None:
-    from pytest_roofline.comparison import parse_threshold
+    from pytest_roofline.output.comparison import parse_threshold
 
     assert parse_threshold("10% ") == parse_threshold(" 10%") == parse_threshold("10%") == pytest.approx(0.1)
 
 
 def test_torchs_packed_fp4_is_fp4() -> None:
-    from pytest_roofline.model import Precision, parse_dtype
+    from pytest_roofline.model.core import Precision, parse_dtype
 
     assert parse_dtype("torch.float4_e2m1fn_x2") is Precision.FP4
 
@@ -174,8 +174,8 @@ def test_kernel(roofline):
 
 
 def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -> None:
-    from pytest_roofline.baseline import BaselineRecord
-    from pytest_roofline.comparison import Change, compare
+    from pytest_roofline.output.baseline import BaselineRecord
+    from pytest_roofline.output.comparison import Change, compare
 
     old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
     busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
@@ -205,8 +205,8 @@ def test_sizes(roofline, named):
 
 
 def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
-    from pytest_roofline.baseline import BaselineRecord
-    from pytest_roofline.comparison import Change, compare
+    from pytest_roofline.output.baseline import BaselineRecord
+    from pytest_roofline.output.comparison import Change, compare
 
     old = BaselineRecord("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
     other = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
@@ -221,7 +221,7 @@ def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
     [{"contention": {"level": "heavy"}}, {"thread_wait_share": 0.5}, {"verdict": "inconclusive"}],
 )
 def test_a_record_the_load_could_have_slowed_is_disturbed(disturbance: dict[str, object]) -> None:
-    from pytest_roofline.baseline import BaselineRecord
+    from pytest_roofline.output.baseline import BaselineRecord
 
     record = {"nodeid": "t.py::t", "name": "", "attained": 0.5, "time_s": 1e-3, "device": "cpu",
               "verdict": "pass", "contention": {"level": "quiet"}, "thread_wait_share": 0.01}  # fmt: skip

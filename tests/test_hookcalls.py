@@ -8,7 +8,7 @@ from collections.abc import Generator
 import pluggy
 import pytest
 
-from pytest_roofline.hookcalls import HookResultError, first_result, is_device, registering_plugin
+from pytest_roofline.plugin.hookcalls import HookResultError, first_result, is_device, registering_plugin
 
 spec = pluggy.HookspecMarker("demo")
 impl = pluggy.HookimplMarker("demo")

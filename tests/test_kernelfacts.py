@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline import compiler
-from pytest_roofline.compiler import CompileError, compile_source, find_tool
-from pytest_roofline.diagnosis import Diagnosis, Standing, diagnose
-from pytest_roofline.floor import estimate
-from pytest_roofline.kernelfacts import (
+from pytest_roofline.analysis import compiler
+from pytest_roofline.analysis.compiler import CompileError, compile_source, find_tool
+from pytest_roofline.analysis.diagnosis import Diagnosis, Standing, diagnose
+from pytest_roofline.analysis.kernelfacts import (
     CudaKernel,
     KernelFactsError,
     StaticFacts,
@@ -32,7 +31,8 @@ from pytest_roofline.kernelfacts import (
     static_facts,
     triton_facts,
 )
-from pytest_roofline.occupancy import ArchError
+from pytest_roofline.analysis.occupancy import ArchError
+from pytest_roofline.model.estimate import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS_DIR = ROOT / "example_project" / "kernels"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from pytest_roofline import cli
-from pytest_roofline.devices import lookup
-from pytest_roofline.floor import estimate
-from pytest_roofline.llm import LlmError, ModelConfig, load_config, parse_config, step_ops
 from pytest_roofline.llm_cli import LINKS, floors
+from pytest_roofline.model.devices import lookup
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.llm import LlmError, ModelConfig, load_config, parse_config, step_ops
 
 H100 = lookup("h100-sxm")
 
@@ -296,7 +296,7 @@ def test_the_llm_op_floors_the_sum_of_the_ops_floors() -> None:
 
 
 def test_the_llm_op_checks_its_config(tmp_path: Path) -> None:
-    from pytest_roofline.ops import OpError
+    from pytest_roofline.model.ops import OpError
 
     with pytest.raises(OpError, match=r"^llm: .*nope.json: no such config file"):
         estimate("llm", config=str(tmp_path / "nope.json"), dtype="bf16", device=H100)
@@ -460,7 +460,7 @@ def test_the_marker_takes_the_new_keywords(pytester: pytest.Pytester) -> None:
             pass
         """
     )
-    quiet = "ignore::pytest_roofline.calibrate.RooflineWarning"  # estimates alone measure nothing
+    quiet = "ignore::pytest_roofline.machine.calibrate.RooflineWarning"  # estimates alone measure nothing
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", quiet)
     result.assert_outcomes(passed=3, errors=2)
     result.stdout.fnmatch_lines(

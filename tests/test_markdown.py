@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_roofline.baseline import BaselineRecord
-from pytest_roofline.comparison import compare
-from pytest_roofline.markdown import append_section, section
+from pytest_roofline.output.baseline import BaselineRecord
+from pytest_roofline.output.comparison import compare
+from pytest_roofline.output.markdown import append_section, section
 
 DEVICE = {
     "key": "cpu", "name": "AMD EPYC", "kind": "cpu", "bandwidth": 20e9,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_roofline.model import (
+from pytest_roofline.model.core import (
     ACCEPTED_DTYPES,
     Cost,
     Device,
@@ -355,8 +355,8 @@ def test_did_you_mean(word: str, choices: list[str], expected: str) -> None:
 
 def test_the_model_and_catalogue_import_neither_pytest_numpy_nor_cupy() -> None:
     code = (
-        "import sys; import pytest_roofline, pytest_roofline.model, pytest_roofline.ops, "
-        "pytest_roofline.devices, pytest_roofline.floor, pytest_roofline.units; "
+        "import sys; import pytest_roofline, pytest_roofline.model.core, pytest_roofline.model.ops, "
+        "pytest_roofline.model.devices, pytest_roofline.model.estimate, pytest_roofline.model.units; "
         "print(sorted(m for m in ('pytest', '_pytest', 'numpy', 'cupy') if m in sys.modules))"
     )
     result = subprocess.run(

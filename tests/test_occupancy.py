@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline.occupancy import (
+from pytest_roofline.analysis.occupancy import (
     ARCHES,
     KIB,
     ArchError,
@@ -129,7 +129,7 @@ def test_device_and_compute_capability_to_arch() -> None:
 
 
 def test_every_table_gpu_has_an_architecture_with_limits() -> None:
-    from pytest_roofline.devices import table
+    from pytest_roofline.model.devices import table
 
     for key, device in table().items():
         if device.kind == "cuda":

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline import ops
-from pytest_roofline.devices import lookup
-from pytest_roofline.floor import estimate, select_unit
-from pytest_roofline.model import Cost, Device, Precision, Source, Unit, parse_dtype
-from pytest_roofline.ops import (
+from pytest_roofline.model import ops
+from pytest_roofline.model.core import Cost, Device, Precision, Source, Unit, parse_dtype
+from pytest_roofline.model.devices import lookup
+from pytest_roofline.model.estimate import estimate, select_unit
+from pytest_roofline.model.ops import (
     REQUIRED,
     OpError,
     OpSpec,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.devices import DeviceError, lookup
-from pytest_roofline.model import Figure, Precision, Source, Unit
-from pytest_roofline.peaks import load_peaks_file
+from pytest_roofline.model.core import Figure, Precision, Source, Unit
+from pytest_roofline.model.devices import DeviceError, lookup
+from pytest_roofline.model.peaks import load_peaks_file
 
 P, V, TC = Precision, Unit.VECTOR, Unit.TENSOR
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.plot import PlotError, check_path, draw
+from pytest_roofline.output.plot import PlotError, check_path, draw
 
 #: the plot extra (in the test extra too); the refusals below need no matplotlib
 needs_matplotlib = pytest.mark.skipif(

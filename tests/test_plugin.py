@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import COPY, FLOOR_S, GEMM, NO_MEASUREMENT_WARNS
 
-from pytest_roofline.verdict import Result, Verdict
+from pytest_roofline.model.verdict import Result, Verdict
 
 
 def results(reprec: pytest.HookRecorder) -> list[Result]:
@@ -746,8 +746,8 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
 ) -> None:
     """No fake hooks: the measured CPU (from a seeded cache, so nothing calibrates for seconds) and
     the real host timer. Generous budgets: nothing here asserts on how fast this machine is."""
-    from pytest_roofline.calibrate import Ceilings, calibrate_cpu
-    from pytest_roofline.model import Figure, Precision, Source, Unit
+    from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.model.core import Figure, Precision, Source, Unit
 
     cache = pytester.path / "cache"
     fake = Ceilings(
@@ -792,9 +792,9 @@ def test_a_calibration_taken_under_load_is_scaled_by_the_probe_beside_the_kernel
     their ratio still holds. With paired ceilings the probe timed beside the kernel scales the
     figure back to what the machine does now; the cached figure alone calls the copy faster
     than light."""
-    from pytest_roofline.calibrate import Ceilings, calibrate_cpu
-    from pytest_roofline.ceilings import ProbeReference
-    from pytest_roofline.model import Figure, Precision, Source, Unit
+    from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.model.ceilings import ProbeReference
+    from pytest_roofline.model.core import Figure, Precision, Source, Unit
 
     low = Figure(1e3, Source.MEASURED)
     probes = {

@@ -11,9 +11,9 @@ import textwrap
 import pytest
 from conftest import COPY, GEMM, fake_conftest
 
-from pytest_roofline import hookspecs
-from pytest_roofline.devices import table
-from pytest_roofline.ops import get_op, op_names
+from pytest_roofline.model.devices import table
+from pytest_roofline.model.ops import get_op, op_names
+from pytest_roofline.plugin import hookspecs
 
 
 def example(hook: str) -> str:
@@ -363,7 +363,7 @@ def test_registrations_are_undone_even_when_the_session_fails_to_start(rl: pytes
 # -- cheap when unused --------------------------------------------------------------------------------------
 
 
-HEAVY = ("numpy", "cupy", "tabulate", "pytest_roofline.timing", "pytest_roofline.calibrate")
+HEAVY = ("numpy", "cupy", "tabulate", "pytest_roofline.timing", "pytest_roofline.machine.calibrate")
 
 
 def test_importing_the_plugin_imports_nothing_heavy() -> None:
@@ -391,8 +391,9 @@ def test_a_session_that_measures_nothing_imports_nothing_heavy(pytester: pytest.
 
 #: what a session that marks no test and uses no fixture must not have imported when it ends
 UNUSED_MUST_NOT_IMPORT = (
-    "pytest_roofline.devices", "pytest_roofline.ops", "pytest_roofline.model", "pytest_roofline.timing",
-    "pytest_roofline.calibrate", "numpy", "tabulate", "cupy",
+    "pytest_roofline.model.devices", "pytest_roofline.model.ops", "pytest_roofline.model.core",
+    "pytest_roofline.timing",
+    "pytest_roofline.machine.calibrate", "numpy", "tabulate", "cupy",
 )  # fmt: skip
 
 
@@ -415,7 +416,7 @@ def test_an_unused_plugin_has_imported_nothing_heavy_at_unconfigure(
         def pytest_unconfigure(config):
             loaded = sorted(m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + "."))
             seen = {{"roofline": config.pluginmanager.has_plugin("roofline"), "loaded": loaded,
-                     "session": "pytest_roofline.session" in sys.modules,
+                     "session": "pytest_roofline.plugin.session" in sys.modules,
                      "worker": hasattr(config, "workerinput")}}
             config.rootpath.joinpath(f"loaded-{{os.getpid()}}.json").write_text(json.dumps(seen))
         """
@@ -465,7 +466,7 @@ def test_a_fixture_requested_dynamically_makes_the_session(pytester: pytest.Pyte
         import pytest
 
         def test_dynamic(request):
-            assert "pytest_roofline.session" not in sys.modules  # nothing collected measures
+            assert "pytest_roofline.plugin.session" not in sys.modules  # nothing collected measures
             calls = []
             roofline = request.getfixturevalue("roofline")
             assert roofline(calls.append, 1, op="copy", n=1000, dtype="fp32") is None  # mode off: run once

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import COPY, GEMM, NO_MEASUREMENT_WARNS
 
-from pytest_roofline.verdict import Result
+from pytest_roofline.model.verdict import Result
 
 
 def results(reprec: pytest.HookRecorder) -> list[Result]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import COPY, NO_MEASUREMENT_WARNS, fake_conftest
 
-from pytest_roofline.options import parse_json_path
-from pytest_roofline.verdict import Result
+from pytest_roofline.model.verdict import Result
+from pytest_roofline.plugin.options import parse_json_path
 
 MISS = f"""
 import pytest
@@ -345,7 +345,7 @@ def test_a_peaks_file_of_another_kind_than_this_cpu_is_a_usage_error_before_any_
 ) -> None:
     """Without a device hook, ``cpu`` (and ``auto`` where CuPy is missing) is this CPU: a GPU's sheet
     is a mistake in the file, said before anything runs, whether or not a test measures."""
-    monkeypatch.setattr("pytest_roofline.options._cupy_installed", lambda: False)
+    monkeypatch.setattr("pytest_roofline.plugin.options._cupy_installed", lambda: False)
     rl.makeconftest(fake_conftest(device=False))  # the built-in device; nothing is calibrated
     rl.makepyfile(test_setting=MISS)
     (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
@@ -369,7 +369,7 @@ def test_a_gpu_peaks_file_is_not_refused_where_auto_may_be_a_gpu(
 ) -> None:
     """With CuPy installed, auto's kind is known only by importing CuPy: the check waits for the
     first measurement (which fails naming the file, as the test above this one shows)."""
-    monkeypatch.setattr("pytest_roofline.options._cupy_installed", lambda: True)
+    monkeypatch.setattr("pytest_roofline.plugin.options._cupy_installed", lambda: True)
     rl.makeconftest(fake_conftest(device=False))
     rl.makepyfile("def test_plain():\n    pass\n")
     (rl.path / "peaks.json").write_text(json.dumps({**PEAKS, "kind": "cuda"}))
@@ -553,10 +553,10 @@ def test_report_mode_measures_a_miss_once_and_enforce_twice(pytester: pytest.Pyt
 def test_the_latency_floor_is_judged_unless_switched_off(
     rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], ini: str, judged: bool
 ) -> None:
-    import pytest_roofline.session
+    import pytest_roofline.plugin.session
 
     # an empty call on this timer costs 9 ms, above the fake copy's roofline floor
-    monkeypatch.setattr(pytest_roofline.session, "_latency_floor_s", lambda backend, **how: 9e-3)
+    monkeypatch.setattr(pytest_roofline.plugin.session, "_latency_floor_s", lambda backend, **how: 9e-3)
     rl.makepyfile(test_setting=MISS)
     if ini:
         rl.makeini(f"[pytest]\n{ini}\n")

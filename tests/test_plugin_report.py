@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from conftest import COPY, GEMM, fake_conftest
 
-import pytest_roofline.report
-from pytest_roofline.report import TABLE_HEADERS
+import pytest_roofline.output.report
+from pytest_roofline.output.report import TABLE_HEADERS
 
 SUITE = f"""
 import pytest
@@ -212,7 +212,7 @@ def test_a_json_write_that_fails_at_the_end_is_an_error_and_the_report_still_pri
     def refuse(path: object, data: object) -> None:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(pytest_roofline.report, "write_json_atomic", refuse)
+    monkeypatch.setattr(pytest_roofline.output.report, "write_json_atomic", refuse)
     rl.makepyfile(test_suite=SUITE)
     result = rl.runpytest("--roofline-json=out.json", "--roofline-report", "--roofline-mode=report")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # every test passed, but the file is missing

@@ -1,4 +1,5 @@
-"""``-p no:roofline``: the stub (``pytest_roofline/stub.py``) keeps a suite written for the plugin running.
+"""``-p no:roofline``: the stub (``pytest_roofline.stub.py``) keeps a suite written for the
+plugin running.
 
 The stub is its own ``pytest11`` entry point (``roofline_stub``). Where the package was installed
 before that entry point existed, these runs load it by name with ``-p pytest_roofline.stub``, as

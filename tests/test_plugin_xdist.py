@@ -21,8 +21,8 @@ XDIST = ("-p", "xdist", "-n", "2")
 
 def seed_cpu_calibration(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """A calibration cache for the subprocess, so the real CPU device needs no seconds of calibrating."""
-    from pytest_roofline.calibrate import Ceilings, calibrate_cpu
-    from pytest_roofline.model import Figure, Precision, Source, Unit
+    from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.model.core import Figure, Precision, Source, Unit
 
     cache = pytester.path / "cache"
     fake = Ceilings(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_roofline import ptx, sass
+from pytest_roofline.analysis import ptx, sass
 
 # The shape nvcc gives a transpose: coalesced load (tid.x x 4 B), store strided by a parameter.
 TRANSPOSE = """

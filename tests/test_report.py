@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from fakes import FakeBackend
 
-from pytest_roofline.floor import estimate
-from pytest_roofline.model import Device, Figure, Precision, Source, Unit
-from pytest_roofline.report import (
+from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.verdict import Result, result_of
+from pytest_roofline.output.report import (
     SCHEMA_VERSION,
     TABLE_HEADERS,
     device_record,
@@ -41,7 +42,6 @@ from pytest_roofline.report import (
 )
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.verdict import Result, result_of
 
 DEVICE = Device(
     key="toy",

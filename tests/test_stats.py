@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from pytest_roofline.stats import Stats, median_ci_ranks
+from pytest_roofline.model.stats import Stats, median_ci_ranks
 
 
 def test_odd_count_by_hand() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock
 
-from pytest_roofline.cachelevels import parse_cache_size
-from pytest_roofline.contention import ThreadWait
+from pytest_roofline.machine.cachelevels import parse_cache_size
 from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
+from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import (
     FALLBACK_LLC_BYTES,
     PER_WINDOW_FROM_S,

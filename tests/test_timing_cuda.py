@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from fake_cupy import HIP_ATTRIBUTES, FakeCudaError, FakeCupy, MiB, install_fake_ml_dtypes
 
-from pytest_roofline.devices import DeviceError
-from pytest_roofline.model import Precision, Source, Unit
+from pytest_roofline.model.core import Precision, Source, Unit
+from pytest_roofline.model.devices import DeviceError
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cuda import CudaBackend

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_roofline import units
+from pytest_roofline.model import units
 
 
 @pytest.mark.parametrize(

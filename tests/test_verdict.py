@@ -7,14 +7,12 @@ import math
 
 import pytest
 
-from pytest_roofline.ceilings import ProbeReference
-from pytest_roofline.devices import lookup
-from pytest_roofline.floor import estimate
-from pytest_roofline.model import Device, Estimate, Figure, Precision, Source, Unit
-from pytest_roofline.stats import Stats
-from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.engine import Measurement, StopReason
-from pytest_roofline.verdict import (
+from pytest_roofline.model.ceilings import ProbeReference
+from pytest_roofline.model.core import Device, Estimate, Figure, Precision, Source, Unit
+from pytest_roofline.model.devices import lookup
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.stats import Stats
+from pytest_roofline.model.verdict import (
     FTL_LIMIT_DATASHEET,
     FTL_LIMIT_MEASURED,
     Judgement,
@@ -28,6 +26,8 @@ from pytest_roofline.verdict import (
     judge,
     result_of,
 )
+from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.engine import Measurement, StopReason
 
 
 def measurement(time_s: float, *, n: int = 57, ci_rel: float = 0.004, flushed: bool = True) -> Measurement:
@@ -324,7 +324,7 @@ def test_a_rate_above_the_theoretical_peak_is_a_counting_bug_whatever_the_noise(
 
 
 def heavy(m: Measurement) -> Measurement:
-    from pytest_roofline.contention import Contention
+    from pytest_roofline.timing.contention import Contention
 
     return dataclasses.replace(
         m,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_roofline.kernelfacts import CudaKernel
+from pytest_roofline.analysis.kernelfacts import CudaKernel
 
 from .cuda_src import CUDA_SOURCES
 from .shapes import check_1d_pair, check_gemm, check_rows, check_transpose

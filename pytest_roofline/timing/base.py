@@ -108,7 +108,7 @@ class Probe:
     """A reference kernel timed beside the kernel under test, so both see the same load.
 
     Its rate (``work`` per second) tracks how fast the machine runs *now*: the verdict scales the
-    calibrated ceiling by it (:mod:`pytest_roofline.ceilings`). ``resource`` names what it
+    calibrated ceiling by it (:mod:`pytest_roofline.model.ceilings`). ``resource`` names what it
     measures: ``"bandwidth"`` (bytes per call) or a precision's compute (``"fp64"``, FLOPs).
     """
 

@@ -12,7 +12,7 @@ of these that applies:
 
 A **warm** measurement (``cache="warm"``, ``--roofline-cache=warm``) neither flushes nor rotates;
 its bytes are served by the smallest cache level that holds them, whose bandwidth it is judged
-against (:meth:`~pytest_roofline.model.Device.level_for`).
+against (:meth:`~pytest_roofline.model.core.Device.level_for`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ CACHE_STATES = ("cold", "warm")
 def check_cache_state(value: object) -> str:
     """``cold`` or ``warm``, or a ValueError naming ``cache`` and the value."""
     if value not in CACHE_STATES:
-        from pytest_roofline.model import did_you_mean
+        from pytest_roofline.model.core import did_you_mean
 
         hint = did_you_mean(value, CACHE_STATES) if isinstance(value, str) else ""
         raise ValueError(f"cache must be 'cold' or 'warm'; got {value!r}{hint}")

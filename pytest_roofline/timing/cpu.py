@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from pytest_roofline.contention import ThreadWait
+    from pytest_roofline.timing.contention import ThreadWait
 
 #: a window is preempted when the OS switched this thread out and it ran less than this share of it
 PREEMPTED_SHARE = 0.05
@@ -73,7 +73,7 @@ class CpuBackend:
     (default: this thread's CPU time): a window during which the OS switched the thread out and
     it ran less than 95% of the window is marked preempted in :attr:`last_preempted` (windows of
     :data:`PER_WINDOW_FROM_S` or more: after a shorter first window the rest are read as a whole); and
-    ``schedstats`` (default: :func:`~pytest_roofline.contention.thread_schedstats`), read around
+    ``schedstats`` (default: :func:`~pytest_roofline.timing.contention.thread_schedstats`), read around
     each :meth:`run`, for how many threads the kernel ran on and how long they waited for a core.
     """
 
@@ -94,12 +94,12 @@ class CpuBackend:
         self._clock_ns = clock_ns
         self._llc_bytes = llc_bytes
         if switches is None:
-            from pytest_roofline.contention import involuntary_switches
+            from pytest_roofline.timing.contention import involuntary_switches
 
             switches = involuntary_switches
         self._switches = switches
         if schedstats is None:
-            from pytest_roofline.contention import thread_schedstats
+            from pytest_roofline.timing.contention import thread_schedstats
 
             schedstats = thread_schedstats
         self._schedstats = schedstats
@@ -111,7 +111,7 @@ class CpuBackend:
         #: of the last :meth:`run`'s windows: the share of their wall time this thread ran
         self.last_cpu_share: float | None = None
         #: of the last :meth:`run`: the threads the kernel ran on and the share of their time they
-        #: waited for a core (:class:`~pytest_roofline.contention.ThreadWait`), None where unknown
+        #: waited for a core (:class:`~pytest_roofline.timing.contention.ThreadWait`), None where unknown
         self.last_thread_wait: ThreadWait | None = None
         #: per window of the last :meth:`run`: whether this thread was preempted during it
         self.last_preempted: list[bool] = []
@@ -191,7 +191,7 @@ class CpuBackend:
         threads_after = self._schedstats()
         self.last_thread_wait = None
         if threads_before is not None and threads_after is not None:
-            from pytest_roofline.contention import thread_wait
+            from pytest_roofline.timing.contention import thread_wait
 
             self.last_thread_wait = thread_wait(threads_before, threads_after, clock_ns() - round_start)
         self.last_parallelism = process_total / thread_total if thread_total > 0 else None
@@ -222,7 +222,7 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
 
 def _linux_llc_bytes(root: Path) -> int | None:
     """The largest data or unified level's size under ``root`` (sysfs), None where it says nothing."""
-    from pytest_roofline.cachelevels import cpu_caches
+    from pytest_roofline.machine.cachelevels import cpu_caches
 
     caches = cpu_caches(root)
     return caches[-1].size_bytes if caches else None

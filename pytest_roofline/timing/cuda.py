@@ -65,8 +65,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_roofline.devices import DeviceError, DeviceProperties, from_properties
-from pytest_roofline.model import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
+from pytest_roofline.model.devices import DeviceError, DeviceProperties, from_properties
 from pytest_roofline.timing.base import Kernel, Policy, check_positive, check_window_counts
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.latency import LatencyFloor

@@ -62,14 +62,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
-from pytest_roofline.stats import Stats
+from pytest_roofline.model.stats import Stats
+from pytest_roofline.model.units import seconds
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe, Stat
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
-from pytest_roofline.units import seconds
 
 if TYPE_CHECKING:
-    from pytest_roofline.contention import Contention, Snapshot, ThreadWait
     from pytest_roofline.timing.clocks import ClockLog
+    from pytest_roofline.timing.contention import Contention, Snapshot, ThreadWait
     from pytest_roofline.timing.rotation import Rotation
 
 #: how a cold measurement kept the cache cold (``None``: a warm measurement)
@@ -223,7 +223,7 @@ def measure(
     for that call (see the module docstring). ``rotation``: copies of ``fn(*args, **kwargs)``'s
     arrays (:func:`.rotation.plan_rotation`), which the calls take in turn instead of ``args``: the
     measurement is cold without a flush. ``probe``: a reference kernel timed beside this one.
-    ``snapshot``: reads the OS's contention counters (:func:`pytest_roofline.contention.take_snapshot`).
+    ``snapshot``: reads the OS's contention counters (:func:`.contention.take_snapshot`).
     Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
@@ -259,7 +259,7 @@ def measure(
     readings = sampler.readings()
     contention = None
     if snapshot is not None and before is not None:
-        from pytest_roofline.contention import between
+        from pytest_roofline.timing.contention import between
 
         contention = between(
             before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=_cores()

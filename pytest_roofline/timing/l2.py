@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_roofline.model import Figure, Source
+from pytest_roofline.model.core import Figure, Source
 from pytest_roofline.timing.base import Policy
 
 #: the buffer fills this share of the L2

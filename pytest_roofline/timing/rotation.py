@@ -81,7 +81,7 @@ class Rotation:
         return self.copies * self.set_bytes
 
     def describe(self) -> str:
-        from pytest_roofline.units import binary_bytes
+        from pytest_roofline.model.units import binary_bytes
 
         return (
             f"cold by rotation over {self.copies} copies of the arguments ({binary_bytes(self.cycle_bytes)})"
@@ -123,7 +123,7 @@ def plan_rotation(
     if set_bytes == 0:
         return NoRotation("the kernel's arrays hold no bytes")
     if found.used_bytes < MIN_VISIBLE_SHARE * op_bytes:  # an array passed twice counts twice, as in the op
-        from pytest_roofline.units import binary_bytes
+        from pytest_roofline.model.units import binary_bytes
 
         return NoRotation(
             f"the kernel's array arguments hold {binary_bytes(found.used_bytes)} of the op's "
@@ -136,7 +136,7 @@ def plan_rotation(
     # the caller's own set is no new memory
     copies = max(2, min(wanted, cap // set_bytes + 1, MAX_COPIES))
     if (copies - 1) * set_bytes > cap or copies * set_bytes < MIN_CYCLE_MULTIPLE * (llc_bytes or 0):
-        from pytest_roofline.units import binary_bytes
+        from pytest_roofline.model.units import binary_bytes
 
         limit = (
             f"{MAX_COPIES} copies" if copies == MAX_COPIES else f"memory allows {binary_bytes(cap)} of copies"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_roofline.stats import median_ci_ranks, quantile_of_sorted
+from pytest_roofline.model.stats import median_ci_ranks, quantile_of_sorted
 
 #: the fewest samples in each half for a comparison: below six, a median's 95% interval is [min, max]
 MIN_HALF = 6
@@ -34,10 +34,11 @@ SETTLE_WITHIN_S = 0.25
 def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> bool:
     """Whether the first half of ``samples`` ran slower than the second, beyond doubt.
 
-    Beyond doubt: the 95% intervals of the halves' medians (:func:`~pytest_roofline.stats.median_ci_ranks`)
-    are apart, the first's lower end above the second's upper end, and the medians differ by at
-    least ``min_shift`` of the second's (the engine passes the larger of :data:`MIN_SHIFT` and
-    its precision target: a smaller gap is drift, or not worth the samples a cut costs). Only a
+    Beyond doubt: the 95% intervals of the halves' medians
+    (:func:`~pytest_roofline.model.stats.median_ci_ranks`) are apart, the first's lower end above
+    the second's upper end, and the medians differ by at least ``min_shift`` of the second's (the
+    engine passes the larger of :data:`MIN_SHIFT` and its precision target: a smaller gap is drift,
+    or not worth the samples a cut costs). Only a
     *slower* start counts: a machine that slows down later (a neighbour starting) is load, not
     warm-up, and the contention checks judge it.
     """

@@ -1,0 +1,185 @@
+"""The CUDA toolkit as a fact source: nvcc's PTX, ptxas's resource usage, cuobjdump's SASS.
+
+``nvcc --ptx`` first, then ``nvcc -cubin --resource-usage`` on that PTX (ptxas alone: the C++
+front end runs once), then ``cuobjdump -sass`` on the cubin where cuobjdump exists (the CUDA
+toolkit, or the ``nvidia-cuda-cuobjdump`` wheel). The outputs are cached on disk by the source's
+hash, the architecture, the options and the nvcc binary, so a second analysis costs no compile.
+
+Tools are found on PATH, then in ``$CUDA_HOME/bin`` (and ``$CUDA_PATH/bin``); none is a runtime
+dependency: without nvcc, :func:`compile_source` raises :class:`ToolchainUnavailable`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: seconds one nvcc call may take before it is given up on
+COMPILE_TIMEOUT_S = 300
+
+
+class ToolchainUnavailable(RuntimeError):
+    """nvcc is not installed (or not found); the message says where it was looked for."""
+
+
+class CompileError(ValueError):
+    """nvcc rejected the source; the message carries its first error lines."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """What the toolkit said about one source for one architecture."""
+
+    arch: str
+    ptx: str
+    resource_usage: str  # ptxas's "-v" lines
+    sass: str | None  # None where cuobjdump is not available
+    cached: bool = False
+
+
+def find_tool(name: str) -> str | None:
+    """``name`` on PATH, in ``$CUDA_HOME/bin`` or ``$CUDA_PATH/bin``, or beside this Python (a wheel)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), sys.prefix]
+    for root in filter(None, roots):
+        candidate = Path(root) / "bin" / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def nvcc_or_raise() -> str:
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
+        raise ToolchainUnavailable(
+            "nvcc is not available (not on PATH, nor in $CUDA_HOME/bin): static kernel facts need the "
+            "CUDA toolkit (not a GPU)"
+        )
+    return nvcc
+
+
+def default_cache_dir() -> Path:
+    from ..machine.calibrate import cache_dir
+
+    return cache_dir() / "kernels"
+
+
+def _cache_key(source: str, arch: str, options: Sequence[str], nvcc: str) -> str:
+    stat = os.stat(nvcc)
+    ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
+    return hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+def compile_source(
+    source: str,
+    arch: str,
+    *,
+    options: Sequence[str] = (),
+    cache_dir: Path | str | None = None,
+) -> Compiled:
+    """PTX, resource usage and (where possible) SASS of CUDA C++ ``source`` for ``arch`` (``sm_90``).
+
+    Cached under ``cache_dir`` (default: the plugin's cache directory, ``kernels/``); pass a
+    directory of your own in tests.
+    """
+    nvcc = nvcc_or_raise()
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    entry = directory / _cache_key(source, arch, options, nvcc)
+    cached = _read_cache(entry, arch)
+    if cached is not None:
+        return cached
+    with tempfile.TemporaryDirectory(prefix="roofline-nvcc-") as tmp:
+        work = Path(tmp)
+        (work / "kernel.cu").write_text(source, encoding="utf-8")
+        _run([nvcc, "--ptx", f"-arch={arch}", *options, "-o", "kernel.ptx", "kernel.cu"], work)
+        usage = _run(
+            [
+                nvcc,
+                "-cubin",
+                f"-arch={arch}",
+                *options,
+                "--resource-usage",
+                "-o",
+                "kernel.cubin",
+                "kernel.ptx",
+            ],
+            work,
+        )
+        ptx = (work / "kernel.ptx").read_text(encoding="utf-8")
+        sass = _sass(work / "kernel.cubin")
+    compiled = Compiled(arch, ptx, usage, sass)
+    _write_cache(entry, compiled)
+    return compiled
+
+
+def _run(cmd: list[str], cwd: Path) -> str:
+    try:
+        done = subprocess.run(
+            cmd, cwd=cwd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"{' '.join(cmd[:3])} ...: timed out after {COMPILE_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        errors = [line for line in (done.stderr + done.stdout).splitlines() if "error" in line.lower()]
+        detail = "; ".join(line.replace("kernel.cu", "source").strip() for line in errors[:3])
+        raise CompileError(f"nvcc could not compile the kernel source: {detail or done.stderr.strip()}")
+    return done.stdout + done.stderr
+
+
+def _sass(cubin: Path) -> str | None:
+    cuobjdump = find_tool("cuobjdump")
+    if cuobjdump is None:
+        return None
+    try:
+        done = subprocess.run(
+            [cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _read_cache(entry: Path, arch: str) -> Compiled | None:
+    try:
+        ptx = (entry / "kernel.ptx").read_text(encoding="utf-8")
+        usage = (entry / "resource-usage.txt").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    sass_file = entry / "kernel.sass"
+    sass = sass_file.read_text(encoding="utf-8") if sass_file.is_file() else None
+    return Compiled(arch, ptx, usage, sass, cached=True)
+
+
+def _write_cache(entry: Path, compiled: Compiled) -> None:
+    """Best effort: a read-only cache directory only costs the next compile."""
+    try:
+        entry.mkdir(parents=True, exist_ok=True)
+        if compiled.sass is not None:
+            _write(entry / "kernel.sass", compiled.sass)
+        _write(entry / "kernel.ptx", compiled.ptx)
+        # written last: its presence says the entry is complete
+        _write(entry / "resource-usage.txt", compiled.resource_usage)
+    except OSError:
+        pass
+
+
+def _write(path: Path, text: str) -> None:
+    """Whole or not at all: another worker (pytest-xdist) may be reading the same entry."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

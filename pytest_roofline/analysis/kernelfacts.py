@@ -1,0 +1,457 @@
+"""Static facts about a GPU kernel, read from the compiler: resources, occupancy, instruction mix.
+
+Two entry points:
+
+- :func:`static_facts` ``(source, kernel, arch, block=None)``: CUDA C++ source compiled with nvcc
+  (:mod:`pytest_roofline.analysis.compiler`, cached) and read: registers, spills, local and shared memory
+  from ptxas, the PTX instruction mix and strided accesses (:mod:`pytest_roofline.analysis.ptx`), SASS
+  counts where cuobjdump exists, and the occupancy of ``block``-thread blocks.
+- :func:`facts_for` ``(kernel_object, arch=..., block=...)``: the same from what a test passes: a
+  CuPy ``RawKernel`` (``.code``, ``.name``), a ``RawModule`` (``.code``: every kernel in it), a
+  :class:`CudaKernel` (source or ``.cu`` path, and a name), a Triton compiled kernel (duck-typed:
+  ``.asm["ptx"]``, ``.n_regs``, ``.n_spills``; no compile needed), or any callable carrying a
+  ``roofline_kernels`` attribute that lists such objects. None for anything else (a NumPy
+  function is not a CUDA C++ kernel); :class:`Unavailable` when nvcc is missing or fails.
+
+No pytest and no CuPy here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model.core import did_you_mean
+from . import ptx as ptxlib
+from . import sass as sasslib
+from .compiler import CompileError, ToolchainUnavailable, compile_source
+from .occupancy import ArchError, Occupancy, normalize_arch, occupancy
+
+
+class KernelFactsError(ValueError):
+    """A kernel name the source does not define, or a bad argument; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUsage:
+    """ptxas's ``--resource-usage`` line for one kernel."""
+
+    registers: int
+    spill_stores: int = 0  # bytes
+    spill_loads: int = 0  # bytes
+    stack_frame: int = 0  # bytes of local memory per thread
+    static_smem: int = 0  # bytes per block
+    barriers: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StaticFacts:
+    """What the compiler says about one kernel for one architecture."""
+
+    kernel: str
+    arch: str
+    origin: str  # "nvcc" or "triton"
+    registers: int | None
+    spill_stores: int
+    spill_loads: int
+    stack_frame: int
+    static_smem: int
+    mix: ptxlib.InstructionMix
+    strided: tuple[ptxlib.StridedAccess, ...] = ()
+    block: int | None = None
+    dynamic_smem: int = 0
+    occupancy: Occupancy | None = None
+    sass: Mapping[str, int] | None = None
+    #: every kernel the compiled source defines (a module may hold several)
+    module_kernels: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def smem(self) -> int:
+        return self.static_smem + self.dynamic_smem
+
+    @property
+    def spilled(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-ready values (the report's ``facts``)."""
+        return {
+            "kernel": self.kernel,
+            "arch": self.arch,
+            "origin": self.origin,
+            "registers": self.registers,
+            "spill_stores_bytes": self.spill_stores,
+            "spill_loads_bytes": self.spill_loads,
+            "stack_frame_bytes": self.stack_frame,
+            "static_smem_bytes": self.static_smem,
+            "dynamic_smem_bytes": self.dynamic_smem,
+            "block": self.block,
+            "occupancy": None if self.occupancy is None else self.occupancy.to_record(),
+            "mix": self.mix.to_record(),
+            "strided": [
+                {"kind": a.kind, "width": a.width, "stride": a.stride, "ptx": a.line} for a in self.strided
+            ],
+            "sass": None if self.sass is None else dict(self.sass),
+            "module_kernels": list(self.module_kernels),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    """Why no static facts could be had (no nvcc, a compile error); said once, in one line."""
+
+    reason: str
+
+    def to_record(self) -> dict[str, Any]:
+        return {"unavailable": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class CudaKernel:
+    """A CUDA C++ kernel by source text (or a ``.cu`` path) and name, for :func:`facts_for`."""
+
+    name: str
+    code: str | None = None
+    path: str | Path | None = None
+    block: int | None = None  # threads per block of the launch, for occupancy
+    options: tuple[str, ...] = ()
+
+    def source(self) -> str:
+        if (self.code is None) == (self.path is None):
+            raise KernelFactsError(f"CudaKernel({self.name!r}) needs exactly one of code= and path=")
+        if self.code is not None:
+            return self.code
+        return read_source(self.path)  # type: ignore[arg-type]
+
+
+def read_source(path: str | Path) -> str:
+    """A ``.cu`` file's text, or a KernelFactsError naming the path."""
+    file = Path(path).expanduser()
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KernelFactsError(f"no such file: {str(path)!r}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KernelFactsError(f"cannot read {str(path)!r}: {exc}") from None
+
+
+_ENTRY_USAGE = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_USED = re.compile(r"Used (\d+) registers")
+_BYTES = re.compile(r"(\d+) bytes (stack frame|spill stores|spill loads|smem)")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+
+
+def resource_usage(log: str) -> dict[str, ResourceUsage]:
+    """ptxas's ``-v`` output, per kernel (by its name in the PTX)."""
+    usage = {}
+    blocks = list(_ENTRY_USAGE.finditer(log))
+    for i, match in enumerate(blocks):
+        text = log[match.end() : blocks[i + 1].start() if i + 1 < len(blocks) else len(log)]
+        used = _USED.search(text)
+        figures = {kind: int(n) for n, kind in _BYTES.findall(text)}
+        barriers = _BARRIERS.search(text)
+        usage[match.group(1)] = ResourceUsage(
+            registers=int(used.group(1)) if used else 0,
+            spill_stores=figures.get("spill stores", 0),
+            spill_loads=figures.get("spill loads", 0),
+            stack_frame=figures.get("stack frame", 0),
+            static_smem=figures.get("smem", 0),
+            barriers=int(barriers.group(1)) if barriers else 0,
+        )
+    return usage
+
+
+def _plain(entry: str) -> str:
+    """A PTX entry's source name: ``_Z6kernelPfi`` -> ``kernel``; ``extern "C"`` names unchanged."""
+    match = re.match(r"^_Z(\d+)", entry)
+    return entry[match.end() : match.end() + int(match.group(1))] if match else entry
+
+
+def _entry_name(entries: Sequence[str], kernel: str) -> str:
+    """``kernel``'s name in the PTX: itself (``extern "C"``) or its C++ mangling ``_Z<len><name>...``."""
+    if kernel in entries:
+        return kernel
+    mangled = [e for e in entries if _plain(e) == kernel]
+    if len(mangled) == 1:
+        return mangled[0]
+    names = [_plain(e) for e in entries]
+    known = ", ".join(names) or "none"
+    raise KernelFactsError(
+        f"kernel {kernel!r} is not defined in the source{did_you_mean(kernel, names)}; it defines: {known}"
+    )
+
+
+def _check_block(block: object) -> int | None:
+    if block is None:
+        return None
+    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1024:
+        raise KernelFactsError(f"block must be a thread count from 1 to 1024; got {block!r}")
+    return block
+
+
+def static_facts(
+    source: str,
+    kernel: str,
+    arch: str,
+    block: int | None = None,
+    *,
+    dynamic_smem: int = 0,
+    options: Sequence[str] = (),
+    cache_dir: Path | str | None = None,
+) -> StaticFacts:
+    """Compile CUDA C++ ``source`` for ``arch`` and read ``kernel``'s facts (see the module docstring).
+
+    ``block``: threads per block of the launch (occupancy is left out without it).
+    Raises :class:`~pytest_roofline.analysis.occupancy.ArchError` or :class:`KernelFactsError` (both
+    ValueErrors) for a bad argument, :class:`~pytest_roofline.analysis.compiler.ToolchainUnavailable`
+    without nvcc, :class:`~pytest_roofline.analysis.compiler.CompileError` when nvcc rejects the source.
+    """
+    target = normalize_arch(arch)
+    block = _check_block(block)
+    compiled = compile_source(source, target, options=tuple(options), cache_dir=cache_dir)
+    entries = ptxlib.entries(compiled.ptx)
+    name = _entry_name(entries, kernel)
+    usage = resource_usage(compiled.resource_usage).get(name, ResourceUsage(registers=0))
+    notes = [] if compiled.sass is not None else ["no SASS counts: cuobjdump is not available"]
+    return _facts(
+        kernel=kernel,
+        arch=target,
+        origin="nvcc",
+        ptx=compiled.ptx,
+        entry=name,
+        usage=usage,
+        block=block,
+        dynamic_smem=dynamic_smem,
+        sass=None if compiled.sass is None else sasslib.counts(compiled.sass, name),
+        notes=notes,
+    )
+
+
+def _facts(
+    *,
+    kernel: str,
+    arch: str,
+    origin: str,
+    ptx: str,
+    entry: str,
+    usage: ResourceUsage,
+    block: int | None,
+    dynamic_smem: int,
+    sass: Mapping[str, int] | None,
+    notes: list[str],
+) -> StaticFacts:
+    body = ptxlib.entry_body(ptx, entry)
+    occ = None
+    if block is not None:
+        occ = occupancy(arch, block, usage.registers, usage.static_smem + dynamic_smem)
+    return StaticFacts(
+        kernel=kernel,
+        arch=arch,
+        origin=origin,
+        registers=usage.registers,
+        spill_stores=usage.spill_stores,
+        spill_loads=usage.spill_loads,
+        stack_frame=usage.stack_frame,
+        static_smem=usage.static_smem,
+        mix=ptxlib.instruction_mix(body),
+        strided=ptxlib.strided_accesses(body),
+        block=block,
+        dynamic_smem=dynamic_smem,
+        occupancy=occ,
+        sass=sass,
+        module_kernels=ptxlib.entries(ptx),
+        notes=tuple(notes),
+    )
+
+
+def triton_facts(compiled: Any, arch: str | None = None) -> StaticFacts:
+    """Facts of a Triton compiled kernel (duck-typed; Triton is never imported).
+
+    Reads ``.asm["ptx"]``, ``.n_regs`` and ``.n_spills`` (Triton counts spilled 4-byte words;
+    both are filled in once the kernel is loaded), shared memory and warps from ``.metadata``
+    (``shared``, ``num_warps``) and the architecture from ``.metadata.target.arch`` unless given.
+    """
+    ptx_text = compiled.asm["ptx"]
+    metadata = getattr(compiled, "metadata", None)
+    if arch is None:
+        target = getattr(getattr(metadata, "target", None), "arch", None)
+        if target is None:
+            match = re.search(r"^\s*\.target\s+(sm_\w+)", ptx_text, re.MULTILINE)
+            target = match.group(1) if match else None
+        if target is None:
+            raise KernelFactsError("a Triton kernel without metadata.target.arch needs arch=...")
+        arch = f"sm_{target}" if isinstance(target, int) else str(target)
+    entries = ptxlib.entries(ptx_text)
+    if not entries:
+        raise KernelFactsError("the Triton kernel's asm['ptx'] defines no .entry")
+    regs = getattr(compiled, "n_regs", None)
+    spills = getattr(compiled, "n_spills", None)
+    warps = getattr(metadata, "num_warps", None)
+    notes = [] if regs is not None else ["registers unknown: the Triton kernel is not loaded yet"]
+    usage = ResourceUsage(
+        registers=int(regs or 0),
+        spill_stores=4 * int(spills or 0),
+        static_smem=int(getattr(metadata, "shared", 0) or 0),
+    )
+    return _facts(
+        kernel=str(getattr(metadata, "name", None) or entries[0]),
+        arch=normalize_arch(arch),
+        origin="triton",
+        ptx=ptx_text,
+        entry=entries[0],
+        usage=usage,
+        block=32 * int(warps) if isinstance(warps, int) else None,
+        dynamic_smem=0,
+        sass=None,
+        notes=notes,
+    )
+
+
+#: NVRTC options CuPy passes that mean the same to nvcc; the rest are left out
+_PORTABLE_OPTION = re.compile(r"^(?:-D|-I|-U|-std=|--std=|--use_fast_math|-use_fast_math|-lineinfo)")
+
+
+def _kernels_of(obj: Any) -> list[Any] | None:
+    """The kernel objects ``obj`` stands for, or None when it is no CUDA kernel at all."""
+    if isinstance(obj, (list, tuple)):
+        found = [_kernels_of(item) for item in obj]
+        return None if any(f is None for f in found) else [k for f in found if f for k in f]
+    if isinstance(obj, CudaKernel):
+        return [obj]
+    asm = getattr(obj, "asm", None)
+    if isinstance(asm, Mapping) and "ptx" in asm:
+        return [obj]
+    code = getattr(obj, "code", None)
+    if isinstance(code, str):
+        return [obj]
+    declared = getattr(obj, "roofline_kernels", None)
+    if declared is not None:
+        return _kernels_of(declared if isinstance(declared, (list, tuple)) else [declared])
+    return None
+
+
+def facts_for(
+    kernel: Any,
+    *,
+    arch: str,
+    block: int | None = None,
+    cache_dir: Path | str | None = None,
+) -> tuple[StaticFacts, ...] | Unavailable | None:
+    """The static facts of the kernel(s) a test passes (see the module docstring), or None.
+
+    One entry per kernel: a RawModule contributes every kernel it defines. ``block`` applies to
+    kernels that do not carry their own (a :class:`CudaKernel`'s ``block``, a Triton kernel's warps).
+    Raises ArchError (a ValueError) for an unknown ``arch``: that is the caller's mistake, not the
+    kernel's.
+    """
+    kernels = _kernels_of(kernel)
+    if not kernels:
+        return None
+    normalize_arch(arch)
+    facts: list[StaticFacts] = []
+    try:
+        for k in kernels:
+            facts.extend(_one(k, arch, block, cache_dir))
+    except ToolchainUnavailable as exc:
+        return Unavailable(str(exc))
+    except (CompileError, KernelFactsError, ArchError) as exc:
+        return Unavailable(str(exc))
+    return tuple(facts)
+
+
+def _one(k: Any, arch: str, block: int | None, cache_dir: Path | str | None) -> list[StaticFacts]:
+    asm = getattr(k, "asm", None)
+    if isinstance(asm, Mapping) and "ptx" in asm:
+        return [triton_facts(k, arch)]
+    if isinstance(k, CudaKernel):
+        return [
+            static_facts(k.source(), k.name, arch, k.block or block, options=k.options, cache_dir=cache_dir)
+        ]
+    options = tuple(o for o in getattr(k, "options", ()) or () if _PORTABLE_OPTION.match(str(o)))
+    name = getattr(k, "name", None)
+    if isinstance(name, str) and name:  # a RawKernel
+        return [static_facts(k.code, name, arch, block, options=options, cache_dir=cache_dir)]
+    # a RawModule: every kernel it defines (one compile, cached)
+    compiled = compile_source(k.code, normalize_arch(arch), options=options, cache_dir=cache_dir)
+    return [
+        static_facts(k.code, entry, arch, block, options=options, cache_dir=cache_dir)
+        for entry in ptxlib.entries(compiled.ptx)
+    ]
+
+
+_GLOBAL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\("
+)
+
+
+def kernel_names(source: str) -> tuple[str, ...]:
+    """The ``__global__`` functions a CUDA source defines, by a look at the text (no compile)."""
+    return tuple(dict.fromkeys(_GLOBAL.findall(source)))
+
+
+def load_source(spec: str, kernel: str | None = None) -> tuple[str, str]:
+    """(source, kernel name) from a ``.cu`` path or ``FILE.py:NAME``, for ``roofline analyze``.
+
+    ``NAME`` is a module-level CUDA source string, or an object with a ``.code`` string (a CuPy
+    RawKernel or RawModule, an example's ``CudaSource``); dots and mapping keys reach into
+    objects (``CUDA_SOURCES.transpose_naive``). Without ``kernel`` the source must define one
+    kernel. Raises KernelFactsError naming what is missing.
+    """
+    path, sep, attr = spec.rpartition(":")
+    python = bool(sep and attr and path.endswith(".py"))
+    source = _python_source(path, attr) if python else read_source(spec)
+    names = kernel_names(source)
+    if kernel is None:
+        if len(names) != 1:
+            found = ", ".join(names) if names else "none found"
+            raise KernelFactsError(f"--kernel is required: {spec} defines {found}")
+        return source, names[0]
+    if names and kernel not in names:
+        raise KernelFactsError(
+            f"kernel {kernel!r} is not defined in {spec}{did_you_mean(kernel, names)}; it defines: "
+            + ", ".join(names)
+        )
+    return source, kernel
+
+
+def _python_source(path: str, attr: str) -> str:
+    import importlib.util
+    import sys
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise KernelFactsError(f"no such file: {path!r}")
+    name = f"_roofline_source_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise KernelFactsError(f"cannot load {path!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while a class is built
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's module failed: said in one line, not a traceback
+        raise KernelFactsError(f"importing {path!r} failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.modules.pop(name, None)
+    value: Any = module
+    for step in attr.split("."):
+        if isinstance(value, Mapping) and step in value:
+            value = value[step]
+        elif hasattr(value, step):
+            value = getattr(value, step)
+        else:
+            choices = (
+                list(value)
+                if isinstance(value, Mapping)
+                else [n for n in dir(value) if not n.startswith("_")]
+            )
+            raise KernelFactsError(f"{path} has no {attr!r}{did_you_mean(step, choices)}")
+    code = value if isinstance(value, str) else getattr(value, "code", None)
+    if not isinstance(code, str):
+        raise KernelFactsError(f"{path}:{attr} is neither a CUDA source string nor an object with .code")
+    return code

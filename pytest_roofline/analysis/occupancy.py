@@ -1,0 +1,235 @@
+"""Theoretical occupancy: how many blocks of a kernel fit on one SM, and which resource says so.
+
+Blocks per SM = min(register limit, shared-memory limit, warp limit, block limit), computed as
+CUDA's own occupancy calculator does (``cuda_occupancy.h`` in the CUDA toolkit): registers are
+allocated per warp in units of 256 and per sub-partition (4 per SM); shared memory per block is
+rounded up to the allocation granularity after adding the driver's reserved 1 KiB (sm_80 and
+later); the shared memory an SM can give is its largest carveout (the default lets the driver
+choose it). The per-architecture limits below come from the CUDA C++ Programming Guide's table
+"Technical Specifications per Compute Capability" and, for the granularities, the block limits
+of sm_100/sm_120, from ``cuda_occupancy.h`` (CUDA 13.0).
+
+Pure arithmetic: no compiler, no GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model.core import did_you_mean
+
+KIB = 1024
+#: below this many resident warps per SM latency hiding is structurally short (the procedure's
+#: threshold, from GA104: kernel-bottleneck-procedure.md step 3)
+LATENCY_HIDING_WARPS = 8
+
+
+class ArchError(ValueError):
+    """An architecture the table does not know, or a launch no SM can hold; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchLimits:
+    """One compute capability's per-SM limits."""
+
+    arch: str  # "sm_86"
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    smem_per_sm: int  # bytes: the largest shared-memory carveout
+    smem_per_block_optin: int  # bytes: the most one block may use (dynamic, after opting in)
+    reserved_smem_per_block: int  # bytes the driver keeps per block
+    smem_granularity: int = 128  # bytes
+    regs_per_sm: int = 65536
+    max_regs_per_thread: int = 255
+    max_threads_per_block: int = 1024
+    reg_alloc_unit: int = 256  # registers, per warp
+    sub_partitions: int = 4
+    warp_size: int = 32
+
+    @property
+    def smem_cliff(self) -> int:
+        """The most shared memory per block (bytes) at which two blocks still fit on one SM.
+
+        One byte more and only one block fits: the procedure's "shared memory cliff" (step 6;
+        ~50 KB on sm_86, 49 KiB exactly once the reserved 1 KiB is counted).
+        """
+        half = self.smem_per_sm // 2
+        return half - half % self.smem_granularity - self.reserved_smem_per_block
+
+
+#: Per-SM limits by architecture (sources: the module docstring).
+ARCHES: dict[str, ArchLimits] = {
+    limits.arch: limits
+    for limits in (
+        ArchLimits("sm_70", 64, 32, 96 * KIB, 96 * KIB, 0, smem_granularity=256),
+        ArchLimits("sm_75", 32, 16, 64 * KIB, 64 * KIB, 0, smem_granularity=256),
+        ArchLimits("sm_80", 64, 32, 164 * KIB, 163 * KIB, KIB),
+        ArchLimits("sm_86", 48, 16, 100 * KIB, 99 * KIB, KIB),
+        ArchLimits("sm_87", 48, 16, 164 * KIB, 163 * KIB, KIB),
+        ArchLimits("sm_89", 48, 24, 100 * KIB, 99 * KIB, KIB),
+        ArchLimits("sm_90", 64, 32, 228 * KIB, 227 * KIB, KIB),
+        ArchLimits("sm_100", 64, 32, 228 * KIB, 227 * KIB, KIB),
+        ArchLimits("sm_120", 48, 24, 128 * KIB, 99 * KIB, KIB),
+    )
+}
+
+#: the architecture of each GPU in the device table (hardware.md section 1: compute capability)
+DEVICE_ARCH: dict[str, str] = {
+    "v100-sxm2": "sm_70",
+    "t4": "sm_75",
+    "a100-sxm-40gb": "sm_80",
+    "a100-sxm-80gb": "sm_80",
+    "a100-pcie-80gb": "sm_80",
+    "a10": "sm_86",
+    "rtx-3070-ti": "sm_86",
+    "rtx-3090": "sm_86",
+    "l4": "sm_89",
+    "l40s": "sm_89",
+    "rtx-4090": "sm_89",
+    "h100-sxm": "sm_90",
+    "h100-pcie": "sm_90",
+    "h100-nvl": "sm_90",
+    "h200": "sm_90",
+    "b200": "sm_100",
+    "gb200": "sm_100",
+    "rtx-5090": "sm_120",
+}
+
+
+def arch_of_device(key: str) -> str | None:
+    """The ``sm_XY`` of a device-table GPU, or None (a CPU, an AMD GPU, a key not listed)."""
+    return DEVICE_ARCH.get(key)
+
+
+def arch_of_compute_capability(cc: str | tuple[int, int]) -> str:
+    """``"90"`` (CuPy's ``Device.compute_capability``) or ``(9, 0)`` -> ``"sm_90"``."""
+    text = f"{cc[0]}{cc[1]}" if isinstance(cc, tuple) else str(cc)
+    return normalize_arch(text)
+
+
+_ARCH = re.compile(r"^(?:sm_?|compute_)?(\d{2,3})([af]?)$")
+
+
+def normalize_arch(arch: str) -> str:
+    """``sm_90``, ``sm90``, ``90``, ``9.0``, ``sm_90a`` -> the compiler's spelling (``sm_90``, ``sm_90a``).
+
+    Raises :class:`ArchError` naming the value (and the closest known one) when the table has no
+    limits for it.
+    """
+    text = str(arch).strip().lower()
+    text = re.sub(r"^(\d+)\.(\d)$", r"\1\2", text)  # "9.0" -> "90"
+    match = _ARCH.match(text)
+    if match is None or f"sm_{match.group(1)}" not in ARCHES:
+        raise ArchError(
+            f"unknown architecture {arch!r}{did_you_mean(str(arch), ARCHES)}; known: {', '.join(ARCHES)}"
+        )
+    return f"sm_{match.group(1)}{match.group(2)}"
+
+
+def limits_for(arch: str) -> ArchLimits:
+    """The limits of ``arch`` (any spelling :func:`normalize_arch` takes; ``sm_90a`` is sm_90's)."""
+    return ARCHES[re.sub(r"[af]$", "", normalize_arch(arch))]
+
+
+@dataclass(frozen=True, slots=True)
+class Occupancy:
+    """Blocks per SM for one launch, each resource's limit, and the one that binds."""
+
+    arch: str
+    block: int  # threads per block
+    registers: int  # per thread
+    smem: int  # bytes per block, static and dynamic (without the driver's reserve)
+    #: blocks per SM each resource allows, in the order registers, shared memory, warps, blocks
+    limits: tuple[tuple[str, int], ...]
+    blocks_per_sm: int
+    warps_per_block: int
+    max_warps_per_sm: int
+
+    @property
+    def limiter(self) -> str:
+        """The resource that allows fewest blocks (the first of equals, registers first)."""
+        return min(self.limits, key=lambda pair: pair[1])[0]
+
+    @property
+    def active_warps(self) -> int:
+        return self.blocks_per_sm * self.warps_per_block
+
+    @property
+    def fraction(self) -> float:
+        """Active warps over the SM's maximum: the theoretical occupancy."""
+        return self.active_warps / self.max_warps_per_sm
+
+    def describe(self) -> str:
+        each = ", ".join(f"{name} {n}" for name, n in self.limits)
+        return (
+            f"{self.blocks_per_sm} blocks/SM x {self.warps_per_block} warps = {self.active_warps} of "
+            f"{self.max_warps_per_sm} warps ({self.fraction:.0%}), limited by {self.limiter} "
+            f"(blocks/SM by {each})"
+        )
+
+    def to_record(self) -> dict[str, object]:
+        return {
+            "arch": self.arch,
+            "block": self.block,
+            "registers": self.registers,
+            "smem_bytes": self.smem,
+            "limits": dict(self.limits),
+            "blocks_per_sm": self.blocks_per_sm,
+            "active_warps": self.active_warps,
+            "max_warps": self.max_warps_per_sm,
+            "fraction": self.fraction,
+            "limiter": self.limiter,
+        }
+
+
+def _round_up(value: int, unit: int) -> int:
+    return -(-value // unit) * unit
+
+
+def occupancy(arch: str, block: int, registers: int, smem: int = 0) -> Occupancy:
+    """Theoretical occupancy of blocks of ``block`` threads using ``registers`` per thread and
+    ``smem`` bytes of shared memory per block, on ``arch``.
+
+    Raises :class:`ArchError` for an unknown architecture or a block no SM can hold (too many
+    threads, registers or shared memory), naming the parameter and its value.
+    """
+    lim = limits_for(arch)
+    for name, value in (("block", block), ("registers", registers), ("smem", smem)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "block" else 0):
+            least = "a positive" if name == "block" else "a non-negative"
+            raise ArchError(f"{name} must be {least} integer; got {value!r}")
+    if block > lim.max_threads_per_block:
+        raise ArchError(f"block={block} is over {lim.arch}'s {lim.max_threads_per_block} threads per block")
+    if registers > lim.max_regs_per_thread:
+        raise ArchError(f"registers={registers} is over {lim.arch}'s {lim.max_regs_per_thread} per thread")
+    if smem > lim.smem_per_block_optin:
+        raise ArchError(f"smem={smem} bytes is over {lim.arch}'s {lim.smem_per_block_optin} bytes per block")
+
+    warps = -(-block // lim.warp_size)
+    if registers:
+        per_warp = _round_up(registers * lim.warp_size, lim.reg_alloc_unit)
+        # registers live in each of the SM's sub-partitions: a warp's must fit in one of them
+        warps_per_partition = lim.regs_per_sm // lim.sub_partitions // per_warp
+        by_registers = warps_per_partition * lim.sub_partitions // warps
+    else:
+        by_registers = lim.max_blocks_per_sm
+    allocated = _round_up(smem + lim.reserved_smem_per_block, lim.smem_granularity)
+    by_smem = lim.smem_per_sm // allocated if allocated else lim.max_blocks_per_sm
+    limits = (
+        ("registers", by_registers),
+        ("shared memory", by_smem),
+        ("warps", lim.max_warps_per_sm // warps),
+        ("blocks", lim.max_blocks_per_sm),
+    )
+    blocks = min(n for _, n in limits)
+    return Occupancy(
+        arch=lim.arch,
+        block=block,
+        registers=registers,
+        smem=smem,
+        limits=limits,
+        blocks_per_sm=blocks,
+        warps_per_block=warps,
+        max_warps_per_sm=lim.max_warps_per_sm,
+    )

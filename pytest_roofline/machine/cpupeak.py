@@ -1,0 +1,404 @@
+"""The CPU's theoretical compute peak: cores × max clock × FLOPs per cycle from its SIMD flags.
+
+It is a hard *upper* bound, not an estimate: a measured rate above it is a counting bug (a wrong
+FLOP count, a timer that missed work), whatever the noise. So every uncertain choice errs high:
+
+- **cores** are the logical CPUs this process may run on, SMT siblings included, each assumed as
+  fast as the fastest core (hybrid and big.LITTLE parts too);
+- **the clock** is the highest max clock cpufreq reports for any of those CPUs, else lscpu's
+  ``CPU max MHz``, else the base clock (the model name's ``@ 2.20GHz`` or ``/proc/cpuinfo``'s
+  ``cpu MHz``, whichever is higher) times :data:`BOOST_ALLOWANCE`, since a VM shows the nominal
+  clock while its cores may boost;
+- **FLOPs per cycle** assume two FMA units per core wherever the flags cannot tell (table below).
+
+Only Linux on x86 and 64-bit Arm is read; elsewhere (macOS, Windows, other architectures) the peak
+is unknown and said so, never guessed. Nothing here imports numpy or pytest, and the machine is
+read once per process (:func:`system_peak`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model.core import Precision
+from ..model.units import flop_rate
+
+__all__ = [
+    "ARM_DEFAULT_FP64",
+    "ARM_PARTS",
+    "BOOST_ALLOWANCE",
+    "X86_FP64",
+    "CpuPeak",
+    "check_rate",
+    "cpu_peak",
+    "derive_peak",
+    "system_peak",
+]
+
+#: the base clock is multiplied by this when no max clock is known. The largest max-turbo/base
+#: ratios of the server parts clouds rent out are close to 2 (Xeon Platinum 8480+: 2.0 -> 3.8 GHz,
+#: 1.9; Xeon E5-2699 v4 behind GCP's "Xeon CPU @ 2.20GHz": 2.2 -> 3.6, 1.64; EPYC 7B13 behind
+#: this project's reference VM, "cpu MHz 2445": 2.45 -> 3.5, 1.43), and FMA-heavy code runs below
+#: the max turbo; 1.5 would sit under the first two.
+BOOST_ALLOWANCE = 2.0
+
+#: x86 fp64 FLOPs per cycle per core, the widest ISA first: (label, flags that must all be present, FLOPs).
+#: fp32 is twice as many everywhere (twice the lanes).
+X86_FP64: tuple[tuple[str, frozenset[str], int], ...] = (
+    # 2 FMA units × 8 fp64 lanes × 2 (multiply + add): Skylake-SP and later Xeons, Zen 5. Parts with
+    # one 512-bit FMA unit (some Xeon Silver/Bronze) or 256-bit halves (Zen 4) do 16; flags cannot tell.
+    ("AVX-512", frozenset({"avx512f"}), 32),
+    # 2 FMA units × 4 lanes × 2: Haswell to Alder Lake, Zen 2 to Zen 4 (Zen 1's 128-bit units do 8)
+    ("AVX2+FMA", frozenset({"avx2", "fma"}), 16),
+    ("AVX+FMA", frozenset({"avx", "fma"}), 16),  # Piledriver: FMA3 without AVX2; counted as AVX2+FMA
+    ("AVX+FMA4", frozenset({"avx", "fma4"}), 16),  # Bulldozer
+    # Sandy and Ivy Bridge: one 256-bit add port and one 256-bit multiply port, 4 + 4
+    ("AVX", frozenset({"avx"}), 8),
+    # one 128-bit add and one 128-bit multiply per cycle, 2 + 2
+    ("SSE2", frozenset({"sse2"}), 4),
+)
+
+#: 64-bit Arm fp64 FLOPs per cycle per core by (CPU implementer, CPU part), from the vendors' software
+#: optimization guides: pipes × fp64 lanes × 2 (every pipe listed does FMA).
+ARM_PARTS: Mapping[tuple[int, int], tuple[str, int]] = {
+    (0x41, 0xD0C): ("Neoverse N1", 8),  # 2 × 128-bit FP/ASIMD pipes (Graviton2, Ampere Altra)
+    (0x41, 0xD49): ("Neoverse N2", 8),  # 2 × 128-bit SVE2/ASIMD pipes
+    (0x41, 0xD40): ("Neoverse V1", 16),  # 4 × 128-bit ASIMD or 2 × 256-bit SVE pipes (Graviton3)
+    (0x41, 0xD4F): ("Neoverse V2", 16),  # 4 × 128-bit SVE2/ASIMD pipes (Grace, Graviton4)
+    (0x46, 0x001): ("A64FX", 32),  # 2 × 512-bit SVE pipes (Fugaku)
+}
+#: any other 64-bit Arm core: 6 × 128-bit pipes × 2 lanes × 2, Cortex-X925's FP/SIMD width, the widest
+#: Arm has published (Apple M1 to M4, Neoverse V1 to V3 and Cortex-X4 have 4 pipes)
+ARM_DEFAULT_FP64 = 24
+
+_MODEL_CLOCK = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuPeak:
+    """This CPU's theoretical peak: ``cores × clock_hz × FLOPs per cycle``, an upper bound."""
+
+    #: logical CPUs this process may run on (SMT siblings included: an upper bound)
+    cores: int
+    #: the highest clock any core may run at, in Hz
+    clock_hz: float
+    #: where the clock came from, for people (``"cpufreq max"``, ``"cpu MHz 2445 × 2 boost allowance"``)
+    clock_source: str
+    #: the widest vector ISA the flags show: ``"AVX-512"``, ``"AVX2+FMA"``, ``"NEON"``, ``"SVE"``, ...
+    isa: str
+    #: fp64 FLOPs per cycle per core
+    fp64_per_cycle: int
+    #: fp32 FLOPs per cycle per core
+    fp32_per_cycle: int
+
+    def flops(self, precision: Precision) -> float:
+        """The peak FLOP/s for ``precision``: fp64's figure, or fp32's for fp32 and every narrower format.
+
+        tf32, fp16, bf16 and fp8 take fp32's figure: numpy has no CPU path for them that is faster
+        than fp32 (it computes fp16 through fp32), so fp32's peak is their honest upper bound. Complex
+        work is judged at its parts' precision (fp64 for complex128); integer operations are not
+        FLOPs, and nothing here bounds them.
+        """
+        return self.cores * self.clock_hz * self.per_cycle(precision)
+
+    def per_cycle(self, precision: Precision) -> int:
+        """FLOPs per cycle per core for ``precision`` (fp32's for every format narrower than fp64)."""
+        return self.fp64_per_cycle if precision is Precision.FP64 else self.fp32_per_cycle
+
+    def formula(self, precision: Precision = Precision.FP64) -> str:
+        """``2 cores × 4.89 GHz (cpu MHz 2445 × 2 boost allowance) × 16 fp64 FLOP/cycle (AVX2+FMA)``."""
+        cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
+        label = Precision.FP64 if precision is Precision.FP64 else Precision.FP32
+        return (
+            f"{cores} × {self.clock_hz / 1e9:.2f} GHz ({self.clock_source}) × "
+            f"{self.per_cycle(precision)} {label} FLOP/cycle ({self.isa})"
+        )
+
+    def rates(self) -> str:
+        """``157 GFLOP/s fp64, 313 GFLOP/s fp32``."""
+        fp64, fp32 = self.flops(Precision.FP64), self.flops(Precision.FP32)
+        return f"{flop_rate(fp64)} fp64, {flop_rate(fp32)} fp32"
+
+    def describe(self) -> str:
+        """One line: ``theoretical peak <formula> = <rates>``."""
+        return f"theoretical peak {self.formula()} = {self.rates()}"
+
+
+def check_rate(flops_per_s: float, precision: Precision, peak: CpuPeak | None) -> str | None:
+    """A message when ``flops_per_s`` exceeds the theoretical peak for ``precision``; else None.
+
+    None also when the peak is unknown: nothing can be said then. A rate that is not a finite
+    number is reported: it is a counting bug too (a zero time, a NaN count).
+    """
+    if peak is None:
+        return None
+    if not math.isfinite(flops_per_s):
+        return (
+            f"a rate of {flops_per_s} FLOP/s {precision} is not a finite number: the FLOP count or "
+            "the timing is wrong"
+        )
+    limit = peak.flops(precision)
+    if flops_per_s <= limit:
+        return None
+    return (
+        f"{flop_rate(flops_per_s)} {precision} is above this CPU's theoretical peak of "
+        f"{flop_rate(limit)} {precision} ({peak.formula(precision)}): no CPU runs that fast, so the "
+        "FLOP count or the timing is wrong"
+    )
+
+
+def derive_peak(
+    *,
+    cpuinfo: str,
+    lscpu: str | None = None,
+    max_khz: int | None = None,
+    boost_unlisted: bool = False,
+    sve_bits: int | None = None,
+    cores: int,
+    machine: str,
+) -> CpuPeak | str:
+    """The peak derived from these texts, or the reason it cannot be (a phrase, for ``unknown (...)``).
+
+    ``cpuinfo`` is ``/proc/cpuinfo``; ``lscpu`` lscpu's output (``LC_ALL=C``), when it was run;
+    ``max_khz`` the highest ``cpufreq/cpuinfo_max_freq``, when there is one; ``boost_unlisted``
+    says that ``max_khz`` is the highest non-boost clock (acpi-cpufreq with boost enabled lists no
+    boost states), so it gets the boost allowance; ``sve_bits`` the SVE vector length, when
+    known; ``cores`` the logical CPUs counted; ``machine`` ``platform.machine()``.
+    """
+    if cores < 1:
+        raise ValueError(f"cores must be a positive integer; got {cores!r}")
+    arch = machine.lower()
+    if arch in ("x86_64", "amd64", "i386", "i686", "x86"):
+        isa = _x86_isa(cpuinfo, lscpu)
+    elif arch in ("aarch64", "arm64"):
+        isa = _arm_isa(cpuinfo, lscpu, sve_bits)
+    else:
+        return f"no FLOP/cycle table for {machine or 'this architecture'}"
+    if isinstance(isa, str):
+        return isa
+    clock = _clock(cpuinfo, lscpu, max_khz, boost_unlisted)
+    if clock is None:
+        return (
+            "no clock: no cpufreq max, no lscpu CPU max MHz, no model-name clock and no cpu MHz "
+            "in /proc/cpuinfo"
+        )
+    label, fp64 = isa
+    hz, source = clock
+    return CpuPeak(cores, hz, source, label, fp64, 2 * fp64)
+
+
+# -- parsing -----------------------------------------------------------------------------------
+
+
+def _fields(text: str | None, name: str) -> list[str]:
+    """Every value of ``name:`` lines (``/proc/cpuinfo`` repeats them per processor)."""
+    if not text:
+        return []
+    values = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == name.lower() and value.strip():
+            values.append(value.strip())
+    return values
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _hex(text: str) -> int | None:
+    try:
+        return int(text, 16)  # "0x41"
+    except ValueError:
+        return None
+
+
+def _x86_isa(cpuinfo: str, lscpu: str | None) -> tuple[str, int] | str:
+    # the union over every processor's flags: a hybrid part's widest core sets the bound
+    flags = {flag for line in _fields(cpuinfo, "flags") for flag in line.lower().split()}
+    if not flags:
+        flags = {flag for line in _fields(lscpu, "flags") for flag in line.lower().split()}
+    if not flags:
+        return "no CPU flags in /proc/cpuinfo or lscpu"
+    for label, needed, fp64 in X86_FP64:
+        if needed <= flags:
+            return label, fp64
+    return "no SIMD extension in the CPU flags (not even SSE2)"
+
+
+def _arm_isa(cpuinfo: str, lscpu: str | None, sve_bits: int | None) -> tuple[str, int] | str:
+    features = {f for line in _fields(cpuinfo, "features") for f in line.lower().split()}
+    if not features:
+        features = {f for line in _fields(lscpu, "flags") for f in line.lower().split()}
+    if not features:
+        return "no CPU features in /proc/cpuinfo or lscpu"
+    if "sve" in features:
+        label = f"SVE {sve_bits}-bit" if sve_bits else "SVE"
+    elif "asimd" in features:
+        label = "NEON"
+    else:
+        return "no Advanced SIMD (asimd) in the CPU features"
+    # without a vendor figure: NEON's upper bound, or 2 SVE pipes of the vector length when wider
+    fallback = max(ARM_DEFAULT_FP64, 2 * (sve_bits or 0) // 64 * 2)
+    known = [_arm_part(block) for block in _processor_blocks(cpuinfo)]
+    if not known or None in known:  # a core nobody identified may be the widest
+        return label, fallback
+    return label, max(fp64 for fp64 in known if fp64 is not None)
+
+
+def _processor_blocks(cpuinfo: str) -> list[str]:
+    """``/proc/cpuinfo`` split per processor (blank-line separated), the blocks that name a processor."""
+    return [block for block in re.split(r"\n\s*\n", cpuinfo) if _fields(block, "processor")]
+
+
+def _arm_part(block: str) -> int | None:
+    implementer, part = _fields(block, "cpu implementer"), _fields(block, "cpu part")
+    if not implementer or not part:
+        return None
+    imp, prt = _hex(implementer[0]), _hex(part[0])
+    if imp is None or prt is None:
+        return None
+    entry = ARM_PARTS.get((imp, prt))
+    return entry[1] if entry else None
+
+
+def _clock(
+    cpuinfo: str, lscpu: str | None, max_khz: int | None, boost_unlisted: bool
+) -> tuple[float, str] | None:
+    """(Hz, where from), the highest-ranked source first; None when nothing gives a clock."""
+    allowance = f"× {BOOST_ALLOWANCE:g} boost allowance"
+    if max_khz is not None and max_khz > 0:
+        if boost_unlisted:
+            base = max_khz / 1e3
+            return base * 1e6 * BOOST_ALLOWANCE, f"cpufreq non-boost max {base:.0f} MHz {allowance}"
+        return max_khz * 1e3, "cpufreq max"
+    lscpu_max = max(_positive(map(_number, _fields(lscpu, "cpu max mhz"))), default=0.0)
+    if lscpu_max > 0:
+        if any(v.lower() == "enabled" for v in _fields(lscpu, "frequency boost")):
+            return lscpu_max * 1e6 * BOOST_ALLOWANCE, f"lscpu non-boost max {lscpu_max:.0f} MHz {allowance}"
+        return lscpu_max * 1e6, "lscpu CPU max MHz"
+    model = max(_positive(map(_model_clock_mhz, _fields(cpuinfo, "model name"))), default=0.0)
+    current = max(_positive(map(_number, _fields(cpuinfo, "cpu mhz"))), default=0.0)
+    if model <= 0 and current <= 0:
+        return None
+    # cpu MHz may be a current, throttled clock, the model name's is the base: the higher is kept
+    if model >= current:
+        return model * 1e6 * BOOST_ALLOWANCE, f"model name's {model / 1e3:.2f} GHz {allowance}"
+    return current * 1e6 * BOOST_ALLOWANCE, f"cpu MHz {current:.0f} {allowance}"
+
+
+def _positive(values: Iterable[float | None]) -> list[float]:
+    """The values that are positive numbers: what did not parse (None) and zeros are dropped."""
+    return [value for value in values if value is not None and math.isfinite(value) and value > 0]
+
+
+def _model_clock_mhz(name: str) -> float | None:
+    """``"Intel(R) Xeon(R) CPU @ 2.20GHz"`` -> 2200.0; None when the name states no clock."""
+    match = _MODEL_CLOCK.search(name)
+    if match is None:
+        return None
+    value = float(match.group(1))
+    return value * 1e3 if match.group(2).upper() == "G" else value
+
+
+# -- this machine ------------------------------------------------------------------------------
+
+_SYS_CPU = Path("/sys/devices/system/cpu")
+_PROC_CPUINFO = Path("/proc/cpuinfo")
+_SVE_DEFAULT = Path("/proc/sys/abi/sve_default_vector_length")
+
+
+@functools.cache
+def system_peak() -> CpuPeak | str:
+    """This machine's peak, or why it is unknown. Read once per process.
+
+    Linux only: ``/proc/cpuinfo``, cpufreq's ``cpuinfo_max_freq`` of the CPUs this process may
+    use, lscpu (run only when cpufreq gives no max clock) and the SVE vector length. macOS and
+    Windows give no max clock and no flags in one reliable place (Apple silicon reports no clock
+    at all), so their peak is unknown rather than guessed.
+    """
+    if not sys.platform.startswith("linux"):
+        return f"not derived on {sys.platform} (Linux only)"
+    try:
+        cpuinfo = _PROC_CPUINFO.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"/proc/cpuinfo cannot be read ({exc.strerror or exc})"
+    cpus = _cpus()
+    max_khz = _max_khz(cpus)
+    return derive_peak(
+        cpuinfo=cpuinfo,
+        lscpu=_lscpu() if max_khz is None else None,
+        max_khz=max_khz,
+        boost_unlisted=max_khz is not None and _boost_unlisted(),
+        sve_bits=_sve_bits(),
+        cores=len(cpus),
+        machine=platform.machine(),
+    )
+
+
+def cpu_peak() -> CpuPeak | None:
+    """This machine's peak, or None when it cannot be derived (:func:`system_peak` says why)."""
+    peak = system_peak()
+    return peak if isinstance(peak, CpuPeak) else None
+
+
+def _cpus() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def _max_khz(cpus: Iterable[int]) -> int | None:
+    """The highest ``cpuinfo_max_freq`` of these CPUs (a big.LITTLE cpu0 is often a little core)."""
+    best = 0
+    for cpu in cpus:
+        text = _read(_SYS_CPU / f"cpu{cpu}" / "cpufreq" / "cpuinfo_max_freq")
+        if text and text.isdigit():
+            best = max(best, int(text))
+    return best or None
+
+
+def _boost_unlisted() -> bool:
+    # acpi-cpufreq's table stops at the highest non-boost P-state; its global boost switch is on
+    driver = _read(_SYS_CPU / "cpu0" / "cpufreq" / "scaling_driver")
+    return driver == "acpi-cpufreq" and _read(_SYS_CPU / "cpufreq" / "boost") == "1"
+
+
+def _sve_bits() -> int | None:
+    # the default vector length of new processes: the hardware's, unless an admin lowered it
+    text = _read(_SVE_DEFAULT)
+    return int(text) * 8 if text and text.isdigit() and int(text) > 0 else None
+
+
+def _lscpu() -> str | None:
+    try:
+        done = subprocess.run(
+            ["lscpu"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+            env={**os.environ, "LC_ALL": "C"},  # labels in English, numbers with a dot
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None

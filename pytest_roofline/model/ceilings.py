@@ -1,0 +1,114 @@
+"""Ceilings measured beside the kernel: a calibrated figure scaled by a probe timed in the same window.
+
+A kernel measured *now* must be judged against the ceiling of *now*: on a shared machine the same
+``np.add`` runs at half its quiet speed beside a memory-bound neighbour, and a calibration taken at
+a busy moment understates the machine for every later run. So a calibration measures, beside each
+figure F (bandwidth, fp64 and fp32 FLOP/s), a short reference probe P of the same resource, under
+the same load; F / P is then a property of the machine, not of the moment. While a kernel is
+sampled the probe runs again, interleaved with it (:mod:`pytest_roofline.timing.engine`), and the
+ceiling of that window is ``F x P_now / P_calibration``. The calibration's absolute level cancels
+out: a calibration taken at half speed has F and P both halved.
+
+Pure arithmetic: no numpy, no pytest. The probes themselves are built in :mod:`pytest_roofline.timing.probes`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .core import Estimate, Precision
+
+#: the resources a probe can stand for
+BANDWIDTH = "bandwidth"
+RESOURCES = (BANDWIDTH, "fp64", "fp32")
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReference:
+    """What a probe's rate meant when the calibration measured its figure beside it."""
+
+    resource: str
+    #: how to rebuild the probe: ``copy`` with ``size`` bytes per array, or ``matmul`` with ``size`` = n
+    kind: str
+    size: int
+    #: the calibrated figure (bytes/s or FLOP/s) and the probe's rate measured beside it
+    figure: float
+    rate: float
+    #: the best rate this machine has shown for the probe, and when (ISO date)
+    best_rate: float
+    best_seen: str = ""
+
+    def __post_init__(self) -> None:
+        if self.resource not in RESOURCES:
+            raise ValueError(f"probe resource must be one of {', '.join(RESOURCES)}; got {self.resource!r}")
+        for name in ("figure", "rate", "best_rate"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"probe {self.resource} {name} must be a positive number; got {value!r}")
+
+    @property
+    def name(self) -> str:
+        if self.kind == "copy":
+            return f"copy 2×{self.size / 2**20:.0f} MiB"
+        return f"matmul {self.resource} n={self.size}"
+
+
+@dataclass(frozen=True, slots=True)
+class PairedCeiling:
+    """The ceiling in force while one kernel was measured."""
+
+    resource: str
+    #: the calibrated figure this ceiling scales
+    figure: float
+    #: probe rate now / probe rate at calibration: 0.5 means the machine ran at half its calibrated speed
+    speed: float
+    #: the probe's relative noise (half-width of its 95% interval, relative)
+    ci_rel: float
+    #: probe rate now / the best probe rate this machine has shown
+    share_of_best: float
+    probe: str
+    probes: int
+
+    @property
+    def value(self) -> float:
+        """The ceiling of this window: bytes/s or FLOP/s."""
+        return self.figure * self.speed
+
+
+def resource_of(estimate: Estimate) -> str:
+    """The resource that bounds ``estimate``: bandwidth, or the compute of its peak's precision.
+
+    Narrow formats run on the CPU at fp32's rate (numpy has no faster path), so fp32's probe
+    stands for them.
+    """
+    if estimate.bound == "memory":
+        return BANDWIDTH
+    return "fp64" if estimate.peak_precision is Precision.FP64 else "fp32"
+
+
+def pair(reference: ProbeReference, rate_now: float, ci_rel: float, probes: int) -> PairedCeiling:
+    """The ceiling of a window whose probe ran at ``rate_now`` (the kernel's statistic of its rates)."""
+    if not (math.isfinite(rate_now) and rate_now > 0):
+        raise ValueError(f"a probe rate must be a positive number; got {rate_now!r}")
+    return PairedCeiling(
+        resource=reference.resource,
+        figure=reference.figure,
+        speed=rate_now / reference.rate,
+        ci_rel=ci_rel,
+        share_of_best=rate_now / max(reference.best_rate, rate_now),
+        probe=reference.name,
+        probes=probes,
+    )
+
+
+def paired_floor_s(estimate: Estimate, ceiling: PairedCeiling) -> float:
+    """The floor of ``estimate`` with its bounding resource at the paired ceiling.
+
+    Only the bounding resource is probed; near the ridge point the other term may bind at the
+    paired speed instead, so the floor is the larger of the scaled bound and the other term.
+    """
+    compute_s = estimate.compute_s or 0.0  # an unknown compute side bounds nothing
+    if ceiling.resource == BANDWIDTH:
+        return max(estimate.memory_s / ceiling.speed, compute_s)
+    return max(compute_s / ceiling.speed, estimate.memory_s)

@@ -1,0 +1,451 @@
+"""The built-in device table, name matching, and derivation of devices the table does not know.
+
+Figures are dense datasheet peaks (``shared/reference/hardware.md`` sections 1-2). Where a card has
+two tensor rates (FP16 vs FP32 accumulate) the table holds the higher one, since a floor must never
+be above the true best time; BF16 tensor math only accumulates in FP32, so BF16 takes that rate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from .core import Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
+
+T = 1e12
+GB = 1e9
+MiB = 1 << 20
+
+P = Precision
+V, TC = Unit.VECTOR, Unit.TENSOR
+
+
+class DeviceError(ValueError):
+    """A device that cannot be found or built; the message names it and the choices."""
+
+
+# Column order of the peak rows below, matching hardware.md section 2.
+_COLUMNS: tuple[tuple[Precision, Unit], ...] = (
+    (P.FP64, V), (P.FP64, TC), (P.FP32, V), (P.FP16, V), (P.TF32, TC),
+    (P.FP16, TC), (P.FP8_E4M3, TC), (P.INT8, TC),
+)  # fmt: skip
+
+# A peak cell: a number (datasheet), (number, "d") derived, (number, "?") unconfirmed, None absent.
+Cell = float | tuple[float, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    key: str
+    names: tuple[str, ...]
+    kind: Kind
+    cores: int
+    bandwidth_gbs: float
+    l2_mib: float
+    peaks: tuple[Cell, ...]
+    # BF16 runs at the FP16 rate unless a row says otherwise ("same"), or not at all (None)
+    bf16_vector: Cell | Literal["same"] = "same"
+    bf16_tensor: Cell | Literal["same"] = "same"
+    #: FP4 tensor rate (NVFP4/MXFP4), where the card has one
+    fp4_tensor: Cell = None
+    #: the SM clocks (MHz) the vector and the tensor peaks are quoted at (datasheets quote tensor
+    #: peaks at a lower clock than the top boost); None where no source gives them
+    clock_mhz: float | None = None
+    tensor_clock_mhz: float | None = None
+    notes: tuple[str, ...] = ()
+    #: where the row's figures come from (code only: the table's provenance, not shown to users)
+    source: str = ""
+
+
+_D, _Q = "d", "?"
+_ROWS: tuple[_Row, ...] = (
+    _Row("v100-sxm2", ("Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"), "cuda", 80, 900, 6,
+         (7.8, None, 15.7, 31.3, None, 125, None, None), bf16_vector=None, bf16_tensor=None,
+         clock_mhz=1530, notes=("no BF16 support",),
+         source="NVIDIA Tesla V100 datasheet, SXM2 column"),
+    _Row("t4", ("Tesla T4",), "cuda", 40, 320, 4,
+         (0.25, None, 8.1, (16.3, _D), None, 65, None, 130), bf16_vector=None, bf16_tensor=None,
+         clock_mhz=1590, notes=("no BF16 support",),
+         source="NVIDIA T4 datasheet; FP16 vector derived (40 SMs x 1590 MHz x 256)"),
+    _Row("a100-sxm-40gb", ("NVIDIA A100-SXM4-40GB",), "cuda", 108, 1555, 40,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
+         source="NVIDIA A100 Tensor Core GPU datasheet (dense: the sparse figures halved)"),
+    _Row("a100-sxm-80gb", ("NVIDIA A100-SXM4-80GB",), "cuda", 108, 2039, 40,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
+         source="NVIDIA A100 Tensor Core GPU datasheet (dense: the sparse figures halved)"),
+    _Row("a100-pcie-80gb", ("NVIDIA A100 80GB PCIe",), "cuda", 108, 1935, 40,
+         (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
+         source="NVIDIA A100 Tensor Core GPU datasheet, PCIe 80GB column"),
+    _Row("a10", ("NVIDIA A10",), "cuda", 72, 600, 6,
+         ((0.49, _D), None, 31.2, 31.2, 62.5, 125, None, 250), clock_mhz=1695,
+         source="NVIDIA A10 datasheet; FP64 derived (72 SMs x 1695 MHz x 4)"),
+    _Row("l4", ("NVIDIA L4",), "cuda", 58, 300, 48,
+         ((0.47, _D), None, 30.3, 30.3, 60, 121, 242.5, 242.5), clock_mhz=2040,
+         source="NVIDIA L4 datasheet; FP64 derived (58 SMs x 2040 MHz x 4)"),
+    _Row("l40s", ("NVIDIA L40S",), "cuda", 142, 864, 96,
+         ((1.43, _D), None, 91.6, 91.6, 183, 362, 733, 733), clock_mhz=2520,
+         source="NVIDIA L40S datasheet; FP64 not on it: derived (142 SMs x 2520 MHz x 4)"),
+    _Row("rtx-3070-ti", ("NVIDIA GeForce RTX 3070 Ti",), "cuda", 48, 608, 4,
+         ((0.34, _D), None, (21.7, _D), (21.7, _D), (21.7, _D), (87.0, _D), None, (174, _D)),
+         bf16_tensor=(43.5, _D), clock_mhz=1770, notes=("FP16 tensor figure is the FP16-accumulate rate",),
+         source="derived: 48 SMs x 1770 MHz x the GA10x GeForce rates (hardware.md section 3)"),
+    _Row("rtx-3090", ("NVIDIA GeForce RTX 3090",), "cuda", 82, 936, 6,
+         ((0.56, _D), None, 35.6, 35.6, 35.6, 142, None, 284), bf16_tensor=71, clock_mhz=1695,
+         notes=("FP16 tensor figure is the FP16-accumulate rate",),
+         source="NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 column"),
+    _Row("rtx-4090", ("NVIDIA GeForce RTX 4090",), "cuda", 128, 1008, 72,
+         (1.29, None, 82.6, 82.6, 82.6, 330.3, 660.6, 660.6), bf16_tensor=165.2, clock_mhz=2520,
+         notes=("FP16 and FP8 tensor figures are the FP16-accumulate rates",),
+         source="NVIDIA Ada Lovelace GPU architecture whitepaper (v2.02), appendix table 2, as quoted "
+                "publicly: dense, the 'Sparsity Feature' figures halved"),
+    # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (the 419 the
+    # table once held is BF16's sparse figure)
+    _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
+         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=209.5,
+         fp4_tensor=1676, clock_mhz=2407,
+         notes=("FP64, FP16 vector and TF32 peaks unconfirmed",
+                "FP16 and FP8 tensor figures are the FP16-accumulate rates"),
+         source="NVIDIA RTX Blackwell GPU architecture whitepaper (v1.1), appendix table 3, as quoted "
+                "publicly: BF16 209.5/419, FP8 419/838 (FP32 acc), FP4 1676/3352 dense/sparse"),
+    _Row("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50,
+         (33.5, 66.9, 66.9, 133.8, 494.7, 989.4, 1978.9, 1978.9), clock_mhz=1980, tensor_clock_mhz=1830,
+         source="NVIDIA H100 Tensor Core GPU datasheet, SXM column"),
+    _Row("h100-pcie", ("NVIDIA H100 PCIe",), "cuda", 114, 2000, 50,
+         (25.6, 51.2, 51.2, 102.4, 378, 756, 1513, 1513), clock_mhz=1755, tensor_clock_mhz=1620,
+         source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column"),
+    # The datasheet's tensor figures imply 1545 MHz (835.5 T / (132 x 4096)); the card boosts to
+    # 1785 (965 T), so the peaks follow the clock the driver reports (from_properties)
+    _Row("h100-nvl", ("NVIDIA H100 NVL",), "cuda", 132, 3900, 50,
+         (30, 60, 60, (120.6, _D), 417.5, 835.5, 1670.5, 1670.5), clock_mhz=1785, tensor_clock_mhz=1545,
+         notes=("SM count, clock and L2 unconfirmed",),
+         source="NVIDIA H100 Tensor Core GPU datasheet, NVL column (TF32 835, BF16 1671, FP8 3341 with "
+                "sparsity: halved); FP16 vector derived (132 SMs x 1785 MHz x 512)"),
+    _Row("h200", ("NVIDIA H200",), "cuda", 132, 4800, 60,
+         (34, 67, 67, (133.8, _Q), 494.5, 989.5, 1979, 1979), clock_mhz=1980, tensor_clock_mhz=1830,
+         source="NVIDIA H200 Tensor Core GPU datasheet, SXM column; L2 as the driver reports it (60 MB)"),
+    _Row("b200", ("NVIDIA B200",), "cuda", 148, 8000, 126,
+         (40, 40, 80, None, 1100, 2250, 4500, 4500), fp4_tensor=9000,
+         notes=("HGX datasheet bandwidth is 7.7 TB/s; 8 TB/s held, the higher",
+                "FP64/FP32 40/80 (1000 W brief) held over the current datasheet's 37/75, the higher"),
+         source="NVIDIA HGX B200 brief (1000 W per GPU): FP64/FP32 40/80; tensor rates the Blackwell "
+                "datasheet (sparse, halved; NVFP4 18 | 9 PF sparse | dense)"),
+    _Row("gb200", ("NVIDIA GB200",), "cuda", 0, 8000, 126,
+         ((45, _Q), (45, _Q), (90, _Q), None, 1250, 2500, 5000, 5000), fp4_tensor=10000,
+         notes=("per GPU of a GB200 superchip; SM count, clock and L2 unconfirmed",
+                "FP64/FP32 45/90 (1200 W, unconfirmed) held over the datasheet's 40/80, the higher"),
+         source="NVIDIA Blackwell datasheet, GB200 NVL72 column / 72 GPUs, as transcribed publicly "
+                "(tensor figures sparse, halved; NVFP4 20 | 10 PF sparse | dense)"),
+    # One CuPy device is one die, half of the card: the per-card figures are halved.
+    _Row("mi250x", ("AMD Instinct MI250X/MI250", "AMD Instinct MI250X", "AMD Instinct MI250"), "rocm",
+         110, 1638, 8,
+         (23.95, 47.85, 47.85, None, None, 191.5, None, 191.5), clock_mhz=1700,
+         notes=("per die (one CuPy device); FP32 is the packed-FP32 rate",),
+         source="AMD Instinct MI250X data sheet (per card; halved per die)"),
+    _Row("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32,
+         (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9), clock_mhz=2100,
+         notes=("plus 256 MB Infinity Cache",),
+         source="AMD Instinct MI300X data sheet; checked against ROCm docs, MI300 microarchitecture, "
+                "table 'Peak-performance capabilities of the MI300X' (5.3 TB/s) and gpu-arch-specs "
+                "(304 CUs, L2 4 MB per XCD)"),
+    _Row("mi325x", ("AMD Instinct MI325X",), "rocm", 304, 6000, 32,
+         (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9), clock_mhz=2100,
+         notes=("plus 256 MB Infinity Cache", "bandwidth unconfirmed (6 TB/s as published secondhand)"),
+         source="ROCm docs gpu-arch-specs (gfx942, 304 CUs, L2 32 MB, 256 MB Infinity Cache): the "
+                "MI300X's CUs and clock, so its per-CU rates (MI300 microarchitecture page)"),
+    # gfx950 per-CU rates per clock from rocprofiler-compute's speed-of-light config (BF16/FP16 4096,
+    # FP8 and INT8 8192, FP6/FP4 16384, FP64 matrix 128, FP32 matrix 256) x 256 CUs x 2400 MHz
+    _Row("mi355x", ("AMD Instinct MI355X",), "rocm", 256, 8000, 32,
+         ((78.6, _Q), (78.6, _D), (157.3, _Q), None, None, (2516.6, _D), (5033.2, _D), (5033.2, _D)),
+         fp4_tensor=(10066.3, _D), clock_mhz=2400,
+         notes=("no TF32 hardware", "plus 256 MB Infinity Cache",
+                "clock and bandwidth unconfirmed (2400 MHz, 8 TB/s as published secondhand)"),
+         source="ROCm docs gpu-arch-specs (gfx950, 256 CUs, L2 32 MB) and rocprofiler-compute's gfx950 "
+                "speed-of-light rates; derived at 2400 MHz"),
+)  # fmt: skip
+
+
+def _figure(cell: Cell | Literal["same"], scale: float) -> Figure | None:
+    if cell is None or cell == "same":
+        return None
+    if isinstance(cell, tuple):
+        value, mark = cell
+        source = Source.DERIVED if mark == _D else Source.DATASHEET
+        return Figure(value * scale, source, "unconfirmed" if mark == _Q else "")
+    return Figure(cell * scale, Source.DATASHEET)
+
+
+def _build(row: _Row) -> Device:
+    peaks: dict[tuple[Precision, Unit], Figure] = {}
+    for column, cell in zip(_COLUMNS, row.peaks, strict=True):
+        figure = _figure(cell, T)
+        if figure is not None:
+            peaks[column] = figure
+    bf16_cells: tuple[tuple[Unit, Cell | Literal["same"]], ...] = (
+        (V, row.bf16_vector),
+        (TC, row.bf16_tensor),
+    )
+    for unit, bf16 in bf16_cells:
+        figure = peaks.get((P.FP16, unit)) if bf16 == "same" else _figure(bf16, T)
+        if figure is not None:
+            peaks[(P.BF16, unit)] = figure
+    fp4 = _figure(row.fp4_tensor, T)
+    if fp4 is not None:
+        peaks[(P.FP4, TC)] = fp4
+    return Device(
+        key=row.key,
+        name=row.names[0],
+        kind=row.kind,
+        peaks=peaks,
+        bandwidth=Figure(row.bandwidth_gbs * GB, Source.DATASHEET),
+        llc_bytes=int(row.l2_mib * MiB),
+        cores=row.cores,
+        names=row.names,
+        notes=row.notes,
+        interconnect=_interconnect(row.key),
+    )
+
+
+def _interconnect(key: str) -> Figure | None:
+    link = INTERCONNECTS.get(key)
+    return None if link is None else Figure(link[0], Source.DATASHEET, link[1])
+
+
+#: per-GPU interconnect bandwidth, bytes/s in each direction, and where it comes from. An
+#: all-reduce's floor is its bytes over this (``roofline llm --tp``). NVLink figures are NVIDIA's aggregate
+#: bidirectional ones halved; xGMI AMD's.
+INTERCONNECTS: Mapping[str, tuple[float, str]] = {
+    "v100-sxm2": (150e9, "NVLink 2: 300 GB/s bidirectional per GPU (V100 datasheet)"),
+    "a100-sxm-40gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
+    "a100-sxm-80gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),
+    "a100-pcie-80gb": (300e9, "NVLink bridge: 600 GB/s bidirectional (A100 PCIe datasheet)"),
+    "h100-sxm": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H100 datasheet)"),
+    "h100-nvl": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 NVL datasheet)"),
+    "h100-pcie": (300e9, "NVLink bridge: 600 GB/s bidirectional (H100 PCIe datasheet)"),
+    "h200": (450e9, "NVLink 4: 900 GB/s bidirectional per GPU (H200 datasheet)"),
+    "b200": (900e9, "NVLink 5: 1.8 TB/s bidirectional per GPU (B200 / HGX B200 datasheet)"),
+    "mi300x": (448e9, "xGMI (Infinity Fabric): 7 links × 64 GB/s per direction (AMD MI300X datasheet)"),
+}
+
+
+#: the rows above as devices; :data:`_TABLE` starts as them and takes registered devices too
+_BUILT_IN: dict[str, Device] = {row.key: _build(row) for row in _ROWS}
+_TABLE: dict[str, Device] = dict(_BUILT_IN)
+#: the clocks (MHz) each built-in row's vector and tensor peaks are quoted at, by key
+_PEAK_CLOCKS: dict[str, dict[Unit, float]] = {
+    row.key: {V: row.clock_mhz, TC: row.tensor_clock_mhz or row.clock_mhz}
+    for row in _ROWS
+    if row.clock_mhz is not None
+}
+_CPU_KEY = "cpu"
+
+
+def table() -> Mapping[str, Device]:
+    """The built-in and registered devices by key (the CPU is measured, so it is not in here)."""
+    return dict(_TABLE)
+
+
+def register_device(device: Device, *, replace: bool = False) -> Device:
+    """Add a device to the table so ``get_device`` finds it by key and by reported name."""
+    if not isinstance(device, Device):
+        raise DeviceError(f"register_device takes a Device; got {device!r}")
+    if device.key == _CPU_KEY:
+        raise DeviceError("the key 'cpu' is reserved for this machine's measured CPU")
+    if device.key in _TABLE and not replace:
+        raise DeviceError(f"device {device.key!r} is already registered; pass replace=True to redefine it")
+    _TABLE[device.key] = device
+    return device
+
+
+def unregister_device(key: str) -> None:
+    _TABLE.pop(key, None)
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[\s_]+", " ", name.strip()).lower()
+
+
+def find_device(name_or_key: str) -> Device | None:
+    """A table device by key (``h100-sxm``) or by the exact name the driver reports."""
+    if name_or_key in _TABLE:
+        return _TABLE[name_or_key]
+    wanted = _normalize(name_or_key)
+    # newest first: a device registered by a plugin wins over the built-in entry it renames
+    for device in reversed(list(_TABLE.values())):
+        if wanted == device.key or any(_normalize(n) == wanted for n in device.names):
+            return device
+    return None
+
+
+def lookup(name_or_key: str) -> Device:
+    """Like :func:`find_device`, but a DeviceError naming the key and the choices when absent."""
+    if not isinstance(name_or_key, str):
+        raise DeviceError(f"device must be a key or a device name; got {name_or_key!r}")
+    found = find_device(name_or_key)
+    if found is None:
+        choices = sorted(_TABLE)
+        raise DeviceError(
+            f"unknown device {name_or_key!r}{did_you_mean(name_or_key, [*choices, _CPU_KEY])}; "
+            f"known: cpu, {', '.join(choices)} (run `roofline devices`)"
+        )
+    return found
+
+
+# -- devices that are not in the table -------------------------------------------------------
+
+# Dense FLOP per clock per SM (hardware.md section 3), by compute capability. Where a GeForce part
+# is slower (GA10x/Ada TF32 and FP32-accumulate rates), the higher professional rate is kept.
+_PER_SM_RATES: dict[tuple[int, int], dict[tuple[Precision, Unit], int]] = {
+    (7, 0): {(P.FP64, V): 64, (P.FP32, V): 128, (P.FP16, V): 256, (P.FP16, TC): 1024},
+    (7, 5): {(P.FP64, V): 4, (P.FP32, V): 128, (P.FP16, V): 256, (P.FP16, TC): 1024, (P.INT8, TC): 2048},
+    (8, 0): {(P.FP64, V): 64, (P.FP64, TC): 128, (P.FP32, V): 128, (P.FP16, V): 512, (P.TF32, TC): 1024,
+             (P.FP16, TC): 2048, (P.BF16, TC): 2048, (P.INT8, TC): 4096},
+    (8, 6): {(P.FP64, V): 4, (P.FP32, V): 256, (P.FP16, V): 256, (P.TF32, TC): 512, (P.FP16, TC): 1024,
+             (P.BF16, TC): 1024, (P.INT8, TC): 2048},
+    (8, 9): {(P.FP64, V): 4, (P.FP32, V): 256, (P.FP16, V): 256, (P.TF32, TC): 512, (P.FP16, TC): 1024,
+             (P.BF16, TC): 1024, (P.FP8_E4M3, TC): 2048, (P.INT8, TC): 2048},
+    (9, 0): {(P.FP64, V): 128, (P.FP64, TC): 256, (P.FP32, V): 256, (P.FP16, V): 512, (P.TF32, TC): 2048,
+             (P.FP16, TC): 4096, (P.BF16, TC): 4096, (P.FP8_E4M3, TC): 8192, (P.INT8, TC): 8192},
+}  # fmt: skip
+# Other GA10x-like minors (8.7 Orin) share 8.6's rates.
+_ARCH_ALIASES = {(8, 7): (8, 6)}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProperties:
+    """What the driver reports about a GPU, in the units CUDA uses (clocks in kHz)."""
+
+    name: str
+    kind: Kind = "cuda"
+    major: int = 0
+    minor: int = 0
+    multiprocessors: int = 0
+    clock_khz: int = 0
+    memory_clock_khz: int = 0
+    bus_width_bits: int = 0
+    l2_bytes: int = 0
+    arch_name: str = ""  # ROCm gcnArchName
+
+
+_MIG_SUFFIX = re.compile(r"\s+MIG\s+\S+$")
+
+
+def from_properties(props: DeviceProperties) -> Device:
+    """The device a driver describes: the table's entry when the name matches, else derived.
+
+    A table match whose reported SM count is lower (a MIG slice) has its compute peaks scaled by
+    the SM ratio; bandwidth is left whole, which keeps the floor optimistic. MI250 and MI250X report
+    one name and are told apart by their CU count.
+    """
+    # MIG slices report e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb": the card is the name before " MIG"
+    known = find_device(_MIG_SUFFIX.sub("", props.name))
+    if known is not None and known.key == "mi250x" and props.multiprocessors and props.multiprocessors < 110:
+        known = None  # an MI250 die has 104 CUs: derive nothing, ask for peaks below
+    if known is not None:
+        known = at_reported_clock(known, props.clock_khz / 1e3)
+        if props.multiprocessors and known.cores and props.multiprocessors < known.cores:
+            return _scaled(known, props.multiprocessors)
+        return known
+    if props.kind == "rocm":
+        raise DeviceError(
+            f"device {props.name!r} ({props.arch_name or 'unknown arch'}) is not in the table and AMD "
+            "peaks cannot be derived from properties; give its ceilings with --roofline-peaks FILE"
+        )
+    return derive(props)
+
+
+def at_reported_clock(device: Device, max_mhz: float) -> Device:
+    """A built-in device whose driver reports a higher maximum SM clock than its datasheet peaks are
+    quoted at (a factory-overclocked GeForce card, an H100 NVL whose tensor figures assume 1545 MHz),
+    with those compute peaks raised to SMs x per-SM rate x that clock, i.e. scaled by the clock ratio:
+    a kernel running at the reported clock must not be called faster than light. Lower or unknown
+    clocks (0) change nothing: the datasheet figure stays the bound.
+    """
+    clocks = _PEAK_CLOCKS.get(device.key)
+    if clocks is None or max_mhz <= 0 or _BUILT_IN.get(device.key) is not device:
+        return device  # not a built-in row: a registered device keeps its own figures, under any key
+    peaks = dict(device.peaks)
+    raised: list[str] = []
+    for (precision, unit), figure in device.peaks.items():
+        quoted = clocks[unit]
+        if max_mhz > quoted * (1 + _CLOCK_TOLERANCE):
+            note = (
+                f"{figure.value / T:g} T at {quoted:.0f} MHz, scaled to the {max_mhz:.0f} MHz the driver "
+                "reports as the maximum SM clock"
+            )
+            peaks[(precision, unit)] = Figure(figure.value * max_mhz / quoted, Source.DERIVED, note)
+            raised.append(f"{precision} {unit}")
+    if not raised:
+        return device
+    note = f"compute peaks at the reported maximum SM clock, {max_mhz:.0f} MHz: {', '.join(raised)}"
+    return replace(device, peaks=peaks, notes=(*device.notes, note))
+
+
+#: a reported clock within this of the quoted one is the same clock (kHz rounding)
+_CLOCK_TOLERANCE = 0.005
+
+
+def _scaled(device: Device, sms: int) -> Device:
+    ratio = sms / (device.cores or sms)
+    note = f"{sms} of {device.cores} SMs (MIG or partition): compute peaks scaled by {ratio:.3f}"
+    peaks = {k: Figure(f.value * ratio, Source.DERIVED, note) for k, f in device.peaks.items()}
+    return replace(device, key=f"{device.key}-{sms}sm", peaks=peaks, cores=sms, notes=(*device.notes, note))
+
+
+def derive(props: DeviceProperties) -> Device:
+    """Peaks from SMs × clock × per-SM rate; bandwidth = 2 × memory clock × bus width / 8."""
+    arch = _ARCH_ALIASES.get((props.major, props.minor), (props.major, props.minor))
+    rates = _PER_SM_RATES.get(arch)
+    if rates is None:
+        raise DeviceError(
+            f"device {props.name!r} (compute capability {props.major}.{props.minor}) is not in the table "
+            "and its per-SM rates are not confirmed; give its ceilings with --roofline-peaks FILE"
+        )
+    missing = [
+        label
+        for label, value in (
+            ("multiProcessorCount", props.multiprocessors),
+            ("clockRate", props.clock_khz),
+            ("memoryClockRate", props.memory_clock_khz),
+            ("memoryBusWidth", props.bus_width_bits),
+        )
+        if value <= 0
+    ]
+    if missing:
+        raise DeviceError(
+            f"cannot derive device {props.name!r}: the driver did not report {', '.join(missing)}"
+        )
+    clock_hz = props.clock_khz * 1e3
+    mhz = props.clock_khz / 1e3
+    note = f"{props.multiprocessors} SMs × {mhz:.0f} MHz × per-SM rate of CC {arch[0]}.{arch[1]}"
+    peaks: PeakTable = {
+        key: Figure(props.multiprocessors * clock_hz * rate, Source.DERIVED, note)
+        for key, rate in rates.items()
+    }
+    bandwidth = 2 * props.memory_clock_khz * 1e3 * props.bus_width_bits / 8
+    return Device(
+        key=slug(props.name) or "gpu",
+        name=props.name,
+        kind=props.kind,
+        peaks=peaks,
+        bandwidth=Figure(bandwidth, Source.DERIVED, "2 × memory clock × bus width / 8"),
+        llc_bytes=props.l2_bytes or None,
+        cores=props.multiprocessors,
+        names=(props.name,),
+        notes=("derived from device properties",),
+    )
+
+
+def slug(name: str) -> str:
+    """``"NVIDIA H100 80GB HBM3"`` -> ``"nvidia-h100-80gb-hbm3"`` (``""`` when nothing is left)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def describe_peaks(device: Device) -> Iterable[tuple[Precision, Unit, Figure]]:
+    """The device's peaks in a stable order: precision, then tensor before vector."""
+    order = list(Precision)
+    return sorted(
+        ((p, u, f) for (p, u), f in device.peaks.items()),
+        key=lambda item: (order.index(item[0]), item[1] is Unit.VECTOR),
+    )

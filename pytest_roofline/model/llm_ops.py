@@ -1,0 +1,240 @@
+"""The kernels of an LLM decoder layer beyond GEMM and attention, as vLLM names them.
+
+Each op is registered under a plain name with the kernel names users know as aliases
+(``silu_and_mul`` is ``swiglu``). Counts follow the rest of the catalogue: the ideal DRAM traffic of
+a fused kernel, every input read once and every output written once; FLOPs count the arithmetic a
+reader would count by hand (an exp is one). No pytest, no numpy.
+"""
+
+from __future__ import annotations
+
+from .core import Cost
+from .ops import SCALE_SIZES, OpError, Param, ParamKind, Params, register_op, scale_bytes, storage
+
+#: bytes of an index as PyTorch passes them (token ids, slot mappings, labels: int64)
+INDEX_BYTES = 8
+#: bytes of an fp32 scale or routing weight
+FP32_BYTES = 4
+
+
+def _swiglu(p: Params, size: float) -> Cost:
+    """out[rows, cols] = act(x[:, :cols]) · x[:, cols:], vLLM's silu_and_mul / gelu_and_mul.
+
+    FLOPs 5·rows·cols (the activation as x·sigmoid(x): negate, exp, add, divide, then the multiply
+    by the gate; GELU's tanh form does a few more, all of them far below any ridge); bytes
+    3·rows·cols·size: the gate and up halves read, the product written.
+    """
+    rc = p["rows"] * p["cols"]
+    return Cost(flops=5 * rc, bytes=3 * rc * size)
+
+
+def _add_rmsnorm(p: Params, size: float) -> Cost:
+    """residual += x; x = rmsnorm(residual) · weight, in place: vLLM's fused_add_rms_norm.
+
+    FLOPs 5·rows·cols (the add, then square, sum, scale, gain); bytes (4·rows·cols + cols)·size:
+    x and the residual read, both written, the weight read once.
+    """
+    r, c = p["rows"], p["cols"]
+    return Cost(flops=5 * r * c, bytes=(4 * r * c + c) * size)
+
+
+def _rope(p: Params, size: float) -> Cost:
+    """Rotary embedding of q and k in place: vLLM's rotary_embedding.
+
+    Each rotated pair is 4 multiplies and 2 adds, 3 FLOPs per element of the rotary_dim (default
+    head_dim) part of q (heads) and k (kv_heads): FLOPs 3·tokens·(heads + kv_heads)·rotary_dim.
+    Bytes (2·tokens·(heads + kv_heads)·rotary_dim + tokens·rotary_dim)·size: q and k read and
+    written, the cos/sin cache row of each token read (rotary_dim/2 cosines and as many sines).
+    """
+    t, heads, rot = p["tokens"], p["heads"] + (p["kv_heads"] or p["heads"]), p["rotary_dim"] or p["head_dim"]
+    return Cost(flops=3 * t * heads * rot, bytes=(2 * t * heads * rot + t * rot) * size)
+
+
+def _moe(p: Params, size: float) -> Cost:
+    """A fused MoE block: route each token to top_k experts, run their MLPs, combine: vLLM's fused_moe.
+
+    FLOPs 2·tokens·top_k·hidden·intermediate·(3 if gated else 2): per routed token, gate and up
+    (hidden → 2·intermediate) and down (intermediate → hidden). Bytes: the weights of the experts
+    hit, hidden·intermediate·(3 or 2) each at ``w_dtype`` (with ``group_size``, their block scales),
+    plus the tokens read and written (2·tokens·hidden·size) and the routing (top_k ids and fp32
+    weights per token). The experts hit are ``active`` where given, else min(tokens·top_k, experts):
+    balanced routing, the most any routing can touch. Skewed routing touches fewer (as few as top_k)
+    and moves fewer bytes: the balanced count is the upper bound of the weight traffic, so pass
+    ``active=`` to judge a kernel under a known skewed routing.
+    """
+    t, k, h, i = p["tokens"], p["top_k"], p["hidden"], p["intermediate"]
+    mats = 3 if p["gated"] else 2
+    active = p["active"] or min(t * k, p["experts"])
+    weights = active * h * i * mats
+    nbytes = weights * storage(p, "w", size) + scale_bytes(p, weights) + 2 * t * h * size
+    return Cost(flops=2 * t * k * h * i * mats, bytes=nbytes + t * k * (INDEX_BYTES + FP32_BYTES))
+
+
+def _check_moe(op: str, p: Params) -> None:
+    if p["top_k"] > p["experts"]:
+        raise OpError(f"{op}: top_k={p['top_k']} is more than experts={p['experts']}")
+    most = min(p["tokens"] * p["top_k"], p["experts"])
+    if p["active"] is not None and not p["top_k"] <= p["active"] <= most:
+        raise OpError(
+            f"{op}: active={p['active']} experts cannot be hit by {p['tokens']} token(s) routed to "
+            f"top_k={p['top_k']} of {p['experts']}"
+        )
+    group = p["group_size"]
+    if group and p["hidden"] % group:
+        raise OpError(f"{op}: group_size={group} does not divide hidden={p['hidden']}")
+
+
+def _kv_cache_write(p: Params, size: float) -> Cost:
+    """Write this step's K and V into the paged cache: vLLM's reshape_and_cache.
+
+    FLOPs 0 (an fp8 cache's scaling is one multiply per element, not counted); bytes
+    2·tokens·kv_heads·head_dim·(size + kv) + 8·tokens: k and v read at dtype, written at
+    ``kv_dtype``, the slot mapping (int64) read. ``shared_kv`` (MLA's latent cache, vLLM's
+    concat_and_cache_mla) writes one row per token and head, not two.
+    """
+    elements = (1 if p["shared_kv"] else 2) * p["tokens"] * p["kv_heads"] * p["head_dim"]
+    return Cost(flops=0, bytes=elements * (size + storage(p, "kv", size)) + INDEX_BYTES * p["tokens"])
+
+
+def _embedding(p: Params, size: float) -> Cost:
+    """out[tokens, hidden] = table[ids]: a gather.
+
+    FLOPs 0; bytes 8·tokens + (min(tokens, vocab) + tokens)·hidden·size: the ids (int64) read, each
+    distinct row read once (at most vocab of them), the output written.
+    """
+    t, h = p["tokens"], p["hidden"]
+    return Cost(flops=0, bytes=INDEX_BYTES * t + (min(t, p["vocab"]) + t) * h * size)
+
+
+_QUANTIZED = {"fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
+
+
+def _quantize(p: Params, size: float) -> Cost:
+    """Dynamic quantization to fp8 or int8, per token (one fp32 scale per row) or per tensor.
+
+    FLOPs 2·rows·cols (the absolute maximum, then the scaling); bytes rows·cols·(size + 1) +
+    scales·4: read at dtype, the quantized values written (1 byte each), the scales written (rows
+    of them per token, 1 per tensor). vLLM's scaled_fp8_quant and scaled_int8_quant.
+    """
+    rc = p["rows"] * p["cols"]
+    scales = p["rows"] if p["per"] == "token" else 1
+    return Cost(flops=2 * rc, bytes=rc * (size + _QUANTIZED[p["to"]]) + scales * FP32_BYTES)
+
+
+def _cross_entropy(p: Params, size: float) -> Cost:
+    """Softmax cross-entropy of rows × vocab logits against integer labels (Liger's fused kernel).
+
+    FLOPs 4·rows·vocab (max, subtract, exp, sum; the log and the label's pick are per row); bytes
+    rows·vocab·size + 12·rows: the logits read once, the labels (int64) read, the losses (fp32)
+    written. The fused-linear variant (logits never stored) is a gemm plus this with no logits traffic.
+    """
+    r, v = p["rows"], p["vocab"]
+    return Cost(flops=4 * r * v, bytes=r * v * size + r * (INDEX_BYTES + FP32_BYTES))
+
+
+def _llm(p: Params, size: float) -> Cost:
+    """One decode or prefill step of a whole model, from its Hugging Face config.json.
+
+    The sum of every kernel's floor (see ``roofline llm``): the step's FLOPs and bytes are the sums,
+    and its floor is the sum of the ops' floors, each on its own unit, not the floor of the sums.
+    """
+    from .llm import load_config, step_ops  # lazily: only a test that asks for a model reads one
+
+    config = load_config(p["config"])
+    ops = step_ops(config, step_options(p))
+    return Cost(
+        flops=sum(op.flops * op.count for op in ops),
+        bytes=sum(op.bytes * op.count for op in ops),
+        parts=tuple((op.flops * op.count, op.bytes * op.count, op.unit) for op in ops),
+    )
+
+
+def step_options(p: Params) -> dict[str, object]:
+    """The ``llm`` op's parameters as the step model takes them."""
+    keys = ("phase", "batch", "context", "prompt", "dtype", "weight_dtype", "kv_dtype", "tp")
+    return {k: p[k] for k in keys if k in p}
+
+
+def _check_llm(op: str, p: Params) -> None:
+    from .llm import LlmError, load_config, step_ops
+
+    try:
+        step_ops(load_config(p["config"]), step_options(p))
+    except LlmError as exc:
+        raise OpError(f"{op}: {exc}") from None
+
+
+def _register() -> None:
+    count: ParamKind = "count"
+    register_op(
+        "swiglu", [Param("rows"), Param("cols")], _swiglu, flops="5·rows·cols", bytes="3·rows·cols",
+        aliases=("silu_and_mul", "gelu_and_mul"), complex_flops=None,
+        source="vLLM csrc/activation_kernels.cu: x[:, :d] activated times x[:, d:]", replace=True,
+    )  # fmt: skip
+    register_op(
+        "add_rmsnorm", [Param("rows"), Param("cols")], _add_rmsnorm, flops="5·rows·cols",
+        bytes="4·rows·cols + cols", aliases=("fused_add_rms_norm",), complex_flops=None,
+        source="vLLM csrc/layernorm_kernels.cu: x and residual read and written in place", replace=True,
+    )  # fmt: skip
+    register_op(
+        "rope",
+        [Param("tokens"), Param("heads"), Param("head_dim"), Param("kv_heads", None),
+         Param("rotary_dim", None)],
+        _rope, flops="3·tokens·(heads + kv_heads)·rotary_dim",
+        bytes="2·tokens·(heads + kv_heads)·rotary_dim + tokens·rotary_dim", aliases=("rotary_embedding",),
+        complex_flops=None, source="vLLM csrc/pos_encoding_kernels.cu: q and k in place, cos/sin cache",
+        replace=True,
+    )  # fmt: skip
+    register_op(
+        "moe",
+        [Param("tokens"), Param("experts"), Param("top_k"), Param("hidden"), Param("intermediate"),
+         Param("gated", True, "flag"), Param("active", None), Param("w_dtype", None, "dtype"),
+         Param("group_size", None), Param("scale_dtype", None, "choice", tuple(SCALE_SIZES))],
+        _moe, matrix=True, flops="2·tokens·top_k·hidden·intermediate·(3 gated | 2)",
+        bytes="active·hidden·intermediate·(3 | 2)·w + 2·tokens·hidden + 12·tokens·top_k (bytes)",
+        check=_check_moe, complex_flops=None, packed=True, aliases=("fused_moe",),
+        source="vLLM fused_moe (model_executor/layers/fused_moe). active = min(tokens·top_k, experts), "
+        "balanced routing: the most experts any routing hits, the upper bound of the weight traffic; a "
+        "skewed routing hits fewer (as few as top_k): pass active= when the test knows its routing",
+        replace=True,
+    )  # fmt: skip
+    register_op(
+        "kv_cache_write",
+        [Param("tokens"), Param("kv_heads"), Param("head_dim"), Param("kv_dtype", None, "dtype"),
+         Param("shared_kv", False, "flag")],
+        _kv_cache_write, flops="0", bytes="2·tokens·kv_heads·head_dim·(1 + kv) + 8·tokens (bytes)",
+        aliases=("reshape_and_cache", "reshape_and_cache_flash", "concat_and_cache_mla"),
+        complex_flops=None,
+        source="vLLM csrc/cache_kernels.cu: k and v scattered to their slots", replace=True,
+    )  # fmt: skip
+    register_op(
+        "embedding", [Param("tokens"), Param("vocab"), Param("hidden")], _embedding, flops="0",
+        bytes="(min(tokens, vocab) + tokens)·hidden + 8·tokens (bytes)", complex_flops=None,
+        source="a gather: VocabParallelEmbedding", replace=True,
+    )  # fmt: skip
+    register_op(
+        "quantize",
+        [Param("rows"), Param("cols"), Param("to", "fp8_e4m3", "choice", tuple(_QUANTIZED)),
+         Param("per", "token", "choice", ("token", "tensor"))],
+        _quantize, flops="2·rows·cols", bytes="rows·cols·(1 + 1 byte) + 4·scales (bytes)",
+        aliases=("scaled_fp8_quant", "scaled_int8_quant"), complex_flops=None,
+        source="vLLM csrc/quantization: dynamic per-token or per-tensor scales", replace=True,
+    )  # fmt: skip
+    register_op(
+        "cross_entropy", [Param("rows"), Param("vocab")], _cross_entropy, flops="4·rows·vocab",
+        bytes="rows·vocab + 12·rows (bytes)", complex_flops=None,
+        source="Liger-Kernel's fused cross-entropy: logits read once", replace=True,
+    )  # fmt: skip
+    register_op(
+        "llm",
+        [Param("config", kind="text"), Param("phase", "decode", "choice", ("decode", "prefill")),
+         Param("batch", 1), Param("context", 0, count), Param("prompt", None),
+         Param("weight_dtype", None, "dtype"), Param("kv_dtype", None, "dtype"), Param("tp", 1)],
+        _llm, matrix=True, flops="Σ ops (roofline llm CONFIG)",
+        bytes="Σ ops; the floor is the sum of the ops' floors", check=_check_llm, complex_flops=None,
+        source="one step of a Hugging Face config.json, op by op (roofline llm)", needs_dtype=True,
+        replace=True,
+    )  # fmt: skip
+
+
+_register()

@@ -1,0 +1,237 @@
+"""Baselines: an earlier run's JSON report, read and checked. No pytest here.
+
+Any ``--roofline-json`` file is a baseline (``--roofline-save`` writes the same schema). What a
+comparison needs of each measured record is its identity (``nodeid`` and ``name``), the attained
+fraction with its confidence interval, the time, and the device it ran on; every other field is
+kept for the report. A record that measured nothing (``skipped``) is not a baseline for anything.
+Every mistake in the file is a :class:`BaselineError` naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: the JSON schemas this module reads (``report.SCHEMA_VERSION`` writes the newest)
+READABLE_SCHEMAS = (1,)
+#: fields a measured record must have, and the JSON types they must be
+REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "nodeid": str,
+    "name": str,
+    "attained": (int, float),
+    "time_s": (int, float),
+    "device": str,
+    "verdict": str,
+}
+#: a record with this verdict measured nothing
+_UNMEASURED = "skipped"
+
+Key = tuple[str, str]
+
+
+class BaselineError(ValueError):
+    """A baseline that cannot be read: the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineRecord:
+    """One measurement of a baseline, as a comparison reads it."""
+
+    nodeid: str
+    name: str
+    attained: float
+    #: relative half-width of attained's 95% interval (0 when the file predates intervals)
+    ci_rel: float
+    time_s: float
+    device: str
+    device_name: str
+    verdict: str
+    op: str = ""
+    label: str = ""
+    #: the machine's load could have slowed it: the OS saw busy or heavy contention, or its threads
+    #: waited for a core (a regression it shows cannot be told from the load)
+    disturbed: bool = False
+    #: the attained fractions of earlier runs saved to the same file, oldest first (``--roofline-save``
+    #: appends): how much the test moves from run to run when nothing changed
+    history: tuple[float, ...] = ()
+    #: measured twice, the better kept (a suspected regression, or a miss, is measured again)
+    remeasured: bool = False
+
+    @property
+    def runs(self) -> tuple[float, ...]:
+        """Every run's attained fraction this record holds, oldest first, its own last."""
+        return (*self.history, self.attained)
+
+    @property
+    def key(self) -> Key:
+        return (self.nodeid, self.name)
+
+    @property
+    def test(self) -> str:
+        """The test and, for a test with several measurements, the measurement's name."""
+        return f"{self.nodeid}[{self.name}]" if self.name else self.nodeid
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> BaselineRecord:
+        """A record of a JSON report (this run's or a file's), assumed checked."""
+        ci = record.get("attained_ci_rel")
+        return cls(
+            nodeid=record["nodeid"],
+            name=record["name"],
+            attained=float(record["attained"]),
+            ci_rel=float(ci) if isinstance(ci, (int, float)) and math.isfinite(ci) and ci >= 0 else 0.0,
+            time_s=float(record["time_s"]),
+            device=record["device"],
+            device_name=str(record.get("device_name") or record["device"]),
+            verdict=record["verdict"],
+            op=str(record.get("op") or ""),
+            label=str(record.get("label") or ""),
+            disturbed=_disturbed(record),
+            history=tuple(float(a) for a in record.get("history") or ()),
+            remeasured=record.get("remeasured") is True,
+        )
+
+
+def comparable(record: Mapping[str, Any]) -> BaselineRecord | None:
+    """A JSON record as a comparison reads it; None for one that measured no finite fraction."""
+    if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
+        return None
+    return BaselineRecord.from_record(record)
+
+
+def _disturbed(record: Mapping[str, Any]) -> bool:
+    from ..model.verdict import WAITED_SHARE  # threads that waited longer were slowed by another job
+
+    contention = record.get("contention")
+    level = contention.get("level") if isinstance(contention, Mapping) else None
+    wait = record.get("thread_wait_share")
+    waited = isinstance(wait, (int, float)) and wait > WAITED_SHARE
+    return record.get("verdict") == "inconclusive" or level in ("busy", "heavy") or waited
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """A whole baseline file."""
+
+    path: str
+    #: when the run that wrote it ended (ISO 8601), when the file says
+    created: str | None
+    #: the device of each record, by key: name (for "measured on <name>")
+    devices: Mapping[str, str]
+    records: Mapping[Key, BaselineRecord] = field(default_factory=dict)
+    #: how the run that wrote it was cut short (``-x``, ^C, a worker that went down), None if it was not:
+    #: its measurements are not all there, so it is no baseline unless the user says so
+    interruption: str | None = None
+
+    def describe(self) -> str:
+        """Where the baseline comes from: ``baseline.json (NVIDIA H100, 2026-11-20)``."""
+        names = sorted(set(self.devices.values()))
+        parts = [", ".join(names)] if names else []
+        if self.created:
+            parts.append(self.created[:10])
+        return f"{self.path} ({'; '.join(parts)})" if parts else self.path
+
+
+def load_baseline(path: str | Path, what: str = "baseline") -> Baseline:
+    """Read and check the baseline at ``path``; :class:`BaselineError` names ``what`` and the file, and
+    the fault."""
+    where = f"{what} {path}"
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{where}: no such file") from None
+    except IsADirectoryError:
+        raise BaselineError(f"{where}: a directory, not a JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{where}: cannot be read ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    return parse_baseline(data, where, str(path))
+
+
+def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
+    """The baseline in ``data`` (a decoded JSON report), read from ``path`` (``where`` says so in errors)."""
+    if not isinstance(data, dict):
+        raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {_kind(data)} at the top)")
+    schema = data.get("schema")
+    if schema not in READABLE_SCHEMAS:
+        readable = ", ".join(map(str, READABLE_SCHEMAS))
+        raise BaselineError(
+            f"{where}: schema {schema!r} is not one this version reads ({readable}); "
+            "is it a pytest-roofline --roofline-json file?"
+        )
+    measurements = data.get("measurements")
+    if not isinstance(measurements, list):
+        raise BaselineError(f"{where}: 'measurements' must be a list; got {_kind(measurements)}")
+    records: dict[Key, BaselineRecord] = {}
+    for index, record in enumerate(measurements):
+        if not isinstance(record, dict):
+            raise BaselineError(f"{where}: measurement {index} is a {_kind(record)}, not an object")
+        if record.get("verdict") == _UNMEASURED:
+            continue
+        _check_record(record, f"{where}: measurement {index}")
+        entry = BaselineRecord.from_record(record)
+        records[entry.key] = entry  # a rerun's later row wins, as in the report
+    devices = {r.device: r.device_name for r in records.values()}
+    environment = data.get("environment")
+    created = environment.get("created") if isinstance(environment, dict) else None
+    interruption = None
+    if data.get("interrupted") is True:
+        reason = data.get("interruption")
+        interruption = reason if isinstance(reason, str) and reason else "cut short"
+    created = created if isinstance(created, str) else None
+    return Baseline(path or where, created, devices, records, interruption)
+
+
+def refuse_interrupted(baseline: Baseline, how_to_accept: str) -> None:
+    """A baseline saved from a run cut short is missing the tests it never reached (they would read as
+    new, not compared): a :class:`BaselineError` unless the user accepts it with ``how_to_accept``."""
+    if baseline.interruption is not None:
+        raise BaselineError(
+            f"baseline {baseline.path}: saved from a run that was cut short ({baseline.interruption}), so"
+            f" the tests it did not reach would go unchecked; save a complete run, or pass {how_to_accept}"
+            " to compare with it anyway"
+        )
+
+
+def _check_record(record: Mapping[str, Any], where: str) -> None:
+    label = record.get("nodeid") if isinstance(record.get("nodeid"), str) else None
+    named = f"{where} ({label})" if label else where
+    for name, kind in REQUIRED.items():
+        if name not in record:
+            raise BaselineError(f"{named}: no {name!r} field")
+        value = record[name]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BaselineError(f"{named}: {name!r} is {value!r}, not a {_expected(kind)}")
+    for name in ("attained", "time_s"):
+        value = record[name]
+        if not math.isfinite(value) or value <= 0:
+            raise BaselineError(f"{named}: {name!r} is {value!r}; it must be a positive number")
+    history = record.get("history", [])
+    if not isinstance(history, list) or not all(_positive(a) for a in history):
+        raise BaselineError(f"{named}: 'history' is {history!r}, not a list of positive numbers")
+
+
+def _positive(value: object) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value > 0
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def _expected(kind: type | tuple[type, ...]) -> str:
+    return "number" if isinstance(kind, tuple) else "string"
+
+
+def _kind(value: object) -> str:
+    return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )

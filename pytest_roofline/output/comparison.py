@@ -1,0 +1,291 @@
+"""A measurement against its baseline: regression, improvement, unchanged, inconclusive. No pytest here.
+
+What is compared is the **attained fraction**, not the time: a fraction is portable across machines
+of one kind and survives a driver or BLAS upgrade that moves the ceiling as much as the kernel.
+
+A run's 95% interval does not cover how far a test moves from one run to the next when nothing
+changed (the machine's state, other jobs, where the allocator put the arrays). So the baseline's
+side is the median of the runs its file keeps (``--roofline-save`` appends, up to
+:data:`HISTORY_RUNS`), and the noise of the ratio is the **run-to-run** noise (or a run's own
+interval where that is wider): the spread of the kept runs, pooled with :data:`RUN_NOISE` (the
+reference machine's, worth :data:`PRIOR_RUNS` runs) while there are few. A drop beyond the threshold
+is a **regression** only when it is beyond that noise too, at a confidence that keeps the whole
+suite's false alarms to :data:`FALSE_ALARMS` of runs; otherwise it is **inconclusive**: reported,
+never failed. A measurement the machine's load could have disturbed confirms nothing. Improvements
+mirror that, and are never failures. A baseline from another device is compared only when asked.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..model import units
+from .baseline import Baseline, BaselineRecord, Key
+
+DEFAULT_THRESHOLD = 0.10
+#: how far a test's attained fraction moves between runs of unchanged code (each run's own noise
+#: included), as the standard deviation of its logarithm: what benchmarks/gate_noise.py measured on
+#: the reference 2-core VM (docs/methodology.md), assumed until a baseline's own runs say otherwise
+RUN_NOISE = 0.08
+#: how many runs' worth of evidence :data:`RUN_NOISE` weighs against a history's own spread
+PRIOR_RUNS = 4
+#: the runs a baseline keeps per test (the newest): enough for a median, few enough that a change
+#: the team accepted is outvoted after a few saves
+HISTORY_RUNS = 8
+#: the share of runs of unchanged code in which the whole suite may show one false regression
+FALSE_ALARMS = 0.05
+_Z95 = 1.959964
+
+
+class Change(str, enum.Enum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+    NEW = "new"
+    VANISHED = "vanished"
+    OTHER_DEVICE = "other device"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One test's measurement against its baseline record (either may be absent)."""
+
+    key: Key
+    change: Change
+    old: BaselineRecord | None
+    new: BaselineRecord | None
+    #: new attained / old attained, and the relative half-width of its 95% interval
+    ratio: float | None = None
+    ci_rel: float = 0.0
+    threshold: float = DEFAULT_THRESHOLD
+    #: where the baseline came from (file, machine, date), for messages
+    source: str = ""
+    #: the baseline runs the old side is the median of, and the run-to-run noise used (log sd per run)
+    runs: int = 1
+    run_noise: float = RUN_NOISE
+    #: the drop the noise alone could explain at the suite's confidence (a fraction of attained)
+    noise_drop: float = 0.0
+
+    @property
+    def test(self) -> str:
+        record = self.new or self.old
+        return record.test if record is not None else "?"
+
+    @property
+    def percent_change(self) -> float | None:
+        """The change of attained in percent (-48.0 for a kernel that lost 48% of its fraction)."""
+        return None if self.ratio is None else (self.ratio - 1) * 100
+
+    def summary(self) -> str:
+        """One line: the change and both fractions (``-48% (45.0% -> 23.4%)``), or why there is none."""
+        if self.change is Change.NEW:
+            return "new: no baseline record"
+        if self.change is Change.VANISHED:
+            return "vanished: in the baseline, not measured now"
+        old, new = self._sides()
+        fractions = f"{units.percent(old.attained)} -> {units.percent(new.attained)}"
+        if self.change is Change.OTHER_DEVICE:
+            return f"not compared: baseline measured on {old.device_name} ({fractions})"
+        return f"{(self.ratio or 0.0) * 100 - 100:+.0f}% ({fractions})"
+
+    def message(self) -> str:
+        """The regression message: both fractions, both times, the change, why it is sure, the baseline."""
+        old, new = self._sides()
+        ratio = self.ratio or 0.0
+        low, high = _interval(ratio, self.ci_rel)
+        baseline = f"{units.percent(reference(old))} in the baseline"
+        if self.runs > 1:
+            baseline += f" (median of {self.runs} runs)"
+        learned = (
+            f"learned from {self.runs} baseline runs"
+            if self.runs > 1
+            else "assumed: the reference CI machine's, until the baseline keeps runs of its own"
+        )
+        remeasured = ", and in a second measurement" if new.remeasured else ""
+        return (
+            f"{self.test}: attained {units.percent(new.attained)} of speed of light, {baseline}: "
+            f"{(ratio - 1) * 100:+.0f}% (95% interval {(low - 1) * 100:+.0f}% to {(high - 1) * 100:+.0f}%); "
+            f"beyond the {self.threshold * 100:.0f}% regression threshold and beyond the "
+            f"{self.noise_drop * 100:.0f}% that run-to-run noise explains (±{self.run_noise * 100:.0f}% "
+            f"a run, {learned}){remeasured}; time {units.seconds(new.time_s)}, was "
+            f"{units.seconds(old.time_s)}. Baseline: {self.source or 'given'}."
+        )
+
+    def _sides(self) -> tuple[BaselineRecord, BaselineRecord]:
+        if self.old is None or self.new is None:
+            raise ValueError(f"{self.test} is {self.change}: there is no pair to describe")
+        return self.old, self.new
+
+
+def compare(
+    old: BaselineRecord | None,
+    new: BaselineRecord | None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    across_devices: bool = False,
+    source: str = "",
+    tests: int = 1,
+) -> Comparison:
+    """Compare one test's record with its baseline record (``None`` where one side has none).
+
+    ``tests``: how many tests the baseline compares in all; each is held to the confidence that keeps
+    the whole suite's false alarms to :data:`FALSE_ALARMS` of runs."""
+    if new is None and old is None:
+        raise ValueError("compare needs at least one record")
+    key = (new or old).key  # type: ignore[union-attr]
+    if old is None:
+        return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
+    if new is None:
+        return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
+    ratio = new.attained / reference(old)
+    noise = run_noise(old.runs)
+    sd = _log_sd(old, new, noise)
+    ci = math.exp(_Z95 * sd) - 1
+    z = confidence_z(tests)
+    noise_drop = 1 - math.exp(-z * sd)
+    noise_of = (len(old.runs), noise, noise_drop)
+    if machine(old) != machine(new) and not across_devices:
+        return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source, *noise_of)
+    if ratio < 1 - threshold:
+        # a measurement the machine's load could have disturbed (contention the OS saw, threads
+        # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms nothing
+        # (the baseline's side: when it is a single run; a median of several runs stands)
+        old_disturbed = old.disturbed and len(old.runs) < 3
+        confirmed = ratio < 1 - noise_drop and not new.disturbed and not old_disturbed
+        change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
+    elif ratio > 1 + threshold:
+        change = Change.IMPROVEMENT if ratio > 1 / (1 - noise_drop) else Change.INCONCLUSIVE
+    else:
+        change = Change.UNCHANGED
+    return Comparison(key, change, old, new, ratio, ci, threshold, source, *noise_of)
+
+
+def reference(record: BaselineRecord) -> float:
+    """The baseline's figure for a test: the median of the runs it keeps (one slow run moves it little)."""
+    return statistics.median(record.runs)
+
+
+def run_noise(runs: Sequence[float]) -> float:
+    """How far a test moves from run to run (sd of log attained): the spread of its kept runs, pooled
+    with :data:`RUN_NOISE` weighing :data:`PRIOR_RUNS` runs (a few runs that happened to agree prove
+    little)."""
+    logs = [math.log(a) for a in runs]
+    if len(logs) < 2:
+        return RUN_NOISE
+    spread = statistics.variance(logs)
+    pooled = (PRIOR_RUNS * RUN_NOISE**2 + (len(logs) - 1) * spread) / (PRIOR_RUNS + len(logs) - 1)
+    return math.sqrt(pooled)
+
+
+def confidence_z(tests: int) -> float:
+    """The one-sided z that keeps ``tests`` comparisons' false alarms to :data:`FALSE_ALARMS` together."""
+    return statistics.NormalDist().inv_cdf(1 - FALSE_ALARMS / max(tests, 1))
+
+
+def _log_sd(old: BaselineRecord, new: BaselineRecord, noise: float) -> float:
+    """The sd of log(new / reference). A run's figure moves by the run-to-run noise, which already
+    holds a typical run's own interval (the spread of runs is measured on their figures), or by its
+    own interval when that is wider (a noisier run than usual). The reference, a median of n runs,
+    has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
+    n = len(old.runs)
+    share = 1 / n if n <= 2 else math.pi / (2 * n)
+    new_var = max(noise, math.log1p(new.ci_rel) / _Z95) ** 2
+    old_var = max(noise, math.log1p(old.ci_rel) / _Z95) ** 2
+    return math.sqrt(new_var + old_var * share)
+
+
+def machine(record: BaselineRecord) -> str:
+    """What a record was measured on: a table device by its key; a CPU by its model too, since
+    every CPU's key is ``cpu``."""
+    return f"cpu:{record.device_name}" if record.device == "cpu" else record.device
+
+
+def compare_all(
+    baseline: Baseline,
+    records: Iterable[BaselineRecord],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    across_devices: bool = False,
+) -> list[Comparison]:
+    """Every record against the baseline, then the baseline records no record matched (vanished)."""
+    source = baseline.describe()
+    tests = len(baseline.records)
+    seen: dict[Key, Comparison] = {}
+    for record in records:
+        old = baseline.records.get(record.key)
+        seen[record.key] = compare(
+            old, record, threshold=threshold, across_devices=across_devices, source=source, tests=tests
+        )
+    vanished = [
+        compare(old, None, threshold=threshold, source=source)
+        for key, old in baseline.records.items()
+        if key not in seen
+    ]
+    return [*seen.values(), *vanished]
+
+
+def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
+    totals: dict[Change, int] = {}
+    for c in comparisons:
+        totals[c.change] = totals.get(c.change, 0) + 1
+    return totals
+
+
+def _interval(ratio: float, ci_rel: float) -> tuple[float, float]:
+    """The ratio's 95% interval, multiplicative: never below zero however noisy."""
+    return ratio / (1 + ci_rel), ratio * (1 + ci_rel)
+
+
+def parse_threshold(text: str) -> float:
+    """``10%`` or ``0.1`` -> 0.1: a drop, as a fraction in (0, 1); ValueError naming the text otherwise."""
+    value: float | None
+    stripped = text.strip()
+    try:
+        value = float(stripped[:-1]) / 100 if stripped.endswith("%") else float(stripped)
+    except ValueError:
+        value = None
+    if value is None or not 0 < value < 1:
+        raise ValueError(f"expected a drop such as 10% or 0.1, in (0, 1); got {text!r}")
+    return value
+
+
+def format_table(comparisons: Iterable[Comparison]) -> list[str]:
+    """A table a line each: regressions first, then inconclusive, improvements, the rest."""
+    from tabulate import tabulate
+
+    rows = []
+    for c in sorted(comparisons, key=lambda c: (_ORDER.index(c.change), c.test)):
+        old, new = c.old, c.new
+        rows.append(
+            [
+                c.test,
+                (new or old).label if (new or old) is not None else "",  # type: ignore[union-attr]
+                units.percent(old.attained) if old is not None else "-",
+                units.percent(new.attained) if new is not None else "-",
+                f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
+                f"±{c.ci_rel * 100:.0f}%" if c.ratio is not None else "-",
+                str(c.change),
+            ]
+        )
+    headers = ["test", "op", "baseline", "now", "change", "noise", "verdict"]
+    return str(tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)).splitlines()
+
+
+_ORDER = (
+    Change.REGRESSION, Change.INCONCLUSIVE, Change.IMPROVEMENT, Change.OTHER_DEVICE, Change.NEW,
+    Change.VANISHED, Change.UNCHANGED,
+)  # fmt: skip
+
+
+def summary_line(comparisons: Iterable[Comparison]) -> str:
+    totals = counts(comparisons)
+    parts = [f"{totals[change]} {change}" for change in _ORDER if totals.get(change)]
+    return "compared with the baseline: " + (", ".join(parts) if parts else "nothing")

@@ -1,0 +1,116 @@
+"""The run as a Markdown section, for ``$GITHUB_STEP_SUMMARY`` or ``--roofline-markdown``. No pytest here.
+
+A pull request's reader wants what went wrong first: misses, regressions and faster-than-light
+results lead the table, then inconclusive ones, then the rest. Every cell is escaped, so a test id
+with a ``|`` or a newline cannot break the table. The section is appended to the file (GitHub
+collects every step's summary in one file, and other tools may write beside us).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..model import units
+from .comparison import Change, Comparison
+
+Record = Mapping[str, Any]
+
+#: the table's order: what fails a test first
+_RANK = {"MISS": 0, "faster-than-light": 0, "inconclusive": 2, "pass": 3, "skipped": 4}
+
+
+def section(
+    records: Sequence[Record],
+    devices: Iterable[Record],
+    *,
+    comparisons: Sequence[Comparison] = (),
+    baseline: str | None = None,
+    plot: str | None = None,
+) -> str:
+    """The whole section: heading, devices and ceilings, the table, the comparison's totals, the plot."""
+    lines = ["## pytest-roofline", ""]
+    for device in devices:
+        lines.append(
+            f"**{_escape(device['name'])}** ({device['kind']}): DRAM {units.byte_rate(device['bandwidth'])}"
+        )
+        peaks = [p for p in device.get("peaks", []) if not str(p.get("note", "")).startswith("no ")]
+        if peaks:
+            figures = ", ".join(f"{p['precision']} {p['unit']} {units.flop_rate(p['flops'])}" for p in peaks)
+            lines.append(f"<br>peaks: {figures}")
+        lines.append("")
+    by_key = {c.key: c for c in comparisons}
+    measured = list(records)
+    if not measured:
+        lines.append("No measurements.")
+    else:
+        lines += _table(measured, by_key if comparisons else None)
+        lines.append("")
+        from .report import summary_counts
+
+        lines.append(summary_counts(measured))
+    if comparisons:
+        vanished = [c.test for c in comparisons if c.change is Change.VANISHED]
+        regressions = sum(c.change is Change.REGRESSION for c in comparisons)
+        lines.append(f"<br>Against the baseline {_escape(baseline or '')}: {regressions} regression(s).")
+        if vanished:
+            lines.append(f"<br>In the baseline, not measured now: {', '.join(_code(t) for t in vanished)}.")
+    if plot:
+        lines += ["", f"Roofline plot: `{_escape(plot)}` (upload it as an artifact to see it here)."]
+    return "\n".join(lines) + "\n"
+
+
+def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comparison] | None) -> list[str]:
+    headers = ["test", "op", "attained", "budget", "verdict"]
+    if comparisons is not None:
+        headers.append("vs baseline")
+    rows = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+
+    def rank(r: Record) -> int:
+        key = (r["nodeid"], r.get("name", ""))
+        regressed = (
+            comparisons is not None and key in comparisons and comparisons[key].change is Change.REGRESSION
+        )
+        return 1 if regressed and r["verdict"] == "pass" else _RANK.get(r["verdict"], 3)
+
+    for r in sorted(records, key=rank):
+        test = r["nodeid"] + (f" [{r['name']}]" if r.get("name") else "")
+        attained = "" if r.get("attained") is None else units.percent(r["attained"])
+        budget = "" if r.get("min_fraction") is None else units.percent(r["min_fraction"])
+        verdict = r["verdict"]
+        if verdict in ("MISS", "faster-than-light"):
+            verdict = f"**{verdict}**"
+        cells = [_code(test), _escape(r.get("label", r.get("op", ""))), attained, budget, verdict]
+        if comparisons is not None:
+            c = comparisons.get((r["nodeid"], r.get("name", "")))
+            text = c.summary() if c is not None else ""
+            cells.append(
+                f"**{_escape(text)}**" if c is not None and c.change is Change.REGRESSION else _escape(text)
+            )
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def _escape(text: str) -> str:
+    """A table cell: no pipe, no newline, no raw HTML (a tag needs its ``<``)."""
+    return (
+        (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;"))
+        .replace("\r", " ")
+        .replace("\n", " ")
+    )
+
+
+def _code(text: str) -> str:
+    inner = _escape(text).replace("`", "'")
+    return f"`{inner}`"
+
+
+def append_section(path: str | os.PathLike[str], text: str) -> None:
+    """Append ``text`` to the file at ``path`` (created if missing), after a blank line if it has content."""
+    target = Path(path)
+    with target.open("a", encoding="utf-8") as handle:
+        if handle.tell() > 0:
+            handle.write("\n")
+        handle.write(text)

@@ -1,0 +1,187 @@
+"""The roofline plot: arithmetic intensity against achieved FLOP/s, on log-log axes. No pytest here.
+
+Each device used gets a panel: its DRAM-bandwidth slope and a flat roof for each precision and unit
+that a measurement was judged against, labelled, with the ridge point marked; each measurement is a
+point coloured by its verdict and labelled by its test; with a baseline, an arrow runs from where
+the test stood then. matplotlib is imported only here, only when a plot is asked for (the ``plot``
+extra); :func:`require_matplotlib` says so as a clear error. Ops that do no arithmetic (a copy) have
+no place on a FLOP/s axis: the caption counts them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..model import units
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+Record = Mapping[str, Any]
+FORMATS = (".svg", ".png")
+#: verdict -> colour (colour-blind safe: Okabe-Ito)
+COLOURS = {
+    "pass": "#009E73",
+    "MISS": "#D55E00",
+    "inconclusive": "#E69F00",
+    "faster-than-light": "#CC79A7",
+}
+_ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
+
+
+class PlotError(ValueError):
+    """A plot that cannot be drawn: names the path or the missing extra."""
+
+
+def require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlotError("the roofline plot needs matplotlib: pip install 'pytest-roofline[plot]'") from None
+
+
+def check_path(path: str | os.PathLike[str]) -> Path:
+    """The plot's path, if its suffix is one we draw; PlotError naming it otherwise."""
+    target = Path(path).expanduser()
+    if target.suffix.lower() not in FORMATS:
+        raise PlotError(f"{path}: the plot is written as .svg or .png; got {target.suffix or 'no suffix'!r}")
+    return target
+
+
+def draw(
+    records: Sequence[Record],
+    devices: Sequence[Record],
+    path: str | os.PathLike[str],
+    *,
+    baseline: Mapping[tuple[str, str], Record] | None = None,
+    title: str = "",
+) -> Path:
+    """Draw the plot to ``path`` (.svg or .png), atomically; returns the path written."""
+    target = check_path(path)
+    require_matplotlib()
+    from matplotlib.figure import Figure
+
+    measured = [r for r in records if _plottable(r)]
+    panels = [d for d in devices if any(r["device"] == d["key"] for r in measured)] or list(devices[:1])
+    figure = Figure(figsize=(8.0 * max(1, len(panels)), 5.6), layout="constrained")
+    axes = figure.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    for ax, device in zip(axes, panels, strict=False):
+        on_device = [r for r in measured if r["device"] == device["key"]]
+        _panel(ax, device, on_device, baseline or {})
+    skipped = sum(1 for r in records if not _plottable(r) and r.get("verdict") != "skipped")
+    caption = title or "pytest-roofline"
+    if skipped:
+        caption += f"  ({skipped} measurement(s) with no FLOPs, e.g. copies, are not on a FLOP/s axis)"
+    figure.suptitle(caption, fontsize=11)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=directory)
+    os.close(fd)
+    try:
+        figure.savefig(tmp, format=target.suffix[1:].lower(), dpi=150)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _plottable(r: Record) -> bool:
+    return (
+        r.get("verdict") != "skipped"
+        and bool(r.get("flops"))
+        and bool(r.get("bytes"))
+        and bool(r.get("time_s"))
+        and r["time_s"] > 0
+    )
+
+
+def _panel(
+    ax: Axes, device: Record, records: Sequence[Record], baseline: Mapping[tuple[str, str], Record]
+) -> None:
+    bandwidth = float(device["bandwidth"])
+    used = {(r["precision"], r["unit"]) for r in records}
+    roofs = [p for p in device["peaks"] if (p["precision"], p["unit"]) in used and p["flops"] > 0]
+    if not roofs:  # nothing measured here yet: show the device's own roofs
+        roofs = [p for p in device["peaks"] if p["flops"] > 0][:3]
+    intensities = [r["flops"] / r["bytes"] for r in records] + [p["flops"] / bandwidth for p in roofs]
+    low = 10 ** math.floor(math.log10(min(intensities) / 4)) if intensities else 1e-2
+    high = 10 ** math.ceil(math.log10(max(intensities) * 4)) if intensities else 1e3
+    top = max([p["flops"] for p in roofs], default=bandwidth)
+    xs = [low, high]
+    # the memory roof, up to the highest compute roof
+    ax.plot([low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.6)
+    ax.text(
+        low * 1.3, bandwidth * low * 1.6, f"DRAM {units.byte_rate(bandwidth)}", rotation=0, fontsize=8,
+        color="#444444", va="bottom",
+    )  # fmt: skip
+    for colour, peak in zip(_ROOF_COLOURS * 3, sorted(roofs, key=lambda p: -p["flops"]), strict=False):
+        ridge = peak["flops"] / bandwidth
+        ax.plot([ridge, high], [peak["flops"]] * 2, color=colour, linewidth=1.6)
+        ax.plot([ridge], [peak["flops"]], marker="o", markersize=4, color=colour)
+        label = f"{peak['precision']} {peak['unit']} {units.flop_rate(peak['flops'])}"
+        ax.annotate(
+            f"{label} (ridge {units.intensity(ridge)} FLOP/B)",
+            (high, peak["flops"]), xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
+            color=colour,
+        )  # fmt: skip
+    _level_roofs(ax, device, records, low, top)
+    for r in records:
+        x, y = r["flops"] / r["bytes"], r["flops"] / r["time_s"]
+        colour = COLOURS.get(r["verdict"], "#777777")
+        old = baseline.get((r["nodeid"], r.get("name", "")))
+        if old is not None and old.get("time_s"):
+            y_old = r["flops"] / old["time_s"]
+            ax.annotate(
+                "", (x, y), xytext=(x, y_old),
+                arrowprops={"arrowstyle": "->", "color": "#777777", "linewidth": 1.0},
+            )  # fmt: skip
+            ax.plot([x], [y_old], marker="o", markersize=5, markerfacecolor="none", color="#777777")
+        size = float(r.get("size", 7))  # roofline llm sizes each op by its share of the step
+        ax.plot(
+            [x], [y], marker="o", markersize=size, color=colour, markeredgecolor="white", linestyle="none"
+        )
+        ax.annotate(_short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xs)
+    floor_y = min([r["flops"] / r["time_s"] for r in records] + [bandwidth * low])
+    ax.set_ylim(floor_y / 3, top * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title(str(device["name"]), fontsize=10)
+    ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
+    handles = [
+        ax.plot([], [], marker="o", linestyle="none", color=c, label=v)[0]
+        for v, c in COLOURS.items()
+        if any(r["verdict"] == v for r in records)
+    ]
+    if handles:
+        ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
+
+
+def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float, top: float) -> None:
+    """The memory roof of each cache level that judged a warm point here (the cache-aware roofline),
+    dashed beside DRAM's."""
+    judged = {r.get("memory_level") for r in records if r.get("cache_state") == "warm"}
+    for level in device.get("levels") or ():
+        if level.get("name") not in judged or not level.get("bandwidth"):
+            continue
+        bandwidth = float(level["bandwidth"])
+        ax.plot(
+            [low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.0, linestyle="--"
+        )
+        ax.text(
+            low * 1.3, bandwidth * low * 1.6, f"{str(level['name']).upper()} {units.byte_rate(bandwidth)}",
+            fontsize=8, color="#444444", va="bottom",
+        )  # fmt: skip
+
+
+def _short(r: Record) -> str:
+    """``test_gemm[numpy]`` from ``tests/test_gemm.py::TestGemm::test_gemm[numpy]``, plus the name."""
+    test = str(r["nodeid"]).rsplit("::", 1)[-1]
+    return f"{test} [{r['name']}]" if r.get("name") else test

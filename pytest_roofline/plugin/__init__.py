@@ -1,0 +1,151 @@
+"""The pytest11 entry point: options, the ``speed_of_light`` marker and the ``roofline`` fixture.
+
+Typed hooks only; the work is done elsewhere: the settings in ``options.py``, the marker in
+``marker.py``, and runtime state and hooks in :class:`~.session.RooflineSession`, a plugin that
+exists only once the run needs it.
+
+Installed but unused, this module costs a test run almost nothing: it imports no numpy, no CuPy, no
+tabulate, no timing code, no op catalogue, device table or model, and not even the session. The
+session is made (and registered, with its per-test hooks) when collection finds a test that is
+marked or takes the fixture, when a conftest registers ops or devices, or up front when the run
+asks for something only it can give (a report, a JSON file, a named device, or a pytest-xdist
+controller's view of its workers' records). ``benchmarks/idle_overhead.py`` measures what is left.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .marker import FIXTURE, MARKER_DOC, has_marker
+from .options import SETTINGS, SessionSettings, check_peaks_kind
+
+if TYPE_CHECKING:
+    from ..model.core import Device
+    from ..model.ops import OpSpec
+    from .fixture import Roofline
+    from .session import RooflineSession
+
+#: users annotate the fixture's argument with ``pytest_roofline.plugin.Roofline``
+__all__ = ["Roofline", "roofline", "roofline_mode"]
+
+SETTINGS_KEY = pytest.StashKey[SessionSettings]()
+#: set once the run needs a session (:func:`session_of`)
+SESSION_KEY = pytest.StashKey["RooflineSession"]()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Roofline":  # the annotation users import: the fixture module, on demand
+        from .fixture import Roofline
+
+        return Roofline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("roofline", "speed-of-light performance budgets")
+    for s in SETTINGS:
+        if s.metavar is None:
+            group.addoption(s.flag, action="store_true", default=None, dest=s.dest, help=s.help)
+        else:
+            group.addoption(s.flag, type=s.parse, default=None, dest=s.dest, metavar=s.metavar, help=s.help)
+        twin = f"{s.flag}; true or false" if s.metavar is None else s.flag
+        parser.addini(s.dest, f"{s.help} [{twin}]", type="string", default=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_DOC)
+    settings = SessionSettings.from_config(config)  # a bad value is a usage error, used or not
+    config.stash[SETTINGS_KEY] = settings
+
+    # historic: a conftest.py found later, during collection, registers too
+    def add_op(*args: Any, **kwargs: Any) -> OpSpec:
+        return session_of(config).add_op(*args, **kwargs)
+
+    def add_device(device: Device) -> Device:
+        return session_of(config).add_device(device)
+
+    hook = config.hook
+    hook.pytest_roofline_register_ops.call_historic(kwargs={"config": config, "register": add_op})
+    hook.pytest_roofline_register_devices.call_historic(kwargs={"config": config, "register": add_device})
+    ours = config.stash.get(SESSION_KEY, None)
+    served = any(impl.plugin is not ours for impl in hook.pytest_roofline_device.get_hookimpls())
+    check_peaks_kind(settings, device_hooks=served)
+    if _needs_session_now(config, settings):
+        session_of(config).devices.check_session_device()
+
+
+def _needs_session_now(config: pytest.Config, settings: SessionSettings) -> bool:
+    """What only a session made before collection can give: a report or a JSON file even when nothing
+    is measured, a named device checked as a usage error, and on a pytest-xdist controller (which
+    collects nothing) the records its workers' reports carry."""
+    if settings.report or settings.json or settings.device.lower() not in ("auto", "cpu"):
+        return True
+    if settings.save or settings.compare or settings.markdown or settings.plot:
+        return True  # a baseline's vanished tests, an empty run's files: said even when nothing ran
+    controller = not hasattr(config, "workerinput")
+    return controller and getattr(config.option, "dist", "no") != "no"
+
+
+def session_of(config: pytest.Config) -> RooflineSession:
+    """This run's session, made and registered as a plugin on first need."""
+    from .session import RooflineSession
+
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        session = RooflineSession(config, config.stash[SETTINGS_KEY])
+        config.stash[SESSION_KEY] = session
+        config.pluginmanager.register(session, "roofline-session")
+    return session
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they will
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Make the session if a collected test measures (most suites' tests never do), and let it skip
+    the tests whose marker names a device this machine lacks."""
+    if SESSION_KEY in config.stash or any(_measures(item) for item in items):
+        session_of(config).skip_absent_devices(items)
+
+
+def _measures(item: pytest.Item) -> bool:
+    return FIXTURE in getattr(item, "fixturenames", ()) or has_marker(item)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return
+    session.undo_registrations()
+    session.unregister()
+    del config.stash[SESSION_KEY]
+
+
+def roofline_mode(config: pytest.Config) -> str:
+    """This session's mode: ``enforce``, ``report`` or ``off`` (for conftest.py files).
+
+    A suite whose bad variants are ``xfail(strict=True)`` tests can mark them so only in
+    ``enforce`` mode, where a miss fails the test; see ``example_project/conftest.py``.
+    """
+    settings = config.stash.get(SETTINGS_KEY, None)
+    return "off" if settings is None else settings.mode  # -p no:roofline enforces nothing
+
+
+@pytest.fixture
+def roofline(request: pytest.FixtureRequest) -> Roofline:
+    """Time a kernel and judge it against its speed-of-light floor.
+
+    ``roofline(fn, *args, op=None, dtype=None, min_fraction=None, name=None, kwargs=None, setup=None,
+    **params)``: ``kwargs`` go to the kernel, ``setup()`` runs before every call, untimed; values of
+    a ``speed_of_light`` marker are defaults. Also ``roofline.measure``, ``roofline.estimate`` and
+    ``roofline.device``.
+    """
+    from .fixture import Roofline
+
+    return Roofline(request.node, session_of(request.config))

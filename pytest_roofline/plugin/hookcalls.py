@@ -1,0 +1,94 @@
+"""Calling the plugin's own hooks so that a plugin's mistake names the plugin.
+
+A ``pytest_roofline_device`` that returns a string would otherwise surface as ``'str' object has
+no attribute 'key'`` somewhere far from it. :func:`first_result` calls a ``firstresult`` hook's
+implementations in pluggy's order, checks the first answer, and names the hook and the plugin
+that gave a wrong one; :func:`registering_plugin` finds the plugin whose register hook made a bad
+``register(...)`` call. No pytest here, only pluggy's public API.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any
+
+from pluggy import HookCaller
+
+from ..model.units import brief
+
+#: what an answer's check returns: "" when the answer is fine, else what is wrong with it
+Check = Callable[[object], str]
+
+
+class HookResultError(RuntimeError):
+    """A hook implementation returned something the plugin cannot use; the message names it."""
+
+
+def first_result(hook: HookCaller, check: Check, **kwargs: Any) -> Any:
+    """The first non-None answer of ``hook``'s implementations (pluggy's ``firstresult``), checked.
+
+    Called one by one, in the order pluggy calls them, so a wrong answer is known by its plugin:
+    a HookResultError names the hook, the plugin and the value. Where a wrapper implementation
+    exists the hook is called as a whole (a wrapper may change the answer), and only the hook
+    is named.
+    """
+    impls = hook.get_hookimpls()
+    if any(impl.wrapper or impl.hookwrapper for impl in impls):
+        result = hook(**kwargs)
+        _raise_if_wrong(hook.name, "", result, check)
+        return result
+    for impl in reversed(impls):  # pluggy calls the last registered (and tryfirst) first
+        result = impl.function(*(kwargs[name] for name in impl.argnames))
+        if result is not None:
+            _raise_if_wrong(hook.name, impl.plugin_name, result, check)
+            return result
+    return None
+
+
+def _raise_if_wrong(hook: str, plugin: str, result: object, check: Check) -> None:
+    problem = check(result) if result is not None else ""
+    if problem:
+        where = f"{hook} in {plugin}" if plugin else hook
+        raise HookResultError(f"{where} returned {brief(result)} (a {type(result).__name__}): {problem}")
+
+
+def registering_plugin(hook_name: str) -> str:
+    """The file of the ``hook_name`` implementation that is calling us (a register hook's
+    ``register``), or "" when none is on the stack."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_code.co_name == hook_name:
+            return frame.f_code.co_filename
+        frame = frame.f_back
+    return ""
+
+
+# -- checks --------------------------------------------------------------------------------------
+
+
+def is_device(result: object) -> str:
+    from ..model.core import Device
+
+    return "" if isinstance(result, Device) else "expected a pytest_roofline.Device"
+
+
+def is_backend(result: object) -> str:
+    """What ``result`` lacks of the :class:`~.timing.base.Backend` protocol."""
+    lacks = [name for name in ("run", "clock") if not callable(getattr(result, name, None))]
+    lacks += [name for name in ("name", "device_name") if not isinstance(getattr(result, name, None), str)]
+    resolution = getattr(result, "resolution_s", None)
+    if (
+        isinstance(resolution, bool)
+        or not isinstance(resolution, (int, float))
+        or not (math.isfinite(resolution) and resolution > 0)
+    ):
+        lacks.append("resolution_s")
+    if not lacks:
+        return ""
+    return (
+        f"expected a timer backend (pytest_roofline.timing.base.Backend); missing or wrong: "
+        f"{', '.join(lacks)} (run and clock are methods, name and device_name strings, resolution_s "
+        "a positive number of seconds)"
+    )

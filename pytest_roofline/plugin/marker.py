@@ -1,0 +1,274 @@
+"""The ``speed_of_light`` marker: its signature, reading and checking it, and parametrize values.
+
+A marker is bound to a real Python signature (:func:`_marker_signature`), so a typo or an extra
+argument is a clear error; markers on the function, its class and its module merge, the closest
+winning. Every check raises ValueError (an OpError for an op's parameters) naming the argument
+and the value; the session turns it into the test's failure.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..model.ops import OpSpec
+
+MARKER = "speed_of_light"
+FIXTURE = "roofline"
+
+MARKER_DOC = (
+    f"{MARKER}(op, *, min_fraction=None, dtype=None, device=None, math=None, stat=None, "
+    "max_time=None, cache=None, flush=None, stream=None, block=None, **params): this test's kernel must "
+    "reach min_fraction of the speed-of-light floor of op(**params) in dtype on device (pytest-roofline). "
+    "Parameters not given are taken from the test's parametrize values; without the roofline fixture "
+    "the test body is the kernel. See `roofline ops`."
+)
+
+
+def _marker_signature(
+    op: str | None = None,
+    *,
+    min_fraction: float | None = None,
+    dtype: object = None,
+    device: str | None = None,
+    math: str | None = None,
+    stat: str | None = None,
+    max_time: float | None = None,
+    cache: str | None = None,
+    flush: bool | None = None,
+    stream: object = None,
+    block: str | None = None,
+    **params: Any,
+) -> None:
+    """The speed_of_light marker's real signature: binding to it catches typos and extra arguments."""
+
+
+#: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
+KEYWORDS = (
+    "min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "flush", "stream", "block"
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerArgs:
+    """The speed_of_light markers on a test, merged (function over class over module) and checked."""
+
+    op: str | None = None
+    keywords: Mapping[str, Any] = field(default_factory=dict)  # min_fraction, dtype, ... when given
+    params: Mapping[str, Any] = field(default_factory=dict)  # op parameters
+
+
+def has_marker(item: pytest.Item) -> bool:
+    """Whether ``item`` or a node above it carries a speed_of_light marker.
+
+    The nodes and markers ``item.iter_markers`` walks, without its generators: every unmarked
+    test pays for this check, in collection and in setup, and this is a third of the cost.
+    """
+    node: Any = item  # a Node: pytest exports only its subclasses, Item and Collector
+    while node is not None:
+        for mark in node.own_markers:
+            if mark.name == MARKER:
+                return True
+        node = node.parent
+    return False
+
+
+def read_marker(item: pytest.Item) -> MarkerArgs | None:
+    """Bind and check every speed_of_light marker on ``item``; ValueError on the first mistake."""
+    marks = list(item.iter_markers(MARKER))
+    if not marks:
+        return None
+    signature = inspect.signature(_marker_signature)
+    op: str | None = None
+    keywords: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for mark in reversed(marks):  # farthest first, so the closest marker wins
+        if len(mark.args) > 1:
+            raise ValueError(
+                f"@pytest.mark.{MARKER} takes the op as its only positional argument; got "
+                f"{', '.join(map(repr, mark.args))} (write the others as keywords, e.g. dtype=...)"
+            )
+        try:
+            bound = signature.bind(*mark.args, **mark.kwargs)
+        except TypeError as exc:
+            raise ValueError(f"@pytest.mark.{MARKER}: {exc}") from None
+        arguments = dict(bound.arguments)
+        if arguments.get("op") is not None:
+            if op is not None and arguments["op"] != op:
+                params = {}  # a closer marker naming another op starts afresh
+            op = arguments["op"]
+        keywords.update({k: arguments[k] for k in KEYWORDS if arguments.get(k) is not None})
+        params.update(arguments.get("params", {}))
+    args = MarkerArgs(op=op, keywords=keywords, params=params)
+    if op is None and params:
+        raise ValueError(f"@pytest.mark.{MARKER}: parameters {sorted(params)} given without an op")
+    spec = check_op_params(op, params, complete=False) if op is not None else None
+    check_keywords(keywords)
+    if spec is not None and "dtype" in keywords:  # an op with no form for the dtype (fft on fp32)
+        from ..model.core import parse_dtype
+
+        spec.check_dtype(parse_dtype(keywords["dtype"]))
+    _check_together(item, args)
+    return args
+
+
+def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
+    """What the marker and the test's parametrize values say together, before the test body runs.
+
+    ``math`` against a parametrized dtype (a marker's own is checked with its keywords). And once
+    they give every parameter the op requires (every parameter, for an op that requires none, such
+    as ``custom``), they describe a whole kernel: its parameters are checked as one, defaults filled
+    in, cross-parameter rules included (a conv2d filter larger than its padded input, a custom op
+    with no work). A marker that leaves parameters to the fixture call is checked there.
+    """
+    parametrized = parametrize_values(item)
+    if "math" in marker.keywords and "dtype" not in marker.keywords and "dtype" in parametrized:
+        from ..model.core import parse_dtype
+        from ..model.estimate import check_math
+
+        try:
+            precision = parse_dtype(parametrized["dtype"])
+        except ValueError:
+            precision = None  # a parametrize value the call may still replace: the call checks it
+        check_math(marker.keywords["math"], precision)
+    if marker.op is None:
+        return
+    from ..model.ops import check_params, get_op
+
+    spec = get_op(marker.op)
+    given = {**op_params(spec, parametrized), **marker.params}
+    required = [p.name for p in spec.params if p.required] or list(spec.param_names)
+    if all(name in given for name in required):
+        check_params(spec, given)
+
+
+def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
+    """A test whose body is the kernel: marker and parametrize values must say everything."""
+    if marker.op is None:
+        raise ValueError(
+            f"@pytest.mark.{MARKER} needs an op when the test does not use the {FIXTURE} fixture"
+        )
+    from ..model.core import parse_dtype
+    from ..model.ops import get_op
+
+    parametrized = parametrize_values(item)
+    params = op_params(get_op(marker.op), parametrized)
+    check_op_params(marker.op, {**params, **marker.params}, complete=True)
+    dtype = marker.keywords.get("dtype", parametrized.get("dtype"))
+    if dtype is None:
+        raise ValueError(f"{marker.op} needs dtype: pass dtype=... to the marker or parametrize dtype")
+    parse_dtype(dtype)
+
+
+def check_op_params(
+    op: str, params: Mapping[str, Any], *, complete: bool, kernel_keywords: bool = False
+) -> OpSpec:
+    """Each given parameter against the op's real ones; with ``complete``, all of them together.
+
+    Raises an OpError (a ValueError) naming the op, the parameter and the value. With
+    ``kernel_keywords`` (a fixture call), an unknown one that is no misspelling may have been meant
+    for the kernel: the message says where those go.
+    """
+    from ..model.core import did_you_mean
+    from ..model.ops import OpError, check_params, get_op
+
+    spec = get_op(op)
+    params = spec.canonical(params)
+    for name in params:
+        if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
+            hint = did_you_mean(name, [*spec.param_names, *KEYWORDS])
+            kernel = f"; a keyword for the kernel goes in kwargs={{{name!r}: ...}}" if kernel_keywords else ""
+            raise OpError(
+                f"{spec.name} has no parameter {name!r}{hint}; "
+                f"it takes {spec.signature()} and the keywords {', '.join(KEYWORDS)}"
+                f"{'' if hint else kernel}"
+            )
+    if complete:
+        check_params(spec, params)  # required ones present, cross-parameter rules (custom has work)
+        return spec
+    by_name = {p.name: p for p in spec.params}
+    for name, value in params.items():
+        by_name[name].check(spec.name, value)
+    return spec
+
+
+def check_keywords(kw: Mapping[str, Any]) -> None:
+    """The marker's (or a call's) keywords; the device only for its spelling (whether it is on this
+    machine is the session's question)."""
+    from ..model.core import parse_dtype
+    from ..model.estimate import check_math
+    from ..model.verdict import check_fraction
+
+    if "dtype" in kw:
+        parse_dtype(kw["dtype"])
+    if "min_fraction" in kw:
+        check_fraction(kw["min_fraction"])
+    if "math" in kw:
+        check_math(kw["math"], parse_dtype(kw["dtype"]) if "dtype" in kw else None)
+    from ..timing.base import STATS
+
+    if "stat" in kw and kw["stat"] not in STATS:
+        raise ValueError(f"stat must be one of {', '.join(STATS)}; got {kw['stat']!r}")
+    if "max_time" in kw:
+        from ..timing.base import check_positive
+
+        check_positive("max_time", kw["max_time"])
+    if "flush" in kw and not isinstance(kw["flush"], bool):
+        raise ValueError(f"flush must be True or False; got {kw['flush']!r}")
+    if "cache" in kw:
+        from ..timing.cache import check_cache_state
+
+        check_cache_state(kw["cache"])
+        if "flush" in kw and kw["flush"] != (kw["cache"] == "cold"):
+            raise ValueError(
+                f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
+                " flush=False is cache='warm'; give one of them"
+            )
+    if "stream" in kw and not _is_stream(kw["stream"]):
+        raise ValueError(
+            f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
+            f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
+        )
+    from .options import CUDA_BLOCK
+
+    if "block" in kw and kw["block"] not in CUDA_BLOCK:
+        raise ValueError(
+            f"block must be one of {', '.join(repr(b) for b in CUDA_BLOCK)} (the CUDA blocking kernel: "
+            f"--roofline-cuda-block); got {kw['block']!r}"
+        )
+    if "device" in kw and not isinstance(kw["device"], str):
+        raise ValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
+
+
+def _is_stream(value: object) -> bool:
+    """What the CUDA backend can time on (its ``_wrap`` reads it): checked here by shape only, so no
+    framework is imported to check a marker."""
+    if isinstance(value, bool):
+        return False
+    return (
+        isinstance(value, int)
+        or hasattr(value, "cuda_stream")
+        or hasattr(value, "__cuda_stream__")
+        or hasattr(value, "ptr")  # a CuPy stream
+    )
+
+
+# -- parametrize values ------------------------------------------------------------------------------
+
+
+def parametrize_values(item: pytest.Item) -> dict[str, Any]:
+    """The test's parametrize values by name (an indirect one as its fixture's value, once set up)."""
+    callspec = getattr(item, "callspec", None)
+    params: Mapping[str, Any] = getattr(callspec, "params", {})
+    funcargs: Mapping[str, Any] = getattr(item, "funcargs", {})
+    return {name: funcargs.get(name, value) for name, value in params.items()}
+
+
+def op_params(spec: OpSpec, parametrized: Mapping[str, Any]) -> dict[str, Any]:
+    """The parametrize values named like one of the op's parameters: they feed it, below marker and call."""
+    return {p.name: parametrized[p.name] for p in spec.params if p.name in parametrized}

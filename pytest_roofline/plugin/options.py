@@ -1,0 +1,434 @@
+"""The session settings: each ``--roofline-*`` option, its ini twin, its parser and its default.
+
+Every parser raises :class:`argparse.ArgumentTypeError`, which pytest turns into a usage error
+(exit 4) naming the option. :func:`resolve_setting` is the one precedence chain, command line >
+ini > default; a marker's keywords go over all three, test by test (``session.py``). No hooks
+here: ``plugin.py`` declares the options from :data:`SETTINGS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MODES = ("enforce", "report", "off")
+INCONCLUSIVE = ("warn", "fail", "skip")
+CEILINGS = ("paired", "cached")
+DIAGNOSE = ("off", "miss", "all")
+LATENCY_FLOOR = ("on", "off")
+CACHE_STATES = ("cold", "warm")
+#: the CUDA blocking kernel (timing/cuda.py, BLOCK_SETTINGS: kept in step, not imported, so that the
+#: plugin imports no timing code to declare its options)
+CUDA_BLOCK = ("auto", "on", "off")
+PEAK_SOURCES = ("datasheet", "measured")
+DEFAULT_MIN_FRACTION = 0.5
+DEFAULT_MAX_TIME = 1.0
+DEFAULT_REGRESSION = 0.10
+
+
+# -- option values ---------------------------------------------------------------------------------
+
+
+def _number(text: str, expected: str, within: Callable[[float], bool]) -> float:
+    """``text`` as a number for which ``within`` holds, else "expected EXPECTED, got TEXT"."""
+    try:
+        value: float | None = float(text)
+    except ValueError:
+        value = None
+    if value is None or not within(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def parse_fraction(text: str) -> float:
+    return _number(text, "a number in (0, 1]", lambda value: 0 < value <= 1)
+
+
+#: the longest a measurement's time budget may be (a day): past it, clock arithmetic overflows
+MAX_TIME_S = 86400.0
+
+
+def parse_seconds(text: str) -> float:
+    return _number(
+        text, f"a positive number of seconds, at most {MAX_TIME_S:g}", lambda value: 0 < value <= MAX_TIME_S
+    )
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            from ..model.core import did_you_mean
+
+            raise argparse.ArgumentTypeError(
+                f"expected one of {', '.join(choices)}, got {text!r}{did_you_mean(text, choices)}"
+            )
+        return text
+
+    return parse
+
+
+parse_mode = _choice(MODES)
+parse_inconclusive = _choice(INCONCLUSIVE)
+parse_ceilings = _choice(CEILINGS)
+parse_diagnose = _choice(DIAGNOSE)
+parse_latency_floor = _choice(LATENCY_FLOOR)
+parse_cache = _choice(CACHE_STATES)
+parse_cuda_block = _choice(CUDA_BLOCK)
+
+
+def parse_stat(text: str) -> str:
+    from ..timing.base import STATS  # imported when used: the plugin loads nothing it may not need
+
+    return _choice(STATS)(text)
+
+
+def parse_device(text: str) -> str:
+    """Only the spelling here: devices registered by conftest hooks exist from ``pytest_configure`` on,
+    where the spec is resolved (:meth:`.session.RooflineSession.check_session_device`)."""
+    spec = text.strip()
+    if not spec:
+        raise argparse.ArgumentTypeError("expected auto, cpu, cuda, cuda:N or a table key, got ''")
+    from ..machine.detect import CUDA_SPEC
+
+    if spec.lower().startswith("cuda") and spec.lower() != "cuda" and not CUDA_SPEC.fullmatch(spec.lower()):
+        raise argparse.ArgumentTypeError(f"expected cuda or cuda:N (N a GPU index), got {text!r}")
+    return spec
+
+
+def parse_peaks(text: str) -> str:
+    """``datasheet``, ``measured``, or a JSON file of the user's own ceilings (read and checked now).
+
+    The file is applied over the session's device, so it need not be complete: it is checked here
+    over a stand-in device, which makes every mistake in it a usage error before any test runs.
+    """
+    if text in PEAK_SOURCES:
+        return text
+    from ..model.core import Device, Figure, Precision, Source, Unit, did_you_mean
+    from ..model.peaks import load_peaks_file
+
+    path = str(Path(text).expanduser())  # expanded once, here: the session reads this path again
+    hint = did_you_mean(text, PEAK_SOURCES)
+    if hint and not Path(path).exists():  # "datashet": a misspelling, not a missing file
+        raise argparse.ArgumentTypeError(f"expected datasheet, measured or a peaks file, got {text!r}{hint}")
+
+    stand_in = Figure(1.0, Source.DATASHEET)
+    base = Device("base", "base", "cpu", {(Precision.FP32, Unit.VECTOR): stand_in}, stand_in)
+    try:
+        load_peaks_file(path, base=base)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc} (expected datasheet, measured or a JSON file of ceilings)"
+        ) from None
+    return path
+
+
+def parse_json_path(text: str) -> str:
+    """A file we will be able to write, as the path to write (``~`` expanded here, once): a new or
+    regular file in a writable directory, or a character device or FIFO we may write to (written in
+    place, never replaced: ``report.write_json_atomic``)."""
+    target = Path(text).expanduser()
+    problem = ""
+    if target.is_dir():
+        problem = "it is a directory"
+    elif target.is_file() and not target.stat().st_mode & 0o222:
+        # its mode, not os.access: root may write anything, and an atomic write replaces it anyway
+        problem = "it is read-only"
+    elif target.exists() and not target.is_file():
+        if not (target.is_char_device() or target.is_fifo()):
+            problem = "it is a block device or a socket, not a file"
+        elif not os.access(target, os.W_OK):
+            problem = "it is not writable"
+    else:
+        directory = target.resolve().parent  # through a symlink: its target is what gets replaced
+        if not directory.is_dir():
+            problem = f"directory {str(directory)!r} does not exist"
+        elif not os.access(directory, os.W_OK):
+            problem = f"directory {str(directory)!r} is read-only"
+    if problem:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {problem}")
+    return str(target)
+
+
+def parse_baseline_path(text: str) -> str:
+    """A baseline we can read: the file exists and is a pytest-roofline JSON report (checked now, so a
+    bad baseline is a usage error before any test runs)."""
+    from ..output.baseline import BaselineError, load_baseline
+
+    try:
+        load_baseline(Path(text).expanduser())
+    except BaselineError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def parse_regression(text: str) -> float:
+    from ..output.comparison import parse_threshold
+
+    try:
+        return parse_threshold(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_plot_path(text: str) -> str:
+    """A .svg or .png we can write, with matplotlib (the ``plot`` extra) installed."""
+    from ..output.plot import PlotError, check_path, require_matplotlib
+
+    try:
+        check_path(text)
+        require_matplotlib()
+    except PlotError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse_json_path(text)
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    from ..output.report import parse_columns as columns
+
+    try:
+        return columns(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+# -- the settings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: its command-line option, its ini twin, its parser and its default."""
+
+    name: str
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    metavar: str | None = None  # None: a flag that takes no value
+    #: an ini value naming a file is relative to the ini file's directory
+    path: bool = False
+
+    @property
+    def dest(self) -> str:
+        return f"roofline_{self.name}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("report", "--roofline-report", parse_bool, False,
+            "print a table of every measurement after the tests (default: off)"),
+    Setting("json", "--roofline-json", parse_json_path, None,
+            "write every measurement, with raw samples and environment, to PATH as JSON "
+            "(default: none)", "PATH", path=True),
+    Setting("device", "--roofline-device", parse_device, "auto",
+            "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
+            "(default: auto = the first CUDA device, else this CPU)", "DEVICE"),
+    Setting("min_fraction", "--roofline-min-fraction", parse_fraction, DEFAULT_MIN_FRACTION,
+            "budget for tests whose marker sets none: fail below this fraction of speed of light "
+            f"(default: {DEFAULT_MIN_FRACTION})", "FRACTION"),
+    Setting("mode", "--roofline-mode", parse_mode, "enforce",
+            "enforce: fail tests below budget; report: measure and report only; off: call each kernel "
+            "once, no timing (default: enforce)", "MODE"),
+    Setting("stat", "--roofline-stat", parse_stat, "median",
+            "statistic the verdict uses: median, min or mean (default: median)", "STAT"),
+    Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
+            "wall-time budget per measured kernel in seconds, warm-up, flushes, probes and a "
+            "re-measure included; at least 3 samples are always taken "
+            f"(default: {DEFAULT_MAX_TIME})", "SECONDS"),
+    Setting("cache", "--roofline-cache", parse_cache, "cold",
+            "cold: every call finds its data out of the cache, as the floor assumes (copies of the "
+            "arguments rotated, else a flush before every call); warm: the data stay in the cache, "
+            "judged against the bandwidth of the cache level that holds them (default: cold)",
+            "STATE"),
+    Setting("no_flush", "--roofline-no-flush", parse_bool, False,
+            "the old spelling of --roofline-cache=warm"),
+    Setting("inconclusive", "--roofline-inconclusive", parse_inconclusive, "warn",
+            "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
+            "its test: warn, fail or skip (default: warn)", "ACTION"),
+    Setting("ceilings", "--roofline-ceilings", parse_ceilings, "paired",
+            "CPU ceilings to judge against: paired = scaled by a probe timed beside each kernel, "
+            "so a busy machine slows both alike; cached = the calibration's figures (default: paired)",
+            "CEILINGS"),
+    Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
+            "ceilings to judge against: datasheet, measured, or a JSON file of your own "
+            "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
+    Setting("diagnose", "--roofline-diagnose", parse_diagnose, "miss",
+            "when to diagnose a GPU measurement (the bottleneck procedure: the regime, and for CUDA C++ "
+            "and Triton kernels what the compiler says of them, which costs a compile): off, miss or "
+            "all (default: miss)", "WHEN"),
+    Setting("latency_floor", "--roofline-latency-floor", parse_latency_floor, "on",
+            "judge a kernel against max(roofline floor, latency floor), where the latency floor is "
+            "what an empty call costs on the timer (an empty kernel launch on a GPU, an empty Python "
+            "call on the CPU): on, or off to judge against the roofline floor alone (default: on)",
+            "ON|OFF"),
+    Setting("cuda_block", "--roofline-cuda-block", parse_cuda_block, "auto",
+            "hold the CUDA stream with a blocking kernel while a sampling window's calls are queued, so "
+            "that it times the GPU, not the launch rate: auto (not under CUDA_LAUNCH_BLOCKING=1, a "
+            "profiler or a sanitizer, nor for a kernel seen to wait for the GPU), on, or off; a "
+            "marker's or roofline(...) call's block= overrides it (default: auto)", "auto|on|off"),
+    Setting("columns", "--roofline-columns", parse_columns, None,
+            "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
+            "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
+            "fit the terminal; the JSON has every field)", "LIST"),
+    Setting("save", "--roofline-save", parse_json_path, None,
+            "write this run's measurements to PATH as a baseline for --roofline-compare (the JSON "
+            "report's schema); onto an earlier baseline it appends, each test keeping its last 8 runs "
+            "(default: none)", "PATH", path=True),
+    Setting("compare", "--roofline-compare", parse_baseline_path, None,
+            "compare each measurement's attained fraction with the baseline's record of the same test "
+            "(a --roofline-save or --roofline-json file); a regression fails its test (default: none)",
+            "PATH", path=True),
+    Setting("regression", "--roofline-regression", parse_regression, DEFAULT_REGRESSION,
+            "the least drop of attained fraction against the baseline that fails a test, when it is "
+            "beyond the run-to-run noise too, as a fraction or in percent: 0.1 or 10 percent written "
+            "with a percent sign (default: 0.1)", "DROP"),
+    Setting("compare_across_devices", "--roofline-compare-across-devices", parse_bool, False,
+            "compare with baseline records measured on another device too (default: refused)"),
+    Setting("compare_interrupted", "--roofline-compare-interrupted", parse_bool, False,
+            "compare with a baseline saved from a run that was cut short (-x, ^C, a worker that went "
+            "down), whose missing tests go unchecked (default: refused)"),
+    Setting("markdown", "--roofline-markdown", parse_json_path, None,
+            "append a Markdown summary of the run to PATH (default: $GITHUB_STEP_SUMMARY when set and "
+            "something was measured)", "PATH", path=True),
+    Setting("plot", "--roofline-plot", parse_plot_path, None,
+            "draw the roofline plot of the run to PATH, .svg or .png (needs the plot extra: "
+            "matplotlib; default: none)", "PATH", path=True),
+    Setting("require_measurement", "--roofline-require-measurement", parse_bool, False,
+            "fail a marked test that takes the roofline fixture but measures nothing (default: "
+            "warn)"),
+)  # fmt: skip
+
+_SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
+    """One precedence chain for session settings: command line > ini > default.
+
+    Returns the value and where it came from (``--roofline-device``, ``ini roofline_device`` or
+    ``default``), for messages. A bad ini value is a usage error naming the key and the value.
+    """
+    s = _SETTINGS_BY_NAME[name]
+    value = config.getoption(s.dest)
+    if value is not None:
+        return value, s.flag
+    raw = config.getini(s.dest)
+    if raw is None or not str(raw).strip():
+        return s.default, "default"
+    text = str(raw).strip()
+    if s.path and text not in PEAK_SOURCES and not Path(text).expanduser().is_absolute():
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+        text = str(base / text)
+    try:
+        return s.parse(text), f"ini {s.dest}"
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini option {s.dest} = {raw!r}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """Every setting of this session, resolved."""
+
+    report: bool
+    json: str | None
+    device: str
+    min_fraction: float
+    mode: str
+    stat: str
+    max_time: float
+    cache: str
+    peaks: str
+    inconclusive: str = "warn"
+    ceilings: str = "paired"
+    diagnose: str = "miss"
+    latency_floor: str = "on"
+    cuda_block: str = "auto"
+    columns: tuple[str, ...] | None = None
+    save: str | None = None
+    compare: str | None = None
+    regression: float = DEFAULT_REGRESSION
+    compare_across_devices: bool = False
+    compare_interrupted: bool = False
+    markdown: str | None = None
+    plot: str | None = None
+    require_measurement: bool = False
+    #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> SessionSettings:
+        resolved = {s.name: resolve_setting(config, s.name) for s in SETTINGS}
+        values = {name: value for name, (value, _) in resolved.items()}
+        origins = {name: origin for name, (_, origin) in resolved.items()}
+        if values.pop("no_flush"):
+            if origins["cache"] != "default" and values["cache"] != "warm":
+                raise pytest.UsageError(
+                    f"--roofline-no-flush means --roofline-cache=warm, but {origins['cache']} says"
+                    f" {values['cache']!r}: give one of them"
+                )
+            values["cache"], origins["cache"] = "warm", origins["no_flush"]
+        _check_distinct_outputs(values, origins)
+        return cls(origins=origins, **values)
+
+
+#: the settings that name a file this run writes
+_OUTPUTS = ("json", "save", "markdown", "plot")
+
+
+def _check_distinct_outputs(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """Two outputs to one file would leave one of them, or a mix of both: a usage error naming both."""
+    seen: dict[str, str] = {}
+    for name in _OUTPUTS:
+        path = values.get(name)
+        if not path:
+            continue
+        real = os.path.realpath(os.path.expanduser(path))
+        if real in seen:
+            raise pytest.UsageError(
+                f"{origins.get(name, name)} and {origins.get(seen[real], seen[real])} name the same file,"
+                f" {path!r}: give each output a file of its own"
+            )
+        seen[real] = name
+
+
+def check_peaks_kind(settings: SessionSettings, *, device_hooks: bool) -> None:
+    """A peaks file for another kind of device than the session's is a usage error before any test
+    runs, wherever the session's kind is known without CuPy or a device hook: ``cpu``, and ``auto``
+    where CuPy is not installed. (Named devices are resolved at configure time anyway; elsewhere the
+    first measurement fails, naming the file: ``session.RooflineSession.device``.)"""
+    peaks, spec = settings.peaks, settings.device.strip().lower()
+    if peaks in PEAK_SOURCES or settings.mode == "off" or device_hooks or spec not in ("auto", "cpu"):
+        return
+    if spec == "auto" and _cupy_installed():
+        return  # auto may be a GPU: knowing would cost importing CuPy in every run
+    from ..model.peaks import peaks_file_kind
+
+    kind = peaks_file_kind(peaks)
+    if kind not in (None, "cpu"):
+        why = "" if spec == "cpu" else " (auto, without CuPy)"
+        raise pytest.UsageError(
+            f"{settings.origins.get('peaks', '--roofline-peaks')} {peaks}: its kind {kind!r} does not "
+            f"match the device it refines, this CPU{why}; give kind 'cpu' or leave it out"
+        )
+
+
+def _cupy_installed() -> bool:
+    import importlib.util
+    import sys
+
+    try:
+        return "cupy" in sys.modules or importlib.util.find_spec("cupy") is not None
+    except (ImportError, ValueError):  # a broken install: it may still be there
+        return True

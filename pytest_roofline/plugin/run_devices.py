@@ -1,0 +1,262 @@
+"""Which device and which timer a spec means, for one run.
+
+The plugin's device hooks answer first (a conftest may serve its own), then detection; a peaks
+file (``--roofline-peaks FILE``) refines whichever device that is. Each spec is resolved once: the
+CPU is calibrated on first use, a backend made once per spec and device. Under pytest-xdist the
+worker ``gw<i>`` of a run on ``auto`` or ``cuda`` takes GPU i mod n, and one worker at a time
+measures on a device (:mod:`.devicelock`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .options import PEAK_SOURCES, SessionSettings
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ..machine.detect import Target
+    from ..machine.devicelock import DeviceLocks
+    from ..model.core import Device
+    from ..output.report import Record
+    from ..timing.base import Backend
+
+
+class Devices:
+    """The run's devices and timer backends, resolved on first use and kept."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: SessionSettings,
+        *,
+        notes: list[str],
+        device_records: dict[str, Record],
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        #: the session's: warnings raised while resolving (calibration), and every device record
+        self.notes = notes
+        self.device_records = device_records
+        workerinput: Mapping[str, Any] | None = getattr(config, "workerinput", None)
+        #: pytest-xdist's worker id (gw0, ...) and run id, None outside a worker
+        self._worker_id: str | None = workerinput.get("workerid") if workerinput else None
+        self._run_id: str | None = workerinput.get("testrunuid") if workerinput else None
+        self._locks: DeviceLocks | None = None
+        self._lock_keys: dict[str, str] = {}
+        self._session_spec: str | None = None
+        self._devices: dict[str, Device] = {}
+        self._backends: dict[str, Backend] = {}
+        self._cpu_backend: Backend | None = None
+        #: whether this run judges against the CPU ceilings calibrate.py measured (and so may pair
+        #: them with probes timed beside each kernel)
+        self.measured_cpu = False
+
+    def check_session_device(self) -> None:
+        """Explicitly asking for a device that is not there is a usage error naming it.
+
+        ``auto`` is always there; ``cpu`` too (its calibration waits for the first measurement). Any
+        other spec is resolved now, through the device hooks, after the register hooks have run.
+        """
+        settings = self.settings
+        spec = settings.device
+        if settings.mode == "off" or spec.lower() in ("auto", "cpu"):
+            return
+        try:
+            self.device(self.session_spec())  # a pytest-xdist worker's own GPU
+        except (ValueError, RuntimeError) as exc:
+            where = settings.origins.get("device", "--roofline-device")
+            raise pytest.UsageError(
+                f"{where} {spec}: {exc}; use auto or cpu, or --roofline-mode off to run kernels untimed"
+            ) from None
+
+    def device(self, spec: str) -> Device:
+        """The device that judges measurements made with ``spec``: the hooks first, then detection.
+
+        A peaks file (``--roofline-peaks FILE``) overrides figures of whichever device that is.
+        """
+        if spec not in self._devices:
+            # Calibration may warn (a corrupt cache replaced). Inside a test, a suite's
+            # filterwarnings=error would turn that into the test's failure, so the warnings
+            # are kept and printed with the terminal summary instead. Calibrating measures too,
+            # so it holds the device's lock.
+            with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                from .hookcalls import first_result, is_device
+
+                hook = self.config.hook.pytest_roofline_device
+                device = first_result(hook, is_device, config=self.config, spec=spec)
+            self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+            if device is None:  # every implementation declined, ours included: cannot happen
+                raise RuntimeError(f"no device for {spec!r}")
+            peaks = self.settings.peaks
+            if peaks not in PEAK_SOURCES:
+                from ..model.devices import DeviceError
+                from ..model.peaks import load_peaks_file
+
+                base, device = device, load_peaks_file(peaks, base=device)
+                if device.kind != base.kind:
+                    raise DeviceError(
+                        f"{self.settings.origins.get('peaks', '--roofline-peaks')} {peaks}: its kind "
+                        f"{device.kind!r} does not match the device it "
+                        f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
+                    )
+            from ..output.report import device_record, device_version
+
+            self._devices[spec] = device
+            record = device_record(device)
+            self.device_records.setdefault(device_version(record), record)
+        return self._devices[spec]
+
+    def with_cache_levels(self, spec: str) -> Device:
+        """The device of ``spec`` with the roofs of its cache levels, for a warm measurement: a
+        measured CPU whose cached calibration predates them measures them now (once, then cached)."""
+        device = self.device(spec)
+        if device.levels or device.kind != "cpu" or not self.measured_cpu:
+            return device
+        with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from ..machine.calibrate import cpu_device_with_levels
+
+            levels = cpu_device_with_levels().levels
+        self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+        self._devices[spec] = device = dataclasses.replace(device, levels=levels)
+        from ..output.report import device_record, device_version
+
+        record = device_record(device)
+        self.device_records[device_version(record)] = record  # the same figures, now with the levels
+        return device
+
+    def session_spec(self) -> str:
+        """The run's device spec as this process measures with it: under pytest-xdist, worker
+        ``gw<i>`` of a run on ``auto`` or ``cuda`` takes GPU i mod n (:func:`.detect.worker_device_spec`)."""
+        if self._session_spec is None:
+            from ..machine.detect import worker_device_spec
+
+            def cuda_count() -> int:
+                from ..timing.cuda import device_count
+
+                return device_count()
+
+            self._session_spec = worker_device_spec(self.settings.device, self._worker_id, cuda_count)
+        return self._session_spec
+
+    def measuring(self, spec: str) -> AbstractContextManager[None]:
+        """Hold the lock of the device ``spec`` measures on: one pytest-xdist worker at a time times it.
+
+        A no-op outside pytest-xdist; only the timing is serialized, never a test's own code.
+        """
+        if self._run_id is None:
+            return contextlib.nullcontext()
+        if self._locks is None:
+            from ..machine.devicelock import DeviceLocks
+
+            self._locks = DeviceLocks(self._run_id, note=self.notes.append)
+        if spec not in self._lock_keys:
+            self._lock_keys[spec] = lock_key(spec)
+        return self._locks.hold(self._lock_keys[spec])
+
+    def builtin_device(self, spec: str) -> Device:
+        target = target_of(spec)
+        if target.kind == "cpu":
+            from ..machine.calibrate import cpu_device
+
+            self.measured_cpu = True
+            return cpu_device()
+        from ..machine.detect import require_local
+
+        require_local(target)
+        index = target.index or 0
+        if self.settings.peaks == "measured":  # a visible GPU, or the table entry of one
+            from ..machine.calibrate import calibrate_cuda
+            from ..timing.cuda import measure_ceilings
+
+            block = self.settings.cuda_block  # calibration's matmuls are held as the kernels are
+            return calibrate_cuda(index, measure=lambda i: measure_ceilings(i, block=block)).device
+        if target.kind == "table":
+            from ..model.devices import lookup
+
+            return lookup(target.spec)
+        from ..timing.cuda import cuda_device
+
+        return cuda_device(index)
+
+    def backend(self, spec: str, device: Device) -> Backend:
+        key = f"{spec}|{device.key}"
+        if key not in self._backends:
+            from .hookcalls import first_result, is_backend
+
+            hook = self.config.hook.pytest_roofline_backend
+            backend = first_result(hook, is_backend, config=self.config, device=device, spec=spec)
+            if backend is None:
+                raise RuntimeError(f"no timer backend for {spec!r}")
+            self._backends[key] = backend
+        return self._backends[key]
+
+    def builtin_backend(self, spec: str, device: Device) -> Backend:
+        """The host timer for the CPU, CUDA events for a GPU: chosen by where ``spec`` measures,
+        not by the device's figures (a peaks file may describe any device)."""
+        target = target_of(spec)
+        if target.kind == "cpu":
+            if self._cpu_backend is None:  # one per session: its flush buffer is 2x the LLC
+                from ..timing.cpu import CpuBackend
+
+                self._cpu_backend = CpuBackend()
+            return self._cpu_backend
+        from ..timing.cuda import CudaBackend
+
+        return CudaBackend(target.index or 0, block=self.settings.cuda_block)
+
+
+def target_of(spec: str) -> Target:
+    """Where measurements made with ``spec`` run (``auto`` is what it means on this machine)."""
+    from ..machine.detect import auto_spec, parse_target
+
+    return parse_target(auto_spec() if spec == "auto" else spec)
+
+
+def lock_key(spec: str) -> str:
+    """What ``spec`` measures on, as a device lock's name: ``cpu``, ``cuda<N>`` or the spec itself."""
+    from ..model.devices import DeviceError
+
+    try:
+        target = target_of(spec)
+    except DeviceError:  # a device only a plugin's hook knows
+        return spec.strip().lower()
+    if target.kind == "cpu":
+        return "cpu"
+    return f"cuda{target.index}" if target.index is not None else target.spec
+
+
+def names_a_table_device(spec: str) -> bool:
+    keyword = spec.strip().lower()
+    from ..machine.detect import CUDA_SPEC
+
+    return keyword not in ("auto", "cpu") and not CUDA_SPEC.fullmatch(keyword)
+
+
+def device_skip_reason(spec: str) -> str:
+    """Why a marker's device is not on this machine ("" when it is); ValueError for a wrong spec."""
+    from ..machine.detect import CUDA_SPEC
+
+    cuda = CUDA_SPEC.fullmatch(spec.strip().lower())
+    if cuda:
+        from ..timing.cuda import device_count
+
+        index, count = int(cuda["index"] or 0), device_count()
+        if index < count:
+            return ""
+        return f"needs CUDA device {index} (device={spec!r}); {count} visible here (CuPy missing or no GPU)"
+    from ..machine.detect import parse_target
+
+    target = parse_target(spec)  # an unknown name is a mistake, not a missing device
+    if target.local:
+        return ""
+    return f"needs {spec!r} (device={spec!r}): a table device that is not on this machine"

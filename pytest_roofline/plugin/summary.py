@@ -1,0 +1,86 @@
+"""What the terminal shows at the end of a run: the notes, the report table, the comparison with a
+baseline, and where the files went. The process that shows the run calls :func:`write_summary`."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .session import RooflineSession
+
+
+def write_summary(tr: pytest.TerminalReporter, session: RooflineSession) -> None:
+    """The notes, then (with ``--roofline-report``) the device headers and the table, colored by
+    verdict; then what the run's gate and JSON file have to say. Every line but the table's rows
+    (sized to the terminal already) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
+    settings, records = session.settings, session.records
+    write = _Writer(tr)
+    for note in dict.fromkeys(session.notes):
+        write(f"roofline: {note}", yellow=True)
+    if settings.report:
+        _write_report(tr, session, write)
+    if session.interruption and (settings.report or settings.json):
+        write(
+            f"roofline: the run was cut short ({session.interruption}): the measurements of the tests "
+            "that did not finish are missing",
+            yellow=True,
+        )
+    for line in session.gate.summary_lines():
+        regression = line.startswith("  regression")
+        write(line, red=regression, bold=regression)
+    for note in session.gate.notes:
+        write(note, yellow=True)
+    for error in session.gate.errors:
+        write(error, red=True, bold=True)
+    if session.json_error:
+        write(session.json_error, red=True, bold=True)
+    elif settings.json:
+        write(f"roofline: wrote {len(records)} measurement(s) to {settings.json}")
+
+
+class _Writer:
+    """``tr.write_line``, each line wrapped to the terminal's width, continuations indented."""
+
+    def __init__(self, tr: pytest.TerminalReporter) -> None:
+        self._tr = tr
+        self.width = max(shutil.get_terminal_size().columns, 40)
+
+    def __call__(self, line: str, **markup: bool) -> None:
+        import textwrap
+
+        if len(line) <= self.width:
+            self._tr.write_line(line, **markup)
+            return
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        for part in textwrap.wrap(
+            line, self.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+        ):
+            self._tr.write_line(part, **markup)
+
+
+def _write_report(tr: pytest.TerminalReporter, session: RooflineSession, write: _Writer) -> None:
+    from ..output.report import format_device_headers, format_table, ordered, skipped_notes, summary_counts
+
+    settings, records, devices = session.settings, session.records, session.device_records.values()
+    tr.write_sep("=", "roofline report")
+    for line in format_device_headers(devices, records):
+        write(line)
+    if records:
+        columns = settings.columns
+        width = None if columns else shutil.get_terminal_size().columns  # COLUMNS, as pytest reads it
+        lines = format_table(records, devices, width=width, columns=columns)
+        for line in lines[:2]:
+            tr.write_line(line, bold=True)
+        for line, record in zip(lines[2:], ordered(records), strict=True):
+            verdict = record["verdict"]
+            failed = verdict in ("MISS", "faster-than-light")
+            tr.write_line(
+                line, red=failed, bold=failed, green=verdict == "pass",
+                yellow=verdict in ("skipped", "inconclusive"),
+            )  # fmt: skip
+        for line in skipped_notes(records):
+            write(line, yellow=True)
+    write(f"{summary_counts(records)}; mode {settings.mode}")
