@@ -434,8 +434,10 @@ def _python_source(path: str, attr: str) -> str:
     sys.modules[name] = module  # dataclasses look their module up while a class is built
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # the user's module failed: said in one line, not a traceback
-        raise KernelFactsError(f"importing {path!r} failed: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        # the user's module failed (its sys.exit must not end the command with its own status);
+        # repr keeps a multi-line message on one line. Ctrl-C still interrupts.
+        raise KernelFactsError(f"{path}: importing it raised {exc!r}") from None
     finally:
         sys.modules.pop(name, None)
     value: Any = module

@@ -130,6 +130,25 @@ def test_errors_are_one_line_and_exit_2(
     assert message.replace("{cu}", str(scale_cu)) in err
 
 
+@pytest.mark.parametrize(
+    ("body", "raised"),
+    [
+        ("import sys\nsys.exit(3)\n", "SystemExit(3)"),
+        ("raise ValueError('no\\nsource')\n", "ValueError('no\\nsource')"),
+        ("raise KeyError('SRC')\n", "KeyError('SRC')"),
+    ],
+)
+def test_a_module_that_fails_at_import_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, raised: str
+) -> None:
+    """Its SystemExit would have ended the command with the module's own status."""
+    module = tmp_path / "kernels.py"
+    module.write_text(f"SRC = 'extern \"C\" __global__ void k() {{}}'\n{body}")
+    code, out, err = run(capsys, f"{module}:SRC", "--arch", "sm_90")
+    assert (code, out) == (2, "")
+    assert err == f"roofline: error: {module}: importing it raised {raised}\n"
+
+
 def test_no_nvcc_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], scale_cu: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
