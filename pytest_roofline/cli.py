@@ -375,9 +375,9 @@ def _analyze(args: argparse.Namespace) -> str:
         hint = f" ({args.device} is not a table GPU)" if args.device else ""
         raise CliError(f"--arch is required (for example --arch sm_90), or --device with a table GPU{hint}")
     est = _analyze_estimate(args) if args.op else None
-    source, kernel = load_source(args.source, args.kernel)
+    source = load_source(args.source)
     try:
-        facts = static_facts(source, kernel, arch, args.block)
+        facts = static_facts(source, args.kernel, arch, args.block, where=args.source)
     except ToolchainUnavailable as exc:
         raise CliError(str(exc)) from None
     diagnosis = diagnose(est, facts)
@@ -531,7 +531,11 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "source", help="a .cu file, or FILE.py:NAME (a CUDA source string, or an object with .code, in it)"
     )
-    analyze.add_argument("--kernel", help="the kernel's name (default: the only one the source defines)")
+    analyze.add_argument(
+        "--kernel",
+        help="the kernel's name, or its signature where it is overloaded ('scale(float*, int)') "
+        "(default: the only one the source defines)",
+    )
     analyze.add_argument(
         "--arch", help="the architecture: sm_80, sm_86, sm_89, sm_90, ... (default: --device's)"
     )

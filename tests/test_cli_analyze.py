@@ -100,12 +100,86 @@ def test_json(capsys: pytest.CaptureFixture[str], scale_cu: Path) -> None:
     assert data["causes"][0]["rule"] == "no_vector_loads"
 
 
+OVERLOADED = r"""
+__global__ void scale(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }
+__global__ void scale(double* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0; }
+"""
+FLOAT, DOUBLE = "scale(float*, int)", "scale(double*, int)"
+
+
+@needs_nvcc
+def test_an_overloaded_kernel_is_named_by_its_signature(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cu = tmp_path / "overloaded.cu"
+    cu.write_text(OVERLOADED)
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90")
+    assert (code, out) == (2, "")
+    assert err == f"roofline: error: --kernel is required: {cu} defines {FLOAT!r}, {DOUBLE!r}\n"
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"roofline: error: kernel 'scale' is overloaded in {cu}: {FLOAT!r}, {DOUBLE!r}; name one of them\n"
+    )
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale(double *,int)", "--json")
+    assert (code, err) == (0, "")
+    (facts,) = json.loads(out)["facts"]
+    assert facts["kernel"] == DOUBLE
+    assert facts["mix"]["fp64_math"] > 0  # the double overload's PTX, not the float one's
+
+
+@needs_nvcc
+def test_without_a_demangler_overloads_are_named_by_their_ptx_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = compiler.find_tool
+    monkeypatch.setattr(compiler, "find_tool", lambda name: None if name.endswith("++filt") else real(name))
+    cu = tmp_path / "overloaded.cu"
+    cu.write_text(OVERLOADED)
+    code, _, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale")
+    assert code == 2
+    assert err.endswith(f"is overloaded in {cu}: '_Z5scalePfi', '_Z5scalePdi'; name one of them\n")
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "_Z5scalePdi")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"_Z5scalePdi ({cu}) for sm_90"
+
+
+@needs_nvcc
+def test_a_kernel_defined_by_a_macro_is_found(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cu = tmp_path / "macro.cu"
+    cu.write_text(
+        "#define KERNEL(name, factor) \\\n"
+        '    extern "C" __global__ void name(float* x) { x[threadIdx.x] *= factor; }\n'
+        "KERNEL(scale, 2.0f)\n"
+    )
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"scale ({cu}) for sm_90"
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale")
+    assert (code, err) == (0, "")
+
+
+@needs_nvcc
+def test_commented_out_kernels_do_not_exist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cu = tmp_path / "commented.cu"
+    cu.write_text(
+        "// __global__ void old(float* x) { x[0] = 1.0f; }\n"
+        "/* __global__ void older(float* x) {\n    x[0] = 1.0f;\n} */\n" + KERNEL
+    )
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"scale ({cu}) for sm_90"
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "old")
+    assert (code, out) == (2, "")
+    assert err == f"roofline: error: kernel 'old' is not defined in {cu}; it defines: scale\n"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["missing.cu", "--arch", "sm_90"], "no such file: 'missing.cu'"),
-        (["{cu}", "--kernel", "scal", "--arch", "sm_90"],
-         "kernel 'scal' is not defined in {cu} (did you mean 'scale'?)"),
+        pytest.param(["{cu}", "--kernel", "scal", "--arch", "sm_90"],
+                     "kernel 'scal' is not defined in {cu} (did you mean 'scale'?)", marks=needs_nvcc),
         (["{cu}", "--arch", "sm_91"], "unknown architecture 'sm_91'"),
         (["{cu}"], "--arch is required (for example --arch sm_90), or --device with a table GPU"),
         (["{cu}", "--device", "mi300x"],
