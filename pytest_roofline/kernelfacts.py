@@ -28,7 +28,7 @@ from . import ptx as ptxlib
 from . import sass as sasslib
 from .compiler import CompileError, ToolchainUnavailable, compile_source, demangle
 from .model import did_you_mean
-from .occupancy import ArchError, Occupancy, normalize_arch, occupancy
+from .occupancy import ArchError, Occupancy, limits_for, normalize_arch, occupancy
 
 
 class KernelFactsError(ValueError):
@@ -321,6 +321,7 @@ def _facts(
     notes: list[str],
 ) -> StaticFacts:
     body = ptxlib.entry_body(ptx, entry)
+    _check_launch(kernel, arch, body, block, usage.static_smem, dynamic_smem)
     occ = None
     if block is not None:
         occ = occupancy(arch, block, usage.registers, usage.static_smem + dynamic_smem)
@@ -342,6 +343,26 @@ def _facts(
         module_kernels=ptxlib.entries(ptx),
         notes=tuple(notes),
     )
+
+
+def _check_launch(
+    kernel: str, arch: str, body: str, block: int | None, static_smem: int, dynamic_smem: int
+) -> None:
+    """A launch that cannot run is an error naming the parameter, not a slow kernel (occupancy
+    names the rest: the threads, registers and shared memory no SM can hold)."""
+    if isinstance(dynamic_smem, bool) or not isinstance(dynamic_smem, int) or dynamic_smem < 0:
+        raise KernelFactsError(f"dynamic_smem must be a byte count (0 or more); got {dynamic_smem!r}")
+    most = limits_for(arch).smem_per_block_optin
+    if dynamic_smem and static_smem + dynamic_smem > most:
+        raise KernelFactsError(
+            f"dynamic_smem={dynamic_smem} bytes cannot run {kernel} on {arch}: with its {static_smem} B of "
+            f"static shared memory, over the {most} bytes a block may have"
+        )
+    bound = ptxlib.max_threads(body)
+    if block is not None and bound is not None and block > bound:
+        raise KernelFactsError(
+            f"block={block} cannot run {kernel}: its __launch_bounds__ allow {bound} threads per block"
+        )
 
 
 def triton_facts(compiled: Any, arch: str | None = None) -> StaticFacts:

@@ -174,6 +174,68 @@ def test_commented_out_kernels_do_not_exist(capsys: pytest.CaptureFixture[str], 
     assert err == f"roofline: error: kernel 'old' is not defined in {cu}; it defines: scale\n"
 
 
+BOUNDED = KERNEL.replace("void scale(", "void __launch_bounds__(128) scale(")
+#: 96 live accumulators: far over the 64 registers per thread a 1024-thread block can have
+HEAVY = r"""
+extern "C" __global__ void heavy(const float* x, float* y, int n)
+{
+    float acc[96];
+    #pragma unroll
+    for (int j = 0; j < 96; ++j) acc[j] = x[threadIdx.x + j * n];
+    for (int k = 0; k < n; ++k) {
+        #pragma unroll
+        for (int j = 0; j < 96; ++j) acc[j] = acc[j] * acc[(j + 7) % 96] + x[k];
+    }
+    float s = 0.0f;
+    #pragma unroll
+    for (int j = 0; j < 96; ++j) s += acc[j];
+    y[threadIdx.x] = s;
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    ("source", "argv", "message"),
+    [
+        (BOUNDED, ["--block", "256"],
+         "block=256 cannot run scale: its __launch_bounds__ allow 128 threads per block"),
+        (HEAVY, ["--block", "1024"], "block=1024 cannot run on sm_90 with registers="),
+        (KERNEL, ["--block", "128", "--dynamic-smem", "232449"],
+         "dynamic_smem=232449 bytes cannot run scale on sm_90: with its 0 B of static shared memory, "
+         "over the 232448 bytes a block may have"),
+        (KERNEL, ["--dynamic-smem", "300000"], "dynamic_smem=300000 bytes cannot run scale on sm_90"),
+        (KERNEL, ["--block", "1025"], "--block 1025 is over sm_90's 1024 threads per block"),
+        (KERNEL, ["--dynamic-smem", "-1"], "--dynamic-smem must be a byte count (0 or more); got -1"),
+    ],
+    ids=["launch-bounds", "registers", "smem", "smem-without-block", "block", "negative-smem"],
+)  # fmt: skip
+def test_a_launch_that_cannot_run_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, source: str, argv: list[str], message: str
+) -> None:
+    """Not a latency-bound verdict on 0 resident warps: the launch would fail."""
+    cu = tmp_path / "launch.cu"
+    cu.write_text(source)
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"roofline: error: {message}")
+    assert err.count("\n") == 1
+
+
+@needs_nvcc
+def test_dynamic_shared_memory_counts_in_occupancy(
+    capsys: pytest.CaptureFixture[str], scale_cu: Path
+) -> None:
+    code, out, err = run(
+        capsys, str(scale_cu), "--arch", "sm_86", "--block", "128", "--dynamic-smem", "57344"
+    )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert "  shared memory  0 B static + 56 KiB dynamic per block" in lines
+    assert any(line.startswith("  resident       1 blocks x 4 warps") for line in lines)
+    assert "over it: 1 block/SM at most" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

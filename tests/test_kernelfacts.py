@@ -410,3 +410,19 @@ def test_kernels_in_namespaces_and_templates(
     assert static_facts(both, "other::shift", "sm_90", cache_dir=cache).kernel == "other::shift"
     plain = NAMESPACED + "__global__ void shift(float* x) { x[0] = 0.0f; }\n"
     assert static_facts(plain, "shift", "sm_90", cache_dir=cache).kernel == "shift"
+
+
+@needs_nvcc
+def test_a_launch_that_cannot_run_is_refused_not_diagnosed(cache: Path) -> None:
+    bounded = FIXED.replace("void scale_fixed(", "void __launch_bounds__(64) scale_fixed(")
+    assert static_facts(bounded, "scale_fixed", "sm_90", 64, cache_dir=cache).occupancy is not None
+    with pytest.raises(KernelFactsError, match=r"^block=128 cannot run scale_fixed: its __launch_bounds__"):
+        static_facts(bounded, "scale_fixed", "sm_90", 128, cache_dir=cache)
+    with pytest.raises(KernelFactsError, match=r"^dynamic_smem must be a byte count \(0 or more\); got -1$"):
+        static_facts(FIXED, "scale_fixed", "sm_90", dynamic_smem=-1, cache_dir=cache)
+    with pytest.raises(KernelFactsError, match=r"^dynamic_smem=102401 bytes cannot run scale_fixed on sm_86"):
+        static_facts(FIXED, "scale_fixed", "sm_86", dynamic_smem=100 * 1024 + 1, cache_dir=cache)
+    # in a test's diagnosis, the launch's fault says why there are no facts
+    found = facts_for(CudaKernel("scale_fixed", bounded, block=128), arch="sm_90", cache_dir=cache)
+    assert isinstance(found, Unavailable)
+    assert found.reason.startswith("block=128 cannot run scale_fixed")
