@@ -368,18 +368,27 @@ def _analyze(args: argparse.Namespace) -> str:
     from .analysis.compiler import ToolchainUnavailable
     from .analysis.diagnosis import diagnose
     from .analysis.kernelfacts import load_source, static_facts
-    from .analysis.occupancy import arch_of_device
+    from .analysis.occupancy import arch_of_device, limits_for
 
     if args.block is not None and args.block < 1:
         raise CliError(f"--block must be a positive thread count; got {args.block}")
+    if args.dynamic_smem < 0:
+        raise CliError(f"--dynamic-smem must be a byte count (0 or more); got {args.dynamic_smem}")
     arch = args.arch or (arch_of_device(args.device) if args.device else None)
     if arch is None:
         hint = f" ({args.device} is not a table GPU)" if args.device else ""
         raise CliError(f"--arch is required (for example --arch sm_90), or --device with a table GPU{hint}")
+    limits = limits_for(arch)
+    if args.block is not None and args.block > limits.max_threads_per_block:
+        raise CliError(
+            f"--block {args.block} is over {limits.arch}'s {limits.max_threads_per_block} threads per block"
+        )
     est = _analyze_estimate(args) if args.op else None
-    source, kernel = load_source(args.source, args.kernel)
+    source = load_source(args.source)
     try:
-        facts = static_facts(source, kernel, arch, args.block)
+        facts = static_facts(
+            source, args.kernel, arch, args.block, dynamic_smem=args.dynamic_smem, where=args.source
+        )
     except ToolchainUnavailable as exc:
         raise CliError(str(exc)) from None
     diagnosis = diagnose(est, facts)
@@ -420,7 +429,8 @@ def format_analysis(where: str, facts: StaticFacts, est: Estimate | None, diagno
     lines.append(
         f"  registers      {facts.registers} per thread, {spills}, {facts.stack_frame} B stack frame"
     )
-    lines.append(f"  shared memory  {units.binary_bytes(facts.smem)} static per block")
+    dynamic = f" + {units.binary_bytes(facts.dynamic_smem)} dynamic" if facts.dynamic_smem else ""
+    lines.append(f"  shared memory  {units.binary_bytes(facts.static_smem)} static{dynamic} per block")
     cliff = limits_for(facts.arch).smem_cliff
     side = "over it: 1 block/SM at most" if facts.smem > cliff else "under it"
     lines.append(
@@ -537,11 +547,22 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "source", help="a .cu file, or FILE.py:NAME (a CUDA source string, or an object with .code, in it)"
     )
-    analyze.add_argument("--kernel", help="the kernel's name (default: the only one the source defines)")
+    analyze.add_argument(
+        "--kernel",
+        help="the kernel's name, or its signature where it is overloaded ('scale(float*, int)') "
+        "(default: the only one the source defines)",
+    )
     analyze.add_argument(
         "--arch", help="the architecture: sm_80, sm_86, sm_89, sm_90, ... (default: --device's)"
     )
     analyze.add_argument("--block", type=int, help="threads per block of the launch, for occupancy")
+    analyze.add_argument(
+        "--dynamic-smem",
+        type=int,
+        default=0,
+        metavar="BYTES",
+        help="dynamic shared memory per block of the launch, in bytes (default: 0)",
+    )
     analyze.add_argument("--device", help="a table GPU (see roofline devices): the floor's peaks")
     analyze.add_argument(
         "--op",

@@ -101,12 +101,148 @@ def test_json(capsys: pytest.CaptureFixture[str], scale_cu: Path) -> None:
     assert data["causes"][0]["rule"] == "no_vector_loads"
 
 
+OVERLOADED = r"""
+__global__ void scale(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }
+__global__ void scale(double* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0; }
+"""
+FLOAT, DOUBLE = "scale(float*, int)", "scale(double*, int)"
+
+
+@needs_nvcc
+def test_an_overloaded_kernel_is_named_by_its_signature(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    cu = tmp_path / "overloaded.cu"
+    cu.write_text(OVERLOADED)
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90")
+    assert (code, out) == (2, "")
+    assert err == f"roofline: error: --kernel is required: {cu} defines {FLOAT!r}, {DOUBLE!r}\n"
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"roofline: error: kernel 'scale' is overloaded in {cu}: {FLOAT!r}, {DOUBLE!r}; name one of them\n"
+    )
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale(double *,int)", "--json")
+    assert (code, err) == (0, "")
+    (facts,) = json.loads(out)["facts"]
+    assert facts["kernel"] == DOUBLE
+    assert facts["mix"]["fp64_math"] > 0  # the double overload's PTX, not the float one's
+
+
+@needs_nvcc
+def test_without_a_demangler_overloads_are_named_by_their_ptx_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = compiler.find_tool
+    monkeypatch.setattr(compiler, "find_tool", lambda name: None if name.endswith("++filt") else real(name))
+    cu = tmp_path / "overloaded.cu"
+    cu.write_text(OVERLOADED)
+    code, _, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale")
+    assert code == 2
+    assert err.endswith(f"is overloaded in {cu}: '_Z5scalePfi', '_Z5scalePdi'; name one of them\n")
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "_Z5scalePdi")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"_Z5scalePdi ({cu}) for sm_90"
+
+
+@needs_nvcc
+def test_a_kernel_defined_by_a_macro_is_found(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cu = tmp_path / "macro.cu"
+    cu.write_text(
+        "#define KERNEL(name, factor) \\\n"
+        '    extern "C" __global__ void name(float* x) { x[threadIdx.x] *= factor; }\n'
+        "KERNEL(scale, 2.0f)\n"
+    )
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"scale ({cu}) for sm_90"
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "scale")
+    assert (code, err) == (0, "")
+
+
+@needs_nvcc
+def test_commented_out_kernels_do_not_exist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cu = tmp_path / "commented.cu"
+    cu.write_text(
+        "// __global__ void old(float* x) { x[0] = 1.0f; }\n"
+        "/* __global__ void older(float* x) {\n    x[0] = 1.0f;\n} */\n" + KERNEL
+    )
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"scale ({cu}) for sm_90"
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", "--kernel", "old")
+    assert (code, out) == (2, "")
+    assert err == f"roofline: error: kernel 'old' is not defined in {cu}; it defines: scale\n"
+
+
+BOUNDED = KERNEL.replace("void scale(", "void __launch_bounds__(128) scale(")
+#: 96 live accumulators: far over the 64 registers per thread a 1024-thread block can have
+HEAVY = r"""
+extern "C" __global__ void heavy(const float* x, float* y, int n)
+{
+    float acc[96];
+    #pragma unroll
+    for (int j = 0; j < 96; ++j) acc[j] = x[threadIdx.x + j * n];
+    for (int k = 0; k < n; ++k) {
+        #pragma unroll
+        for (int j = 0; j < 96; ++j) acc[j] = acc[j] * acc[(j + 7) % 96] + x[k];
+    }
+    float s = 0.0f;
+    #pragma unroll
+    for (int j = 0; j < 96; ++j) s += acc[j];
+    y[threadIdx.x] = s;
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    ("source", "argv", "message"),
+    [
+        (BOUNDED, ["--block", "256"],
+         "block=256 cannot run scale: its __launch_bounds__ allow 128 threads per block"),
+        (HEAVY, ["--block", "1024"], "block=1024 cannot run on sm_90 with registers="),
+        (KERNEL, ["--block", "128", "--dynamic-smem", "232449"],
+         "dynamic_smem=232449 bytes cannot run scale on sm_90: with its 0 B of static shared memory, "
+         "over the 232448 bytes a block may have"),
+        (KERNEL, ["--dynamic-smem", "300000"], "dynamic_smem=300000 bytes cannot run scale on sm_90"),
+        (KERNEL, ["--block", "1025"], "--block 1025 is over sm_90's 1024 threads per block"),
+        (KERNEL, ["--dynamic-smem", "-1"], "--dynamic-smem must be a byte count (0 or more); got -1"),
+    ],
+    ids=["launch-bounds", "registers", "smem", "smem-without-block", "block", "negative-smem"],
+)  # fmt: skip
+def test_a_launch_that_cannot_run_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, source: str, argv: list[str], message: str
+) -> None:
+    """Not a latency-bound verdict on 0 resident warps: the launch would fail."""
+    cu = tmp_path / "launch.cu"
+    cu.write_text(source)
+    code, out, err = run(capsys, str(cu), "--arch", "sm_90", *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"roofline: error: {message}")
+    assert err.count("\n") == 1
+
+
+@needs_nvcc
+def test_dynamic_shared_memory_counts_in_occupancy(
+    capsys: pytest.CaptureFixture[str], scale_cu: Path
+) -> None:
+    code, out, err = run(
+        capsys, str(scale_cu), "--arch", "sm_86", "--block", "128", "--dynamic-smem", "57344"
+    )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert "  shared memory  0 B static + 56 KiB dynamic per block" in lines
+    assert any(line.startswith("  resident       1 blocks x 4 warps") for line in lines)
+    assert "over it: 1 block/SM at most" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["missing.cu", "--arch", "sm_90"], "no such file: 'missing.cu'"),
-        (["{cu}", "--kernel", "scal", "--arch", "sm_90"],
-         "kernel 'scal' is not defined in {cu} (did you mean 'scale'?)"),
+        pytest.param(["{cu}", "--kernel", "scal", "--arch", "sm_90"],
+                     "kernel 'scal' is not defined in {cu} (did you mean 'scale'?)", marks=needs_nvcc),
         (["{cu}", "--arch", "sm_91"], "unknown architecture 'sm_91'"),
         (["{cu}"], "--arch is required (for example --arch sm_90), or --device with a table GPU"),
         (["{cu}", "--device", "mi300x"],
@@ -129,6 +265,25 @@ def test_errors_are_one_line_and_exit_2(
     assert err.count("\n") == 1
     assert err.startswith("roofline: error: ")
     assert message.replace("{cu}", str(scale_cu)) in err
+
+
+@pytest.mark.parametrize(
+    ("body", "raised"),
+    [
+        ("import sys\nsys.exit(3)\n", "SystemExit(3)"),
+        ("raise ValueError('no\\nsource')\n", "ValueError('no\\nsource')"),
+        ("raise KeyError('SRC')\n", "KeyError('SRC')"),
+    ],
+)
+def test_a_module_that_fails_at_import_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, raised: str
+) -> None:
+    """Its SystemExit would have ended the command with the module's own status."""
+    module = tmp_path / "kernels.py"
+    module.write_text(f"SRC = 'extern \"C\" __global__ void k() {{}}'\n{body}")
+    code, out, err = run(capsys, f"{module}:SRC", "--arch", "sm_90")
+    assert (code, out) == (2, "")
+    assert err == f"roofline: error: {module}: importing it raised {raised}\n"
 
 
 def test_no_nvcc_is_one_line_and_exit_2(

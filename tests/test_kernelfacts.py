@@ -25,7 +25,6 @@ from pytest_roofline.analysis.kernelfacts import (
     StaticFacts,
     Unavailable,
     facts_for,
-    kernel_names,
     load_source,
     resource_usage,
     static_facts,
@@ -349,21 +348,81 @@ ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]
     assert (b.registers, b.static_smem, b.spill_stores) == (12, 0, 0)
 
 
-def test_kernel_names_and_sources_from_files(tmp_path: Path) -> None:
+def test_sources_from_files(tmp_path: Path) -> None:
     cu = tmp_path / "k.cu"
     cu.write_text(PROMOTED + FIXED)
-    assert kernel_names(cu.read_text()) == ("scale_promoted", "scale_fixed")
-    with pytest.raises(
-        KernelFactsError, match=r"--kernel is required: .* defines scale_promoted, scale_fixed"
-    ):
-        load_source(str(cu))
-    assert load_source(str(cu), "scale_fixed")[1] == "scale_fixed"
+    assert load_source(str(cu)) == PROMOTED + FIXED
     with pytest.raises(KernelFactsError, match=r"no such file: '.*missing.cu'"):
         load_source(str(tmp_path / "missing.cu"))
-    source, name = load_source(f"{KERNELS_DIR / 'cuda_src.py'}:TRANSPOSE_NAIVE_SRC")
-    assert name == "transpose_naive"
+    source = load_source(f"{KERNELS_DIR / 'cuda_src.py'}:TRANSPOSE_NAIVE_SRC")
     assert "out[(long long)c * rows + r]" in source
-    source, name = load_source(f"{KERNELS_DIR / 'cuda_src.py'}:CUDA_SOURCES.gemm_naive")
-    assert name == "gemm_naive"
+    assert "gemm_naive" in load_source(f"{KERNELS_DIR / 'cuda_src.py'}:CUDA_SOURCES.gemm_naive")
     with pytest.raises(KernelFactsError, match=r"has no 'TRANSPOSE_NAIVE' \(did you mean"):
         load_source(f"{KERNELS_DIR / 'cuda_src.py'}:TRANSPOSE_NAIVE")
+
+
+NAMESPACED = r"""
+namespace ns {
+template <typename T> __global__ void scale(T* x) { x[threadIdx.x] *= T(2); }
+template __global__ void scale<float>(float*);
+__global__ void shift(float* x) { x[threadIdx.x] += 1.0f; }
+}
+"""
+
+
+@needs_nvcc
+def test_kernels_are_found_in_the_compiled_ptx(cache: Path) -> None:
+    """The compiler's .entry list, not a look at the text: comments, macros and overloads are its."""
+    with pytest.raises(
+        KernelFactsError, match=r"--kernel is required: k\.cu defines scale_promoted, scale_fixed$"
+    ):
+        static_facts(PROMOTED + FIXED, None, "sm_90", cache_dir=cache, where="k.cu")
+    assert static_facts(PROMOTED + FIXED, "scale_fixed", "sm_90", cache_dir=cache).kernel == "scale_fixed"
+    assert static_facts(FIXED, None, "sm_90", cache_dir=cache).kernel == "scale_fixed"
+    with pytest.raises(KernelFactsError, match=r"^the source defines no kernel \(no __global__ function\)$"):
+        static_facts("__device__ float twice(float x) { return 2 * x; }", None, "sm_90", cache_dir=cache)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("demangler", [True, False])
+def test_kernels_in_namespaces_and_templates(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, demangler: bool
+) -> None:
+    """By their identifier, their qualified name, or (with a demangler) their signature."""
+    if not demangler:
+        real = compiler.find_tool
+        monkeypatch.setattr(compiler, "find_tool", lambda n: None if n.endswith("++filt") else real(n))
+    for name in ("scale", "ns::scale", "shift", "ns::shift"):
+        facts = static_facts(NAMESPACED, name, "sm_90", cache_dir=cache)
+        assert facts.kernel == "ns::" + name.removeprefix("ns::")
+        assert facts.mix.global_stores == 1
+    if demangler:
+        assert static_facts(NAMESPACED, "ns::scale<float>(float*)", "sm_90", cache_dir=cache).kernel == (
+            "ns::scale"
+        )
+    with pytest.raises(
+        KernelFactsError, match=r"kernel 'scal' is not defined in the source \(did you mean 'ns::scale'\?\)"
+    ):
+        static_facts(NAMESPACED, "scal", "sm_90", cache_dir=cache)
+    both = NAMESPACED + "namespace other { __global__ void shift(float* x) { x[0] = 0.0f; } }\n"
+    with pytest.raises(KernelFactsError, match=r"kernel 'shift' is ambiguous in the source: '.*'; name one"):
+        static_facts(both, "shift", "sm_90", cache_dir=cache)
+    assert static_facts(both, "other::shift", "sm_90", cache_dir=cache).kernel == "other::shift"
+    plain = NAMESPACED + "__global__ void shift(float* x) { x[0] = 0.0f; }\n"
+    assert static_facts(plain, "shift", "sm_90", cache_dir=cache).kernel == "shift"
+
+
+@needs_nvcc
+def test_a_launch_that_cannot_run_is_refused_not_diagnosed(cache: Path) -> None:
+    bounded = FIXED.replace("void scale_fixed(", "void __launch_bounds__(64) scale_fixed(")
+    assert static_facts(bounded, "scale_fixed", "sm_90", 64, cache_dir=cache).occupancy is not None
+    with pytest.raises(KernelFactsError, match=r"^block=128 cannot run scale_fixed: its __launch_bounds__"):
+        static_facts(bounded, "scale_fixed", "sm_90", 128, cache_dir=cache)
+    with pytest.raises(KernelFactsError, match=r"^dynamic_smem must be a byte count \(0 or more\); got -1$"):
+        static_facts(FIXED, "scale_fixed", "sm_90", dynamic_smem=-1, cache_dir=cache)
+    with pytest.raises(KernelFactsError, match=r"^dynamic_smem=102401 bytes cannot run scale_fixed on sm_86"):
+        static_facts(FIXED, "scale_fixed", "sm_86", dynamic_smem=100 * 1024 + 1, cache_dir=cache)
+    # in a test's diagnosis, the launch's fault says why there are no facts
+    found = facts_for(CudaKernel("scale_fixed", bounded, block=128), arch="sm_90", cache_dir=cache)
+    assert isinstance(found, Unavailable)
+    assert found.reason.startswith("block=128 cannot run scale_fixed")

@@ -79,6 +79,11 @@ def test_register_allocation_rounds_up_per_warp() -> None:
     assert occupancy("sm_80", 256, 33).limits[0] == ("registers", 6)
 
 
+def test_the_largest_block_the_registers_allow_runs() -> None:
+    occ = occupancy("sm_90", 768, 80)  # 24 warps: exactly what 80 registers per thread allow
+    assert (occ.blocks_per_sm, occ.limiter) == (1, "registers")
+
+
 def test_small_blocks_hit_the_block_limit() -> None:
     occ = occupancy("sm_86", 32, 16)
     assert (occ.blocks_per_sm, occ.limiter, occ.active_warps) == (16, "blocks", 16)
@@ -112,8 +117,14 @@ def test_unknown_architecture_is_named_with_a_suggestion() -> None:
         ({"registers": 300}, "registers=300 is over sm_90's 255 per thread"),
         ({"smem": 300 * KIB}, "smem=307200 bytes is over sm_90's 232448 bytes per block"),
         ({"registers": 1.5}, "registers must be a non-negative integer; got 1.5"),
+        # 72 regs -> 2304 per warp: 7 warps per sub-partition, 28 per SM, and the block is 32
+        ({"block": 1024, "registers": 72},
+         "block=1024 cannot run on sm_90 with registers=72 per thread: its 32 warps are more than the "
+         "28 an SM's registers hold at 72 per thread"),
+        # 80 regs: 6 warps per sub-partition, 24 per SM, though 25 warps' 64000 registers are < 65536
+        ({"block": 800, "registers": 80}, "block=800 cannot run on sm_90 with registers=80 per thread"),
     ],
-)
+)  # fmt: skip
 def test_impossible_launches_are_named(kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"block": 256, "registers": 32, "smem": 0, **kwargs}
     with pytest.raises(ArchError, match=message.replace("(", r"\(")):

@@ -104,6 +104,12 @@ def test_entries_and_bodies() -> None:
         ptx.entry_body(text, "missing")
 
 
+def test_the_most_threads_per_block_launch_bounds_allow() -> None:
+    bounded = LOOP.replace(")\n{", ")\n.maxntid 128, 2, 1\n{", 1)
+    assert ptx.max_threads(ptx.entry_body(bounded, "scale")) == 256
+    assert ptx.max_threads(ptx.entry_body(LOOP, "scale")) is None
+
+
 def test_instruction_mix_counts_each_kind() -> None:
     mix = ptx.instruction_mix(MIX)
     assert (mix.global_loads, mix.global_loads_128) == (2, 1)  # v2.f64 is 128 bits

@@ -149,6 +149,25 @@ def _sass(cubin: Path) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def demangle(symbols: Sequence[str]) -> dict[str, str]:
+    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by ``cu++filt``
+    (the CUDA toolkit's) or else ``c++filt`` (binutils'; device symbols use the same mangling).
+
+    Best effort: without either tool, or when it fails, the symbols it did not read are left out.
+    """
+    tool = find_tool("cu++filt") or find_tool("c++filt")
+    if tool is None or not symbols:
+        return {}
+    try:
+        done = subprocess.run([tool, *symbols], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != len(symbols):
+        return {}
+    return {symbol: line.strip() for symbol, line in zip(symbols, lines, strict=True)}
+
+
 def _read_cache(entry: Path, arch: str) -> Compiled | None:
     try:
         ptx = (entry / "kernel.ptx").read_text(encoding="utf-8")

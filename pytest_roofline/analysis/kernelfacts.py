@@ -27,8 +27,8 @@ from typing import Any
 from ..model.core import did_you_mean
 from . import ptx as ptxlib
 from . import sass as sasslib
-from .compiler import CompileError, ToolchainUnavailable, compile_source
-from .occupancy import ArchError, Occupancy, normalize_arch, occupancy
+from .compiler import CompileError, ToolchainUnavailable, compile_source, demangle
+from .occupancy import ArchError, Occupancy, limits_for, normalize_arch, occupancy
 
 
 class KernelFactsError(ValueError):
@@ -166,23 +166,91 @@ def resource_usage(log: str) -> dict[str, ResourceUsage]:
     return usage
 
 
-def _plain(entry: str) -> str:
-    """A PTX entry's source name: ``_Z6kernelPfi`` -> ``kernel``; ``extern "C"`` names unchanged."""
-    match = re.match(r"^_Z(\d+)", entry)
-    return entry[match.end() : match.end() + int(match.group(1))] if match else entry
+@dataclass(frozen=True, slots=True)
+class KernelEntry:
+    """One kernel of a compiled module: its PTX ``.entry`` name and the source's names for it."""
+
+    symbol: str  # as the PTX names it: C++-mangled (_Z5scalePfi), or the name itself (extern "C")
+    name: str  # the source's identifier, qualified: scale, ns::scale
+    signature: str  # scale(float*, int); the symbol where no demangler is installed
 
 
-def _entry_name(entries: Sequence[str], kernel: str) -> str:
-    """``kernel``'s name in the PTX: itself (``extern "C"``) or its C++ mangling ``_Z<len><name>...``."""
-    if kernel in entries:
-        return kernel
-    mangled = [e for e in entries if _plain(e) == kernel]
-    if len(mangled) == 1:
-        return mangled[0]
-    names = [_plain(e) for e in entries]
-    known = ", ".join(names) or "none"
+def _plain(symbol: str) -> str:
+    """A PTX entry's source name, read from its C++ mangling: ``_Z5scalePfi`` -> ``scale``,
+    ``_ZN2ns5scaleIfEEvPT_`` -> ``ns::scale``; ``extern "C"`` names unchanged."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    nested = symbol.startswith("_ZN")
+    rest = symbol[3 if nested else 2 :]
+    parts = []
+    while match := re.match(r"\d+", rest):
+        end = match.end() + int(match.group())
+        part = rest[match.end() : end]
+        parts.append("(anonymous namespace)" if part.startswith("_GLOBAL__N") else part)
+        rest = rest[end:]
+        if not nested or rest.startswith("I"):  # one name, or template arguments: the name is whole
+            break
+    return "::".join(parts) or symbol
+
+
+def kernel_entries(ptx: str) -> tuple[KernelEntry, ...]:
+    """The kernels a compiled module defines, with their source names and signatures.
+
+    The compiler's list, not a look at the text: kernels made by macros are there, commented-out
+    ones are not, and each overload has an entry of its own.
+    """
+    symbols = ptxlib.entries(ptx)
+    demangled = demangle([s for s in symbols if s.startswith("_Z")])
+    # a function template's mangling carries its return type, and a kernel's is always void
+    return tuple(KernelEntry(s, _plain(s), demangled.get(s, s).removeprefix("void ")) for s in symbols)
+
+
+def _label(entry: KernelEntry, entries: Sequence[KernelEntry]) -> str:
+    """The entry's name, or its signature where an overload shares the name."""
+    overloaded = sum(e.name == entry.name for e in entries) > 1
+    return entry.signature if overloaded else entry.name
+
+
+def _listing(entries: Sequence[KernelEntry]) -> str:
+    labels = [_label(e, entries) for e in entries]
+    return ", ".join(
+        label if label == e.name else repr(label) for e, label in zip(entries, labels, strict=True)
+    )
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str = "the source") -> KernelEntry:
+    """The entry ``kernel`` names: its PTX name, its signature (spaces aside), or its name, plain
+    (``scale``) or qualified (``ns::scale``) when no overload shares it. None: the only kernel.
+
+    Raises KernelFactsError naming ``where`` and listing the kernels (overloads by signature).
+    """
+    if not entries:
+        raise KernelFactsError(f"{where} defines no kernel (no __global__ function)")
+    if kernel is None:
+        if len(entries) == 1:
+            return entries[0]
+        raise KernelFactsError(f"--kernel is required: {where} defines {_listing(entries)}")
+    for entry in entries:
+        if kernel == entry.symbol or _squeezed(kernel) == _squeezed(entry.signature):
+            return entry
+    # the name as written first: `scale` is the global one even where an `ns::scale` exists too
+    named = [e for e in entries if kernel == e.name] or [
+        e for e in entries if kernel == e.name.rpartition("::")[2]
+    ]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        listed = ", ".join(repr(e.signature) for e in named)
+        how = "overloaded" if len({e.name for e in named}) == 1 else "ambiguous"
+        raise KernelFactsError(f"kernel {kernel!r} is {how} in {where}: {listed}; name one of them")
+    names = list(dict.fromkeys(e.name for e in entries))
     raise KernelFactsError(
-        f"kernel {kernel!r} is not defined in the source{did_you_mean(kernel, names)}; it defines: {known}"
+        f"kernel {kernel!r} is not defined in {where}{did_you_mean(kernel, names)}; it defines: "
+        + _listing(entries)
     )
 
 
@@ -196,17 +264,20 @@ def _check_block(block: object) -> int | None:
 
 def static_facts(
     source: str,
-    kernel: str,
+    kernel: str | None,
     arch: str,
     block: int | None = None,
     *,
     dynamic_smem: int = 0,
     options: Sequence[str] = (),
     cache_dir: Path | str | None = None,
+    where: str = "the source",
 ) -> StaticFacts:
     """Compile CUDA C++ ``source`` for ``arch`` and read ``kernel``'s facts (see the module docstring).
 
-    ``block``: threads per block of the launch (occupancy is left out without it).
+    ``kernel``: as :func:`find_kernel` takes it (None: the only kernel ``source`` defines);
+    ``block``: threads per block of the launch (occupancy is left out without it); ``where``: the
+    source's name in error messages.
     Raises :class:`~pytest_roofline.analysis.occupancy.ArchError` or :class:`KernelFactsError` (both
     ValueErrors) for a bad argument, :class:`~pytest_roofline.analysis.compiler.ToolchainUnavailable`
     without nvcc, :class:`~pytest_roofline.analysis.compiler.CompileError` when nvcc rejects the source.
@@ -214,12 +285,16 @@ def static_facts(
     target = normalize_arch(arch)
     block = _check_block(block)
     compiled = compile_source(source, target, options=tuple(options), cache_dir=cache_dir)
-    entries = ptxlib.entries(compiled.ptx)
-    name = _entry_name(entries, kernel)
+    if kernel is not None and kernel in ptxlib.entries(compiled.ptx):
+        name, label = kernel, kernel  # a PTX name (a RawModule's entry, extern "C"): nothing to demangle
+    else:
+        entries = kernel_entries(compiled.ptx)
+        found = find_kernel(entries, kernel, where)
+        name, label = found.symbol, _label(found, entries)
     usage = resource_usage(compiled.resource_usage).get(name, ResourceUsage(registers=0))
     notes = [] if compiled.sass is not None else ["no SASS counts: cuobjdump is not available"]
     return _facts(
-        kernel=kernel,
+        kernel=label,
         arch=target,
         origin="nvcc",
         ptx=compiled.ptx,
@@ -246,6 +321,7 @@ def _facts(
     notes: list[str],
 ) -> StaticFacts:
     body = ptxlib.entry_body(ptx, entry)
+    _check_launch(kernel, arch, body, block, usage.static_smem, dynamic_smem)
     occ = None
     if block is not None:
         occ = occupancy(arch, block, usage.registers, usage.static_smem + dynamic_smem)
@@ -267,6 +343,26 @@ def _facts(
         module_kernels=ptxlib.entries(ptx),
         notes=tuple(notes),
     )
+
+
+def _check_launch(
+    kernel: str, arch: str, body: str, block: int | None, static_smem: int, dynamic_smem: int
+) -> None:
+    """A launch that cannot run is an error naming the parameter, not a slow kernel (occupancy
+    names the rest: the threads, registers and shared memory no SM can hold)."""
+    if isinstance(dynamic_smem, bool) or not isinstance(dynamic_smem, int) or dynamic_smem < 0:
+        raise KernelFactsError(f"dynamic_smem must be a byte count (0 or more); got {dynamic_smem!r}")
+    most = limits_for(arch).smem_per_block_optin
+    if dynamic_smem and static_smem + dynamic_smem > most:
+        raise KernelFactsError(
+            f"dynamic_smem={dynamic_smem} bytes cannot run {kernel} on {arch}: with its {static_smem} B of "
+            f"static shared memory, over the {most} bytes a block may have"
+        )
+    bound = ptxlib.max_threads(body)
+    if block is not None and bound is not None and block > bound:
+        raise KernelFactsError(
+            f"block={block} cannot run {kernel}: its __launch_bounds__ allow {bound} threads per block"
+        )
 
 
 def triton_facts(compiled: Any, arch: str | None = None) -> StaticFacts:
@@ -384,39 +480,18 @@ def _one(k: Any, arch: str, block: int | None, cache_dir: Path | str | None) -> 
     ]
 
 
-_GLOBAL = re.compile(
-    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\("
-)
-
-
-def kernel_names(source: str) -> tuple[str, ...]:
-    """The ``__global__`` functions a CUDA source defines, by a look at the text (no compile)."""
-    return tuple(dict.fromkeys(_GLOBAL.findall(source)))
-
-
-def load_source(spec: str, kernel: str | None = None) -> tuple[str, str]:
-    """(source, kernel name) from a ``.cu`` path or ``FILE.py:NAME``, for ``roofline analyze``.
+def load_source(spec: str) -> str:
+    """The CUDA source of a ``.cu`` path or ``FILE.py:NAME``, for ``roofline analyze``.
 
     ``NAME`` is a module-level CUDA source string, or an object with a ``.code`` string (a CuPy
     RawKernel or RawModule, an example's ``CudaSource``); dots and mapping keys reach into
-    objects (``CUDA_SOURCES.transpose_naive``). Without ``kernel`` the source must define one
-    kernel. Raises KernelFactsError naming what is missing.
+    objects (``CUDA_SOURCES.transpose_naive``). Raises KernelFactsError naming what is missing.
+    Which kernels it defines is the compiler's to say (:func:`kernel_entries`).
     """
     path, sep, attr = spec.rpartition(":")
-    python = bool(sep and attr and path.endswith(".py"))
-    source = _python_source(path, attr) if python else read_source(spec)
-    names = kernel_names(source)
-    if kernel is None:
-        if len(names) != 1:
-            found = ", ".join(names) if names else "none found"
-            raise KernelFactsError(f"--kernel is required: {spec} defines {found}")
-        return source, names[0]
-    if names and kernel not in names:
-        raise KernelFactsError(
-            f"kernel {kernel!r} is not defined in {spec}{did_you_mean(kernel, names)}; it defines: "
-            + ", ".join(names)
-        )
-    return source, kernel
+    if sep and attr and path.endswith(".py"):
+        return _python_source(path, attr)
+    return read_source(spec)
 
 
 def _python_source(path: str, attr: str) -> str:
@@ -434,8 +509,10 @@ def _python_source(path: str, attr: str) -> str:
     sys.modules[name] = module  # dataclasses look their module up while a class is built
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:  # the user's module failed: said in one line, not a traceback
-        raise KernelFactsError(f"importing {path!r} failed: {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        # the user's module failed (its sys.exit must not end the command with its own status);
+        # repr keeps a multi-line message on one line. Ctrl-C still interrupts.
+        raise KernelFactsError(f"{path}: importing it raised {exc!r}") from None
     finally:
         sys.modules.pop(name, None)
     value: Any = module

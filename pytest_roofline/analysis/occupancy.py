@@ -210,8 +210,13 @@ def occupancy(arch: str, block: int, registers: int, smem: int = 0) -> Occupancy
     if registers:
         per_warp = _round_up(registers * lim.warp_size, lim.reg_alloc_unit)
         # registers live in each of the SM's sub-partitions: a warp's must fit in one of them
-        warps_per_partition = lim.regs_per_sm // lim.sub_partitions // per_warp
-        by_registers = warps_per_partition * lim.sub_partitions // warps
+        fit = lim.regs_per_sm // lim.sub_partitions // per_warp * lim.sub_partitions
+        if warps > fit:  # no SM can hold the block: the launch fails, it is not slow
+            raise ArchError(
+                f"block={block} cannot run on {lim.arch} with registers={registers} per thread: its {warps} "
+                f"warps are more than the {fit} an SM's registers hold at {registers} per thread"
+            )
+        by_registers = fit // warps
     else:
         by_registers = lim.max_blocks_per_sm
     allocated = _round_up(smem + lim.reserved_smem_per_block, lim.smem_granularity)

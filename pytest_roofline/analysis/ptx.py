@@ -16,6 +16,7 @@ Text in, frozen facts out; no compiler here.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -72,6 +73,18 @@ def entry_body(ptx: str, name: str) -> str:
             end = ptx.find("\n}", match.end())
             return ptx[match.start() : len(ptx) if end < 0 else end + 2]
     raise KeyError(name)
+
+
+_MAXNTID = re.compile(r"^\s*\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", re.MULTILINE)
+
+
+def max_threads(body: str) -> int | None:
+    """The most threads per block an entry may be launched with (``.maxntid``, which
+    ``__launch_bounds__`` sets), or None where it sets no bound."""
+    match = _MAXNTID.search(body)
+    if match is None:
+        return None
+    return math.prod(int(n) for n in match.groups() if n is not None)
 
 
 _VECTOR = re.compile(r"\.v(2|4|8)\b")
