@@ -264,3 +264,92 @@ def test_a_read_only_output_is_refused_not_replaced(rl: pytest.Pytester) -> None
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--roofline-json: cannot write 'out.json': it is read-only*"])
     assert out.read_text() == "{}"
+
+
+#: faults in a baseline file that escaped as tracebacks: a number no float holds, JSON nested past the
+#: recursion limit, an integer past Python's 4300-digit limit
+UNREADABLE = {
+    "attained": ("attained", 10**400, "*(*::test_first): 'attained' is an integer of 401 digits*"),
+    "time_s": ("time_s", 10**400, "*(*::test_first): 'time_s' is an integer of 401 digits*"),
+    "ci": ("attained_ci_rel", -(10**400), "*(*::test_first): 'attained_ci_rel' is an integer of 401 digits*"),
+    "digits": ("attained", None, "*: an integer of more than 4300 digits, too long to read"),
+    "deep": (None, None, "*: JSON nested too deeply to read"),
+}
+
+
+def _spoil(baseline: Path, fault: str) -> str:
+    """Spoil ``baseline`` with ``fault``; the message that names it, as a pattern."""
+    field, value, message = UNREADABLE[fault]
+    if field is None:
+        baseline.write_text("[" * 100_000 + "]" * 100_000)
+        return message
+    data = json.loads(baseline.read_text())
+    first = min(data["measurements"], key=lambda record: record["nodeid"])  # test_first, whatever the order
+    data["measurements"] = [first]
+    first[field] = value if value is not None else 0
+    text = json.dumps(data)
+    if value is None:  # json.dumps would not write it either
+        text = text.replace(f'"{field}": 0', f'"{field}": {"1" * 5000}')
+    baseline.write_text(text)
+    return message
+
+
+@pytest.mark.parametrize("fault", UNREADABLE)
+@pytest.mark.parametrize("where", ["option", "pytest.ini", "pyproject.toml"])
+def test_a_baseline_no_float_or_json_reader_holds_is_a_usage_error(
+    rl: pytest.Pytester, baseline: Path, fault: str, where: str
+) -> None:
+    message = _spoil(baseline, fault)
+    if where == "pytest.ini":
+        rl.makeini("[pytest]\nroofline_compare = base.json\n")
+    elif where == "pyproject.toml":
+        rl.makepyprojecttoml('[tool.pytest.ini_options]\nroofline_compare = "base.json"\n')
+    result = rl.runpytest("--roofline-compare=base.json") if where == "option" else rl.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    origin = "--roofline-compare" if where == "option" else "ini option roofline_compare = 'base.json'"
+    result.stderr.fnmatch_lines([f"*{origin}*baseline *base.json{message}"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("fault", UNREADABLE)
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_roofline_compare_of_an_unreadable_baseline_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, baseline: Path, fault: str, side: str
+) -> None:
+    from pytest_roofline import cli
+
+    good = tmp_path / "good.json"
+    good.write_text(baseline.read_text())
+    message = _spoil(baseline, fault)
+    old, new = (baseline, good) if side == "old" else (good, baseline)
+    capsys.readouterr()  # the run that wrote the baseline
+    assert cli.main(["compare", str(old), str(new)]) == 2  # 1 would be a regression to CI
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: baseline *{message}"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json", "{good}"], "baseline missing.json: no such file"),
+        (["{bad}", "{good}"], "baseline *bad.json: not JSON (Expecting value, line 1)"),
+        (["{good}", "{good}", "--threshold", "5"], "argument --threshold: expected a drop such as 10%*"),
+        (["{good}"], "the following arguments are required: new"),
+    ],
+)
+def test_roofline_compare_of_any_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
+) -> None:
+    from pytest_roofline import cli
+
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"schema": 1, "measurements": []}))
+    bad.write_text("")
+    assert cli.main(["compare", *(a.format(good=good, bad=bad) for a in args)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: {message}"])
