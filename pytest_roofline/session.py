@@ -210,9 +210,12 @@ class RooflineSession:
                 " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
             )
         from .timing.engine import SetupError, call_once, check_call
+        from .timing.rotation import check_has_data
 
         with failing_the_test(TypeError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
+        with failing_the_test(ValueError):
+            check_has_data(fn, args, kwargs)
         kernel = KernelCall(fn, args, kwargs, setup)
         with failing_the_test(ValueError):
             request = self.resolve(item, call, kernel)

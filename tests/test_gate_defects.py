@@ -353,3 +353,57 @@ def test_roofline_compare_of_any_bad_input_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1, err
     pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: {message}"])
+
+
+META = f"""
+import functools
+import pytest
+
+class Tensor:  # a tensor on torch's meta device, as the plugin sees it: a shape, no storage
+    is_meta = True
+    shape = (25_000_000,)
+    nbytes = 100_000_000
+    def __dlpack__(self):
+        raise RuntimeError("Cannot export a meta tensor")
+    def clone(self):
+        return Tensor()
+
+class Lookalike(Tensor):  # is_meta that is not True: a mock's attribute, say
+    is_meta = "yes"
+
+def kernel(*args, **kwargs):
+    pass
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.3)
+def test_kernel(roofline):
+    roofline(CALL)
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        ("kernel, Tensor()", "argument 0"),
+        ("kernel, 1, [2, {'out': Tensor()}]", "argument 1[1]['out']"),
+        ("kernel, kwargs={'x': Tensor()}", "kwargs['x']"),
+        ("functools.partial(kernel, Tensor())", "argument 0 of the functools.partial"),
+        ("functools.partial(kernel, out=Tensor())", "keyword 'out' of the functools.partial"),
+        ("kernel, setup=lambda: ((Tensor(),), {})", "setup's argument 0"),
+        ("kernel, setup=lambda: ((), {'out': Tensor()})", "setup's kwargs['out']"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["enforce", "report"])
+def test_a_tensor_with_no_data_is_an_error_not_faster_than_light(
+    rl: pytest.Pytester, call: str, where: str, mode: str
+) -> None:
+    rl.makepyfile(META.replace("CALL", call))
+    result = rl.runpytest(f"--roofline-mode={mode}", "--roofline-json=out.json")
+    result.assert_outcomes(failed=1)
+    where = where.replace("[", "[[]")  # fnmatch's [ opens a set
+    result.stdout.fnmatch_lines([f"*roofline: {where} is a tensor on the meta device: it has a shape but*"])
+    assert json.loads((rl.path / "out.json").read_text())["measurements"] == []  # no time recorded
+
+
+def test_an_is_meta_that_is_not_true_is_no_meta_tensor(rl: pytest.Pytester) -> None:
+    rl.makepyfile(META.replace("CALL", "kernel, Lookalike(), kwargs={'x': object()}"))
+    rl.runpytest().assert_outcomes(passed=1)

@@ -494,9 +494,12 @@ class _Call:
                 "setup returned the kernel's arguments, and the call gave arguments too:"
                 " give them in one place (the call's, with a setup that returns None, or setup's)"
             )
+        from pytest_roofline.timing.rotation import check_has_data
+
         try:
             _check_keys("setup's kwargs", made[1])
-        except TypeError as exc:
+            check_has_data(None, made[0], made[1], given_by="setup's ")
+        except (TypeError, ValueError) as exc:
             raise SetupError(str(exc)) from None
         return tuple(made[0]), made[1]
 

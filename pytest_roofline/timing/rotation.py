@@ -112,9 +112,7 @@ def plan_rotation(
     default: ``time.perf_counter``); growing the host pool, once a process, is not counted.
     """
     found = _Arrays()
-    kernel = found.scan(fn, "the kernel")
-    positional = _Sequence(tuple, [found.scan(arg, f"argument {i}") for i, arg in enumerate(args)])
-    keywords = _Dict({key: found.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()})
+    kernel, positional, keywords = found.scan_call(fn, args, kwargs)
     if found.strided:
         return NoRotation(f"{found.strided} is a strided view, which a copy would lay out differently")
     if not found.arrays:
@@ -158,6 +156,25 @@ def plan_rotation(
         return NoRotation(f"copying the arrays failed ({type(exc).__name__}: {exc})")
     calls = _calls(kernel, positional, keywords, columns, copies)
     return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes, made_s=clock() - start)
+
+
+def check_has_data(
+    fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None, *, given_by: str = ""
+) -> None:
+    """A ValueError naming the argument of ``fn(*args, **kwargs)`` that is a tensor with no data
+    (PyTorch's meta device: a shape and a dtype, no storage), found where rotation finds arrays.
+
+    The kernel would compute nothing on it, and be judged faster than light. ``given_by`` names who
+    gave the arguments (``setup's ``).
+    """
+    found = _Arrays()
+    found.scan_call(fn, args, kwargs)
+    if found.meta:
+        raise ValueError(
+            f"{given_by}{found.meta} is a tensor on the meta device: it has a shape but no data, so the"
+            " kernel would compute nothing and its time would be no time at all; give it a tensor on the"
+            " device to measure"
+        )
 
 
 def _calls(
@@ -257,10 +274,24 @@ class _Arrays:
         self.strided = ""
         #: the bytes of every place an array is passed, repeats included
         self.used_bytes = 0
+        #: where the first tensor with no data is (``check_has_data``)
+        self.meta = ""
         self._index: dict[int, int] = {}
+
+    def scan_call(
+        self, fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None
+    ) -> tuple[_Template, _Sequence, _Dict]:
+        """Templates of the kernel, its arguments and its keywords."""
+        kernel = self.scan(fn, "the kernel")
+        positional = _Sequence(tuple, [self.scan(arg, f"argument {i}") for i, arg in enumerate(args)])
+        keywords = _Dict({key: self.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()})
+        return kernel, positional, keywords
 
     def scan(self, value: object, where: str) -> _Template:
         """A template that rebuilds ``value`` with other arrays in place of the ones found."""
+        # duck typed (torch may not be installed): a torch.Tensor's is_meta, never a mock's attribute
+        if not self.meta and not isinstance(value, type) and getattr(value, "is_meta", False) is True:
+            self.meta = where or "an argument"
         if _is_array(value):
             key = id(value)
             self.used_bytes += _nbytes(value)
