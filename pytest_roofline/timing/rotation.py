@@ -22,8 +22,9 @@ arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (
 lambda with captured arrays, arguments that are not arrays), when an array is a strided view,
 or when :func:`memory_cap` leaves too little for a cycle of :data:`MIN_CYCLE_MULTIPLE` x the cache.
 
-Host copies are carved out of one buffer per process (:func:`release_host_pool` frees it): on a VM,
+Host copies are carved out of one buffer per thread (:func:`release_host_pool` frees it): on a VM,
 first touching a fresh GiB costs most of a second in page faults, and a suite measures many kernels.
+A rotation planned on one thread never carves over the copies another thread is calling.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import itertools
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -244,8 +246,9 @@ def free_memory(on_device: bool) -> int | None:
 
 
 def release_host_pool() -> None:
-    """Free the host buffer rotation copies are carved from (the session's end)."""
-    _HostPool.instance = None
+    """Free this thread's host buffer that rotation copies are carved from (the session's end); another
+    thread's goes when that thread ends."""
+    _HostPool.local.pool = None
 
 
 class _Rotating:
@@ -439,18 +442,27 @@ def _padded(nbytes: int) -> int:
 class _HostPool:
     """One host buffer, touched once, that copies are carved out of for the length of a measurement."""
 
-    instance: _HostPool | None = None
+    #: each thread's pool (``pool``): a new rotation reuses the last one's space, which only the thread
+    #: that planned both knows to be free
+    local = threading.local()
 
     def __init__(self) -> None:
         self._buffer: npt.NDArray[np.uint8] | None = None
         self._used = self._start = 0
 
     @classmethod
+    def current(cls) -> _HostPool | None:
+        """This thread's pool, if it has one."""
+        pool: _HostPool | None = getattr(cls.local, "pool", None)
+        return pool
+
+    @classmethod
     def get(cls) -> _HostPool:
-        if cls.instance is None:
-            cls.instance = cls()
-        cls.instance._used = cls.instance._start  # a new rotation: the last one's copies are not called
-        return cls.instance
+        pool = cls.current()
+        if pool is None:
+            pool = cls.local.pool = cls()
+        pool._used = pool._start  # a new rotation: the last one's copies are not called
+        return pool
 
     def reserve(self, nbytes: int) -> None:
         import numpy as np
