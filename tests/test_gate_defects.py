@@ -481,3 +481,28 @@ def test_a_rotation_planned_on_another_thread_leaves_this_ones_copies_alone() ->
         mine.kernel()
     assert seen == [ones.sum()] * mine.copies  # no copy of mine became one of the other thread's
     release_host_pool()
+
+
+@pytest.mark.parametrize("config", ["pytest.ini", "pyproject.toml"])
+def test_a_relative_baseline_in_the_ini_file_is_read_beside_it_once_at_start(
+    rl: pytest.Pytester, baseline: Path, monkeypatch: pytest.MonkeyPatch, config: str
+) -> None:
+    if config == "pytest.ini":
+        rl.makeini("[pytest]\nroofline_compare = base.json\n")
+    else:
+        rl.makepyprojecttoml('[tool.pytest.ini_options]\nroofline_compare = "base.json"\n')
+    rl.makepyfile(
+        test_kernels=SUITE.replace(
+            "def test_first(roofline):",
+            "def test_first(roofline, monkeypatch, tmp_path):\n    monkeypatch.chdir(tmp_path)",
+        )
+    )
+    data = json.loads(baseline.read_text())
+    for record in data["measurements"]:
+        record["attained"] *= 2  # found and read: every test regressed
+    baseline.write_text(json.dumps(data))
+    monkeypatch.chdir(rl.mkdir("elsewhere"))  # pytest started away from the ini file
+    result = rl.runpytest(str(rl.path / "test_kernels.py"), "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*regress*"])
+    result.stdout.no_fnmatch_line("*BaselineError*")
