@@ -4,10 +4,12 @@
 implements the :class:`pytest_roofline.timing.base.Backend` protocol: every call of the kernel
 advances the clock by a scripted duration, a flush advances it by ``flush_s``, and every request
 is recorded in ``runs`` (one :class:`Run` per ``run()``) and ``events`` (``"flush"``/``"window"``).
+``Overlap`` and ``in_threads`` check that measurements on two threads take turns.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -148,3 +150,47 @@ class ScriptedBackend(FakeBackend):
         if samples > 1:
             self._sampled = True
         return super().run(fn, args, calls=calls, samples=samples, flush=flush)
+
+
+class Overlap:
+    """Counts the backend windows open at once, across threads. A window lingers until another
+    thread's opens too (at most ``linger_s`` of real time), so two measurements that may overlap do."""
+
+    def __init__(self, linger_s: float = 0.01) -> None:
+        self.linger_s = linger_s
+        self.open = self.most = 0
+        self._changed = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._changed:
+            self.open += 1
+            self.most = max(self.most, self.open)
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self.open > 1, timeout=self.linger_s)
+
+    def __exit__(self, *_: object) -> None:
+        with self._changed:
+            self.open -= 1
+
+
+def in_threads(*work: Callable[[], object]) -> list[object]:
+    """Run each of ``work`` on a thread of its own, all at once; their results, or their errors raised."""
+    start = threading.Barrier(len(work))
+    results: list[object] = [None] * len(work)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            start.wait()
+            results[i] = work[i]()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    if errors:
+        raise errors[0]
+    return results

@@ -5,13 +5,16 @@ The fake device and scripted backend of ``conftest.py``: 2.5 ms a call attains 8
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import COPY
+from conftest import COPY, fake_conftest
+from fakes import FakeBackend, Overlap, in_threads
 
 SUITE = f"""
 import pytest
@@ -264,3 +267,242 @@ def test_a_read_only_output_is_refused_not_replaced(rl: pytest.Pytester) -> None
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--roofline-json: cannot write 'out.json': it is read-only*"])
     assert out.read_text() == "{}"
+
+
+#: faults in a baseline file that escaped as tracebacks: a number no float holds, JSON nested past the
+#: recursion limit, an integer past Python's 4300-digit limit
+UNREADABLE = {
+    "attained": ("attained", 10**400, "*(*::test_first): 'attained' is an integer of 401 digits*"),
+    "time_s": ("time_s", 10**400, "*(*::test_first): 'time_s' is an integer of 401 digits*"),
+    "ci": ("attained_ci_rel", -(10**400), "*(*::test_first): 'attained_ci_rel' is an integer of 401 digits*"),
+    "digits": ("attained", None, "*: an integer of more than 4300 digits, too long to read"),
+    "deep": (None, None, "*: JSON nested too deeply to read"),
+}
+
+
+def _spoil(baseline: Path, fault: str) -> str:
+    """Spoil ``baseline`` with ``fault``; the message that names it, as a pattern."""
+    field, value, message = UNREADABLE[fault]
+    if field is None:
+        baseline.write_text("[" * 100_000 + "]" * 100_000)
+        return message
+    data = json.loads(baseline.read_text())
+    first = min(data["measurements"], key=lambda record: record["nodeid"])  # test_first, whatever the order
+    data["measurements"] = [first]
+    first[field] = value if value is not None else 0
+    text = json.dumps(data)
+    if value is None:  # json.dumps would not write it either
+        text = text.replace(f'"{field}": 0', f'"{field}": {"1" * 5000}')
+    baseline.write_text(text)
+    return message
+
+
+@pytest.mark.parametrize("fault", UNREADABLE)
+@pytest.mark.parametrize("where", ["option", "pytest.ini", "pyproject.toml"])
+def test_a_baseline_no_float_or_json_reader_holds_is_a_usage_error(
+    rl: pytest.Pytester, baseline: Path, fault: str, where: str
+) -> None:
+    message = _spoil(baseline, fault)
+    if where == "pytest.ini":
+        rl.makeini("[pytest]\nroofline_compare = base.json\n")
+    elif where == "pyproject.toml":
+        rl.makepyprojecttoml('[tool.pytest.ini_options]\nroofline_compare = "base.json"\n')
+    result = rl.runpytest("--roofline-compare=base.json") if where == "option" else rl.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    origin = "--roofline-compare" if where == "option" else "ini option roofline_compare = 'base.json'"
+    result.stderr.fnmatch_lines([f"*{origin}*baseline *base.json{message}"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("fault", UNREADABLE)
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_roofline_compare_of_an_unreadable_baseline_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, baseline: Path, fault: str, side: str
+) -> None:
+    from pytest_roofline import cli
+
+    good = tmp_path / "good.json"
+    good.write_text(baseline.read_text())
+    message = _spoil(baseline, fault)
+    old, new = (baseline, good) if side == "old" else (good, baseline)
+    capsys.readouterr()  # the run that wrote the baseline
+    assert cli.main(["compare", str(old), str(new)]) == 2  # 1 would be a regression to CI
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: baseline *{message}"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json", "{good}"], "baseline missing.json: no such file"),
+        (["{bad}", "{good}"], "baseline *bad.json: not JSON (Expecting value, line 1)"),
+        (["{good}", "{good}", "--threshold", "5"], "argument --threshold: expected a drop such as 10%*"),
+        (["{good}"], "the following arguments are required: new"),
+    ],
+)
+def test_roofline_compare_of_any_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
+) -> None:
+    from pytest_roofline import cli
+
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"schema": 1, "measurements": []}))
+    bad.write_text("")
+    assert cli.main(["compare", *(a.format(good=good, bad=bad) for a in args)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: {message}"])
+
+
+META = f"""
+import functools
+import pytest
+
+class Tensor:  # a tensor on torch's meta device, as the plugin sees it: a shape, no storage
+    is_meta = True
+    shape = (25_000_000,)
+    nbytes = 100_000_000
+    def __dlpack__(self):
+        raise RuntimeError("Cannot export a meta tensor")
+    def clone(self):
+        return Tensor()
+
+class Lookalike(Tensor):  # is_meta that is not True: a mock's attribute, say
+    is_meta = "yes"
+
+def kernel(*args, **kwargs):
+    pass
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.3)
+def test_kernel(roofline):
+    roofline(CALL)
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        ("kernel, Tensor()", "argument 0"),
+        ("kernel, 1, [2, {'out': Tensor()}]", "argument 1[1]['out']"),
+        ("kernel, kwargs={'x': Tensor()}", "kwargs['x']"),
+        ("functools.partial(kernel, Tensor())", "argument 0 of the functools.partial"),
+        ("functools.partial(kernel, out=Tensor())", "keyword 'out' of the functools.partial"),
+        ("kernel, setup=lambda: ((Tensor(),), {})", "setup's argument 0"),
+        ("kernel, setup=lambda: ((), {'out': Tensor()})", "setup's kwargs['out']"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["enforce", "report"])
+def test_a_tensor_with_no_data_is_an_error_not_faster_than_light(
+    rl: pytest.Pytester, call: str, where: str, mode: str
+) -> None:
+    rl.makepyfile(META.replace("CALL", call))
+    result = rl.runpytest(f"--roofline-mode={mode}", "--roofline-json=out.json")
+    result.assert_outcomes(failed=1)
+    where = where.replace("[", "[[]")  # fnmatch's [ opens a set
+    result.stdout.fnmatch_lines([f"*roofline: {where} is a tensor on the meta device: it has a shape but*"])
+    assert json.loads((rl.path / "out.json").read_text())["measurements"] == []  # no time recorded
+
+
+def test_an_is_meta_that_is_not_true_is_no_meta_tensor(rl: pytest.Pytester) -> None:
+    rl.makepyfile(META.replace("CALL", "kernel, Lookalike(), kwargs={'x': object()}"))
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+def test_two_threads_measuring_at_once_take_turns() -> None:
+    from pytest_roofline import measure
+    from pytest_roofline.timing import Policy
+
+    overlap = Overlap()
+
+    class Watched(FakeBackend):
+        def run(self, *args: Any, **kwargs: Any) -> list[float]:
+            with overlap:
+                return super().run(*args, **kwargs)
+
+    policy = Policy(max_time_s=0.05)
+    in_threads(*(lambda: measure(lambda: None, policy=policy, backend=Watched(1e-3)) for _ in range(2)))
+    assert overlap.most == 1  # one thread's windows never open while the other's are
+
+
+def test_two_threads_measuring_through_the_fixture_take_turns(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+from fakes import Overlap
+
+OVERLAP = Overlap()
+
+class Watched(ScriptedBackend):
+    def run(self, *args, **kwargs):
+        with OVERLAP:
+            return super().run(*args, **kwargs)
+
+BACKEND = Watched((DEFAULT_TIME_S,), resolution_s=1e-9, device_name="fake accelerator")
+"""
+        )
+    )
+    rl.makepyfile(
+        f"""
+from conftest import OVERLAP
+from fakes import in_threads
+
+def test_two_at_once(roofline):
+    copy = lambda i: lambda: roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name=str(i))
+    first, second = in_threads(copy(1), copy(2))
+    assert first.time_s == second.time_s == 2.5e-3
+    assert OVERLAP.most == 1
+"""
+    )
+    result = rl.runpytest("--roofline-report")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*measurements on two threads at once waited for each other*"])
+
+
+def test_a_rotation_planned_on_another_thread_leaves_this_ones_copies_alone() -> None:
+    import numpy as np
+
+    from pytest_roofline.timing.rotation import Rotation, plan_rotation, release_host_pool
+
+    def plan(array: np.ndarray[Any, Any], seen: list[float]) -> Rotation:
+        kernel = functools.partial(lambda a: seen.append(float(a.sum())))
+        rotation = plan_rotation(kernel, (array,), None, op_bytes=array.nbytes, llc_bytes=2**20)
+        assert isinstance(rotation, Rotation)
+        return rotation
+
+    ones, zeros = np.ones(2**15), np.zeros(2**15)
+    seen: list[float] = []
+    mine = plan(ones, seen)
+    in_threads(lambda: plan(zeros, []))  # while mine is still in use
+    for _ in range(mine.copies):
+        mine.kernel()
+    assert seen == [ones.sum()] * mine.copies  # no copy of mine became one of the other thread's
+    release_host_pool()
+
+
+@pytest.mark.parametrize("config", ["pytest.ini", "pyproject.toml"])
+def test_a_relative_baseline_in_the_ini_file_is_read_beside_it_once_at_start(
+    rl: pytest.Pytester, baseline: Path, monkeypatch: pytest.MonkeyPatch, config: str
+) -> None:
+    if config == "pytest.ini":
+        rl.makeini("[pytest]\nroofline_compare = base.json\n")
+    else:
+        rl.makepyprojecttoml('[tool.pytest.ini_options]\nroofline_compare = "base.json"\n')
+    rl.makepyfile(
+        test_kernels=SUITE.replace(
+            "def test_first(roofline):",
+            "def test_first(roofline, monkeypatch, tmp_path):\n    monkeypatch.chdir(tmp_path)",
+        )
+    )
+    data = json.loads(baseline.read_text())
+    for record in data["measurements"]:
+        record["attained"] *= 2  # found and read: every test regressed
+    baseline.write_text(json.dumps(data))
+    monkeypatch.chdir(rl.mkdir("elsewhere"))  # pytest started away from the ini file
+    result = rl.runpytest(str(rl.path / "test_kernels.py"), "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*regress*"])
+    result.stdout.no_fnmatch_line("*BaselineError*")

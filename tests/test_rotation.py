@@ -225,12 +225,12 @@ def test_rotation_and_setup_exclude_each_other() -> None:
 def test_the_pool_is_reused_and_released() -> None:
     x = np.ones(2**12)
     assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
-    pool = rot._HostPool.instance
+    pool = rot._HostPool.current()
     assert pool is not None
     assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
-    assert rot._HostPool.instance is pool
+    assert rot._HostPool.current() is pool
     rot.release_host_pool()
-    assert rot._HostPool.instance is None
+    assert rot._HostPool.current() is None
 
 
 def test_a_named_tuple_of_arrays_is_rotated_and_keeps_its_type() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +153,11 @@ def load_baseline(path: str | Path, what: str = "baseline") -> Baseline:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:  # the decoder recurses once a level
+        raise BaselineError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError:  # the only other: an integer past Python's limit on digits
+        limit = sys.get_int_max_str_digits()
+        raise BaselineError(f"{where}: an integer of more than {limit} digits, too long to read") from None
     return parse_baseline(data, where, str(path))
 
 
@@ -176,7 +182,10 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
         if record.get("verdict") == _UNMEASURED:
             continue
         _check_record(record, f"{where}: measurement {index}")
-        entry = BaselineRecord.from_record(record)
+        try:
+            entry = BaselineRecord.from_record(record)
+        except OverflowError:  # a nested number past the largest float (a top-level one is checked)
+            raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
         records[entry.key] = entry  # a rerun's later row wins, as in the report
     devices = {r.device: r.device_name for r in records.values()}
     environment = data.get("environment")
@@ -203,6 +212,11 @@ def refuse_interrupted(baseline: Baseline, how_to_accept: str) -> None:
 def _check_record(record: Mapping[str, Any], where: str) -> None:
     label = record.get("nodeid") if isinstance(record.get("nodeid"), str) else None
     named = f"{where} ({label})" if label else where
+    for name, value in record.items():
+        # JSON's integers have no bound; as a float, one past the largest is an OverflowError
+        if isinstance(value, int) and abs(value) > sys.float_info.max:
+            digits = len(str(abs(value)))
+            raise BaselineError(f"{named}: {name!r} is an integer of {digits} digits, too large for a number")
     for name, kind in REQUIRED.items():
         if name not in record:
             raise BaselineError(f"{named}: no {name!r} field")

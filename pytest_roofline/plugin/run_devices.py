@@ -9,7 +9,6 @@ measures on a device (:mod:`.devicelock`).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import warnings
 from collections.abc import Mapping
@@ -148,20 +147,23 @@ class Devices:
             self._session_spec = worker_device_spec(self.settings.device, self._worker_id, cuda_count)
         return self._session_spec
 
-    def measuring(self, spec: str) -> AbstractContextManager[None]:
-        """Hold the lock of the device ``spec`` measures on: one pytest-xdist worker at a time times it.
+    def measuring(self, spec: str) -> AbstractContextManager[bool]:
+        """Hold the lock of the device ``spec`` measures on: one pytest-xdist worker at a time times it,
+        and one thread of this process (this process's lock first, the device's second).
 
-        A no-op outside pytest-xdist; only the timing is serialized, never a test's own code.
+        The device's lock only under pytest-xdist; only the timing is serialized, never a test's own code.
         """
+        from ..timing.engine import measuring_alone
+
         if self._run_id is None:
-            return contextlib.nullcontext()
+            return measuring_alone()
         if self._locks is None:
             from ..machine.devicelock import DeviceLocks
 
             self._locks = DeviceLocks(self._run_id, note=self.notes.append)
         if spec not in self._lock_keys:
             self._lock_keys[spec] = lock_key(spec)
-        return self._locks.hold(self._lock_keys[spec])
+        return measuring_alone(self._locks.hold(self._lock_keys[spec]))
 
     def builtin_device(self, spec: str) -> Device:
         target = target_of(spec)

@@ -104,6 +104,8 @@ class RooflineSession:
         self._measurement_check = MeasurementCheck(self)
         #: whether the summary already says the calibration was taken under load
         self._said_stale = False
+        #: whether the summary already says measurements on two threads took turns
+        self._said_waited = False
 
     # - registrations (the historic register hooks) -
 
@@ -210,9 +212,12 @@ class RooflineSession:
                 " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
             )
         from ..timing.engine import SetupError, call_once, check_call
+        from ..timing.rotation import check_has_data
 
         with failing_the_test(TypeError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
+        with failing_the_test(ValueError):
+            check_has_data(fn, args, kwargs)
         kernel = KernelCall(fn, args, kwargs, setup)
         with failing_the_test(ValueError):
             request = self.resolve(item, call, kernel)
@@ -230,43 +235,55 @@ class RooflineSession:
         from ..model.verdict import Verdict, decide
         from ..output.report import result_record
         from ..timing.cache import plan_cache
+        from ..timing.engine import measuring_alone
 
-        plan = plan_cache(
-            request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
-            fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, clock=backend.clock,
-        )  # fmt: skip
-        # the copies rotation made are part of what the measurement costs: paid from its budget
-        made_s = plan.rotation.made_s if plan.rotation is not None else 0.0
-        budget_s = max(request.policy.max_time_s - made_s, _MIN_BUDGET_S)
-        if plan.state == "warm":
-            est = self._warm_estimate(est, request.device_spec)
-        on_cpu = backend.name == "cpu"
-        reference = self._probe_reference(est) if on_cpu else None
-        with failing_the_test(ValueError):  # a stream= the backend cannot take
-            measure_once = self._measurer(kernel, request, plan, backend, reference, on_cpu=on_cpu)
-        peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
-        # warm-up, probes, sampling, a re-measure: one window
-        with (
-            self.devices.measuring(request.device_spec),
-            failing_the_test(SetupError),
-            _blocking(backend, request.block),
-        ):
-            flushed = plan.rotation is None and plan.policy.flush
-            latency_floor_s = (
-                _latency_floor_s(backend, flushed=flushed) if self.settings.latency_floor == "on" else 0.0
-            )
-            result = decide(
-                est,
-                measure_once,
-                request.min_fraction,
-                budget_s=budget_s,
-                remeasure=can_fail and self.settings.mode == "enforce",
-                name=request.name,
-                nodeid=item.nodeid,
-                reference=reference,
-                peak=peak,
-                latency_floor_s=latency_floor_s,
-                suspect=lambda r: self.gate.suspects(result_record(r, nodeid=item.nodeid, mode="enforce")),
+        # one measurement at a time in this process, from its copies to its re-measure: two threads
+        # timing at once would each slow the other's kernel, and a rotation's copies must outlive it
+        with measuring_alone() as waited:
+            plan = plan_cache(
+                request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
+                fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, clock=backend.clock,
+            )  # fmt: skip
+            # the copies rotation made are part of what the measurement costs: paid from its budget
+            made_s = plan.rotation.made_s if plan.rotation is not None else 0.0
+            budget_s = max(request.policy.max_time_s - made_s, _MIN_BUDGET_S)
+            if plan.state == "warm":
+                est = self._warm_estimate(est, request.device_spec)
+            on_cpu = backend.name == "cpu"
+            reference = self._probe_reference(est) if on_cpu else None
+            with failing_the_test(ValueError):  # a stream= the backend cannot take
+                measure_once = self._measurer(kernel, request, plan, backend, reference, on_cpu=on_cpu)
+            peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
+            # warm-up, probes, sampling, a re-measure: one window
+            with (
+                self.devices.measuring(request.device_spec),
+                failing_the_test(SetupError),
+                _blocking(backend, request.block),
+            ):
+                flushed = plan.rotation is None and plan.policy.flush
+                latency_floor_s = (
+                    _latency_floor_s(backend, flushed=flushed) if self.settings.latency_floor == "on" else 0.0
+                )
+                result = decide(
+                    est,
+                    measure_once,
+                    request.min_fraction,
+                    budget_s=budget_s,
+                    remeasure=can_fail and self.settings.mode == "enforce",
+                    name=request.name,
+                    nodeid=item.nodeid,
+                    reference=reference,
+                    peak=peak,
+                    latency_floor_s=latency_floor_s,
+                    suspect=lambda r: self.gate.suspects(
+                        result_record(r, nodeid=item.nodeid, mode="enforce")
+                    ),
+                )
+        if waited and not self._said_waited:
+            self._said_waited = True
+            self.notes.append(
+                "measurements on two threads at once waited for each other: one is timed at a time in a"
+                " process, as two at once would slow each other's kernels"
             )
         if result.ceiling is not None and result.ceiling.speed > _STALE_SPEED and not self._said_stale:
             self._said_stale = True

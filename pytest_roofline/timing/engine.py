@@ -48,6 +48,9 @@ window of its own with ``setup()`` run before it on the host, outside the window
 flush, which then evicts what setup wrote): a CUDA event pair never spans host code. Samples are
 never batched then (k = 1), and the cache note says so. ``setup`` may return ``(args, kwargs)``
 for the next call, which then must be the only place the kernel's arguments come from.
+
+One measurement runs at a time in a process (:func:`measuring_alone`): measurements on two threads
+take turns, as two at once would each slow the other's kernel and both read clean.
 """
 
 from __future__ import annotations
@@ -57,9 +60,12 @@ import dataclasses
 import functools
 import math
 import reprlib
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
+from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
 from pytest_roofline.model.stats import Stats
@@ -91,6 +97,44 @@ _MIN_PRECISION_SAMPLES = 6
 _ROUND_MARGIN = 1.1
 #: rounds grow the sample count by at least this fraction (fewer, cheaper checks) and at most double it
 _MIN_ROUND_GROWTH = 0.1
+
+
+#: held while a measurement runs: re-entrant, as the session holds it around a whole measurement
+#: (rotation's copies, probes, a re-measure) and :func:`measure` takes it again inside
+_MEASURING = threading.RLock()
+
+
+class measuring_alone:  # lower case, like contextlib.suppress: it reads as a with-statement
+    """Hold the process's measurement lock, then ``then`` (a device's lock across processes): a
+    measurement on another thread waits until this one ends. ``with`` gives whether this one waited.
+
+    Always the process's lock first, so a thread that holds a device's lock never waits for another
+    thread. A class, not a generator: an exception from the kernel passes through with no frame of ours.
+    """
+
+    def __init__(self, then: AbstractContextManager[object] | None = None) -> None:
+        self._then = then
+
+    def __enter__(self) -> bool:
+        waited = not _MEASURING.acquire(blocking=False)
+        if waited:
+            _MEASURING.acquire()
+        if self._then is not None:
+            try:
+                self._then.__enter__()
+            except BaseException:
+                _MEASURING.release()
+                raise
+        return waited
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if self._then is not None:
+                self._then.__exit__(kind, exc, tb)
+        finally:
+            _MEASURING.release()
 
 
 class SetupError(TypeError):
@@ -242,6 +286,21 @@ def measure(
         raise ValueError("rotation and setup exclude each other: setup makes each call's arguments")
 
     call = _Call(fn, args, kwargs or {}, setup) if rotation is None else _Call(rotation.kernel, (), {}, None)
+    with measuring_alone():  # the budget starts once this thread has the machine to itself
+        return _measure(call, policy, backend, probe, snapshot, rotation, setup=setup is not None)
+
+
+def _measure(
+    call: _Call,
+    policy: Policy,
+    backend: Backend,
+    probe: Probe | None,
+    snapshot: Callable[[], Snapshot] | None,
+    rotation: Rotation | None,
+    *,
+    setup: bool,
+) -> Measurement:
+    __tracebackhide__ = True
     # the flush is the cold method only without copies to rotate through
     flush = policy.flush and rotation is None
     start = backend.clock()
@@ -252,7 +311,7 @@ def measure(
         batched = min(batched, rotation.copies)
     # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
     # without them
-    k = 1 if setup is not None or flush else batched
+    k = 1 if setup or flush else batched
     sampler = _Sampler(backend, call, policy, k, flush, probe, budget_start=start, cold=rotation is not None)
     before = snapshot() if snapshot is not None else None
     samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s))
@@ -281,7 +340,7 @@ def measure(
         cache_note=_cache_note(
             policy,
             k,
-            setup=setup is not None,
+            setup=setup,
             rotation=rotation,
             unbatched=batched,
             cycle_flushed=warm.flushed_for_cycle,
@@ -295,7 +354,7 @@ def measure(
         cpu_share=_middle(readings.cpu_share),
         threads=int(m) if (m := _middle(readings.threads)) is not None else None,
         wait_share=_middle(readings.wait_share),
-        setup=setup is not None,
+        setup=setup,
         rotation_copies=rotation.copies if rotation is not None else 0,
         rotation_bytes=rotation.cycle_bytes if rotation is not None else 0,
         past_cache=policy.past_cache and not flush and rotation is None,
@@ -494,9 +553,12 @@ class _Call:
                 "setup returned the kernel's arguments, and the call gave arguments too:"
                 " give them in one place (the call's, with a setup that returns None, or setup's)"
             )
+        from pytest_roofline.timing.rotation import check_has_data
+
         try:
             _check_keys("setup's kwargs", made[1])
-        except TypeError as exc:
+            check_has_data(None, made[0], made[1], given_by="setup's ")
+        except (TypeError, ValueError) as exc:
             raise SetupError(str(exc)) from None
         return tuple(made[0]), made[1]
 

@@ -22,8 +22,9 @@ arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (
 lambda with captured arrays, arguments that are not arrays), when an array is a strided view,
 or when :func:`memory_cap` leaves too little for a cycle of :data:`MIN_CYCLE_MULTIPLE` x the cache.
 
-Host copies are carved out of one buffer per process (:func:`release_host_pool` frees it): on a VM,
+Host copies are carved out of one buffer per thread (:func:`release_host_pool` frees it): on a VM,
 first touching a fresh GiB costs most of a second in page faults, and a suite measures many kernels.
+A rotation planned on one thread never carves over the copies another thread is calling.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import itertools
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -112,9 +114,7 @@ def plan_rotation(
     default: ``time.perf_counter``); growing the host pool, once a process, is not counted.
     """
     found = _Arrays()
-    kernel = found.scan(fn, "the kernel")
-    positional = _Sequence(tuple, [found.scan(arg, f"argument {i}") for i, arg in enumerate(args)])
-    keywords = _Dict({key: found.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()})
+    kernel, positional, keywords = found.scan_call(fn, args, kwargs)
     if found.strided:
         return NoRotation(f"{found.strided} is a strided view, which a copy would lay out differently")
     if not found.arrays:
@@ -158,6 +158,25 @@ def plan_rotation(
         return NoRotation(f"copying the arrays failed ({type(exc).__name__}: {exc})")
     calls = _calls(kernel, positional, keywords, columns, copies)
     return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes, made_s=clock() - start)
+
+
+def check_has_data(
+    fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None, *, given_by: str = ""
+) -> None:
+    """A ValueError naming the argument of ``fn(*args, **kwargs)`` that is a tensor with no data
+    (PyTorch's meta device: a shape and a dtype, no storage), found where rotation finds arrays.
+
+    The kernel would compute nothing on it, and be judged faster than light. ``given_by`` names who
+    gave the arguments (``setup's ``).
+    """
+    found = _Arrays()
+    found.scan_call(fn, args, kwargs)
+    if found.meta:
+        raise ValueError(
+            f"{given_by}{found.meta} is a tensor on the meta device: it has a shape but no data, so the"
+            " kernel would compute nothing and its time would be no time at all; give it a tensor on the"
+            " device to measure"
+        )
 
 
 def _calls(
@@ -227,8 +246,9 @@ def free_memory(on_device: bool) -> int | None:
 
 
 def release_host_pool() -> None:
-    """Free the host buffer rotation copies are carved from (the session's end)."""
-    _HostPool.instance = None
+    """Free this thread's host buffer that rotation copies are carved from (the session's end); another
+    thread's goes when that thread ends."""
+    _HostPool.local.pool = None
 
 
 class _Rotating:
@@ -257,10 +277,24 @@ class _Arrays:
         self.strided = ""
         #: the bytes of every place an array is passed, repeats included
         self.used_bytes = 0
+        #: where the first tensor with no data is (``check_has_data``)
+        self.meta = ""
         self._index: dict[int, int] = {}
+
+    def scan_call(
+        self, fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None
+    ) -> tuple[_Template, _Sequence, _Dict]:
+        """Templates of the kernel, its arguments and its keywords."""
+        kernel = self.scan(fn, "the kernel")
+        positional = _Sequence(tuple, [self.scan(arg, f"argument {i}") for i, arg in enumerate(args)])
+        keywords = _Dict({key: self.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()})
+        return kernel, positional, keywords
 
     def scan(self, value: object, where: str) -> _Template:
         """A template that rebuilds ``value`` with other arrays in place of the ones found."""
+        # duck typed (torch may not be installed): a torch.Tensor's is_meta, never a mock's attribute
+        if not self.meta and not isinstance(value, type) and getattr(value, "is_meta", False) is True:
+            self.meta = where or "an argument"
         if _is_array(value):
             key = id(value)
             self.used_bytes += _nbytes(value)
@@ -408,18 +442,27 @@ def _padded(nbytes: int) -> int:
 class _HostPool:
     """One host buffer, touched once, that copies are carved out of for the length of a measurement."""
 
-    instance: _HostPool | None = None
+    #: each thread's pool (``pool``): a new rotation reuses the last one's space, which only the thread
+    #: that planned both knows to be free
+    local = threading.local()
 
     def __init__(self) -> None:
         self._buffer: npt.NDArray[np.uint8] | None = None
         self._used = self._start = 0
 
     @classmethod
+    def current(cls) -> _HostPool | None:
+        """This thread's pool, if it has one."""
+        pool: _HostPool | None = getattr(cls.local, "pool", None)
+        return pool
+
+    @classmethod
     def get(cls) -> _HostPool:
-        if cls.instance is None:
-            cls.instance = cls()
-        cls.instance._used = cls.instance._start  # a new rotation: the last one's copies are not called
-        return cls.instance
+        pool = cls.current()
+        if pool is None:
+            pool = cls.local.pool = cls()
+        pool._used = pool._start  # a new rotation: the last one's copies are not called
+        return pool
 
     def reserve(self, nbytes: int) -> None:
         import numpy as np
