@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from . import units
+from . import outputs, units
 from .comparison import Change, Comparison
 
 Record = Mapping[str, Any]
@@ -109,8 +108,4 @@ def _code(text: str) -> str:
 
 def append_section(path: str | os.PathLike[str], text: str) -> None:
     """Append ``text`` to the file at ``path`` (created if missing), after a blank line if it has content."""
-    target = Path(path)
-    with target.open("a", encoding="utf-8") as handle:
-        if handle.tell() > 0:
-            handle.write("\n")
-        handle.write(text)
+    outputs.append(path, text, separator="\n")

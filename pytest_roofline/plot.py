@@ -10,14 +10,14 @@ no place on a FLOP/s axis: the caption counts them.
 
 from __future__ import annotations
 
+import io
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import units
+from . import outputs, units
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,10 +46,14 @@ def require_matplotlib() -> None:
 
 
 def check_path(path: str | os.PathLike[str]) -> Path:
-    """The plot's path, if its suffix is one we draw; PlotError naming it otherwise."""
+    """The plot's path, if its suffix is one we draw and it can be written; PlotError naming it
+    otherwise."""
     target = Path(path).expanduser()
     if target.suffix.lower() not in FORMATS:
         raise PlotError(f"{path}: the plot is written as .svg or .png; got {target.suffix or 'no suffix'!r}")
+    reason = outputs.problem(target)
+    if reason:
+        raise PlotError(f"cannot write {str(path)!r}: {reason}")
     return target
 
 
@@ -78,15 +82,12 @@ def draw(
     if skipped:
         caption += f"  ({skipped} measurement(s) with no FLOPs, e.g. copies, are not on a FLOP/s axis)"
     figure.suptitle(caption, fontsize=11)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=directory)
-    os.close(fd)
+    image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
+    figure.savefig(image, format=target.suffix[1:].lower(), dpi=150)
     try:
-        figure.savefig(tmp, format=target.suffix[1:].lower(), dpi=150)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        outputs.write(target, image.getvalue())
+    except OSError as exc:
+        raise PlotError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     return target
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import stat
 import struct
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +129,82 @@ def test_an_id_with_dollars_is_drawn_as_text_not_mathtext(tmp_path: Path) -> Non
     odd = record("test_price[$5-$10]", "pass", 2e9, 2.4e7, 0.025)
     svg = draw([odd], [DEVICE], tmp_path / "odd.svg").read_text()
     assert "test_price[$5-$10]" in svg
+
+
+# -- the roofline plot command: every fault one line, exit 2 ---------------------------------------
+
+
+def results_file(tmp_path: Path, **changes: Any) -> Path:
+    """A saved report of RECORDS on DEVICE, with ``changes`` to its top level."""
+    import json
+
+    measurements = [{**r, "attained": 0.5, "label": "x", "device_name": "Test CPU"} for r in RECORDS]
+    data = {"schema": 1, "devices": [DEVICE], "measurements": measurements, **changes}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def run_plot(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from pytest_roofline import cli
+
+    status = cli.main(["plot", *map(str, args)])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@needs_matplotlib
+@pytest.mark.parametrize(
+    ("output", "problem"),
+    [
+        ("missing/roofline.svg", "directory '*missing' does not exist"),
+        ("folder.svg", "it is a directory"),
+        ("read-only.svg", "it is read-only"),
+        ("fifo.svg", "it is a FIFO, not a regular file*"),
+    ],
+)
+def test_roofline_plot_refuses_an_output_it_cannot_write_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str, problem: str
+) -> None:
+    import fnmatch
+    import os
+
+    (tmp_path / "folder.svg").mkdir()
+    (tmp_path / "read-only.svg").write_text("old")
+    (tmp_path / "read-only.svg").chmod(0o444)
+    os.mkfifo(tmp_path / "fifo.svg")
+    status, out, err = run_plot(capsys, results_file(tmp_path), "-o", tmp_path / output)
+    assert status == 2
+    assert out == ""
+    assert fnmatch.fnmatch(err, f"roofline: error: cannot write '{tmp_path / output}': {problem}\n"), err
+    assert (tmp_path / "read-only.svg").read_text() == "old"
+    assert stat.S_ISFIFO((tmp_path / "fifo.svg").stat().st_mode)
+
+
+@pytest.fixture
+def umask() -> Iterator[Callable[[int], None]]:
+    """Set this process's umask for the test; the old one comes back after."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        yield os.umask
+    finally:
+        os.umask(old)
+
+
+@needs_matplotlib
+def test_a_plot_gets_the_umasks_mode_and_keeps_an_existing_ones(
+    tmp_path: Path, umask: Callable[[int], None]
+) -> None:
+    umask(0o022)
+    new = draw(RECORDS, [DEVICE], tmp_path / "new.svg")
+    assert stat.S_IMODE(new.stat().st_mode) == 0o644  # as the JSON beside it, not mkstemp's 0600
+    old = tmp_path / "old.png"
+    old.write_text("old")
+    old.chmod(0o640)
+    umask(0o077)
+    draw(RECORDS, [DEVICE], old)
+    assert stat.S_IMODE(old.stat().st_mode) == 0o640
+    assert old.read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.svg", "old.png"]
