@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import stat
 import struct
 import sys
@@ -179,6 +180,82 @@ def test_roofline_plot_refuses_an_output_it_cannot_write_in_one_line(
     assert fnmatch.fnmatch(err, f"roofline: error: cannot write '{tmp_path / output}': {problem}\n"), err
     assert (tmp_path / "read-only.svg").read_text() == "old"
     assert stat.S_ISFIFO((tmp_path / "fifo.svg").stat().st_mode)
+
+
+BAD_DEVICE = {**DEVICE, "bandwidth": 0}
+
+
+@needs_matplotlib
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"devices": "cpu"}, "'devices' must be a list of objects; got a string"),
+        ({"devices": ["cpu"]}, "device 0 is a string, not an object"),
+        ({"devices": [BAD_DEVICE]}, "device 0 (cpu): 'bandwidth' is 0; it must be a positive number"),
+        ({"devices": [{**DEVICE, "bandwidth": "fast"}]},
+         "device 0 (cpu): 'bandwidth' is 'fast'; it must be a positive number"),
+        ({"devices": [{**DEVICE, "peaks": None}]},
+         "device 0 (cpu): 'peaks' is None; it must be a list of objects"),
+        ({"devices": [{k: v for k, v in DEVICE.items() if k != "key"}]}, "device 0: no 'key' field"),
+    ],
+)  # fmt: skip
+def test_roofline_plot_refuses_a_malformed_device_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any], message: str
+) -> None:
+    results = results_file(tmp_path, **changes)
+    status, out, err = run_plot(capsys, results, "-o", tmp_path / "roofline.svg")
+    assert (status, out) == (2, "")
+    assert err == f"roofline: error: results {results}: {message}\n"
+    assert not (tmp_path / "roofline.svg").exists()
+
+
+@needs_matplotlib
+@pytest.mark.parametrize("field", ["attained", "floor_s", "precision", "unit", "flops"])
+def test_roofline_plot_of_a_record_missing_a_field_is_one_line_or_a_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    import json
+
+    results = results_file(tmp_path)
+    data = json.loads(results.read_text())
+    for m in data["measurements"]:
+        m.pop(field, None)
+    results.write_text(json.dumps(data))
+    status, _, err = run_plot(capsys, results, "-o", tmp_path / "roofline.svg")
+    assert "Traceback" not in err
+    assert len(err.splitlines()) <= len(RECORDS), err  # an error, or a note per measurement not drawn
+    if field == "attained":  # what a comparison needs: the file is no report
+        assert (status, err) == (2, f"roofline: error: results {results}: measurement 0 "
+                                    f"(tests/t.py::test_gemm): no 'attained' field\n")  # fmt: skip
+    else:
+        assert status == 0, err
+        assert (tmp_path / "roofline.svg").is_file()
+
+
+@needs_matplotlib
+def test_roofline_plot_leaves_out_a_measurement_it_cannot_draw_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    results = results_file(tmp_path)
+    data = json.loads(results.read_text())
+    data["measurements"][1]["flops"] = math.nan
+    data["measurements"][0]["bytes"] = -1
+    results.write_text(json.dumps(data))  # NaN, as Python's json writes it
+    out = tmp_path / "roofline.svg"
+    status, stdout, err = run_plot(capsys, results, "-o", out)
+    assert status == 0, err
+    assert err.splitlines() == [
+        f"roofline: warning: results {results}: measurement 0 (tests/t.py::test_gemm): 'bytes' is -1;"
+        " it must be a positive number: not drawn",
+        f"roofline: warning: results {results}: measurement 1 (tests/t.py::test_axpy): 'flops' is nan;"
+        " it must be a number, 0 or more: not drawn",
+    ]
+    assert stdout == f"roofline: wrote {out}\n"
+    svg = out.read_text()
+    assert "test_gemm" not in svg
+    assert "2 measurement(s) could not be drawn" in svg
 
 
 @pytest.fixture
