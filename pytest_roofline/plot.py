@@ -6,7 +6,8 @@ point coloured by its verdict and labelled by its test; with a baseline, an arro
 the test stood then. matplotlib is imported only here, only when a plot is asked for (the ``plot``
 extra); :func:`require_matplotlib` says so as a clear error. Ops that do no arithmetic (a copy) have
 no place on a FLOP/s axis: the caption counts them, and those whose figures cannot be drawn (a NaN, a
-negative byte count: :func:`fault` says which) too.
+negative byte count: :func:`fault` says which) too. Every text from the data is drawn as it is, never
+as mathtext or TeX: a test id may hold a ``$``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ COLOURS = {
     "faster-than-light": "#CC79A7",
 }
 _ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
+#: for every Text drawn from the data: a ``$`` in a test id is a dollar, not the start of mathtext
+_AS_IS: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
 class PlotError(ValueError):
@@ -142,7 +145,7 @@ def draw(
         caption += f"  ({flopless} measurement(s) with no FLOPs, e.g. copies, are not on a FLOP/s axis)"
     if faulty:
         caption += f"  ({faulty} measurement(s) could not be drawn)"
-    figure.suptitle(caption, fontsize=11)
+    figure.suptitle(caption, fontsize=11, **_AS_IS)
     image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
     figure.savefig(image, format=target.suffix[1:].lower(), dpi=150)
     try:
@@ -169,7 +172,7 @@ def _panel(
     ax.plot([low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.6)
     ax.text(
         low * 1.3, bandwidth * low * 1.6, f"DRAM {units.byte_rate(bandwidth)}", rotation=0, fontsize=8,
-        color="#444444", va="bottom",
+        color="#444444", va="bottom", **_AS_IS,
     )  # fmt: skip
     for colour, peak in zip(_ROOF_COLOURS * 3, sorted(roofs, key=lambda p: -p["flops"]), strict=False):
         ridge = peak["flops"] / bandwidth
@@ -179,7 +182,7 @@ def _panel(
         ax.annotate(
             f"{label} (ridge {units.intensity(ridge)} FLOP/B)",
             (high, peak["flops"]), xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
-            color=colour,
+            color=colour, **_AS_IS,
         )  # fmt: skip
     _level_roofs(ax, device, records, low, top)
     for r in records:
@@ -197,7 +200,9 @@ def _panel(
         ax.plot(
             [x], [y], marker="o", markersize=size, color=colour, markeredgecolor="white", linestyle="none"
         )
-        ax.annotate(_short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top")
+        ax.annotate(
+            _short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top", **_AS_IS
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xs)
@@ -205,7 +210,7 @@ def _panel(
     ax.set_ylim(floor_y / 3, top * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s")
-    ax.set_title(str(device.get("name", device["key"])), fontsize=10)
+    ax.set_title(str(device.get("name", device["key"])), fontsize=10, **_AS_IS)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
     handles = [
         ax.plot([], [], marker="o", linestyle="none", color=c, label=v)[0]
@@ -229,7 +234,7 @@ def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float
         )
         ax.text(
             low * 1.3, bandwidth * low * 1.6, f"{str(level['name']).upper()} {units.byte_rate(bandwidth)}",
-            fontsize=8, color="#444444", va="bottom",
+            fontsize=8, color="#444444", va="bottom", **_AS_IS,
         )  # fmt: skip
 
 
