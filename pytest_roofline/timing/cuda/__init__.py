@@ -15,9 +15,9 @@ them, outside the events) and synchronizes the host once, on the last end event:
 per sample would inflate a 4 µs kernel by an order of magnitude. A blocking kernel holds the
 stream while a sampling window is queued, never on a kernel's first call, never past what the
 launch queue takes (``block=``, :data:`BLOCK_SETTINGS`); with cupti-python installed, CUPTI's
-kernel records time the windows instead (:mod:`.cupti`).
+kernel records time the windows instead (:mod:`pytest_roofline.timing.cupti`).
 
-Every CuPy call here is written against CuPy's documented API (docs.cupy.dev) and its source
+Every CuPy call in this package is written against CuPy's documented API (docs.cupy.dev) and its source
 (github.com/cupy/cupy); ``tests/fake_cupy.py`` mirrors exactly these, with their signatures:
 
 - ``cupy.cuda.Device(index)`` as a context manager; ``cupy.cuda.runtime.getDeviceCount()``,
