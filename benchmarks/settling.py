@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from cpu_accuracy import timeit_median  # this folder is on the path: the script runs from it
 
-from pytest_roofline.timing import Policy, engine, measure
+from pytest_roofline.timing import Policy, measure, sampling
 from pytest_roofline.timing.cpu import CpuBackend
 
 BINS_S = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6)
@@ -56,7 +56,7 @@ def main() -> None:
         "another kernel's timeit": lambda: timeit_median(other),
         "a 0.5 s sleep": lambda: time.sleep(0.5),
     }
-    with_cut = engine.slower_start
+    with_cut = sampling.slower_start
 
     def without_cut(samples: object, *, min_shift: float) -> bool:
         return False
@@ -69,14 +69,14 @@ def main() -> None:
         for name in list(work) if r % 2 == 0 else list(reversed(work)):
             reference = timeit_median(kernel)
             for cut in (True, False) if r % 2 == 0 else (False, True):
-                engine.slower_start = with_cut if cut else without_cut  # type: ignore[assignment]
+                sampling.slower_start = with_cut if cut else without_cut  # type: ignore[assignment]
                 work[name]()
                 start = time.perf_counter()
                 m = measure(kernel, backend=backend, policy=Policy(flush=False))
                 walls[cut].append(time.perf_counter() - start)
                 ratios.setdefault((name, cut), []).append(m.time_s / reference)
                 cuts += [m.transient] if cut else []
-            engine.slower_start = with_cut
+            sampling.slower_start = with_cut
             if args.series:
                 work[name]()
                 series = Policy(flush=False, warmup_s=0.0, min_time_s=0.5, max_time_s=0.6, target_rel_ci=1e-9)

@@ -416,8 +416,8 @@ class FakeCupy:
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
         # the backend's per-process memory: what an earlier test's fake left must not leak into this one
-        monkeypatch.setattr("pytest_roofline.timing.cuda._duplicate_error", None)
-        monkeypatch.setattr("pytest_roofline.timing.cuda._latency_floors", {})
+        monkeypatch.setattr("pytest_roofline.timing.cuda.loading._duplicate_error", None)
+        monkeypatch.setattr("pytest_roofline.timing.cuda.launch_latency._latency_floors", {})
         if self.duplicate:
             monkeypatch.setitem(sys.modules, "cupy", None)  # undone at teardown: removed again
             monkeypatch.delitem(sys.modules, "cupy")

@@ -18,7 +18,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_selfcheck.py"
 def selfcheck(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     for name in ("CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH", "NSYS_PROFILING_SESSION_ID"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("pytest_roofline.timing.cuda._latency_floors", {})
+    monkeypatch.setattr("pytest_roofline.timing.cuda.launch_latency._latency_floors", {})
     monkeypatch.setattr(sys, "path", [*sys.path])  # the script prepends the checkout: undone after
     spec = importlib.util.spec_from_file_location("gpu_selfcheck", SCRIPT)
     assert spec is not None

@@ -18,7 +18,7 @@ from pytest_roofline.model.core import Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda import CudaBackend, blocking
 from pytest_roofline.timing.engine import measure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 def _unheld(monkeypatch: pytest.MonkeyPatch) -> None:
     """Windows, flushes, streams and graphs here, unheld: the blocker and its probes have their own
     tests (``test_timing_cuda_streams.py``, ``test_timing_cuda_gpu_rules.py``)."""
-    monkeypatch.setattr(cuda, "_default_block", "off")
+    monkeypatch.setattr(blocking, "_default_block", "off")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from fake_cupy import FakeCupy
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 from pytest_roofline.timing.engine import measure
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
@@ -67,7 +68,7 @@ def test_the_fake_times_only_the_events_stream(fake: FakeCupy) -> None:
 def test_the_fakes_queue_blocks_the_host_behind_a_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCupy(queue_depth=4).install(monkeypatch)
     fake.kernel()  # loaded
-    kernel = fake.cupy.RawKernel(cuda._BLOCK_SOURCE, "roofline_block")
+    kernel = fake.cupy.RawKernel(BLOCK_SOURCE, "roofline_block")
     memory = fake.cupy.cuda.PinnedMemory(16)
     import numpy as np
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 import pytest
 from fakes import FakeBackend
 
-from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.timing import Measurement, Policy, StopReason, measure, sampling
 from pytest_roofline.timing.base import Probe
-from pytest_roofline.timing.engine import _Round, _time_of
+from pytest_roofline.timing.sampling import _Round, _time_of
 from pytest_roofline.timing.transient import MIN_HALF, MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
 
@@ -98,7 +98,7 @@ def test_the_samples_before_the_kernel_settled_are_cut() -> None:
 
 
 def test_without_the_cut_that_kernel_would_read_20_percent_slow(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "slower_start", lambda samples, *, min_shift: False)
+    monkeypatch.setattr(sampling, "slower_start", lambda samples, *, min_shift: False)
     m = measure_settling(slow=30e-6, fast=25e-6, until_s=0.07)
     assert m.transient == 0
     assert m.time_s == pytest.approx(30e-6, rel=0.03)  # the slow samples outnumber the fast

@@ -23,7 +23,7 @@ CEILINGS = ("paired", "cached")
 DIAGNOSE = ("off", "miss", "all")
 LATENCY_FLOOR = ("on", "off")
 CACHE_STATES = ("cold", "warm")
-#: the CUDA blocking kernel (timing/cuda.py, BLOCK_SETTINGS: kept in step, not imported, so that the
+#: the CUDA blocking kernel (timing/cuda/blocking.py, BLOCK_SETTINGS: kept in step, not imported, so that the
 #: plugin imports no timing code to declare its options)
 CUDA_BLOCK = ("auto", "on", "off")
 PEAK_SOURCES = ("datasheet", "measured")

@@ -79,6 +79,7 @@ def measure_call(
         est = estimate_of(request, device)
         backend = devices.backend(request.device_spec, device)
     from ..model.verdict import decide
+    from ..timing.base import HostReadings
     from ..timing.cache import plan_cache
     from ..timing.engine import measuring_alone
 
@@ -94,7 +95,7 @@ def measure_call(
         budget_s = max(request.policy.max_time_s - made_s, _MIN_BUDGET_S)
         if plan.state == "warm":
             est = _warm_estimate(est, request.device_spec, devices, failing_the_test)
-        on_cpu = backend.name == "cpu"
+        on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
         reference = _probe_reference(est, devices, state) if on_cpu else None
         with failing_the_test(ValueError):  # a stream= the backend cannot take
             measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
@@ -229,52 +230,44 @@ def _cpu_peak() -> CpuPeak | None:
 
 
 def _latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
-    """What an empty call costs on the plugin's own timers, measured once per process and device
-    (an empty Python call on the CPU, an empty kernel launch on a GPU); 0 for a backend a plugin
-    serves, whose calls the plugin cannot time empty. ``flushed``: the kernel is timed right after a
-    cache flush, and so is the CPU's empty call."""
-    from ..timing.cpu import CpuBackend
+    """What an empty call costs on the backend's timer (:func:`..timing.latency_floors.latency_floor_s`)."""
+    from ..timing.latency_floors import latency_floor_s
 
-    if isinstance(backend, CpuBackend):
-        from ..timing.latency import cpu_latency_floor
-
-        return cpu_latency_floor(flushed=flushed).floor_s
-    from ..timing.cuda import CudaBackend, latency_floor
-
-    if isinstance(backend, CudaBackend):  # in the backend's mode: graph or eager, held or not
-        return latency_floor(backend.device, graph=backend.graph, block=backend.block_mode).floor_s
-    return 0.0
+    return latency_floor_s(backend, flushed=flushed)
 
 
 def _blocking(backend: Backend, block: str | None) -> AbstractContextManager[object]:
-    """The CUDA backend's ``blocking(block)`` (a marker's or call's ``block=``), or a no-op."""
-    blocking = getattr(backend, "blocking", None)
-    if block is None or blocking is None:
+    """The backend's ``blocking(block)`` (a marker's or call's ``block=``), or a no-op."""
+    from ..timing.base import HoldsLaunches
+
+    if block is None or not isinstance(backend, HoldsLaunches):
         return contextlib.nullcontext()
-    return blocking(block)  # type: ignore[no-any-return]
+    return backend.blocking(block)
 
 
 @contextlib.contextmanager
 def watching(backend: Backend) -> Iterator[ClockWatcher | None]:
     """The backend's clock watcher around a measurement (a GPU's, through NVML), or None for a backend
     that has none."""
-    watch = getattr(backend, "watch_clocks", None)
-    if watch is None:
+    from ..timing.base import WatchesClocks
+
+    if not isinstance(backend, WatchesClocks):
         yield None
         return
-    with watch() as watcher:
+    with backend.watch_clocks() as watcher:
         yield watcher
 
 
 def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractContextManager[object]]:
-    """The backend's ``on_stream`` (the CUDA backend's), or, without a stream, a no-op; a stream given to
-    a backend that cannot take one is a ValueError naming both."""
-    on_stream = getattr(backend, "on_stream", None)
-    if stream is None or on_stream is None:
+    """The backend's ``on_stream``, or, without a stream, a no-op; a stream given to a backend that
+    cannot take one is a ValueError naming both."""
+    from ..timing.base import TakesStreams
+
+    if stream is None or not isinstance(backend, TakesStreams):
         if stream is not None:
             raise ValueError(
                 f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
                 " which times no CUDA stream"
             )
         return lambda _: contextlib.nullcontext()
-    return on_stream  # type: ignore[no-any-return]
+    return backend.on_stream

@@ -4,14 +4,26 @@ A backend knows only how to open and close a timed window around some calls, how
 the cache outside that window, and what its host clock reads. Warm-up, batching, stopping and
 statistics all live in :mod:`pytest_roofline.timing.engine`, so they are tested once, on the
 CPU, with a fake clock.
+
+Beyond :class:`Backend`, a backend may have capabilities, each a small protocol the plugin asks for
+with ``isinstance`` (never by the backend's class or name): :class:`HostReadings` (it times host
+code and reads the OS during its windows), :class:`WatchesClocks` (its device's clocks during a
+measurement), :class:`TakesStreams` (a caller's ``stream=``), :class:`HoldsLaunches` (a caller's
+``block=``) and :class:`MeasuresLatencyFloor` (what an empty call costs on its timer). A backend
+served by the ``pytest_roofline_backend`` hook gets each one it implements.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pytest_roofline.timing.clocks import ClockWatcher
+    from pytest_roofline.timing.contention import ThreadWait
 
 Stat = Literal["median", "min", "mean"]
 STATS: tuple[Stat, ...] = ("median", "min", "mean")
@@ -149,3 +161,62 @@ class Backend(Protocol):
         queue all windows and synchronize once at the end (CUDA does).
         """
         ...
+
+
+# -- capabilities: what a backend may do beyond timing windows -------------------------------------
+
+
+@runtime_checkable
+class HostReadings(Protocol):
+    """A backend that times code on the host CPU and reads the OS around each :meth:`Backend.run`
+    (``cpu.CpuBackend``). The engine keeps these readings with the measurement; the plugin, seeing
+    this capability, also times contention probes beside the kernel, reads the OS's contention
+    counters over the sampling phase, and judges against the CPU's measured peak."""
+
+    #: process CPU time over thread CPU time in the last run (the kernel's own threads), or None
+    last_parallelism: float | None
+    #: thread CPU time over wall time in the last run, or None
+    last_cpu_share: float | None
+    #: the threads of the last run and the share of it they waited, or None
+    last_thread_wait: ThreadWait | None
+    #: which windows of the last run the OS preempted (empty: it cannot tell)
+    last_preempted: list[bool]
+
+
+@runtime_checkable
+class WatchesClocks(Protocol):
+    """A backend whose device's clocks can be watched over a measurement (``cuda.CudaBackend``, through
+    NVML): the plugin wraps every measurement in ``with backend.watch_clocks() as watcher:`` and reads
+    ``watcher.log`` (a :class:`~pytest_roofline.timing.clocks.ClockLog`)."""
+
+    def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher: ...
+
+
+@runtime_checkable
+class TakesStreams(Protocol):
+    """A backend that times on a stream the caller names (``cuda.CudaBackend``): a marker's or call's
+    ``stream=`` is handed to ``on_stream`` around the measurement. A ``stream=`` given to a backend
+    without this capability is an error naming both."""
+
+    def on_stream(self, stream: object | None) -> AbstractContextManager[object]: ...
+
+
+@runtime_checkable
+class HoldsLaunches(Protocol):
+    """A backend whose windows a blocking kernel may hold (``cuda.CudaBackend``): a marker's or call's
+    ``block=`` (``"auto"``, ``"on"``, ``"off"``) is handed to ``blocking`` around the measurement;
+    without this capability ``block=`` changes nothing."""
+
+    def blocking(self, setting: bool | str | None) -> AbstractContextManager[object]: ...
+
+
+@runtime_checkable
+class MeasuresLatencyFloor(Protocol):
+    """A backend that knows the shortest time a call can show on its timer (an empty call's, in
+    seconds), measured once and kept. With ``--roofline-latency-floor on`` a kernel whose roofline
+    floor is below it is judged latency-bound. ``flushed``: the kernel is timed right after a cache
+    flush. The plugin's own backends have their floors measured by
+    :func:`pytest_roofline.timing.latency_floors.latency_floor_s`; another backend without this
+    capability has none (0)."""
+
+    def latency_floor_s(self, *, flushed: bool = False) -> float: ...

@@ -6,6 +6,9 @@ after the first pass is an L2 hit and no launch gap sits between passes (the Emp
 Toolkit's method). H100 and A100 split their L2 into two partitions, and a line may sit in the far
 one: 0.4 of the capacity keeps the buffer within what one SM's side holds. The bytes counted are
 the buffer times the passes; the first pass, from DRAM, makes the figure err low, never high.
+
+The kernel itself (:data:`L2_READ_SOURCE`) lives with the other CUDA sources in :mod:`.cuda.kernels`:
+the backend's flush reads with it too.
 """
 
 from __future__ import annotations
@@ -14,42 +17,22 @@ from typing import Any
 
 from pytest_roofline.model.core import Figure, Source
 from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, L2_READ_SOURCE, L2_READ_THREADS
 
 #: the buffer fills this share of the L2
 L2_FILL = 0.4
 #: passes over the buffer in one launch: the first one's DRAM reads are a sixty-fourth of the time
 L2_PASSES = 64
-L2_READ_THREADS = 256
-#: blocks per SM: enough warps in flight to cover the L2's latency
-BLOCKS_PER_SM = 8
-
-L2_READ_SOURCE = r"""
-extern "C" __global__ void roofline_l2_read(const float4* __restrict__ buf, unsigned long long n4,
-                                            int passes, float* __restrict__ sink) {
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (int p = 0; p < passes; ++p) {
-        for (unsigned long long i = first; i < n4; i += stride) {
-            float4 v = __ldcg(buf + i);  /* cached in the L2 only: the L1 would serve the next pass */
-            acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
-        }
-    }
-    float total = acc.x + acc.y + acc.z + acc.w;
-    if (total == 1.0f) sink[0] = total;  /* the buffer holds zeros: never written, but the loads stay */
-}
-"""
-
-
 #: names how the L2 roof is measured, in a GPU calibration's cache key (another way is measured again)
 L2_METHOD = f"ld.global.cg {L2_FILL:g} of the L2 x{L2_PASSES}"
 
 
 def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figure:
     """The L2 roof of GPU ``index`` (:func:`measure_l2_bandwidth` on its own backend)."""
-    from pytest_roofline.timing.cuda import CudaBackend, _require_device, using_device
+    from pytest_roofline.timing.cuda.backend import CudaBackend
+    from pytest_roofline.timing.cuda.loading import require_device, using_device
 
-    cupy = _require_device(index)
+    cupy = require_device(index)
     backend = CudaBackend(index, block=block)
     props = backend.properties
     with using_device(index):

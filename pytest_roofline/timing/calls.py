@@ -1,0 +1,172 @@
+"""The kernel as the engine calls it: its arguments checked, ``setup`` before every call, and a
+backend's windows of it, with which of them the backend saw preempted."""
+
+from __future__ import annotations
+
+import functools
+import reprlib
+from collections.abc import Callable, Mapping, Sequence
+
+from pytest_roofline.timing.base import Backend, Kernel
+
+
+class SetupError(TypeError):
+    """``setup`` returned neither None nor ``(args, kwargs)``, or arguments the call gave too."""
+
+
+def call_once(
+    fn: Kernel,
+    args: Sequence[object] = (),
+    kwargs: Mapping[str, object] | None = None,
+    setup: Callable[[], object] | None = None,
+) -> object:
+    """One untimed call, ``setup`` first: what a run that times nothing does with a kernel."""
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+    check_call(kwargs, setup)
+    kernel, call_args = KernelCall(fn, args, kwargs or {}, setup).prepare()
+    return kernel(*call_args)
+
+
+def check_call(kwargs: object, setup: object) -> None:
+    """A TypeError naming ``kwargs`` or ``setup`` and the value, unless both are usable."""
+    if kwargs is not None:
+        if not isinstance(kwargs, Mapping):
+            raise TypeError(
+                "kwargs must be a mapping of the kernel's keyword arguments, such as kwargs={'out': out};"
+                f" got {_short(kwargs)} ({type(kwargs).__name__})"
+            )
+        _check_keys("kwargs", kwargs)
+    if setup is not None and not callable(setup):
+        raise TypeError(
+            f"setup must be callable (it runs before every timed call); got {_short(setup)}"
+            f" ({type(setup).__name__})"
+        )
+
+
+def _check_keys(what: str, kwargs: Mapping[object, object]) -> None:
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise TypeError(
+                f"{what} keys are the kernel's keyword names, strings; got {key!r} ({type(key).__name__})"
+            )
+
+
+def _short(value: object) -> str:
+    """A repr a message can hold: an array's is cut short."""
+    return reprlib.repr(value)
+
+
+def check_backend(backend: object) -> None:
+    missing = [
+        attr for attr in ("name", "device_name", "resolution_s", "clock", "run") if not hasattr(backend, attr)
+    ]
+    if missing:
+        raise TypeError(
+            f"backend must implement the Backend protocol;"
+            f" {type(backend).__name__} lacks {', '.join(missing)}"
+        )
+
+
+def run_windows(
+    backend: Backend, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
+) -> tuple[list[float], list[bool]]:
+    """The backend's windows, and which of them it saw preempted (none, if it cannot tell)."""
+    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+    windows = backend.run(fn, args, calls=calls, samples=samples, flush=flush)
+    if len(windows) != samples:
+        raise RuntimeError(f"backend {backend.name!r} returned {len(windows)} windows for {samples} samples")
+    preempted = getattr(backend, "last_preempted", None)
+    flags = list(preempted) if preempted is not None and len(preempted) == samples else [False] * samples
+    return windows, flags
+
+
+class KernelCall:
+    """The kernel as the engine calls it: its arguments and keywords, and ``setup`` before every call.
+
+    Without setup, a round is one backend run of back-to-back calls. With setup, each call is a
+    backend run of its own, setup first: the backend opens and closes its window around that call
+    alone, so setup (host code) is never timed, on a CUDA stream either. A window of several calls
+    (a warm-up round) is then the sum of theirs.
+    """
+
+    def __init__(
+        self,
+        fn: Kernel,
+        args: Sequence[object],
+        kwargs: Mapping[str, object],
+        setup: Callable[[], object] | None,
+    ) -> None:
+        self._raw = fn
+        # bound once: the backends call fn(*args), and a partial costs a C-level call, not a Python frame
+        self.fn: Kernel = functools.partial(fn, **kwargs) if kwargs else fn
+        self.args = tuple(args)
+        self.setup = setup
+        self._given = bool(args or kwargs)
+
+    def run(
+        self,
+        backend: Backend,
+        *,
+        calls: int,
+        samples: int,
+        flush: bool,
+        after: Callable[[], None] | None = None,
+    ) -> tuple[list[float], list[bool]]:
+        """``samples`` windows of ``calls`` calls, and which were preempted; ``after()`` follows every
+        backend run (the sampler reads the backend's view of the round there)."""
+        __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+        if self.setup is None:
+            result = run_windows(backend, self.fn, self.args, calls=calls, samples=samples, flush=flush)
+            if after is not None:
+                after()
+            return result
+        windows: list[float] = []
+        flags: list[bool] = []
+        for _ in range(samples):
+            window, preempted = 0.0, False
+            for _ in range(calls):
+                fn, args = self.prepare()
+                (one,), (hit,) = run_windows(backend, fn, args, calls=1, samples=1, flush=flush)
+                if after is not None:
+                    after()
+                window += one
+                preempted = preempted or hit
+            windows.append(window)
+            flags.append(preempted)
+        return windows, flags
+
+    def prepare(self) -> tuple[Kernel, tuple[object, ...]]:
+        """Run ``setup`` (if any) and return what to call next: the kernel and its positional arguments."""
+        __tracebackhide__ = True  # a failing setup shows its own frames, not ours
+        if self.setup is None:
+            return self.fn, self.args
+        made = self.setup()
+        if made is None:
+            return self.fn, self.args
+        args, kwargs = self._arguments(made)
+        return (functools.partial(self._raw, **kwargs) if kwargs else self._raw), args
+
+    def _arguments(self, made: object) -> tuple[tuple[object, ...], Mapping[str, object]]:
+        if not (
+            isinstance(made, tuple)
+            and len(made) == 2
+            and isinstance(made[0], (tuple, list))
+            and isinstance(made[1], Mapping)
+        ):
+            raise SetupError(
+                "setup must return None, or (args, kwargs) for the kernel's next call (a tuple or list"
+                f" and a dict); got {_short(made)} ({type(made).__name__})"
+            )
+        if self._given:
+            raise SetupError(
+                "setup returned the kernel's arguments, and the call gave arguments too:"
+                " give them in one place (the call's, with a setup that returns None, or setup's)"
+            )
+        from pytest_roofline.timing.rotation import check_has_data
+
+        try:
+            _check_keys("setup's kwargs", made[1])
+            check_has_data(None, made[0], made[1], given_by="setup's ")
+        except (TypeError, ValueError) as exc:
+            raise SetupError(str(exc)) from None
+        return tuple(made[0]), made[1]

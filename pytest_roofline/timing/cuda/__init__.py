@@ -1,0 +1,136 @@
+"""The CUDA timer backend, device properties and measured ceilings, through CuPy.
+
+A package of one concern per module: :mod:`.loading` (CuPy, imported on first CUDA use, and the
+device checks), :mod:`.device` (what the driver reports), :mod:`.backend` (:class:`CudaBackend`),
+:mod:`.streams`, :mod:`.blocking`, :mod:`.graphs` and :mod:`.flush` (what the backend does around a
+window), :mod:`.kernels` (the CUDA C it launches), :mod:`.ceilings` (measured bandwidth and matmul
+FLOP/s) and :mod:`.launch_latency` (the latency floor). Every name importable from
+``pytest_roofline.timing.cuda`` before the split still is. No module here imports :mod:`cupy` at
+import time: importing the package, or calling :func:`device_count` without CuPy, costs nothing
+and raises nothing.
+
+Timing (:class:`CudaBackend`) records a ``cupy.cuda.Event`` pair around each window on one
+stream, queues every window of a :meth:`~CudaBackend.run` back to back (cache flush between
+them, outside the events) and synchronizes the host once, on the last end event: a host sync
+per sample would inflate a 4 µs kernel by an order of magnitude. A blocking kernel holds the
+stream while a sampling window is queued, never on a kernel's first call, never past what the
+launch queue takes (``block=``, :data:`BLOCK_SETTINGS`); with cupti-python installed, CUPTI's
+kernel records time the windows instead (:mod:`pytest_roofline.timing.cupti`).
+
+Every CuPy call in this package is written against CuPy's documented API (docs.cupy.dev) and its source
+(github.com/cupy/cupy); ``tests/fake_cupy.py`` mirrors exactly these, with their signatures:
+
+- ``cupy.cuda.Device(index)`` as a context manager; ``cupy.cuda.runtime.getDeviceCount()``,
+  ``getDeviceProperties(dev)`` (a dict; ``name`` and ROCm's ``gcnArchName`` are bytes),
+  ``deviceGetAttribute(attr, dev)`` with the symbolic ``cudaDevAttr*`` names (HIP's values
+  differ), ``is_hip``, ``memsetAsync(ptr, value, size, stream)``
+  (``cupy_backends/cuda/api/runtime.pyx``, ``_runtime_enum.pxd``).
+- ``cupy.cuda.Event()``, ``Event.record(stream)``, ``Event.synchronize()``,
+  ``cupy.cuda.get_elapsed_time(start, end)`` in milliseconds, ``cupy.cuda.get_current_stream()``,
+  ``cupy.cuda.Stream(non_blocking=True)``, ``Stream.record()``, ``Stream.wait_event(event)``,
+  ``with stream:``, ``cupy.cuda.ExternalStream(ptr, device_id)`` and, from CuPy 14 (which
+  deprecates ``ExternalStream``), ``cupy.cuda.Stream.from_external(obj)`` for objects with
+  ``__cuda_stream__`` (``cupy/cuda/stream.pyx``).
+- Graph mode: ``Stream.begin_capture()``, ``Stream.end_capture()`` -> ``cupy.cuda.Graph``,
+  ``Graph.launch(stream)`` (``cupy/cuda/stream.pyx``, ``cupy/cuda/graph.pyx``; stream capture
+  came with cupy/cupy#4567, CuPy v10; not supported on HIP; cuBLAS and most CUDA libraries are
+  refused during capture, cupy/cupy#6290, so graph mode suits CuPy elementwise/raw kernels).
+- Ceilings: ``cupy.empty``, ``cupy.copyto`` (a cudaMemcpyAsync for equal, contiguous arrays),
+  ``cupy.random.random(size, dtype)``, ``ndarray.astype(dtype)`` and ``cupy.matmul(a, b, out=c)``.
+- Blocking rules: ``Event.done`` (``cudaEventQuery``, ``cupy/cuda/stream.pyx``) after the delay
+  kernel proves a kernel asynchronous; ``Stream.synchronize()``; ``Graph.debug_dot_str()``
+  (``cupy/cuda/graph.pyx``, ``cudaGraphDebugDotPrint``) counts a captured graph's nodes.
+- The blocking kernel and the latency floor: ``cupy.RawKernel(code, name)`` called as
+  ``kernel(grid, block, args, stream=stream)`` (``cupy/_core/raw.pyx``, ``cupy/cuda/function.pyx``),
+  ``cupy.cuda.PinnedMemory(size, flags)`` with ``cupy.cuda.runtime.hostAllocMapped``
+  (``cupy/cuda/pinned_memory.pyx``, ``cupy_backends/cuda/api/runtime.pxd``). Under unified
+  addressing (every 64-bit CUDA platform) a mapped pinned pointer is valid in device code as is.
+
+PyTorch is never imported here. When it is already loaded (``"torch" in sys.modules``) and has
+initialized CUDA (``torch.cuda.is_initialized()``), the default timing stream is PyTorch's current
+stream for the device (``torch.cuda.current_stream(device).cuda_stream``, wrapped for CuPy), and
+any other timing stream is made PyTorch's current one for the windows (``torch.cuda.stream(...)``,
+``torch.cuda.ExternalStream(ptr, device)``), so PyTorch kernels launch where the events are.
+
+Importing CuPy: CuPy warns (a ``UserWarning``) when several of its packages are installed side by
+side (``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
+(:class:`CupyInstallError`), never a silent fallback to the CPU.
+"""
+
+from __future__ import annotations
+
+from pytest_roofline.timing.cuda.backend import EVENT_RESOLUTION_S, MIN_FLUSH_BYTES, TIMERS, CudaBackend
+from pytest_roofline.timing.cuda.blocking import (
+    BLOCK_SETTINGS,
+    BLOCK_TIMEOUT_S,
+    MAX_HELD_CALLS,
+    PROBE_DELAY_S,
+    PROBE_MAX_DELAY_S,
+    PROBE_TRIES,
+    PROFILER_ENVIRONMENT,
+    blocking_environment,
+    check_block,
+    set_default_block,
+)
+from pytest_roofline.timing.cuda.ceilings import (
+    CEILINGS_METHOD,
+    MATMUL_N,
+    MATMUL_SIZES,
+    MIN_COPY_BYTES,
+    measure_ceilings,
+    tf32_requested,
+)
+from pytest_roofline.timing.cuda.device import cuda_device, device_properties
+from pytest_roofline.timing.cuda.launch_latency import (
+    LATENCY_EVENT_SAMPLES,
+    LATENCY_POLICY,
+    RAMP_CLOCK_SHARE,
+    RAMP_MAX_S,
+    RAMP_STEP_S,
+    latency_floor,
+    ramp_clocks,
+)
+from pytest_roofline.timing.cuda.loading import (
+    NEED_CUPY,
+    NO_DEVICE,
+    CupyInstallError,
+    device_count,
+    using_device,
+)
+
+__all__ = [
+    "BLOCK_SETTINGS",
+    "BLOCK_TIMEOUT_S",
+    "CEILINGS_METHOD",
+    "EVENT_RESOLUTION_S",
+    "LATENCY_EVENT_SAMPLES",
+    "LATENCY_POLICY",
+    "MATMUL_N",
+    "MATMUL_SIZES",
+    "MAX_HELD_CALLS",
+    "MIN_COPY_BYTES",
+    "MIN_FLUSH_BYTES",
+    "NEED_CUPY",
+    "NO_DEVICE",
+    "PROBE_DELAY_S",
+    "PROBE_MAX_DELAY_S",
+    "PROBE_TRIES",
+    "PROFILER_ENVIRONMENT",
+    "RAMP_CLOCK_SHARE",
+    "RAMP_MAX_S",
+    "RAMP_STEP_S",
+    "TIMERS",
+    "CudaBackend",
+    "CupyInstallError",
+    "blocking_environment",
+    "check_block",
+    "cuda_device",
+    "device_count",
+    "device_properties",
+    "latency_floor",
+    "measure_ceilings",
+    "ramp_clocks",
+    "set_default_block",
+    "tf32_requested",
+    "using_device",
+]

@@ -1,0 +1,372 @@
+"""The CUDA timer backend: windows of back-to-back calls timed with CUDA event pairs, through CuPy.
+
+:class:`CudaBackend` records a ``cupy.cuda.Event`` pair around each window on one stream
+(:mod:`.streams`), queues every window of a :meth:`~CudaBackend.run` back to back (the cache flush
+between them, outside the events, :mod:`.flush`) and synchronizes the host once, on the last end
+event: a host sync per sample would inflate a 4 µs kernel by an order of magnitude. A blocking
+kernel holds the stream while a sampling window is queued (:mod:`.blocking`); graph mode times
+replays of a captured graph (:mod:`.graphs`); with cupti-python installed, CUPTI's kernel records
+time the windows instead (:mod:`pytest_roofline.timing.cupti`).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from pytest_roofline.model.devices import DeviceProperties
+from pytest_roofline.timing.base import Kernel, check_positive, check_window_counts
+from pytest_roofline.timing.clocks import ClockWatcher
+from pytest_roofline.timing.cuda.blocking import (
+    BLOCK_TIMEOUT_S,
+    MAX_HELD_CALLS,
+    Blocker,
+    HoldTimedOut,
+    KernelProbes,
+    blocking_environment,
+    check_block,
+    default_block,
+    kernel_key,
+    timeout_message,
+)
+from pytest_roofline.timing.cuda.device import device_properties
+from pytest_roofline.timing.cuda.flush import L2Flush
+from pytest_roofline.timing.cuda.graphs import capture_calls, check_captured, check_graph_support, graph_nodes
+from pytest_roofline.timing.cuda.loading import require_device, using_device
+from pytest_roofline.timing.cuda.streams import TimingStreams
+
+#: cudaEventElapsedTime: "milliseconds with a resolution of around 0.5 microseconds" (CUDA Runtime API)
+EVENT_RESOLUTION_S = 0.5e-6
+#: the flush buffer is max(2 × L2, this): a floor in case the driver under-reports L2
+MIN_FLUSH_BYTES = 256 * 2**20
+#: what times a window: ``events`` (CUDA event pairs), ``cupti`` (kernel activity records,
+#: ``timing/cupti.py``), ``auto`` (CUPTI where cupti-python is installed, else events)
+TIMERS = ("auto", "events", "cupti")
+
+
+class CudaBackend:
+    """Times windows of back-to-back calls on a GPU with CUDA events.
+
+    ``stream``: where the events are recorded and the calls run (entered as ``with stream:``, so
+    CuPy kernels launch on it, and made PyTorch's current stream when PyTorch has initialized
+    CUDA). ``None`` means the framework's current stream at each :meth:`run`: PyTorch's
+    (``torch.cuda.current_stream(device)``) when PyTorch is loaded and has initialized CUDA, else
+    CuPy's. Or a CuPy stream; or a foreign stream: an int handle, an object with ``cuda_stream``
+    (``torch.cuda.Stream``) or ``__cuda_stream__``, wrapped with ``Stream.from_external``
+    (CuPy >= 14) or ``ExternalStream``. Kernels of other libraries must launch on that same
+    stream. :meth:`on_stream` names one for a block of runs.
+
+    ``flush_bytes``: size of the device buffer read before every window when ``run(flush=True)``;
+    default max(2 × L2, 256 MiB). It is allocated on the first flush and reused.
+
+    ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one
+    CUDA graph, launches it once untimed, then times one replay per window; for kernels dominated
+    by launch overhead. Capture needs a non-default stream: with ``stream=None`` the backend uses
+    a private non-blocking stream, ordered after the current one (and made PyTorch's current
+    stream while capturing and replaying). What cannot be captured (a kernel that synchronizes,
+    allocates with ``cudaMalloc`` or calls a library that refuses capture) is a RuntimeError that
+    says so. In a pytest run, serve such a backend from the ``pytest_roofline_backend`` hook.
+
+    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None: the
+    session's ``--roofline-cuda-block``, :func:`set_default_block`): before a sampling window's
+    start event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host
+    memory, and the host releases it once the window's first :data:`MAX_HELD_CALLS` calls are
+    queued (nvbench's ``blocking_kernel``), so the window times the GPU's work, not the host's
+    launch rate. The flush stays before the hold, outside the window. A first call is never held
+    (it may load a module or grow the memory pool, both of which synchronize), nor is a window of
+    one sample (the engine's warm-up rounds, and every call with ``setup``). The blocker itself is
+    launched once, unheld, when the backend is built. ``auto`` holds nothing under
+    ``CUDA_LAUNCH_BLOCKING=1`` or a profiler or sanitizer (:data:`PROFILER_ENVIRONMENT`), and holds
+    a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
+    every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
+    A hold lasting ``block_timeout_s`` gives up: ``auto`` then times that kernel unheld, ``on``
+    raises.
+    """
+
+    name = "cuda"
+
+    def __init__(
+        self,
+        device: int = 0,
+        *,
+        stream: object | None = None,
+        flush_bytes: int | None = None,
+        graph: bool = False,
+        block: bool | str | None = None,
+        block_timeout_s: float = BLOCK_TIMEOUT_S,
+        timer: str = "auto",
+    ) -> None:
+        self._cupy = require_device(device)
+        if timer not in TIMERS:
+            raise ValueError(f"timer must be one of {', '.join(map(repr, TIMERS))}; got {timer!r}")
+        if flush_bytes is not None and (
+            not isinstance(flush_bytes, int) or isinstance(flush_bytes, bool) or flush_bytes < 1
+        ):
+            raise ValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
+        if not isinstance(graph, bool):
+            raise ValueError(f"graph must be True or False; got {graph!r}")
+        block_mode = check_block(default_block() if block is None else block)
+        check_positive("block_timeout_s", block_timeout_s)
+        props = device_properties(device)
+        self.device = device
+        self.properties = props
+        self.device_name = props.name
+        self.resolution_s = EVENT_RESOLUTION_S
+        self.flush_bytes = flush_bytes or max(2 * props.l2_bytes, MIN_FLUSH_BYTES)
+        self.graph = graph
+        self.block_mode = block_mode
+        self.block_timeout_s = float(block_timeout_s)
+        if graph:
+            check_graph_support(self._cupy, props)
+        self._streams = TimingStreams(self._cupy, device, graph=graph, given=stream)
+        self._flush: L2Flush | None = None
+        self._blocker: Blocker | None = None
+        self._probes = KernelProbes()
+        #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
+        self.last_graph_kernels: int | None = None
+        self.last_graph_nodes: int | None = None
+        #: CUPTI's kernel records, when they time the windows (timer "cupti", or "auto" with
+        #: cupti-python installed and no profiler attached): events otherwise
+        self._activity, self.timer_note = _kernel_activity(timer, props)
+        self.timer = "cupti" if self._activity is not None else "events"
+        if self.block:
+            self.holder()  # built and launched once, unheld: its module loads outside any window
+
+    @property
+    def block(self) -> bool:
+        """Whether this backend holds windows at all, under its setting and the environment now."""
+        return not self.block_note
+
+    @property
+    def block_note(self) -> str:
+        """Why no window is held ("" when they may be)."""
+        if self.properties.kind == "rocm":
+            return "ROCm: the blocking kernel needs %globaltimer"
+        if getattr(self, "_activity", None) is not None:
+            return "CUPTI times each kernel on the GPU: there are no launch gaps to hide"
+        if self.block_mode == "off":
+            return "block off"
+        if self.block_mode == "auto":
+            return blocking_environment() or ""
+        return ""
+
+    @contextmanager
+    def blocking(self, setting: bool | str | None) -> Iterator[CudaBackend]:
+        """Use ``block=setting`` inside the block (``None`` changes nothing), as :meth:`on_stream` does."""
+        if setting is None:
+            yield self
+            return
+        saved, self.block_mode = self.block_mode, check_block(setting)
+        try:
+            if self.block:
+                self.holder()
+            yield self
+        finally:
+            self.block_mode = saved
+
+    @contextmanager
+    def on_stream(self, stream: object | None) -> Iterator[CudaBackend]:
+        """Time on ``stream`` (what the constructor's ``stream=`` takes) inside the block, then on
+        what the backend was built with again. ``None`` changes nothing."""
+        with self._streams.using(stream):
+            yield self
+
+    def clock(self) -> float:
+        return time.perf_counter()
+
+    def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher:
+        """An NVML watcher of this GPU's clocks (:mod:`.clocks`), found by PCI bus id: wrap a measurement
+        in ``with backend.watch_clocks() as watcher:`` and read ``watcher.log``."""
+        bus_id: str | None = None
+        with suppress(Exception), using_device(self.device) as device:  # no pci_bus_id on ROCm builds
+            bus_id = str(device.pci_bus_id)
+        return ClockWatcher(index=self.device, pci_bus_id=bus_id, interval_s=interval_s)
+
+    def run(
+        self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
+    ) -> list[float]:
+        __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
+        check_window_counts(calls, samples)
+        with using_device(self.device):
+            stream, torch_stream = self._streams.current()
+            with stream, torch_stream:
+                graph = self._capture(fn, args, calls, stream) if self.graph else None
+                key = kernel_key(fn, args)
+                may_hold = self._probes.may_hold(key, samples, block=self.block, mode=self.block_mode)
+                blocker = self.holder() if may_hold else None
+                try:
+                    return self._windows(fn, args, calls, samples, flush, stream, graph, blocker, key)
+                except HoldTimedOut:
+                    if self.block_mode != "auto":
+                        raise RuntimeError(timeout_message(self.block_timeout_s)) from None
+                    # auto: this kernel waited for the GPU while held; time it unheld from now on
+                    self._probes.found_synchronizing(key)
+                    return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
+
+    def synchronizes(self, fn: Kernel, args: Sequence[object] = ()) -> bool | None:
+        """What the probes found of ``fn(*args)``: True (it waited for the GPU every time it was
+        probed), False (it did not), None (not known yet)."""
+        return self._probes.synchronizes(kernel_key(fn, args))
+
+    def holder(self) -> Blocker:
+        """The blocking and delay kernels of this backend, built and launched once on first use."""
+        if self._blocker is None:
+            with using_device(self.device):
+                self._blocker = Blocker(self._cupy, self.block_timeout_s)
+                self._blocker.warm(self._cupy.cuda.get_current_stream())
+        return self._blocker
+
+    def _windows(
+        self,
+        fn: Kernel,
+        args: Sequence[object],
+        calls: int,
+        samples: int,
+        flush: bool,
+        stream: Any,
+        graph: Any,
+        blocker: Blocker | None,
+        key: tuple[int, ...],
+    ) -> list[float]:
+        """``samples`` windows queued back to back, held by ``blocker`` (or one probed, unheld), and
+        one host sync."""
+        __tracebackhide__ = True
+        cuda = self._cupy.cuda
+        probe = None
+        if blocker is None and self._probes.wanted(key, block=self.block, mode=self.block_mode):
+            probe = functools.partial(self._probe_first_window, stream, key)
+        if blocker is not None:
+            blocker.arm()
+        activity = self._activity
+        if activity is not None:
+            activity.start()
+        try:
+            pairs = _queue_windows(
+                cuda, fn, args, calls, samples, stream, graph, blocker,
+                flush=self._flush_l2 if flush else None, probe=probe,
+            )  # fmt: skip
+            # one host sync for every window: they were queued in order on this one stream
+            pairs[-1][1].synchronize()
+        except BaseException:
+            if activity is not None:
+                with suppress(Exception):  # stop collecting; the kernel's error is the one to see
+                    activity.stop()
+            raise
+        if blocker is not None and blocker.timed_out():
+            raise HoldTimedOut
+        events = [cuda.get_elapsed_time(start, end) / 1e3 for start, end in pairs]
+        if activity is None:
+            return events
+        windows, note = _kernel_windows(activity.stop(), samples, events)
+        if note is not None:
+            self.timer_note = note
+        return windows
+
+    def _probe_first_window(self, stream: Any, key: tuple[int, ...]) -> Callable[[], None]:
+        """Queue the probe's delay kernel before the first window; what to call once it is queued."""
+        marker = self._probes.start(self.holder(), stream, key)
+        return functools.partial(self._probes.end, key, marker)
+
+    def _flush_l2(self, stream: Any) -> None:
+        if self._flush is None:  # allocated on the first flush: a warm backend never holds the buffer
+            self._flush = L2Flush(self._cupy, self.flush_bytes, self.properties.multiprocessors)
+        self._flush(stream)
+
+    def _capture(self, fn: Kernel, args: Sequence[object], calls: int, stream: Any) -> Any:
+        graph, eager = capture_calls(fn, args, calls, stream, self._activity)
+        self.last_graph_kernels, self.last_graph_nodes = graph_nodes(graph)
+        check_captured(fn, calls, eager=eager, kernels=self.last_graph_kernels, nodes=self.last_graph_nodes)
+        # the first launch pays for uploading the graph: keep it out of every timed window
+        graph.launch(stream)
+        return graph
+
+
+def _queue_windows(
+    cuda: Any,
+    fn: Kernel,
+    args: Sequence[object],
+    calls: int,
+    samples: int,
+    stream: Any,
+    graph: Any,
+    blocker: Blocker | None,
+    *,
+    flush: Callable[[Any], None] | None,
+    probe: Callable[[], Callable[[], None]] | None,
+) -> list[tuple[Any, Any]]:
+    """Queue the windows (flush, probe or hold, start event, calls, end event); their event pairs.
+
+    ``probe``: queues the probe before the first window's calls, and gives what ends it after them.
+    """
+    __tracebackhide__ = True
+    held = min(calls, MAX_HELD_CALLS) if graph is None else calls
+    pairs = []
+    for index in range(samples):
+        if flush is not None:
+            flush(stream)
+        start, end = cuda.Event(), cuda.Event()
+        end_probe = probe() if probe is not None and index == 0 else None
+        if blocker is not None:
+            blocker.hold(stream)
+        try:
+            start.record(stream)
+            if graph is None:
+                for _ in range(held):
+                    fn(*args)
+                if blocker is not None and calls > held:
+                    blocker.release()  # the GPU works through the held calls while the rest queue
+                for _ in range(calls - held):
+                    fn(*args)
+            else:
+                graph.launch(stream)
+            end.record(stream)
+        finally:
+            if blocker is not None:
+                blocker.release()
+        if end_probe is not None:
+            end_probe()
+        pairs.append((start, end))
+    return pairs
+
+
+def _kernel_windows(
+    records: Sequence[Any], samples: int, events: list[float]
+) -> tuple[list[float], str | None]:
+    """Each window's busy time from CUPTI's kernel records, split in order (the windows ran back
+    to back on one stream, each the same calls); the events' times where they do not split, and
+    the timer's note that says so."""
+    from pytest_roofline.timing.cupti import busy_s
+
+    if not records or len(records) % samples:
+        seen = f"CUPTI saw {len(records)} kernel(s) for {samples} window(s)"
+        return events, f"{seen}: those windows were timed by events"
+    per = len(records) // samples
+    return [busy_s(records[i * per : (i + 1) * per]) for i in range(samples)], None
+
+
+def _kernel_activity(timer: str, props: DeviceProperties) -> tuple[Any, str]:
+    """CUPTI's kernel records for ``timer`` (``cupti``, or ``auto`` where cupti-python is installed,
+    not on ROCm, and no profiler holds CUPTI), and what was chosen."""
+    if timer == "events":
+        return None, "events (timer='events')"
+    if props.kind == "rocm":
+        if timer == "cupti":
+            raise RuntimeError("timer='cupti' needs CUDA: CUPTI does not trace ROCm")
+        return None, "events (ROCm)"
+    attached = blocking_environment()
+    if timer == "auto" and attached is not None and "CUDA_LAUNCH_BLOCKING" not in attached:
+        return None, f"events ({attached}, and it uses CUPTI itself)"
+    from pytest_roofline.timing.cupti import collector
+
+    activity = collector()
+    if activity is None:
+        if timer == "cupti":
+            raise RuntimeError(
+                "timer='cupti' needs cupti-python: pip install 'pytest-roofline[cupti]' (or CUPTI refused"
+                " its callbacks: another tool holds them)"
+            )
+        return None, "events (cupti-python not installed)"
+    return activity, "CUPTI kernel activity (each kernel's GPU interval; launch gaps excluded)"

@@ -1,0 +1,247 @@
+"""The blocking kernel: holding a timing stream while a window's calls are queued, and the rules
+of when a window may be held.
+
+A one-thread kernel (:class:`Blocker`, nvbench's ``blocking_kernel``) holds the stream before a
+sampling window's start event, spinning on a flag in mapped pinned host memory, until the host
+has queued the window's first :data:`MAX_HELD_CALLS` calls: the window then times the GPU's
+work, not the host's launch rate. ``block=`` (:data:`BLOCK_SETTINGS`) says when: ``auto`` holds
+a kernel only once an unheld window proved it asynchronous (:class:`KernelProbes`), and nothing
+under ``CUDA_LAUNCH_BLOCKING=1`` or a profiler (:func:`blocking_environment`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_roofline.timing.base import Kernel
+from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
+
+#: the blocking kernel gives up holding a stream after this long (a kernel that synchronizes
+#: while its window is queued would otherwise wait for it forever)
+BLOCK_TIMEOUT_S = 10.0
+#: calls queued behind one hold: the rest of a longer window is queued after the release, while the
+#: GPU works through these. The driver's launch queue is finite (about a thousand entries), and a
+#: host blocked in a launch behind a held stream waits out the timeout; nvbench holds 2 launches of
+#: a hot batch (``measure_hot.cuh``: "Limit the number of kernel executions while blocked to
+#: prevent deadlocks"). 32 calls of up to 30 launches each fit.
+MAX_HELD_CALLS = 32
+#: what ``block=`` (``--roofline-cuda-block``) takes: ``auto`` holds what is safe to hold, ``on``
+#: holds every sampling window after a kernel's first call, ``off`` holds nothing
+BLOCK_SETTINGS = ("auto", "on", "off")
+#: environment variables that profilers and sanitizers set in the process they run: CUDA's injection
+#: hook (nsys, ncu, compute-sanitizer and CUPTI tools), Nsight Systems' session, Nsight Compute's
+#: PerfWorks directory, compute-sanitizer's port range, Nsight's transport (the set FlashMLA's
+#: ``tests/kernelkit/utils.py`` and GROMACS' ``gpu_utils.cu`` test). Under them a launch may be
+#: serialized or replayed, and the blocker's own launch would wait out its timeout (nvbench#45).
+PROFILER_ENVIRONMENT = (
+    "CUDA_INJECTION64_PATH",
+    "NSYS_PROFILING_SESSION_ID",
+    "NV_COMPUTE_PROFILER_PERFWORKS_DIR",
+    "NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN",
+    "NV_NSIGHT_INJECTION_TRANSPORT_TYPE",
+)
+#: ``auto`` proves a kernel asynchronous before holding it: an unheld window starts behind a kernel
+#: that spins this long on the GPU, and an event after it still pending when the window's calls
+#: have returned means they did not wait for the GPU
+PROBE_DELAY_S = 2e-3
+#: unheld windows probed per kernel before ``auto`` stops trying (a first call that compiles
+#: outlasts the probe without synchronizing; one that synchronizes every time never passes)
+PROBE_TRIES = 3
+#: the longest a probe's delay grows to, for calls slower on the host than the last delay
+PROBE_MAX_DELAY_S = 0.1
+#: kernels whose probe results a backend remembers
+_MAX_KERNELS = 4096
+
+
+class Blocker:
+    """The blocking and delay kernels, and two counters in mapped pinned host memory."""
+
+    def __init__(self, cupy: Any, timeout_s: float) -> None:
+        import numpy
+
+        self._numpy = numpy
+        self._memory = cupy.cuda.PinnedMemory(16, cupy.cuda.runtime.hostAllocMapped)
+        ptr = int(self._memory.ptr)
+        self._ptr = ptr
+        self._released = ctypes.c_int64.from_address(ptr)
+        self._timed_out = ctypes.c_int64.from_address(ptr + 8)
+        self._released.value = self._timed_out.value = 0
+        self._kernel = cupy.RawKernel(BLOCK_SOURCE, "roofline_block")
+        self._delay = cupy.RawKernel(BLOCK_SOURCE, "roofline_delay")
+        self._timeout_s = timeout_s
+        self._ticket = 0
+
+    def warm(self, stream: Any) -> None:
+        """Launch both kernels once, released before they start (ticket 0, no delay): their modules
+        load now, unheld, not on the first held window (lazy loading may synchronize; nvbench's
+        ``measure_cold`` does the same before its warm-up run)."""
+        np = self._numpy
+        self._kernel((1,), (1,), (np.uint64(self._ptr), np.int64(0), np.uint64(0)), stream=stream)
+        self._delay((1,), (1,), (np.uint64(0),), stream=stream)
+
+    def arm(self) -> None:
+        """Before a run's windows: forget an earlier run's timeout."""
+        self._timed_out.value = 0
+
+    def hold(self, stream: Any) -> None:
+        np = self._numpy
+        self._ticket += 1
+        args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
+        self._kernel((1,), (1,), args, stream=stream)
+
+    def delay(self, stream: Any, seconds: float) -> None:
+        self._delay((1,), (1,), (self._numpy.uint64(int(seconds * 1e9)),), stream=stream)
+
+    def release(self) -> None:
+        self._released.value = self._ticket
+
+    def timed_out(self) -> bool:
+        """After the run's host sync: whether a hold gave up (the windows' times are not the kernel's)."""
+        return bool(self._timed_out.value)
+
+
+class HoldTimedOut(Exception):
+    """A held window's host waited for the GPU until the blocking kernel gave up."""
+
+
+@dataclass(frozen=True, slots=True)
+class AsyncProbe:
+    """A probe in flight: the event after its delay kernel, when the calls began, and the delay."""
+
+    marker: Any  # an event recorded right after the delay kernel
+    t0: float
+    delay_s: float
+
+
+#: a kernel's state in KernelProbes besides 0..PROBE_TRIES - 1 (probes that could not tell)
+_ASYNC = -1
+_SYNCS = -2
+
+#: what ``block=None`` means in this process (:func:`set_default_block`)
+_default_block = "auto"
+
+
+def check_block(setting: object) -> str:
+    """``block=`` as one of :data:`BLOCK_SETTINGS` (True is ``on``, False ``off``); ValueError otherwise."""
+    if setting is True:
+        return "on"
+    if setting is False:
+        return "off"
+    if isinstance(setting, str) and setting in BLOCK_SETTINGS:
+        return setting
+    raise ValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
+
+
+def set_default_block(setting: str) -> None:
+    """What ``block=None`` means in this process: the session's ``--roofline-cuda-block``, so that
+    the latency floor and calibration follow it too."""
+    global _default_block
+    _default_block = check_block(setting)
+
+
+def default_block() -> str:
+    """What ``block=None`` means in this process now (:func:`set_default_block`)."""
+    return _default_block
+
+
+def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the blocker must stay off in this process's environment, or None: under
+    ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own
+    launch would wait out its timeout (nvbench#45); a profiler or sanitizer serializes launches."""
+    env = os.environ if environ is None else environ
+    value = env.get("CUDA_LAUNCH_BLOCKING", "").strip()
+    if value not in ("", "0"):
+        return f"CUDA_LAUNCH_BLOCKING={value}: every launch is synchronous"
+    for name in PROFILER_ENVIRONMENT:
+        if env.get(name):
+            return f"{name} is set: a profiler or sanitizer (nsys, ncu, compute-sanitizer) is attached"
+    return None
+
+
+class KernelProbes:
+    """What the probes found of each kernel a backend timed, and the delays of the next probes.
+
+    A kernel is known by :func:`kernel_key`; its state is the probes so far (0 ..
+    :data:`PROBE_TRIES` - 1) that could not tell, or proved asynchronous, or synchronizing.
+    """
+
+    def __init__(self) -> None:
+        self._kernels: dict[tuple[int, ...], int] = {}
+        #: the next probe's delay, by kernel, after probes that could not tell
+        self._probe_delays: dict[tuple[int, ...], float] = {}
+
+    def may_hold(self, key: tuple[int, ...], samples: int, *, block: bool, mode: str) -> bool:
+        """Only sampling windows (a run of several samples: the engine's warm-up rounds are runs of
+        one), and only a kernel called before (its first call may load a module or grow the pool);
+        under ``auto`` only one proved asynchronous."""
+        if samples < 2 or not block:
+            return False
+        state = self._kernels.get(key)
+        if mode == "on":
+            return state is not None
+        return state == _ASYNC
+
+    def wanted(self, key: tuple[int, ...], *, block: bool, mode: str) -> bool:
+        """Whether this unheld run should prove the kernel asynchronous (and remember it was seen)."""
+        state = self._kernels.get(key)
+        if state is None:
+            if len(self._kernels) >= _MAX_KERNELS:  # forget the oldest
+                oldest = next(iter(self._kernels))
+                del self._kernels[oldest]
+                self._probe_delays.pop(oldest, None)
+            self._kernels[key] = state = 0
+        return block and mode == "auto" and 0 <= state < PROBE_TRIES
+
+    def start(self, blocker: Blocker, stream: Any, key: tuple[int, ...]) -> AsyncProbe:
+        """The delay kernel, then an event: queued before the window's calls."""
+        delay_s = self._probe_delays.get(key, PROBE_DELAY_S)
+        blocker.delay(stream, delay_s)
+        return AsyncProbe(stream.record(), time.perf_counter(), delay_s)
+
+    def end(self, key: tuple[int, ...], probe: AsyncProbe) -> None:
+        """Still spinning when the calls returned: they did not wait for the GPU. Done: they waited,
+        or the host took longer than the delay (a first call that compiles, a slow Python wrapper):
+        the next probe spins longer than these calls took, up to :data:`PROBE_MAX_DELAY_S`. A kernel
+        that synchronizes waits out every delay, and after :data:`PROBE_TRIES` is never held."""
+        if not probe.marker.done:
+            self._kernels[key] = _ASYNC
+            self._probe_delays.pop(key, None)
+            return
+        host_s = time.perf_counter() - probe.t0
+        self._probe_delays[key] = min(max(2 * probe.delay_s, 4 * host_s), PROBE_MAX_DELAY_S)
+        tries = self._kernels.get(key, 0) + 1
+        self._kernels[key] = tries if tries < PROBE_TRIES else _SYNCS
+        if tries >= PROBE_TRIES:
+            self._probe_delays.pop(key, None)
+
+    def found_synchronizing(self, key: tuple[int, ...]) -> None:
+        """A held window of this kernel waited out the hold: never hold it again."""
+        self._kernels[key] = _SYNCS
+
+    def synchronizes(self, key: tuple[int, ...]) -> bool | None:
+        """True (it waited for the GPU every time it was probed), False (it did not), None (not known yet)."""
+        state = self._kernels.get(key)
+        return True if state == _SYNCS else False if state == _ASYNC else None
+
+
+def kernel_key(fn: Kernel, args: Sequence[object]) -> tuple[int, ...]:
+    """A kernel call by identity: the function and its arguments (new arrays may grow the pool). A
+    bound method is a new object at each attribute access: it is known by its object and function."""
+    function, owner = getattr(fn, "__func__", None), getattr(fn, "__self__", None)
+    head = (id(owner), id(function)) if function is not None else (id(fn),)
+    return (*head, *map(id, args))
+
+
+def timeout_message(timeout_s: float) -> str:
+    return (
+        f"the blocking kernel held the timing stream for {timeout_s:g} s and gave up: while a window"
+        " was queued the host waited for the GPU (a kernel that synchronizes, e.g. .get(), .item() or"
+        " a device-wide sync), so this run's times are not the kernel's; time it unheld with"
+        ' --roofline-cuda-block=off, or block="off" in its marker or roofline(...) call'
+        ' (CudaBackend(block="off")), or let --roofline-cuda-block=auto find out'
+    )

@@ -1,0 +1,121 @@
+"""A GPU's measured ceilings: DRAM bandwidth by a device-to-device copy, and matmul FLOP/s per
+precision, each timed by the engine over :class:`~.backend.CudaBackend`."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from pytest_roofline.model.core import Figure, Precision, Source, Unit
+from pytest_roofline.timing.base import Kernel, Policy
+from pytest_roofline.timing.cuda.backend import CudaBackend
+from pytest_roofline.timing.cuda.loading import require_device, using_device
+
+#: the copy for the bandwidth ceiling moves max(4 × L2, this) bytes each way
+MIN_COPY_BYTES = 512 * 2**20
+#: square matmul sizes for the FLOP/s ceilings, the best of which is kept: 4096 saturates most GPUs,
+#: 8192 the largest (and an 8192² fp64 operand is 512 MiB, within any datacenter GPU's memory)
+MATMUL_SIZES = (4096, 8192)
+MATMUL_N = MATMUL_SIZES[0]
+#: names how :func:`measure_ceilings` measures, in the calibration cache's key: change it with the method
+CEILINGS_METHOD = "matmul random best of 4096,8192; fp64 tensor from cc 8.0"
+
+
+def measure_ceilings(
+    index: int = 0, policy: Policy | None = None, *, block: bool | str | None = None
+) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
+    """Measured DRAM bandwidth and matmul FLOP/s of GPU ``index``, each timed with the engine.
+
+    Bandwidth: ``cupy.copyto`` of a max(4 × L2, 512 MiB) buffer, counted as read + write.
+    FLOP/s: ``cupy.matmul`` of random square matrices (2·n³ FLOP), the best of n = 4096 and 8192
+    (:data:`MATMUL_SIZES`): fp32 keyed vector, fp16 and, where CuPy with ml_dtypes supports it, bf16
+    keyed tensor. fp64 is keyed *tensor* from compute capability 8.0: CuPy asks cuBLAS for
+    ``CUBLAS_GEMM_DEFAULT_TENSOR_OP`` there for every dtype (``cupy/_core/_routines_linalg.pyx``,
+    ``tensordot_core_v11``: ``compute_capability >= 80``), so an A100 or H100 runs it on FP64
+    tensor cores (DMMA) at about twice the vector rate; the fp64 vector ceiling stays the table's.
+    Random inputs, since constant ones draw less power and can run at clocks no real operand sees.
+    TF32 is not measured: CuPy reads ``CUPY_TF32`` once per process, on its first fp32 matmul, and
+    has no public per-call switch; when it is set, the fp32 result is reported as TF32 tensor.
+    ``policy`` defaults to ``Policy(flush=False)``: these buffers dwarf the cache. ``block``: the
+    blocking kernel's setting (:class:`CudaBackend`); every first call runs unheld either way.
+    """
+    from pytest_roofline.timing.engine import measure
+
+    cupy = require_device(index)
+    policy = policy or Policy(flush=False)
+    # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here
+    backend = CudaBackend(index, block=block)
+    props = backend.properties
+    with using_device(index):
+        nbytes = max(4 * props.l2_bytes, MIN_COPY_BYTES)
+        src = cupy.empty(nbytes, dtype=cupy.uint8)
+        dst = cupy.empty(nbytes, dtype=cupy.uint8)
+        m = measure(cupy.copyto, dst, src, policy=policy, backend=backend)
+        del src, dst
+        bandwidth = Figure(
+            2 * nbytes / m.time_s,
+            Source.MEASURED,
+            f"cupy.copyto of {nbytes / 2**20:.0f} MiB (read + write), {m.stat} of {m.stats.n} samples",
+        )
+
+        fp32_key = (Precision.TF32, Unit.TENSOR) if tf32_requested() else (Precision.FP32, Unit.VECTOR)
+        fp64_unit = Unit.TENSOR if props.kind == "cuda" and props.major >= 8 else Unit.VECTOR
+        matmuls: list[tuple[Any, tuple[Precision, Unit]]] = [
+            (cupy.float64, (Precision.FP64, fp64_unit)),
+            (cupy.float32, fp32_key),
+            (cupy.float16, (Precision.FP16, Unit.TENSOR)),
+        ]
+        bf16 = _bfloat16(cupy)
+        if bf16 is not None:
+            matmuls.append((bf16, (Precision.BF16, Unit.TENSOR)))
+
+        peaks: dict[tuple[Precision, Unit], Figure] = {}
+        for dtype, (precision, unit) in matmuls:
+            best: tuple[float, str] | None = None
+            for n in MATMUL_SIZES:
+                a, b = _random_matrix(cupy, n, dtype), _random_matrix(cupy, n, dtype)
+                c = cupy.empty((n, n), dtype=dtype)
+                m = measure(_matmul_into(cupy), a, b, c, policy=policy, backend=backend)
+                del a, b, c
+                rate = 2 * n**3 / m.time_s
+                if best is None or rate > best[0]:
+                    samples = f"{m.stat} of {m.stats.n} samples"
+                    best = (rate, f"cupy.matmul {n}×{n}×{n} {precision}, random inputs, {samples}")
+            assert best is not None  # MATMUL_SIZES is not empty
+            peaks[(precision, unit)] = Figure(best[0], Source.MEASURED, best[1])
+    return bandwidth, peaks
+
+
+def _random_matrix(cupy: Any, n: int, dtype: Any) -> Any:
+    """An n×n matrix of uniform random values in [0, 1) in ``dtype`` (drawn in float32, cast)."""
+    random = getattr(cupy, "random", None)
+    if random is None:  # a stand-in CuPy without cupy.random
+        return cupy.ones((n, n), dtype=dtype)
+    return random.random((n, n), dtype=cupy.float32).astype(dtype)
+
+
+def tf32_requested() -> bool:
+    """Whether ``CUPY_TF32`` asks CuPy for TF32 fp32 matmuls (read by CuPy as ``int(...) > 0``)."""
+    try:
+        return int(os.environ.get("CUPY_TF32", "0")) > 0
+    except ValueError:
+        return False
+
+
+def _matmul_into(cupy: Any) -> Kernel:
+    def matmul(a: Any, b: Any, out: Any) -> None:
+        cupy.matmul(a, b, out=out)  # into a preallocated result: no allocator in the window
+
+    return matmul
+
+
+def _bfloat16(cupy: Any) -> Any:
+    """ml_dtypes' bfloat16 when this CuPy can matmul it (CuPy 14 with ml_dtypes), else None."""
+    try:
+        bfloat16 = importlib.import_module("ml_dtypes").bfloat16
+        x = cupy.ones((2, 2), dtype=bfloat16)
+        cupy.matmul(x, x)
+    except Exception:  # no ml_dtypes, or a CuPy without bfloat16 kernels
+        return None
+    return bfloat16

@@ -1,0 +1,32 @@
+"""The flush before a cold window: one read pass over a device buffer larger than the L2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, L2_READ_SOURCE, L2_READ_THREADS
+
+
+class L2Flush:
+    """Evicts the L2 by reading ``nbytes`` on a stream: read, not written, since a memset leaves the
+    L2 full of dirty lines that the kernel's own misses would then write back. The buffer is
+    allocated on the first flush and reused."""
+
+    def __init__(self, cupy: Any, nbytes: int, multiprocessors: int) -> None:
+        self._cupy, self.nbytes, self._sms = cupy, nbytes, max(multiprocessors, 1)
+        self._buffer: Any = None
+        self._kernel: Any = None
+
+    def __call__(self, stream: Any) -> None:
+        cupy = self._cupy
+        if self._buffer is None:
+            self._buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
+            self._kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
+        buf = self._buffer
+        # one pass over the buffer; it is its own sink (written only if its sum is exactly 1.0)
+        self._kernel(
+            (self._sms * BLOCKS_PER_SM,),
+            (L2_READ_THREADS,),
+            (buf, cupy.uint64(buf.nbytes // 16), cupy.int32(1), buf),
+            stream=stream,
+        )

@@ -1,0 +1,122 @@
+"""Graph mode: a run's calls captured into one CUDA graph, whose replays are timed.
+
+Stream capture came with cupy/cupy#4567 (CuPy v10; not on HIP). cuBLAS and most CUDA libraries
+are refused during capture (cupy/cupy#6290), so graph mode suits CuPy elementwise and raw kernels;
+what cannot be captured is a RuntimeError that says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import Any
+
+from pytest_roofline.model.devices import DeviceProperties
+from pytest_roofline.timing.base import Kernel
+
+
+def check_graph_support(cupy: Any, props: DeviceProperties) -> None:
+    """A RuntimeError where this CuPy or device cannot capture a stream."""
+    if props.kind == "rocm":
+        raise RuntimeError("graph mode needs CUDA stream capture, which CuPy does not support on ROCm")
+    if not hasattr(cupy.cuda.Stream, "begin_capture"):
+        raise RuntimeError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
+
+
+def capture_calls(
+    fn: Kernel, args: Sequence[object], calls: int, stream: Any, activity: Any
+) -> tuple[Any, int | None]:
+    """``calls`` calls of ``fn(*args)`` captured on ``stream``, and how many kernels one eager call
+    ran (counted by CUPTI's ``activity``; None without it)."""
+    # one eager call first: kernel compilation, module loading and memory-pool growth belong
+    # outside the capture (older drivers refuse module loading while capturing)
+    fn(*args)
+    eager = _eager_kernels(fn, args, stream, activity)
+    stream.begin_capture()
+    try:
+        for _ in range(calls):
+            fn(*args)
+    except BaseException as exc:
+        with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
+            stream.end_capture()
+        if _is_capture_error(exc):
+            raise RuntimeError(_capture_message(fn, exc)) from exc
+        raise
+    try:
+        return stream.end_capture(), eager
+    except Exception as exc:
+        raise RuntimeError(_capture_message(fn, exc)) from exc
+
+
+def check_captured(
+    fn: Kernel, calls: int, *, eager: int | None, kernels: int | None, nodes: int | None
+) -> None:
+    """A RuntimeError when launches escaped the capture: the graph holds nothing, or fewer kernels
+    than ``calls`` eager calls ran."""
+    if nodes == 0:
+        raise RuntimeError(_escape_message(fn, calls))
+    if eager is not None and kernels is not None and kernels < eager * calls:
+        raise RuntimeError(_escape_message(fn, calls, eager=eager, captured=kernels))
+
+
+def _eager_kernels(fn: Kernel, args: Sequence[object], stream: Any, activity: Any) -> int | None:
+    """How many kernels one eager call runs, counted by CUPTI (None without it): what the graph
+    of ``calls`` calls must hold, or some escaped the capture."""
+    if activity is None:
+        return None
+    activity.start()
+    try:
+        fn(*args)
+        stream.synchronize()
+    finally:
+        records = activity.stop()
+    return len(records)
+
+
+_NODE = re.compile(r'"graph_\d+_node_\d+"\s*\[')
+
+
+def graph_nodes(graph: Any) -> tuple[int | None, int | None]:
+    """Kernel nodes and all nodes of a captured graph, from CUDA's DOT print of it
+    (``Graph.debug_dot_str``, ``cudaGraphDebugDotPrint``: ``"graph_1_node_0"[... label="{KERNEL``);
+    (None, None) where it cannot be read."""
+    dump = getattr(graph, "debug_dot_str", None)
+    if dump is None:
+        return None, None
+    try:
+        text = str(dump())
+    except Exception:  # an old CuPy or driver without cudaGraphDebugDotPrint
+        return None, None
+    return text.count('label="{KERNEL'), len(_NODE.findall(text))
+
+
+def _escape_message(fn: Kernel, calls: int, *, eager: int | None = None, captured: int = 0) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    what = (
+        f"an eager call of {name} ran {eager} kernel(s) (CUPTI), but the graph of {calls} call(s) holds"
+        f" {captured}: {eager * calls - captured} launch(es) escaped the capture"
+        if eager is not None
+        else f"graph mode captured no GPU work from {calls} call(s) of {name}: its launches escaped the"
+        " capture"
+    )
+    return (
+        f"{what}"
+        " (they ran on another stream: on the legacy default stream beside a non-blocking capture"
+        " stream, a launch runs at once and is missing from the graph), so a replay would time"
+        " nothing; launch on the current stream (the one given as stream=), or time it without graph=True"
+    )
+
+
+def _is_capture_error(exc: BaseException) -> bool:
+    """The CUDA runtime's stream-capture errors (cudaErrorStreamCapture*), as CuPy and PyTorch word them."""
+    return isinstance(exc, Exception) and re.search(r"captur", str(exc), re.IGNORECASE) is not None
+
+
+def _capture_message(fn: Kernel, exc: BaseException) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return (
+        f"graph mode cannot capture {name}: {exc}. A kernel that synchronizes with the host, allocates"
+        " with cudaMalloc, launches on another stream, or calls a library that refuses capture (cuBLAS"
+        " through CuPy, cupy/cupy#6290) cannot be timed as a CUDA graph; time it without graph=True"
+    )

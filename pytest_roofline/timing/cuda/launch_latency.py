@@ -1,0 +1,127 @@
+"""The latency floor of a GPU: the shortest time a kernel call can show, measured once per process,
+device and mode with an empty kernel launch, after the GPU's clocks ramp up."""
+
+from __future__ import annotations
+
+import time
+from contextlib import suppress
+from typing import Any
+
+from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.cuda.backend import CudaBackend
+from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block, default_block
+from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
+from pytest_roofline.timing.cuda.loading import require_cupy, require_device, using_device
+from pytest_roofline.timing.latency import LatencyFloor
+
+#: the latency floor's own measurement: short, warm, never flushed
+LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25, flush=False)
+#: event pairs timed around nothing for the latency floor
+LATENCY_EVENT_SAMPLES = 50
+#: before the latency floor, the GPU is kept busy until NVML reports this share of its maximum SM
+#: clock, for at most RAMP_MAX_S (an idle GPU runs its first microseconds at idle clocks, and an
+#: empty launch timed then would be cached inflated)
+RAMP_CLOCK_SHARE = 0.9
+RAMP_MAX_S = 0.5
+#: one busy stretch of the ramp, on the GPU
+RAMP_STEP_S = 0.02
+_latency_floors: dict[tuple[int, bool, bool], LatencyFloor] = {}
+
+
+def latency_floor(
+    index: int = 0,
+    *,
+    graph: bool = False,
+    block: bool | str | None = None,
+    refresh: bool = False,
+    policy: Policy | None = None,
+) -> LatencyFloor:
+    """The shortest time a kernel call can show on GPU ``index``, measured once per process, device
+    and mode.
+
+    ``floor_s``: the per-call time of an empty ``RawKernel`` launch, timed by the engine over a
+    :class:`CudaBackend` in the mode of the backend it judges: ``graph`` (replays of captured empty
+    launches) or eager, held by the blocking kernel or not (``block``); measured after the GPU's
+    clocks ramp up (:func:`ramp_clocks`). ``event_pair_s``: the median of an event pair around
+    nothing. A kernel whose roofline floor is below ``floor_s`` is latency-bound
+    (:func:`pytest_roofline.timing.latency.judged_floor`); the verdict never lets it raise
+    attained past the measured time, so a latency floor is never grounds for faster than light.
+    Cached per device and mode; ``refresh=True`` measures again.
+    """
+    from pytest_roofline.timing.engine import measure
+
+    cupy = require_device(index)
+    key = (index, graph, _holds(cupy, block))
+    if not refresh and key in _latency_floors:
+        return _latency_floors[key]
+    backend = CudaBackend(index, graph=graph, block=block)
+    with using_device(index):
+        empty = cupy.RawKernel(EMPTY_SOURCE, "roofline_empty")
+
+        def launch() -> None:
+            empty((1,), (1,), ())
+
+        ramp = ramp_clocks(backend)
+        m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend)
+        # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
+        eager = CudaBackend(index, block=block) if graph else backend
+        eager.run(_nothing, (), calls=1, samples=1, flush=False)
+        eager.run(_nothing, (), calls=1, samples=1, flush=False)
+        pairs = sorted(eager.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
+    held = ", CUPTI" if backend.timer == "cupti" else ", held" if backend.block else ", unheld"
+    mode = ("graph replay" if graph else "eager") + held
+    found = LatencyFloor(
+        device=backend.device_name,
+        floor_s=m.time_s,
+        event_pair_s=pairs[len(pairs) // 2],
+        note=(
+            f"empty kernel launch ({mode}), {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s);"
+            f" event pair {pairs[len(pairs) // 2] * 1e6:.2f} µs; {ramp}"
+        ),
+    )
+    _latency_floors[key] = found
+    return found
+
+
+def _holds(cupy: Any, block: bool | str | None) -> bool:
+    """Whether a backend built with ``block`` would hold windows (:attr:`CudaBackend.block`),
+    without building one."""
+    mode = check_block(default_block() if block is None else block)
+    if mode == "off" or getattr(cupy.cuda.runtime, "is_hip", False):
+        return False
+    return mode == "on" or blocking_environment() is None
+
+
+def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
+    """Keep the GPU busy (the delay kernel, :data:`RAMP_STEP_S` at a time) until NVML reports
+    :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or ``max_s`` passed; say what happened.
+    Without NVML: busy for ``max_s / 5``, the clocks unwatched."""
+    from pytest_roofline.timing.clocks import sm_clock_share
+
+    if backend.properties.kind == "rocm":  # the delay kernel reads %globaltimer, which ROCm lacks
+        return "clocks not ramped first (ROCm)"
+    blocker = backend.holder()
+    bus_id: str | None = None
+    with suppress(Exception), using_device(backend.device) as device:
+        bus_id = str(device.pci_bus_id)
+    start = time.perf_counter()
+    with using_device(backend.device):
+        stream = require_cupy().cuda.get_current_stream()
+        share = sm_clock_share(backend.device, bus_id)
+        if share is None:  # unwatched: a fixed stretch of busy GPU, one host sync
+            steps = max(1, round(max_s / 5 / RAMP_STEP_S))
+            for _ in range(steps):
+                blocker.delay(stream, RAMP_STEP_S)
+            stream.synchronize()
+            return f"clocks unwatched (no NVML): the GPU kept busy {steps * RAMP_STEP_S * 1e3:.0f} ms first"
+        while share is not None and share < RAMP_CLOCK_SHARE and time.perf_counter() - start < max_s:
+            blocker.delay(stream, RAMP_STEP_S)
+            stream.synchronize()
+            share = sm_clock_share(backend.device, bus_id)
+    elapsed_ms = (time.perf_counter() - start) * 1e3
+    shown = f"{share:.0%}" if share is not None else "?"
+    return f"SM clock at {shown} of its maximum after {elapsed_ms:.0f} ms busy"
+
+
+def _nothing() -> None:
+    pass

@@ -1,0 +1,121 @@
+"""Loading CuPy, on first CUDA use: the only place :mod:`cupy` is imported, and only inside functions.
+
+Importing this package, or calling :func:`device_count` without CuPy, costs nothing and raises
+nothing. CuPy warns (a ``UserWarning``) when several of its packages are installed side by side
+(``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
+(:class:`CupyInstallError`), never a silent fallback to the CPU.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pytest_roofline.model.devices import DeviceError
+
+NEED_CUPY = (
+    "CUDA measurement needs CuPy: pip install 'pytest-roofline[cuda12]' (or [cuda13] for CUDA 13;"
+    " with a CuPy already installed, no extra)"
+)
+NO_DEVICE = "no CUDA device is visible (cupy.cuda.runtime.getDeviceCount() == 0)"
+
+#: CuPy's warning when several of its packages are installed (cupy/_environment.py)
+_DUPLICATE_MARK = "multiple CuPy packages are installed"
+_duplicate_error: str | None = None
+
+
+class CupyInstallError(RuntimeError):
+    """Several CuPy packages are installed side by side; CuPy warns it may not work."""
+
+
+def device_count() -> int:
+    """GPUs CuPy can see; 0 when CuPy is missing or broken, or there is no driver or device.
+
+    Raises only :class:`CupyInstallError`: several CuPy packages installed is a broken environment
+    to fix, not a machine without a GPU.
+    """
+    try:
+        cupy = load_cupy()
+    except CupyInstallError:
+        raise
+    except Exception:  # ImportError, OSError (missing CUDA libraries)
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # CUDARuntimeError (no driver)
+        return 0
+
+
+@contextmanager
+def using_device(index: int) -> Iterator[Any]:
+    """Make GPU ``index`` current for the block, restoring the previous one after (``cupy.cuda.Device``)."""
+    device = require_cupy().cuda.Device(index)
+    with device:
+        yield device
+
+
+def require_cupy() -> Any:
+    """CuPy, imported on first use; a RuntimeError saying what to install when it is missing."""
+    try:
+        return load_cupy()
+    except ImportError as exc:
+        # no ImportError traceback for users: what to install, and CuPy's own reason if it broke
+        raise RuntimeError(f"{NEED_CUPY} ({exc})") from None
+
+
+def load_cupy() -> Any:
+    """``import cupy``; a :class:`CupyInstallError` when CuPy says several of its packages are installed.
+
+    CuPy only warns then (a UserWarning at import); under ``filterwarnings = error`` that warning
+    aborted the import, and a GPU machine silently measured on its CPU. Other warnings CuPy gives
+    at import are given again, unchanged, after it.
+    """
+    global _duplicate_error
+    if _duplicate_error is not None:
+        raise CupyInstallError(_duplicate_error)
+    module = sys.modules.get("cupy")
+    if module is not None:
+        return module
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import cupy
+    for warning in caught:
+        if _DUPLICATE_MARK in str(warning.message):
+            _duplicate_error = _duplicate_message(str(warning.message))
+            raise CupyInstallError(_duplicate_error)
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return cupy
+
+
+def _duplicate_message(text: str) -> str:
+    found = re.search(r"in your environment:\s*\n\s*([^\n]+)", text)
+    packages = found.group(1).strip() if found else "several cupy packages"
+    names = " ".join(name.strip() for name in packages.split(","))
+    return (
+        f"several CuPy packages are installed side by side ({packages}) and CuPy warns it may not work,"
+        f" so no GPU is timed with it: pip uninstall {names}, then install one, the one for your CUDA"
+        " (pip install 'pytest-roofline[cuda12]' or '[cuda13]', or cupy-cuda12x / cupy-cuda13x)"
+    )
+
+
+def require_device(index: object) -> Any:
+    """CuPy, once GPU ``index`` is known to exist; a clear error otherwise."""
+    cupy = require_cupy()
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise DeviceError(f"a CUDA device index is a non-negative integer; got {index!r}")
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # CUDARuntimeError: no driver, or a driver older than the CUDA runtime
+        raise DeviceError(
+            f"no CUDA device is visible (cupy.cuda.runtime.getDeviceCount() raised {exc})"
+        ) from None
+    if count == 0:
+        raise DeviceError(NO_DEVICE)
+    if index >= count:
+        raise DeviceError(f"no CUDA device {index}: {count} visible (0..{count - 1})")
+    return cupy

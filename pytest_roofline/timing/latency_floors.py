@@ -1,0 +1,34 @@
+"""The latency floor a backend's measurements are judged against: what an empty call costs on its
+timer, measured once per process, device and mode.
+
+A backend with :class:`~pytest_roofline.timing.base.MeasuresLatencyFloor` answers for itself. The
+plugin's own backends have theirs measured here, outside the backend classes: measuring a floor
+runs the engine, and the engine builds the default CPU backend, so a backend cannot own its floor's
+measurement without a cycle. Any other backend has none (0): the plugin cannot time its calls empty.
+"""
+
+from __future__ import annotations
+
+from pytest_roofline.timing.base import Backend, MeasuresLatencyFloor
+
+
+def latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
+    """What an empty call costs on ``backend``'s timer, in seconds (an empty Python call on the CPU,
+    an empty kernel launch on a GPU, in the backend's mode: graph or eager, held or not); 0 where it
+    is not known. ``flushed``: the kernel is timed right after a cache flush, and so is the CPU's
+    empty call."""
+    if isinstance(backend, MeasuresLatencyFloor):
+        return backend.latency_floor_s(flushed=flushed)
+    from pytest_roofline.timing.cpu import CpuBackend
+
+    if isinstance(backend, CpuBackend):
+        from pytest_roofline.timing.latency import cpu_latency_floor
+
+        return cpu_latency_floor(flushed=flushed).floor_s
+    from pytest_roofline.timing.cuda.backend import CudaBackend
+
+    if isinstance(backend, CudaBackend):
+        from pytest_roofline.timing.cuda.launch_latency import latency_floor
+
+        return latency_floor(backend.device, graph=backend.graph, block=backend.block_mode).floor_s
+    return 0.0
