@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock
 
-from pytest_roofline.machine.cachelevels import parse_cache_size
 from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
 from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import (
@@ -19,6 +18,7 @@ from pytest_roofline.timing.cpu import (
     CpuBackend,
     last_level_cache_bytes,
 )
+from pytest_roofline.timing.cpucaches import parse_cache_size
 
 KiB = 2**10
 

@@ -6,9 +6,10 @@ is judged against the roof of the smallest level that holds its bytes (the cache
 CARM; :meth:`.model.Device.level_for`).
 
 The levels come from ``/sys/devices/system/cpu/cpu0/cache/index*/`` (data and unified caches;
-a level shared by one CPU is per core). Each level's bandwidth is measured with numpy, in the
-manner of the Empirical Roofline Toolkit: several kernels over buffers that fill part of the level
-(:data:`FILLS`), each called back to back so that the buffers stay in it, the best rate kept:
+a level shared by one CPU is per core; :mod:`pytest_roofline.timing.cpucaches` reads them). Each
+level's bandwidth is measured with numpy, in the manner of the Empirical Roofline Toolkit: several
+kernels over buffers that fill part of the level (:data:`FILLS`), each called back to back so that
+the buffers stay in it, the best rate kept:
 
 ============  ===========================================  ================
 kernel        numpy                                        bytes counted
@@ -27,12 +28,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from ..model.core import Figure, MemoryLevel, Source
 
-SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+# what the OS says of the levels is the timing layer's (the CPU timer sizes its flush by it);
+# importable from here, where it was first
+from ..timing.cpucaches import SYSFS_CACHE as SYSFS_CACHE
+from ..timing.cpucaches import CacheInfo as CacheInfo
+from ..timing.cpucaches import cpu_caches as cpu_caches
+from ..timing.cpucaches import parse_cache_size as parse_cache_size
+
 #: buffers fill these shares of a level (below LEVEL_FILL: the level holds them with the rest)
 FILLS = (0.5, 0.7)
 #: no measuring buffer is larger than this, whatever the level (a 504 MiB L3 shared by a host's
@@ -43,63 +48,6 @@ WINDOW_S = 0.002
 REPEATS = 5
 
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class CacheInfo:
-    """A cache level as the OS describes it."""
-
-    level: int
-    size_bytes: int
-    #: one core's own (shared by one CPU), or shared by several
-    per_core: bool
-
-    @property
-    def name(self) -> str:
-        return f"l{self.level}"
-
-
-def cpu_caches(root: Path = SYSFS_CACHE) -> tuple[CacheInfo, ...]:
-    """The data and unified cache levels of CPU 0, smallest level first; () where the OS does not say."""
-    found: dict[int, CacheInfo] = {}
-    for index in sorted(root.glob("index*")):
-        try:
-            if (index / "type").read_text().strip() == "Instruction":
-                continue
-            level = int((index / "level").read_text())
-            size = parse_cache_size((index / "size").read_text())
-        except (OSError, ValueError):
-            continue
-        if size > 0 and level not in found:
-            found[level] = CacheInfo(level, size, per_core=_shared_by(index) == 1)
-    return tuple(found[level] for level in sorted(found))
-
-
-def parse_cache_size(text: str) -> int:
-    """``"307200K"`` -> 314572800; sysfs writes K (and, rarely, M or G) for KiB/MiB/GiB."""
-    text = text.strip().upper().removesuffix("B")
-    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-    digits = text[:-1] if scale != 1 else text
-    return int(digits) * scale
-
-
-def _shared_by(index: Path) -> int | None:
-    """How many CPUs share the cache (``shared_cpu_list``), None where sysfs does not say."""
-    try:
-        return _cpu_count((index / "shared_cpu_list").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _cpu_count(cpu_list: str) -> int:
-    """``0-3,8`` -> 5: the CPUs of a sysfs list."""
-    count = 0
-    for part in cpu_list.strip().split(","):
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        count += int(last or first) - int(first) + 1
-    return count
 
 
 def measure_level_rates(

@@ -222,7 +222,7 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
 
 def _linux_llc_bytes(root: Path) -> int | None:
     """The largest data or unified level's size under ``root`` (sysfs), None where it says nothing."""
-    from pytest_roofline.machine.cachelevels import cpu_caches
+    from pytest_roofline.timing.cpucaches import cpu_caches
 
     caches = cpu_caches(root)
     return caches[-1].size_bytes if caches else None
