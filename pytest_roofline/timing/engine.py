@@ -69,7 +69,9 @@ from typing import TYPE_CHECKING
 
 # a measurement's result is the model's, which the verdict reads; importable from here, where it was first
 from pytest_roofline.model.measurement import ColdMethod as ColdMethod
-from pytest_roofline.model.measurement import Measurement, ProbeRun, StopReason
+from pytest_roofline.model.measurement import Measurement as Measurement
+from pytest_roofline.model.measurement import ProbeRun as ProbeRun
+from pytest_roofline.model.measurement import StopReason as StopReason
 from pytest_roofline.model.stats import Stats
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
