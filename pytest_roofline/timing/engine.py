@@ -72,8 +72,9 @@ from pytest_roofline.model.measurement import ColdMethod as ColdMethod
 from pytest_roofline.model.measurement import Measurement as Measurement
 from pytest_roofline.model.measurement import ProbeRun as ProbeRun
 from pytest_roofline.model.measurement import StopReason as StopReason
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import Stats
-from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe
+from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Probe
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
 if TYPE_CHECKING:
