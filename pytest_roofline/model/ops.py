@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from . import builtin_ops, llm_op, llm_ops  # registered on import
 from .op_registry import (
-    _ALIASES,
-    _REGISTRY,
     MAX_SIZE,
     REQUIRED,
     RESERVED_NAMES,
@@ -41,8 +39,6 @@ __all__ = [
     "REQUIRED",
     "RESERVED_NAMES",
     "SCALE_SIZES",
-    "_ALIASES",
-    "_REGISTRY",
     "CostFunction",
     "CrossCheck",
     "OpError",
