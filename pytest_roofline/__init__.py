@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .machine.detect import detect_device, get_device
+    from .machine.estimate import estimate
     from .model.core import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
     from .model.devices import DeviceError, DeviceProperties, register_device, unregister_device
-    from .model.estimate import estimate
     from .model.ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
+    from .model.verdict import Result, Verdict
+    from .plugin.fixture import Roofline
     from .timing import Measurement, Policy, measure
 
 #: public name -> the module that defines it
@@ -47,7 +49,10 @@ _LAZY = {
     "op_names": "model.ops",
     "register_op": "model.ops",
     "unregister_op": "model.ops",
-    "estimate": "model.estimate",
+    "Result": "model.verdict",
+    "Verdict": "model.verdict",
+    "Roofline": "plugin.fixture",
+    "estimate": "machine.estimate",
     "detect_device": "machine.detect",
     "get_device": "machine.detect",
     "Measurement": "timing",
@@ -69,8 +74,11 @@ __all__ = [
     "Param",
     "Policy",
     "Precision",
+    "Result",
+    "Roofline",
     "Source",
     "Unit",
+    "Verdict",
     "__version__",
     "detect_device",
     "estimate",

@@ -65,7 +65,7 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _floor(args: argparse.Namespace) -> str:
-    from .model.estimate import estimate
+    from .machine.estimate import estimate
     from .model.ops import get_op
 
     get_op(args.op)  # a misspelled op first: it is the likelier mistake
@@ -78,7 +78,8 @@ def _floor(args: argparse.Namespace) -> str:
     dtype = params.pop("dtype", None)
     if dtype is None:
         raise CliError(f"{args.op} needs dtype=... (for example dtype=bf16, dtype=fp32)")
-    est = estimate(args.op, dtype=dtype, device=args.device, math=args.math, **params)
+    # the user named the device: this CPU's ceilings are measured if none are cached
+    est = estimate(args.op, dtype=dtype, device=args.device, math=args.math, measure=True, **params)
     if args.json:
         return json.dumps(estimate_dict(est), indent=2)
     return format_estimate(est)
@@ -410,7 +411,7 @@ def _analyze(args: argparse.Namespace) -> str:
 
 
 def _analyze_estimate(args: argparse.Namespace) -> Estimate:
-    from .model.estimate import estimate
+    from .machine.estimate import estimate
     from .model.ops import get_op
 
     op, *assignments = args.op
@@ -421,7 +422,7 @@ def _analyze_estimate(args: argparse.Namespace) -> Estimate:
         raise CliError(f"--op {op} needs --dtype (for example --dtype fp32)")
     if args.device is None:
         raise CliError("--op needs --device: the table GPU whose peaks give the floor (e.g. h100-sxm)")
-    return estimate(op, dtype=dtype, device=args.device, **params)
+    return estimate(op, dtype=dtype, device=args.device, measure=True, **params)
 
 
 def format_analysis(where: str, facts: StaticFacts, est: Estimate | None, diagnosis: Diagnosis) -> str:

@@ -78,7 +78,7 @@ def _count(low: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> str:
-    from .model.estimate import _device
+    from .machine.estimate import resolve_device
 
     config = load_config(args.config)
     options = {
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> str:
 
         check_path(args.plot)
         require_matplotlib()
-    device = _device(args.device)
+    device = resolve_device(args.device, measure=True)  # the user named it: measure the CPU if need be
     rows = floors(ops, device)
     summary = step_summary(config, options, rows, device)
     if args.plot:

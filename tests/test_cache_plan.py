@@ -9,19 +9,14 @@ import numpy as np
 import pytest
 
 from pytest_roofline.machine import cachelevels
-from pytest_roofline.machine.cachelevels import (
-    CacheInfo,
-    cpu_caches,
-    level_details,
-    levels_of,
-    rates_from_details,
-)
+from pytest_roofline.machine.cachelevels import level_details, levels_of, rates_from_details
 from pytest_roofline.model.core import LEVEL_FILL, Figure, MemoryLevel, Source, at_level
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.timing import Policy
 from pytest_roofline.timing import rotation as rot
 from pytest_roofline.timing.cache import check_cache_state, plan_cache
+from pytest_roofline.timing.host_caches import CacheInfo, cpu_caches
 
 MiB = 2**20
 LLC = 32 * MiB

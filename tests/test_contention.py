@@ -10,8 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_roofline.timing import contention
-from pytest_roofline.timing.contention import (
+from pytest_roofline.model.conditions import (
     BUSY_LOAD_PER_CORE,
     BUSY_PREEMPTED,
     BUSY_STEAL,
@@ -19,6 +18,9 @@ from pytest_roofline.timing.contention import (
     HEAVY_PREEMPTED,
     HEAVY_STEAL,
     Contention,
+)
+from pytest_roofline.timing import contention
+from pytest_roofline.timing.contention import (
     Snapshot,
     between,
     involuntary_switches,

@@ -312,9 +312,9 @@ def test_register_op_checks_its_complex_options(kwargs: dict[str, Any], message:
 
 
 def test_a_registered_op_says_how_complex_data_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_roofline.model import ops
+    from pytest_roofline.model import op_registry
 
-    monkeypatch.setattr(ops, "_REGISTRY", dict(ops._REGISTRY))
+    monkeypatch.setattr(op_registry, "_REGISTRY", dict(op_registry._REGISTRY))
     register_op("cmul", ["n"], lambda p, size: Cost(p["n"], 3 * p["n"] * size), complex_flops=6)
     assert cost("cmul", "complex64", n=10) == Cost(60, 240)
     assert cost("cmul", "fp32", n=10) == Cost(10, 120)

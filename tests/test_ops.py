@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_roofline.model import ops
+from pytest_roofline.model import op_registry, ops
 from pytest_roofline.model.core import Cost, Device, Precision, Source, Unit, parse_dtype
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate, select_unit
@@ -37,7 +37,7 @@ BUILTIN = [
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let a test register, replace and unregister ops without leaking into the next test."""
-    monkeypatch.setattr(ops, "_REGISTRY", dict(ops._REGISTRY))
+    monkeypatch.setattr(op_registry, "_REGISTRY", dict(op_registry._REGISTRY))
 
 
 def cost(op: str, dtype: str = "fp32", **params: Any) -> Cost:

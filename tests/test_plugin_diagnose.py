@@ -90,7 +90,7 @@ CLOCKED = """
 import contextlib
 import types
 
-from pytest_roofline.timing.clocks import ClockLog, ClockSample
+from pytest_roofline.model.conditions import ClockLog, ClockSample
 
 
 class ClockedBackend(ScriptedBackend):

@@ -8,8 +8,9 @@ import types
 import pytest
 from fake_cupy import FakeCupy
 
+from pytest_roofline.model.conditions import ClockLog, ClockSample
 from pytest_roofline.timing import clocks
-from pytest_roofline.timing.clocks import ClockLog, ClockSample, ClockWatcher, unwatched_note
+from pytest_roofline.timing.clocks import ClockWatcher, unwatched_note
 from pytest_roofline.timing.cuda import CudaBackend
 
 

@@ -11,6 +11,7 @@ from pytest_roofline.model.ceilings import ProbeReference
 from pytest_roofline.model.core import Device, Estimate, Figure, Precision, Source, Unit
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.stats import Stats
 from pytest_roofline.model.verdict import (
     FTL_LIMIT_DATASHEET,
@@ -27,7 +28,6 @@ from pytest_roofline.model.verdict import (
     result_of,
 )
 from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.engine import Measurement, StopReason
 
 
 def measurement(time_s: float, *, n: int = 57, ci_rel: float = 0.004, flushed: bool = True) -> Measurement:
@@ -255,7 +255,7 @@ def cpu(bandwidth: float = 20e9, fp64: float = 100e9) -> Device:
 
 
 def probed(m: Measurement, resource: str, rates: tuple[float, ...], ci_rel: float = 0.0) -> Measurement:
-    from pytest_roofline.timing.engine import ProbeRun
+    from pytest_roofline.model.measurement import ProbeRun
 
     stats = dataclasses.replace(Stats.from_samples(rates), ci_rel=ci_rel)
     return dataclasses.replace(m, probe=ProbeRun("copy", resource, rates, stats, 0.01))
@@ -324,7 +324,7 @@ def test_a_rate_above_the_theoretical_peak_is_a_counting_bug_whatever_the_noise(
 
 
 def heavy(m: Measurement) -> Measurement:
-    from pytest_roofline.timing.contention import Contention
+    from pytest_roofline.model.conditions import Contention
 
     return dataclasses.replace(
         m,
@@ -553,7 +553,7 @@ def test_a_latency_floor_below_the_roofline_floor_changes_nothing() -> None:
 
 
 def clocked(m: Measurement, reasons: int) -> Measurement:
-    from pytest_roofline.timing.clocks import ClockLog, ClockSample
+    from pytest_roofline.model.conditions import ClockLog, ClockSample
 
     # the SM clock held within 75% of its maximum: the reasons alone decide
     samples = (ClockSample(0.0, 1980, 2619, 60, 0), ClockSample(0.01, 1755, 2619, 84, reasons))

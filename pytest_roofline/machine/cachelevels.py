@@ -6,9 +6,10 @@ is judged against the roof of the smallest level that holds its bytes (the cache
 CARM; :meth:`.model.Device.level_for`).
 
 The levels come from ``/sys/devices/system/cpu/cpu0/cache/index*/`` (data and unified caches;
-a level shared by one CPU is per core). Each level's bandwidth is measured with numpy, in the
-manner of the Empirical Roofline Toolkit: several kernels over buffers that fill part of the level
-(:data:`FILLS`), each called back to back so that the buffers stay in it, the best rate kept:
+a level shared by one CPU is per core; :mod:`pytest_roofline.timing.host_caches` reads them). Each
+level's bandwidth is measured with numpy, in the manner of the Empirical Roofline Toolkit: several
+kernels over buffers that fill part of the level (:data:`FILLS`), each called back to back so that
+the buffers stay in it, the best rate kept:
 
 ============  ===========================================  ================
 kernel        numpy                                        bytes counted

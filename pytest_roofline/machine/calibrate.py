@@ -607,6 +607,20 @@ def cpu_device() -> Device:
     return cpu_calibration().device
 
 
+def cached_cpu_device(*, cache_dir: Path | str | None = None) -> Device | None:
+    """This CPU as a Device when its ceilings are known without measuring (calibrated earlier in this
+    process, or in the cache file), else None: what an estimate may use without asking to measure."""
+    if "cpu" in _cpu_memo:
+        return _cpu_memo["cpu"].device
+    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    key = cpu_identity()
+    try:
+        cached = _load(_cache_file(directory, "cpu", key), "cpu", key)
+    except _CorruptCache:  # calibrating replaces it, with a warning: not an estimate's business
+        return None
+    return None if cached is None else _cpu_device(cached)
+
+
 def _cpu_device(ceilings: Ceilings) -> Device:
     from ..timing.cpu import last_level_cache_bytes
 

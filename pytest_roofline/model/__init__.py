@@ -1,10 +1,16 @@
 """The model: pure arithmetic, importing neither pytest nor CuPy, usable from a notebook.
 
-Core types (:mod:`.core`: precisions, units, devices, costs, the estimate), the op catalogue
-(:mod:`.ops`, :mod:`.llm_ops`, :mod:`.llm`), the device table (:mod:`.devices`), ``estimate()``
-(:mod:`.estimate`), statistics over samples (:mod:`.stats`), ceilings measured beside a kernel
-(:mod:`.ceilings`), user ceilings files (:mod:`.peaks`), the verdict (:mod:`.verdict`) and the units
-reports print (:mod:`.units`).
+Core types (:mod:`.core`: precisions, units, devices, costs, the estimate); the op catalogue
+(:mod:`.ops`, loaded: the registry and its types in :mod:`.op_registry`, operand storage in
+:mod:`.operands`, the catalogues :mod:`.builtin_ops`, :mod:`.llm_ops` and :mod:`.llm_op` over the
+step model :mod:`.llm`); the device table (:mod:`.devices`); ``estimate()`` (:mod:`.estimate`, with
+the choice of compute unit in :mod:`.unit_choice`); statistics over samples (:mod:`.stats`); what a
+measurement found (:mod:`.measurement`), under which settings (:mod:`.policy`) and conditions
+(:mod:`.conditions`); ceilings measured beside a kernel (:mod:`.ceilings`); user ceilings files
+(:mod:`.peaks`); the verdict (:mod:`.verdict`) and the units reports print (:mod:`.units`).
+
+Nothing here imports a layer above (timing, machine, analysis, output, plugin): those produce the
+values this package defines (a :class:`~.measurement.Measurement`) and read what it computes.
 
 The core types are importable from here too (``from pytest_roofline.model import Device``), as
 they were when this package was one module; on first use, so that importing one of the modules

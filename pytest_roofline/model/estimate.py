@@ -2,47 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any
 
-from .core import Device, Estimate, Precision, Unit, parse_dtype, roofline
-from .ops import OpError, OpSpec, check_params, get_op
+from .core import Device, Estimate, parse_dtype, roofline
+from .devices import DeviceError, lookup
+from .ops import check_params, get_op
 
-Math = Literal["tf32", "ieee"]
-MATH_MODES: tuple[str, ...] = ("ieee", "tf32")
-
-
-def check_math(math: object, precision: Precision | None = None) -> None:
-    """None, ``"ieee"`` or ``"tf32"``, and tf32 only for fp32 data (when ``precision`` is known); an
-    OpError naming the value otherwise."""
-    if math is not None and math not in MATH_MODES:
-        raise OpError(f"math must be one of {', '.join(map(repr, MATH_MODES))}; got {math!r}")
-    tf32_data = (Precision.FP32, Precision.TF32, Precision.COMPLEX64)
-    if math == "tf32" and precision is not None and precision not in tf32_data:
-        raise OpError(f"math='tf32' applies to fp32 (or complex64) data only; dtype is {precision}")
-
-
-def select_unit(
-    spec: OpSpec, params: dict[str, Any], precision: Precision, math: str | None
-) -> tuple[Precision, Unit]:
-    """The (precision, unit) whose peak bounds this op.
-
-    Matrix-shaped ops use tensor units when the device has them for the precision, except fp32,
-    which runs on tensor units (as TF32) only when the caller says ``math="tf32"``: fp32 GEMMs are
-    IEEE by default in cuBLAS, CuPy and PyTorch, so the TF32 peak would set an unreachable floor.
-    Complex data is real arithmetic on its components: complex64 runs as fp32 does (TF32 tensor
-    units with ``math="tf32"``), complex128 as fp64 (whose tensor units cuBLAS uses for ZGEMM).
-    """
-    check_math(math, precision)
-    if precision.component is not None:
-        return select_unit(spec, params, precision.component, math)
-    unit = spec.unit_for(params)
-    if unit is Unit.VECTOR:
-        return precision, unit
-    if precision is Precision.FP32:
-        return (Precision.TF32, Unit.TENSOR) if math == "tf32" else (Precision.FP32, Unit.VECTOR)
-    if precision is Precision.TF32 and math == "ieee":
-        return Precision.FP32, Unit.VECTOR
-    return precision, unit
+# which unit bounds an op is a concern of its own; importable from here, where it was first
+from .unit_choice import MATH_MODES as MATH_MODES
+from .unit_choice import Math as Math
+from .unit_choice import check_math as check_math
+from .unit_choice import select_unit
 
 
 def estimate(
@@ -50,10 +21,10 @@ def estimate(
 ) -> Estimate:
     """The speed-of-light floor of ``op`` with ``params`` in ``dtype`` on ``device``.
 
-    ``device`` is a :class:`Device`, a key (``"h100-sxm"``), a reported name
-    (``"NVIDIA H100 80GB HBM3"``), ``"cpu"`` (measured on first use), ``"cuda[:N]"`` or ``"auto"``.
-    ``math="tf32"`` lets an fp32 matrix op use TF32 tensor units. Bad input raises ValueError naming
-    the parameter and the value.
+    ``device`` is a :class:`Device`, a key (``"h100-sxm"``) or a reported name (``"NVIDIA H100 80GB
+    HBM3"``); this machine's devices (``"cpu"``, ``"cuda[:N]"``, ``"auto"``) are found, or measured,
+    by :func:`pytest_roofline.estimate`, never here. ``math="tf32"`` lets an fp32 matrix op use TF32
+    tensor units. Bad input raises ValueError naming the parameter and the value.
 
     >>> e = estimate("gemm", M=4096, N=4096, K=4096, dtype="bf16", device="h100-sxm")
     >>> round(e.floor_s * 1e6), e.bound
@@ -65,7 +36,7 @@ def estimate(
     spec.check_dtype(precision)
     peak_precision, unit = select_unit(spec, checked, precision, math)
     if not isinstance(device, Device):
-        device = _device(device)
+        device = table_device(device)
     cost = spec.cost(checked, precision)
     return roofline(
         cost,
@@ -81,12 +52,17 @@ def estimate(
     )
 
 
-def _device(spec: object) -> Device:
-    """A device from a spec; detection (and CuPy) only for ``auto`` and ``cuda[:N]``."""
-    from ..machine.detect import detect_device, get_device  # lazily: "cpu" calibrates on first use
+#: the specs that name this machine's hardware rather than a table entry
+THIS_MACHINE = re.compile(r"auto|cpu|cuda(:.*)?")
 
-    if isinstance(spec, str):
-        keyword = spec.strip().lower()
-        if keyword == "auto" or keyword == "cuda" or keyword.startswith("cuda:"):
-            return detect_device(keyword)
-    return get_device(spec)  # type: ignore[arg-type]  # get_device names a non-string in its error
+
+def table_device(spec: object) -> Device:
+    """The table device a key or reported name names; a DeviceError for this machine's specs, which
+    need detection or a calibration (the machine layer's), naming the call that resolves them."""
+    if isinstance(spec, str) and THIS_MACHINE.fullmatch(spec.strip().lower()):
+        raise DeviceError(
+            f"device {spec!r} is this machine's: pytest_roofline.estimate(..., device={spec!r}) finds it "
+            "(the CPU from its cached calibration; measure=True measures it), or pass a Device or a "
+            "table key (`roofline devices`)"
+        )
+    return lookup(spec)  # type: ignore[arg-type]  # lookup names a non-string in its error

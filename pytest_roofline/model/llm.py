@@ -23,7 +23,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import builtin_ops, llm_ops  # noqa: F401  (registered on import: the ops a step is made of)
 from .core import parse_dtype
+from .op_registry import get_op
+from .unit_choice import select_unit
 
 #: model types read as a dense decoder with a gated MLP
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text")
@@ -367,9 +370,6 @@ def _mla(
 
 
 def _step_op(name: str, op: str, params: dict[str, Any], dtype: str, count: int) -> StepOp:
-    from .estimate import select_unit
-    from .ops import get_op
-
     spec = get_op(op)
     checked = spec.check(params)
     precision = parse_dtype(dtype)

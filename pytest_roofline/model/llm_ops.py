@@ -9,7 +9,8 @@ reader would count by hand (an exp is one). No pytest, no numpy.
 from __future__ import annotations
 
 from .core import Cost
-from .ops import SCALE_SIZES, OpError, Param, ParamKind, Params, register_op, scale_bytes, storage
+from .op_registry import OpError, Param, Params, register_op
+from .operands import SCALE_SIZES, scale_bytes, storage
 
 #: bytes of an index as PyTorch passes them (token ids, slot mappings, labels: int64)
 INDEX_BYTES = 8
@@ -132,40 +133,7 @@ def _cross_entropy(p: Params, size: float) -> Cost:
     return Cost(flops=4 * r * v, bytes=r * v * size + r * (INDEX_BYTES + FP32_BYTES))
 
 
-def _llm(p: Params, size: float) -> Cost:
-    """One decode or prefill step of a whole model, from its Hugging Face config.json.
-
-    The sum of every kernel's floor (see ``roofline llm``): the step's FLOPs and bytes are the sums,
-    and its floor is the sum of the ops' floors, each on its own unit, not the floor of the sums.
-    """
-    from .llm import load_config, step_ops  # lazily: only a test that asks for a model reads one
-
-    config = load_config(p["config"])
-    ops = step_ops(config, step_options(p))
-    return Cost(
-        flops=sum(op.flops * op.count for op in ops),
-        bytes=sum(op.bytes * op.count for op in ops),
-        parts=tuple((op.flops * op.count, op.bytes * op.count, op.unit) for op in ops),
-    )
-
-
-def step_options(p: Params) -> dict[str, object]:
-    """The ``llm`` op's parameters as the step model takes them."""
-    keys = ("phase", "batch", "context", "prompt", "dtype", "weight_dtype", "kv_dtype", "tp")
-    return {k: p[k] for k in keys if k in p}
-
-
-def _check_llm(op: str, p: Params) -> None:
-    from .llm import LlmError, load_config, step_ops
-
-    try:
-        step_ops(load_config(p["config"]), step_options(p))
-    except LlmError as exc:
-        raise OpError(f"{op}: {exc}") from None
-
-
 def _register() -> None:
-    count: ParamKind = "count"
     register_op(
         "swiglu", [Param("rows"), Param("cols")], _swiglu, flops="5·rows·cols", bytes="3·rows·cols",
         aliases=("silu_and_mul", "gelu_and_mul"), complex_flops=None,
@@ -224,16 +192,6 @@ def _register() -> None:
         "cross_entropy", [Param("rows"), Param("vocab")], _cross_entropy, flops="4·rows·vocab",
         bytes="rows·vocab + 12·rows (bytes)", complex_flops=None,
         source="Liger-Kernel's fused cross-entropy: logits read once", replace=True,
-    )  # fmt: skip
-    register_op(
-        "llm",
-        [Param("config", kind="text"), Param("phase", "decode", "choice", ("decode", "prefill")),
-         Param("batch", 1), Param("context", 0, count), Param("prompt", None),
-         Param("weight_dtype", None, "dtype"), Param("kv_dtype", None, "dtype"), Param("tp", 1)],
-        _llm, matrix=True, flops="Σ ops (roofline llm CONFIG)",
-        bytes="Σ ops; the floor is the sum of the ops' floors", check=_check_llm, complex_flops=None,
-        source="one step of a Hugging Face config.json, op by op (roofline llm)", needs_dtype=True,
-        replace=True,
     )  # fmt: skip
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal
 
-if TYPE_CHECKING:
-    # type-only: importing the timing package at run time would cycle back here through the engine
-    from pytest_roofline.timing.base import Stat
+#: the statistics a verdict can judge by
+Stat = Literal["median", "min", "mean"]
+STATS: tuple[Stat, ...] = ("median", "min", "mean")
 
 #: two-sided 95% normal quantile used for the confidence interval of the median
 Z_95 = 1.96

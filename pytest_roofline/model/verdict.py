@@ -20,16 +20,27 @@ import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..timing.engine import Measurement
 from . import units
 from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
-from .core import Estimate, Source
+from .core import Estimate, Precision, Source
+from .measurement import Measurement
 from .stats import Stats
 
-if TYPE_CHECKING:
-    from ..machine.cpupeak import CpuPeak
+
+class TheoreticalPeak(Protocol):
+    """What the verdict reads of a CPU's theoretical peak (:class:`pytest_roofline.machine.cpupeak.CpuPeak`),
+    above which a FLOP rate is a counting bug."""
+
+    def flops(self, precision: Precision) -> float:
+        """The peak FLOP/s for ``precision``."""
+        ...
+
+    def describe(self) -> str:
+        """One line naming the peak and how it was worked out."""
+        ...
+
 
 #: attained fractions above these fail as faster than light (measured ceilings carry noise, and a
 #: well-tuned BLAS call can beat the np.matmul that measured the ceiling by a few percent)
@@ -175,7 +186,7 @@ def judge(
     min_fraction: float,
     *,
     reference: ProbeReference | None = None,
-    peak: CpuPeak | None = None,
+    peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
 ) -> Judgement:
     """Judge one measurement (no re-measuring here: see :func:`decide`).
@@ -304,7 +315,7 @@ def result_of(
     name: str = "",
     nodeid: str = "",
     reference: ProbeReference | None = None,
-    peak: CpuPeak | None = None,
+    peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
 ) -> Result:
     """The result of one or more measurements of one kernel: a conclusive verdict over an
@@ -345,7 +356,7 @@ def decide(
     name: str = "",
     nodeid: str = "",
     reference: ProbeReference | None = None,
-    peak: CpuPeak | None = None,
+    peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
     suspect: Callable[[Result], bool] | None = None,
 ) -> Result:

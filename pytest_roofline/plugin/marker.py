@@ -210,12 +210,12 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         check_fraction(kw["min_fraction"])
     if "math" in kw:
         check_math(kw["math"], parse_dtype(kw["dtype"]) if "dtype" in kw else None)
-    from ..timing.base import STATS
+    from ..model.stats import STATS
 
     if "stat" in kw and kw["stat"] not in STATS:
         raise ValueError(f"stat must be one of {', '.join(STATS)}; got {kw['stat']!r}")
     if "max_time" in kw:
-        from ..timing.base import check_positive
+        from ..model.policy import check_positive
 
         check_positive("max_time", kw["max_time"])
     if "flush" in kw and not isinstance(kw["flush"], bool):

@@ -83,7 +83,7 @@ parse_cuda_block = _choice(CUDA_BLOCK)
 
 
 def parse_stat(text: str) -> str:
-    from ..timing.base import STATS  # imported when used: the plugin loads nothing it may not need
+    from ..model.stats import STATS  # imported when used: the plugin loads nothing it may not need
 
     return _choice(STATS)(text)
 

@@ -23,7 +23,7 @@ from .marker import (
 )
 
 if TYPE_CHECKING:
-    from ..timing.base import Policy
+    from ..model.policy import Policy
     from .options import SessionSettings
 
 #: the test's markers, read and checked at setup
@@ -63,7 +63,7 @@ class Request:
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
     """The measurement policy: the call's and the marker's keywords over the session's settings."""
-    from ..timing.base import Policy
+    from ..model.policy import Policy
 
     s = settings
     return Policy(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_roofline.timing.base import Backend, Policy
-from pytest_roofline.timing.engine import Measurement, StopReason, measure
+from pytest_roofline.model.measurement import Measurement, StopReason
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.base import Backend
+from pytest_roofline.timing.engine import measure
 
 __all__ = ["Backend", "Measurement", "Policy", "StopReason", "measure"]

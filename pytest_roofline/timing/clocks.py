@@ -24,6 +24,15 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+# what a log means is the model's; its names are importable from here, where they were first
+from pytest_roofline.model.conditions import (
+    SLOWDOWN_REASONS,
+    THROTTLE_CLOCK_SHARE,
+    THROTTLE_REASONS,
+    ClockLog,
+    ClockSample,
+)
+
 __all__ = [
     "SLOWDOWN_REASONS",
     "THROTTLE_CLOCK_SHARE",
@@ -36,122 +45,12 @@ __all__ = [
     "watch_clocks",
 ]
 
-#: NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*; nvidia-ml-py's
-#: ``nvmlClocksEventReasonSwPowerCap`` 0x4, ``...HwSlowdown`` 0x8, ``...SwThermalSlowdown`` 0x20,
-#: ``...HwThermalSlowdown`` 0x40, ``...HwPowerBrakeSlowdown`` 0x80) that are reported. GPU idle,
-#: application-clock and sync-boost settings are not slowdowns of a running kernel.
-SLOWDOWN_REASONS: dict[int, str] = {
-    0x4: "software power cap",
-    0x8: "hardware slowdown",
-    0x20: "software thermal slowdown",
-    0x40: "hardware thermal slowdown",
-    0x80: "hardware power brake",
-}
-#: the reasons that make a measurement throttled: everything above but the software power cap,
-#: which holds the clocks near their maximum at the power limit (the clock rule catches it when not)
-THROTTLE_REASONS = 0x8 | 0x20 | 0x40 | 0x80
-#: a busy sample whose SM clock is below this share of the maximum is throttled (nvbench's default
-#: ``throttle_threshold``, ``benchmark_base.cuh``)
-THROTTLE_CLOCK_SHARE = 0.75
-_GPU_IDLE = 0x1  # nvmlClocksEventReasonGpuIdle: the clocks drop because nothing runs
 _NVML_CLOCK_SM = 1  # nvmlClockType_t: NVML_CLOCK_GRAPHICS 0, NVML_CLOCK_SM 1, NVML_CLOCK_MEM 2
 _NVML_CLOCK_MEM = 2
 _NVML_TEMPERATURE_GPU = 0
 
 _said = False
 _nvml_state: tuple[Any, str] | None = None  # (module or None, why not)
-
-
-@dataclass(frozen=True, slots=True)
-class ClockSample:
-    t_s: float
-    sm_mhz: int
-    mem_mhz: int
-    temperature_c: int
-    #: the clock-event reason bits; None when neither NVML call answered
-    reasons: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClockLog:
-    """What the GPU's clocks did over one measurement."""
-
-    watched: bool
-    note: str = ""
-    samples: tuple[ClockSample, ...] = ()
-    #: the GPU's maximum SM and memory clocks (``nvmlDeviceGetMaxClockInfo``), when read
-    max_sm_mhz: int | None = None
-    max_mem_mhz: int | None = None
-
-    @property
-    def throttled(self) -> bool:
-        """The GPU slowed down during the measurement (a busy SM clock below 75% of its maximum, or a
-        thermal, hardware or power-brake reason): re-measure, or call the result inconclusive."""
-        return bool(self.reasons)
-
-    @property
-    def reasons(self) -> tuple[str, ...]:
-        """Why the measurement counts as throttled (empty when it does not)."""
-        seen = self._bits()
-        named = [name for bit, name in SLOWDOWN_REASONS.items() if seen & bit & THROTTLE_REASONS]
-        share = self.busy_sm_clock_share
-        if share is not None and share < THROTTLE_CLOCK_SHARE:
-            named.append(f"SM clock at {share:.0%} of its maximum")
-        return tuple(named)
-
-    @property
-    def events(self) -> tuple[str, ...]:
-        """Every clock-event reason seen, throttling or not (the software power cap among them)."""
-        seen = self._bits()
-        return tuple(name for bit, name in SLOWDOWN_REASONS.items() if seen & bit)
-
-    @property
-    def reasons_watched(self) -> bool:
-        """Whether NVML answered a clock-event reasons call (by either name) in some sample."""
-        return any(sample.reasons is not None for sample in self.samples)
-
-    @property
-    def busy_sm_clock_share(self) -> float | None:
-        """The lowest SM clock over the maximum among samples not flagged GPU idle."""
-        busy = [s.sm_mhz for s in self.samples if s.sm_mhz and not (s.reasons or 0) & _GPU_IDLE]
-        if not busy or not self.max_sm_mhz:
-            return None
-        return min(busy) / self.max_sm_mhz
-
-    def _bits(self) -> int:
-        seen = 0
-        for sample in self.samples:
-            seen |= sample.reasons or 0
-        return seen
-
-    @property
-    def min_sm_mhz(self) -> int | None:
-        return min((s.sm_mhz for s in self.samples), default=None)
-
-    @property
-    def max_temperature_c(self) -> int | None:
-        return max((s.temperature_c for s in self.samples), default=None)
-
-    @property
-    def sm_clock_fraction(self) -> float | None:
-        """The lowest SM clock seen over the maximum: what share of its peak clock the GPU kept."""
-        low = self.min_sm_mhz
-        if low is None or not self.max_sm_mhz:
-            return None
-        return low / self.max_sm_mhz
-
-    def summary(self) -> str:
-        if not self.watched:
-            return f"clocks not watched ({self.note})"
-        text = (
-            f"SM {self.min_sm_mhz} MHz at the lowest of {self.max_sm_mhz or '?'} MHz max,"
-            f" {self.max_temperature_c} °C at the hottest, {len(self.samples)} samples"
-        )
-        if not self.reasons_watched:
-            text += "; clock-event reasons unwatched (NVML answered neither call)"
-        elif "software power cap" in self.events and not self.throttled:
-            text += "; at the software power cap (clocks held: not throttled)"
-        return text + (f"; throttled: {', '.join(self.reasons)}" if self.throttled else "")
 
 
 def _nvml() -> tuple[Any, str]:

@@ -12,18 +12,29 @@ Four readings, each where the OS has it:
 
 :func:`take_snapshot` before and after a measurement and :func:`between` turn them into a
 :class:`Contention`, whose :attr:`~Contention.level` is ``quiet``, ``busy`` or ``heavy`` by the
-thresholds below. Nothing here imports numpy or pytest; every source is injectable for tests.
+thresholds of :mod:`pytest_roofline.model.conditions`. Nothing here imports numpy or pytest; every
+source is injectable for tests.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+
+# what the readings mean is the model's; their names are importable from here, where they were first
+from pytest_roofline.model.conditions import (
+    BUSY_LOAD_PER_CORE,
+    BUSY_PREEMPTED,
+    BUSY_STEAL,
+    HEAVY_LOAD_PER_CORE,
+    HEAVY_PREEMPTED,
+    HEAVY_STEAL,
+    Contention,
+    Level,
+)
 
 __all__ = [
     "BUSY_LOAD_PER_CORE",
@@ -40,22 +51,6 @@ __all__ = [
     "parse_proc_stat",
     "take_snapshot",
 ]
-
-Level = Literal["quiet", "busy", "heavy"]
-
-# The thresholds. A reading that is missing (None) never raises the level.
-#: steal fractions: 2% is above what an idle cloud host shows (0 to 1%); at 10% this VM lost a
-#: tenth of its cycles, as much as the margin of a typical budget
-BUSY_STEAL = 0.02
-HEAVY_STEAL = 0.10
-#: fractions of samples preempted: at 10% the tails of the statistics are someone else's; at 50%
-#: the median itself is drawn from preempted samples
-BUSY_PREEMPTED = 0.10
-HEAVY_PREEMPTED = 0.50
-#: load from other processes per core: at 1 every core has, on average, one other runnable task
-#: to share with; at 2, two, so a thread of ours gets about a third of a core or less
-BUSY_LOAD_PER_CORE = 1.0
-HEAVY_LOAD_PER_CORE = 2.0
 
 _PROC_STAT = Path("/proc/stat")
 
@@ -155,101 +150,6 @@ def take_snapshot(
     return Snapshot(clock(), cpu_clock(), steal, total, loadavg())
 
 
-@dataclass(frozen=True, slots=True)
-class Contention:
-    """How contended a measurement was, by what the OS said while it ran."""
-
-    #: timed windows taken
-    samples: int
-    #: windows during which this thread was switched out involuntarily
-    preempted: int
-    #: steal jiffies / all jiffies over the measurement; None where there is no steal reading
-    steal_fraction: float | None
-    #: the 1-minute load average (this process's own threads included); None where there is none
-    load_avg: float | None
-    #: logical CPUs the load is shared among
-    cores: int
-    #: this process's CPU seconds per wall second over the measurement (above 1 with several threads)
-    cpu_per_wall: float | None
-
-    def __post_init__(self) -> None:
-        if self.samples < 0 or not 0 <= self.preempted <= self.samples:
-            raise ValueError(f"need 0 <= preempted <= samples; got {self.preempted} of {self.samples}")
-        if self.cores < 1:
-            raise ValueError(f"cores must be a positive integer; got {self.cores!r}")
-        for name in ("steal_fraction", "load_avg", "cpu_per_wall"):
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a non-negative number or None; got {value!r}")
-
-    @property
-    def preempted_fraction(self) -> float | None:
-        """The fraction of samples preempted; None without samples."""
-        return self.preempted / self.samples if self.samples else None
-
-    @property
-    def load_beside(self) -> float | None:
-        """The load of everything else: the load average less this process's CPU per wall second.
-
-        A process that keeps n threads busy adds about n to the load average itself, and a 2-thread
-        BLAS on 2 cores is no contention. What it spent waiting to run still counts as others' load,
-        which errs toward saying contention. The load average looks back a minute, the CPU time only
-        over the measurement: a rough figure, which is why its thresholds are wide.
-        """
-        if self.load_avg is None:
-            return None
-        return max(0.0, self.load_avg - (self.cpu_per_wall or 0.0))
-
-    @property
-    def level(self) -> Level:
-        """``heavy`` when any reading reaches its HEAVY threshold, else ``busy`` when any reaches its
-        BUSY threshold, else ``quiet``."""
-        readings = (
-            (self.steal_fraction, BUSY_STEAL, HEAVY_STEAL),
-            (self.preempted_fraction, BUSY_PREEMPTED, HEAVY_PREEMPTED),
-            (_per_core(self.load_beside, self.cores), BUSY_LOAD_PER_CORE, HEAVY_LOAD_PER_CORE),
-        )
-        known = [(value, busy, heavy) for value, busy, heavy in readings if value is not None]
-        if any(value >= heavy for value, _, heavy in known):
-            return "heavy"
-        if any(value >= busy for value, busy, _ in known):
-            return "busy"
-        return "quiet"
-
-    def describe(self) -> str:
-        """``heavy contention: 62% of 40 samples preempted, steal 12%, load 4.10 on 2 cores (...)``."""
-        headline = {"quiet": "quiet", "busy": "busy machine", "heavy": "heavy contention"}[self.level]
-        fraction = self.preempted_fraction
-        parts = ["no samples"]
-        if fraction is not None:
-            parts = [f"{_percent(fraction)} of {self.samples} samples preempted"]
-        if self.steal_fraction is not None:
-            parts.append(f"steal {_percent(self.steal_fraction)}")
-        if self.load_avg is not None:
-            cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
-            load = f"load {self.load_avg:.2f} on {cores}"
-            if self.cpu_per_wall is not None:
-                load += f" ({self.load_beside:.2f} beside this process)"
-            parts.append(load)
-        if self.cpu_per_wall is not None:
-            parts.append(f"CPU/wall {self.cpu_per_wall:.2f}")
-        return f"{headline}: {', '.join(parts)}"
-
-    def to_record(self) -> dict[str, Any]:
-        """Plain JSON-ready values (every float finite or None), for the JSON report."""
-        return {
-            "level": self.level,
-            "samples": self.samples,
-            "preempted": self.preempted,
-            "preempted_fraction": self.preempted_fraction,
-            "steal_fraction": self.steal_fraction,
-            "load_avg": self.load_avg,
-            "load_beside": self.load_beside,
-            "cores": self.cores,
-            "cpu_per_wall": self.cpu_per_wall,
-        }
-
-
 def between(before: Snapshot, after: Snapshot, *, samples: int, preempted: int, cores: int) -> Contention:
     """The contention of the measurement that ran from ``before`` to ``after``.
 
@@ -286,16 +186,6 @@ def _steal_fraction(before: Snapshot, after: Snapshot) -> float | None:
     if total <= 0 or not 0 <= steal <= total:  # no time passed, or counters reset (a CPU went offline)
         return None
     return max(0, steal - 1) / total
-
-
-def _per_core(load: float | None, cores: int) -> float | None:
-    return None if load is None else load / cores
-
-
-def _percent(fraction: float) -> str:
-    """``62%``, ``12%``, ``0.5%``, ``0%``: whole percents from 10% up."""
-    percent = fraction * 100
-    return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.1f}%"
 
 
 # -- the kernel's own threads: how long they waited for a core --------------------------------------

@@ -62,11 +62,15 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from pytest_roofline.model.stats import Stats
-from pytest_roofline.model.units import seconds
-from pytest_roofline.timing.base import Backend, Kernel, Policy, Probe, Stat
+# a measurement's result is the model's, which the verdict reads; importable from here, where it was first
+from pytest_roofline.model.measurement import ColdMethod as ColdMethod
+from pytest_roofline.model.measurement import Measurement as Measurement
+from pytest_roofline.model.measurement import ProbeRun as ProbeRun
+from pytest_roofline.model.measurement import StopReason as StopReason
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.base import Backend, Kernel, Probe
 from pytest_roofline.timing.calls import (
     KernelCall,
     SetupError,
@@ -75,12 +79,12 @@ from pytest_roofline.timing.calls import (
     check_call,
     run_windows,
 )
-from pytest_roofline.timing.sampling import MIN_TIME_FROM_S, ProbeRun, Sampler, StopReason, ceil_count
+from pytest_roofline.timing.sampling import MIN_TIME_FROM_S, Sampler, ceil_count
 
 if TYPE_CHECKING:
-    from pytest_roofline.timing.clocks import ClockLog
-    from pytest_roofline.timing.contention import Contention, Snapshot
+    from pytest_roofline.timing.contention import Snapshot
     from pytest_roofline.timing.rotation import Rotation
+
 __all__ = [
     "CYCLE_SHARE",
     "DEFAULT_POLICY",
@@ -97,9 +101,6 @@ __all__ = [
     "measuring_alone",
 ]
 
-
-#: how a cold measurement kept the cache cold (``None``: a warm measurement)
-ColdMethod = Literal["rotation", "flush", "past-cache"]
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
@@ -147,88 +148,6 @@ class measuring_alone:  # lower case, like contextlib.suppress: it reads as a wi
             _MEASURING.release()
 
 
-@dataclass(frozen=True, slots=True)
-class Measurement:
-    """The result of :func:`measure`, raw samples included."""
-
-    #: per-call seconds of every sample, in the order taken (each window divided by ``calls_per_sample``)
-    samples_s: tuple[float, ...]
-    #: back-to-back calls timed in one window (k)
-    calls_per_sample: int
-    #: statistics of the trusted samples: those after the ``transient`` ones, less the preempted
-    #: ones while enough others remain
-    stats: Stats
-    #: the statistic the verdict uses, and its value in seconds per call
-    stat: Stat
-    time_s: float
-    #: wall time the whole measurement cost: warm-up, flushes, probes and bookkeeping included
-    wall_s: float
-    warmup_calls: int
-    #: wall time of the warm-up phase
-    warmup_s: float
-    backend: str
-    device: str
-    #: whether every timed call started from a flushed cache
-    flushed: bool
-    stop_reason: StopReason
-    policy: Policy
-    #: why the cache was (or was not) flushed, for the report
-    cache_note: str = ""
-    #: the reference probe timed beside the kernel, when one was given
-    probe: ProbeRun | None = None
-    #: what the OS said about contention over the sampling phase, when it was asked
-    contention: Contention | None = None
-    #: samples left out of the statistics because their window was preempted
-    excluded: int = 0
-    #: leading samples left out of the statistics because the kernel ran slower over them than
-    #: over the samples after (:mod:`.transient`): the machine had not settled on it yet
-    transient: int = 0
-    #: the kernel's parallelism while sampled: process CPU time over the timing thread's (1 for a
-    #: single-threaded kernel), the least of its rounds, when the backend can tell (``last_parallelism``)
-    parallelism: float | None = None
-    #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
-    cpu_share: float | None = None
-    #: the threads the kernel ran on and the share of their time they waited for a core (each the
-    #: median of the rounds: beside a busy neighbour one round may see a BLAS thread starved below
-    #: the count's cut), when the backend can tell (``last_thread_wait``)
-    threads: int | None = None
-    wait_share: float | None = None
-    #: what a GPU's clocks did while it was measured (:mod:`.clocks`), when the backend watched them
-    clocks: ClockLog | None = None
-    #: whether ``setup`` ran before every call (so one call per sample, never a batch)
-    setup: bool = False
-    #: argument sets the calls rotated through (0: not rotated)
-    rotation_copies: int = 0
-    #: bytes one cycle through them touched
-    rotation_bytes: int = 0
-    #: the op moves enough to evict its own data: cold with neither a flush nor copies
-    past_cache: bool = False
-
-    @property
-    def cold_method(self) -> ColdMethod | None:
-        """How every timed call started from a cold cache; None for a warm measurement."""
-        if self.rotation_copies:
-            return "rotation"
-        if self.flushed:
-            return "flush"
-        return "past-cache" if self.past_cache else None
-
-    @property
-    def cache(self) -> Literal["cold", "warm"]:
-        """``"cold"`` when every timed call found its data out of the cache, ``"warm"`` otherwise."""
-        return "warm" if self.cold_method is None else "cold"
-
-    @property
-    def low_confidence(self) -> bool:
-        """Fewer samples than the policy's minimum: the time budget could not afford them."""
-        return self.stats.n < self.policy.min_samples and self.stop_reason is StopReason.TIME
-
-    def __str__(self) -> str:
-        return (
-            f"{seconds(self.time_s)} {self.stat} of {self.stats.n} samples"
-            f" (±{self.stats.ci_rel:.2%} 95% CI of the median, {self.calls_per_sample} call(s)/sample,"
-            f" {self.cache} cache; {self.backend}: {self.device}; stopped on {self.stop_reason.value})"
-        )
 
 
 def measure(

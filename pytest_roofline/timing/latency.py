@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_roofline.timing.base import Policy
+from pytest_roofline.model.policy import Policy
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.base import Backend

@@ -12,11 +12,12 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING
 
+from pytest_roofline.model.measurement import ProbeRun as ProbeRun
+from pytest_roofline.model.measurement import StopReason as StopReason
 from pytest_roofline.model.stats import Stats
-from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Policy, Probe, Stat
+from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Policy, Probe
 from pytest_roofline.timing.calls import KernelCall, run_windows
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
@@ -34,31 +35,6 @@ _MIN_PRECISION_SAMPLES = 6
 _ROUND_MARGIN = 1.1
 #: rounds grow the sample count by at least this fraction (fewer, cheaper checks) and at most double it
 _MIN_ROUND_GROWTH = 0.1
-
-
-class StopReason(str, Enum):
-    """Which rule ended sampling."""
-
-    PRECISION = "precision"
-    TIME = "time"
-    MAX_SAMPLES = "max_samples"
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeRun:
-    """A probe's rates over one measurement (work per second, in the order taken)."""
-
-    name: str
-    resource: str
-    rates: tuple[float, ...]
-    #: the rates the statistics use (those whose window was not preempted, while enough remain)
-    stats: Stats
-    #: wall time the probe cost, inside the measurement's budget
-    wall_s: float
-
-    def value(self, stat: Stat) -> float:
-        """The rate matching the kernel's statistic: the best rate goes with the kernel's best time."""
-        return self.stats.max if stat == "min" else self.stats.value(stat)
 
 
 class Sampler:

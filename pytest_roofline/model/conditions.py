@@ -1,0 +1,250 @@
+"""What the machine did while a measurement ran, as plain values the verdict reads: the OS's
+contention readings (:class:`Contention`) and a GPU's clocks (:class:`ClockLog`).
+
+Taking the readings is :mod:`pytest_roofline.timing`'s (:mod:`~pytest_roofline.timing.contention`
+asks the OS, :mod:`~pytest_roofline.timing.clocks` asks NVML); what they mean (busy or heavy, throttled
+or not) is arithmetic on them, here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# -- contention, by what the OS said ----------------------------------------------------------
+
+Level = Literal["quiet", "busy", "heavy"]
+
+# The thresholds. A reading that is missing (None) never raises the level.
+#: steal fractions: 2% is above what an idle cloud host shows (0 to 1%); at 10% this VM lost a
+#: tenth of its cycles, as much as the margin of a typical budget
+BUSY_STEAL = 0.02
+HEAVY_STEAL = 0.10
+#: fractions of samples preempted: at 10% the tails of the statistics are someone else's; at 50%
+#: the median itself is drawn from preempted samples
+BUSY_PREEMPTED = 0.10
+HEAVY_PREEMPTED = 0.50
+#: load from other processes per core: at 1 every core has, on average, one other runnable task
+#: to share with; at 2, two, so a thread of ours gets about a third of a core or less
+BUSY_LOAD_PER_CORE = 1.0
+HEAVY_LOAD_PER_CORE = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Contention:
+    """How contended a measurement was, by what the OS said while it ran."""
+
+    #: timed windows taken
+    samples: int
+    #: windows during which this thread was switched out involuntarily
+    preempted: int
+    #: steal jiffies / all jiffies over the measurement; None where there is no steal reading
+    steal_fraction: float | None
+    #: the 1-minute load average (this process's own threads included); None where there is none
+    load_avg: float | None
+    #: logical CPUs the load is shared among
+    cores: int
+    #: this process's CPU seconds per wall second over the measurement (above 1 with several threads)
+    cpu_per_wall: float | None
+
+    def __post_init__(self) -> None:
+        if self.samples < 0 or not 0 <= self.preempted <= self.samples:
+            raise ValueError(f"need 0 <= preempted <= samples; got {self.preempted} of {self.samples}")
+        if self.cores < 1:
+            raise ValueError(f"cores must be a positive integer; got {self.cores!r}")
+        for name in ("steal_fraction", "load_avg", "cpu_per_wall"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a non-negative number or None; got {value!r}")
+
+    @property
+    def preempted_fraction(self) -> float | None:
+        """The fraction of samples preempted; None without samples."""
+        return self.preempted / self.samples if self.samples else None
+
+    @property
+    def load_beside(self) -> float | None:
+        """The load of everything else: the load average less this process's CPU per wall second.
+
+        A process that keeps n threads busy adds about n to the load average itself, and a 2-thread
+        BLAS on 2 cores is no contention. What it spent waiting to run still counts as others' load,
+        which errs toward saying contention. The load average looks back a minute, the CPU time only
+        over the measurement: a rough figure, which is why its thresholds are wide.
+        """
+        if self.load_avg is None:
+            return None
+        return max(0.0, self.load_avg - (self.cpu_per_wall or 0.0))
+
+    @property
+    def level(self) -> Level:
+        """``heavy`` when any reading reaches its HEAVY threshold, else ``busy`` when any reaches its
+        BUSY threshold, else ``quiet``."""
+        readings = (
+            (self.steal_fraction, BUSY_STEAL, HEAVY_STEAL),
+            (self.preempted_fraction, BUSY_PREEMPTED, HEAVY_PREEMPTED),
+            (_per_core(self.load_beside, self.cores), BUSY_LOAD_PER_CORE, HEAVY_LOAD_PER_CORE),
+        )
+        known = [(value, busy, heavy) for value, busy, heavy in readings if value is not None]
+        if any(value >= heavy for value, _, heavy in known):
+            return "heavy"
+        if any(value >= busy for value, busy, _ in known):
+            return "busy"
+        return "quiet"
+
+    def describe(self) -> str:
+        """``heavy contention: 62% of 40 samples preempted, steal 12%, load 4.10 on 2 cores (...)``."""
+        headline = {"quiet": "quiet", "busy": "busy machine", "heavy": "heavy contention"}[self.level]
+        fraction = self.preempted_fraction
+        parts = ["no samples"]
+        if fraction is not None:
+            parts = [f"{_percent(fraction)} of {self.samples} samples preempted"]
+        if self.steal_fraction is not None:
+            parts.append(f"steal {_percent(self.steal_fraction)}")
+        if self.load_avg is not None:
+            cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
+            load = f"load {self.load_avg:.2f} on {cores}"
+            if self.cpu_per_wall is not None:
+                load += f" ({self.load_beside:.2f} beside this process)"
+            parts.append(load)
+        if self.cpu_per_wall is not None:
+            parts.append(f"CPU/wall {self.cpu_per_wall:.2f}")
+        return f"{headline}: {', '.join(parts)}"
+
+    def to_record(self) -> dict[str, Any]:
+        """Plain JSON-ready values (every float finite or None), for the JSON report."""
+        return {
+            "level": self.level,
+            "samples": self.samples,
+            "preempted": self.preempted,
+            "preempted_fraction": self.preempted_fraction,
+            "steal_fraction": self.steal_fraction,
+            "load_avg": self.load_avg,
+            "load_beside": self.load_beside,
+            "cores": self.cores,
+            "cpu_per_wall": self.cpu_per_wall,
+        }
+
+
+def _per_core(load: float | None, cores: int) -> float | None:
+    return None if load is None else load / cores
+
+
+def _percent(fraction: float) -> str:
+    """``62%``, ``12%``, ``0.5%``, ``0%``: whole percents from 10% up."""
+    percent = fraction * 100
+    return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.1f}%"
+
+
+# -- a GPU's clocks, by what NVML said ---------------------------------------------------------
+
+#: NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*; nvidia-ml-py's
+#: ``nvmlClocksEventReasonSwPowerCap`` 0x4, ``...HwSlowdown`` 0x8, ``...SwThermalSlowdown`` 0x20,
+#: ``...HwThermalSlowdown`` 0x40, ``...HwPowerBrakeSlowdown`` 0x80) that are reported. GPU idle,
+#: application-clock and sync-boost settings are not slowdowns of a running kernel.
+SLOWDOWN_REASONS: dict[int, str] = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+}
+#: the reasons that make a measurement throttled: everything above but the software power cap,
+#: which holds the clocks near their maximum at the power limit (the clock rule catches it when not)
+THROTTLE_REASONS = 0x8 | 0x20 | 0x40 | 0x80
+#: a busy sample whose SM clock is below this share of the maximum is throttled (nvbench's default
+#: ``throttle_threshold``, ``benchmark_base.cuh``)
+THROTTLE_CLOCK_SHARE = 0.75
+_GPU_IDLE = 0x1  # nvmlClocksEventReasonGpuIdle: the clocks drop because nothing runs
+
+
+@dataclass(frozen=True, slots=True)
+class ClockSample:
+    t_s: float
+    sm_mhz: int
+    mem_mhz: int
+    temperature_c: int
+    #: the clock-event reason bits; None when neither NVML call answered
+    reasons: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClockLog:
+    """What the GPU's clocks did over one measurement."""
+
+    watched: bool
+    note: str = ""
+    samples: tuple[ClockSample, ...] = ()
+    #: the GPU's maximum SM and memory clocks (``nvmlDeviceGetMaxClockInfo``), when read
+    max_sm_mhz: int | None = None
+    max_mem_mhz: int | None = None
+
+    @property
+    def throttled(self) -> bool:
+        """The GPU slowed down during the measurement (a busy SM clock below 75% of its maximum, or a
+        thermal, hardware or power-brake reason): re-measure, or call the result inconclusive."""
+        return bool(self.reasons)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why the measurement counts as throttled (empty when it does not)."""
+        seen = self._bits()
+        named = [name for bit, name in SLOWDOWN_REASONS.items() if seen & bit & THROTTLE_REASONS]
+        share = self.busy_sm_clock_share
+        if share is not None and share < THROTTLE_CLOCK_SHARE:
+            named.append(f"SM clock at {share:.0%} of its maximum")
+        return tuple(named)
+
+    @property
+    def events(self) -> tuple[str, ...]:
+        """Every clock-event reason seen, throttling or not (the software power cap among them)."""
+        seen = self._bits()
+        return tuple(name for bit, name in SLOWDOWN_REASONS.items() if seen & bit)
+
+    @property
+    def reasons_watched(self) -> bool:
+        """Whether NVML answered a clock-event reasons call (by either name) in some sample."""
+        return any(sample.reasons is not None for sample in self.samples)
+
+    @property
+    def busy_sm_clock_share(self) -> float | None:
+        """The lowest SM clock over the maximum among samples not flagged GPU idle."""
+        busy = [s.sm_mhz for s in self.samples if s.sm_mhz and not (s.reasons or 0) & _GPU_IDLE]
+        if not busy or not self.max_sm_mhz:
+            return None
+        return min(busy) / self.max_sm_mhz
+
+    def _bits(self) -> int:
+        seen = 0
+        for sample in self.samples:
+            seen |= sample.reasons or 0
+        return seen
+
+    @property
+    def min_sm_mhz(self) -> int | None:
+        return min((s.sm_mhz for s in self.samples), default=None)
+
+    @property
+    def max_temperature_c(self) -> int | None:
+        return max((s.temperature_c for s in self.samples), default=None)
+
+    @property
+    def sm_clock_fraction(self) -> float | None:
+        """The lowest SM clock seen over the maximum: what share of its peak clock the GPU kept."""
+        low = self.min_sm_mhz
+        if low is None or not self.max_sm_mhz:
+            return None
+        return low / self.max_sm_mhz
+
+    def summary(self) -> str:
+        if not self.watched:
+            return f"clocks not watched ({self.note})"
+        text = (
+            f"SM {self.min_sm_mhz} MHz at the lowest of {self.max_sm_mhz or '?'} MHz max,"
+            f" {self.max_temperature_c} °C at the hottest, {len(self.samples)} samples"
+        )
+        if not self.reasons_watched:
+            text += "; clock-event reasons unwatched (NVML answered neither call)"
+        elif "software power cap" in self.events and not self.throttled:
+            text += "; at the software power cap (clocks held: not throttled)"
+        return text + (f"; throttled: {', '.join(self.reasons)}" if self.throttled else "")

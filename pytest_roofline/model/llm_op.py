@@ -1,0 +1,52 @@
+"""The ``llm`` op: one decode or prefill step of a whole model (:mod:`.llm`) as one catalogue entry,
+registered on import. The config file is read only when a test or a command asks for the op."""
+
+from __future__ import annotations
+
+from .core import Cost
+from .llm import LlmError, load_config, step_ops
+from .op_registry import OpError, Param, Params, register_op
+
+
+def _llm(p: Params, size: float) -> Cost:
+    """One decode or prefill step of a whole model, from its Hugging Face config.json.
+
+    The sum of every kernel's floor (see ``roofline llm``): the step's FLOPs and bytes are the sums,
+    and its floor is the sum of the ops' floors, each on its own unit, not the floor of the sums.
+    """
+    config = load_config(p["config"])
+    ops = step_ops(config, step_options(p))
+    return Cost(
+        flops=sum(op.flops * op.count for op in ops),
+        bytes=sum(op.bytes * op.count for op in ops),
+        parts=tuple((op.flops * op.count, op.bytes * op.count, op.unit) for op in ops),
+    )
+
+
+def step_options(p: Params) -> dict[str, object]:
+    """The ``llm`` op's parameters as the step model takes them."""
+    keys = ("phase", "batch", "context", "prompt", "dtype", "weight_dtype", "kv_dtype", "tp")
+    return {k: p[k] for k in keys if k in p}
+
+
+def _check_llm(op: str, p: Params) -> None:
+    try:
+        step_ops(load_config(p["config"]), step_options(p))
+    except LlmError as exc:
+        raise OpError(f"{op}: {exc}") from None
+
+
+def _register() -> None:
+    register_op(
+        "llm",
+        [Param("config", kind="text"), Param("phase", "decode", "choice", ("decode", "prefill")),
+         Param("batch", 1), Param("context", 0, "count"), Param("prompt", None),
+         Param("weight_dtype", None, "dtype"), Param("kv_dtype", None, "dtype"), Param("tp", 1)],
+        _llm, matrix=True, flops="Σ ops (roofline llm CONFIG)",
+        bytes="Σ ops; the floor is the sum of the ops' floors", check=_check_llm, complex_flops=None,
+        source="one step of a Hugging Face config.json, op by op (roofline llm)", needs_dtype=True,
+        replace=True,
+    )  # fmt: skip
+
+
+_register()

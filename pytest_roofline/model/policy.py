@@ -1,0 +1,86 @@
+"""How long and how carefully to measure: the :class:`Policy` a measurement runs under, checked on
+construction, so a bad setting is an error before anything is timed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .stats import STATS, Stat
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How long and how carefully to measure. Every field is checked on construction."""
+
+    #: warm-up runs until at least this much wall time *and* ``warmup_calls`` calls have passed
+    warmup_s: float = 0.025
+    warmup_calls: int = 2
+    #: take at least this many samples when the time budget affords them; a slow kernel gets as
+    #: many as ``max_time_s`` allows, never fewer than
+    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` (low confidence)
+    min_samples: int = 10
+    #: hard cap on the number of samples
+    max_samples: int = 10_000
+    #: wall-time budget for one measurement (warm-up, flushes and probes included), in seconds;
+    #: overrun by at most the two warm-up calls and the
+    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` samples
+    max_time_s: float = 1.0
+    #: stop once the 95% confidence half-width of the median is within this fraction of it
+    target_rel_ci: float = 0.01
+    #: and, for a kernel of 10 µs or more a call (``engine.MIN_TIME_FROM_S``), once the samples
+    #: span at least this much wall time (nvbench's ``--min-time``): a machine that was just doing
+    #: something else runs a kernel slow for tens of ms, too evenly for the interval to see, and a
+    #: 25 µs kernel meets its precision in 15 ms. Shorter kernels are exempt: a suite of them would
+    #: pay the span per test, and it bought nothing measurable there (docs/methodology.md)
+    min_time_s: float = 0.06
+    #: flush the cache before every call, outside the timed window: a cold measurement whose
+    #: arguments cannot be rotated. One call per sample then, however short (never a warm batch)
+    flush: bool = True
+    #: why the cache is kept as it is (shown with the result: "the op moves 3x the last-level
+    #: cache", "not rotated: a closure")
+    flush_note: str = ""
+    #: the op moves enough to evict its own data: unflushed, it is still a cold measurement
+    past_cache: bool = False
+    #: with a probe, time it at least this often while sampling (seconds), and once before and after
+    probe_interval_s: float = 0.1
+    #: after a probe, in a warm measurement, call the kernel once untimed: the probe streamed
+    #: through the cache (pointless for an op past the cache, which evicts its own data anyway)
+    rewarm: bool = True
+    #: batch k calls per sample when one call is shorter than ``batch_factor`` x timer resolution
+    batch_factor: float = 100.0
+    #: the statistic a verdict uses
+    stat: Stat = "median"
+
+    def __post_init__(self) -> None:
+        check_positive("warmup_s", self.warmup_s, allow_zero=True)
+        check_count("warmup_calls", self.warmup_calls, minimum=1)
+        check_count("min_samples", self.min_samples, minimum=1)
+        check_count("max_samples", self.max_samples, minimum=1)
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})")
+        check_positive("max_time_s", self.max_time_s)
+        check_positive("target_rel_ci", self.target_rel_ci)
+        check_positive("min_time_s", self.min_time_s, allow_zero=True)
+        check_positive("batch_factor", self.batch_factor)
+        check_positive("probe_interval_s", self.probe_interval_s)
+        if self.stat not in STATS:
+            raise ValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
+
+
+def check_positive(name: str, value: object, *, allow_zero: bool = False) -> None:
+    """A ValueError naming ``name`` and ``value`` unless it is a finite number > 0 (or >= 0)."""
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value >= 0 if allow_zero else value > 0)
+    )
+    if not ok:
+        want = "a non-negative number" if allow_zero else "a positive number"
+        raise ValueError(f"{name} must be {want}; got {value!r}")
+
+
+def check_count(name: str, value: object, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
