@@ -22,15 +22,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import RooflineUsageError, UnavailableError
+
 #: seconds one nvcc call may take before it is given up on
 COMPILE_TIMEOUT_S = 300
 
 
-class ToolchainUnavailable(RuntimeError):
+class ToolchainUnavailable(UnavailableError):
     """nvcc is not installed (or not found); the message says where it was looked for."""
 
 
-class CompileError(ValueError):
+class CompileError(RooflineUsageError, ValueError):
     """nvcc rejected the source; the message carries its first error lines."""
 
 

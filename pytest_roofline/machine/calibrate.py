@@ -66,6 +66,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import InvalidValueError, RooflineError, RooflineWarning
 from ..model.ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from ..model.core import Device, Figure, PeakTable, Precision, Source, Unit
 from ..model.devices import GB, MiB, describe_peaks, slug
@@ -118,10 +119,6 @@ _LOCK_TIMEOUT_S = 60.0
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3)
 
 Clock = Callable[[], float]
-
-
-class RooflineWarning(UserWarning):
-    """Something pytest-roofline worked around: a corrupt or unwritable cache, a missing lock."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +181,7 @@ def _cache_file(directory: Path, kind: str, key: Mapping[str, object]) -> Path:
     return directory / f"{kind}-{name}-{digest}.json" if name else directory / f"{kind}-{digest}.json"
 
 
-class _CorruptCache(Exception):
+class _CorruptCache(RooflineError):
     """A cache file that exists but cannot be used; the message says why."""
 
 
@@ -657,13 +654,13 @@ def measure_cpu(
 
         array_bytes = LLC_MULTIPLE * last_level_cache_bytes()
     if not isinstance(array_bytes, int) or array_bytes < 8:
-        raise ValueError(f"array_bytes must be an integer >= 8; got {array_bytes!r}")
+        raise InvalidValueError(f"array_bytes must be an integer >= 8; got {array_bytes!r}")
     if not (math.isfinite(budget_s) and budget_s > 0):
-        raise ValueError(f"budget_s must be a positive number; got {budget_s!r}")
+        raise InvalidValueError(f"budget_s must be a positive number; got {budget_s!r}")
     if matmul_n is not None and (not isinstance(matmul_n, int) or matmul_n < 1):
-        raise ValueError(f"matmul_n must be a positive integer; got {matmul_n!r}")
+        raise InvalidValueError(f"matmul_n must be a positive integer; got {matmul_n!r}")
     if not isinstance(matmul_runs, int) or matmul_runs < 1:
-        raise ValueError(f"matmul_runs must be a positive integer; got {matmul_runs!r}")
+        raise InvalidValueError(f"matmul_runs must be a positive integer; got {matmul_runs!r}")
 
     from ..timing import probes as probe_kernels
 

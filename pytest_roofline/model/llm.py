@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import RooflineUsageError
 from .core import parse_dtype
 
 #: model types read as a dense decoder with a gated MLP
@@ -41,7 +42,7 @@ PHASES = ("decode", "prefill")
 WEIGHT_GROUPS = {"int4": (128, "fp16"), "fp4": (16, "fp8_e4m3")}
 
 
-class LlmError(ValueError):
+class LlmError(RooflineUsageError, ValueError):
     """A config that cannot be read or modelled, or step options that do not fit: one line."""
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RooflineUsageError
 from ..model import units
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ COLOURS = {
 _ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
 
 
-class PlotError(ValueError):
+class PlotError(RooflineUsageError, ValueError):
     """A plot that cannot be drawn: names the path or the missing extra."""
 
 

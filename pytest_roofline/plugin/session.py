@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import InvalidValueError, RooflineError
 from .failing import fail_test, failing_the_test
 from .fixture import BodyTimer, MeasurementCheck
 from .marker import FIXTURE, check_fixtureless, has_marker, read_marker
@@ -214,12 +215,12 @@ class RooflineSession:
         from ..timing.engine import SetupError, call_once, check_call
         from ..timing.rotation import check_has_data
 
-        with failing_the_test(TypeError):
+        with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             check_has_data(fn, args, kwargs)
         kernel = KernelCall(fn, args, kwargs, setup)
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             request = self.resolve(item, call, kernel)
         if request.device_spec != self.settings.device:
             self._skip_if_absent(item, request.op, request.device_spec)
@@ -228,7 +229,7 @@ class RooflineSession:
             with failing_the_test(SetupError):
                 call_once(fn, args, kernel.kwargs, kernel.setup)
             return None
-        with failing_the_test(ValueError, RuntimeError):
+        with failing_the_test(RooflineError):
             est = self.estimate(request)
             device = self.devices.device(request.device_spec)
             backend = self.devices.backend(request.device_spec, device)
@@ -251,7 +252,7 @@ class RooflineSession:
                 est = self._warm_estimate(est, request.device_spec)
             on_cpu = backend.name == "cpu"
             reference = self._probe_reference(est) if on_cpu else None
-            with failing_the_test(ValueError):  # a stream= the backend cannot take
+            with failing_the_test(RooflineError):  # a stream= the backend cannot take
                 measure_once = self._measurer(kernel, request, plan, backend, reference, on_cpu=on_cpu)
             peak = self._cpu_peak() if on_cpu and est.device.kind == "cpu" else None
             # warm-up, probes, sampling, a re-measure: one window
@@ -350,7 +351,7 @@ class RooflineSession:
 
         from ..model.core import at_level
 
-        with failing_the_test(ValueError, RuntimeError):
+        with failing_the_test(RooflineError):
             device = self.devices.with_cache_levels(spec)
         if device is not est.device and device.levels and not est.device.levels:
             est = dataclasses.replace(est, device=dataclasses.replace(est.device, levels=device.levels))
@@ -447,7 +448,7 @@ class RooflineSession:
     def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
         """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
         __tracebackhide__ = True  # pytest reports a skip at the innermost visible frame: the test's call
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             reason = device_skip_reason(spec)
         if reason:
             self._record_skip(item.nodeid, op, reason)
@@ -494,7 +495,7 @@ class RooflineSession:
             item.stash[MARKER_KEY] = None
             return
         __tracebackhide__ = True
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             marker = read_marker(item)
             item.stash[MARKER_KEY] = marker
             if marker is not None and "device" in marker.keywords:
@@ -697,7 +698,7 @@ def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractC
     on_stream = getattr(backend, "on_stream", None)
     if stream is None or on_stream is None:
         if stream is not None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
                 " which times no CUDA stream"
             )

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from ..errors import InvalidValueError
+
 Stat = Literal["median", "min", "mean"]
 STATS: tuple[Stat, ...] = ("median", "min", "mean")
 
@@ -69,14 +71,16 @@ class Policy:
         _check_count("min_samples", self.min_samples, minimum=1)
         _check_count("max_samples", self.max_samples, minimum=1)
         if self.max_samples < self.min_samples:
-            raise ValueError(f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})")
+            raise InvalidValueError(
+                f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})"
+            )
         check_positive("max_time_s", self.max_time_s)
         check_positive("target_rel_ci", self.target_rel_ci)
         check_positive("min_time_s", self.min_time_s, allow_zero=True)
         check_positive("batch_factor", self.batch_factor)
         check_positive("probe_interval_s", self.probe_interval_s)
         if self.stat not in STATS:
-            raise ValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
+            raise InvalidValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
 
 
 def check_positive(name: str, value: object, *, allow_zero: bool = False) -> None:
@@ -89,18 +93,18 @@ def check_positive(name: str, value: object, *, allow_zero: bool = False) -> Non
     )
     if not ok:
         want = "a non-negative number" if allow_zero else "a positive number"
-        raise ValueError(f"{name} must be {want}; got {value!r}")
+        raise InvalidValueError(f"{name} must be {want}; got {value!r}")
 
 
 def _check_count(name: str, value: object, *, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        raise InvalidValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
 
 
 def check_window_counts(calls: int, samples: int) -> None:
     """What every backend's ``run`` checks first: at least one call in at least one window."""
     if calls < 1 or samples < 1:
-        raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+        raise InvalidValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
 
 
 @dataclass(frozen=True, slots=True)

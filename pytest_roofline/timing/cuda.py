@@ -71,6 +71,8 @@ from pytest_roofline.timing.base import Kernel, Policy, check_positive, check_wi
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.latency import LatencyFloor
 
+from ..errors import InvalidTypeError, InvalidValueError, MeasurementError, RooflineError, UnavailableError
+
 __all__ = [
     "BLOCK_SETTINGS",
     "BLOCK_TIMEOUT_S",
@@ -155,7 +157,7 @@ _DUPLICATE_MARK = "multiple CuPy packages are installed"
 _duplicate_error: str | None = None
 
 
-class CupyInstallError(RuntimeError):
+class CupyInstallError(UnavailableError):
     """Several CuPy packages are installed side by side; CuPy warns it may not work."""
 
 
@@ -280,13 +282,13 @@ class CudaBackend:
     ) -> None:
         self._cupy = _require_device(device)
         if timer not in TIMERS:
-            raise ValueError(f"timer must be one of {', '.join(map(repr, TIMERS))}; got {timer!r}")
+            raise InvalidValueError(f"timer must be one of {', '.join(map(repr, TIMERS))}; got {timer!r}")
         if flush_bytes is not None and (
             not isinstance(flush_bytes, int) or isinstance(flush_bytes, bool) or flush_bytes < 1
         ):
-            raise ValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
+            raise InvalidValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
         if not isinstance(graph, bool):
-            raise ValueError(f"graph must be True or False; got {graph!r}")
+            raise InvalidValueError(f"graph must be True or False; got {graph!r}")
         block_mode = check_block(_default_block if block is None else block)
         check_positive("block_timeout_s", block_timeout_s)
         props = device_properties(device)
@@ -396,7 +398,7 @@ class CudaBackend:
                     return self._windows(fn, args, calls, samples, flush, stream, graph, blocker, key)
                 except _HoldTimedOut:
                     if self.block_mode != "auto":
-                        raise RuntimeError(_timeout_message(self.block_timeout_s)) from None
+                        raise MeasurementError(_timeout_message(self.block_timeout_s)) from None
                     # auto: this kernel waited for the GPU while held; time it unheld from now on
                     self._kernels[key] = _SYNCS
                     return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
@@ -554,7 +556,7 @@ class CudaBackend:
         with using_device(self.device):
             wrapped = _as_cupy_stream(self._cupy, stream, self.device)
         if self.graph and wrapped.ptr in _LEGACY_STREAM_PTRS:
-            raise ValueError(
+            raise InvalidValueError(
                 "graph mode cannot capture on the legacy default stream; pass a non-default stream "
                 "(cupy.cuda.Stream(non_blocking=True)) or stream=None"
             )
@@ -624,18 +626,18 @@ class CudaBackend:
             with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
                 stream.end_capture()
             if _is_capture_error(exc):
-                raise RuntimeError(_capture_message(fn, exc)) from exc
+                raise MeasurementError(_capture_message(fn, exc)) from exc
             raise
         try:
             graph = stream.end_capture()
         except Exception as exc:
-            raise RuntimeError(_capture_message(fn, exc)) from exc
+            raise MeasurementError(_capture_message(fn, exc)) from exc
         self.last_graph_kernels, self.last_graph_nodes = _graph_nodes(graph)
         if self.last_graph_nodes == 0:
-            raise RuntimeError(_escape_message(fn, calls))
+            raise MeasurementError(_escape_message(fn, calls))
         captured = self.last_graph_kernels
         if eager is not None and captured is not None and captured < eager * calls:
-            raise RuntimeError(_escape_message(fn, calls, eager=eager, captured=captured))
+            raise MeasurementError(_escape_message(fn, calls, eager=eager, captured=captured))
         # the first launch pays for uploading the graph: keep it out of every timed window
         graph.launch(stream)
         return graph
@@ -674,9 +676,11 @@ class CudaBackend:
 
     def _check_graph_support(self, props: DeviceProperties) -> None:
         if props.kind == "rocm":
-            raise RuntimeError("graph mode needs CUDA stream capture, which CuPy does not support on ROCm")
+            raise UnavailableError(
+                "graph mode needs CUDA stream capture, which CuPy does not support on ROCm"
+            )
         if not hasattr(self._cupy.cuda.Stream, "begin_capture"):
-            raise RuntimeError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
+            raise UnavailableError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
 
 
 #: ``roofline_block`` spins until the host writes a release count >= ``ticket`` into ``flags[0]``,
@@ -758,7 +762,7 @@ class _Blocker:
         return bool(self._timed_out.value)
 
 
-class _HoldTimedOut(Exception):
+class _HoldTimedOut(RooflineError):
     """A held window's host waited for the GPU until the blocking kernel gave up."""
 
 
@@ -784,7 +788,7 @@ def check_block(setting: object) -> str:
         return "off"
     if isinstance(setting, str) and setting in BLOCK_SETTINGS:
         return setting
-    raise ValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
+    raise InvalidValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
 
 
 def set_default_block(setting: str) -> None:
@@ -815,7 +819,7 @@ def _kernel_activity(timer: str, props: DeviceProperties) -> tuple[Any, str]:
         return None, "events (timer='events')"
     if props.kind == "rocm":
         if timer == "cupti":
-            raise RuntimeError("timer='cupti' needs CUDA: CUPTI does not trace ROCm")
+            raise UnavailableError("timer='cupti' needs CUDA: CUPTI does not trace ROCm")
         return None, "events (ROCm)"
     attached = blocking_environment()
     if timer == "auto" and attached is not None and "CUDA_LAUNCH_BLOCKING" not in attached:
@@ -825,7 +829,7 @@ def _kernel_activity(timer: str, props: DeviceProperties) -> tuple[Any, str]:
     activity = collector()
     if activity is None:
         if timer == "cupti":
-            raise RuntimeError(
+            raise UnavailableError(
                 "timer='cupti' needs cupti-python: pip install 'pytest-roofline[cupti]' (or CUPTI refused"
                 " its callbacks: another tool holds them)"
             )
@@ -1079,7 +1083,7 @@ def _cupy() -> Any:
         return _load_cupy()
     except ImportError as exc:
         # no ImportError traceback for users: what to install, and CuPy's own reason if it broke
-        raise RuntimeError(f"{NEED_CUPY} ({exc})") from None
+        raise UnavailableError(f"{NEED_CUPY} ({exc})") from None
 
 
 def _load_cupy() -> Any:
@@ -1196,7 +1200,7 @@ def _as_cupy_stream(cupy: Any, stream: object, device: int) -> Any:
     handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
     if isinstance(handle, int) and not isinstance(handle, bool):
         return _as_cupy_stream(cupy, handle, device)
-    raise TypeError(
+    raise InvalidTypeError(
         f"stream must be a CuPy stream, an int handle (torch.cuda.current_stream().cuda_stream), an "
         f"object with cuda_stream or __cuda_stream__; got {stream!r} ({type(stream).__name__})"
     )

@@ -73,6 +73,8 @@ from pytest_roofline.model.units import seconds
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Kernel, Policy, Probe, Stat
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
+from ..errors import InvalidTypeError, InvalidValueError, RooflineUsageError
+
 if TYPE_CHECKING:
     from pytest_roofline.timing.clocks import ClockLog
     from pytest_roofline.timing.contention import Contention, Snapshot, ThreadWait
@@ -137,7 +139,7 @@ class measuring_alone:  # lower case, like contextlib.suppress: it reads as a wi
             _MEASURING.release()
 
 
-class SetupError(TypeError):
+class SetupError(RooflineUsageError, TypeError):
     """``setup`` returned neither None nor ``(args, kwargs)``, or arguments the call gave too."""
 
 
@@ -272,18 +274,18 @@ def measure(
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if not callable(fn):
-        raise TypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
+        raise InvalidTypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
     check_call(kwargs, setup)
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a Policy; got {policy!r} ({type(policy).__name__})")
+        raise InvalidTypeError(f"policy must be a Policy; got {policy!r} ({type(policy).__name__})")
     if probe is not None and not isinstance(probe, Probe):
-        raise TypeError(f"probe must be a Probe; got {probe!r} ({type(probe).__name__})")
+        raise InvalidTypeError(f"probe must be a Probe; got {probe!r} ({type(probe).__name__})")
     if backend is None:
         backend = _default_backend()
     else:
         _check_backend(backend)
     if rotation is not None and setup is not None:
-        raise ValueError("rotation and setup exclude each other: setup makes each call's arguments")
+        raise InvalidValueError("rotation and setup exclude each other: setup makes each call's arguments")
 
     call = _Call(fn, args, kwargs or {}, setup) if rotation is None else _Call(rotation.kernel, (), {}, None)
     with measuring_alone():  # the budget starts once this thread has the machine to itself
@@ -378,13 +380,13 @@ def check_call(kwargs: object, setup: object) -> None:
     """A TypeError naming ``kwargs`` or ``setup`` and the value, unless both are usable."""
     if kwargs is not None:
         if not isinstance(kwargs, Mapping):
-            raise TypeError(
+            raise InvalidTypeError(
                 "kwargs must be a mapping of the kernel's keyword arguments, such as kwargs={'out': out};"
                 f" got {_short(kwargs)} ({type(kwargs).__name__})"
             )
         _check_keys("kwargs", kwargs)
     if setup is not None and not callable(setup):
-        raise TypeError(
+        raise InvalidTypeError(
             f"setup must be callable (it runs before every timed call); got {_short(setup)}"
             f" ({type(setup).__name__})"
         )
@@ -393,7 +395,7 @@ def check_call(kwargs: object, setup: object) -> None:
 def _check_keys(what: str, kwargs: Mapping[object, object]) -> None:
     for key in kwargs:
         if not isinstance(key, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{what} keys are the kernel's keyword names, strings; got {key!r} ({type(key).__name__})"
             )
 
@@ -452,7 +454,7 @@ def _check_backend(backend: object) -> None:
         attr for attr in ("name", "device_name", "resolution_s", "clock", "run") if not hasattr(backend, attr)
     ]
     if missing:
-        raise TypeError(
+        raise InvalidTypeError(
             f"backend must implement the Backend protocol;"
             f" {type(backend).__name__} lacks {', '.join(missing)}"
         )
