@@ -28,7 +28,8 @@ def modules() -> list[str]:
 
 def source(name: str) -> tuple[Path, ast.Module]:
     spec = import_module(name).__spec__
-    assert spec is not None and spec.origin is not None
+    assert spec is not None
+    assert spec.origin is not None
     path = Path(spec.origin)
     return path, ast.parse(path.read_text(encoding="utf-8"))
 
@@ -110,7 +111,7 @@ def test_every_exception_the_package_defines_is_a_roofline_error() -> None:
     for name in sorted(ALL):
         module = import_module(name)
         for _, value in inspect.getmembers(module, inspect.isclass):
-            if value.__module__ != name or issubclass(value, Warning):  # a warning is a category, not an error
+            if value.__module__ != name or issubclass(value, Warning):  # a warning is no error
                 continue
             if issubclass(value, Exception) and not issubclass(value, RooflineError):
                 strays.append(f"{name}.{value.__name__}")
