@@ -47,6 +47,7 @@ from .cpu_ceilings import (
     MATMUL_TARGET_S,
     MAX_KERNEL_RUNS,
     PROBE_RATIO_RANGE,
+    Clock,
     measure_cpu,
     sanity_problems,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "PROBE_RATIO_RANGE",
     "Calibration",
     "Ceilings",
+    "Clock",
     "RooflineWarning",
     "cache_dir",
     "calibrate_cpu",
