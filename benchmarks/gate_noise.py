@@ -15,9 +15,11 @@ red team's suite of issue 22), then:
 Printed: the identical runs in which any test was called a regression (the target is at most 1 in
 20), and the share of slowed kernels called a regression at 1.5x (at least 8 in 9) and at 1.2x; the
 run-to-run spread of each test's attained fraction over the identical runs; and each slowed
-verdict's counts. Runs with a neighbour (``--neighbour``) show the same under load.
+verdict's counts. ``--neighbour mem|cpu|mix`` runs the compared runs (not the baseline's) beside
+``../shared/tools/neighbour.py``, as on a busy CI runner: a measurement it disturbs must read
+inconclusive, never a regression.
 
-    python benchmarks/gate_noise.py [--history 3] [--identical 20] [--slowed 9] [--seed 1]
+    python benchmarks/gate_noise.py [--history 3] [--identical 20] [--slowed 9] [--seed 1] [--neighbour mem]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import json
 import math
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -87,12 +90,26 @@ def attained(report: Path) -> dict[str, float]:
     return {r["nodeid"]: r["attained"] for r in json.loads(report.read_text())["measurements"]}
 
 
+def start_neighbour(kind: str | None) -> subprocess.Popen[bytes] | None:
+    """The shared synthetic neighbour, running until terminated (at most an hour)."""
+    if kind is None:
+        return None
+    tool = ROOT.parent / "shared" / "tools" / "neighbour.py"
+    if not tool.exists():
+        raise SystemExit(f"gate_noise: --neighbour needs {tool}")
+    # its own process group: it forks a worker per --procs, and stopping it must stop them all
+    return subprocess.Popen(
+        [sys.executable, str(tool), "--kind", kind, "--seconds", "3600"], start_new_session=True
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=3, help="runs the baseline keeps (default: 3)")
     parser.add_argument("--identical", type=int, default=20, help="unchanged runs (default: 20)")
     parser.add_argument("--slowed", type=int, default=9, help="runs at each slowdown (default: 9)")
     parser.add_argument("--seed", type=int, default=1, help="the shuffle of the runs' order")
+    parser.add_argument("--neighbour", choices=("mem", "cpu", "mix"), help="load beside the compared runs")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,22 +123,29 @@ def main() -> None:
         random.Random(args.seed).shuffle(order)
         seen: dict[str, list[dict[str, Change]]] = {kind: [] for kind in KINDS}
         fractions: dict[str, list[float]] = {}
-        for kind in order:
-            report = run(folder, KINDS[kind], f"--roofline-compare={baseline}")
-            seen[kind].append(verdicts(baseline, report))
-            if kind == "identical":
-                for test, value in attained(report).items():
-                    fractions.setdefault(test, []).append(value)
+        neighbour = start_neighbour(args.neighbour)
+        try:
+            for kind in order:
+                report = run(folder, KINDS[kind], f"--roofline-compare={baseline}")
+                seen[kind].append(verdicts(baseline, report))
+                if kind == "identical":
+                    for test, value in attained(report).items():
+                        fractions.setdefault(test, []).append(value)
+        finally:
+            if neighbour is not None:
+                os.killpg(neighbour.pid, signal.SIGTERM)
         elapsed = time.monotonic() - started
 
-    print(f"gate_noise: {len(order) + args.history} runs in {elapsed:.0f} s; baseline of {args.history} runs")
+    beside = f"; compared runs beside a {args.neighbour} neighbour" if args.neighbour else ""
+    runs = len(order) + args.history
+    print(f"gate_noise: {runs} runs in {elapsed:.0f} s; baseline of {args.history} runs{beside}")
     print("run-to-run spread over the identical runs (sd of log attained):")
     for test, values in sorted(fractions.items()):
         spread = statistics.stdev(math.log(v) for v in values) if len(values) > 1 else 0.0
         print(f"  {test:<45} median {statistics.median(values):7.2%}  spread {spread:.3f}")
     alarms = sum(Change.REGRESSION in run.values() for run in seen["identical"])
-    runs = len(seen["identical"])
-    print(f"identical code: a regression in {alarms} of {runs} runs (target: at most 1 in 20)")
+    identical = len(seen["identical"])
+    print(f"identical code: a regression in {alarms} of {identical} runs (target: at most 1 in 20)")
     for kind in ("slowed 1.5x", "slowed 1.2x"):
         changes = Counter(change for run in seen[kind] for change in run.values())
         caught, total = changes[Change.REGRESSION], sum(changes.values())

@@ -329,16 +329,26 @@ def _compare(args: argparse.Namespace) -> tuple[str, int]:
 def _plot(args: argparse.Namespace) -> str:
     """The roofline plot of a saved JSON report (and arrows from a baseline's)."""
     from .output.baseline import load_baseline
-    from .output.plot import check_path, draw, require_matplotlib
+    from .output.plot import PlotError, check_devices, check_path, draw, fault, require_matplotlib
 
     check_path(args.output)
     require_matplotlib()
+    where = f"results {args.results}"
     load_baseline(args.results, "results")  # every fault in the file, named, before drawing
     data = json.loads(Path(args.results).read_text(encoding="utf-8"))
+    try:
+        devices = check_devices(data.get("devices", []))
+    except PlotError as exc:
+        raise CliError(f"{where}: {exc}") from None
+    for index, record in enumerate(data["measurements"]):
+        reason = fault(record) if record.get("verdict") != "skipped" else None
+        if reason:  # one bad figure leaves out its point, not the plot
+            named = f"{where}: measurement {index} ({record['nodeid']})"
+            warnings.warn(f"{named}: {reason}: not drawn", stacklevel=1)
     old = None
     if args.baseline:
         old = {key: {"time_s": r.time_s} for key, r in load_baseline(args.baseline).records.items()}
-    written = draw(data["measurements"], data.get("devices", []), args.output, baseline=old)
+    written = draw(data["measurements"], devices, args.output, baseline=old)
     return f"roofline: wrote {written}"
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -506,3 +508,73 @@ def test_a_relative_baseline_in_the_ini_file_is_read_beside_it_once_at_start(
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*regress*"])
     result.stdout.no_fnmatch_line("*BaselineError*")
+
+
+@pytest.mark.parametrize("option", ["json", "save", "markdown", "plot"])
+def test_a_fifo_as_an_output_is_a_usage_error_not_a_hang(rl: pytest.Pytester, option: str) -> None:
+    rl.makepyfile(test_kernels=SUITE)
+    name = "out.svg" if option == "plot" else "out.json"
+    os.mkfifo(rl.path / name)
+    # a subprocess, so that a hang fails this test instead of hanging the suite
+    result = rl.runpytest_subprocess(f"--roofline-{option}={name}", timeout=60)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*--roofline-{option}: cannot write '{name}': it is a FIFO, not a regular file*"]
+    )
+    assert stat.S_ISFIFO((rl.path / name).stat().st_mode)
+
+
+def test_a_markdown_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "summary.md"
+    os.mkfifo(fifo)
+    code = f"from pytest_roofline.output.markdown import append_section; append_section({str(fifo)!r}, 'x')"
+    run = [sys.executable, "-c", code]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"OSError: [Errno 6] it is a FIFO that no process is reading: {str(fifo)!r}"
+    )
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def _write_json(path: Path) -> None:
+    from pytest_roofline.output.report import write_json_atomic
+
+    write_json_atomic(path, {"a": 1})
+
+
+def _write_plot(path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from test_plot import DEVICE, RECORDS
+
+    from pytest_roofline.output.plot import draw
+
+    draw(RECORDS, [DEVICE], path.with_suffix(".svg"))
+
+
+def _write_markdown(path: Path) -> None:
+    from pytest_roofline.output.markdown import append_section
+
+    append_section(path, "x")
+
+
+@pytest.mark.parametrize("write", [_write_json, _write_plot, _write_markdown])
+def test_a_write_that_fails_names_the_file(tmp_path: Path, write: Any) -> None:
+    target = tmp_path / "gone" / "out.json"  # a directory removed after the up-front checks
+    with pytest.raises((OSError, ValueError)) as caught:
+        write(target)
+    assert str(target.with_suffix(".svg") if write is _write_plot else target) in str(caught.value)
+
+
+@pytest.mark.parametrize(("option", "name"), [("save", "base.json"), ("plot", "roofline.svg")])
+def test_a_gate_output_that_fails_at_the_end_names_its_file(
+    rl: pytest.Pytester, option: str, name: str
+) -> None:
+    rl.makepyfile(
+        test_kernels="def test_aaa_remove():\n    import shutil\n    shutil.rmtree('out')\n" + SUITE
+    )
+    rl.mkdir("out")
+    result = rl.runpytest(f"--roofline-{option}=out/{name}", "-p", "no:randomly")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"roofline: could not write --roofline-{option}: *out/{name}*"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_roofline.output.baseline import BaselineRecord
 from pytest_roofline.output.comparison import compare
 from pytest_roofline.output.markdown import append_section, section
@@ -37,8 +39,43 @@ def test_misses_lead_the_table_and_the_devices_come_first() -> None:
 
 def test_a_cell_cannot_break_the_table() -> None:
     text = section([record("t.py::test_x[a|b\nc`d]", "pass", label="<b>op</b>")], [])
-    row = next(line for line in text.splitlines() if line.startswith("| `t.py"))
-    assert row == "| `t.py::test_x[a\\|b c'd]` | &lt;b>op&lt;/b> | 50.0% | 30.0% | pass |"
+    row = next(line for line in text.splitlines() if line.startswith("| ``t.py"))
+    assert row == "| ``t.py::test_x[a\\|b c`d]`` | &lt;b>op&lt;/b> | 50.0% | 30.0% | pass |"
+
+
+@pytest.mark.parametrize(
+    ("test", "cell"),
+    [
+        # in a code span everything is literal but the table's own pipe, which GitHub unescapes first
+        ("t.py::test_x[a<b]", "`t.py::test_x[a<b]`"),
+        ("t.py::test_x[a&amp;b>c]", "`t.py::test_x[a&amp;b>c]`"),
+        ("t.py::test_x[C:\\path\\]", "`t.py::test_x[C:\\path\\]`"),
+        ("t.py::test_x[a|b]", "`t.py::test_x[a\\|b]`"),
+        ("t.py::test_x[a\\|b]", "`t.py::test_x[a\\\\|b]`"),  # GitHub drops the backslash before a pipe
+        ("t.py::test_x[`]", "``t.py::test_x[`]``"),  # a fence longer than any run of backticks inside
+        ("t.py::test_x[``a`]", "```t.py::test_x[``a`]```"),
+        ("`t.py::test_x`", "`` `t.py::test_x` ``"),  # padded, or the fence would swallow the backtick
+    ],
+)
+def test_a_test_id_shows_on_github_as_it_is(test: str, cell: str) -> None:
+    rows = [line for line in section([record(test, "pass")], []).splitlines() if line.startswith("| ")]
+    assert rows[1] == f"| {cell} | copy n=1 | 50.0% | 30.0% | pass |"
+
+
+def test_text_outside_code_spans_is_escaped_for_github() -> None:
+    label = "<b>a&amp;b</b> *x* _y_ \\ `z` [l](u) ~s~ $m$ a|b"
+    lines = section([record("t.py::t", "pass", label=label)], []).splitlines()
+    row = next(line for line in lines if line.startswith("| `t.py::t`"))
+    assert row.split(" | ")[1] == (
+        "&lt;b>a&amp;amp;b&lt;/b> \\*x\\* \\_y\\_ \\\\ \\`z\\` [l]\\(u) \\~s\\~ \\$m\\$ a\\|b"
+    )
+
+
+def test_code_outside_the_table_needs_no_escaped_pipe() -> None:
+    gone = BaselineRecord.from_record(record("t.py::test_x[a|b]", "pass"))
+    lines = section([], [], comparisons=[compare(gone, None)], plot="C:\\out\\roofline.svg").splitlines()
+    assert "<br>In the baseline, not measured now: `t.py::test_x[a|b]`." in lines
+    assert lines[-1] == "Roofline plot: `C:\\out\\roofline.svg` (upload it as an artifact to see it here)."
 
 
 def test_with_a_baseline_the_change_is_a_column_and_regressions_come_first() -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import re
+import stat
 import struct
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +128,168 @@ def test_roofline_plot_draws_a_saved_report(tmp_path: Path, capsys: pytest.Captu
 
 @needs_matplotlib
 def test_an_id_with_dollars_is_drawn_as_text_not_mathtext(tmp_path: Path) -> None:
-    odd = record("test_price[$5-$10]", "pass", 2e9, 2.4e7, 0.025)
-    svg = draw([odd], [DEVICE], tmp_path / "odd.svg").read_text()
-    assert "test_price[$5-$10]" in svg
+    import matplotlib
+
+    odd = record("test_price[a$b$c]", "pass", 2e9, 2.4e7, 0.025)
+    device = {**DEVICE, "name": "$5 CPU$"}
+    # fonttype none writes each text as one <text> element; mathtext would split it into glyphs (the
+    # default, paths, keeps the raw string in an XML comment, where it proves nothing)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        svg = draw([odd], [device], tmp_path / "odd.svg", title="a $x$ title").read_text()
+    for text in ("test_price[a$b$c]", "$5 CPU$", "a $x$ title"):
+        assert re.search(rf">{re.escape(text)}\s*</text>", svg), text
+
+
+# -- the roofline plot command: every fault one line, exit 2 ---------------------------------------
+
+
+def results_file(tmp_path: Path, **changes: Any) -> Path:
+    """A saved report of RECORDS on DEVICE, with ``changes`` to its top level."""
+    import json
+
+    measurements = [{**r, "attained": 0.5, "label": "x", "device_name": "Test CPU"} for r in RECORDS]
+    data = {"schema": 1, "devices": [DEVICE], "measurements": measurements, **changes}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def run_plot(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from pytest_roofline import cli
+
+    status = cli.main(["plot", *map(str, args)])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@needs_matplotlib
+@pytest.mark.parametrize(
+    ("output", "problem"),
+    [
+        ("missing/roofline.svg", "directory '*missing' does not exist"),
+        ("folder.svg", "it is a directory"),
+        ("read-only.svg", "it is read-only"),
+        ("fifo.svg", "it is a FIFO, not a regular file*"),
+    ],
+)
+def test_roofline_plot_refuses_an_output_it_cannot_write_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], output: str, problem: str
+) -> None:
+    import fnmatch
+    import os
+
+    (tmp_path / "folder.svg").mkdir()
+    (tmp_path / "read-only.svg").write_text("old")
+    (tmp_path / "read-only.svg").chmod(0o444)
+    os.mkfifo(tmp_path / "fifo.svg")
+    status, out, err = run_plot(capsys, results_file(tmp_path), "-o", tmp_path / output)
+    assert status == 2
+    assert out == ""
+    assert fnmatch.fnmatch(err, f"roofline: error: cannot write '{tmp_path / output}': {problem}\n"), err
+    assert (tmp_path / "read-only.svg").read_text() == "old"
+    assert stat.S_ISFIFO((tmp_path / "fifo.svg").stat().st_mode)
+
+
+BAD_DEVICE = {**DEVICE, "bandwidth": 0}
+
+
+@needs_matplotlib
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"devices": "cpu"}, "'devices' must be a list of objects; got a string"),
+        ({"devices": ["cpu"]}, "device 0 is a string, not an object"),
+        ({"devices": [BAD_DEVICE]}, "device 0 (cpu): 'bandwidth' is 0; it must be a positive number"),
+        ({"devices": [{**DEVICE, "bandwidth": "fast"}]},
+         "device 0 (cpu): 'bandwidth' is 'fast'; it must be a positive number"),
+        ({"devices": [{**DEVICE, "peaks": None}]},
+         "device 0 (cpu): 'peaks' is None; it must be a list of objects"),
+        ({"devices": [{k: v for k, v in DEVICE.items() if k != "key"}]}, "device 0: no 'key' field"),
+    ],
+)  # fmt: skip
+def test_roofline_plot_refuses_a_malformed_device_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any], message: str
+) -> None:
+    results = results_file(tmp_path, **changes)
+    status, out, err = run_plot(capsys, results, "-o", tmp_path / "roofline.svg")
+    assert (status, out) == (2, "")
+    assert err == f"roofline: error: results {results}: {message}\n"
+    assert not (tmp_path / "roofline.svg").exists()
+
+
+@needs_matplotlib
+@pytest.mark.parametrize("field", ["attained", "floor_s", "precision", "unit", "flops"])
+def test_roofline_plot_of_a_record_missing_a_field_is_one_line_or_a_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    import json
+
+    results = results_file(tmp_path)
+    data = json.loads(results.read_text())
+    for m in data["measurements"]:
+        m.pop(field, None)
+    results.write_text(json.dumps(data))
+    status, _, err = run_plot(capsys, results, "-o", tmp_path / "roofline.svg")
+    assert "Traceback" not in err
+    assert len(err.splitlines()) <= len(RECORDS), err  # an error, or a note per measurement not drawn
+    if field == "attained":  # what a comparison needs: the file is no report
+        assert (status, err) == (2, f"roofline: error: results {results}: measurement 0 "
+                                    f"(tests/t.py::test_gemm): no 'attained' field\n")  # fmt: skip
+    else:
+        assert status == 0, err
+        assert (tmp_path / "roofline.svg").is_file()
+
+
+@needs_matplotlib
+def test_roofline_plot_leaves_out_a_measurement_it_cannot_draw_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    results = results_file(tmp_path)
+    data = json.loads(results.read_text())
+    data["measurements"][1]["flops"] = math.nan
+    data["measurements"][0]["bytes"] = -1
+    results.write_text(json.dumps(data))  # NaN, as Python's json writes it
+    out = tmp_path / "roofline.svg"
+    status, stdout, err = run_plot(capsys, results, "-o", out)
+    assert status == 0, err
+    assert err.splitlines() == [
+        f"roofline: warning: results {results}: measurement 0 (tests/t.py::test_gemm): 'bytes' is -1;"
+        " it must be a positive number: not drawn",
+        f"roofline: warning: results {results}: measurement 1 (tests/t.py::test_axpy): 'flops' is nan;"
+        " it must be a number, 0 or more: not drawn",
+    ]
+    assert stdout == f"roofline: wrote {out}\n"
+    svg = out.read_text()
+    assert "test_gemm" not in svg
+    assert "2 measurement(s) could not be drawn" in svg
+
+
+@pytest.fixture
+def umask() -> Iterator[Callable[[int], None]]:
+    """Set this process's umask for the test; the old one comes back after."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        yield os.umask
+    finally:
+        os.umask(old)
+
+
+@needs_matplotlib
+def test_a_plot_gets_the_umasks_mode_and_keeps_an_existing_ones(
+    tmp_path: Path, umask: Callable[[int], None]
+) -> None:
+    umask(0o022)
+    new = draw(RECORDS, [DEVICE], tmp_path / "new.svg")
+    assert stat.S_IMODE(new.stat().st_mode) == 0o644  # as the JSON beside it, not mkstemp's 0600
+    old = tmp_path / "old.png"
+    old.write_text("old")
+    old.chmod(0o640)
+    umask(0o077)
+    draw(RECORDS, [DEVICE], old)
+    assert stat.S_IMODE(old.stat().st_mode) == 0o640
+    assert old.read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.svg", "old.png"]

@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -231,15 +233,36 @@ def test_the_json_path_may_not_be_a_directory(rl: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*argument --roofline-json: cannot write 'out': it is a directory*"])
 
 
-def test_the_json_path_may_be_a_fifo_or_a_character_device_but_not_a_socket(tmp_path: Path) -> None:
+def test_the_json_path_may_be_a_pipe_we_hold_or_a_character_device_but_not_a_socket(tmp_path: Path) -> None:
     """What ``write_json_atomic`` writes in place passes the up-front check; a socket does not."""
-    os.mkfifo(tmp_path / "fifo")
-    assert parse_json_path(str(tmp_path / "fifo")) == str(tmp_path / "fifo")
+    read, write = os.pipe()  # what /dev/stdout is under `pytest ... | jq`, or a shell's >(...)
+    try:
+        assert parse_json_path(f"/dev/fd/{write}") == f"/dev/fd/{write}"
+    finally:
+        os.close(read)
+        os.close(write)
     assert parse_json_path(os.devnull) == os.devnull  # /dev is read-only to most users: no matter
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(tmp_path / "sock"))
         with pytest.raises(argparse.ArgumentTypeError, match="it is a block device or a socket, not a file"):
             parse_json_path(str(tmp_path / "sock"))
+
+
+def test_a_fifo_the_run_did_not_start_with_is_refused(tmp_path: Path) -> None:
+    """Nobody may be reading it at the end (the write would fail), and if a reader is there now, it may
+    be gone by then: only a pipe this process holds has its reader set up by whoever started it."""
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"'.*fifo': it is a FIFO, not a regular file \("):
+        parse_json_path(str(tmp_path / "fifo"))
+
+
+def test_dev_stdout_piped_on_is_a_json_path(tmp_path: Path) -> None:
+    code = (
+        "from pytest_roofline.plugin.options import parse_json_path\n"
+        "parse_json_path('/dev/stdout'); print('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, check=True)
+    assert done.stdout == "ok\n"
 
 
 # -- devices -------------------------------------------------------------------------------------
@@ -553,10 +576,10 @@ def test_report_mode_measures_a_miss_once_and_enforce_twice(pytester: pytest.Pyt
 def test_the_latency_floor_is_judged_unless_switched_off(
     rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], ini: str, judged: bool
 ) -> None:
-    import pytest_roofline.plugin.session
+    import pytest_roofline.plugin.pipeline
 
     # an empty call on this timer costs 9 ms, above the fake copy's roofline floor
-    monkeypatch.setattr(pytest_roofline.plugin.session, "_latency_floor_s", lambda backend, **how: 9e-3)
+    monkeypatch.setattr(pytest_roofline.plugin.pipeline, "_latency_floor_s", lambda backend, **how: 9e-3)
     rl.makepyfile(test_setting=MISS)
     if ini:
         rl.makeini(f"[pytest]\n{ini}\n")

@@ -2,17 +2,19 @@
 
 A pull request's reader wants what went wrong first: misses, regressions and faster-than-light
 results lead the table, then inconclusive ones, then the rest. Every cell is escaped, so a test id
-with a ``|`` or a newline cannot break the table. The section is appended to the file (GitHub
+with a ``|`` or a newline cannot break the table, and shows on GitHub as it is (``<``, ``&``,
+backslashes and backticks included). The section is appended to the file (GitHub
 collects every step's summary in one file, and other tools may write beside us).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from .. import outputs
 from ..model import units
 from .comparison import Change, Comparison
 
@@ -56,9 +58,10 @@ def section(
         regressions = sum(c.change is Change.REGRESSION for c in comparisons)
         lines.append(f"<br>Against the baseline {_escape(baseline or '')}: {regressions} regression(s).")
         if vanished:
-            lines.append(f"<br>In the baseline, not measured now: {', '.join(_code(t) for t in vanished)}.")
+            gone = ", ".join(_code(t, cell=False) for t in vanished)
+            lines.append(f"<br>In the baseline, not measured now: {gone}.")
     if plot:
-        lines += ["", f"Roofline plot: `{_escape(plot)}` (upload it as an artifact to see it here)."]
+        lines += ["", f"Roofline plot: {_code(plot, cell=False)} (upload it as an artifact to see it here)."]
     return "\n".join(lines) + "\n"
 
 
@@ -93,24 +96,38 @@ def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comp
     return rows
 
 
+#: what GitHub would read as markup outside a code span (``<`` and ``&`` become entities instead; a
+#: ``>`` is markup only at the start of a line, which a cell never is; brackets only before ``(``)
+_PUNCTUATION = frozenset("\\`*_|~$")
+
+
 def _escape(text: str) -> str:
-    """A table cell: no pipe, no newline, no raw HTML (a tag needs its ``<``)."""
-    return (
-        (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;"))
-        .replace("\r", " ")
-        .replace("\n", " ")
-    )
+    """Text shown as it is in a table cell or a line of its own: no markup, no HTML, no line break."""
+    out = []
+    for before, char in zip(" " + _one_line(text), _one_line(text), strict=False):
+        if char in _PUNCTUATION or (char == "(" and before == "]"):  # "](": a link; "[x]" alone is text
+            out.append("\\" + char)
+        else:
+            out.append({"&": "&amp;", "<": "&lt;"}.get(char, char))  # no tag, no entity
+    return "".join(out)
 
 
-def _code(text: str) -> str:
-    inner = _escape(text).replace("`", "'")
-    return f"`{inner}`"
+def _code(text: str, *, cell: bool = True) -> str:
+    """A code span showing ``text`` as it is: everything in it is literal, but in a table ``cell`` a pipe
+    still ends the cell unless escaped (GitHub takes ``\\|`` out before reading the span)."""
+    inner = _one_line(text)
+    fence = "`" * (max(map(len, re.findall("`+", inner)), default=0) + 1)
+    if inner.startswith("`") or inner.endswith("`") or (inner.startswith(" ") and inner.endswith(" ")):
+        inner = f" {inner} "  # one space each side is stripped: without it the fence would grow
+    if cell:
+        inner = inner.replace("|", "\\|")
+    return f"{fence}{inner}{fence}"
+
+
+def _one_line(text: object) -> str:
+    return str(text).replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
 
 
 def append_section(path: str | os.PathLike[str], text: str) -> None:
     """Append ``text`` to the file at ``path`` (created if missing), after a blank line if it has content."""
-    target = Path(path)
-    with target.open("a", encoding="utf-8") as handle:
-        if handle.tell() > 0:
-            handle.write("\n")
-        handle.write(text)
+    outputs.append(path, text, separator="\n")

@@ -5,18 +5,21 @@ that a measurement was judged against, labelled, with the ridge point marked; ea
 point coloured by its verdict and labelled by its test; with a baseline, an arrow runs from where
 the test stood then. matplotlib is imported only here, only when a plot is asked for (the ``plot``
 extra); :func:`require_matplotlib` says so as a clear error. Ops that do no arithmetic (a copy) have
-no place on a FLOP/s axis: the caption counts them.
+no place on a FLOP/s axis: the caption counts them, and those whose figures cannot be drawn (a NaN, a
+negative byte count: :func:`fault` says which) too. Every text from the data is drawn as it is, never
+as mathtext or TeX: a test id may hold a ``$``.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
+from .. import outputs
 from ..errors import RooflineUsageError
 from ..model import units
 
@@ -33,6 +36,8 @@ COLOURS = {
     "faster-than-light": "#CC79A7",
 }
 _ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
+#: for every Text drawn from the data: a ``$`` in a test id is a dollar, not the start of mathtext
+_AS_IS: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
 class PlotError(RooflineUsageError, ValueError):
@@ -47,11 +52,70 @@ def require_matplotlib() -> None:
 
 
 def check_path(path: str | os.PathLike[str]) -> Path:
-    """The plot's path, if its suffix is one we draw; PlotError naming it otherwise."""
+    """The plot's path, if its suffix is one we draw and it can be written; PlotError naming it
+    otherwise."""
     target = Path(path).expanduser()
     if target.suffix.lower() not in FORMATS:
         raise PlotError(f"{path}: the plot is written as .svg or .png; got {target.suffix or 'no suffix'!r}")
+    reason = outputs.problem(target)
+    if reason:
+        raise PlotError(f"cannot write {str(path)!r}: {reason}")
     return target
+
+
+def check_devices(devices: object) -> list[Record]:
+    """``devices`` as a report holds them, if each has what its panel draws; PlotError naming the first
+    fault otherwise (a device is no measurement to leave out: its panel's every point would go too)."""
+    if not isinstance(devices, list | tuple):
+        raise PlotError(f"'devices' must be a list of objects; got a {_kind(devices)}")
+    for index, device in enumerate(devices):
+        if not isinstance(device, Mapping):
+            raise PlotError(f"device {index} is a {_kind(device)}, not an object")
+        if "key" not in device:
+            raise PlotError(f"device {index}: no 'key' field")
+        named = f"device {index} ({device['key']})"
+        bandwidth = device.get("bandwidth")
+        if not _positive(bandwidth):
+            raise PlotError(f"{named}: 'bandwidth' is {bandwidth!r}; it must be a positive number")
+        peaks = device.get("peaks")
+        if not isinstance(peaks, list) or not all(isinstance(p, Mapping) for p in peaks):
+            raise PlotError(f"{named}: 'peaks' is {peaks!r}; it must be a list of objects")
+        for peak in peaks:
+            flops = peak.get("flops")
+            if not _number(flops) or flops < 0:
+                raise PlotError(f"{named}: a peak's 'flops' is {flops!r}; it must be a number, 0 or more")
+        levels = device.get("levels") or []
+        if not isinstance(levels, list) or not all(isinstance(level, Mapping) for level in levels):
+            raise PlotError(f"{named}: 'levels' is {levels!r}; it must be a list of objects")
+    return list(devices)
+
+
+def fault(record: Record) -> str | None:
+    """Why a measurement cannot be a point on the plot, or None. No FLOPs (a copy) is no fault: such a
+    measurement has no place on a FLOP/s axis, and the caption counts it."""
+    for name in ("flops", "bytes", "time_s"):
+        if name not in record:
+            return f"no {name!r} field"
+    flops = record["flops"]
+    if not _number(flops) or flops < 0:
+        return f"'flops' is {flops!r}; it must be a number, 0 or more"
+    for name in ("bytes", "time_s", "size"):  # size: roofline llm's, by the op's share of the step
+        if name in record and not _positive(record[name]):
+            return f"{name!r} is {record[name]!r}; it must be a positive number"
+    return None
+
+
+def _number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value: object) -> bool:
+    return _number(value) and value > 0
+
+
+def _kind(value: object) -> str:
+    kinds = {dict: "object", list: "list", str: "string", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def draw(
@@ -67,46 +131,38 @@ def draw(
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    measured = [r for r in records if _plottable(r)]
-    panels = [d for d in devices if any(r["device"] == d["key"] for r in measured)] or list(devices[:1])
+    devices = check_devices(devices)
+    shown = [r for r in records if r.get("verdict") != "skipped"]
+    measured = [r for r in shown if fault(r) is None and r["flops"] > 0]
+    panels = [d for d in devices if any(r.get("device") == d["key"] for r in measured)] or list(devices[:1])
     figure = Figure(figsize=(8.0 * max(1, len(panels)), 5.6), layout="constrained")
     axes = figure.subplots(1, max(1, len(panels)), squeeze=False)[0]
     for ax, device in zip(axes, panels, strict=False):
-        on_device = [r for r in measured if r["device"] == device["key"]]
+        on_device = [r for r in measured if r.get("device") == device["key"]]
         _panel(ax, device, on_device, baseline or {})
-    skipped = sum(1 for r in records if not _plottable(r) and r.get("verdict") != "skipped")
+    flopless = sum(1 for r in shown if fault(r) is None and r["flops"] == 0)
+    faulty = sum(1 for r in shown if fault(r) is not None)
     caption = title or "pytest-roofline"
-    if skipped:
-        caption += f"  ({skipped} measurement(s) with no FLOPs, e.g. copies, are not on a FLOP/s axis)"
-    figure.suptitle(caption, fontsize=11)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=directory)
-    os.close(fd)
+    if flopless:
+        caption += f"  ({flopless} measurement(s) with no FLOPs, e.g. copies, are not on a FLOP/s axis)"
+    if faulty:
+        caption += f"  ({faulty} measurement(s) could not be drawn)"
+    figure.suptitle(caption, fontsize=11, **_AS_IS)
+    image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
+    figure.savefig(image, format=target.suffix[1:].lower(), dpi=150)
     try:
-        figure.savefig(tmp, format=target.suffix[1:].lower(), dpi=150)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        outputs.write(target, image.getvalue())
+    except OSError as exc:
+        raise PlotError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     return target
-
-
-def _plottable(r: Record) -> bool:
-    return (
-        r.get("verdict") != "skipped"
-        and bool(r.get("flops"))
-        and bool(r.get("bytes"))
-        and bool(r.get("time_s"))
-        and r["time_s"] > 0
-    )
 
 
 def _panel(
     ax: Axes, device: Record, records: Sequence[Record], baseline: Mapping[tuple[str, str], Record]
 ) -> None:
     bandwidth = float(device["bandwidth"])
-    used = {(r["precision"], r["unit"]) for r in records}
-    roofs = [p for p in device["peaks"] if (p["precision"], p["unit"]) in used and p["flops"] > 0]
+    used = {(r.get("precision"), r.get("unit")) for r in records}
+    roofs = [p for p in device["peaks"] if (p.get("precision"), p.get("unit")) in used and p["flops"] > 0]
     if not roofs:  # nothing measured here yet: show the device's own roofs
         roofs = [p for p in device["peaks"] if p["flops"] > 0][:3]
     intensities = [r["flops"] / r["bytes"] for r in records] + [p["flops"] / bandwidth for p in roofs]
@@ -118,23 +174,23 @@ def _panel(
     ax.plot([low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.6)
     ax.text(
         low * 1.3, bandwidth * low * 1.6, f"DRAM {units.byte_rate(bandwidth)}", rotation=0, fontsize=8,
-        color="#444444", va="bottom",
+        color="#444444", va="bottom", **_AS_IS,
     )  # fmt: skip
     for colour, peak in zip(_ROOF_COLOURS * 3, sorted(roofs, key=lambda p: -p["flops"]), strict=False):
         ridge = peak["flops"] / bandwidth
         ax.plot([ridge, high], [peak["flops"]] * 2, color=colour, linewidth=1.6)
         ax.plot([ridge], [peak["flops"]], marker="o", markersize=4, color=colour)
-        label = f"{peak['precision']} {peak['unit']} {units.flop_rate(peak['flops'])}"
+        label = f"{peak.get('precision', '')} {peak.get('unit', '')} {units.flop_rate(peak['flops'])}"
         ax.annotate(
             f"{label} (ridge {units.intensity(ridge)} FLOP/B)",
             (high, peak["flops"]), xytext=(-4, 3), textcoords="offset points", ha="right", fontsize=8,
-            color=colour,
+            color=colour, **_AS_IS,
         )  # fmt: skip
     _level_roofs(ax, device, records, low, top)
     for r in records:
         x, y = r["flops"] / r["bytes"], r["flops"] / r["time_s"]
-        colour = COLOURS.get(r["verdict"], "#777777")
-        old = baseline.get((r["nodeid"], r.get("name", "")))
+        colour = COLOURS.get(r.get("verdict", ""), "#777777")
+        old = baseline.get((r.get("nodeid", ""), r.get("name", "")))
         if old is not None and old.get("time_s"):
             y_old = r["flops"] / old["time_s"]
             ax.annotate(
@@ -146,7 +202,9 @@ def _panel(
         ax.plot(
             [x], [y], marker="o", markersize=size, color=colour, markeredgecolor="white", linestyle="none"
         )
-        ax.annotate(_short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top")
+        ax.annotate(
+            _short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top", **_AS_IS
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xs)
@@ -154,12 +212,12 @@ def _panel(
     ax.set_ylim(floor_y / 3, top * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s")
-    ax.set_title(str(device["name"]), fontsize=10)
+    ax.set_title(str(device.get("name", device["key"])), fontsize=10, **_AS_IS)
     ax.grid(True, which="major", linewidth=0.4, alpha=0.5)
     handles = [
         ax.plot([], [], marker="o", linestyle="none", color=c, label=v)[0]
         for v, c in COLOURS.items()
-        if any(r["verdict"] == v for r in records)
+        if any(r.get("verdict") == v for r in records)
     ]
     if handles:
         ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
@@ -170,7 +228,7 @@ def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float
     dashed beside DRAM's."""
     judged = {r.get("memory_level") for r in records if r.get("cache_state") == "warm"}
     for level in device.get("levels") or ():
-        if level.get("name") not in judged or not level.get("bandwidth"):
+        if level.get("name") not in judged or not _positive(level.get("bandwidth")):
             continue
         bandwidth = float(level["bandwidth"])
         ax.plot(
@@ -178,11 +236,11 @@ def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float
         )
         ax.text(
             low * 1.3, bandwidth * low * 1.6, f"{str(level['name']).upper()} {units.byte_rate(bandwidth)}",
-            fontsize=8, color="#444444", va="bottom",
+            fontsize=8, color="#444444", va="bottom", **_AS_IS,
         )  # fmt: skip
 
 
 def _short(r: Record) -> str:
     """``test_gemm[numpy]`` from ``tests/test_gemm.py::TestGemm::test_gemm[numpy]``, plus the name."""
-    test = str(r["nodeid"]).rsplit("::", 1)[-1]
+    test = str(r.get("nodeid", "")).rsplit("::", 1)[-1]
     return f"{test} [{r['name']}]" if r.get("name") else test

@@ -7,20 +7,18 @@ JSON file and later formats (step summaries, plots, baselines) all read one shap
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import math
 import os
 import platform
 import posixpath
-import secrets
-import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import outputs
 from ..errors import InvalidValueError
 from ..model import units
 from ..model.core import Device, Unit
@@ -299,65 +297,13 @@ def judged_devices(devices: Iterable[Record], records: Sequence[Record]) -> list
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
-    """Write ``data`` as JSON to ``path``: never a half-written file, never a replaced special file.
-
-    A regular file, or a new path, is written to a temporary file beside it and renamed over it, with
-    the existing file's mode (a new one gets the umask's, as any program's output would). A symlink is
-    followed: the file it points to is replaced, the link kept. A character device (``/dev/null``, a
-    terminal) or a FIFO that a process reads is written in place; renaming over one would destroy it.
-    Anything else (a directory, a block device, a socket, a FIFO nobody reads) is an OSError saying
-    what it is. Returns the path of what was written.
-    """
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"  # first: bad data leaves nothing behind
-    try:
-        existing: os.stat_result | None = os.stat(path)  # through symlinks, /proc's magic ones too
-    except FileNotFoundError:
-        existing = None
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        _write_in_place(Path(path), existing, text)
-        return Path(path)
-    target = Path(os.path.realpath(path))  # a symlink's target is replaced, not the link
-    fd, tmp = _new_temporary(target)
-    try:
-        if existing is not None:
-            os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
-
-
-def _new_temporary(target: Path) -> tuple[int, Path]:
-    """A new file beside ``target``, created with mode 0666 less the umask (mkstemp's is always 0600)."""
-    for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(target.parent))
-
-
-def _write_in_place(path: Path, existing: os.stat_result, text: str) -> None:
-    mode = existing.st_mode
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-        kind = "block device" if stat.S_ISBLK(mode) else "socket" if stat.S_ISSOCK(mode) else "special file"
-        raise OSError(errno.EINVAL, f"it is a {kind}, not a file to write JSON to", str(path))
-    try:
-        # non-blocking, so a FIFO nobody reads is an error now rather than a hang
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise OSError(errno.ENXIO, "it is a FIFO that no process is reading", str(path)) from None
-        raise
-    os.set_blocking(fd, True)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    """Write ``data`` as JSON to ``path`` as :func:`outputs.write` does: never a half-written file, never
+    a replaced special file, errors naming ``path``. Returns the path of what was written."""
+    try:  # first: bad data leaves nothing behind
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    except ValueError as exc:  # a NaN or an infinity (a TypeError, an object JSON lacks, is a bug)
+        raise ValueError(f"{path}: {exc}") from None
+    return outputs.write(path, text.encode("utf-8"))
 
 
 # -- terminal -----------------------------------------------------------------------------------

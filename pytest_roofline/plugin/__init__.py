@@ -1,7 +1,7 @@
 """The pytest11 entry point: options, the ``speed_of_light`` marker and the ``roofline`` fixture.
 
 Typed hooks only; the work is done elsewhere: the settings in ``options.py``, the marker in
-``marker.py``, and runtime state and hooks in :class:`~.session.RooflineSession`, a plugin that
+``marker.py``, and the runtime hooks in :class:`~.session.RooflineSession`, a plugin that
 exists only once the run needs it.
 
 Installed but unused, this module costs a test run almost nothing: it imports no numpy, no CuPy, no
@@ -67,10 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     # historic: a conftest.py found later, during collection, registers too
     def add_op(*args: Any, **kwargs: Any) -> OpSpec:
-        return session_of(config).add_op(*args, **kwargs)
+        return session_of(config).registrations.add_op(*args, **kwargs)
 
     def add_device(device: Device) -> Device:
-        return session_of(config).add_device(device)
+        return session_of(config).registrations.add_device(device)
 
     hook = config.hook
     hook.pytest_roofline_register_ops.call_historic(kwargs={"config": config, "register": add_op})
@@ -122,7 +122,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return
-    session.undo_registrations()
+    session.registrations.undo()
     session.unregister()
     del config.stash[SESSION_KEY]
 
@@ -148,4 +148,4 @@ def roofline(request: pytest.FixtureRequest) -> Roofline:
     """
     from .fixture import Roofline
 
-    return Roofline(request.node, session_of(request.config))
+    return Roofline(request.node, session_of(request.config).measurer)

@@ -3,7 +3,8 @@
 :class:`Roofline` is what a test's ``roofline`` argument is. :class:`BodyTimer` times the body of
 a marked test that takes no fixture; :class:`MeasurementCheck` notices a marked test that takes the
 fixture and measures nothing. Each wrapper is a plugin of its own, registered by the session on the
-first test that needs it, so a suite without such tests pays nothing for it.
+first test that needs it, so a suite without such tests pays nothing for it. Each measures
+through the run's :class:`~.measurer.Measurer`.
 """
 
 from __future__ import annotations
@@ -18,38 +19,37 @@ import pytest
 from ..errors import RooflineError, RooflineWarning
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE, MARKER
+from .measurer import NAMES_KEY
 from .request import MARKER_KEY, given
 
 if TYPE_CHECKING:
     from ..model.core import Device, Estimate
     from ..model.verdict import Result
-    from .session import RooflineSession
+    from .measurer import Measurer
 
 #: the measurements a test's ``roofline`` fixture was asked for (``roofline(...)``, ``.measure``)
 MEASURED_KEY = pytest.StashKey[int]()
-#: the names (``name=``) this attempt of a test measured under: each is the test's key in a baseline
-NAMES_KEY = pytest.StashKey[set[str]]()
 
 
 class BodyTimer:
     """The ``pyfunc_call`` wrapper of marked tests that take no fixture: a plugin of its own, so
     that it exists only once such a test is set up."""
 
-    def __init__(self, session: RooflineSession) -> None:
-        self._session = session
+    def __init__(self, measurer: Measurer) -> None:
+        self._measurer = measurer
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
         """A marked test without the fixture runs once normally, then its body is timed as the kernel."""
         outcome = yield
-        session = self._session
+        measurer = self._measurer
         marker = pyfuncitem.stash.get(MARKER_KEY, None)
-        if marker is None or FIXTURE in pyfuncitem.fixturenames or session.settings.mode == "off":
+        if marker is None or FIXTURE in pyfuncitem.fixturenames or measurer.settings.mode == "off":
             return outcome
         names = inspect.signature(pyfuncitem.obj).parameters
         kwargs = {n: pyfuncitem.funcargs[n] for n in names if n in pyfuncitem.funcargs}
         try:
-            session.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
+            measurer.run(pyfuncitem, functools.partial(pyfuncitem.obj, **kwargs), (), {}, can_fail=True)
         except Exception as exc:
             fixture = once_only_fixture(exc, pyfuncitem.funcargs)  # the test's own, and theirs
             if fixture is None:
@@ -77,8 +77,8 @@ class MeasurementCheck:
     """The ``pyfunc_call`` wrapper of marked tests that take the fixture: a test that passed without
     measuring has lost its budget unnoticed (a refactor dropped the ``roofline(...)`` call)."""
 
-    def __init__(self, session: RooflineSession) -> None:
-        self._session = session
+    def __init__(self, measurer: Measurer) -> None:
+        self._measurer = measurer
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
@@ -87,7 +87,7 @@ class MeasurementCheck:
         outcome = yield
         if pyfuncitem.stash.get(MEASURED_KEY, None) != 0 or pyfuncitem.stash.get(MARKER_KEY, None) is None:
             return outcome  # measured; or the fixture was replaced, or the test is not marked
-        settings = self._session.settings
+        settings = self._measurer.settings
         message = (
             f"{pyfuncitem.nodeid} is marked @pytest.mark.{MARKER} and takes the {FIXTURE} fixture, but"
             f" measured nothing, so no budget was checked: call {FIXTURE}(kernel, *args) or"
@@ -103,9 +103,9 @@ class MeasurementCheck:
 class Roofline:
     """The ``roofline`` fixture: ``roofline(fn, *args, op=..., **params)`` times and judges a kernel."""
 
-    def __init__(self, item: pytest.Item, session: RooflineSession) -> None:
+    def __init__(self, item: pytest.Item, measurer: Measurer) -> None:
         self._item = item
-        self._session = session
+        self._measurer = measurer
         item.stash[MEASURED_KEY] = 0
         item.stash[NAMES_KEY] = set()  # a fixture per attempt: a rerun starts afresh
 
@@ -133,7 +133,7 @@ class Roofline:
         __tracebackhide__ = True
         self._item.stash[MEASURED_KEY] += 1
         call = given(dict(params, op=op, dtype=dtype, min_fraction=min_fraction, name=name))
-        return self._session.run(self._item, fn, args, call, can_fail=True, kwargs=kwargs, setup=setup)
+        return self._measurer.run(self._item, fn, args, call, can_fail=True, kwargs=kwargs, setup=setup)
 
     def measure(
         self, fn: Callable[..., object], *args: object, op: str | None = None, dtype: object = None,
@@ -144,19 +144,19 @@ class Roofline:
         __tracebackhide__ = True
         self._item.stash[MEASURED_KEY] += 1
         call = given(dict(params, op=op, dtype=dtype, name=name))
-        return self._session.run(self._item, fn, args, call, can_fail=False, kwargs=kwargs, setup=setup)
+        return self._measurer.run(self._item, fn, args, call, can_fail=False, kwargs=kwargs, setup=setup)
 
     def estimate(self, op: str | None = None, *, dtype: object = None, **params: Any) -> Estimate:
         """The floor only, on this test's device: nothing runs."""
         __tracebackhide__ = True
-        session = self._session
+        measurer = self._measurer
         with failing_the_test(RooflineError):
-            request = session.resolve(self._item, given(dict(params, op=op, dtype=dtype)))
-            floor = session.estimate(request, measuring=False)
+            request = measurer.resolve(self._item, given(dict(params, op=op, dtype=dtype)))
+            floor = measurer.estimate(request, measuring=False)
         return floor
 
     @property
     def device(self) -> Device:
         """The session's device (resolved, and for the CPU calibrated, on first use)."""
-        devices = self._session.devices
+        devices = self._measurer.devices
         return devices.device(devices.session_spec())

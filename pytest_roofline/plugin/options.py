@@ -130,28 +130,14 @@ def parse_peaks(text: str) -> str:
 
 def parse_json_path(text: str) -> str:
     """A file we will be able to write, as the path to write (``~`` expanded here, once): a new or
-    regular file in a writable directory, or a character device or FIFO we may write to (written in
-    place, never replaced: ``report.write_json_atomic``)."""
+    regular file in a writable directory, a character device, or a pipe this process holds
+    (``/dev/stdout`` piped on), written in place: ``outputs.write``."""
+    from ..outputs import problem
+
     target = Path(text).expanduser()
-    problem = ""
-    if target.is_dir():
-        problem = "it is a directory"
-    elif target.is_file() and not target.stat().st_mode & 0o222:
-        # its mode, not os.access: root may write anything, and an atomic write replaces it anyway
-        problem = "it is read-only"
-    elif target.exists() and not target.is_file():
-        if not (target.is_char_device() or target.is_fifo()):
-            problem = "it is a block device or a socket, not a file"
-        elif not os.access(target, os.W_OK):
-            problem = "it is not writable"
-    else:
-        directory = target.resolve().parent  # through a symlink: its target is what gets replaced
-        if not directory.is_dir():
-            problem = f"directory {str(directory)!r} does not exist"
-        elif not os.access(directory, os.W_OK):
-            problem = f"directory {str(directory)!r} is read-only"
-    if problem:
-        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {problem}")
+    reason = problem(target)
+    if reason:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {reason}")
     return str(target)
 
 

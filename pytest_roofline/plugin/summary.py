@@ -1,5 +1,6 @@
 """What the terminal shows at the end of a run: the notes, the report table, the comparison with a
-baseline, and where the files went. The process that shows the run calls :func:`write_summary`."""
+baseline, and where the files went. The process that shows the run calls :func:`write_summary` with
+what the run gathered (:class:`.run_state.RunState`)."""
 
 from __future__ import annotations
 
@@ -9,34 +10,34 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .session import RooflineSession
+    from .run_state import RunState
 
 
-def write_summary(tr: pytest.TerminalReporter, session: RooflineSession) -> None:
+def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
     """The notes, then (with ``--roofline-report``) the device headers and the table, colored by
     verdict; then what the run's gate and JSON file have to say. Every line but the table's rows
     (sized to the terminal already) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
-    settings, records = session.settings, session.records
+    settings, records = state.settings, state.records
     write = _Writer(tr)
-    for note in dict.fromkeys(session.notes):
+    for note in dict.fromkeys(state.notes):
         write(f"roofline: {note}", yellow=True)
     if settings.report:
-        _write_report(tr, session, write)
-    if session.interruption and (settings.report or settings.json):
+        _write_report(tr, state, write)
+    if state.interruption and (settings.report or settings.json):
         write(
-            f"roofline: the run was cut short ({session.interruption}): the measurements of the tests "
+            f"roofline: the run was cut short ({state.interruption}): the measurements of the tests "
             "that did not finish are missing",
             yellow=True,
         )
-    for line in session.gate.summary_lines():
+    for line in state.gate.summary_lines():
         regression = line.startswith("  regression")
         write(line, red=regression, bold=regression)
-    for note in session.gate.notes:
+    for note in state.gate.notes:
         write(note, yellow=True)
-    for error in session.gate.errors:
+    for error in state.gate.errors:
         write(error, red=True, bold=True)
-    if session.json_error:
-        write(session.json_error, red=True, bold=True)
+    if state.json_error:
+        write(state.json_error, red=True, bold=True)
     elif settings.json:
         write(f"roofline: wrote {len(records)} measurement(s) to {settings.json}")
 
@@ -61,10 +62,10 @@ class _Writer:
             self._tr.write_line(part, **markup)
 
 
-def _write_report(tr: pytest.TerminalReporter, session: RooflineSession, write: _Writer) -> None:
+def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) -> None:
     from ..output.report import format_device_headers, format_table, ordered, skipped_notes, summary_counts
 
-    settings, records, devices = session.settings, session.records, session.device_records.values()
+    settings, records, devices = state.settings, state.records, state.device_records.values()
     tr.write_sep("=", "roofline report")
     for line in format_device_headers(devices, records):
         write(line)

@@ -1,0 +1,163 @@
+"""What one call to measure in a test goes through (the ``roofline`` fixture's, or a marked test's
+body): the checks up front -> the request (:mod:`.request`) -> the pipeline (:mod:`.pipeline`) ->
+the outcome (:mod:`.outcome`).
+
+Every step runs inside the test's own call, so what it fails or skips is the test's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..errors import RooflineError
+from .failing import fail_test, failing_the_test
+from .marker import FIXTURE
+from .request import KernelCall, Request, resolve
+from .run_devices import device_skip_reason, names_a_table_device
+
+if TYPE_CHECKING:
+    from ..model.core import Estimate
+    from ..model.verdict import Result
+    from .options import SessionSettings
+    from .run_devices import Devices
+    from .run_state import RunState
+    from .transport import RecordTransport
+
+#: the names (``name=``) this attempt of a test measured under: each is the test's key in a baseline
+NAMES_KEY = pytest.StashKey[set[str]]()
+
+
+class Measurer:
+    """Measures the calls the tests make, on the run's devices, and settles what each result means."""
+
+    def __init__(self, state: RunState, devices: Devices, transport: RecordTransport) -> None:
+        self.state = state
+        self.devices = devices
+        self._transport = transport
+
+    @property
+    def settings(self) -> SessionSettings:
+        return self.state.settings
+
+    def resolve(
+        self, item: pytest.Item, call: Mapping[str, Any], kernel: KernelCall | None = None
+    ) -> Request:
+        """The request of one call (:func:`.request.resolve`); ValueError names a mistake."""
+        return resolve(item, call, kernel, settings=self.settings, session_spec=self.devices.session_spec)
+
+    def estimate(self, request: Request, *, measuring: bool = True) -> Estimate:
+        """The floor of ``request``; a table device needs no local hardware unless it is measured on."""
+        from .pipeline import estimate_of
+
+        spec = request.device_spec
+        if not measuring and names_a_table_device(spec):
+            from ..model.devices import lookup
+
+            device = lookup(spec)
+        else:
+            device = self.devices.device(spec)
+        return estimate_of(request, device)
+
+    def run(
+        self,
+        item: pytest.Item,
+        fn: object,
+        args: tuple[object, ...],
+        call: Mapping[str, Any],
+        *,
+        can_fail: bool,
+        kwargs: Mapping[str, object] | None = None,
+        setup: Callable[[], object] | None = None,
+    ) -> Result | None:
+        """Measure ``fn(*args, **kwargs)`` (``setup()`` before every call, untimed), record the result,
+        and in enforce mode fail the test below budget.
+
+        ``can_fail=False`` (``roofline.measure``) records the result but never fails the test on it.
+        """
+        __tracebackhide__ = True
+        if not callable(fn):
+            fail_test(f"{FIXTURE}: the kernel must be callable; got {fn!r} ({type(fn).__name__})")
+        if (lazy := _runs_nothing(fn)) is not None:
+            fail_test(
+                f"{FIXTURE}: the kernel is {lazy} ({fn!r}): calling it runs nothing, it only makes"
+                " an object that would run later, so its time would be no time at all; pass a function"
+                " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
+            )
+        from ..timing.engine import SetupError, call_once, check_call
+        from ..timing.rotation import check_has_data
+
+        with failing_the_test(RooflineError):
+            check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
+        with failing_the_test(RooflineError):
+            check_has_data(fn, args, kwargs)
+        kernel = KernelCall(fn, args, kwargs, setup)
+        with failing_the_test(RooflineError):
+            request = self.resolve(item, call, kernel)
+        if request.device_spec != self.settings.device:
+            self._skip_if_absent(item, request.op, request.device_spec)
+        self._check_baseline_key(item, request.name)
+        if self.settings.mode == "off":
+            with failing_the_test(SetupError):
+                call_once(fn, args, kernel.kwargs, kernel.setup)
+            return None
+        from ..output.report import result_record
+        from .outcome import settle
+        from .pipeline import measure_call
+
+        gate = self.state.gate
+        result = measure_call(
+            request,
+            kernel,
+            devices=self.devices,
+            state=self.state,
+            nodeid=item.nodeid,
+            remeasure=can_fail and self.settings.mode == "enforce",
+            suspect=lambda r: gate.suspects(result_record(r, nodeid=item.nodeid, mode="enforce")),
+            failing_the_test=failing_the_test,
+        )
+        settle(
+            item, result, request=request, kernel=kernel, can_fail=can_fail, state=self.state,
+            transport=self._transport,
+        )  # fmt: skip
+        return result
+
+    def _check_baseline_key(self, item: pytest.Item, name: str) -> None:
+        """A baseline keeps one record per test and ``name=``: with one saved or compared, a test that
+        measures twice under one name (a loop over sizes) fails, saying how to tell them apart."""
+        __tracebackhide__ = True
+        names = item.stash.get(NAMES_KEY, None)
+        if names is None or not (self.settings.save or self.settings.compare):
+            return
+        if name in names:
+            shown = f"name={name!r}" if name else "no name="
+            fail_test(
+                f"{FIXTURE}: this test measured a second kernel under {shown}; a baseline keeps one record"
+                " per test and name, so the second would be compared with the first one's record. Give each"
+                " roofline(...) call its own name=, such as name=f'n={n}' in a loop over sizes"
+            )
+        names.add(name)
+
+    def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
+        """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
+        __tracebackhide__ = True  # pytest reports a skip at the innermost visible frame: the test's call
+        with failing_the_test(RooflineError):
+            reason = device_skip_reason(spec)
+        if reason:
+            self._transport.send_skip(item.nodeid, op, reason)
+            pytest.skip(reason)
+
+
+def _runs_nothing(fn: object) -> str | None:
+    """What kind of function ``fn`` is when calling it only makes a coroutine or a generator."""
+    import inspect
+
+    if inspect.iscoroutinefunction(fn):
+        return "a coroutine function (async def)"
+    if inspect.isasyncgenfunction(fn):
+        return "an async generator function"
+    if inspect.isgeneratorfunction(fn):
+        return "a generator function"
+    return None

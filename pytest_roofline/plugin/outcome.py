@@ -1,0 +1,89 @@
+"""What a measured result means for its test: recorded, then passed, failed, skipped or warned about,
+and in enforce mode checked against the baseline.
+
+:func:`settle` runs inside the test's own call, so a failure it raises is the test's, shown at the
+test's line (``__tracebackhide__`` hides the plugin's frames).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..errors import RooflineWarning
+from .failing import fail_test
+
+if TYPE_CHECKING:
+    from ..analysis.diagnosis import Diagnosis
+    from ..model.verdict import Result
+    from .request import KernelCall, Request
+    from .run_state import RunState
+    from .transport import RecordTransport
+
+
+def settle(
+    item: pytest.Item,
+    result: Result,
+    *,
+    request: Request,
+    kernel: KernelCall,
+    can_fail: bool,
+    state: RunState,
+    transport: RecordTransport,
+) -> None:
+    """Record ``result``, give it to ``pytest_roofline_result``, and in enforce mode fail the test
+    below budget (``can_fail=False``, ``roofline.measure``: never)."""
+    __tracebackhide__ = True
+    from ..model.verdict import Verdict
+    from ..output.report import result_record
+
+    settings = state.settings
+    mode = settings.mode if can_fail else "measure"
+    record = result_record(result, nodeid=item.nodeid, mode=mode)
+    diagnosis = _diagnosis(kernel, result, when=settings.diagnose)
+    message = result.message()
+    if diagnosis is not None:
+        from ..analysis.diagnosis import format_diagnosis
+
+        record["diagnosis"] = diagnosis.to_record()
+        message += "\n" + format_diagnosis(diagnosis)
+    transport.send(record)
+    prefix = f"roofline[{request.name}]" if request.name else "roofline"
+    item.user_properties.extend(
+        [
+            (f"{prefix}_attained", round(result.attained, 6)),
+            (f"{prefix}_floor_s", result.floor_s),
+            (f"{prefix}_time_s", result.time_s),
+            (f"{prefix}_min_fraction", result.min_fraction),
+            (f"{prefix}_verdict", str(result.verdict)),
+        ]
+    )
+    item.config.hook.pytest_roofline_result(item=item, result=result)
+    if can_fail and settings.mode == "enforce" and result.verdict is not Verdict.PASS:
+        if result.verdict is not Verdict.INCONCLUSIVE or settings.inconclusive == "fail":
+            fail_test(message)
+        if settings.inconclusive == "skip":
+            pytest.skip(message)
+        item.warn(RooflineWarning(message))
+    if mode == "enforce":  # within budget, but perhaps well below where the baseline stood
+        state.gate.check(record)
+
+
+def _diagnosis(kernel: KernelCall, result: Result, *, when: str) -> Diagnosis | None:
+    """The bottleneck procedure's likely causes (:mod:`.diagnosis`), when ``--roofline-diagnose``
+    asks for them: for a GPU measurement (the procedure is a GPU one), with what the compiler says
+    of a CUDA C++ or Triton kernel the test passed (:func:`.kernelfacts.facts_for`)."""
+    from ..model.verdict import Verdict
+
+    if when == "off" or result.estimate.device.kind == "cpu":
+        return None
+    if when == "miss" and result.verdict is not Verdict.MISS:
+        return None
+    from ..analysis.diagnosis import diagnose
+    from ..analysis.kernelfacts import facts_for
+    from ..analysis.occupancy import arch_of_device
+
+    arch = arch_of_device(result.estimate.device.key)
+    facts = facts_for(kernel.fn, arch=arch) if arch else None
+    return diagnose(result, facts)

@@ -1,0 +1,282 @@
+"""The measurement of one call, without pytest: the request's estimate -> the cache plan -> the engine
+over a backend -> the verdict.
+
+:func:`measure_call` takes a request already resolved (:mod:`.request`) and the run's devices
+(:mod:`.run_devices`), and gives the frozen :class:`~..model.verdict.Result`. What the result means
+for a test (fail, skip, warn, the gate) is :mod:`.outcome`'s; this module imports no pytest, so
+the whole path can be driven, and tested, from outside a test run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidValueError, RooflineError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..machine.cpupeak import CpuPeak
+    from ..model.ceilings import ProbeReference
+    from ..model.core import Device, Estimate
+    from ..model.verdict import Result
+    from ..timing.base import Backend
+    from ..timing.cache import CachePlan
+    from ..timing.clocks import ClockWatcher
+    from ..timing.engine import Measurement
+    from .request import KernelCall, Request
+    from .run_devices import Devices
+    from .run_state import RunState
+
+#: how a step's errors reach the caller, given the errors it may raise: the plugin passes
+#: :class:`.failing.failing_the_test`, so they fail the test with their message alone
+Failing = Callable[..., AbstractContextManager[object]]
+
+#: a probe this much faster than at calibration means the calibration was taken under load
+_STALE_SPEED = 1.3
+#: what is left of a measurement's budget once rotation's copies took the rest: the engine's warm-up
+#: and its three samples then overrun it, as they would any budget too short for them
+_MIN_BUDGET_S = 1e-3
+
+
+def _propagating(*errors: type[Exception]) -> AbstractContextManager[object]:
+    """Outside pytest a step's error propagates as it was raised."""
+    return contextlib.nullcontext()
+
+
+def estimate_of(request: Request, device: Device) -> Estimate:
+    """The floor of ``request`` on ``device``."""
+    from ..model.estimate import estimate
+
+    return estimate(request.op, dtype=request.dtype, device=device, math=request.math, **request.params)
+
+
+def measure_call(
+    request: Request,
+    kernel: KernelCall,
+    *,
+    devices: Devices,
+    state: RunState,
+    nodeid: str,
+    remeasure: bool,
+    suspect: Callable[[Result], bool] | None = None,
+    failing_the_test: Failing = _propagating,
+) -> Result:
+    """Time ``kernel`` as ``request`` asks, on the device and backend its spec means, and judge it.
+
+    ``remeasure``: measure once more before a miss is final (enforce mode); ``suspect(result)``: a
+    result worth a second measurement too (one beyond the baseline's threshold). The notes this
+    measurement has for the summary (threads that waited, a calibration taken under load, clocks
+    nobody watched) go to ``state``.
+    """
+    __tracebackhide__ = True
+    settings = state.settings
+    from ..timing.engine import SetupError
+
+    with failing_the_test(RooflineError):
+        device = devices.device(request.device_spec)
+        est = estimate_of(request, device)
+        backend = devices.backend(request.device_spec, device)
+    from ..model.verdict import decide
+    from ..timing.cache import plan_cache
+    from ..timing.engine import measuring_alone
+
+    # one measurement at a time in this process, from its copies to its re-measure: two threads
+    # timing at once would each slow the other's kernel, and a rotation's copies must outlive it
+    with measuring_alone() as waited:
+        plan = plan_cache(
+            request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
+            fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, clock=backend.clock,
+        )  # fmt: skip
+        # the copies rotation made are part of what the measurement costs: paid from its budget
+        made_s = plan.rotation.made_s if plan.rotation is not None else 0.0
+        budget_s = max(request.policy.max_time_s - made_s, _MIN_BUDGET_S)
+        if plan.state == "warm":
+            est = _warm_estimate(est, request.device_spec, devices, failing_the_test)
+        on_cpu = backend.name == "cpu"
+        reference = _probe_reference(est, devices, state) if on_cpu else None
+        with failing_the_test(RooflineError):  # a stream= the backend cannot take
+            measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
+        peak = _cpu_peak() if on_cpu and est.device.kind == "cpu" else None
+        # warm-up, probes, sampling, a re-measure: one window
+        with (
+            devices.measuring(request.device_spec),
+            failing_the_test(SetupError),
+            _blocking(backend, request.block),
+        ):
+            flushed = plan.rotation is None and plan.policy.flush
+            latency_floor_s = (
+                _latency_floor_s(backend, flushed=flushed) if settings.latency_floor == "on" else 0.0
+            )
+            result = decide(
+                est,
+                measure_once,
+                request.min_fraction,
+                budget_s=budget_s,
+                remeasure=remeasure,
+                name=request.name,
+                nodeid=nodeid,
+                reference=reference,
+                peak=peak,
+                latency_floor_s=latency_floor_s,
+                suspect=suspect,
+            )
+    if waited:
+        state.say_once(
+            "waited",
+            "measurements on two threads at once waited for each other: one is timed at a time in a"
+            " process, as two at once would slow each other's kernels",
+        )
+    if result.ceiling is not None and result.ceiling.speed > _STALE_SPEED:
+        state.say_once(
+            "stale",
+            f"this CPU ran {result.ceiling.speed:.1f}x faster than when it was calibrated (probe"
+            f" {result.ceiling.probe}): the calibration was taken under load; paired ceilings make"
+            " up for it, and `roofline calibrate --force` measures it again",
+        )
+    return result
+
+
+def _warm_estimate(est: Estimate, spec: str, devices: Devices, failing_the_test: Failing) -> Estimate:
+    """The cache-aware roofline: a warm op's bytes at the bandwidth of the cache level that holds
+    them (DRAM's, when none does or the device names no level)."""
+    __tracebackhide__ = True
+    import dataclasses
+
+    from ..model.core import at_level
+
+    with failing_the_test(RooflineError):
+        device = devices.with_cache_levels(spec)
+    if device is not est.device and device.levels and not est.device.levels:
+        est = dataclasses.replace(est, device=dataclasses.replace(est.device, levels=device.levels))
+    level = est.device.level_for(est.bytes)
+    return est if level is None else at_level(est, level)
+
+
+def _measurer(
+    kernel: KernelCall,
+    request: Request,
+    plan: CachePlan,
+    backend: Backend,
+    reference: ProbeReference | None,
+    state: RunState,
+    *,
+    on_cpu: bool,
+) -> Callable[[float], Measurement]:
+    """``measure_once(budget_s)``: the engine, with this kernel's cache plan, probe and OS readings."""
+    import dataclasses
+
+    from ..timing.clocks import unwatched_note
+    from ..timing.engine import measure
+
+    policy = plan.policy
+    snapshot = None
+    if on_cpu:
+        from ..timing.contention import take_snapshot
+
+        snapshot = take_snapshot
+
+    on_stream = _stream_of(backend, request.stream)
+
+    def measure_once(budget_s: float) -> Measurement:
+        __tracebackhide__ = True
+        probe = None
+        if reference is not None:  # built here, inside the device lock: it allocates its arrays
+            from ..timing.probes import probe_for
+
+            probe = probe_for(reference)
+        budgeted = dataclasses.replace(policy, max_time_s=budget_s)
+        with on_stream(request.stream), watching(backend) as watcher:
+            m = measure(
+                kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
+                backend=backend, probe=probe, snapshot=snapshot, rotation=plan.rotation,
+            )  # fmt: skip
+        if watcher is None:
+            return m
+        if not watcher.log.watched and (note := unwatched_note()):
+            state.notes.append(f"GPU clocks are not watched: {note}")
+        return dataclasses.replace(m, clocks=watcher.log)
+
+    return measure_once
+
+
+def _probe_reference(est: Estimate, devices: Devices, state: RunState) -> ProbeReference | None:
+    """The calibration's probe for the resource bounding ``est``, when its ceilings are this CPU's
+    measured ones and paired ceilings are on."""
+    if state.settings.ceilings != "paired" or not devices.measured_cpu or est.device.kind != "cpu":
+        return None
+    from ..machine.calibrate import cpu_calibration
+    from ..model.ceilings import resource_of
+    from ..model.core import Source
+
+    source = est.peak_source if est.bound == "compute" else est.bandwidth_source
+    if source is not Source.MEASURED:  # a peaks file's figure is the user's, not the probe's
+        return None
+    if est.bound == "memory" and est.memory_level != "dram":  # the probe streams from DRAM
+        return None
+
+    return cpu_calibration().probes.get(resource_of(est))
+
+
+def _cpu_peak() -> CpuPeak | None:
+    from ..machine.cpupeak import cpu_peak
+
+    return cpu_peak()
+
+
+# - what a backend can do beyond timing: asked of the backend at hand -
+
+
+def _latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
+    """What an empty call costs on the plugin's own timers, measured once per process and device
+    (an empty Python call on the CPU, an empty kernel launch on a GPU); 0 for a backend a plugin
+    serves, whose calls the plugin cannot time empty. ``flushed``: the kernel is timed right after a
+    cache flush, and so is the CPU's empty call."""
+    from ..timing.cpu import CpuBackend
+
+    if isinstance(backend, CpuBackend):
+        from ..timing.latency import cpu_latency_floor
+
+        return cpu_latency_floor(flushed=flushed).floor_s
+    from ..timing.cuda import CudaBackend, latency_floor
+
+    if isinstance(backend, CudaBackend):  # in the backend's mode: graph or eager, held or not
+        return latency_floor(backend.device, graph=backend.graph, block=backend.block_mode).floor_s
+    return 0.0
+
+
+def _blocking(backend: Backend, block: str | None) -> AbstractContextManager[object]:
+    """The CUDA backend's ``blocking(block)`` (a marker's or call's ``block=``), or a no-op."""
+    blocking = getattr(backend, "blocking", None)
+    if block is None or blocking is None:
+        return contextlib.nullcontext()
+    return blocking(block)  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def watching(backend: Backend) -> Iterator[ClockWatcher | None]:
+    """The backend's clock watcher around a measurement (a GPU's, through NVML), or None for a backend
+    that has none."""
+    watch = getattr(backend, "watch_clocks", None)
+    if watch is None:
+        yield None
+        return
+    with watch() as watcher:
+        yield watcher
+
+
+def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractContextManager[object]]:
+    """The backend's ``on_stream`` (the CUDA backend's), or, without a stream, a no-op; a stream given to
+    a backend that cannot take one is a ValueError naming both."""
+    on_stream = getattr(backend, "on_stream", None)
+    if stream is None or on_stream is None:
+        if stream is not None:
+            raise InvalidValueError(
+                f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
+                " which times no CUDA stream"
+            )
+        return lambda _: contextlib.nullcontext()
+    return on_stream  # type: ignore[no-any-return]
