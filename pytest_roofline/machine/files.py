@@ -1,9 +1,12 @@
 """The plugin's own files: the folder they are cached in, writing one whole or not at all, and the
 file locks that let pytest-xdist workers take turns.
 
-Used by the calibration cache (:mod:`.calibrate`), the per-device timing locks (:mod:`.devicelock`)
-and the compiler's cache (:mod:`pytest_roofline.analysis.compiler`). Locks are POSIX ``flock``: the
-OS releases one when its holder exits, crashed or not, so a dead worker never blocks the others.
+Used by the calibration cache (:mod:`.calibration_cache`), the per-device timing locks
+(:mod:`.devicelock`) and the compiler's cache (:mod:`pytest_roofline.analysis.compiler`). Locks are
+POSIX ``flock``: the OS releases one when its holder exits, crashed or not, so a dead worker never
+blocks the others. The files a user names (the JSON report, the baseline, the plot) are written by
+:mod:`pytest_roofline.outputs` instead: they take the umask's mode and may be a pipe or a device,
+where these are private (mode 0600) and flushed to disk before they replace the old one.
 """
 
 from __future__ import annotations
