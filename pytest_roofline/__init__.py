@@ -18,6 +18,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .errors import RooflineError, RooflineUsageError, RooflineWarning
     from .machine.detect import detect_device, get_device
     from .machine.estimate import estimate
     from .model.core import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 #: public name -> the module that defines it
 _LAZY = {
+    "RooflineError": "errors",
+    "RooflineUsageError": "errors",
+    "RooflineWarning": "errors",
     "Cost": "model.core",
     "Device": "model.core",
     "Estimate": "model.core",
@@ -76,6 +80,9 @@ __all__ = [
     "Precision",
     "Result",
     "Roofline",
+    "RooflineError",
+    "RooflineUsageError",
+    "RooflineWarning",
     "Source",
     "Unit",
     "Verdict",

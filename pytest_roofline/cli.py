@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import RooflineUsageError
 from .model import units
 from .model.core import Device, Estimate, Precision, Unit
 from .model.devices import table
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 USAGE_ERROR = 2
 
 
-class CliError(Exception):
+class CliError(RooflineUsageError):
     """A mistake in the command line; printed as one line, exit status 2."""
 
 

@@ -73,11 +73,12 @@ class Untimed:
         **ignored: Any,
     ) -> None:
         __tracebackhide__ = True
+        from .errors import RooflineError
         from .timing.engine import SetupError, call_once, check_call
 
         try:
             check_call(kwargs, setup)
-        except TypeError as exc:
+        except RooflineError as exc:
             _fail(f"roofline: {exc}")
         try:
             call_once(fn, args, kwargs, setup)  # the kernel's and setup's own errors pass unchanged
@@ -92,6 +93,7 @@ class Untimed:
         """The floor on a table device (there is no session device to default to); the marker and
         parametrize values fill in what the call leaves out, as with the plugin."""
         __tracebackhide__ = True
+        from .errors import InvalidValueError, RooflineError
         from .model.devices import lookup
         from .model.estimate import estimate
         from .model.ops import get_op
@@ -104,7 +106,7 @@ class Untimed:
             keywords.update((k, params.pop(k)) for k in KEYWORDS if k in params)  # budget, stat: unused
             device = device or keywords.get("device")
             if op is None or device is None:
-                raise ValueError(
+                raise InvalidValueError(
                     f"{DISABLED}: roofline.estimate needs op= and device= a table key (such as"
                     " 'h100-sxm'), given to the call or the marker: there is no session device"
                 )
@@ -116,7 +118,7 @@ class Untimed:
             if dtype is None:
                 dtype = keywords.get("dtype", parametrized.get("dtype"))
             return estimate(op, dtype=dtype, device=lookup(device), math=keywords.get("math"), **merged)
-        except ValueError as exc:
+        except RooflineError as exc:  # ours only: a bug keeps its traceback
             _fail(f"roofline: {exc}")
 
     @property

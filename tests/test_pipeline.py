@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fakes import FakeBackend
 
+from pytest_roofline.errors import RooflineError
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.verdict import Result, Verdict
 from pytest_roofline.plugin import pipeline
@@ -112,4 +113,4 @@ def test_a_steps_error_propagates_as_raised_unless_the_caller_says_how_it_fails(
 
     with pytest.raises(RuntimeError, match="failed: stream="):
         measured(call, devices, failing_the_test=Recording)
-    assert caught == [(ValueError,)]
+    assert caught == [(RooflineError,)]  # only the plugin's own errors are the test's failure

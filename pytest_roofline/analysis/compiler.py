@@ -22,15 +22,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import RooflineUsageError, UnavailableError
+from ..machine import files
+
 #: seconds one nvcc call may take before it is given up on
 COMPILE_TIMEOUT_S = 300
 
 
-class ToolchainUnavailable(RuntimeError):
+class ToolchainUnavailable(UnavailableError):
     """nvcc is not installed (or not found); the message says where it was looked for."""
 
 
-class CompileError(ValueError):
+class CompileError(RooflineUsageError, ValueError):
     """nvcc rejected the source; the message carries its first error lines."""
 
 
@@ -69,9 +72,7 @@ def nvcc_or_raise() -> str:
 
 
 def default_cache_dir() -> Path:
-    from ..machine.calibrate import cache_dir
-
-    return cache_dir() / "kernels"
+    return files.cache_dir() / "kernels"
 
 
 def _cache_key(source: str, arch: str, options: Sequence[str], nvcc: str) -> str:
@@ -194,11 +195,5 @@ def _write_cache(entry: Path, compiled: Compiled) -> None:
 
 def _write(path: Path, text: str) -> None:
     """Whole or not at all: another worker (pytest-xdist) may be reading the same entry."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with files.writing_atomically(path) as out:
+        out.write(text)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidTypeError
 from ..model import units
 from ..model.core import Estimate, Precision, Unit
 from .kernelfacts import StaticFacts, Unavailable
@@ -491,7 +492,7 @@ def _standing(judged: object) -> Standing | None:
 
     if isinstance(judged, Result):
         return Standing.of_result(judged)
-    raise TypeError(f"diagnose takes a Result, a Standing or an Estimate; got {type(judged).__name__}")
+    raise InvalidTypeError(f"diagnose takes a Result, a Standing or an Estimate; got {type(judged).__name__}")
 
 
 def format_diagnosis(diagnosis: Diagnosis, indent: str = "  ") -> str:

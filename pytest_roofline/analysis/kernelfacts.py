@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import RooflineUsageError
 from ..model.core import did_you_mean
 from . import ptx as ptxlib
 from . import sass as sasslib
@@ -31,7 +32,7 @@ from .compiler import CompileError, ToolchainUnavailable, compile_source, demang
 from .occupancy import ArchError, Occupancy, limits_for, normalize_arch, occupancy
 
 
-class KernelFactsError(ValueError):
+class KernelFactsError(RooflineUsageError, ValueError):
     """A kernel name the source does not define, or a bad argument; the message names it."""
 
 

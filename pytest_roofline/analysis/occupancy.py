@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import RooflineUsageError
 from ..model.core import did_you_mean
 
 KIB = 1024
@@ -25,7 +26,7 @@ KIB = 1024
 LATENCY_HIDING_WARPS = 8
 
 
-class ArchError(ValueError):
+class ArchError(RooflineUsageError, ValueError):
     """An architecture the table does not know, or a launch no SM can hold; the message says which."""
 
 

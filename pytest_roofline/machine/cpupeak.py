@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InvalidValueError
 from ..model.core import Precision
 from ..model.units import flop_rate
 
@@ -175,7 +176,7 @@ def derive_peak(
     known; ``cores`` the logical CPUs counted; ``machine`` ``platform.machine()``.
     """
     if cores < 1:
-        raise ValueError(f"cores must be a positive integer; got {cores!r}")
+        raise InvalidValueError(f"cores must be a positive integer; got {cores!r}")
     arch = machine.lower()
     if arch in ("x86_64", "amd64", "i386", "i686", "x86"):
         isa = _x86_isa(cpuinfo, lscpu)

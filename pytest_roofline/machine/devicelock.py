@@ -21,10 +21,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from .files import can_lock, lock, open_lock_file
 
 __all__ = ["PREFIX", "DeviceLocks", "lock_path", "remove_lock_files"]
 
@@ -92,21 +93,18 @@ class DeviceLocks:
     def _lock(self, key: str) -> int | None:
         if self.run_id is None:
             return None
-        if sys.platform == "win32":
+        if not can_lock():
             self._unlocked("this platform has no fcntl")
             return None
-        import fcntl
-
         path = lock_path(self.directory, self.run_id, key)
         try:
-            # O_NOFOLLOW: the temp dir is shared, and the name is guessable from a known run id
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            fd = open_lock_file(path)
         except OSError as exc:
             self._unlocked(f"cannot open {path}: {exc.strerror or exc}")
             return None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks while another worker measures on this device
-        except OSError as exc:  # ENOLCK on some network file systems
+            lock(fd)  # waits while another worker measures on this device
+        except OSError as exc:
             os.close(fd)
             self._unlocked(f"cannot lock {path}: {exc.strerror or exc}")
             return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import InvalidValueError
 from .core import Estimate, Precision
 
 #: the resources a probe can stand for
@@ -41,11 +42,15 @@ class ProbeReference:
 
     def __post_init__(self) -> None:
         if self.resource not in RESOURCES:
-            raise ValueError(f"probe resource must be one of {', '.join(RESOURCES)}; got {self.resource!r}")
+            raise InvalidValueError(
+                f"probe resource must be one of {', '.join(RESOURCES)}; got {self.resource!r}"
+            )
         for name in ("figure", "rate", "best_rate"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"probe {self.resource} {name} must be a positive number; got {value!r}")
+                raise InvalidValueError(
+                    f"probe {self.resource} {name} must be a positive number; got {value!r}"
+                )
 
     @property
     def name(self) -> str:
@@ -90,7 +95,7 @@ def resource_of(estimate: Estimate) -> str:
 def pair(reference: ProbeReference, rate_now: float, ci_rel: float, probes: int) -> PairedCeiling:
     """The ceiling of a window whose probe ran at ``rate_now`` (the kernel's statistic of its rates)."""
     if not (math.isfinite(rate_now) and rate_now > 0):
-        raise ValueError(f"a probe rate must be a positive number; got {rate_now!r}")
+        raise InvalidValueError(f"a probe rate must be a positive number; got {rate_now!r}")
     return PairedCeiling(
         resource=reference.resource,
         figure=reference.figure,

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..errors import InvalidValueError
+
 Bound = Literal["compute", "memory"]
 Kind = Literal["cpu", "cuda", "rocm"]
 
@@ -216,7 +218,7 @@ def parse_dtype(dtype: object) -> Precision:
     non_numeric = _non_numeric(dtype)
     if non_numeric is not None:
         shown, what = non_numeric
-        raise ValueError(
+        raise InvalidValueError(
             f"dtype {shown!r} is not numeric ({what}): pytest-roofline needs the numeric dtype of the "
             "data the kernel really moves (uint8 for raw bytes)"
         )
@@ -232,11 +234,11 @@ def parse_dtype(dtype: object) -> Precision:
         why = table.get(code) or table.get(key)
         if why is not None:
             kind = "ambiguous" if table is _AMBIGUOUS else "not supported"
-            raise ValueError(f"dtype {name!r} is {kind}: {why}")
+            raise InvalidValueError(f"dtype {name!r} is {kind}: {why}")
     try:
         return _DTYPE_ALIASES[key]
     except KeyError:
-        raise ValueError(
+        raise InvalidValueError(
             f"unknown dtype {name!r}{did_you_mean(key, _DTYPE_ALIASES)}; "
             f"accepted: {', '.join(_PRIMARY_NAMES)} "
             f"(also numpy/cupy/torch dtypes and spellings such as {', '.join(_EXAMPLE_SPELLINGS)})"
@@ -295,7 +297,7 @@ class Figure:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.value) and self.value > 0):
-            raise ValueError(f"a device figure must be a positive finite number; got {self.value!r}")
+            raise InvalidValueError(f"a device figure must be a positive finite number; got {self.value!r}")
 
 
 PeakTable = Mapping[tuple[Precision, Unit], Figure]
@@ -325,7 +327,7 @@ class MemoryLevel:
             or not isinstance(self.capacity_bytes, int)
             or (self.capacity_bytes < 1)
         ):
-            raise ValueError(
+            raise InvalidValueError(
                 f"a memory level's capacity must be a positive integer; got {self.capacity_bytes!r}"
             )
 
@@ -382,7 +384,9 @@ class Device:
             return None, Unit.VECTOR
         vector = [(fig, p) for (p, u), fig in self.peaks.items() if u is Unit.VECTOR and not p.integral]
         if not vector:
-            raise ValueError(f"device {self.key!r} has no vector peak for {precision} or any other precision")
+            raise InvalidValueError(
+                f"device {self.key!r} has no vector peak for {precision} or any other precision"
+            )
         fig, used = max(vector, key=lambda item: item[0].value)
         return (
             Figure(fig.value, Source.DERIVED, f"no {precision} vector figure; {used} vector peak used"),
@@ -510,7 +514,7 @@ def roofline(
         note = peak.note
     elif cost.flops:
         if not cost.bytes:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{label or op} has no floor on {device.key}: it moves no bytes and the device has no "
                 f"{math_precision.rate_class} peak (give one in a peaks file as "
                 f"'{math_precision.rate_class}:vector')"

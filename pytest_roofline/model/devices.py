@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from ..errors import RooflineUsageError
 from .core import Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
 
 T = 1e12
@@ -22,7 +23,7 @@ P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
 
 
-class DeviceError(ValueError):
+class DeviceError(RooflineUsageError, ValueError):
     """A device that cannot be found or built; the message names it and the choices."""
 
 

@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import RooflineUsageError
 from . import builtin_ops, llm_ops  # noqa: F401  (registered on import: the ops a step is made of)
 from .core import parse_dtype
 from .op_registry import get_op
@@ -44,7 +45,7 @@ PHASES = ("decode", "prefill")
 WEIGHT_GROUPS = {"int4": (128, "fp16"), "fp4": (16, "fp8_e4m3")}
 
 
-class LlmError(ValueError):
+class LlmError(RooflineUsageError, ValueError):
     """A config that cannot be read or modelled, or step options that do not fit: one line."""
 
 

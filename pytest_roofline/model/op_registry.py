@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import RooflineUsageError
 from .core import Cost, Precision, Unit, did_you_mean, parse_dtype
 from .units import brief
 
@@ -42,7 +43,7 @@ class _Required:
 REQUIRED: Any = _Required()
 
 
-class OpError(ValueError):
+class OpError(RooflineUsageError, ValueError):
     """A wrong op name or parameter; the message names the culprit and what would be right."""
 
 

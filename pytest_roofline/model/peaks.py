@@ -35,6 +35,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..errors import InvalidValueError
 from .core import ACCEPTED_DTYPES, Device, Figure, Kind, Precision, Source, Unit, did_you_mean, parse_dtype
 from .devices import GB, DeviceError, MiB, slug
 from .units import brief
@@ -50,27 +51,27 @@ def peak_key(precision: Precision, unit: Unit) -> str:
 def parse_peak_key(text: object) -> tuple[Precision, Unit]:
     """``"bf16:tensor"`` -> (BF16, TENSOR); ValueError saying what is wrong and what is accepted."""
     if not isinstance(text, str):
-        raise ValueError(f"a peak's key must be a string such as 'bf16:tensor'; got {text!r}")
+        raise InvalidValueError(f"a peak's key must be a string such as 'bf16:tensor'; got {text!r}")
     spelled, colon, unit_text = text.partition(":")
     if not colon:
-        raise ValueError("expected precision:unit, such as 'bf16:tensor' or 'fp32:vector'")
+        raise InvalidValueError("expected precision:unit, such as 'bf16:tensor' or 'fp32:vector'")
     labels = [p.label for p in Precision if p.component is None]
     try:
         precision = parse_dtype(spelled)
     except ValueError:
-        raise ValueError(
+        raise InvalidValueError(
             f"unknown precision {spelled!r}{did_you_mean(spelled, [*labels, *ACCEPTED_DTYPES])}; "
             f"accepted: {', '.join(labels)}"
         ) from None
     if precision.component is not None:  # one peak per real format: complex math is real arithmetic
-        raise ValueError(
+        raise InvalidValueError(
             f"{spelled.strip()} runs at the {precision.component} peaks (complex arithmetic is real "
             f"arithmetic on its parts); give '{precision.component}:{unit_text.strip() or 'vector'}'"
         )
     units = [u.value for u in Unit]
     wanted = unit_text.strip().lower()
     if wanted not in units:
-        raise ValueError(
+        raise InvalidValueError(
             f"unknown unit {unit_text!r}{did_you_mean(wanted, units)}; accepted: {', '.join(units)}"
         )
     return precision.rate_class, Unit(wanted)
@@ -213,7 +214,7 @@ def peaks_file_kind(path: Path | str) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-class _DuplicateKey(ValueError):
+class _DuplicateKey(InvalidValueError):
     pass
 
 

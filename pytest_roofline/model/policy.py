@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import InvalidValueError
 from .stats import STATS, Stat
 
 
@@ -58,14 +59,16 @@ class Policy:
         check_count("min_samples", self.min_samples, minimum=1)
         check_count("max_samples", self.max_samples, minimum=1)
         if self.max_samples < self.min_samples:
-            raise ValueError(f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})")
+            raise InvalidValueError(
+                f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})"
+            )
         check_positive("max_time_s", self.max_time_s)
         check_positive("target_rel_ci", self.target_rel_ci)
         check_positive("min_time_s", self.min_time_s, allow_zero=True)
         check_positive("batch_factor", self.batch_factor)
         check_positive("probe_interval_s", self.probe_interval_s)
         if self.stat not in STATS:
-            raise ValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
+            raise InvalidValueError(f"stat must be one of {', '.join(STATS)}; got {self.stat!r}")
 
 
 def check_positive(name: str, value: object, *, allow_zero: bool = False) -> None:
@@ -78,9 +81,9 @@ def check_positive(name: str, value: object, *, allow_zero: bool = False) -> Non
     )
     if not ok:
         want = "a non-negative number" if allow_zero else "a positive number"
-        raise ValueError(f"{name} must be {want}; got {value!r}")
+        raise InvalidValueError(f"{name} must be {want}; got {value!r}")
 
 
 def check_count(name: str, value: object, *, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        raise InvalidValueError(f"{name} must be an integer >= {minimum}; got {value!r}")

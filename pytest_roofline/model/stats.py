@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..errors import InvalidValueError
+
 #: the statistics a verdict can judge by
 Stat = Literal["median", "min", "mean"]
 STATS: tuple[Stat, ...] = ("median", "min", "mean")
@@ -32,7 +34,7 @@ def median_ci_ranks(n: int) -> tuple[int, int]:
     the interval is ``[min, max]`` (coverage 1 − 2^(1−n)): it is then narrower than an honest one.
     """
     if n < 1:
-        raise ValueError(f"n must be >= 1; got {n}")
+        raise InvalidValueError(f"n must be >= 1; got {n}")
     lo = math.floor(n / 2 - Z_95 * math.sqrt(n) / 2)
     hi = n + 1 - lo
     return max(lo, 1), min(hi, n)
@@ -104,7 +106,7 @@ class Stats:
             return self.min
         if stat == "mean":
             return self.mean
-        raise ValueError(f"stat must be one of median, min, mean; got {stat!r}")
+        raise InvalidValueError(f"stat must be one of median, min, mean; got {stat!r}")
 
 
 def quantile_of_sorted(xs: Sequence[float], p: float) -> float:

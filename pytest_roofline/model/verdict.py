@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import InvalidValueError
 from . import units
 from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .core import Estimate, Precision, Source
@@ -78,7 +79,7 @@ class Verdict(str, enum.Enum):
 def check_fraction(value: object, what: str = "min_fraction") -> float:
     """A budget in (0, 1], or a ValueError naming ``what`` and the value."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ValueError(f"{what} must be a number in (0, 1]; got {value!r}")
+        raise InvalidValueError(f"{what} must be a number in (0, 1]; got {value!r}")
     return float(value)
 
 

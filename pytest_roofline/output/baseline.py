@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import RooflineUsageError
+
 #: the JSON schemas this module reads (``report.SCHEMA_VERSION`` writes the newest)
 READABLE_SCHEMAS = (1,)
 #: fields a measured record must have, and the JSON types they must be
@@ -34,7 +36,7 @@ _UNMEASURED = "skipped"
 Key = tuple[str, str]
 
 
-class BaselineError(ValueError):
+class BaselineError(RooflineUsageError, ValueError):
     """A baseline that cannot be read: the message names the file and what is wrong."""
 
 

@@ -23,6 +23,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..errors import InvalidValueError
 from ..model import units
 from .baseline import Baseline, BaselineRecord, Key
 
@@ -253,7 +254,7 @@ def parse_threshold(text: str) -> float:
     except ValueError:
         value = None
     if value is None or not 0 < value < 1:
-        raise ValueError(f"expected a drop such as 10% or 0.1, in (0, 1); got {text!r}")
+        raise InvalidValueError(f"expected a drop such as 10% or 0.1, in (0, 1); got {text!r}")
     return value
 
 

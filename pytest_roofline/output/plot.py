@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .. import outputs
+from ..errors import RooflineUsageError
 from ..model import units
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ _ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
 _AS_IS: dict[str, Any] = {"parse_math": False, "usetex": False}
 
 
-class PlotError(ValueError):
+class PlotError(RooflineUsageError, ValueError):
     """A plot that cannot be drawn: names the path or the missing extra."""
 
 

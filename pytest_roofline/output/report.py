@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import outputs
+from ..errors import InvalidValueError
 from ..model import units
 from ..model.core import Device, Unit
 from ..model.devices import describe_peaks
@@ -520,17 +521,17 @@ def parse_columns(text: str) -> tuple[str, ...]:
     if names == ("all",):
         return tuple(COLUMNS)
     if not names:
-        raise ValueError(f"expected column names separated by commas, or all; got {text!r}")
+        raise InvalidValueError(f"expected column names separated by commas, or all; got {text!r}")
     from ..model.core import did_you_mean
 
     for name in names:
         if name not in COLUMNS:
-            raise ValueError(
+            raise InvalidValueError(
                 f"unknown column {name!r}{did_you_mean(name, tuple(COLUMNS))}; choose from "
                 f"{', '.join(COLUMNS)}, or all"
             )
         if names.count(name) > 1:
-            raise ValueError(f"column {name!r} is named twice in {text!r}; name each column once")
+            raise InvalidValueError(f"column {name!r} is named twice in {text!r}; name each column once")
     return names
 
 

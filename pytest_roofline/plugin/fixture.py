@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import RooflineError, RooflineWarning
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE, MARKER
 from .measurer import NAMES_KEY
@@ -95,8 +96,6 @@ class MeasurementCheck:
         if settings.require_measurement:
             origin = settings.origins.get("require_measurement", "roofline_require_measurement")
             fail_test(f"{FIXTURE}: {message} ({origin} requires a measurement)")
-        from ..machine.calibrate import RooflineWarning
-
         pyfuncitem.warn(RooflineWarning(message))
         return outcome
 
@@ -151,7 +150,7 @@ class Roofline:
         """The floor only, on this test's device: nothing runs."""
         __tracebackhide__ = True
         measurer = self._measurer
-        with failing_the_test(ValueError, RuntimeError):
+        with failing_the_test(RooflineError):
             request = measurer.resolve(self._item, given(dict(params, op=op, dtype=dtype)))
             floor = measurer.estimate(request, measuring=False)
         return floor

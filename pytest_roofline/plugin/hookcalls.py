@@ -16,13 +16,14 @@ from typing import Any
 
 from pluggy import HookCaller
 
+from ..errors import RooflineUsageError
 from ..model.units import brief
 
 #: what an answer's check returns: "" when the answer is fine, else what is wrong with it
 Check = Callable[[object], str]
 
 
-class HookResultError(RuntimeError):
+class HookResultError(RooflineUsageError, RuntimeError):
     """A hook implementation returned something the plugin cannot use; the message names it."""
 
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import InvalidValueError
+
 if TYPE_CHECKING:
     from ..model.ops import OpSpec
 
@@ -89,14 +91,14 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
     params: dict[str, Any] = {}
     for mark in reversed(marks):  # farthest first, so the closest marker wins
         if len(mark.args) > 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"@pytest.mark.{MARKER} takes the op as its only positional argument; got "
                 f"{', '.join(map(repr, mark.args))} (write the others as keywords, e.g. dtype=...)"
             )
         try:
             bound = signature.bind(*mark.args, **mark.kwargs)
         except TypeError as exc:
-            raise ValueError(f"@pytest.mark.{MARKER}: {exc}") from None
+            raise InvalidValueError(f"@pytest.mark.{MARKER}: {exc}") from None
         arguments = dict(bound.arguments)
         if arguments.get("op") is not None:
             if op is not None and arguments["op"] != op:
@@ -106,7 +108,7 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
         params.update(arguments.get("params", {}))
     args = MarkerArgs(op=op, keywords=keywords, params=params)
     if op is None and params:
-        raise ValueError(f"@pytest.mark.{MARKER}: parameters {sorted(params)} given without an op")
+        raise InvalidValueError(f"@pytest.mark.{MARKER}: parameters {sorted(params)} given without an op")
     spec = check_op_params(op, params, complete=False) if op is not None else None
     check_keywords(keywords)
     if spec is not None and "dtype" in keywords:  # an op with no form for the dtype (fft on fp32)
@@ -150,7 +152,7 @@ def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
 def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
     """A test whose body is the kernel: marker and parametrize values must say everything."""
     if marker.op is None:
-        raise ValueError(
+        raise InvalidValueError(
             f"@pytest.mark.{MARKER} needs an op when the test does not use the {FIXTURE} fixture"
         )
     from ..model.core import parse_dtype
@@ -161,7 +163,7 @@ def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
     check_op_params(marker.op, {**params, **marker.params}, complete=True)
     dtype = marker.keywords.get("dtype", parametrized.get("dtype"))
     if dtype is None:
-        raise ValueError(f"{marker.op} needs dtype: pass dtype=... to the marker or parametrize dtype")
+        raise InvalidValueError(f"{marker.op} needs dtype: pass dtype=... to the marker or parametrize dtype")
     parse_dtype(dtype)
 
 
@@ -213,36 +215,36 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
     from ..model.stats import STATS
 
     if "stat" in kw and kw["stat"] not in STATS:
-        raise ValueError(f"stat must be one of {', '.join(STATS)}; got {kw['stat']!r}")
+        raise InvalidValueError(f"stat must be one of {', '.join(STATS)}; got {kw['stat']!r}")
     if "max_time" in kw:
         from ..model.policy import check_positive
 
         check_positive("max_time", kw["max_time"])
     if "flush" in kw and not isinstance(kw["flush"], bool):
-        raise ValueError(f"flush must be True or False; got {kw['flush']!r}")
+        raise InvalidValueError(f"flush must be True or False; got {kw['flush']!r}")
     if "cache" in kw:
         from ..timing.cache import check_cache_state
 
         check_cache_state(kw["cache"])
         if "flush" in kw and kw["flush"] != (kw["cache"] == "cold"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
                 " flush=False is cache='warm'; give one of them"
             )
     if "stream" in kw and not _is_stream(kw["stream"]):
-        raise ValueError(
+        raise InvalidValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
             f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
         )
     from .options import CUDA_BLOCK
 
     if "block" in kw and kw["block"] not in CUDA_BLOCK:
-        raise ValueError(
+        raise InvalidValueError(
             f"block must be one of {', '.join(repr(b) for b in CUDA_BLOCK)} (the CUDA blocking kernel: "
             f"--roofline-cuda-block); got {kw['block']!r}"
         )
     if "device" in kw and not isinstance(kw["device"], str):
-        raise ValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
+        raise InvalidValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
 
 
 def _is_stream(value: object) -> bool:

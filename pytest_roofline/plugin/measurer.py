@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import RooflineError
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE
 from .request import KernelCall, Request, resolve
@@ -88,12 +89,12 @@ class Measurer:
         from ..timing.engine import SetupError, call_once, check_call
         from ..timing.rotation import check_has_data
 
-        with failing_the_test(TypeError):
+        with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             check_has_data(fn, args, kwargs)
         kernel = KernelCall(fn, args, kwargs, setup)
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             request = self.resolve(item, call, kernel)
         if request.device_spec != self.settings.device:
             self._skip_if_absent(item, request.op, request.device_spec)
@@ -142,7 +143,7 @@ class Measurer:
     def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
         """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
         __tracebackhide__ = True  # pytest reports a skip at the innermost visible frame: the test's call
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             reason = device_skip_reason(spec)
         if reason:
             self._transport.send_skip(item.nodeid, op, reason)

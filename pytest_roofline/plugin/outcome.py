@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..errors import RooflineWarning
 from .failing import fail_test
 
 if TYPE_CHECKING:
@@ -64,8 +65,6 @@ def settle(
             fail_test(message)
         if settings.inconclusive == "skip":
             pytest.skip(message)
-        from ..machine.calibrate import RooflineWarning
-
         item.warn(RooflineWarning(message))
     if mode == "enforce":  # within budget, but perhaps well below where the baseline stood
         state.gate.check(record)

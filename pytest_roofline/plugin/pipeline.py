@@ -14,6 +14,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidValueError, RooflineError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -74,7 +76,7 @@ def measure_call(
     settings = state.settings
     from ..timing.engine import SetupError
 
-    with failing_the_test(ValueError, RuntimeError):
+    with failing_the_test(RooflineError):
         device = devices.device(request.device_spec)
         est = estimate_of(request, device)
         backend = devices.backend(request.device_spec, device)
@@ -97,7 +99,7 @@ def measure_call(
             est = _warm_estimate(est, request.device_spec, devices, failing_the_test)
         on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
         reference = _probe_reference(est, devices, state) if on_cpu else None
-        with failing_the_test(ValueError):  # a stream= the backend cannot take
+        with failing_the_test(RooflineError):  # a stream= the backend cannot take
             measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
         peak = _cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # warm-up, probes, sampling, a re-measure: one window
@@ -147,7 +149,7 @@ def _warm_estimate(est: Estimate, spec: str, devices: Devices, failing_the_test:
 
     from ..model.core import at_level
 
-    with failing_the_test(ValueError, RuntimeError):
+    with failing_the_test(RooflineError):
         device = devices.with_cache_levels(spec)
     if device is not est.device and device.levels and not est.device.levels:
         est = dataclasses.replace(est, device=dataclasses.replace(est.device, levels=device.levels))
@@ -265,7 +267,7 @@ def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractC
 
     if stream is None or not isinstance(backend, TakesStreams):
         if stream is not None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
                 " which times no CUDA stream"
             )

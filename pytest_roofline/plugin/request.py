@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import InvalidValueError
 from .marker import (
     FIXTURE,
     KEYWORDS,
@@ -102,7 +103,7 @@ def resolve(
     op = call.pop("op", None) or marker.op
     name = check_name(call.pop("name", None))
     if op is None:
-        raise ValueError(
+        raise InvalidValueError(
             f"no op: pass op=... to {FIXTURE}(...) or mark the test with "
             f"@pytest.mark.{MARKER}(op, ...) (`roofline ops` lists them)"
         )
@@ -155,12 +156,12 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
             try:
                 precision = parse_dtype(dtype)
             except ValueError as exc:
-                raise ValueError(
+                raise InvalidValueError(
                     f"{op}: no dtype was given, and {where} has dtype {dtype}, which is not one: {exc}; "
                     "pass dtype=... to the marker or the call"
                 ) from None
             if precision.itemsize < 1:  # ml_dtypes' int4 and float4 take a byte per value
-                raise ValueError(
+                raise InvalidValueError(
                     f"{op}: no dtype was given, and {where} has dtype {dtype}, whose arrays store one value "
                     f"per byte, not the packed {precision} the floor would count; pass dtype=... (and "
                     "b_dtype='int4' for packed weights) to the marker or the call"
@@ -171,7 +172,7 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
         if kernel is not None and kernel.setup is not None
         else ""
     )
-    raise ValueError(f"{op} needs dtype: pass dtype=... to the marker or the call{late}")
+    raise InvalidValueError(f"{op} needs dtype: pass dtype=... to the marker or the call{late}")
 
 
 def arguments_of(kernel: KernelCall | None) -> Iterator[tuple[str, object]]:
@@ -192,9 +193,9 @@ def check_name(name: object) -> str:
     if name is None:
         return ""
     if not isinstance(name, str):
-        raise ValueError(f"name must be a string; got {name!r} ({type(name).__name__})")
+        raise InvalidValueError(f"name must be a string; got {name!r} ({type(name).__name__})")
     if not name.isprintable():
-        raise ValueError(
+        raise InvalidValueError(
             f"name must be printable text on one line (no newline, tab or control character); got {name!r}"
         )
     return name

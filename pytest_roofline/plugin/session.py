@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import RooflineError
 from .failing import failing_the_test
 from .fixture import BodyTimer, MeasurementCheck
 from .marker import FIXTURE, check_fixtureless, has_marker, read_marker
@@ -112,7 +113,7 @@ class RooflineSession:
             item.stash[MARKER_KEY] = None
             return
         __tracebackhide__ = True
-        with failing_the_test(ValueError):
+        with failing_the_test(RooflineError):
             marker = read_marker(item)
             item.stash[MARKER_KEY] = marker
             if marker is not None and "device" in marker.keywords:

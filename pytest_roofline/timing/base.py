@@ -20,6 +20,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from ..errors import InvalidValueError
+
 if TYPE_CHECKING:
     from pytest_roofline.timing.clocks import ClockWatcher
     from pytest_roofline.timing.contention import ThreadWait
@@ -40,7 +42,7 @@ MIN_SAMPLES_FLOOR = 3
 def check_window_counts(calls: int, samples: int) -> None:
     """What every backend's ``run`` checks first: at least one call in at least one window."""
     if calls < 1 or samples < 1:
-        raise ValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
+        raise InvalidValueError(f"calls and samples must be >= 1; got calls={calls}, samples={samples}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,8 @@ from pytest_roofline.timing.base import Kernel, Policy
 from pytest_roofline.timing.flushing import choose_flush
 from pytest_roofline.timing.rotation import NoRotation, Rotation, plan_rotation
 
+from ..errors import InvalidValueError
+
 CACHE_STATES = ("cold", "warm")
 
 
@@ -34,7 +36,7 @@ def check_cache_state(value: object) -> str:
         from pytest_roofline.model.core import did_you_mean
 
         hint = did_you_mean(value, CACHE_STATES) if isinstance(value, str) else ""
-        raise ValueError(f"cache must be 'cold' or 'warm'; got {value!r}{hint}")
+        raise InvalidValueError(f"cache must be 'cold' or 'warm'; got {value!r}{hint}")
     return str(value)
 
 

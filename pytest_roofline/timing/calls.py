@@ -7,10 +7,11 @@ import functools
 import reprlib
 from collections.abc import Callable, Mapping, Sequence
 
+from pytest_roofline.errors import InvalidTypeError, RooflineUsageError
 from pytest_roofline.timing.base import Backend, Kernel
 
 
-class SetupError(TypeError):
+class SetupError(RooflineUsageError, TypeError):
     """``setup`` returned neither None nor ``(args, kwargs)``, or arguments the call gave too."""
 
 
@@ -31,13 +32,13 @@ def check_call(kwargs: object, setup: object) -> None:
     """A TypeError naming ``kwargs`` or ``setup`` and the value, unless both are usable."""
     if kwargs is not None:
         if not isinstance(kwargs, Mapping):
-            raise TypeError(
+            raise InvalidTypeError(
                 "kwargs must be a mapping of the kernel's keyword arguments, such as kwargs={'out': out};"
                 f" got {_short(kwargs)} ({type(kwargs).__name__})"
             )
         _check_keys("kwargs", kwargs)
     if setup is not None and not callable(setup):
-        raise TypeError(
+        raise InvalidTypeError(
             f"setup must be callable (it runs before every timed call); got {_short(setup)}"
             f" ({type(setup).__name__})"
         )
@@ -46,7 +47,7 @@ def check_call(kwargs: object, setup: object) -> None:
 def _check_keys(what: str, kwargs: Mapping[object, object]) -> None:
     for key in kwargs:
         if not isinstance(key, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"{what} keys are the kernel's keyword names, strings; got {key!r} ({type(key).__name__})"
             )
 
@@ -61,7 +62,7 @@ def check_backend(backend: object) -> None:
         attr for attr in ("name", "device_name", "resolution_s", "clock", "run") if not hasattr(backend, attr)
     ]
     if missing:
-        raise TypeError(
+        raise InvalidTypeError(
             f"backend must implement the Backend protocol;"
             f" {type(backend).__name__} lacks {', '.join(missing)}"
         )

@@ -33,6 +33,8 @@ from pytest_roofline.model.conditions import (
     ClockSample,
 )
 
+from ..errors import InvalidValueError
+
 __all__ = [
     "SLOWDOWN_REASONS",
     "THROTTLE_CLOCK_SHARE",
@@ -99,7 +101,9 @@ class ClockWatcher:
 
     def __post_init__(self) -> None:
         if not (isinstance(self.interval_s, (int, float)) and self.interval_s > 0):
-            raise ValueError(f"interval_s must be a positive number of seconds; got {self.interval_s!r}")
+            raise InvalidValueError(
+                f"interval_s must be a positive number of seconds; got {self.interval_s!r}"
+            )
 
     def __enter__(self) -> ClockWatcher:
         module, why = _nvml()

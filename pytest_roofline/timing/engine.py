@@ -65,6 +65,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 # a measurement's result is the model's, which the verdict reads; importable from here, where it was first
+from pytest_roofline.errors import InvalidTypeError, InvalidValueError
 from pytest_roofline.model.measurement import ColdMethod as ColdMethod
 from pytest_roofline.model.measurement import Measurement as Measurement
 from pytest_roofline.model.measurement import ProbeRun as ProbeRun
@@ -172,18 +173,18 @@ def measure(
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if not callable(fn):
-        raise TypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
+        raise InvalidTypeError(f"kernel must be callable; got {fn!r} ({type(fn).__name__})")
     check_call(kwargs, setup)
     if not isinstance(policy, Policy):
-        raise TypeError(f"policy must be a Policy; got {policy!r} ({type(policy).__name__})")
+        raise InvalidTypeError(f"policy must be a Policy; got {policy!r} ({type(policy).__name__})")
     if probe is not None and not isinstance(probe, Probe):
-        raise TypeError(f"probe must be a Probe; got {probe!r} ({type(probe).__name__})")
+        raise InvalidTypeError(f"probe must be a Probe; got {probe!r} ({type(probe).__name__})")
     if backend is None:
         backend = _default_backend()
     else:
         check_backend(backend)
     if rotation is not None and setup is not None:
-        raise ValueError("rotation and setup exclude each other: setup makes each call's arguments")
+        raise InvalidValueError("rotation and setup exclude each other: setup makes each call's arguments")
 
     if rotation is None:
         call = KernelCall(fn, args, kwargs or {}, setup)

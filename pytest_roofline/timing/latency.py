@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from pytest_roofline.model.policy import Policy
 
+from ..errors import InvalidValueError
+
 if TYPE_CHECKING:
     from pytest_roofline.timing.base import Backend
 
@@ -51,7 +53,7 @@ class LatencyFloor:
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.floor_s) and self.floor_s >= 0):
-            raise ValueError(f"floor_s must be a finite number >= 0; got {self.floor_s!r}")
+            raise InvalidValueError(f"floor_s must be a finite number >= 0; got {self.floor_s!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +76,10 @@ def judged_floor(roofline_floor_s: float, latency: LatencyFloor | float | None) 
     if not (isinstance(roofline_floor_s, (int, float)) and math.isfinite(roofline_floor_s)) or (
         roofline_floor_s < 0
     ):
-        raise ValueError(f"roofline_floor_s must be a finite number >= 0; got {roofline_floor_s!r}")
+        raise InvalidValueError(f"roofline_floor_s must be a finite number >= 0; got {roofline_floor_s!r}")
     latency_s = 0.0 if latency is None else latency.floor_s if isinstance(latency, LatencyFloor) else latency
     if not (isinstance(latency_s, (int, float)) and math.isfinite(latency_s) and latency_s >= 0):
-        raise ValueError(f"latency floor must be a finite number >= 0 seconds; got {latency!r}")
+        raise InvalidValueError(f"latency floor must be a finite number >= 0 seconds; got {latency!r}")
     bound = latency_s > roofline_floor_s
     return Judged(
         floor_s=max(roofline_floor_s, latency_s),

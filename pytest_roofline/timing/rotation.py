@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidValueError
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -172,7 +174,7 @@ def check_has_data(
     found = _Arrays()
     found.scan_call(fn, args, kwargs)
     if found.meta:
-        raise ValueError(
+        raise InvalidValueError(
             f"{given_by}{found.meta} is a tensor on the meta device: it has a shape but no data, so the"
             " kernel would compute nothing and its time would be no time at all; give it a tensor on the"
             " device to measure"

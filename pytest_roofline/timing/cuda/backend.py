@@ -38,6 +38,8 @@ from pytest_roofline.timing.cuda.graphs import capture_calls, check_captured, ch
 from pytest_roofline.timing.cuda.loading import require_device, using_device
 from pytest_roofline.timing.cuda.streams import TimingStreams
 
+from ...errors import InvalidValueError, MeasurementError, UnavailableError
+
 #: cudaEventElapsedTime: "milliseconds with a resolution of around 0.5 microseconds" (CUDA Runtime API)
 EVENT_RESOLUTION_S = 0.5e-6
 #: the flush buffer is max(2 × L2, this): a floor in case the driver under-reports L2
@@ -101,13 +103,13 @@ class CudaBackend:
     ) -> None:
         self._cupy = require_device(device)
         if timer not in TIMERS:
-            raise ValueError(f"timer must be one of {', '.join(map(repr, TIMERS))}; got {timer!r}")
+            raise InvalidValueError(f"timer must be one of {', '.join(map(repr, TIMERS))}; got {timer!r}")
         if flush_bytes is not None and (
             not isinstance(flush_bytes, int) or isinstance(flush_bytes, bool) or flush_bytes < 1
         ):
-            raise ValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
+            raise InvalidValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
         if not isinstance(graph, bool):
-            raise ValueError(f"graph must be True or False; got {graph!r}")
+            raise InvalidValueError(f"graph must be True or False; got {graph!r}")
         block_mode = check_block(default_block() if block is None else block)
         check_positive("block_timeout_s", block_timeout_s)
         props = device_properties(device)
@@ -201,7 +203,7 @@ class CudaBackend:
                     return self._windows(fn, args, calls, samples, flush, stream, graph, blocker, key)
                 except HoldTimedOut:
                     if self.block_mode != "auto":
-                        raise RuntimeError(timeout_message(self.block_timeout_s)) from None
+                        raise MeasurementError(timeout_message(self.block_timeout_s)) from None
                     # auto: this kernel waited for the GPU while held; time it unheld from now on
                     self._probes.found_synchronizing(key)
                     return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
@@ -354,7 +356,7 @@ def _kernel_activity(timer: str, props: DeviceProperties) -> tuple[Any, str]:
         return None, "events (timer='events')"
     if props.kind == "rocm":
         if timer == "cupti":
-            raise RuntimeError("timer='cupti' needs CUDA: CUPTI does not trace ROCm")
+            raise UnavailableError("timer='cupti' needs CUDA: CUPTI does not trace ROCm")
         return None, "events (ROCm)"
     attached = blocking_environment()
     if timer == "auto" and attached is not None and "CUDA_LAUNCH_BLOCKING" not in attached:
@@ -364,7 +366,7 @@ def _kernel_activity(timer: str, props: DeviceProperties) -> tuple[Any, str]:
     activity = collector()
     if activity is None:
         if timer == "cupti":
-            raise RuntimeError(
+            raise UnavailableError(
                 "timer='cupti' needs cupti-python: pip install 'pytest-roofline[cupti]' (or CUPTI refused"
                 " its callbacks: another tool holds them)"
             )

@@ -21,6 +21,8 @@ from typing import Any
 from pytest_roofline.timing.base import Kernel
 from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 
+from ...errors import InvalidValueError, RooflineError
+
 #: the blocking kernel gives up holding a stream after this long (a kernel that synchronizes
 #: while its window is queued would otherwise wait for it forever)
 BLOCK_TIMEOUT_S = 10.0
@@ -105,7 +107,7 @@ class Blocker:
         return bool(self._timed_out.value)
 
 
-class HoldTimedOut(Exception):
+class HoldTimedOut(RooflineError):
     """A held window's host waited for the GPU until the blocking kernel gave up."""
 
 
@@ -134,7 +136,7 @@ def check_block(setting: object) -> str:
         return "off"
     if isinstance(setting, str) and setting in BLOCK_SETTINGS:
         return setting
-    raise ValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
+    raise InvalidValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
 
 
 def set_default_block(setting: str) -> None:

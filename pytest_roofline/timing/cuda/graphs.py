@@ -15,13 +15,15 @@ from typing import Any
 from pytest_roofline.model.devices import DeviceProperties
 from pytest_roofline.timing.base import Kernel
 
+from ...errors import MeasurementError, UnavailableError
+
 
 def check_graph_support(cupy: Any, props: DeviceProperties) -> None:
     """A RuntimeError where this CuPy or device cannot capture a stream."""
     if props.kind == "rocm":
-        raise RuntimeError("graph mode needs CUDA stream capture, which CuPy does not support on ROCm")
+        raise UnavailableError("graph mode needs CUDA stream capture, which CuPy does not support on ROCm")
     if not hasattr(cupy.cuda.Stream, "begin_capture"):
-        raise RuntimeError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
+        raise UnavailableError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
 
 
 def capture_calls(
@@ -41,12 +43,12 @@ def capture_calls(
         with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
             stream.end_capture()
         if _is_capture_error(exc):
-            raise RuntimeError(_capture_message(fn, exc)) from exc
+            raise MeasurementError(_capture_message(fn, exc)) from exc
         raise
     try:
         return stream.end_capture(), eager
     except Exception as exc:
-        raise RuntimeError(_capture_message(fn, exc)) from exc
+        raise MeasurementError(_capture_message(fn, exc)) from exc
 
 
 def check_captured(
@@ -55,9 +57,9 @@ def check_captured(
     """A RuntimeError when launches escaped the capture: the graph holds nothing, or fewer kernels
     than ``calls`` eager calls ran."""
     if nodes == 0:
-        raise RuntimeError(_escape_message(fn, calls))
+        raise MeasurementError(_escape_message(fn, calls))
     if eager is not None and kernels is not None and kernels < eager * calls:
-        raise RuntimeError(_escape_message(fn, calls, eager=eager, captured=kernels))
+        raise MeasurementError(_escape_message(fn, calls, eager=eager, captured=kernels))
 
 
 def _eager_kernels(fn: Kernel, args: Sequence[object], stream: Any, activity: Any) -> int | None:

@@ -17,6 +17,8 @@ from typing import Any
 
 from pytest_roofline.model.devices import DeviceError
 
+from ...errors import UnavailableError
+
 NEED_CUPY = (
     "CUDA measurement needs CuPy: pip install 'pytest-roofline[cuda12]' (or [cuda13] for CUDA 13;"
     " with a CuPy already installed, no extra)"
@@ -28,7 +30,7 @@ _DUPLICATE_MARK = "multiple CuPy packages are installed"
 _duplicate_error: str | None = None
 
 
-class CupyInstallError(RuntimeError):
+class CupyInstallError(UnavailableError):
     """Several CuPy packages are installed side by side; CuPy warns it may not work."""
 
 
@@ -64,7 +66,7 @@ def require_cupy() -> Any:
         return load_cupy()
     except ImportError as exc:
         # no ImportError traceback for users: what to install, and CuPy's own reason if it broke
-        raise RuntimeError(f"{NEED_CUPY} ({exc})") from None
+        raise UnavailableError(f"{NEED_CUPY} ({exc})") from None
 
 
 def load_cupy() -> Any:

@@ -17,6 +17,8 @@ from typing import Any
 
 from pytest_roofline.timing.cuda.loading import using_device
 
+from ...errors import InvalidTypeError, InvalidValueError
+
 LEGACY_STREAM_PTRS = (0, 1)  # cudaStreamLegacy: cannot be captured into a graph
 
 
@@ -53,7 +55,7 @@ class TimingStreams:
         with using_device(self.device):
             wrapped = as_cupy_stream(self._cupy, stream, self.device)
         if self.graph and wrapped.ptr in LEGACY_STREAM_PTRS:
-            raise ValueError(
+            raise InvalidValueError(
                 "graph mode cannot capture on the legacy default stream; pass a non-default stream "
                 "(cupy.cuda.Stream(non_blocking=True)) or stream=None"
             )
@@ -143,7 +145,7 @@ def as_cupy_stream(cupy: Any, stream: object, device: int) -> Any:
     handle = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
     if isinstance(handle, int) and not isinstance(handle, bool):
         return as_cupy_stream(cupy, handle, device)
-    raise TypeError(
+    raise InvalidTypeError(
         f"stream must be a CuPy stream, an int handle (torch.cuda.current_stream().cuda_stream), an "
         f"object with cuda_stream or __cuda_stream__; got {stream!r} ({type(stream).__name__})"
     )

@@ -1,0 +1,51 @@
+"""The plugin's errors and its warning: one base, so a caller (and the plugin itself) can tell an error
+raised on purpose from a bug.
+
+Every exception the package defines derives from :class:`RooflineError`; a user's mistake (a bad
+argument, marker, option, op, device spec or file) from :class:`RooflineUsageError`. Each also keeps
+the built-in base it had before there was a base of our own (``ValueError``, ``TypeError``,
+``RuntimeError``), so ``except ValueError`` written against an older release still catches it.
+
+Inside a test, only a :class:`RooflineError` becomes a one-line ``roofline: ...`` failure; anything
+else (a bug of ours or of a library) keeps its traceback. Imports nothing: every layer may use it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InvalidTypeError",
+    "InvalidValueError",
+    "MeasurementError",
+    "RooflineError",
+    "RooflineUsageError",
+    "RooflineWarning",
+    "UnavailableError",
+]
+
+
+class RooflineError(Exception):
+    """An error pytest-roofline raises on purpose, with a message meant for the user."""
+
+
+class RooflineUsageError(RooflineError):
+    """A mistake in what the user gave: an argument, a marker, an option, an op, a device, a file."""
+
+
+class InvalidValueError(RooflineUsageError, ValueError):
+    """A value the user gave that the plugin cannot use; the message says what it expected."""
+
+
+class InvalidTypeError(RooflineUsageError, TypeError):
+    """An object of the wrong kind where the user passes one (a kernel that is not callable, say)."""
+
+
+class UnavailableError(RooflineError, RuntimeError):
+    """Something the measurement needs that this machine lacks: a device, a driver, CuPy, a compiler."""
+
+
+class MeasurementError(RooflineError, RuntimeError):
+    """A kernel that cannot be measured as asked (one a CUDA graph cannot capture, one that never ends)."""
+
+
+class RooflineWarning(UserWarning):
+    """Something pytest-roofline worked around: a corrupt or unwritable cache, a missing lock."""

@@ -1,0 +1,82 @@
+"""What ``roofline calibrate`` prints: a calibrated device, its ceilings, the cache file and the time
+taken, in a few aligned lines."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model.core import Figure, Precision, Unit
+from ..model.devices import GB, describe_peaks
+from .cpu_ceilings import size_text
+
+if TYPE_CHECKING:
+    from .calibration_cache import Calibration
+    from .cpupeak import CpuPeak
+
+__all__ = ["format_calibration"]
+
+
+def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = None) -> str:
+    """A few lines for ``roofline calibrate``: the device, its ceilings, the cache and the time taken.
+
+    Precisions whose peaks are the same figure share a line (the CPU's narrow formats take fp32's).
+    A CPU also gets its ``theoretical`` peak, the hard limit of its ceilings: a :class:`CpuPeak`,
+    or the reason it is unknown; None (the default) reads this machine's
+    (:func:`cpupeak.system_peak`).
+    """
+    device = cal.device
+    facts: list[str] = [device.kind]
+    if device.cores:
+        facts.append(f"{device.cores} {'cores' if device.kind == 'cpu' else 'SMs'}")
+    if device.llc_bytes:
+        facts.append(f"{size_text(device.llc_bytes)} last-level cache")
+    bw = device.bandwidth
+    rows = [
+        ("device", f"{device.name} [{', '.join(facts)}]"),
+        ("bandwidth", f"{bw.value / GB:,.1f} GB/s  {_source(bw)}"),
+    ]
+    groups: dict[tuple[Figure, Unit, bool], list[Precision]] = {}
+    for precision, unit, figure in describe_peaks(device):
+        groups.setdefault((figure, unit, precision.integral), []).append(precision)
+    for (figure, unit, integer), precisions in groups.items():
+        rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
+        rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))
+    for level in device.levels:
+        where = "per core" if level.per_core else "shared"
+        rows.append(
+            (
+                f"{level.name} ({size_text(level.capacity_bytes)}, {where})",
+                f"{level.bandwidth.value / GB:,.1f} GB/s  {_source(level.bandwidth)}",
+            )
+        )
+    if device.kind == "cpu":
+        rows.append(("theoretical", _theoretical(theoretical)))
+    rows.append(("cache", "not written (see the warning)" if cal.cache_path is None else str(cal.cache_path)))
+    how = "read from the cache" if cal.from_cache else "calibrated"
+    rows.append(("", f"{how} in {_duration(cal.seconds)}"))
+    width = max(len(label) for label, _ in rows if len(label) <= 16)  # a long group just sticks out
+    return "\n".join(f"{label:<{width}}  {text}" for label, text in rows)
+
+
+def _theoretical(peak: CpuPeak | str | None) -> str:
+    if peak is None:
+        from . import cpupeak
+
+        peak = cpupeak.system_peak()
+    if isinstance(peak, str):
+        return f"unknown ({peak})"
+    return f"{peak.rates()}  ({peak.formula()})"
+
+
+def _source(figure: Figure) -> str:
+    return f"({figure.source}: {figure.note})" if figure.note else f"({figure.source})"
+
+
+def _rate(value: float, unit: str) -> str:
+    if unit == "OPS":
+        return f"{value / 1e12:,.1f} TOPS" if value >= 1e12 else f"{value / 1e9:,.1f} GOPS"
+    return f"{value / 1e12:,.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:,.1f} GFLOP/s"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
