@@ -334,9 +334,7 @@ def _plot(args: argparse.Namespace) -> str:
     require_matplotlib()
     load_baseline(args.results, "results")  # every fault in the file, named, before drawing
     data = json.loads(Path(args.results).read_text(encoding="utf-8"))
-    old = None
-    if args.baseline:
-        old = {key: {"time_s": r.time_s} for key, r in load_baseline(args.baseline).records.items()}
+    old = load_baseline(args.baseline).records if args.baseline else None
     written = draw(data["measurements"], data.get("devices", []), args.output, baseline=old)
     return f"roofline: wrote {written}"
 

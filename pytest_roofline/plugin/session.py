@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..model.core import Device, Estimate
     from ..model.ops import OpSpec
     from ..model.verdict import Result
-    from ..output.report import Record
+    from ..output.records import DeviceRecord, Record
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.clocks import ClockWatcher
@@ -67,13 +67,13 @@ class RooflineSession:
         self.settings = settings
         #: every record of the run, as the reports bring them (on a worker: its own)
         self.records: list[Record] = []
-        #: every device record, by key and figures (``report.device_version``): a device measured
+        #: every device record, by key and figures (``DeviceRecord.version``): a device measured
         #: again during the run has one per set of figures, so each row's judge stays on record
-        self.device_records: dict[str, Record] = {}
+        self.device_records: dict[str, DeviceRecord] = {}
         #: measured in this process, not yet on a report
         self._unsent: list[Record] = []
         #: the device records as the last report carried them, and the notes reported so far
-        self._sent_devices: dict[str, Record] = {}
+        self._sent_devices: dict[str, DeviceRecord] = {}
         self._sent_notes = 0
         #: node ids whose last attempt ended in a rerun: their next attempt replaces their records
         self._reran: set[str] = set()
@@ -233,7 +233,7 @@ class RooflineSession:
             device = self.devices.device(request.device_spec)
             backend = self.devices.backend(request.device_spec, device)
         from ..model.verdict import Verdict, decide
-        from ..output.report import result_record
+        from ..output.records import MeasurementRecord
         from ..timing.cache import plan_cache
         from ..timing.engine import measuring_alone
 
@@ -276,7 +276,7 @@ class RooflineSession:
                     peak=peak,
                     latency_floor_s=latency_floor_s,
                     suspect=lambda r: self.gate.suspects(
-                        result_record(r, nodeid=item.nodeid, mode="enforce")
+                        MeasurementRecord.from_result(r, nodeid=item.nodeid, mode="enforce")
                     ),
                 )
         if waited and not self._said_waited:
@@ -293,13 +293,14 @@ class RooflineSession:
                 " up for it, and `roofline calibrate --force` measures it again"
             )
         mode = self.settings.mode if can_fail else "measure"
-        record = result_record(result, nodeid=item.nodeid, mode=mode)
         diagnosis = self._diagnosis(kernel, result)
+        record = MeasurementRecord.from_result(
+            result, nodeid=item.nodeid, mode=mode, diagnosis=diagnosis.to_record() if diagnosis else None
+        )
         message = result.message()
         if diagnosis is not None:
             from ..analysis.diagnosis import format_diagnosis
 
-            record["diagnosis"] = diagnosis.to_record()
             message += "\n" + format_diagnosis(diagnosis)
         self._unsent.append(record)
         prefix = f"roofline[{request.name}]" if request.name else "roofline"
@@ -431,8 +432,8 @@ class RooflineSession:
         from ..model.ceilings import resource_of
         from ..model.core import Source
 
-        source = est.peak_source if est.bound == "compute" else est.bandwidth_source
-        if source is not Source.MEASURED:  # a peaks file's figure is the user's, not the probe's
+        # a peaks file's figure is the user's, not the probe's
+        if est.bounding_figure.source is not Source.MEASURED:
             return None
         if est.bound == "memory" and est.memory_level != "dram":  # the probe streams from DRAM
             return None
@@ -454,9 +455,9 @@ class RooflineSession:
             pytest.skip(reason)
 
     def _record_skip(self, nodeid: str, op: str, reason: str) -> None:
-        from ..output.report import skipped_record
+        from ..output.records import SkippedRecord
 
-        self._unsent.append(skipped_record(nodeid=nodeid, label=op, reason=reason))
+        self._unsent.append(SkippedRecord(nodeid=nodeid, label=op, reason=reason))
 
     # - hooks -
 
@@ -541,26 +542,29 @@ class RooflineSession:
             return
         if report.when == "setup" and nodeid in self._reran:
             self._reran.discard(nodeid)
-            self.records = [r for r in self.records if r["nodeid"] != nodeid]
+            self.records = [r for r in self.records if r.nodeid != nodeid]
         if carried.get("outcome") == "rerun":
             self._reran.add(nodeid)
-        self.records.extend(carried.get(RECORDS_ATTR) or ())
-        for device in carried.get(DEVICES_ATTR) or ():
-            version = f"{device['key']}@{device['figures']}"  # report.device_version, unimported
-            self.device_records.setdefault(version, device)
-            self._sent_devices[version] = self.device_records[version]  # received: never sent on again
+        if RECORDS_ATTR in carried or DEVICES_ATTR in carried:  # plain JSON, as it crossed from a worker
+            from ..output.records import DeviceRecord, record_from_json
+
+            self.records.extend(map(record_from_json, carried.get(RECORDS_ATTR) or ()))
+            for device in map(DeviceRecord.from_json, carried.get(DEVICES_ATTR) or ()):
+                version = device.version
+                self.device_records.setdefault(version, device)
+                self._sent_devices[version] = self.device_records[version]  # received: never sent on again
         self.notes.extend(carried.get(NOTES_ATTR) or ())
 
     def _attach(self, report: pytest.TestReport) -> None:
         """Put on ``report`` what this process measured since the last one: plain JSON-ready values,
         since reports are serialized for the trip to the controller."""
         if self._unsent:
-            setattr(report, RECORDS_ATTR, self._unsent)
+            setattr(report, RECORDS_ATTR, [r.to_json() for r in self._unsent])
             self._unsent = []
         changed = [r for key, r in self.device_records.items() if self._sent_devices.get(key) is not r]
         if changed:  # new, or its figures measured again
-            setattr(report, DEVICES_ATTR, changed)
-            self._sent_devices.update((f"{r['key']}@{r['figures']}", r) for r in changed)
+            setattr(report, DEVICES_ATTR, [r.to_json() for r in changed])
+            self._sent_devices.update((r.version, r) for r in changed)
         if self._worker_id is not None and len(self.notes) > self._sent_notes:
             setattr(report, NOTES_ATTR, self.notes[self._sent_notes :])  # a worker shows no summary
             self._sent_notes = len(self.notes)
@@ -598,11 +602,13 @@ class RooflineSession:
         # results would be dropped anyway, so an overlap then would disturb nothing reported.)
         for run_id in self._run_ids:
             remove_lock_files(run_id)
-        for record in self.records:  # xdist sends the workers' reports here, so every node is known
-            record["xfailed"] = record["nodeid"] in self.xfailed
+        from dataclasses import replace
+
+        # xdist sends the workers' reports here, so every node is known
+        self.records = [replace(r, xfailed=r.nodeid in self.xfailed) for r in self.records]
         self._keep_best_probe_rates()
         if self.settings.json:
-            from ..output.report import payload, write_json_atomic
+            from ..output.jsonfile import payload, write_json_atomic
 
             try:
                 data = payload(self.records, self.device_records.values(), interruption=self.interruption)
@@ -619,11 +625,12 @@ class RooflineSession:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),
         so "machine at 62% of its best" compares with the best it has really shown."""
         best: dict[str, float] = {}
+        from ..output.records import MeasurementRecord
+
         for record in self.records:
-            ceiling = record.get("ceiling")
-            if ceiling and ceiling.get("probe_rates"):
-                resource = ceiling["resource"]
-                best[resource] = max(best.get(resource, 0.0), *ceiling["probe_rates"])
+            ceiling = record.ceiling if isinstance(record, MeasurementRecord) else None
+            if ceiling is not None and ceiling.probe_rates:
+                best[ceiling.resource] = max(best.get(ceiling.resource, 0.0), *ceiling.probe_rates)
         if best:
             from ..machine.calibrate import raise_probe_bests
 

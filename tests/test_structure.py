@@ -1,0 +1,121 @@
+"""The package's shape, checked: layers that only look down, no import cycle, modules and classes a
+reader can hold in mind, one error base, and the types a user meets exported (issue 23)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pkgutil
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+import pytest_roofline
+
+PACKAGE = Path(pytest_roofline.__file__).parent
+#: each layer may import the layers before it, never one after it
+LAYERS = ("model", "timing", "machine", "analysis", "output", "plugin")
+MAX_MODULE_LINES = 750
+MAX_CLASS_LINES = 250
+
+
+def modules() -> list[str]:
+    return sorted(info.name for info in pkgutil.walk_packages([str(PACKAGE)], prefix="pytest_roofline."))
+
+
+def source(name: str) -> tuple[Path, ast.Module]:
+    spec = import_module(name).__spec__
+    assert spec is not None
+    assert spec.origin is not None
+    path = Path(spec.origin)
+    return path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def imported(name: str) -> set[str]:
+    """Every pytest_roofline module ``name`` imports, at module level or inside a function, type-only
+    imports included: a dependency is a dependency, wherever it is written."""
+    path, tree = source(name)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if not target.startswith("pytest_roofline"):
+                continue
+            for alias in node.names:  # `from . import units` imports a module
+                candidate = f"{target}.{alias.name}"
+                found.add(candidate if candidate in ALL else target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("pytest_roofline"))
+    return {m for m in found if m in ALL and m != name}
+
+
+ALL = set(modules()) | {"pytest_roofline"}
+
+
+def layer(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in LAYERS else None
+
+
+@pytest.mark.parametrize("name", sorted(m for m in ALL if layer(m)))
+def test_a_layer_imports_only_the_layers_below_it(name: str) -> None:
+    mine = LAYERS.index(layer(name))  # type: ignore[arg-type]
+    above = sorted(m for m in imported(name) if layer(m) and LAYERS.index(layer(m)) > mine)  # type: ignore[arg-type]
+    assert not above, f"{name} ({LAYERS[mine]}) imports {above}"
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    graph = {m: imported(m) for m in ALL if m != "pytest_roofline"}
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*path[path.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_a_module_and_its_classes_are_short_enough_to_read(name: str) -> None:
+    path, tree = source(name)
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            assert length <= MAX_CLASS_LINES, f"{name}.{node.name} has {length} lines"
+
+
+def test_every_exception_the_package_defines_is_a_roofline_error() -> None:
+    from pytest_roofline import RooflineError
+
+    strays = []
+    for name in sorted(ALL):
+        module = import_module(name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            mine = value.__module__ == name
+            if mine and issubclass(value, Exception) and not issubclass(value, RooflineError):
+                strays.append(f"{name}.{value.__name__}")
+    assert not strays, f"not RooflineErrors: {strays}"
+
+
+@pytest.mark.parametrize("name", ["Result", "Verdict", "Roofline", "RooflineError", "RooflineUsageError"])
+def test_the_types_a_user_meets_are_exported(name: str) -> None:
+    assert name in pytest_roofline.__all__
+    assert getattr(pytest_roofline, name).__name__ == name
