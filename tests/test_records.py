@@ -103,3 +103,9 @@ def test_a_schema_1_file_from_the_last_release_reads_as_a_baseline(tmp_path: Pat
         "toy",
     )
     assert MeasurementRecord.from_json(data["measurements"][0]).peak_precision == "tf32"
+
+
+def test_baselines_read_every_schema_up_to_the_one_written() -> None:
+    from pytest_roofline.output.baseline import READABLE_SCHEMAS
+
+    assert READABLE_SCHEMAS == (1, SCHEMA_VERSION)

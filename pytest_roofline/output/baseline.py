@@ -20,14 +20,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model.verdict import WAITED_SHARE, Verdict
-from .records import SCHEMA_VERSION, MeasurementRecord, Record
+if TYPE_CHECKING:  # the gate imports this module in every run: the model waits until a record is read
+    from .records import MeasurementRecord, Record
 
-#: the JSON schemas this module reads: the newest (:data:`.records.SCHEMA_VERSION`) and schema 1,
-#: whose measurements name the math's precision ``precision`` (no comparison reads it)
-READABLE_SCHEMAS = (1, SCHEMA_VERSION)
+#: the JSON schemas this module reads: schema 1, whose measurements name the math's precision
+#: ``precision`` (no comparison reads it), and the newest, :data:`.records.SCHEMA_VERSION`
+READABLE_SCHEMAS = (1, 2)
 #: fields a measured record must have, and the JSON types they must be
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "nodeid": str,
@@ -37,8 +37,8 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
     "device": str,
     "verdict": str,
 }
-#: a record with this verdict measured nothing
-_UNMEASURED = Verdict.SKIPPED.value
+#: a record with this verdict (``Verdict.SKIPPED``'s) measured nothing
+_UNMEASURED = "skipped"
 
 Key = tuple[str, str]
 
@@ -88,6 +88,8 @@ class BaselineRecord:
     @classmethod
     def of(cls, record: MeasurementRecord) -> BaselineRecord:
         """This run's record, as a comparison reads it."""
+        from ..model.verdict import WAITED_SHARE, Verdict
+
         waited = record.thread_wait_share is not None and record.thread_wait_share > WAITED_SHARE
         ci = record.attained_ci_rel
         return cls(
@@ -125,17 +127,21 @@ class BaselineRecord:
 def comparable(record: Record | Mapping[str, Any]) -> BaselineRecord | None:
     """A record (this run's, or a file's as JSON) as a comparison reads it; None for one that
     measured no finite fraction."""
-    if isinstance(record, MeasurementRecord):
-        return BaselineRecord.of(record) if record.attained and record.time_s else None
-    if not isinstance(record, Mapping):  # a skipped record
-        return None
-    if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
-        return None
-    return BaselineRecord.from_record(record)
+    if isinstance(record, Mapping):
+        if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
+            return None
+        return BaselineRecord.from_record(record)
+    from .records import MeasurementRecord
+
+    if isinstance(record, MeasurementRecord) and record.attained and record.time_s:
+        return BaselineRecord.of(record)
+    return None  # a skipped record, or one with no finite fraction
 
 
 def _disturbed(record: Mapping[str, Any]) -> bool:
     """The machine's load could have slowed it (threads that waited long were slowed by another job)."""
+    from ..model.verdict import WAITED_SHARE, Verdict
+
     contention = record.get("contention")
     level = contention.get("level") if isinstance(contention, Mapping) else None
     wait = record.get("thread_wait_share")

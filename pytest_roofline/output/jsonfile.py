@@ -27,7 +27,7 @@ from .records import (
     as_record,
 )
 
-__all__ = ["SCHEMA_VERSION", "environment", "judged_devices", "payload", "write_json_atomic"]
+__all__ = ["SCHEMA_VERSION", "device_judgements", "environment", "payload", "write_json_atomic"]
 
 
 def environment() -> JsonObject:
@@ -74,14 +74,15 @@ def payload(
         "interrupted": interruption is not None,
         "interruption": interruption,
         "devices": [
+            # how many rows each set of figures judged, and whether the device had other figures too
             {**device.to_json(), "remeasured": remeasured, "measurements": judged}
-            for device, remeasured, judged in judged_devices(devices, typed)
+            for device, remeasured, judged in device_judgements(devices, typed)
         ],
         "measurements": [r.to_json() for r in typed],
     }
 
 
-def judged_devices(
+def device_judgements(
     devices: Iterable[DeviceRecord | Mapping[str, Any]], records: Sequence[Record | Mapping[str, Any]]
 ) -> list[tuple[DeviceRecord, bool, int]]:
     """Each device record, whether its device had other figures too during the run (each such set

@@ -7,12 +7,12 @@ functions below give a record as plain JSON, as this module's did.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model.core import Device
 from ..model.verdict import Result
-from .jsonfile import environment, judged_devices, payload, write_json_atomic
+from .jsonfile import device_judgements, environment, payload, write_json_atomic
 from .records import RECORD_FIELDS, SCHEMA_VERSION, DeviceRecord, JsonObject, MeasurementRecord, SkippedRecord
 from .records import Record as Record
 from .records import figures_id as figures_id
@@ -63,3 +63,14 @@ def device_record(device: Device) -> JsonObject:
 def device_version(device: Mapping[str, Any]) -> str:
     """``cpu@1a2b3c4d``: a device record's key together with its figures (:attr:`.DeviceRecord.version`)."""
     return DeviceRecord.from_json(device).version
+
+
+def judged_devices(
+    devices: Iterable[DeviceRecord | Mapping[str, Any]], records: Sequence[Record | Mapping[str, Any]]
+) -> list[JsonObject]:
+    """Each device record as JSON, with how many ``records`` its figures judged (``measurements``)
+    and ``remeasured`` when its device had other figures too (:func:`.jsonfile.device_judgements`)."""
+    return [
+        {**device.to_json(), "remeasured": remeasured, "measurements": judged}
+        for device, remeasured, judged in device_judgements(devices, records)
+    ]

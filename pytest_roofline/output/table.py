@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from ..model import units
 from ..model.core import Unit
 from ..model.verdict import Verdict, budget_percent
-from .jsonfile import judged_devices
+from .jsonfile import device_judgements
 from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record, as_device_record, as_record
 
 #: a record, typed or still JSON: every function here reads either
@@ -23,7 +23,7 @@ def format_device_headers(
     """Every device's header; a device whose figures changed during the run has one per set of
     figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
     lines: list[str] = []
-    judged = judged_devices(devices, records)
+    judged = device_judgements(devices, records)
     numbers = _figures_numbers(device for device, _, _ in judged)
     for device, remeasured, count in judged:
         lines.extend(format_device_header(device))

@@ -625,6 +625,8 @@ class RooflineSession:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),
         so "machine at 62% of its best" compares with the best it has really shown."""
         best: dict[str, float] = {}
+        if not self.records:
+            return  # nothing measured: import nothing (the records' module pulls in the model)
         from ..output.records import MeasurementRecord
 
         for record in self.records:
