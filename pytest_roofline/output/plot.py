@@ -89,6 +89,14 @@ class Point:
         """Ops that do no arithmetic (a copy) have no place on a FLOP/s axis."""
         return bool(self.flops) and bool(self.bytes) and self.time_s > 0
 
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+    @property
+    def flop_rate(self) -> float:
+        return self.flops / self.time_s
+
 
 def _point(record: Point | Record | Mapping[str, Any]) -> Point | None:
     """A measurement's point; None for a test that measured nothing."""
@@ -152,7 +160,7 @@ def _panel(
     roofs = [p for p in device.peaks if (p.precision, p.unit) in used and p.flops > 0]
     if not roofs:  # nothing measured here yet: show the device's own roofs
         roofs = [p for p in device.peaks if p.flops > 0][:3]
-    intensities = [r.flops / r.bytes for r in points] + [p.flops / bandwidth for p in roofs]
+    intensities = [r.intensity for r in points] + [p.flops / bandwidth for p in roofs]
     low = 10 ** math.floor(math.log10(min(intensities) / 4)) if intensities else 1e-2
     high = 10 ** math.ceil(math.log10(max(intensities) * 4)) if intensities else 1e3
     top = max([p.flops for p in roofs], default=bandwidth)
@@ -175,7 +183,7 @@ def _panel(
         )  # fmt: skip
     _level_roofs(ax, device, points, low, top)
     for r in points:
-        x, y = r.flops / r.bytes, r.flops / r.time_s
+        x, y = r.intensity, r.flop_rate
         colour = COLOURS.get(r.verdict, "#777777")
         old_time_s = old_times.get((r.nodeid, r.name))
         if old_time_s:
@@ -192,7 +200,7 @@ def _panel(
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*xs)
-    floor_y = min([r.flops / r.time_s for r in points] + [bandwidth * low])
+    floor_y = min([r.flop_rate for r in points] + [bandwidth * low])
     ax.set_ylim(floor_y / 3, top * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s")
