@@ -222,16 +222,17 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
 
 def draw_step(rows: list[Row], device: Device, path: str, summary: dict[str, Any]) -> None:
     """Each op on the device's roofline at its floor, its marker sized by its share of the step."""
-    from .output.plot import draw
-    from .output.report import device_record
+    from .output.plot import Point, draw
+    from .output.records import DeviceRecord
 
     total = summary["total"]["floor_s"]
-    records = [
-        {
-            "nodeid": r.op.name, "name": "", "device": device.key, "flops": r.op.flops, "bytes": r.op.bytes,
-            "time_s": r.floor_s, "precision": str(r.estimate.peak_precision), "unit": str(r.estimate.unit),
-            "verdict": "floor", "size": 4 + 16 * (r.total_s / total) ** 0.5,
-        }
+    points = [
+        Point(
+            nodeid=r.op.name, name="", device=device.key, flops=r.op.flops, bytes=r.op.bytes,
+            time_s=r.floor_s,
+            peak_precision=str(r.estimate.peak_precision), unit=str(r.estimate.unit), verdict="floor",
+            size=4 + 16 * (r.total_s / total) ** 0.5,
+        )
         for r in rows
         if r.estimate is not None and r.op.flops
     ]  # fmt: skip
@@ -239,4 +240,4 @@ def draw_step(rows: list[Row], device: Device, path: str, summary: dict[str, Any
     flopless = [r.op.name for r in rows if not r.op.flops]
     if flopless:  # a FLOP/s axis has no place for them
         title += f" (not shown, no FLOPs: {', '.join(flopless)})"
-    draw(records, [device_record(device)], path, title=title)
+    draw(points, [DeviceRecord.of(device)], path, title=title)

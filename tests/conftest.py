@@ -27,7 +27,7 @@ import numpy  # noqa: F401  # (numpy, above all, refuses to be imported twice in
 import pytest
 
 import pytest_roofline.machine.calibrate  # (pytest caches the RooflineWarning class a -W filter names)
-import pytest_roofline.output.report
+import pytest_roofline.output.jsonfile
 import pytest_roofline.timing.cuda
 
 pytest_plugins = ["pytester"]

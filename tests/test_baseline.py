@@ -71,7 +71,7 @@ def test_a_rerun_keeps_its_last_row(tmp_path: Path) -> None:
     [
         ("{not json", "not JSON (Expecting property name enclosed in double quotes, line 1)"),
         ([1, 2], "not a pytest-roofline JSON report (a list at the top)"),
-        ({"schema": 7, "measurements": []}, "schema 7 is not one this version reads (1)"),
+        ({"schema": 7, "measurements": []}, "schema 7 is not one this version reads (1, 2)"),
         ({"measurements": []}, "schema None is not one this version reads"),
         ({"schema": 1, "measurements": {}}, "'measurements' must be a list; got object"),
         ({"schema": 1, "measurements": ["x"]}, "measurement 0 is a string, not an object"),

@@ -23,7 +23,8 @@ from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.ops import OpError, check_params, get_op, register_op
 from pytest_roofline.model.peaks import load_peaks_file, parse_peak_key
 from pytest_roofline.model.verdict import Verdict, failure_message, judge, result_of
-from pytest_roofline.output.report import result_record, table_rows
+from pytest_roofline.output.report import result_record
+from pytest_roofline.output.table import table_rows
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import measure
 
@@ -485,7 +486,7 @@ def test_the_json_record_has_nulls_for_an_unknown_compute_side() -> None:
     r = result_record(int32_result(), nodeid="t.py::test_int", mode="enforce")
     assert json.loads(json.dumps(r, allow_nan=False)) == r
     assert (r["compute_s"], r["peak_flops"], r["ridge"], r["peak_source"]) == (None, None, None, None)
-    assert (r["bound"], r["dtype"], r["precision"], r["bandwidth_source"]) == (
+    assert (r["bound"], r["dtype"], r["peak_precision"], r["bandwidth_source"]) == (
         "memory",
         "int32",
         "int32",
@@ -710,5 +711,5 @@ def test_integer_and_complex_kernels_are_measured_and_reported(rl: pytest.Pytest
         "int64",
         4e8,
     )
-    assert by_test["test_fft"]["precision"] == "fp32"
+    assert by_test["test_fft"]["peak_precision"] == "fp32"
     assert by_test["test_fft"]["flops"] == 5 * 4 * 2**20 * 20

@@ -48,7 +48,7 @@ def edit(path: Path, test: str, **fields: object) -> None:
 
 def test_a_saved_run_is_a_baseline(baseline: Path) -> None:
     data = json.loads(baseline.read_text())
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert data["environment"]["created"][:2] == "20"
     assert [(r["nodeid"], r["attained"]) for r in data["measurements"]] == [
         ("test_kernels.py::test_slow", pytest.approx(0.8)),

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from conftest import COPY, GEMM, fake_conftest
 
-import pytest_roofline.output.report
-from pytest_roofline.output.report import TABLE_HEADERS
+import pytest_roofline.output.jsonfile
+from pytest_roofline.output.table import TABLE_HEADERS
 
 SUITE = f"""
 import pytest
@@ -120,7 +120,7 @@ def test_an_empty_report_says_so(rl: pytest.Pytester) -> None:
 
 
 MEASUREMENT_FIELDS = {
-    "nodeid", "name", "label", "op", "shape", "params", "dtype", "precision", "unit", "flops", "bytes",
+    "nodeid", "name", "label", "op", "shape", "params", "dtype", "peak_precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
     "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
     "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "backend", "flushed",
@@ -138,7 +138,7 @@ def test_the_json_file_has_every_measurement_device_and_environment(rl: pytest.P
     result = rl.runpytest("--roofline-json=out.json")
     result.stdout.fnmatch_lines(["roofline: wrote 4 measurement(s) to out.json"])
     data = json.loads((rl.path / "out.json").read_text(encoding="utf-8"))
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert (data["interrupted"], data["interruption"]) == (False, None)
     env = data["environment"]
     assert set(env) >= {"python", "numpy", "cupy", "pytest", "pytest_roofline", "platform"}
@@ -160,7 +160,7 @@ def test_the_json_file_has_every_measurement_device_and_environment(rl: pytest.P
     assert (device["remeasured"], device["measurements"]) == (False, 3)
     expected: dict[str, Any] = {
         "nodeid": "test_suite.py::test_gemm_marker", "name": "", "op": "gemm",
-        "params": {"M": 1000, "N": 1000, "K": 1000, "batch": 1}, "dtype": "fp32", "precision": "fp32",
+        "params": {"M": 1000, "N": 1000, "K": 1000, "batch": 1}, "dtype": "fp32", "peak_precision": "fp32",
         "unit": "vector", "flops": 2e9, "bytes": 1.2e7, "bound": "compute", "stat": "median",
         "min_fraction": 0.5, "passed": True, "verdict": "pass", "mode": "enforce", "device": "fake",
         "backend": "fake", "flushed": True, "remeasured": False,
@@ -212,7 +212,7 @@ def test_a_json_write_that_fails_at_the_end_is_an_error_and_the_report_still_pri
     def refuse(path: object, data: object) -> None:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(pytest_roofline.output.report, "write_json_atomic", refuse)
+    monkeypatch.setattr(pytest_roofline.output.jsonfile, "write_json_atomic", refuse)
     rl.makepyfile(test_suite=SUITE)
     result = rl.runpytest("--roofline-json=out.json", "--roofline-report", "--roofline-mode=report")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # every test passed, but the file is missing
@@ -241,7 +241,7 @@ def test_the_json_file_is_written_atomically(rl: pytest.Pytester) -> None:
     rl.makepyfile(test_suite=SUITE)
     (rl.path / "out.json").write_text("old")
     rl.runpytest("--roofline-json=out.json")
-    assert json.loads((rl.path / "out.json").read_text())["schema"] == 1
+    assert json.loads((rl.path / "out.json").read_text())["schema"] == 2
     assert [p.name for p in rl.path.iterdir() if p.name.startswith(".out.json")] == []
 
 
@@ -260,7 +260,7 @@ def test_the_json_file_is_written_through_a_symlink_which_stays(rl: pytest.Pytes
     if points_to == "/dev/null":
         assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
     else:
-        assert json.loads(target.read_text())["schema"] == 1
+        assert json.loads(target.read_text())["schema"] == 2
 
 
 def test_a_json_fifo_nobody_reads_is_an_error_at_the_end_and_stays_a_fifo(rl: pytest.Pytester) -> None:

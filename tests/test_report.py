@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -20,25 +21,20 @@ from fakes import FakeBackend
 from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.verdict import Result, result_of
-from pytest_roofline.output.report import (
-    SCHEMA_VERSION,
+from pytest_roofline.output.jsonfile import SCHEMA_VERSION, environment, payload, write_json_atomic
+from pytest_roofline.output.records import figures_id
+from pytest_roofline.output.report import device_record, result_record, skipped_record
+from pytest_roofline.output.table import (
     TABLE_HEADERS,
-    device_record,
-    environment,
-    figures_id,
     format_device_header,
     format_device_headers,
     format_table,
     machine_cell,
     ordered,
     parse_columns,
-    payload,
-    result_record,
     skipped_notes,
-    skipped_record,
     summary_counts,
     table_rows,
-    write_json_atomic,
 )
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import measure
@@ -79,7 +75,7 @@ def test_a_result_record_has_every_field_and_is_plain_json() -> None:
     text = json.dumps(r, allow_nan=False)
     assert json.loads(text) == r
     assert r["nodeid"] == "t.py::test_gemm"
-    assert (r["op"], r["params"], r["dtype"], r["precision"], r["unit"]) == (
+    assert (r["op"], r["params"], r["dtype"], r["peak_precision"], r["unit"]) == (
         "gemm", {"M": 1000, "N": 1000, "K": 1000, "batch": 1}, "fp32", "fp32", "vector",
     )  # fmt: skip
     assert (r["flops"], r["bytes"], r["bound"], r["stat"]) == (2e9, 1.2e7, "compute", "median")
@@ -333,9 +329,14 @@ def test_write_json_atomic_writes_a_fifo_in_place_for_its_reader(tmp_path: Path)
             except OSError:
                 time.sleep(0.01)
     finally:
+        # unblock a reader that never got its data; one that is just closing its end (the write went
+        # through) leaves no reader, and nothing to unblock
         if reader.is_alive():
-            with open(fifo, "wb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)):
-                pass  # unblock a reader that never got its data
+            with (
+                contextlib.suppress(OSError),
+                open(fifo, "wb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)),
+            ):
+                pass
         reader.join(5)
     assert json.loads(received[0]) == {"a": 1}
     assert stat.S_ISFIFO(fifo.stat().st_mode)

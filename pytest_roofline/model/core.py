@@ -458,6 +458,14 @@ class Estimate:
     #: that serves a warm op (:func:`at_level`)
     memory_level: str = "dram"
 
+    @property
+    def bounding_figure(self) -> Figure:
+        """The ceiling that bounds this floor: the peak FLOP/s when compute-bound, else the bandwidth
+        (of the memory level that serves the bytes)."""
+        if self.bound == "compute" and self.peak_flops is not None and self.peak_source is not None:
+            return Figure(self.peak_flops, self.peak_source, self.peak_note)
+        return Figure(self.bandwidth, self.bandwidth_source)
+
 
 def at_level(estimate: Estimate, level: MemoryLevel) -> Estimate:
     """``estimate`` with its bytes served by the cache ``level``: the memory time at the level's

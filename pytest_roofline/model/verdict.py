@@ -85,8 +85,7 @@ def check_fraction(value: object, what: str = "min_fraction") -> float:
 
 def ftl_limit(estimate: Estimate) -> float:
     """The faster-than-light limit for the figure that bounds this estimate."""
-    source = estimate.peak_source if estimate.bound == "compute" else estimate.bandwidth_source
-    return FTL_LIMIT_MEASURED if source is Source.MEASURED else FTL_LIMIT_DATASHEET
+    return FTL_LIMIT_MEASURED if estimate.bounding_figure.source is Source.MEASURED else FTL_LIMIT_DATASHEET
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,11 +403,10 @@ def _wall(result: Result) -> str:
     """``compute-bound at 989 TFLOP/s bf16 tensor`` or ``memory-bound at 3.35 TB/s``; with a paired
     ceiling, the ceiling of the window and how far the machine was from its best."""
     est, ceiling = result.estimate, result.ceiling
-    if est.bound == "compute" and est.peak_flops is not None:
-        rate = est.peak_flops * (ceiling.speed if ceiling is not None else 1.0)
+    rate = est.bounding_figure.value * (ceiling.speed if ceiling is not None else 1.0)
+    if est.bound == "compute":
         wall = f"compute-bound at {units.flop_rate(rate)} {est.peak_precision} {est.unit}"
     else:
-        rate = est.bandwidth * (ceiling.speed if ceiling is not None else 1.0)
         wall = f"memory-bound at {units.byte_rate(rate)}"
         if est.compute_s is None:  # an integer without an integer peak: memory time alone
             wall += f" ({est.peak_note})"
@@ -422,9 +420,8 @@ def _wall(result: Result) -> str:
 
 def _figure(result: Result) -> str:
     est = result.estimate
-    if est.bound == "compute" and est.peak_flops is not None:
-        return units.flop_rate(est.peak_flops)
-    return units.byte_rate(est.bandwidth)
+    figure = est.bounding_figure.value
+    return units.flop_rate(figure) if est.bound == "compute" else units.byte_rate(figure)
 
 
 def _achieved(result: Result) -> str:

@@ -5,6 +5,11 @@ comparison needs of each measured record is its identity (``nodeid`` and ``name`
 fraction with its confidence interval, the time, and the device it ran on; every other field is
 kept for the report. A record that measured nothing (``skipped``) is not a baseline for anything.
 Every mistake in the file is a :class:`BaselineError` naming the file and what is wrong.
+
+A file is read here field by field (schema 1, the last release's, or 2: the fields a comparison
+reads are the same in both), checking each, rather than through :meth:`.MeasurementRecord.from_json`:
+a file is untrusted input, and its faults must be errors naming them. This run's records, typed
+already, become comparable through :meth:`BaselineRecord.of`.
 """
 
 from __future__ import annotations
@@ -15,12 +20,16 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineUsageError
 
-#: the JSON schemas this module reads (``report.SCHEMA_VERSION`` writes the newest)
-READABLE_SCHEMAS = (1,)
+if TYPE_CHECKING:  # the gate imports this module in every run: the model waits until a record is read
+    from .records import MeasurementRecord, Record
+
+#: the JSON schemas this module reads: schema 1, whose measurements name the math's precision
+#: ``precision`` (no comparison reads it), and the newest, :data:`.records.SCHEMA_VERSION`
+READABLE_SCHEMAS = (1, 2)
 #: fields a measured record must have, and the JSON types they must be
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "nodeid": str,
@@ -30,7 +39,7 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
     "device": str,
     "verdict": str,
 }
-#: a record with this verdict measured nothing
+#: a record with this verdict (``Verdict.SKIPPED``'s) measured nothing
 _UNMEASURED = "skipped"
 
 Key = tuple[str, str]
@@ -79,8 +88,26 @@ class BaselineRecord:
         return f"{self.nodeid}[{self.name}]" if self.name else self.nodeid
 
     @classmethod
+    def of(cls, record: MeasurementRecord) -> BaselineRecord:
+        """This run's record, as a comparison reads it."""
+        from ..model.verdict import WAITED_SHARE, Verdict
+
+        waited = record.thread_wait_share is not None and record.thread_wait_share > WAITED_SHARE
+        ci = record.attained_ci_rel
+        return cls(
+            nodeid=record.nodeid, name=record.name, attained=record.attained or 0.0,
+            ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0,
+            time_s=record.time_s, device=record.device, device_name=record.device_name or record.device,
+            verdict=str(record.verdict), op=record.op, label=record.label,
+            disturbed=record.verdict is Verdict.INCONCLUSIVE
+            or record.contention_level in ("busy", "heavy") or waited,
+            history=record.history or (), remeasured=record.remeasured,
+        )  # fmt: skip
+
+    @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> BaselineRecord:
-        """A record of a JSON report (this run's or a file's), assumed checked."""
+        """A measured record of a JSON file (schema 1 or 2, the fields a comparison reads are the
+        same in both), assumed checked."""
         ci = record.get("attained_ci_rel")
         return cls(
             nodeid=record["nodeid"],
@@ -99,21 +126,29 @@ class BaselineRecord:
         )
 
 
-def comparable(record: Mapping[str, Any]) -> BaselineRecord | None:
-    """A JSON record as a comparison reads it; None for one that measured no finite fraction."""
-    if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
-        return None
-    return BaselineRecord.from_record(record)
+def comparable(record: Record | Mapping[str, Any]) -> BaselineRecord | None:
+    """A record (this run's, or a file's as JSON) as a comparison reads it; None for one that
+    measured no finite fraction."""
+    if isinstance(record, Mapping):
+        if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
+            return None
+        return BaselineRecord.from_record(record)
+    from .records import MeasurementRecord
+
+    if isinstance(record, MeasurementRecord) and record.attained and record.time_s:
+        return BaselineRecord.of(record)
+    return None  # a skipped record, or one with no finite fraction
 
 
 def _disturbed(record: Mapping[str, Any]) -> bool:
-    from ..model.verdict import WAITED_SHARE  # threads that waited longer were slowed by another job
+    """The machine's load could have slowed it (threads that waited long were slowed by another job)."""
+    from ..model.verdict import WAITED_SHARE, Verdict
 
     contention = record.get("contention")
     level = contention.get("level") if isinstance(contention, Mapping) else None
     wait = record.get("thread_wait_share")
     waited = isinstance(wait, (int, float)) and wait > WAITED_SHARE
-    return record.get("verdict") == "inconclusive" or level in ("busy", "heavy") or waited
+    return record.get("verdict") == Verdict.INCONCLUSIVE.value or level in ("busy", "heavy") or waited
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,45 +13,43 @@ does a test measured on another machine, and every test when the file there is n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from .baseline import Baseline, comparable
 from .comparison import HISTORY_RUNS, Change, compare, machine
+from .records import MeasurementRecord, Record
 
 
 @dataclass(frozen=True, slots=True)
 class Appended:
     """The records to save, each with its history, and what became of the earlier runs."""
 
-    records: list[dict[str, Any]]
+    records: list[Record]
     #: tests whose history went on, and tests that started a new one because they changed
     continued: int
     restarted: list[str]
 
 
-def append_runs(
-    records: Sequence[Mapping[str, Any]], previous: Baseline | None, *, threshold: float
-) -> Appended:
-    """``records`` (this run's JSON records) with the runs of ``previous`` (the file being replaced) as
-    each one's ``history``; a record that measured nothing is saved as it is."""
-    saved: list[dict[str, Any]] = []
+def append_runs(records: Sequence[Record], previous: Baseline | None, *, threshold: float) -> Appended:
+    """``records`` (this run's) with the runs of ``previous`` (the file being replaced) as each one's
+    ``history``; a record that measured nothing is saved as it is."""
+    saved: list[Record] = []
     continued, restarted = 0, []
     for record in records:
         new = comparable(record)
-        old = previous.records.get(new.key) if previous is not None and new is not None else None
-        if new is None:
-            saved.append(dict(record))
+        if new is None or not isinstance(record, MeasurementRecord):
+            saved.append(record)
             continue
+        old = previous.records.get(new.key) if previous is not None else None
         if old is None or machine(old) != machine(new):
-            saved.append({**record, "history": []})
+            saved.append(replace(record, history=()))
             continue
         change = compare(old, new, threshold=threshold, tests=len(previous.records)).change  # type: ignore[union-attr]
         if change in (Change.REGRESSION, Change.IMPROVEMENT):
             restarted.append(new.test)
-            saved.append({**record, "history": []})
+            saved.append(replace(record, history=()))
             continue
         continued += 1
-        saved.append({**record, "history": list(old.runs[-(HISTORY_RUNS - 1) :])})
+        saved.append(replace(record, history=old.runs[-(HISTORY_RUNS - 1) :]))
     return Appended(saved, continued, restarted)

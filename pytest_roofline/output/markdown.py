@@ -16,17 +16,24 @@ from typing import Any
 
 from .. import outputs
 from ..model import units
+from ..model.verdict import Verdict
 from .comparison import Change, Comparison
-
-Record = Mapping[str, Any]
+from .records import DeviceRecord, MeasurementRecord, Record, as_device_record, as_record
 
 #: the table's order: what fails a test first
-_RANK = {"MISS": 0, "faster-than-light": 0, "inconclusive": 2, "pass": 3, "skipped": 4}
+_RANK = {
+    Verdict.MISS: 0,
+    Verdict.FASTER_THAN_LIGHT: 0,
+    Verdict.INCONCLUSIVE: 2,
+    Verdict.PASS: 3,
+    Verdict.SKIPPED: 4,
+}
+_FAILED = (Verdict.MISS, Verdict.FASTER_THAN_LIGHT)
 
 
 def section(
-    records: Sequence[Record],
-    devices: Iterable[Record],
+    records: Sequence[Record | Mapping[str, Any]],
+    devices: Iterable[DeviceRecord | Mapping[str, Any]],
     *,
     comparisons: Sequence[Comparison] = (),
     baseline: str | None = None,
@@ -34,23 +41,21 @@ def section(
 ) -> str:
     """The whole section: heading, devices and ceilings, the table, the comparison's totals, the plot."""
     lines = ["## pytest-roofline", ""]
-    for device in devices:
-        lines.append(
-            f"**{_escape(device['name'])}** ({device['kind']}): DRAM {units.byte_rate(device['bandwidth'])}"
-        )
-        peaks = [p for p in device.get("peaks", []) if not str(p.get("note", "")).startswith("no ")]
+    for device in map(as_device_record, devices):
+        lines.append(f"**{_escape(device.name)}** ({device.kind}): DRAM {units.byte_rate(device.bandwidth)}")
+        peaks = [p for p in device.peaks if not p.note.startswith("no ")]
         if peaks:
-            figures = ", ".join(f"{p['precision']} {p['unit']} {units.flop_rate(p['flops'])}" for p in peaks)
+            figures = ", ".join(f"{p.precision} {p.unit} {units.flop_rate(p.flops)}" for p in peaks)
             lines.append(f"<br>peaks: {figures}")
         lines.append("")
     by_key = {c.key: c for c in comparisons}
-    measured = list(records)
+    measured = [as_record(r) for r in records]
     if not measured:
         lines.append("No measurements.")
     else:
         lines += _table(measured, by_key if comparisons else None)
         lines.append("")
-        from .report import summary_counts
+        from .table import summary_counts
 
         lines.append(summary_counts(measured))
     if comparisons:
@@ -72,22 +77,20 @@ def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comp
     rows = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
 
     def rank(r: Record) -> int:
-        key = (r["nodeid"], r.get("name", ""))
-        regressed = (
-            comparisons is not None and key in comparisons and comparisons[key].change is Change.REGRESSION
-        )
-        return 1 if regressed and r["verdict"] == "pass" else _RANK.get(r["verdict"], 3)
+        compared = comparisons.get(r.key) if comparisons is not None else None
+        regressed = compared is not None and compared.change is Change.REGRESSION
+        return 1 if regressed and r.verdict is Verdict.PASS else _RANK.get(r.verdict, 3)
 
     for r in sorted(records, key=rank):
-        test = r["nodeid"] + (f" [{r['name']}]" if r.get("name") else "")
-        attained = "" if r.get("attained") is None else units.percent(r["attained"])
-        budget = "" if r.get("min_fraction") is None else units.percent(r["min_fraction"])
-        verdict = r["verdict"]
-        if verdict in ("MISS", "faster-than-light"):
-            verdict = f"**{verdict}**"
-        cells = [_code(test), _escape(r.get("label", r.get("op", ""))), attained, budget, verdict]
+        test = r.nodeid + (f" [{r.name}]" if r.name else "")
+        attained = budget = ""
+        if isinstance(r, MeasurementRecord):
+            attained = "" if r.attained is None else units.percent(r.attained)
+            budget = units.percent(r.min_fraction)
+        verdict = f"**{r.verdict}**" if r.verdict in _FAILED else str(r.verdict)
+        cells = [_code(test), _escape(r.label), attained, budget, verdict]
         if comparisons is not None:
-            c = comparisons.get((r["nodeid"], r.get("name", "")))
+            c = comparisons.get(r.key)
             text = c.summary() if c is not None else ""
             cells.append(
                 f"**{_escape(text)}**" if c is not None and c.change is Change.REGRESSION else _escape(text)

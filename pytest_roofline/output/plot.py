@@ -12,10 +12,12 @@ as mathtext or TeX: a test id may hold a ``$``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -27,6 +29,47 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 Record = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """A point drawn without a measurement behind it (``roofline llm`` draws each op's floor)."""
+
+    nodeid: str
+    name: str
+    device: str
+    flops: float
+    bytes: float
+    time_s: float
+    #: the roof it was judged against
+    peak_precision: str
+    unit: str
+    #: a verdict's value, or another word (``roofline llm`` draws floors: ``floor``)
+    verdict: str
+    cache_state: str = "cold"
+    memory_level: str = "dram"
+    #: the marker's size (``roofline llm`` sizes each op by its share of the step)
+    size: float = 7.0
+
+
+def _as_json(item: object) -> Record:
+    """A typed record, a device record or a :class:`Point` as the JSON this module reads (one shape to
+    check: a report's file and this run's records are drawn alike)."""
+    if isinstance(item, Point):
+        return dataclasses.asdict(item)
+    to_json = getattr(item, "to_json", None)
+    return to_json() if callable(to_json) else item  # type: ignore[return-value]
+
+
+def _old_time_s(baseline: Mapping[tuple[str, str], object]) -> dict[tuple[str, str], Record]:
+    """Each baseline record's time, whether a BaselineRecord or a JSON record holds it."""
+    times: dict[tuple[str, str], Record] = {}
+    for key, old in baseline.items():
+        time_s = old.get("time_s") if isinstance(old, Mapping) else getattr(old, "time_s", None)
+        times[key] = {"time_s": time_s}
+    return times
+
+
 FORMATS = (".svg", ".png")
 #: verdict -> colour (colour-blind safe: Okabe-Ito)
 COLOURS = {
@@ -119,27 +162,30 @@ def _kind(value: object) -> str:
 
 
 def draw(
-    records: Sequence[Record],
-    devices: Sequence[Record],
+    records: Sequence[object],
+    devices: Sequence[object],
     path: str | os.PathLike[str],
     *,
-    baseline: Mapping[tuple[str, str], Record] | None = None,
+    baseline: Mapping[tuple[str, str], object] | None = None,
     title: str = "",
 ) -> Path:
-    """Draw the plot to ``path`` (.svg or .png), atomically; returns the path written."""
+    """Draw the plot to ``path`` (.svg or .png), atomically; returns the path written. ``records`` and
+    ``devices``: typed records, :class:`Point` s or their JSON; ``baseline``: records with a time."""
     target = check_path(path)
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    devices = check_devices(devices)
-    shown = [r for r in records if r.get("verdict") != "skipped"]
+    shown_all = [_as_json(r) for r in records]
+    devices = check_devices([_as_json(d) for d in devices])
+    old_times = _old_time_s(baseline or {})
+    shown = [r for r in shown_all if r.get("verdict") != "skipped"]
     measured = [r for r in shown if fault(r) is None and r["flops"] > 0]
     panels = [d for d in devices if any(r.get("device") == d["key"] for r in measured)] or list(devices[:1])
     figure = Figure(figsize=(8.0 * max(1, len(panels)), 5.6), layout="constrained")
     axes = figure.subplots(1, max(1, len(panels)), squeeze=False)[0]
     for ax, device in zip(axes, panels, strict=False):
         on_device = [r for r in measured if r.get("device") == device["key"]]
-        _panel(ax, device, on_device, baseline or {})
+        _panel(ax, device, on_device, old_times)
     flopless = sum(1 for r in shown if fault(r) is None and r["flops"] == 0)
     faulty = sum(1 for r in shown if fault(r) is not None)
     caption = title or "pytest-roofline"
@@ -161,7 +207,8 @@ def _panel(
     ax: Axes, device: Record, records: Sequence[Record], baseline: Mapping[tuple[str, str], Record]
 ) -> None:
     bandwidth = float(device["bandwidth"])
-    used = {(r.get("precision"), r.get("unit")) for r in records}
+    # the math's precision: peak_precision since schema 2, precision before
+    used = {(r.get("peak_precision", r.get("precision")), r.get("unit")) for r in records}
     roofs = [p for p in device["peaks"] if (p.get("precision"), p.get("unit")) in used and p["flops"] > 0]
     if not roofs:  # nothing measured here yet: show the device's own roofs
         roofs = [p for p in device["peaks"] if p["flops"] > 0][:3]

@@ -11,7 +11,6 @@ drawn as asked.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,7 +20,7 @@ from ..output.comparison import HISTORY_RUNS, Change, Comparison, compare, compa
 
 if TYPE_CHECKING:
     from ..output.history import Appended
-    from ..output.report import Record
+    from ..output.records import DeviceRecord, MeasurementRecord, Record
     from .options import SessionSettings
 
 #: GitHub Actions' file of the step's Markdown summary
@@ -58,20 +57,20 @@ class Gate:
     def baseline(self) -> Baseline | None:
         return self._baseline
 
-    def check(self, record: Mapping[str, Any]) -> None:
+    def check(self, record: MeasurementRecord) -> None:
         """Fail the current test if ``record`` regressed against its baseline record."""
         __tracebackhide__ = True
         c = self._compare(record)
         if c is not None and c.change is Change.REGRESSION:
             raise pytest.fail.Exception(f"roofline: regression: {c.message()}", pytrace=False)
 
-    def suspects(self, record: Mapping[str, Any]) -> bool:
+    def suspects(self, record: MeasurementRecord) -> bool:
         """Whether ``record`` fell beyond the threshold against its baseline record: worth a second
         measurement before the verdict (a drop the machine caused for a moment does not last)."""
         c = self._compare(record)
         return c is not None and c.ratio is not None and c.ratio < 1 - c.threshold
 
-    def _compare(self, record: Mapping[str, Any]) -> Comparison | None:
+    def _compare(self, record: MeasurementRecord) -> Comparison | None:
         baseline, new = self.baseline, comparable(record)
         if baseline is None or new is None:
             return None
@@ -86,7 +85,7 @@ class Gate:
     def finish(
         self,
         records: list[Record],
-        devices: list[Record],
+        devices: list[DeviceRecord],
         session: pytest.Session,
         *,
         interruption: str | None = None,
@@ -113,7 +112,7 @@ class Gate:
             )
         elif save:
             from ..output.history import append_runs
-            from ..output.report import payload, write_json_atomic
+            from ..output.jsonfile import payload, write_json_atomic
 
             appended = append_runs(records, self._saved_before, threshold=self.settings.regression)
             saved = payload(appended.records, devices, interruption=interruption)
@@ -123,7 +122,7 @@ class Gate:
         if self.settings.plot and records:
             from ..output.plot import draw
 
-            old = {key: {"time_s": r.time_s} for key, r in baseline.records.items()} if baseline else None
+            old = baseline.records if baseline else None
             path = os.path.expanduser(self.settings.plot)
             if self._write(session, "--roofline-plot", lambda: draw(records, devices, path, baseline=old)):
                 self._plot = path

@@ -103,7 +103,7 @@ class Measurer:
             with failing_the_test(SetupError):
                 call_once(fn, args, kernel.kwargs, kernel.setup)
             return None
-        from ..output.report import result_record
+        from ..output.records import MeasurementRecord
         from .outcome import settle
         from .pipeline import measure_call
 
@@ -115,7 +115,9 @@ class Measurer:
             state=self.state,
             nodeid=item.nodeid,
             remeasure=can_fail and self.settings.mode == "enforce",
-            suspect=lambda r: gate.suspects(result_record(r, nodeid=item.nodeid, mode="enforce")),
+            suspect=lambda r: gate.suspects(
+                MeasurementRecord.from_result(r, nodeid=item.nodeid, mode="enforce")
+            ),
             failing_the_test=failing_the_test,
         )
         settle(

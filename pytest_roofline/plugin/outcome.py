@@ -36,17 +36,18 @@ def settle(
     below budget (``can_fail=False``, ``roofline.measure``: never)."""
     __tracebackhide__ = True
     from ..model.verdict import Verdict
-    from ..output.report import result_record
+    from ..output.records import MeasurementRecord
 
     settings = state.settings
     mode = settings.mode if can_fail else "measure"
-    record = result_record(result, nodeid=item.nodeid, mode=mode)
     diagnosis = _diagnosis(kernel, result, when=settings.diagnose)
+    record = MeasurementRecord.from_result(
+        result, nodeid=item.nodeid, mode=mode, diagnosis=diagnosis.to_record() if diagnosis else None
+    )
     message = result.message()
     if diagnosis is not None:
         from ..analysis.diagnosis import format_diagnosis
 
-        record["diagnosis"] = diagnosis.to_record()
         message += "\n" + format_diagnosis(diagnosis)
     transport.send(record)
     prefix = f"roofline[{request.name}]" if request.name else "roofline"

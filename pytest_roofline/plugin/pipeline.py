@@ -213,8 +213,8 @@ def _probe_reference(est: Estimate, devices: Devices, state: RunState) -> ProbeR
     from ..model.ceilings import resource_of
     from ..model.core import Source
 
-    source = est.peak_source if est.bound == "compute" else est.bandwidth_source
-    if source is not Source.MEASURED:  # a peaks file's figure is the user's, not the probe's
+    # a peaks file's figure is the user's, not the probe's
+    if est.bounding_figure.source is not Source.MEASURED:
         return None
     if est.bound == "memory" and est.memory_level != "dram":  # the probe streams from DRAM
         return None

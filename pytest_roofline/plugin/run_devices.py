@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..machine.detect import Target
     from ..machine.devicelock import DeviceLocks
     from ..model.core import Device
-    from ..output.report import Record
+    from ..output.records import DeviceRecord
     from ..timing.base import Backend
 
 
@@ -37,7 +37,7 @@ class Devices:
         settings: SessionSettings,
         *,
         notes: list[str],
-        device_records: dict[str, Record],
+        device_records: dict[str, DeviceRecord],
     ) -> None:
         self.config = config
         self.settings = settings
@@ -107,11 +107,11 @@ class Devices:
                         f"{device.kind!r} does not match the device it "
                         f"refines, {base.name!r} ({base.kind}); give kind {base.kind!r} or leave it out"
                     )
-            from ..output.report import device_record, device_version
+            from ..output.records import DeviceRecord
 
             self._devices[spec] = device
-            record = device_record(device)
-            self.device_records.setdefault(device_version(record), record)
+            record = DeviceRecord.of(device)
+            self.device_records.setdefault(record.version, record)
         return self._devices[spec]
 
     def with_cache_levels(self, spec: str) -> Device:
@@ -127,10 +127,10 @@ class Devices:
             levels = cpu_device_with_levels().levels
         self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
         self._devices[spec] = device = dataclasses.replace(device, levels=levels)
-        from ..output.report import device_record, device_version
+        from ..output.records import DeviceRecord
 
-        record = device_record(device)
-        self.device_records[device_version(record)] = record  # the same figures, now with the levels
+        record = DeviceRecord.of(device)
+        self.device_records[record.version] = record  # the same figures, now with the levels
         return device
 
     def session_spec(self) -> str:

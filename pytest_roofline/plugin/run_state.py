@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..output.report import Record
+    from ..output.records import DeviceRecord, Record
     from .gate import Gate
     from .options import SessionSettings
 
@@ -25,9 +25,9 @@ class RunState:
     gate: Gate
     #: every record of the run, as the reports bring them (on a worker: its own)
     records: list[Record] = field(default_factory=list)
-    #: every device record, by key and figures (``report.device_version``): a device measured
+    #: every device record, by key and figures (``DeviceRecord.version``): a device measured
     #: again during the run has one per set of figures, so each row's judge stays on record
-    device_records: dict[str, Record] = field(default_factory=dict)
+    device_records: dict[str, DeviceRecord] = field(default_factory=dict)
     #: what the terminal summary says beside the table (calibration's warnings, a loaded machine)
     notes: list[str] = field(default_factory=list)
     #: node ids of the tests that failed as expected (xfail)

@@ -171,11 +171,13 @@ class RooflineSession:
         # results would be dropped anyway, so an overlap then would disturb nothing reported.)
         for run_id in self._run_ids:
             remove_lock_files(run_id)
-        for record in state.records:  # xdist sends the workers' reports here, so every node is known
-            record["xfailed"] = record["nodeid"] in state.xfailed
+        from dataclasses import replace
+
+        # xdist sends the workers' reports here, so every node is known
+        state.records = [replace(r, xfailed=r.nodeid in state.xfailed) for r in state.records]
         self._keep_best_probe_rates()
         if self.settings.json:
-            from ..output.report import payload, write_json_atomic
+            from ..output.jsonfile import payload, write_json_atomic
 
             try:
                 data = payload(state.records, state.device_records.values(), interruption=state.interruption)
@@ -191,12 +193,15 @@ class RooflineSession:
     def _keep_best_probe_rates(self) -> None:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),
         so "machine at 62% of its best" compares with the best it has really shown."""
+        if not self.state.records:
+            return  # nothing measured: import nothing (the records' module pulls in the model)
+        from ..output.records import MeasurementRecord
+
         best: dict[str, float] = {}
         for record in self.state.records:
-            ceiling = record.get("ceiling")
-            if ceiling and ceiling.get("probe_rates"):
-                resource = ceiling["resource"]
-                best[resource] = max(best.get(resource, 0.0), *ceiling["probe_rates"])
+            ceiling = record.ceiling if isinstance(record, MeasurementRecord) else None
+            if ceiling is not None and ceiling.probe_rates:
+                best[ceiling.resource] = max(best.get(ceiling.resource, 0.0), *ceiling.probe_rates)
         if best:
             from ..machine.calibrate import raise_probe_bests
 

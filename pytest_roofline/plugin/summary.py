@@ -63,7 +63,8 @@ class _Writer:
 
 
 def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) -> None:
-    from ..output.report import format_device_headers, format_table, ordered, skipped_notes, summary_counts
+    from ..model.verdict import Verdict
+    from ..output.table import format_device_headers, format_table, ordered, skipped_notes, summary_counts
 
     settings, records, devices = state.settings, state.records, state.device_records.values()
     tr.write_sep("=", "roofline report")
@@ -76,11 +77,11 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
         for line in lines[:2]:
             tr.write_line(line, bold=True)
         for line, record in zip(lines[2:], ordered(records), strict=True):
-            verdict = record["verdict"]
-            failed = verdict in ("MISS", "faster-than-light")
+            verdict = record.verdict
+            failed = verdict in (Verdict.MISS, Verdict.FASTER_THAN_LIGHT)
             tr.write_line(
-                line, red=failed, bold=failed, green=verdict == "pass",
-                yellow=verdict in ("skipped", "inconclusive"),
+                line, red=failed, bold=failed, green=verdict is Verdict.PASS,
+                yellow=verdict in (Verdict.SKIPPED, Verdict.INCONCLUSIVE),
             )  # fmt: skip
         for line in skipped_notes(records):
             write(line, yellow=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pytest
 
-    from ..output.report import Record
+    from ..output.records import DeviceRecord, Record
     from .run_state import RunState
 
 #: attributes of a test report: the records measured in its phase, the device records and (from
@@ -33,7 +33,7 @@ class RecordTransport:
         #: measured in this process, not yet on a report
         self._unsent: list[Record] = []
         #: the device records as the last report carried them, and the notes reported so far
-        self._sent_devices: dict[str, Record] = {}
+        self._sent_devices: dict[str, DeviceRecord] = {}
         self._sent_notes = 0
         #: node ids whose last attempt ended in a rerun: their next attempt replaces their records
         self._reran: set[str] = set()
@@ -46,9 +46,9 @@ class RecordTransport:
 
     def send_skip(self, nodeid: str, op: str, reason: str) -> None:
         """A test skipped because its device is absent: a row in the report all the same."""
-        from ..output.report import skipped_record
+        from ..output.records import SkippedRecord
 
-        self._unsent.append(skipped_record(nodeid=nodeid, label=op, reason=reason))
+        self._unsent.append(SkippedRecord(nodeid=nodeid, label=op, reason=reason))
 
     def carry(self, report: pytest.TestReport) -> None:
         """Records travel on the report of the phase that measured them: under pytest-xdist to the
@@ -79,14 +79,17 @@ class RecordTransport:
             return
         if report.when == "setup" and nodeid in self._reran:
             self._reran.discard(nodeid)
-            state.records = [r for r in state.records if r["nodeid"] != nodeid]
+            state.records = [r for r in state.records if r.nodeid != nodeid]
         if carried.get("outcome") == "rerun":
             self._reran.add(nodeid)
-        state.records.extend(carried.get(RECORDS_ATTR) or ())
-        for device in carried.get(DEVICES_ATTR) or ():
-            version = f"{device['key']}@{device['figures']}"  # report.device_version, unimported
-            state.device_records.setdefault(version, device)
-            self._sent_devices[version] = state.device_records[version]  # received: never sent on again
+        if RECORDS_ATTR in carried or DEVICES_ATTR in carried:  # plain JSON, as it crossed from a worker
+            from ..output.records import DeviceRecord, record_from_json
+
+            state.records.extend(map(record_from_json, carried.get(RECORDS_ATTR) or ()))
+            for device in map(DeviceRecord.from_json, carried.get(DEVICES_ATTR) or ()):
+                version = device.version
+                state.device_records.setdefault(version, device)
+                self._sent_devices[version] = state.device_records[version]  # received: never sent on again
         state.notes.extend(carried.get(NOTES_ATTR) or ())
 
     def _attach(self, report: pytest.TestReport) -> None:
@@ -94,12 +97,12 @@ class RecordTransport:
         since reports are serialized for the trip to the controller."""
         state = self._state
         if self._unsent:
-            setattr(report, RECORDS_ATTR, self._unsent)
+            setattr(report, RECORDS_ATTR, [r.to_json() for r in self._unsent])
             self._unsent = []
         changed = [r for key, r in state.device_records.items() if self._sent_devices.get(key) is not r]
         if changed:  # new, or its figures measured again
-            setattr(report, DEVICES_ATTR, changed)
-            self._sent_devices.update((f"{r['key']}@{r['figures']}", r) for r in changed)
+            setattr(report, DEVICES_ATTR, [r.to_json() for r in changed])
+            self._sent_devices.update((r.version, r) for r in changed)
         if self._worker and len(state.notes) > self._sent_notes:
             setattr(report, NOTES_ATTR, state.notes[self._sent_notes :])  # a worker shows no summary
             self._sent_notes = len(state.notes)

@@ -1,0 +1,107 @@
+"""The JSON file of a run (``--roofline-json``, ``--roofline-save``), written atomically. No pytest here.
+
+Records become JSON here (and on the test reports that carry them between pytest-xdist processes);
+:mod:`.records` says what each field means, docs/json.md documents the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import outputs
+from ..errors import InvalidValueError
+from .records import (
+    SCHEMA_VERSION,
+    DeviceRecord,
+    JsonObject,
+    MeasurementRecord,
+    Record,
+    as_device_record,
+    as_record,
+)
+
+__all__ = ["SCHEMA_VERSION", "device_judgements", "environment", "payload", "write_json_atomic"]
+
+
+def environment() -> JsonObject:
+    """Versions that change what a time means; CuPy is looked up, never imported, for this."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def dist_version(*names: str) -> str | None:
+        for name in names:
+            try:
+                return version(name)
+            except PackageNotFoundError:
+                continue
+        return None
+
+    import datetime
+
+    cupy = sys.modules.get("cupy")
+    return {
+        # when the run ended: a baseline's regression message says how old the baseline is
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "numpy": dist_version("numpy"),
+        "cupy": getattr(cupy, "__version__", None)
+        or dist_version("cupy", "cupy-cuda12x", "cupy-cuda13x", "cupy-cuda11x"),
+        "pytest": dist_version("pytest"),
+        "pytest_roofline": dist_version("pytest-roofline"),
+    }
+
+
+def payload(
+    records: Sequence[Record | Mapping[str, Any]],
+    devices: Iterable[DeviceRecord | Mapping[str, Any]],
+    *,
+    interruption: str | None = None,
+) -> JsonObject:
+    """The JSON file: every device with the figures that judged the measurements, and whether the
+    run was cut short (``interruption`` says how: its measurements are not all there)."""
+    typed = [as_record(r) for r in records]
+    return {
+        "schema": SCHEMA_VERSION,
+        "environment": environment(),
+        "interrupted": interruption is not None,
+        "interruption": interruption,
+        "devices": [
+            # how many rows each set of figures judged, and whether the device had other figures too
+            {**device.to_json(), "remeasured": remeasured, "measurements": judged}
+            for device, remeasured, judged in device_judgements(devices, typed)
+        ],
+        "measurements": [r.to_json() for r in typed],
+    }
+
+
+def device_judgements(
+    devices: Iterable[DeviceRecord | Mapping[str, Any]], records: Sequence[Record | Mapping[str, Any]]
+) -> list[tuple[DeviceRecord, bool, int]]:
+    """Each device record, whether its device had other figures too during the run (each such set
+    is an entry of its own), and how many ``records`` its figures judged."""
+    typed = [as_device_record(d) for d in devices]
+    measured = [r for r in map(as_record, records) if isinstance(r, MeasurementRecord)]
+    versions: dict[str, int] = {}
+    for device in typed:
+        versions[device.key] = versions.get(device.key, 0) + 1
+    return [
+        (device, versions[device.key] > 1, sum(r.device_version == device.version for r in measured))
+        for device in typed
+    ]
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
+    """Write ``data`` as JSON to ``path`` as :func:`..outputs.write` does: never a half-written file,
+    never a replaced special file, errors naming ``path``. Returns the path of what was written."""
+    try:  # first: bad data leaves nothing behind
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    except ValueError as exc:  # a NaN or an infinity (a TypeError, an object JSON lacks, is a bug)
+        raise InvalidValueError(f"{path}: {exc}") from None
+    return outputs.write(path, text.encode("utf-8"))

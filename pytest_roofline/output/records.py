@@ -1,0 +1,553 @@
+"""The typed records of a run: one per measurement, per skipped test, per device. No pytest here.
+
+A :class:`MeasurementRecord` is made from a :class:`~pytest_roofline.model.verdict.Result` in one
+place (:meth:`MeasurementRecord.from_result`); every output (the table, the JSON file, Markdown, the
+plot, the baseline comparison) reads its attributes. Records become plain JSON only where they leave
+the process: on the test reports that carry them from a pytest-xdist worker to the controller, and in
+the JSON file (``to_json``; ``from_json`` reads them back, from this schema or the one before).
+
+Schema 2 names a measurement's two precisions as the model does: ``dtype`` is the data's format
+(the model's ``Estimate.precision``), ``peak_precision`` the math's, whose peak judged it (schema 1
+called that ``precision``, the model's name for the data's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..model.core import Device
+from ..model.devices import describe_peaks
+from ..model.verdict import Result, Verdict
+from ..timing.engine import Measurement
+
+#: a JSON object as ``json`` reads and writes it
+JsonObject = dict[str, Any]
+#: the newest JSON schema, the one :meth:`MeasurementRecord.to_json` writes
+SCHEMA_VERSION = 2
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: an op that moves no bytes has intensity null."""
+    return value if math.isfinite(value) else None
+
+
+def _float(value: object, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def _optional_float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _optional_json(value: object) -> JsonObject | None:
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+@dataclass(frozen=True, slots=True)
+class StatsRecord:
+    """The statistics of a measurement's trusted samples, in seconds per call."""
+
+    n: int
+    min: float
+    max: float
+    median: float
+    mean: float
+    stdev: float
+    q1: float
+    q3: float
+    iqr_rel: float
+    ci_half: float
+    ci_rel: float
+
+    def to_json(self) -> JsonObject:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StatsRecord:
+        return cls(int(data.get("n") or 0), *(_float(data.get(f.name)) for f in fields(cls)[1:]))
+
+
+@dataclass(frozen=True, slots=True)
+class CeilingRecord:
+    """The ceiling measured beside the kernel: what the probe saw, and the machine's share of its best."""
+
+    resource: str
+    value: float
+    calibrated: float
+    speed: float
+    share_of_best: float
+    ci_rel: float
+    probe: str
+    probe_rates: tuple[float, ...]
+    probe_wall_s: float
+
+    def to_json(self) -> JsonObject:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["probe_rates"] = list(self.probe_rates)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CeilingRecord:
+        return cls(
+            resource=str(data.get("resource", "")), value=_float(data.get("value")),
+            calibrated=_float(data.get("calibrated")), speed=_float(data.get("speed"), 1.0),
+            share_of_best=_float(data.get("share_of_best"), 1.0), ci_rel=_float(data.get("ci_rel")),
+            probe=str(data.get("probe", "")), probe_rates=tuple(map(float, data.get("probe_rates") or ())),
+            probe_wall_s=_float(data.get("probe_wall_s")),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class MeasurementRecord:
+    """One judged measurement, every field a CI job or a baseline needs, raw samples included."""
+
+    nodeid: str
+    name: str
+    label: str
+    op: str
+    shape: str
+    params: Mapping[str, Any]
+    #: the data's format, and the math's (whose peak judged it): fp32 data with TF32 math differ
+    dtype: str
+    peak_precision: str
+    unit: str
+    flops: float
+    bytes: float
+    #: FLOP per byte; None when the op moves no bytes
+    intensity: float | None
+    ridge: float | None
+    bound: str
+    compute_s: float | None
+    memory_s: float
+    floor_s: float
+    peak_flops: float | None
+    peak_source: str | None
+    bandwidth: float
+    bandwidth_source: str
+    time_s: float
+    stat: str
+    attained: float | None
+    min_fraction: float
+    verdict: Verdict
+    remeasured: bool
+    mode: str
+    device: str
+    device_name: str
+    #: which of the device's sets of ceilings judged it (:attr:`DeviceRecord.figures`)
+    device_figures: str | None
+    backend: str
+    flushed: bool
+    stop_reason: str
+    calls_per_sample: int
+    wall_s: float
+    measurements: int
+    attained_ci_rel: float
+    verdict_reason: str | None
+    calibrated_floor_s: float | None
+    latency_floor_s: float | None
+    latency_bound: bool
+    cache: str
+    cache_state: str
+    memory_level: str
+    cold_method: str | None
+    rotation_copies: int | None
+    low_confidence: bool
+    excluded_samples: int
+    transient_samples: int
+    ceiling: CeilingRecord | None
+    stats: StatsRecord | None
+    samples_s: tuple[float, ...]
+    #: the OS's contention readings, a GPU's clocks and the bottleneck diagnosis, as their own types
+    #: write them (``to_record``): shown and saved, never computed with here
+    contention: JsonObject | None = None
+    clocks: JsonObject | None = None
+    diagnosis: JsonObject | None = None
+    threads: int | None = None
+    thread_wait_share: float | None = None
+    #: set when the session ends, for tests that failed as expected
+    xfailed: bool = False
+    #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
+    history: tuple[float, ...] | None = None
+
+    @classmethod
+    def from_result(
+        cls, result: Result, *, nodeid: str, mode: str, diagnosis: JsonObject | None = None
+    ) -> MeasurementRecord:
+        """The one place a record is made from a judged measurement."""
+        est, m = result.estimate, result.measurement
+        c, s = result.ceiling, m.stats
+        ceiling = None
+        if c is not None and m.probe is not None:
+            ceiling = CeilingRecord(
+                c.resource, c.value, c.figure, c.speed, c.share_of_best, c.ci_rel, c.probe,
+                tuple(m.probe.rates), m.probe.wall_s,
+            )  # fmt: skip
+        return cls(
+            nodeid=nodeid, name=result.name, label=est.label, op=est.op, shape=est.shape,
+            params=dict(est.params), dtype=str(est.precision), peak_precision=str(est.peak_precision),
+            unit=str(est.unit), flops=est.flops, bytes=est.bytes, intensity=_finite(est.intensity),
+            ridge=est.ridge, bound=est.bound, compute_s=est.compute_s, memory_s=est.memory_s,
+            floor_s=result.floor_s, peak_flops=est.peak_flops,
+            peak_source=None if est.peak_source is None else str(est.peak_source),
+            bandwidth=est.bandwidth, bandwidth_source=str(est.bandwidth_source), time_s=m.time_s,
+            stat=m.stat, attained=_finite(result.attained), min_fraction=result.min_fraction,
+            verdict=result.verdict, remeasured=result.remeasured, mode=mode, device=est.device.key,
+            device_name=est.device.name, device_figures=figures_id(est.device), backend=m.backend,
+            flushed=m.flushed, stop_reason=m.stop_reason.value, calls_per_sample=m.calls_per_sample,
+            wall_s=result.wall_s or m.wall_s, measurements=result.measurements,
+            attained_ci_rel=result.ci_rel, verdict_reason=result.reason or None,
+            calibrated_floor_s=est.floor_s, latency_floor_s=result.latency_floor_s or None,
+            latency_bound=result.latency_bound, cache=m.cache_note, cache_state=m.cache,
+            memory_level=est.memory_level, cold_method=m.cold_method,
+            rotation_copies=m.rotation_copies or None, low_confidence=m.low_confidence,
+            excluded_samples=m.excluded, transient_samples=m.transient, ceiling=ceiling,
+            stats=StatsRecord(
+                s.n, s.min, s.max, s.median, s.mean, s.stdev, s.q1, s.q3, s.iqr_rel, s.ci_half, s.ci_rel
+            ),
+            samples_s=tuple(m.samples_s),
+            contention=m.contention.to_record() if m.contention is not None else None,
+            clocks=_clocks_json(m), diagnosis=diagnosis,
+            threads=m.threads, thread_wait_share=m.wait_share,
+        )  # fmt: skip
+
+    # - derived facts, worked out here only -
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """A baseline keeps one record per test and name."""
+        return (self.nodeid, self.name)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.PASS
+
+    @property
+    def compute_bound(self) -> bool:
+        return self.bound == "compute"
+
+    @property
+    def achieved_rate(self) -> float | None:
+        """What the kernel reached of the resource that bounds it: FLOP/s when compute-bound, else
+        bytes per second; None when it did no such work or took no time."""
+        if self.time_s <= 0:
+            return None
+        work = self.flops if self.compute_bound and self.flops else self.bytes
+        return work / self.time_s if work else None
+
+    @property
+    def flop_rate(self) -> float:
+        """FLOP/s achieved, whatever bounds it (the plot's vertical axis)."""
+        return self.flops / self.time_s if self.time_s > 0 else 0.0
+
+    @property
+    def ceiling_rate(self) -> float | None:
+        """The ceiling the record was judged against: measured beside it when a probe ran, else the
+        device's figure for the bounding resource."""
+        if self.ceiling is not None and self.ceiling.value:
+            return self.ceiling.value
+        return (self.peak_flops if self.compute_bound else self.bandwidth) or None
+
+    @property
+    def device_version(self) -> str:
+        """The :attr:`DeviceRecord.version` of the figures that judged it."""
+        return f"{self.device}@{self.device_figures}"
+
+    @property
+    def contention_level(self) -> str | None:
+        level = (self.contention or {}).get("level")
+        return level if isinstance(level, str) else None
+
+    # - JSON -
+
+    def to_json(self) -> JsonObject:
+        """Plain JSON-ready values in the newest schema (every float finite or None)."""
+        data: JsonObject = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "history" and value is None:
+                continue  # only a saved baseline's records have runs before them
+            if f.name == "verdict":
+                value = str(value)
+            elif isinstance(value, (StatsRecord, CeilingRecord)):
+                value = value.to_json()
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            data[f.name] = value
+        data["passed"] = self.passed
+        data["reason"] = None  # a skipped record's; in every record, so every record has every field
+        return {name: data[name] for name in (*RECORD_FIELDS, "history") if name in data}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MeasurementRecord:
+        """A measured record of a JSON file (schema 1 or 2) or a report; a field an older version did
+        not write takes the value that means "not known"."""
+        peak_precision = data.get("peak_precision", data.get("precision"))  # schema 1's name
+        ceiling, stats = data.get("ceiling"), data.get("stats")
+        history = data.get("history")
+        return cls(
+            nodeid=str(data["nodeid"]), name=str(data.get("name") or ""), label=str(data.get("label") or ""),
+            op=str(data.get("op") or ""), shape=str(data.get("shape") or ""),
+            params=dict(data.get("params") or {}), dtype=str(data.get("dtype") or peak_precision or ""),
+            peak_precision=str(peak_precision or ""), unit=str(data.get("unit") or ""),
+            flops=_float(data.get("flops")), bytes=_float(data.get("bytes")),
+            intensity=_optional_float(data.get("intensity")), ridge=_optional_float(data.get("ridge")),
+            bound=str(data.get("bound") or "memory"), compute_s=_optional_float(data.get("compute_s")),
+            memory_s=_float(data.get("memory_s")), floor_s=_float(data.get("floor_s")),
+            peak_flops=_optional_float(data.get("peak_flops")), peak_source=data.get("peak_source"),
+            bandwidth=_float(data.get("bandwidth")), bandwidth_source=str(data.get("bandwidth_source") or ""),
+            time_s=_float(data.get("time_s")), stat=str(data.get("stat") or "median"),
+            attained=_optional_float(data.get("attained")), min_fraction=_float(data.get("min_fraction")),
+            verdict=Verdict(data.get("verdict", Verdict.PASS)), remeasured=data.get("remeasured") is True,
+            mode=str(data.get("mode") or "enforce"), device=str(data.get("device") or ""),
+            device_name=str(data.get("device_name") or data.get("device") or ""),
+            device_figures=data.get("device_figures"), backend=str(data.get("backend") or ""),
+            flushed=data.get("flushed") is True, stop_reason=str(data.get("stop_reason") or ""),
+            calls_per_sample=int(data.get("calls_per_sample") or 1), wall_s=_float(data.get("wall_s")),
+            measurements=int(data.get("measurements") or 1),
+            attained_ci_rel=_float(data.get("attained_ci_rel")), verdict_reason=data.get("verdict_reason"),
+            calibrated_floor_s=_optional_float(data.get("calibrated_floor_s")),
+            latency_floor_s=_optional_float(data.get("latency_floor_s")),
+            latency_bound=data.get("latency_bound") is True, cache=str(data.get("cache") or ""),
+            # a file older than cache states: a flushed measurement was a cold one
+            cache_state=str(data.get("cache_state") or ("cold" if data.get("flushed") else "warm")),
+            memory_level=str(data.get("memory_level") or "dram"), cold_method=data.get("cold_method"),
+            rotation_copies=data.get("rotation_copies"), low_confidence=data.get("low_confidence") is True,
+            excluded_samples=int(data.get("excluded_samples") or 0),
+            transient_samples=int(data.get("transient_samples") or 0),
+            ceiling=CeilingRecord.from_json(ceiling) if isinstance(ceiling, Mapping) else None,
+            stats=StatsRecord.from_json(stats) if isinstance(stats, Mapping) else None,
+            samples_s=tuple(map(float, data.get("samples_s") or ())),
+            contention=_optional_json(data.get("contention")), clocks=_optional_json(data.get("clocks")),
+            diagnosis=_optional_json(data.get("diagnosis")), threads=data.get("threads"),
+            thread_wait_share=_optional_float(data.get("thread_wait_share")),
+            xfailed=data.get("xfailed") is True,
+            history=tuple(map(float, history)) if isinstance(history, list) else None,
+        )  # fmt: skip
+
+
+def _clocks_json(m: Measurement) -> JsonObject | None:
+    """What a GPU's clocks did over the measurement, when they were watched (None otherwise)."""
+    log = m.clocks
+    if log is None:
+        return None
+    return {
+        "watched": log.watched,
+        "summary": log.summary(),
+        "min_sm_mhz": log.min_sm_mhz,
+        "max_sm_mhz": log.max_sm_mhz,
+        "max_temperature_c": log.max_temperature_c,
+        "throttled": log.throttled,
+        "reasons": list(log.reasons),
+        "samples": len(log.samples),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedRecord:
+    """A marked test that did not measure (its device is not here): it still shows in the report."""
+
+    nodeid: str
+    label: str
+    reason: str
+    name: str = ""
+    xfailed: bool = False
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.SKIPPED
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.nodeid, self.name)
+
+    def to_json(self) -> JsonObject:
+        """Every field a measured record has; what it did not measure is null."""
+        record: JsonObject = dict.fromkeys(RECORD_FIELDS)
+        record.update(
+            nodeid=self.nodeid, name=self.name, label=self.label, op=self.label,
+            verdict=str(Verdict.SKIPPED), reason=self.reason, xfailed=self.xfailed,
+        )  # fmt: skip
+        return record
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SkippedRecord:
+        return cls(
+            nodeid=str(data["nodeid"]), label=str(data.get("label") or data.get("op") or ""),
+            reason=str(data.get("reason") or ""), name=str(data.get("name") or ""),
+            xfailed=data.get("xfailed") is True,
+        )  # fmt: skip
+
+
+#: a row of the report: a measurement, or a test that measured nothing
+Record = MeasurementRecord | SkippedRecord
+
+
+def record_from_json(data: Mapping[str, Any]) -> Record:
+    """The record a JSON object holds, skipped or measured."""
+    if data.get("verdict") == Verdict.SKIPPED.value:
+        return SkippedRecord.from_json(data)
+    return MeasurementRecord.from_json(data)
+
+
+def as_record(record: Record | Mapping[str, Any]) -> Record:
+    """A record, whether typed already or still JSON (a file's, or a caller's dict)."""
+    return record if isinstance(record, (MeasurementRecord, SkippedRecord)) else record_from_json(record)
+
+
+#: the fields of every record, in the JSON file's order; what a skipped test did not measure is null
+RECORD_FIELDS = (
+    "nodeid", "name", "label", "op", "shape", "params", "dtype", "peak_precision", "unit", "flops",
+    "bytes", "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops",
+    "peak_source", "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction",
+    "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name", "device_figures",
+    "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
+    "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
+    "rotation_copies", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention",
+    "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
+    "samples_s", "reason",
+)  # fmt: skip
+
+
+# -- devices ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PeakRecord:
+    """One compute ceiling of a device, its source and its ridge point."""
+
+    precision: str
+    unit: str
+    flops: float
+    source: str = ""
+    note: str = ""
+    ridge: float = 0.0
+
+    def to_json(self) -> JsonObject:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PeakRecord:
+        return cls(
+            str(data.get("precision", "")), str(data.get("unit", "")), _float(data.get("flops")),
+            str(data.get("source") or ""), str(data.get("note") or ""), _float(data.get("ridge")),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LevelRecord:
+    """A cache level a warm measurement is judged against."""
+
+    name: str
+    capacity_bytes: int
+    bandwidth: float
+    per_core: bool = False
+    source: str = ""
+    note: str = ""
+
+    def to_json(self) -> JsonObject:
+        return {
+            "name": self.name, "capacity_bytes": self.capacity_bytes, "per_core": self.per_core,
+            "bandwidth": self.bandwidth, "source": self.source, "note": self.note,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LevelRecord:
+        return cls(
+            str(data.get("name", "")), int(data.get("capacity_bytes") or 0), _float(data.get("bandwidth")),
+            data.get("per_core") is True, str(data.get("source") or ""), str(data.get("note") or ""),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRecord:
+    """A device as the run used it: its ceilings with their sources, named by :attr:`figures`."""
+
+    key: str
+    figures: str
+    name: str
+    kind: str
+    bandwidth: float
+    bandwidth_source: str = ""
+    bandwidth_note: str = ""
+    llc_bytes: int | None = None
+    cores: int | None = None
+    peaks: tuple[PeakRecord, ...] = ()
+    #: the cache levels a warm measurement is judged against, smallest first
+    levels: tuple[LevelRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, device: Device) -> DeviceRecord:
+        peaks = tuple(
+            PeakRecord(
+                str(precision),
+                str(unit),
+                figure.value,
+                str(figure.source),
+                figure.note,
+                figure.value / device.bandwidth.value,
+            )
+            for precision, unit, figure in describe_peaks(device)
+        )
+        levels = tuple(
+            LevelRecord(
+                level.name,
+                level.capacity_bytes,
+                level.bandwidth.value,
+                level.per_core,
+                str(level.bandwidth.source),
+                level.bandwidth.note,
+            )
+            for level in device.levels
+        )
+        return cls(
+            key=device.key, figures=figures_id(device), name=device.name, kind=device.kind,
+            bandwidth=device.bandwidth.value, bandwidth_source=str(device.bandwidth.source),
+            bandwidth_note=device.bandwidth.note, llc_bytes=device.llc_bytes, cores=device.cores,
+            peaks=peaks, levels=levels, notes=tuple(device.notes),
+        )  # fmt: skip
+
+    @property
+    def version(self) -> str:
+        """``cpu@1a2b3c4d``: the device's key together with its figures."""
+        return f"{self.key}@{self.figures}"
+
+    def to_json(self) -> JsonObject:
+        return {
+            "key": self.key, "figures": self.figures, "name": self.name, "kind": self.kind,
+            "bandwidth": self.bandwidth, "bandwidth_source": self.bandwidth_source,
+            "bandwidth_note": self.bandwidth_note, "llc_bytes": self.llc_bytes, "cores": self.cores,
+            "peaks": [p.to_json() for p in self.peaks], "levels": [level.to_json() for level in self.levels],
+            "notes": list(self.notes),
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DeviceRecord:
+        return cls(
+            key=str(data.get("key", "")), figures=str(data.get("figures") or ""),
+            name=str(data.get("name") or data.get("key") or ""), kind=str(data.get("kind") or ""),
+            bandwidth=_float(data.get("bandwidth")), bandwidth_source=str(data.get("bandwidth_source") or ""),
+            bandwidth_note=str(data.get("bandwidth_note") or ""), llc_bytes=data.get("llc_bytes"),
+            cores=data.get("cores"), peaks=tuple(PeakRecord.from_json(p) for p in data.get("peaks") or ()),
+            levels=tuple(LevelRecord.from_json(level) for level in data.get("levels") or ()),
+            notes=tuple(map(str, data.get("notes") or ())),
+        )  # fmt: skip
+
+
+def as_device_record(device: DeviceRecord | Mapping[str, Any]) -> DeviceRecord:
+    return device if isinstance(device, DeviceRecord) else DeviceRecord.from_json(device)
+
+
+def figures_id(device: Device) -> str:
+    """A short name for the set of ceilings a device has: a device measured again during a run (a
+    forced calibration, another worker's cache) has two, and each row says which judged it."""
+    figures = [(str(p), str(u), f.value, str(f.source)) for p, u, f in describe_peaks(device)]
+    figures.append(("bandwidth", "", device.bandwidth.value, str(device.bandwidth.source)))
+    return hashlib.sha256(json.dumps(figures).encode()).hexdigest()[:8]

@@ -1,0 +1,317 @@
+"""The terminal report: a header per device and its ceilings, then a table with a row per record.
+No pytest here (the plugin's summary writes these lines)."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..model import units
+from ..model.core import Unit
+from ..model.verdict import Verdict, budget_percent
+from .jsonfile import device_judgements
+from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record, as_device_record, as_record
+
+#: a record, typed or still JSON: every function here reads either
+AnyRecord = TypeVar("AnyRecord", bound="Record | Mapping[str, Any]")
+
+
+def format_device_headers(
+    devices: Iterable[DeviceRecord | Mapping[str, Any]], records: Sequence[Record | Mapping[str, Any]]
+) -> list[str]:
+    """Every device's header; a device whose figures changed during the run has one per set of
+    figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
+    lines: list[str] = []
+    judged = device_judgements(devices, records)
+    numbers = _figures_numbers(device for device, _, _ in judged)
+    for device, remeasured, count in judged:
+        lines.extend(format_device_header(device))
+        if remeasured:
+            number, sets = numbers[device.version]
+            lines.append(
+                f"  figures #{number} of {sets} this run (the device was measured again): "
+                f"judged {count} row(s)"
+            )
+    return lines
+
+
+def _figures_numbers(devices: Iterable[DeviceRecord | Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """For a device with several sets of figures this run, each set's number and the count."""
+    by_key: dict[str, list[str]] = {}
+    for device in map(as_device_record, devices):
+        by_key.setdefault(device.key, []).append(device.version)
+    return {
+        version: (number, len(versions))
+        for versions in by_key.values()
+        if len(versions) > 1
+        for number, version in enumerate(versions, 1)
+    }
+
+
+def format_device_header(device: DeviceRecord | Mapping[str, Any]) -> list[str]:
+    """Device, its ceilings with their sources, and the ridge point of each."""
+    d = as_device_record(device)
+    bw = f"{units.byte_rate(d.bandwidth)} ({d.bandwidth_source})"
+    where = d.kind if d.key == d.kind else f"{d.key}, {d.kind}"
+    lines = [f"device: {d.name} [{where}]  DRAM bandwidth {bw}"]
+    shown = [p for p in d.peaks if not (p.source == "derived" and p.note.startswith("no "))]
+    for unit in (Unit.TENSOR.value, Unit.VECTOR.value):
+        # precisions sharing one figure (a CPU's narrow formats use fp32's) share one entry
+        groups: dict[tuple[float, str], list[PeakRecord]] = {}
+        for p in shown:
+            if p.unit == unit:
+                groups.setdefault((p.flops, p.source), []).append(p)
+        row = [
+            f"{'/'.join(p.precision for p in group)} {units.flop_rate(flops)} "
+            f"({source}, ridge {units.intensity(group[0].ridge)} FLOP/B)"
+            for (flops, source), group in groups.items()
+        ]
+        if row:
+            lines.append(f"  {unit:<6} peaks: " + "; ".join(row))
+    for note in d.notes:
+        lines.append(f"  note: {note}")
+    return lines
+
+
+#: every column of the terminal table, in its order: name -> header
+COLUMNS: dict[str, str] = {
+    "test": "test",
+    "op": "op and shape",
+    "dtype": "dtype",
+    "bound": "bound",
+    "intensity": "FLOP/B",
+    "floor": "floor",
+    "time": "measured (± noise)",
+    "achieved": "achieved",
+    "ceiling": "ceiling",
+    "attained": "attained",
+    "budget": "budget",
+    "machine": "machine",
+    "verdict": "verdict",
+}
+TABLE_HEADERS = tuple(COLUMNS.values())
+#: what a narrow terminal keeps first; the rest join, in this order, while the table fits
+ESSENTIAL = ("test", "op", "attained", "budget", "verdict")
+PRIORITY = (*ESSENTIAL, "achieved", "ceiling", "time", "bound", "machine", "floor", "dtype", "intensity")
+#: the op and test columns are shortened to no fewer characters than this to fit
+MIN_TEST_WIDTH = 20
+
+
+def ordered(records: Sequence[AnyRecord]) -> list[AnyRecord]:
+    """The table's order: memory-bound rows first, then compute-bound, then skipped, each in run order."""
+    rank = {"memory": 0, "compute": 1}
+
+    def key(run: tuple[int, AnyRecord]) -> tuple[int, int]:
+        record = as_record(run[1])
+        bound = record.bound if isinstance(record, MeasurementRecord) else ""
+        return (rank.get(bound, 2), run[0])
+
+    return [record for _, record in sorted(enumerate(records), key=key)]
+
+
+def table_rows(
+    records: Sequence[Record | Mapping[str, Any]], devices: Iterable[DeviceRecord | Mapping[str, Any]] = ()
+) -> list[list[str]]:
+    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case).
+
+    Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
+    which judged the row (``figures #2``), as the device headers number them.
+    """
+    rows = []
+    numbers = _figures_numbers(devices)
+    typed = [as_record(r) for r in records]
+    prefix = _common_directory([r.nodeid for r in typed])
+    for r in ordered(typed):
+        test = r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else "")
+        if not isinstance(r, MeasurementRecord):
+            rows.append([test, r.label, *[""] * (len(COLUMNS) - 3), str(r.verdict)])  # why: skipped_notes
+            continue
+        rows.append(_row(r, test, numbers))
+    return rows
+
+
+def _row(r: MeasurementRecord, test: str, numbers: Mapping[str, tuple[int, int]]) -> list[str]:
+    noise = f"{units.seconds(r.time_s)} ± {(r.stats.ci_rel if r.stats else 0.0) * 100:.1f}%"
+    if r.cache_state == "warm":
+        noise += " warm"
+        if r.memory_level != "dram":
+            noise += f" {r.memory_level.upper()}"
+    attained = "inf" if r.attained is None else units.percent(r.attained)
+    if r.attained_ci_rel:
+        attained += f" ±{r.attained_ci_rel * 100:.0f}%"
+    verdict = str(r.verdict)
+    if r.verdict is not Verdict.PASS and r.mode in ("report", "measure"):
+        verdict += f" ({r.mode})"  # recorded, but it did not fail the test
+    elif r.xfailed:
+        verdict += " (xfail)"  # the test expected to miss: a bad variant on display
+    return [
+        test,
+        f"{r.op} {r.shape}".strip(),
+        r.dtype + (f"→{r.peak_precision}" if r.peak_precision != r.dtype else ""),
+        bound_cell(r),
+        "inf" if r.intensity is None else units.intensity(r.intensity),
+        units.seconds(r.floor_s),
+        noise,
+        achieved_cell(r),
+        ceiling_cell(r),
+        attained,
+        budget_percent(r.min_fraction),
+        _with_figures(machine_cell(r), r, numbers),
+        verdict,
+    ]
+
+
+def achieved_cell(record: MeasurementRecord) -> str:
+    """What the kernel reached of the resource that bounds it: GB/s when memory-bound, FLOP/s when
+    compute-bound (the failure message's figure, for every row)."""
+    rate = record.achieved_rate
+    if rate is None:
+        return ""
+    return units.flop_rate(rate) if record.compute_bound and record.flops else units.byte_rate(rate)
+
+
+def ceiling_cell(record: MeasurementRecord) -> str:
+    """The ceiling the row was judged against: measured beside it when a probe ran, else the device's."""
+    value = record.ceiling_rate
+    if not value:
+        return ""
+    return units.flop_rate(value) if record.compute_bound else units.byte_rate(value)
+
+
+def bound_cell(record: MeasurementRecord) -> str:
+    """``memory``, ``latency`` when an empty call is slower than the roofline floor, or ``memory
+    (compute unknown)`` for integer work on a device with no integer peak."""
+    if record.latency_bound:
+        return "latency"
+    if record.compute_s is None:
+        return f"{record.bound} (compute unknown)"
+    return record.bound
+
+
+def machine_cell(record: MeasurementRecord | Mapping[str, Any]) -> str:
+    """``62% of best`` (the probe beside the kernel against the best it has shown), and the
+    contention the OS reported when it was more than quiet."""
+    if isinstance(record, MeasurementRecord):
+        share = record.ceiling.share_of_best if record.ceiling is not None else None
+        level = record.contention_level
+    else:  # a JSON record's two fields
+        share = (record.get("ceiling") or {}).get("share_of_best")
+        level = (record.get("contention") or {}).get("level")
+    parts = []
+    if share is not None:
+        parts.append(f"{units.percent(share)} of best")
+    if level not in (None, "quiet"):
+        parts.append(str(level))
+    return ", ".join(parts)
+
+
+def _with_figures(cell: str, record: MeasurementRecord, numbers: Mapping[str, tuple[int, int]]) -> str:
+    if record.device_version not in numbers:
+        return cell
+    return ", ".join(part for part in (cell, f"figures #{numbers[record.device_version][0]}") if part)
+
+
+def _common_directory(nodeids: Sequence[str]) -> str:
+    """``example_project/tests/`` when every test lives below it: the table leaves it out."""
+    directories = [nodeid.split("::", 1)[0].rpartition("/")[0] for nodeid in nodeids]
+    if not directories or "" in directories:
+        return ""
+    common = posixpath.commonpath(directories)  # node ids use "/" on every platform
+    return f"{common}/" if common else ""
+
+
+def skipped_notes(records: Sequence[Record | Mapping[str, Any]]) -> list[str]:
+    """A line under the table for each skipped row: why it measured nothing."""
+    notes = []
+    for r in ordered([as_record(r) for r in records]):
+        if not isinstance(r, MeasurementRecord):
+            name = f" [{r.name}]" if r.name else ""
+            notes.append(f"  {r.nodeid}{name} skipped: {r.reason}")
+    return notes
+
+
+def parse_columns(text: str) -> tuple[str, ...]:
+    """``test,attained,verdict`` (or ``all``) -> the column names; ValueError naming a wrong one."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if names == ("all",):
+        return tuple(COLUMNS)
+    if not names:
+        raise ValueError(f"expected column names separated by commas, or all; got {text!r}")
+    from ..model.core import did_you_mean
+
+    for name in names:
+        if name not in COLUMNS:
+            raise ValueError(
+                f"unknown column {name!r}{did_you_mean(name, tuple(COLUMNS))}; choose from "
+                f"{', '.join(COLUMNS)}, or all"
+            )
+        if names.count(name) > 1:
+            raise ValueError(f"column {name!r} is named twice in {text!r}; name each column once")
+    return names
+
+
+def format_table(
+    records: Sequence[Record | Mapping[str, Any]],
+    devices: Iterable[DeviceRecord | Mapping[str, Any]] = (),
+    *,
+    width: int | None = None,
+    columns: Sequence[str] | None = None,
+) -> list[str]:
+    """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
+    when no width is given): the essential ones, then others by priority while the table fits; if
+    the essential ones alone are wider, the test and op columns lose their middles. ``devices``:
+    the run's device records, so that a row judged by one of several sets of figures says which."""
+    rows = table_rows(records, devices)
+    if columns is not None or width is None:
+        return _tabulate(rows, tuple(columns or COLUMNS))
+    chosen: list[str] = list(ESSENTIAL)
+    for name in PRIORITY[len(ESSENTIAL) :]:
+        if _width(_tabulate(rows, _in_order([*chosen, name]))) <= width:
+            chosen.append(name)
+    lines = _tabulate(rows, _in_order(chosen))
+    # the essential columns alone are too wide: the op keeps its name and first parameters, then the
+    # test its end (the function and its parameters say more than the module's path)
+    for name, keep_head in (("op", True), ("test", False)):
+        excess = _width(lines) - width
+        if excess <= 0:
+            break
+        at = list(COLUMNS).index(name)
+        longest = max(len(row[at]) for row in rows) if rows else 0
+        room = max(MIN_TEST_WIDTH, longest - excess)
+        rows = [[*row[:at], _shorten(row[at], room, keep_head), *row[at + 1 :]] for row in rows]
+        lines = _tabulate(rows, _in_order(chosen))
+    return lines
+
+
+def _in_order(names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(name for name in COLUMNS if name in names)
+
+
+def _tabulate(rows: Sequence[Sequence[str]], columns: Sequence[str]) -> list[str]:
+    from tabulate import tabulate
+
+    index = [list(COLUMNS).index(name) for name in columns]
+    picked = [[row[i] for i in index] for row in rows]
+    text = tabulate(picked, headers=[COLUMNS[name] for name in columns], disable_numparse=True)
+    return str(text).splitlines()
+
+
+def _width(lines: Sequence[str]) -> int:
+    return max(map(len, lines), default=0)
+
+
+def _shorten(text: str, width: int, keep_head: bool) -> str:
+    """``layernorm rows=8192 co…`` (the head kept) or ``…test_layernorm[numpy-fused]`` (the tail)."""
+    if len(text) <= width:
+        return text
+    return f"{text[: width - 1]}…" if keep_head else f"…{text[len(text) - (width - 1) :]}"
+
+
+def summary_counts(records: Sequence[Record | Mapping[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for r in records:
+        verdict = str(as_record(r).verdict)
+        counts[verdict] = counts.get(verdict, 0) + 1
+    parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: kv[0].lower())]
+    return f"{len(records)} measurement(s): " + ", ".join(parts) if parts else "no measurements"
