@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import outputs
 from ..errors import InvalidValueError
+from ..machine import files
 from .records import (
     SCHEMA_VERSION,
     DeviceRecord,
@@ -98,10 +98,10 @@ def device_judgements(
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
-    """Write ``data`` as JSON to ``path`` as :func:`..outputs.write` does: never a half-written file,
+    """Write ``data`` as JSON to ``path`` as :func:`..files.write` does: never a half-written file,
     never a replaced special file, errors naming ``path``. Returns the path of what was written."""
     try:  # first: bad data leaves nothing behind
         text = json.dumps(data, indent=2, allow_nan=False) + "\n"
     except ValueError as exc:  # a NaN or an infinity (a TypeError, an object JSON lacks, is a bug)
         raise InvalidValueError(f"{path}: {exc}") from None
-    return outputs.write(path, text.encode("utf-8"))
+    return files.write(path, text.encode("utf-8"))

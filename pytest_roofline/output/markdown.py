@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .. import outputs
+from ..machine import files
 from ..model import units
 from ..model.verdict import Verdict
 from .comparison import Change, Comparison
@@ -133,4 +133,4 @@ def _one_line(text: object) -> str:
 
 def append_section(path: str | os.PathLike[str], text: str) -> None:
     """Append ``text`` to the file at ``path`` (created if missing), after a blank line if it has content."""
-    outputs.append(path, text, separator="\n")
+    files.append(path, text, separator="\n")

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from .. import outputs
 from ..errors import RooflineUsageError
+from ..machine import files
 from ..model import units
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def check_path(path: str | os.PathLike[str]) -> Path:
     target = Path(path).expanduser()
     if target.suffix.lower() not in FORMATS:
         raise PlotError(f"{path}: the plot is written as .svg or .png; got {target.suffix or 'no suffix'!r}")
-    reason = outputs.problem(target)
+    reason = files.problem(target)
     if reason:
         raise PlotError(f"cannot write {str(path)!r}: {reason}")
     return target
@@ -197,7 +197,7 @@ def draw(
     image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
     figure.savefig(image, format=target.suffix[1:].lower(), dpi=150)
     try:
-        outputs.write(target, image.getvalue())
+        files.write(target, image.getvalue())
     except OSError as exc:
         raise PlotError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     return target

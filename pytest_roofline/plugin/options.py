@@ -131,8 +131,8 @@ def parse_peaks(text: str) -> str:
 def parse_json_path(text: str) -> str:
     """A file we will be able to write, as the path to write (``~`` expanded here, once): a new or
     regular file in a writable directory, a character device, or a pipe this process holds
-    (``/dev/stdout`` piped on), written in place: ``outputs.write``."""
-    from ..outputs import problem
+    (``/dev/stdout`` piped on), written in place: ``files.write``."""
+    from ..machine.files import problem
 
     target = Path(text).expanduser()
     reason = problem(target)
