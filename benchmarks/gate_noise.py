@@ -147,6 +147,12 @@ def main() -> None:
     identical = len(seen["identical"])
     print(f"identical code: a regression in {alarms} of {identical} runs (target: at most 1 in 20)")
     for kind in ("slowed 1.5x", "slowed 1.2x"):
+        by_test: dict[str, Counter[Change]] = {}
+        for run_seen in seen[kind]:
+            for test, change in run_seen.items():
+                by_test.setdefault(test, Counter())[change] += 1
+        for test, counted in sorted(by_test.items()):
+            print(f"  {kind} {test:<45} caught {counted[Change.REGRESSION]} of {sum(counted.values())}")
         changes = Counter(change for run in seen[kind] for change in run.values())
         caught, total = changes[Change.REGRESSION], sum(changes.values())
         rate = caught / total if total else 0.0
