@@ -16,7 +16,7 @@ from pytest_roofline.analysis.ptx import InstructionMix, StridedAccess
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.stats import Stats
-from pytest_roofline.model.verdict import Result, Verdict
+from pytest_roofline.model.verdict import Judgement, Result, Verdict
 from pytest_roofline.timing.base import Policy
 
 MEMORY = Standing(
@@ -247,8 +247,9 @@ def test_a_result_gives_its_achieved_fractions() -> None:
         stop_reason=StopReason.PRECISION, policy=Policy(flush=True),
     )  # fmt: skip
     result = Result(
-        name="copy", estimate=est, measurement=measured, min_fraction=0.7, attained=0.1, verdict=Verdict.MISS
-    )
+        name="copy", estimate=est, measurement=measured, min_fraction=0.7,
+        judgement=Judgement(attained=0.1, verdict=Verdict.MISS),
+    )  # fmt: skip
     standing = Standing.of_result(result)
     assert standing.bound == "memory"
     assert standing.gpu

@@ -105,34 +105,60 @@ class Judgement:
     latency_bound: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+# Not slots=True: a frozen slots dataclass cannot refuse an assignment to one of the properties
+# below with FrozenInstanceError (its generated __setattr__ names the class it replaced)
+@dataclass(frozen=True)
 class Result:
-    """One judged measurement: the estimate, the timing, the budget and the verdict."""
+    """One judged measurement: the estimate, the timing, the budget and the :class:`Judgement`."""
 
     name: str
     estimate: Estimate
     measurement: Measurement
     min_fraction: float
-    attained: float
-    verdict: Verdict
+    #: attained, its noise, the verdict, the ceiling and the reason (of the measurement judged)
+    judgement: Judgement
     #: whether a miss was measured a second time (see :func:`result_of` for which is judged)
     remeasured: bool = False
     nodeid: str = ""
-    #: the ceiling measured beside the kernel, when a probe ran
-    ceiling: PairedCeiling | None = None
-    #: relative half-width of attained's 95% interval
-    ci_rel: float = 0.0
-    #: why the verdict is inconclusive or faster than light
-    reason: str = ""
     #: measurements taken for this result, and the wall time all of them cost
     measurements: int = 1
     wall_s: float = 0.0
-    #: the floor judged against (0: the estimate's, at the calibrated ceilings)
-    judged_floor_s: float = 0.0
-    #: what an empty call costs on this timer (0: not known), and whether it, not the roofline
-    #: floor, was judged against
+    #: what an empty call costs on this timer (0: not known)
     latency_floor_s: float = 0.0
-    latency_bound: bool = False
+
+    # The judgement's facts, read through the result as the docs name them.
+    @property
+    def attained(self) -> float:
+        return self.judgement.attained
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
+
+    @property
+    def ci_rel(self) -> float:
+        """Relative half-width of attained's 95% interval."""
+        return self.judgement.ci_rel
+
+    @property
+    def ceiling(self) -> PairedCeiling | None:
+        """The ceiling measured beside the kernel, when a probe ran."""
+        return self.judgement.ceiling
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict is inconclusive or faster than light."""
+        return self.judgement.reason
+
+    @property
+    def judged_floor_s(self) -> float:
+        """The floor judged against (0: the estimate's, at the calibrated ceilings)."""
+        return self.judgement.floor_s
+
+    @property
+    def latency_bound(self) -> bool:
+        """Whether the latency floor, not the roofline floor, was judged against."""
+        return self.judgement.latency_bound
 
     # The attributes users reach for first, named as the docs name them.
     @property
@@ -331,18 +357,12 @@ def result_of(
         estimate=estimate,
         measurement=best,
         min_fraction=min_fraction,
-        attained=j.attained,
-        verdict=j.verdict,
+        judgement=j,
         remeasured=len(measurements) > 1,
         nodeid=nodeid,
-        ceiling=j.ceiling,
-        ci_rel=j.ci_rel,
-        reason=j.reason,
         measurements=len(measurements),
         wall_s=sum(m.wall_s for m in measurements),
-        judged_floor_s=j.floor_s,
         latency_floor_s=latency_floor_s,
-        latency_bound=j.latency_bound,
     )
 
 
