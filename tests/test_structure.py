@@ -118,3 +118,22 @@ def test_every_exception_the_package_defines_is_a_roofline_error() -> None:
 def test_the_types_a_user_meets_are_exported(name: str) -> None:
     assert name in pytest_roofline.__all__
     assert getattr(pytest_roofline, name).__name__ == name
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("pytest_roofline.ops", "pytest_roofline.model.ops"),
+        ("pytest_roofline.calibrate", "pytest_roofline.machine.calibrate"),
+        ("pytest_roofline.report", "pytest_roofline.output.report"),
+        ("pytest_roofline.session", "pytest_roofline.plugin.session"),
+        ("pytest_roofline.floor", "pytest_roofline.model.estimate"),
+    ],
+)
+def test_an_old_module_path_still_imports_for_a_release_and_says_where_it_went(old: str, new: str) -> None:
+    import sys
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} has moved to {new}"):
+        module = import_module(old)
+    assert module is import_module(new)  # the same module: a patch through either path is seen by both
