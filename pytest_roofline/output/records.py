@@ -22,6 +22,7 @@ from typing import Any
 
 from ..model.core import Device
 from ..model.devices import describe_peaks
+from ..model.stats import Stats
 from ..model.verdict import Result, Verdict
 from ..timing.engine import Measurement
 
@@ -48,28 +49,13 @@ def _optional_json(value: object) -> JsonObject | None:
     return dict(value) if isinstance(value, Mapping) else None
 
 
-@dataclass(frozen=True, slots=True)
-class StatsRecord:
-    """The statistics of a measurement's trusted samples, in seconds per call."""
+def _stats_json(stats: Stats) -> JsonObject:
+    """The statistics of a measurement's trusted samples (seconds per call), as JSON."""
+    return {f.name: getattr(stats, f.name) for f in fields(stats)}
 
-    n: int
-    min: float
-    max: float
-    median: float
-    mean: float
-    stdev: float
-    q1: float
-    q3: float
-    iqr_rel: float
-    ci_half: float
-    ci_rel: float
 
-    def to_json(self) -> JsonObject:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> StatsRecord:
-        return cls(int(data.get("n") or 0), *(_float(data.get(f.name)) for f in fields(cls)[1:]))
+def _stats_from_json(data: Mapping[str, Any]) -> Stats:
+    return Stats(int(data.get("n") or 0), *(_float(data.get(f.name)) for f in fields(Stats)[1:]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +146,7 @@ class MeasurementRecord:
     excluded_samples: int
     transient_samples: int
     ceiling: CeilingRecord | None
-    stats: StatsRecord | None
+    stats: Stats | None
     samples_s: tuple[float, ...]
     #: the OS's contention readings, a GPU's clocks and the bottleneck diagnosis, as their own types
     #: write them (``to_record``): shown and saved, never computed with here
@@ -180,7 +166,7 @@ class MeasurementRecord:
     ) -> MeasurementRecord:
         """The one place a record is made from a judged measurement."""
         est, m = result.estimate, result.measurement
-        c, s = result.ceiling, m.stats
+        c = result.ceiling
         ceiling = None
         if c is not None and m.probe is not None:
             ceiling = CeilingRecord(
@@ -206,9 +192,7 @@ class MeasurementRecord:
             memory_level=est.memory_level, cold_method=m.cold_method,
             rotation_copies=m.rotation_copies or None, low_confidence=m.low_confidence,
             excluded_samples=m.excluded, transient_samples=m.transient, ceiling=ceiling,
-            stats=StatsRecord(
-                s.n, s.min, s.max, s.median, s.mean, s.stdev, s.q1, s.q3, s.iqr_rel, s.ci_half, s.ci_rel
-            ),
+            stats=m.stats,
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
             clocks=_clocks_json(m), diagnosis=diagnosis,
@@ -273,7 +257,9 @@ class MeasurementRecord:
                 continue  # only a saved baseline's records have runs before them
             if f.name == "verdict":
                 value = str(value)
-            elif isinstance(value, (StatsRecord, CeilingRecord)):
+            elif isinstance(value, Stats):
+                value = _stats_json(value)
+            elif isinstance(value, CeilingRecord):
                 value = value.to_json()
             elif isinstance(value, tuple):
                 value = list(value)
@@ -322,7 +308,7 @@ class MeasurementRecord:
             excluded_samples=int(data.get("excluded_samples") or 0),
             transient_samples=int(data.get("transient_samples") or 0),
             ceiling=CeilingRecord.from_json(ceiling) if isinstance(ceiling, Mapping) else None,
-            stats=StatsRecord.from_json(stats) if isinstance(stats, Mapping) else None,
+            stats=_stats_from_json(stats) if isinstance(stats, Mapping) else None,
             samples_s=tuple(map(float, data.get("samples_s") or ())),
             contention=_optional_json(data.get("contention")), clocks=_optional_json(data.get("clocks")),
             diagnosis=_optional_json(data.get("diagnosis")), threads=data.get("threads"),
