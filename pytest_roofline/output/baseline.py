@@ -90,17 +90,13 @@ class BaselineRecord:
     @classmethod
     def of(cls, record: MeasurementRecord) -> BaselineRecord:
         """This run's record, as a comparison reads it."""
-        from ..model.verdict import WAITED_SHARE, Verdict
-
-        waited = record.thread_wait_share is not None and record.thread_wait_share > WAITED_SHARE
         ci = record.attained_ci_rel
         return cls(
             nodeid=record.nodeid, name=record.name, attained=record.attained or 0.0,
             ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0,
             time_s=record.time_s, device=record.device, device_name=record.device_name or record.device,
             verdict=str(record.verdict), op=record.op, label=record.label,
-            disturbed=record.verdict is Verdict.INCONCLUSIVE
-            or record.contention_level in ("busy", "heavy") or waited,
+            disturbed=_disturbed_by(str(record.verdict), record.contention_level, record.thread_wait_share),
             history=record.history or (), remeasured=record.remeasured,
         )  # fmt: skip
 
@@ -141,14 +137,20 @@ def comparable(record: Record | Mapping[str, Any]) -> BaselineRecord | None:
 
 
 def _disturbed(record: Mapping[str, Any]) -> bool:
-    """The machine's load could have slowed it (threads that waited long were slowed by another job)."""
-    from ..model.verdict import WAITED_SHARE, Verdict
-
+    """:func:`_disturbed_by` of a JSON record."""
     contention = record.get("contention")
     level = contention.get("level") if isinstance(contention, Mapping) else None
     wait = record.get("thread_wait_share")
-    waited = isinstance(wait, (int, float)) and wait > WAITED_SHARE
-    return record.get("verdict") == Verdict.INCONCLUSIVE.value or level in ("busy", "heavy") or waited
+    return _disturbed_by(record.get("verdict"), level, wait if isinstance(wait, (int, float)) else None)
+
+
+def _disturbed_by(verdict: object, contention_level: object, thread_wait_share: float | None) -> bool:
+    """The machine's load could have slowed it: a verdict already inconclusive, busy or heavy
+    contention, or threads that waited for a core longer than their share (slowed by another job)."""
+    from ..model.verdict import WAITED_SHARE, Verdict
+
+    waited = thread_wait_share is not None and thread_wait_share > WAITED_SHARE
+    return verdict == Verdict.INCONCLUSIVE.value or contention_level in ("busy", "heavy") or waited
 
 
 @dataclass(frozen=True, slots=True)
