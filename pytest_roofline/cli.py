@@ -346,9 +346,7 @@ def _plot(args: argparse.Namespace) -> str:
         if reason:  # one bad figure leaves out its point, not the plot
             named = f"{where}: measurement {index} ({record['nodeid']})"
             warnings.warn(f"{named}: {reason}: not drawn", stacklevel=1)
-    old = None
-    if args.baseline:
-        old = {key: {"time_s": r.time_s} for key, r in load_baseline(args.baseline).records.items()}
+    old = load_baseline(args.baseline).records if args.baseline else None
     written = draw(data["measurements"], devices, args.output, baseline=old)
     return f"roofline: wrote {written}"
 
