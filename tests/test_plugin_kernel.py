@@ -48,6 +48,9 @@ DTYPE_CASES = [
     pytest.param("functools.partial(kernel, out=F64)", "fp64", id="partial-keyword"),
     pytest.param('functools.partial(kernel, out=F64), kwargs={"b": F32}', "fp32", id="kwargs-before-partial"),
     pytest.param("nested()", "fp64", id="nested-partial"),
+    pytest.param('kernel, ("2*x", [F64]), F32', "fp64", id="inside-a-tuple"),
+    pytest.param('kernel, "2*x", {"out": F64}, F32', "fp64", id="inside-a-dict"),
+    pytest.param('kernel, "2*x", kwargs={"pair": (None, F64)}', "fp64", id="inside-a-keyword's-tuple"),
 ]
 
 
@@ -83,27 +86,78 @@ def test_the_dtype_is_read_from_arguments_then_kwargs_then_a_partial(
     rl.runpytest().assert_outcomes(passed=1)
 
 
-def test_a_kernel_keyword_given_as_an_op_parameter_says_where_it_goes(rl: pytest.Pytester) -> None:
-    # numexpr's evaluate("2*x", out=out): out= was taken for an op parameter, and the first complaint
-    # was a confusing "needs dtype" (the expression has none)
+@pytest.mark.parametrize("how", ["roofline", "roofline.measure"])
+def test_a_keyword_that_is_neither_the_ops_nor_the_fixtures_goes_to_the_kernel(
+    rl: pytest.Pytester, how: str
+) -> None:
+    # pytest-benchmark's benchmark(f, *args, **kwargs): roofline(np.add, x, y, out=z) is np.add(x, y, out=z),
+    # so z is rotated and its dtype read like any argument's (it was "copy has no parameter 'out'")
     rl.makepyfile(
         f"""
-        def evaluate(expr, out=None):
-            pass
+        import numpy as np
 
-        def test_out(roofline):
-            roofline(evaluate, "2*x", out=object(), op="copy", {COPY})
+        seen = []
+
+        def add(x, y, out=None, where=True):
+            seen.append((out, where))
+            return np.add(x, y, out=out)
+
+        def test_keywords(roofline):
+            x = np.ones(1000, dtype=np.float32)
+            z = np.empty(1000, dtype=np.float64)
+            r = {how}(add, x, x.copy(), out=z, where=False, op="copy", n=1000, min_fraction=1e-6)
+            assert {{out.dtype for out, _ in seen}} == {{np.dtype("float64")}} and len(seen) > 10
+            assert {{where for _, where in seen}} == {{False}}
+            assert len({{id(out) for out, _ in seen}}) > 1  # out was rotated with the inputs
+            assert str(r.estimate.precision) == "fp32"  # the first argument's dtype
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_kernel_keyword_named_like_an_op_parameter_or_a_fixture_keyword_goes_in_kwargs(
+    rl: pytest.Pytester,
+) -> None:
+    rl.makepyfile(
+        f"""
+        seen = []
+
+        def kernel(n, dtype, name):
+            seen.append((n, dtype, name))
+
+        def test_collisions(roofline):
+            r = roofline(kernel, kwargs={{"n": 3, "dtype": "int8", "name": "k"}}, op="copy", {COPY},
+                         dtype="fp32", name="mine")
+            assert set(seen) == {{(3, "int8", "k")}}
+            assert r.estimate.params["n"] == 25_000_000 and r.name == "mine"
+        """
+    )
+    rl.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("where", ["call", "marker"])
+def test_a_missing_parameter_names_the_close_keyword_that_went_to_the_kernel(
+    rl: pytest.Pytester, where: str
+) -> None:
+    op = 'op="gemm", ' if where == "call" else ""
+    rl.makepyfile(
+        f"""
+        import pytest
+
+        {'@pytest.mark.speed_of_light("gemm", dtype="fp32")' if where == "marker" else ""}
+        def test_typo(roofline):
+            roofline(lambda **kw: None, {op}M=1000, N=1000, KK=1000, dtype="fp32")
         """
     )
     result = rl.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "roofline: copy has no parameter 'out'; it takes copy(n) and the keywords *; "
-            "a keyword for the kernel goes in kwargs={'out': ...}"
+            "roofline: gemm needs K; 'KK' went to the kernel as a keyword: did you mean K? (a keyword that"
+            " is neither the op's nor one of the roofline fixture's goes to the kernel; one for the kernel"
+            " named like them goes in kwargs={...}); it takes gemm(M, N, K, *)"
         ]
     )
-    result.stdout.no_fnmatch_line("*needs dtype*")
 
 
 # -- setup ---------------------------------------------------------------------------------------------

@@ -580,12 +580,18 @@ def _summed_floor(cost: Cost, precision: Precision, device: Device) -> tuple[flo
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'K'?)`` when choices are close to ``word`` (up to two, equally close ones
     both named: 'gemn' could be 'gemm' or 'gemv'), else an empty string."""
+    close = close_matches(word, choices)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def close_matches(word: str, choices: Iterable[str]) -> list[str]:
+    """The choices close to ``word``, sorted: those it is a prefix of, else the closest (up to two)."""
     if not word:
-        return ""  # nothing typed is close to everything
+        return []  # nothing typed is close to everything
     names = list(dict.fromkeys(choices))
     extending = sorted(n for n in names if n.lower().startswith(word.lower()) and n != word)
     if extending:  # "a100-pcie" is a prefix of 'a100-pcie-80gb', which beats the closer-looking 'h100-pcie'
-        return f" (did you mean {' or '.join(repr(c) for c in extending[:2])}?)"
+        return extending[:2]
     scored = sorted(
         ((difflib.SequenceMatcher(None, word, name).ratio(), name) for name in names), key=lambda t: -t[0]
     )
@@ -598,6 +604,4 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
         lowered = {n.lower(): n for n in names}
         if word.lower() in lowered:
             close = [lowered[word.lower()]]
-    if not close:
-        return ""
-    return f" (did you mean {' or '.join(repr(c) for c in sorted(close))}?)"
+    return sorted(close)

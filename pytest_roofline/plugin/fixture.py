@@ -123,17 +123,21 @@ class Roofline:
     ) -> Result | None:
         """Measure ``fn(*args, **kwargs)``, compute the floor, record it, and fail the test below budget.
 
-        Every other keyword is the op's (``**params``) or the marker's: the marker's values are
-        defaults, and these override them (``math``, ``stat``, ``max_time``, ``flush`` and
-        ``device`` too). ``setup()`` runs before every call, untimed, and may return ``(args,
-        kwargs)`` for it. Returns the frozen result (``attained``, ``floor_s``, ``time_s``,
-        ``bound``, ``passed``, ``stats``, ``estimate``, ...), or None in mode off, where the kernel
-        is called once (after setup) and not timed.
+        Every other keyword is the op's (one of its parameters), the marker's (the marker's values
+        are defaults, and these override them: ``math``, ``stat``, ``max_time``, ``cache``,
+        ``device``, ...), or else the kernel's: ``roofline(np.add, x, y, out=z)`` calls ``np.add(x,
+        y, out=z)``. A kernel keyword named like one of the others goes in ``kwargs``. ``setup()``
+        runs before every call, untimed, and may return ``(args, kwargs)`` for it. Returns the
+        frozen result (``attained``, ``floor_s``, ``time_s``, ``bound``, ``passed``, ``stats``,
+        ``estimate``, ...), or None in mode off, where the kernel is called once (after setup) and
+        not timed.
         """
         __tracebackhide__ = True
         self._item.stash[MEASURED_KEY] += 1
-        call = given(dict(params, op=op, dtype=dtype, min_fraction=min_fraction, name=name))
-        return self._measurer.run(self._item, fn, args, call, can_fail=True, kwargs=kwargs, setup=setup)
+        call = given({"op": op, "dtype": dtype, "min_fraction": min_fraction, "name": name})
+        return self._measurer.run(
+            self._item, fn, args, call, can_fail=True, kwargs=kwargs, setup=setup, keywords=params
+        )
 
     def measure(
         self, fn: Callable[..., object], *args: object, op: str | None = None, dtype: object = None,
@@ -143,8 +147,10 @@ class Roofline:
         """Like calling the fixture, but never fails the test on the result: a measurement for the report."""
         __tracebackhide__ = True
         self._item.stash[MEASURED_KEY] += 1
-        call = given(dict(params, op=op, dtype=dtype, name=name))
-        return self._measurer.run(self._item, fn, args, call, can_fail=False, kwargs=kwargs, setup=setup)
+        call = given({"op": op, "dtype": dtype, "name": name})
+        return self._measurer.run(
+            self._item, fn, args, call, can_fail=False, kwargs=kwargs, setup=setup, keywords=params
+        )
 
     def estimate(self, op: str | None = None, *, dtype: object = None, **params: Any) -> Estimate:
         """The floor only, on this test's device: nothing runs."""

@@ -9,7 +9,7 @@ and the value; the session turns it into the test's failure.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -168,13 +168,13 @@ def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
 
 
 def check_op_params(
-    op: str, params: Mapping[str, Any], *, complete: bool, kernel_keywords: bool = False
+    op: str, params: Mapping[str, Any], *, complete: bool, forwarded: Collection[str] = ()
 ) -> OpSpec:
     """Each given parameter against the op's real ones; with ``complete``, all of them together.
 
-    Raises an OpError (a ValueError) naming the op, the parameter and the value. With
-    ``kernel_keywords`` (a fixture call), an unknown one that is no misspelling may have been meant
-    for the kernel: the message says where those go.
+    Raises an OpError (a ValueError) naming the op, the parameter and the value. ``forwarded`` are
+    the keywords a fixture call passed on to the kernel (:func:`.request.split_keywords`): a
+    required parameter missing while one of them is a close match says so.
     """
     from ..model.core import did_you_mean
     from ..model.ops import OpError, check_params, get_op
@@ -184,19 +184,41 @@ def check_op_params(
     for name in params:
         if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
             hint = did_you_mean(name, [*spec.param_names, *KEYWORDS])
-            kernel = f"; a keyword for the kernel goes in kwargs={{{name!r}: ...}}" if kernel_keywords else ""
             raise OpError(
                 f"{spec.name} has no parameter {name!r}{hint}; "
                 f"it takes {spec.signature()} and the keywords {', '.join(KEYWORDS)}"
-                f"{'' if hint else kernel}"
             )
     if complete:
+        missing = [p.name for p in spec.params if p.required and p.name not in params]
+        if missing and forwarded:
+            raise OpError(_needs_but_forwarded(spec, missing, forwarded))
         check_params(spec, params)  # required ones present, cross-parameter rules (custom has work)
         return spec
     by_name = {p.name: p for p in spec.params}
     for name, value in params.items():
         by_name[name].check(spec.name, value)
     return spec
+
+
+def _needs_but_forwarded(spec: OpSpec, missing: list[str], forwarded: Collection[str]) -> str:
+    """A required parameter is missing and the call passed keywords on to the kernel: the likely typo
+    among them, and where a kernel keyword named like a parameter goes."""
+    from ..model.core import close_matches
+
+    where = (
+        f"(a keyword that is neither the op's nor one of the {FIXTURE} fixture's goes to the kernel; one"
+        f" for the kernel named like them goes in kwargs={{...}}); it takes {spec.signature()}"
+    )
+    for name in forwarded:
+        close = close_matches(name, missing)
+        if close:
+            return (
+                f"{spec.name} needs {close[0]}; {name!r} went to the kernel as a keyword: did you mean"
+                f" {close[0]}? {where}"
+            )
+    went = ", ".join(map(repr, forwarded))
+    keywords = "a keyword" if len(forwarded) == 1 else "keywords"
+    return f"{spec.name} needs {missing[0]}; {went} went to the kernel as {keywords} {where}"
 
 
 def check_keywords(kw: Mapping[str, Any]) -> None:

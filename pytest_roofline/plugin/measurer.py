@@ -15,7 +15,7 @@ import pytest
 from ..errors import RooflineError
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE
-from .request import KernelCall, Request, resolve
+from .request import KernelCall, Request, kernel_call, resolve
 from .run_devices import device_skip_reason, names_a_table_device
 
 if TYPE_CHECKING:
@@ -71,10 +71,13 @@ class Measurer:
         can_fail: bool,
         kwargs: Mapping[str, object] | None = None,
         setup: Callable[[], object] | None = None,
+        keywords: Mapping[str, Any] | None = None,
     ) -> Result | None:
         """Measure ``fn(*args, **kwargs)`` (``setup()`` before every call, untimed), record the result,
         and in enforce mode fail the test below budget.
 
+        ``keywords`` are the fixture call's other keywords: the op's parameters and the marker's
+        keywords join ``call``, the rest go to the kernel (:func:`.request.kernel_call`).
         ``can_fail=False`` (``roofline.measure``) records the result but never fails the test on it.
         """
         __tracebackhide__ = True
@@ -91,9 +94,9 @@ class Measurer:
 
         with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
+            call, kernel = kernel_call(item, KernelCall(fn, args, kwargs, setup), call, keywords or {})
         with failing_the_test(RooflineError):
-            check_has_data(fn, args, kwargs)
-        kernel = KernelCall(fn, args, kwargs, setup)
+            check_has_data(fn, args, kernel.kwargs)
         with failing_the_test(RooflineError):
             request = self.resolve(item, call, kernel)
         if request.device_spec != self.settings.device:

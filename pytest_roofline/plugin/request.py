@@ -3,6 +3,7 @@ precedence chain (the call > the marker > parametrize values > the session's set
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from .marker import (
 )
 
 if TYPE_CHECKING:
+    from ..model.ops import OpSpec
     from ..model.policy import Policy
     from .options import SessionSettings
 
@@ -39,6 +41,8 @@ class KernelCall:
     args: tuple[object, ...] = ()
     kwargs: Mapping[str, object] | None = None
     setup: Callable[[], object] | None = None
+    #: the call's keywords that went to the kernel, being neither the op's nor the fixture's
+    forwarded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +101,7 @@ def resolve(
 
     Raises ValueError (OpError, DeviceError) naming the parameter and the value.
     """
-    # (a session made by a fixture a test requested dynamically did not set its test up)
-    marker = (item.stash[MARKER_KEY] if MARKER_KEY in item.stash else read_marker(item)) or MarkerArgs()
+    marker = marker_of(item)
     call = dict(call)
     op = call.pop("op", None) or marker.op
     name = check_name(call.pop("name", None))
@@ -117,9 +120,9 @@ def resolve(
     keywords = dict(marker.keywords)
     keywords.update({k: call.pop(k) for k in KEYWORDS if k in call})
     params.update(call)
-    # here too for mode off, which estimates nothing; before the dtype, which a kernel's keyword
-    # passed as an op parameter (out=...) would otherwise hide
-    check_op_params(op, params, complete=True, kernel_keywords=kernel is not None)
+    # here too for mode off, which estimates nothing; before the dtype, which a misspelled parameter
+    # gone to the kernel would otherwise hide
+    check_op_params(op, params, complete=True, forwarded=kernel.forwarded if kernel is not None else ())
     dtype = keywords.get("dtype", parametrized.get("dtype"))
     if dtype is None:
         dtype = dtype_of_arguments(op, kernel)
@@ -142,6 +145,79 @@ def resolve(
 
 def given(call: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in call.items() if v is not None}
+
+
+def marker_of(item: pytest.Item) -> MarkerArgs:
+    """The test's markers, merged (empty when it has none)."""
+    # (a session made by a fixture a test requested dynamically did not set its test up)
+    return (item.stash[MARKER_KEY] if MARKER_KEY in item.stash else read_marker(item)) or MarkerArgs()
+
+
+def split_keywords(spec: OpSpec | None, keywords: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A fixture call's other keywords, split as pytest-benchmark's ``benchmark(f, *args, **kwargs)``
+    splits them: the op's parameters (``spec``'s; ``pass_`` for ``pass``) with the marker's keywords,
+    and every other one, which goes to the kernel. With no op, all but the marker's go to the kernel.
+
+    A kernel keyword named like an op parameter or a fixture keyword goes in ``kwargs=`` instead.
+    """
+    names = set(spec.param_names) if spec is not None else set()
+    ours: dict[str, Any] = {}
+    kernel: dict[str, Any] = {}
+    for key, value in keywords.items():
+        is_ours = key in KEYWORDS or key in names or (key.endswith("_") and key[:-1] in names)
+        (ours if is_ours else kernel)[key] = value
+    return ours, kernel
+
+
+def kernel_call(
+    item: pytest.Item,
+    kernel: KernelCall,
+    call: Mapping[str, Any],
+    keywords: Mapping[str, Any],
+) -> tuple[dict[str, Any], KernelCall]:
+    """A fixture call's keywords for the request, and its ``kernel`` with the keywords forwarded to it
+    (:func:`split_keywords`, for the op the call or the marker names) joined to its ``kwargs=``."""
+    from ..model.ops import get_op
+
+    op = call.get("op") or marker_of(item).op
+    spec = get_op(op) if op is not None else None
+    ours, forwarded = split_keywords(spec, keywords)
+    twice = sorted(set(forwarded) & set(kernel.kwargs or {}))
+    if twice:
+        raise InvalidValueError(
+            f"the kernel's keyword {twice[0]!r} was given twice, as a keyword of the call and in kwargs=;"
+            " give it once"
+        )
+    if forwarded:
+        _check_takes(kernel.fn, forwarded, spec)
+        kwargs = {**(kernel.kwargs or {}), **forwarded}
+        kernel = dataclasses.replace(kernel, kwargs=kwargs, forwarded=tuple(forwarded))
+    return {**call, **given(ours)}, kernel
+
+
+def _check_takes(fn: Callable[..., object], forwarded: Mapping[str, object], spec: OpSpec | None) -> None:
+    """A keyword sent to a kernel whose signature shows it takes no such keyword is a mistake named
+    now (a misspelled ``min_fracton``, a parameter of another op), not the kernel's TypeError later.
+    A kernel without a signature to read (some builtins) is left to say so itself."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    for name in forwarded:
+        if name not in takes:
+            from ..model.core import did_you_mean
+
+            op = f"a parameter of {spec.name}" if spec is not None else "an op parameter"
+            hint = did_you_mean(name, [*(spec.param_names if spec is not None else ()), *KEYWORDS, *takes])
+            raise InvalidValueError(
+                f"{name!r} went to the kernel as a keyword, being neither {op} nor a keyword of the"
+                f" {FIXTURE} fixture, but the kernel takes no keyword {name!r}{hint}"
+            )
 
 
 def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
@@ -176,16 +252,39 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
 
 
 def arguments_of(kernel: KernelCall | None) -> Iterator[tuple[str, object]]:
-    """Each argument the kernel will get, with where it comes from, in the order dtypes are read."""
+    """Each argument the kernel will get, with where it comes from, in the order dtypes are read; the
+    items of a tuple, list or dict among them too, where rotation finds arrays."""
     if kernel is None:  # roofline.estimate runs nothing
         return
-    yield from ((f"argument {i}", arg) for i, arg in enumerate(kernel.args))
-    yield from ((f"kwargs[{key!r}]", value) for key, value in (kernel.kwargs or {}).items())
+    for i, arg in enumerate(kernel.args):
+        yield from _with_items(f"argument {i}", arg)
+    for key, value in (kernel.kwargs or {}).items():
+        yield from _with_items(f"kwargs[{key!r}]", value)
     fn: object = kernel.fn
     while isinstance(fn, functools.partial):
-        yield from ((f"argument {i} of the functools.partial", arg) for i, arg in enumerate(fn.args))
-        yield from ((f"keyword {key!r} of the functools.partial", v) for key, v in fn.keywords.items())
+        for i, arg in enumerate(fn.args):
+            yield from _with_items(f"argument {i} of the functools.partial", arg)
+        for key, value in fn.keywords.items():
+            yield from _with_items(f"keyword {key!r} of the functools.partial", value)
         fn = fn.func
+
+
+def _with_items(where: str, value: object, depth: int = 0) -> Iterator[tuple[str, object]]:
+    """``value``, then, for a tuple (a named one too), a list or a dict, each item, depth first (to
+    a depth that no real argument reaches: a list that holds itself ends there)."""
+    yield where, value
+    if depth >= _ITEM_DEPTH:
+        return
+    if isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from _with_items(f"{where}[{i}]", item, depth + 1)
+    elif type(value) is dict:
+        for key, item in value.items():
+            yield from _with_items(f"{where}[{key!r}]", item, depth + 1)
+
+
+#: how deep dtypes are looked for in nested arguments
+_ITEM_DEPTH = 8
 
 
 def check_name(name: object) -> str:
