@@ -611,7 +611,7 @@ def test_off_mode_still_checks_the_call(rl: pytest.Pytester) -> None:
     )
     result = rl.runpytest("--roofline-mode=off")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*gemm has no parameter 'k' (did you mean 'K'?)*"])
+    result.stdout.fnmatch_lines(["*gemm needs K; 'k' went to the kernel as a keyword: did you mean K?*"])
 
 
 # -- skip ------------------------------------------------------------------------------------------
@@ -694,7 +694,7 @@ def test_stat_max_time_and_flush_reach_the_engine(
     reprec.assertoutcome(passed=1)
     m = one_result(reprec).measurement
     assert m.flushed or m.cache_note.startswith(
-        ("warm: warm on request (cache='warm')", "cold: no flush needed: the op moves 6.0x")
+        ("warm: warm on request (--roofline-no-flush)", "cold: no flush needed: the op moves 6.0x")
     )
     # only a warm measurement is warmed again after a probe: an op past the cache evicts its own data
     assert m.policy.rewarm is (m.cache == "warm")

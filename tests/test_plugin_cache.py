@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import fake_conftest
+from conftest import NO_MEASUREMENT_WARNS, fake_conftest
 
 from pytest_roofline.timing import rotation
 
@@ -142,3 +142,125 @@ def test_the_copies_are_paid_from_the_measurements_budget(rl: pytest.Pytester) -
     )
     rl.makeconftest(fake_conftest(extra=LEVELS))
     rl.runpytest("--roofline-max-time=1").assert_outcomes(passed=1)
+
+
+# -- cache= and flush=: one setting, two spellings, the closer level winning ----------------------------
+
+PRECEDENCE = """
+import pytest
+
+pytestmark = pytest.mark.speed_of_light("copy", n=1000, dtype="fp32", flush=True)
+
+
+def state(r):
+    return r.measurement.cache, r.measurement.cache_note
+
+
+@pytest.mark.speed_of_light(cache="warm")
+def test_the_call_over_the_marker(roofline):
+    assert state(roofline.measure(lambda: None, flush=True))[0] == "cold"
+    assert state(roofline.measure(lambda: None, cache="cold"))[0] == "cold"
+
+
+@pytest.mark.speed_of_light(cache="warm")
+def test_the_method_marker_over_the_module_marker(roofline):
+    note = "warm: warm on request (the marker's cache='warm')"
+    assert state(roofline.measure(lambda: None)) == ("warm", note)
+
+
+@pytest.mark.speed_of_light(flush=True)
+class TestClass:
+    @pytest.mark.speed_of_light(cache="warm")
+    def test_the_method_marker_over_the_class_marker(self, roofline):
+        assert state(roofline.measure(lambda: None))[0] == "warm"
+
+    def test_the_class_marker_over_the_module_marker_and_the_call_over_both(self, roofline):
+        assert state(roofline.measure(lambda: None))[0] == "cold"
+        assert state(roofline.measure(lambda: None, flush=False)) == (
+            "warm", "warm: warm on request (flush=False)"
+        )
+"""
+
+
+def test_cache_and_flush_are_one_setting_and_the_closer_level_wins(rl: pytest.Pytester) -> None:
+    rl.makeconftest(fake_conftest(extra=LEVELS))
+    rl.makepyfile(PRECEDENCE)
+    rl.runpytest("--roofline-mode=report").assert_outcomes(passed=4)
+
+
+def test_one_level_giving_both_spellings_in_disagreement_is_an_error(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+        import pytest
+
+        pytestmark = pytest.mark.speed_of_light("copy", n=1000, dtype="fp32", cache="warm", flush=True)
+
+        @pytest.mark.speed_of_light(cache="cold")
+        def test_a_closer_marker_does_not_hide_it(roofline):
+            roofline(lambda: None)
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*cache='warm' and flush=True disagree*give one of them*"])
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "note"),
+    [
+        ("roofline_no_flush = true", ["--roofline-cache=cold"], None),
+        ("roofline_cache = cold", ["--roofline-no-flush"], "warm: warm on request (--roofline-no-flush)"),
+        ("roofline_no_flush = true", [], "warm: warm on request (ini roofline_no_flush)"),
+        ("roofline_cache = warm", [], "warm: warm on request (ini roofline_cache = warm)"),
+        ("", ["--roofline-cache=warm"], "warm: warm on request (--roofline-cache=warm)"),
+    ],
+)
+def test_the_command_line_over_the_ini_whichever_spelling(
+    rl: pytest.Pytester, ini: str, args: list[str], note: str | None
+) -> None:
+    rl.makeconftest(fake_conftest(extra=LEVELS))
+    rl.makeini(f"[pytest]\n{ini}\n")
+    rl.makepyfile(
+        f"""
+        def test_session(roofline):
+            r = roofline.measure(lambda: None, op="copy", n=1000, dtype="fp32")
+            assert r.measurement.cache_note {"== " + repr(note) if note else ".startswith('cold')"}
+        """
+    )
+    rl.runpytest(*args).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "message"),  # on the command line: test_plugin_options.py
+    [
+        ("roofline_cache = warm\nroofline_no_flush = false", [],
+         "ini roofline_no_flush means cache 'cold', but ini roofline_cache says 'warm': give one of them"),
+    ],
+)  # fmt: skip
+def test_both_spellings_in_the_ini_disagreeing_are_a_usage_error(
+    rl: pytest.Pytester, ini: str, args: list[str], message: str
+) -> None:
+    rl.makeini(f"[pytest]\n{ini}\n")
+    result = rl.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_a_warm_estimate_is_the_floor_a_warm_measurement_is_judged_against(rl: pytest.Pytester) -> None:
+    rl.makeconftest(fake_conftest(extra=LEVELS))
+    rl.makepyfile(
+        """
+        import pytest
+
+        def test_estimates(roofline):
+            cold = roofline.estimate("copy", n=1000, dtype="fp32")
+            warm = roofline.estimate("copy", n=1000, dtype="fp32", cache="warm")
+            assert (cold.memory_level, cold.bandwidth) == ("dram", 1e11)
+            assert (warm.memory_level, warm.bandwidth) == ("l1", 5e11)
+            assert warm.floor_s == pytest.approx(cold.floor_s / 5)
+            assert roofline.estimate("copy", n=2**17, dtype="fp32", flush=False).memory_level == "l2"
+            measured = roofline.measure(lambda: None, op="copy", n=1000, dtype="fp32", cache="warm")
+            assert measured.estimate.floor_s == warm.floor_s
+        """
+    )
+    rl.runpytest(*NO_MEASUREMENT_WARNS).assert_outcomes(passed=1)

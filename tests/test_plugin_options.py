@@ -220,7 +220,7 @@ def test_no_flush_and_a_cold_cache_option_disagree(rl: pytest.Pytester) -> None:
     result = rl.runpytest("--roofline-no-flush", "--roofline-cache=cold")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*--roofline-no-flush means --roofline-cache=warm, but --roofline-cache says 'cold': give one*"]
+        ["*--roofline-no-flush means cache 'warm', but --roofline-cache says 'cold': give one*"]
     )
     agreeing = rl.runpytest("--roofline-no-flush", "--roofline-cache=warm")
     assert agreeing.ret == pytest.ExitCode.NO_TESTS_COLLECTED

@@ -104,7 +104,9 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
             if op is not None and arguments["op"] != op:
                 params = {}  # a closer marker naming another op starts afresh
             op = arguments["op"]
-        keywords.update({k: arguments[k] for k in KEYWORDS if arguments.get(k) is not None})
+        own = {k: arguments[k] for k in KEYWORDS if arguments.get(k) is not None}
+        check_cache_spellings(own)
+        keywords = overlay(keywords, own)
         params.update(arguments.get("params", {}))
     args = MarkerArgs(op=op, keywords=keywords, params=params)
     if op is None and params:
@@ -221,6 +223,37 @@ def _needs_but_forwarded(spec: OpSpec, missing: list[str], forwarded: Collection
     return f"{spec.name} needs {missing[0]}; {went} went to the kernel as {keywords} {where}"
 
 
+#: one setting spelled two ways (``flush`` is the old spelling of ``cache``): a level that gives
+#: either replaces both of the levels below it
+_CACHE_SPELLINGS = ("cache", "flush")
+
+
+def overlay(farther: Mapping[str, Any], closer: Mapping[str, Any]) -> dict[str, Any]:
+    """``closer``'s keywords over ``farther``'s, one by one, ``cache`` and ``flush`` as one: the
+    call's over the marker's, a method marker's over its class's over its module's."""
+    merged = dict(farther)
+    if any(k in closer for k in _CACHE_SPELLINGS):
+        for key in _CACHE_SPELLINGS:
+            merged.pop(key, None)
+    merged.update(closer)
+    return merged
+
+
+def check_cache_spellings(kw: Mapping[str, Any]) -> None:
+    """One level's ``cache=`` and ``flush=``: each well formed, and not disagreeing."""
+    if "flush" in kw and not isinstance(kw["flush"], bool):
+        raise InvalidValueError(f"flush must be True or False; got {kw['flush']!r}")
+    if "cache" in kw:
+        from ..timing.cache import check_cache_state
+
+        check_cache_state(kw["cache"])
+        if "flush" in kw and kw["flush"] != (kw["cache"] == "cold"):
+            raise InvalidValueError(
+                f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
+                " flush=False is cache='warm'; give one of them"
+            )
+
+
 def check_keywords(kw: Mapping[str, Any]) -> None:
     """The marker's (or a call's) keywords; the device only for its spelling (whether it is on this
     machine is the session's question)."""
@@ -242,17 +275,7 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         from ..model.policy import check_positive
 
         check_positive("max_time", kw["max_time"])
-    if "flush" in kw and not isinstance(kw["flush"], bool):
-        raise InvalidValueError(f"flush must be True or False; got {kw['flush']!r}")
-    if "cache" in kw:
-        from ..timing.cache import check_cache_state
-
-        check_cache_state(kw["cache"])
-        if "flush" in kw and kw["flush"] != (kw["cache"] == "cold"):
-            raise InvalidValueError(
-                f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
-                " flush=False is cache='warm'; give one of them"
-            )
+    check_cache_spellings(kw)
     if "stream" in kw and not _is_stream(kw["stream"]):
         raise InvalidValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "

@@ -15,7 +15,7 @@ import pytest
 from ..errors import RooflineError
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE
-from .request import KernelCall, Request, kernel_call, resolve
+from .request import KernelCall, Request, check_takes, kernel_call, resolve
 from .run_devices import device_skip_reason, names_a_table_device
 
 if TYPE_CHECKING:
@@ -49,17 +49,25 @@ class Measurer:
         return resolve(item, call, kernel, settings=self.settings, session_spec=self.devices.session_spec)
 
     def estimate(self, request: Request, *, measuring: bool = True) -> Estimate:
-        """The floor of ``request``; a table device needs no local hardware unless it is measured on."""
-        from .pipeline import estimate_of
+        """The floor of ``request``; a table device needs no local hardware unless it is measured on.
+
+        A warm request's floor is the one a warm measurement is judged against: its bytes at the
+        bandwidth of the cache level that holds them (:func:`.pipeline.warm_floor`).
+        """
+        from .pipeline import estimate_of, warm_floor
 
         spec = request.device_spec
-        if not measuring and names_a_table_device(spec):
+        table = not measuring and names_a_table_device(spec)
+        if table:
             from ..model.devices import lookup
 
             device = lookup(spec)
         else:
             device = self.devices.device(spec)
-        return estimate_of(request, device)
+        floor = estimate_of(request, device)
+        if request.cache == "warm":
+            floor = warm_floor(floor, device if table else self.devices.with_cache_levels(spec))
+        return floor
 
     def run(
         self,
@@ -99,6 +107,7 @@ class Measurer:
             check_has_data(fn, args, kernel.kwargs)
         with failing_the_test(RooflineError):
             request = self.resolve(item, call, kernel)
+            check_takes(kernel, request.op)
         if request.device_spec != self.settings.device:
             self._skip_if_absent(item, request.op, request.device_spec)
         self._check_baseline_key(item, request.name)

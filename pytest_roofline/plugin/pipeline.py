@@ -91,6 +91,7 @@ def measure_call(
         plan = plan_cache(
             request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
             fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, clock=backend.clock,
+            asked=request.cache_asked,
         )  # fmt: skip
         # the copies rotation made are part of what the measurement costs: paid from its budget
         made_s = plan.rotation.made_s if plan.rotation is not None else 0.0
@@ -142,15 +143,20 @@ def measure_call(
 
 
 def _warm_estimate(est: Estimate, spec: str, devices: Devices, failing_the_test: Failing) -> Estimate:
-    """The cache-aware roofline: a warm op's bytes at the bandwidth of the cache level that holds
-    them (DRAM's, when none does or the device names no level)."""
+    """:func:`warm_floor` on the device of ``spec``, with the roofs of its cache levels."""
     __tracebackhide__ = True
+    with failing_the_test(RooflineError):
+        device = devices.with_cache_levels(spec)
+    return warm_floor(est, device)
+
+
+def warm_floor(est: Estimate, device: Device) -> Estimate:
+    """The cache-aware roofline: a warm op's bytes at the bandwidth of the cache level of ``device``
+    that holds them (DRAM's, when none does or the device names no level)."""
     import dataclasses
 
     from ..model.core import at_level
 
-    with failing_the_test(RooflineError):
-        device = devices.with_cache_levels(spec)
     if device is not est.device and device.levels and not est.device.levels:
         est = dataclasses.replace(est, device=dataclasses.replace(est.device, levels=device.levels))
     level = est.device.level_for(est.bytes)

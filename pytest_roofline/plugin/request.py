@@ -20,6 +20,7 @@ from .marker import (
     check_keywords,
     check_op_params,
     op_params,
+    overlay,
     parametrize_values,
     read_marker,
 )
@@ -62,11 +63,13 @@ class Request:
     #: ``cold`` (the data out of the cache, the floor's assumption) or ``warm`` (judged against the
     #: cache level that holds the op's bytes)
     cache: str = "cold"
+    #: who asked for ``cache``, as a message says it: ``flush=False``, ``--roofline-cache=warm``
+    cache_asked: str = "default"
     #: the CUDA blocking kernel for this measurement: auto, on, off (None: the session's setting)
     block: str | None = None
 
 
-def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
+def policy_for(settings: SessionSettings, keywords: Mapping[str, Any], cache: str) -> Policy:
     """The measurement policy: the call's and the marker's keywords over the session's settings."""
     from ..model.policy import Policy
 
@@ -74,18 +77,26 @@ def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy
     return Policy(
         stat=keywords.get("stat", s.stat),
         max_time_s=float(keywords.get("max_time", s.max_time)),
-        flush=cache_of(settings, keywords) == "cold",
+        flush=cache == "cold",
     )
 
 
-def cache_of(settings: SessionSettings, keywords: Mapping[str, Any]) -> str:
-    """``cold`` or ``warm``: the call's or the marker's ``cache=`` (or its old spelling ``flush=``)
-    over the session's ``--roofline-cache``."""
-    if "cache" in keywords:
-        return str(keywords["cache"])
-    if "flush" in keywords:
-        return "cold" if keywords["flush"] else "warm"
-    return settings.cache
+def cache_of(
+    settings: SessionSettings, keywords: Mapping[str, Any], call: Mapping[str, Any]
+) -> tuple[str, str]:
+    """``cold`` or ``warm``, and who asked for it, as the message will say it (``flush=False``,
+    ``the marker's cache='warm'``, ``--roofline-no-flush``).
+
+    ``keywords`` hold the closest level's ``cache=`` or ``flush=`` (:func:`.marker.overlay`), the
+    call's (its keys are in ``call``) or a marker's; without them, the session's setting.
+    """
+    for key in ("cache", "flush"):
+        if key in keywords:
+            value = keywords[key]
+            state = str(value) if key == "cache" else ("cold" if value else "warm")
+            whose = "" if key in call else "the marker's "
+            return state, f"{whose}{key}={value!r}"
+    return settings.cache, settings.said("cache")
 
 
 def resolve(
@@ -117,8 +128,8 @@ def resolve(
     params = op_params(get_op(op), parametrized)
     if op == marker.op:
         params.update(marker.params)
-    keywords = dict(marker.keywords)
-    keywords.update({k: call.pop(k) for k in KEYWORDS if k in call})
+    own = {k: call.pop(k) for k in KEYWORDS if k in call}
+    keywords = overlay(marker.keywords, own)
     params.update(call)
     # here too for mode off, which estimates nothing; before the dtype, which a misspelled parameter
     # gone to the kernel would otherwise hide
@@ -128,6 +139,7 @@ def resolve(
         dtype = dtype_of_arguments(op, kernel)
     check_keywords({**keywords, "dtype": dtype})
     min_fraction = check_fraction(keywords.get("min_fraction", settings.min_fraction))
+    cache, cache_asked = cache_of(settings, keywords, own)
     return Request(
         op=op,
         params=params,
@@ -135,10 +147,11 @@ def resolve(
         math=keywords.get("math"),
         min_fraction=min_fraction,
         device_spec=keywords["device"] if "device" in keywords else session_spec(),
-        policy=policy_for(settings, keywords),
+        policy=policy_for(settings, keywords, cache),
         name=name,
         stream=keywords.get("stream"),
-        cache=cache_of(settings, keywords),
+        cache=cache,
+        cache_asked=cache_asked,
         block=keywords.get("block"),
     )
 
@@ -189,34 +202,36 @@ def kernel_call(
             " give it once"
         )
     if forwarded:
-        _check_takes(kernel.fn, forwarded, spec)
         kwargs = {**(kernel.kwargs or {}), **forwarded}
         kernel = dataclasses.replace(kernel, kwargs=kwargs, forwarded=tuple(forwarded))
     return {**call, **given(ours)}, kernel
 
 
-def _check_takes(fn: Callable[..., object], forwarded: Mapping[str, object], spec: OpSpec | None) -> None:
-    """A keyword sent to a kernel whose signature shows it takes no such keyword is a mistake named
-    now (a misspelled ``min_fracton``, a parameter of another op), not the kernel's TypeError later.
-    A kernel without a signature to read (some builtins) is left to say so itself."""
+def check_takes(kernel: KernelCall, op: str) -> None:
+    """A keyword forwarded to a kernel whose signature shows it takes no such keyword is a mistake
+    named now (a misspelled ``min_fracton``, a parameter of another op), not the kernel's TypeError
+    later. A kernel without a signature to read (some builtins) is left to say so itself."""
     import inspect
 
+    if not kernel.forwarded:
+        return
     try:
-        parameters = inspect.signature(fn).parameters.values()
+        parameters = inspect.signature(kernel.fn).parameters.values()
     except (TypeError, ValueError):
         return
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return
     takes = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    for name in forwarded:
+    for name in kernel.forwarded:
         if name not in takes:
             from ..model.core import did_you_mean
+            from ..model.ops import get_op
 
-            op = f"a parameter of {spec.name}" if spec is not None else "an op parameter"
-            hint = did_you_mean(name, [*(spec.param_names if spec is not None else ()), *KEYWORDS, *takes])
+            spec = get_op(op)
             raise InvalidValueError(
-                f"{name!r} went to the kernel as a keyword, being neither {op} nor a keyword of the"
-                f" {FIXTURE} fixture, but the kernel takes no keyword {name!r}{hint}"
+                f"{name!r} went to the kernel as a keyword, being neither a parameter of {spec.name} nor a"
+                f" keyword of the {FIXTURE} fixture, but the kernel takes no keyword {name!r}"
+                f"{did_you_mean(name, [*spec.param_names, *KEYWORDS, *takes])}"
             )
 
 

@@ -64,12 +64,14 @@ def plan_cache(
     setup: Callable[[], object] | None,
     free_bytes: Callable[[bool], int | None] | None = None,
     clock: Callable[[], float] | None = None,
+    asked: str = "cache='warm'",
 ) -> CachePlan:
     """The plan for measuring ``fn(*args, **kwargs)`` ``state`` (``cold`` or ``warm``); rotation's
-    copies are made here, before the measurement's clock starts."""
+    copies are made here, before the measurement's clock starts. ``asked`` says who asked for a warm
+    measurement (``flush=False``, ``--roofline-cache=warm``), as its note will."""
     if check_cache_state(state) == "warm":
         warm = dataclasses.replace(
-            policy, flush=False, flush_note="warm on request (cache='warm')", past_cache=False, rewarm=True
+            policy, flush=False, flush_note=f"warm on request ({asked})", past_cache=False, rewarm=True
         )
         return CachePlan("warm", warm)
     choice = choose_flush(op_bytes, llc_bytes, requested=True)
