@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .model import units
 from .model.core import Device, Estimate
 from .model.devices import INTERCONNECTS
-from .model.llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops
+from .model.llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops, step_weights
 
 #: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
 LINKS = INTERCONNECTS
+#: what ``--json`` writes, by the name ``roofline plot`` knows it by
+SCHEMA = "roofline-llm/1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +104,13 @@ def run(args: argparse.Namespace) -> str:
     device = resolve_device(args.device, measure=True)  # the user named it: measure the CPU if need be
     rows = floors(ops, device)
     summary = step_summary(config, options, rows, device)
-    if args.plot:
-        draw_step(rows, device, args.plot, summary)
+    data = step_json(rows, summary, device)
+    wrote = f"roofline: wrote {draw_step(data, args.plot)}" if args.plot else ""
     if args.json:
-        return json.dumps(step_json(rows, summary), indent=2)
-    return format_step(rows, summary)
+        if wrote:  # stdout is the JSON's alone
+            print(wrote, file=sys.stderr)
+        return json.dumps(data, indent=2)
+    return format_step(rows, summary) + (f"\n{wrote}" if wrote else "")
 
 
 def floors(ops: list[StepOp], device: Device) -> list[Row]:
@@ -130,11 +136,13 @@ def step_summary(
     total = sum(r.total_s for r in rows)
     bounding = max(rows, key=lambda r: r.total_s)
     phase, batch = options["phase"], options["batch"]
+    weights, quantization = step_weights(config, options)
     summary: dict[str, Any] = {
         "model": config.name, "model_type": config.model_type, "layers": config.layers,
         "device": device.key, "device_name": device.name, "phase": phase, "batch": batch,
         "context": options["context"], "prompt": options["prompt"], "tp": options["tp"],
-        "dtype": rows[0].op.dtype, "weight_dtype": options["weight_dtype"] or rows[0].op.dtype,
+        "dtype": rows[0].op.dtype, "weight_dtype": weights,
+        "quantization": quantization.describe() if quantization is not None else None,
         "kv_dtype": options["kv_dtype"] or rows[0].op.dtype,
         "total": {
             "flops": sum(r.op.flops * r.op.count for r in rows),
@@ -147,22 +155,29 @@ def step_summary(
         summary["tokens_per_s"] = batch / total
     else:
         summary["ttft_s"] = total
-    if options["tp"] > 1 and device.interconnect is not None:
-        summary["link"] = {"bandwidth": device.interconnect.value, "source": device.interconnect.note}
+    # the link the all-reduces of tp > 1 cross; None for one GPU (or a device the table has no link for)
+    link = device.interconnect
+    summary["link"] = {"bandwidth": link.value, "source": link.note} if link is not None else None
     return summary
 
 
-def step_json(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
+def step_json(rows: list[Row], summary: dict[str, Any], device: Device) -> dict[str, Any]:
+    """What ``--json`` prints, and ``roofline plot`` draws: the step's ops (each with the roof it
+    was floored against), the summary, and the device's figures as a JSON report holds them."""
+    from .output.records import DeviceRecord
+
     ops = [
         {
             "name": r.op.name, "op": r.op.op, "count": r.op.count, "flops": r.op.flops,
             "bytes": r.op.bytes + r.op.link_bytes, "floor_s": r.floor_s, "bound": r.bound,
             "step_floor_s": r.total_s, "params": r.op.params, "dtype": r.op.dtype,
             "label": r.estimate.label if r.estimate is not None else f"all_reduce[tp={r.op.params['tp']}]",
+            "peak_precision": str(r.estimate.peak_precision) if r.estimate is not None else None,
+            "unit": str(r.estimate.unit) if r.estimate is not None else None,
         }
         for r in rows
     ]  # fmt: skip
-    return {"ops": ops, **summary}
+    return {"schema": SCHEMA, "ops": ops, **summary, "devices": [DeviceRecord.of(device).to_json()]}
 
 
 def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
@@ -196,7 +211,8 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
     lines = [
         f"{summary['model']} ({summary['model_type']}, {summary['layers']} layers) on "
         f"{summary['device_name']} ({summary['device']}): {shape}{tp}; dtype {summary['dtype']}, "
-        f"weights {summary['weight_dtype']}, "
+        f"weights {summary['weight_dtype']}"
+        f"{' (' + summary['quantization'] + ')' if summary['quantization'] else ''}, "
         f"KV cache {summary['kv_dtype']}",
         tabulate(table, headers=headers, disable_numparse=True),
         "",
@@ -204,9 +220,9 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
         f"{units.flops(summary['total']['flops'])}, {units.nbytes(summary['total']['bytes'])})",
     ]
     if "tokens_per_s" in summary:
-        lines.append(
-            f"decode      at most {summary['tokens_per_s']:,.0f} tokens/s ({summary['batch']} per step)"
-        )
+        rate = summary["tokens_per_s"]
+        shown = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"  # a slow step is not "at most 0"
+        lines.append(f"decode      at most {shown} tokens/s ({summary['batch']} per step)")
     else:
         lines.append(f"prefill     time to first token at least {units.seconds(summary['ttft_s'])}")
     bounding = summary["bounding_op"]
@@ -214,30 +230,75 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
         f"bounded by  {bounding['name']} ({bounding['bound']}-bound, "
         f"{units.percent(bounding['share'])} of the step)"
     )
-    if "link" in summary:
+    if summary["tp"] > 1 and summary["link"] is not None:
         lines.append(f"link        {units.byte_rate(summary['link']['bandwidth'])} per direction: "
                      f"{summary['link']['source']}")  # fmt: skip
     return "\n".join(lines)
 
 
-def draw_step(rows: list[Row], device: Device, path: str, summary: dict[str, Any]) -> None:
-    """Each op on the device's roofline at its floor, its marker sized by its share of the step."""
+def draw_step(data: dict[str, Any], path: str) -> str:
+    """Each op of a step (``--json``'s ``data``) on the device's roofline at its floor, its marker
+    sized by its share of the step; the path written."""
     from .output.plot import Point, draw
-    from .output.records import DeviceRecord
 
-    total = summary["total"]["floor_s"]
+    total = data["total"]["floor_s"]
+    ops = data["ops"]
     points = [
         Point(
-            nodeid=r.op.name, name="", device=device.key, flops=r.op.flops, bytes=r.op.bytes,
-            time_s=r.floor_s,
-            peak_precision=str(r.estimate.peak_precision), unit=str(r.estimate.unit), verdict="floor",
-            size=4 + 16 * (r.total_s / total) ** 0.5,
+            nodeid=op["name"], name="", device=data["device"], flops=op["flops"], bytes=op["bytes"],
+            time_s=op["floor_s"], peak_precision=op["peak_precision"], unit=op["unit"], verdict="floor",
+            size=4 + 16 * (op["step_floor_s"] / total) ** 0.5,
         )
-        for r in rows
-        if r.estimate is not None and r.op.flops
+        for op in ops
+        if op["peak_precision"] is not None and op["flops"]
     ]  # fmt: skip
-    title = f"{summary['model']}: one {summary['phase']} step at its floor"
-    flopless = [r.op.name for r in rows if not r.op.flops]
+    title = f"{data['model']}: one {data['phase']} step at its floor"
+    flopless = [op["name"] for op in ops if not op["flops"]]
     if flopless:  # a FLOP/s axis has no place for them
         title += f" (not shown, no FLOPs: {', '.join(flopless)})"
-    draw(points, [DeviceRecord.of(device)], path, title=title)
+    return str(draw(points, data["devices"], path, title=title))
+
+
+def is_step_file(path: str) -> bool:
+    """Whether ``path`` holds ``roofline llm --json``'s output (anything unreadable is for the
+    caller's own reading to name)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == SCHEMA
+
+
+def plot_step(path: str, output: str) -> str:
+    """``roofline plot STEP.json -o OUT``: a saved step drawn as ``--plot`` draws it; a field it
+    needs that is missing or of the wrong kind is an LlmError naming it."""
+    from .output.plot import PlotError, check_devices
+
+    where = f"{path} (roofline llm --json)"
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    for key in ("model", "phase", "device"):
+        if not isinstance(data.get(key), str):
+            raise LlmError(f"{where}: {key!r} must be a string; got {data.get(key)!r}")
+    total = data.get("total")
+    if not isinstance(total, dict) or not _positive_number(total.get("floor_s")):
+        raise LlmError(f"{where}: 'total' must hold a positive 'floor_s'; got {total!r}")
+    ops = data.get("ops")
+    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
+        raise LlmError(f"{where}: 'ops' must be a list of objects")
+    for index, op in enumerate(ops):
+        for key in ("flops", "bytes", "floor_s", "step_floor_s"):
+            value = op.get(key)
+            if not _positive_number(value) and not (value == 0 and not isinstance(value, bool)):
+                raise LlmError(f"{where}: ops[{index}].{key} must be a number, 0 or more; got {value!r}")
+        for key in ("name", "peak_precision", "unit"):
+            if not isinstance(op.get(key), str) and not (key != "name" and op.get(key) is None):
+                raise LlmError(f"{where}: ops[{index}].{key} must be a string; got {op.get(key)!r}")
+    try:
+        check_devices(data.get("devices"))
+    except PlotError as exc:
+        raise LlmError(f"{where}: {exc}") from None
+    return f"roofline: wrote {draw_step(data, output)}"
+
+
+def _positive_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")

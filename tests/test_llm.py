@@ -213,6 +213,145 @@ def test_a_model_directory_is_read_through_its_config_json(tmp_path: Path) -> No
         load_config(tmp_path)
 
 
+# -- configs as Hugging Face writes them ---------------------------------------------------------
+
+
+def test_null_is_the_default_as_hugging_face_reads_it() -> None:
+    # Mistral-NeMo-shaped: "head_dim": null, and a null num_key_value_heads is one per head
+    c = parse_config({**MISTRAL, "head_dim": None, "num_key_value_heads": None})
+    assert (c.head_dim, c.kv_heads) == (128, 32)
+
+
+def test_a_head_dim_from_a_hidden_size_the_heads_do_not_divide_is_refused_saying_so() -> None:
+    with pytest.raises(
+        LlmError, match=r"no head_dim, and hidden_size 4096 is not divisible by num_attention_heads 24"
+    ):
+        parse_config({**LLAMA, "num_attention_heads": 24, "num_key_value_heads": 8})
+    assert (
+        parse_config({**LLAMA, "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128}).head_dim
+        == 128
+    )
+
+
+LLAVA_TEXT = {k: v for k, v in LLAMA.items() if k not in ("model_type", "torch_dtype")}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {
+            "model_type": "llava",
+            "text_config": {**LLAVA_TEXT, "model_type": "llama"},
+            "torch_dtype": "float16",
+        },
+        {"model_type": "llava", "text_config": LLAVA_TEXT, "torch_dtype": "float16"},  # llama by default
+        {
+            "model_type": "llava_next",
+            "text_config": {**LLAVA_TEXT, "torch_dtype": None},
+            "torch_dtype": "float16",
+        },
+    ],
+    ids=["named", "defaulted", "null-dtype"],
+)
+def test_a_multimodal_configs_llama_text_model_is_read(config: dict[str, Any]) -> None:
+    c = parse_config(config)
+    assert (c.model_type, c.hidden, c.layers, c.dtype) == ("llama", 4096, 32, "fp16")
+
+
+def test_a_text_config_with_no_model_type_and_no_known_default_is_refused() -> None:
+    with pytest.raises(LlmError, match=r"text_config names no model_type, and a 'idefics9' config's default"):
+        parse_config({"model_type": "idefics9", "text_config": LLAVA_TEXT})
+
+
+QWEN2_SLIDING = {**QWEN2, "use_sliding_window": True, "sliding_window": 4096}
+
+
+def test_qwen2_reads_layer_types() -> None:
+    types = ["full_attention"] * 20 + ["sliding_attention"] * 8
+    c = parse_config({**QWEN2_SLIDING, "layer_types": types})  # max_window_layers 28 would say none
+    assert (c.sliding_layers, c.window) == (8, 4096)
+    ops = by_name(c, context=8191)
+    assert (ops["attention"].count, ops["attention (sliding)"].count) == (20, 8)
+    # without use_sliding_window there is no window, as Hugging Face reads it
+    assert parse_config({**QWEN2, "layer_types": types}).sliding_layers == 0
+
+
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [
+        (["full_attention"] * 27, r"layer_types must list one type per layer, 28; got 27 entries"),
+        ("full_attention", r"layer_types must list one type per layer, 28; got 'full_attention'"),
+        (
+            ["full_attention"] * 27 + ["linear_attention"],
+            r"layer_types\[27\] is 'linear_attention': not modelled",
+        ),
+    ],
+)
+def test_a_wrong_layer_types_is_refused(types: object, message: str) -> None:
+    with pytest.raises(LlmError, match=message):
+        parse_config({**QWEN2_SLIDING, "layer_types": types})
+
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+FP8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3", "weight_block_size": [128, 128]}
+
+
+def test_an_awq_checkpoint_has_int4_weights_with_their_scales() -> None:
+    c = parse_config({**LLAMA, "quantization_config": AWQ})
+    ops = by_name(c)
+    qkv = ops["qkv_proj"]
+    assert (qkv.dtype, qkv.params["b_dtype"], qkv.params["group_size"], qkv.params["scale_dtype"]) == (
+        "bf16",
+        "int4",
+        128,
+        "fp16",
+    )
+    assert "b_dtype" not in ops["lm_head"].params  # the LM head stays at dtype
+    assert by_name(c, weight_dtype="bf16")["qkv_proj"].bytes > 3.5 * qkv.bytes  # weight_dtype replaces it
+
+
+def test_an_fp8_checkpoint_with_an_activation_scheme_runs_its_linear_layers_in_fp8() -> None:
+    ops = by_name(parse_config({**LLAMA, "quantization_config": FP8}))
+    assert (ops["gate_up_proj"].dtype, ops["gate_up_proj"].params) == (
+        "fp8_e4m3",
+        {"M": 1, "N": 28672, "K": 4096, "c_dtype": "bf16"},
+    )
+    assert (ops["lm_head"].dtype, ops["attention"].dtype) == ("bf16", "bf16")
+    moe = by_name(parse_config({**MIXTRAL, "quantization_config": FP8}))["experts"]
+    assert moe.dtype == "fp8_e4m3"
+
+
+def test_a_quantization_config_not_read_here_needs_weight_dtype() -> None:
+    c = parse_config({**LLAMA, "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}})
+    with pytest.raises(
+        LlmError, match=r"quantization_config 'bitsandbytes' is not read here .*--weight-dtype"
+    ):
+        step_ops(c, {})
+    assert by_name(c, weight_dtype="int4")["qkv_proj"].params["b_dtype"] == "int4"
+
+
+def test_top_k_past_the_experts_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "moe.json"
+    path.write_text(json.dumps({**MIXTRAL, "num_experts_per_tok": 9}))
+    with pytest.raises(LlmError, match=rf"^{path}: num_experts_per_tok=9 is more than the 8 experts$"):
+        load_config(path)
+
+
+def test_a_byte_order_mark_is_no_error(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(LLAMA).encode())
+    assert load_config(path).hidden == 4096
+
+
+def test_absurd_sizes_are_refused_with_the_bound() -> None:
+    with pytest.raises(LlmError, match=r"num_hidden_layers must be at most 16,777,216; got 1,000,000,"):
+        parse_config({**LLAMA, "num_hidden_layers": 10**30})
+    with pytest.raises(LlmError, match=r"^context must be at most 16,777,216; got 10,000,000,000$"):
+        step_ops(parse_config(LLAMA), {"context": 10**10})
+    with pytest.raises(LlmError, match=r"^prompt must be at most"):
+        step_ops(parse_config(LLAMA), {"phase": "prefill", "prompt": 2**30})
+
+
 @pytest.mark.parametrize("name", ["llama-3-8b", "mixtral-8x7b", "qwen2-7b"])
 def test_the_shipped_examples_load(name: str) -> None:
     assert load_config(name).name == name
@@ -349,13 +488,23 @@ def test_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["tokens_per_s"] == pytest.approx(8 / data["total"]["floor_s"])
     assert data["bounding_op"]["name"] == "experts"
     assert data["link"]["bandwidth"] == 450e9
+    assert data["schema"] == "roofline-llm/1"
+
+
+def test_json_always_has_its_schema_and_link(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "llama-3-8b", "--device", "l4", "--json")
+    data = json.loads(out)
+    assert (data["schema"], data["link"]) == ("roofline-llm/1", None)
+    _, out, _ = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--json")
+    assert json.loads(out)["link"]["bandwidth"] == 450e9  # tp 1 crosses no link, but the GPU has one
 
 
 def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "step.svg"
-    code, _, err = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--plot", str(out))
+    code, printed, err = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--plot", str(out))
     assert (code, err) == (0, "")
+    assert printed.splitlines()[-1] == f"roofline: wrote {out}"
     svg = out.read_text()
     assert "gate_up_proj" in svg
     assert "llama-3-8b: one decode step at its floor (not shown, no FLOPs: embed_tokens, kv_cache_write)" in (
@@ -363,10 +512,37 @@ def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     )
 
 
+def test_json_with_plot_keeps_stdout_for_the_json_and_roofline_plot_reads_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib")
+    drawn, step = tmp_path / "step.svg", tmp_path / "step.json"
+    code, out, err = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--json", "--plot", str(drawn))
+    assert (code, err) == (0, f"roofline: wrote {drawn}\n")
+    step.write_text(out)
+    replot = tmp_path / "again.svg"
+    assert cli.main(["plot", str(step), "-o", str(replot)]) == 0
+    assert capsys.readouterr().out == f"roofline: wrote {replot}\n"
+    assert "gate_up_proj" in replot.read_text()
+    data = json.loads(out)
+    data["ops"][0]["flops"] = "none"
+    step.write_text(json.dumps(data))
+    assert cli.main(["plot", str(step), "-o", str(replot)]) == 2
+    assert "ops[0].flops must be a number, 0 or more; got 'none'" in capsys.readouterr().err
+
+
+def test_a_slow_step_says_how_slow(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps({**LLAMA, "num_hidden_layers": 2**20}))
+    _, out, _ = run(capsys, str(path), "--device", "h100-sxm")
+    assert "decode      at most 0.00" in out  # a rate, not "at most 0 tokens/s"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["nope.json"], "roofline: error: nope.json: no such config file"),
+        (["llama-3-8b", "--context", str(10**10)], "roofline: error: context must be at most 16,777,216"),
         (["llama-3-8b", "--phase", "prefill"], "roofline: error: prefill needs prompt"),
         (
             ["llama-3-8b", "--tp", "2", "--device", "l4"],
@@ -467,5 +643,48 @@ def test_the_marker_takes_the_new_keywords(pytester: pytest.Pytester) -> None:
         [
             "*attention: kv_heads=5 does not divide heads=32*",
             "*attention: pass must be one of 'fwd', 'bwd', 'fwd+bwd'; got 'backward'*",
+        ]
+    )
+
+
+def test_a_config_is_found_beside_the_test_then_in_rootdir_wherever_pytest_starts(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\n")
+    tests = pytester.mkdir("tests")
+    (tests / "beside.json").write_text(json.dumps(LLAMA))
+    (pytester.path / "at_root.json").write_text(json.dumps({**LLAMA, "num_hidden_layers": 16}))
+    (tests / "test_step.py").write_text(
+        """
+import pathlib
+import pytest
+
+@pytest.mark.speed_of_light("llm", config="beside.json", dtype="bf16")
+def test_beside(roofline):
+    beside = pathlib.Path(__file__).parent / "beside.json"
+    assert roofline.estimate(device="h100-sxm").params["config"] == str(beside)
+
+def test_at_root(roofline):
+    e = roofline.estimate("llm", config="at_root.json", dtype="bf16", device="h100-sxm")
+    assert e.label == "llm[config=at_root.json bf16]"
+
+def test_a_path_object(roofline):
+    assert roofline.estimate("llm", config=pathlib.Path("beside.json"), dtype="bf16", device="h100-sxm")
+
+@pytest.mark.speed_of_light("llm", config="nowhere.json", dtype="bf16")
+def test_nowhere():
+    pass
+"""
+    )
+    monkeypatch.chdir(tests.parent.parent)  # started from elsewhere: the configs are not in the cwd
+    quiet = "ignore::pytest_roofline.machine.calibrate.RooflineWarning"  # estimates alone measure nothing
+    result = pytester.runpytest(
+        str(tests), "-p", "no:cacheprovider", "-W", quiet, f"--rootdir={pytester.path}"
+    )
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*llm: nowhere.json: no such config file; looked in the test's folder"
+            f" {tests} and rootdir {pytester.path}*"
         ]
     )

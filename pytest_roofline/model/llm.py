@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 from ..errors import RooflineUsageError
 from . import builtin_ops, llm_ops  # noqa: F401  (registered on import: the ops a step is made of)
 from .core import parse_dtype
+from .llm_quantization import Quantization, read_quantization
 from .op_registry import get_op
 from .unit_choice import select_unit
 
@@ -43,6 +45,13 @@ PHASES = ("decode", "prefill")
 #: block scales a sub-byte weight format carries: (group_size, scale_dtype), as GPTQ/AWQ (int4,
 #: fp16 per 128) and NVFP4 (fp4, fp8 per 16) store them
 WEIGHT_GROUPS = {"int4": (128, "fp16"), "fp4": (16, "fp8_e4m3")}
+#: the text model of a multimodal config whose text_config names none, as Hugging Face defaults it
+TEXT_MODELS = {"llava": "llama", "llava_next": "llama", "vipllava": "llama", "gemma3": "gemma3_text"}
+#: the largest size a config or a step may give (layers, widths, vocabulary, context, batch): past
+#: every published model's by far, and small enough that a step's sums stay exact in a float
+MAX_LLM_SIZE = 2**24
+#: what a layer_types entry may say, and what each means here
+LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 class LlmError(RooflineUsageError, ValueError):
@@ -75,6 +84,10 @@ class ModelConfig:
     #: multi-head latent attention: q_lora_rank (0: no query compression), kv_lora_rank,
     #: qk_nope_head_dim, qk_rope_head_dim, v_head_dim
     mla: tuple[int, int, int, int, int] | None = None
+    #: the checkpoint's quantization_config, read; or why it could not be (then a step needs
+    #: weight_dtype to say what the weights are)
+    quantization: Quantization | None = None
+    unread_quantization: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +123,7 @@ def load_config(source: str | Path) -> ModelConfig:
             known = ", ".join(EXAMPLES)
             raise LlmError(f"{source}: no such config file (a Hugging Face config.json, or one of: {known})")
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (some editors write one)
         except (OSError, UnicodeDecodeError) as exc:
             raise LlmError(f"{source}: cannot read it: {exc}") from None
         name = path.parent.name if path.name == "config.json" else path.stem
@@ -123,9 +136,33 @@ def load_config(source: str | Path) -> ModelConfig:
     return parse_config(data, name=name, where=str(source))
 
 
+def locate_config(source: str, folders: Sequence[tuple[str, Path]]) -> str:
+    """A relative config path as its caller means it: in the first of ``folders`` (each with what it
+    is, for the message) that holds it. An absolute path, or a shipped example's name found in
+    none, is kept as it is; anything else is an LlmError saying where it looked."""
+    path = Path(source).expanduser()
+    if path.is_absolute():
+        return str(path)
+    for _, folder in folders:
+        if (folder / path).exists():
+            return str(folder / path)
+    if source in EXAMPLES:
+        return source
+    looked = " and ".join(f"{what} {folder}" for what, folder in folders)
+    raise LlmError(
+        f"{source}: no such config file; looked in {looked} (a Hugging Face config.json, or one of:"
+        f" {', '.join(EXAMPLES)})"
+    )
+
+
 def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "config") -> ModelConfig:
-    """The fields a step needs, from a Hugging Face config dict, each checked."""
-    data = dict(data.get("text_config") or {}, **{k: v for k, v in data.items() if k != "text_config"})
+    """The fields a step needs, from a Hugging Face config dict, each checked.
+
+    A null field is read as absent, as Hugging Face reads it (``head_dim: null`` is hidden_size /
+    num_attention_heads). A multimodal config's text model is its ``text_config``
+    (:func:`_text_model`).
+    """
+    data = _text_model(data, where)
     model_type = data.get("model_type")
     if model_type in UNMODELLED:
         raise LlmError(f"{where}: model_type {model_type!r}: {UNMODELLED[model_type]}")
@@ -134,11 +171,14 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
         raise LlmError(f"{where}: model_type {model_type!r} is not one modelled here; known: {known}")
 
     def number(key: str, default: int | None = None) -> int:
-        value = data.get(key, default)
+        value = data.get(key)
+        value = default if value is None else value
         if value is None:
             raise LlmError(f"{where}: missing {key!r} (a {model_type} config has it)")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise LlmError(f"{where}: {key} must be a positive integer; got {value!r}")
+        if value > MAX_LLM_SIZE:
+            raise LlmError(f"{where}: {key} must be at most {MAX_LLM_SIZE:,}; got {value:,}")
         return value
 
     hidden, heads = number("hidden_size"), number("num_attention_heads")
@@ -148,8 +188,13 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
     layers = number("num_hidden_layers")
     if model_type in MLA:
         head_dim = 0  # from the MLA dimensions below
+    elif data.get("head_dim") is None and hidden % heads:
+        raise LlmError(
+            f"{where}: no head_dim, and hidden_size {hidden} is not divisible by num_attention_heads"
+            f" {heads} (head_dim is hidden_size / num_attention_heads when not given)"
+        )
     else:
-        head_dim = number("head_dim", hidden // heads if hidden % heads == 0 else None)
+        head_dim = number("head_dim", hidden // heads)
     dtype = data.get("torch_dtype") or data.get("dtype") or "bf16"
     sliding, window = _sliding(data, model_type, layers, where)
     moe: dict[str, int] = {}
@@ -176,30 +221,62 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
         kv_lora, nope, rope_dim, v_dim = (number(key) for key in dims)
         mla = (0 if q_lora is None else number("q_lora_rank"), kv_lora, nope, rope_dim, v_dim)
         head_dim = mla[2] + mla[3]
+    if moe and moe["top_k"] > moe["experts"]:
+        raise LlmError(
+            f"{where}: num_experts_per_tok={moe['top_k']} is more than the {moe['experts']} experts"
+        )
     intermediate = number("intermediate_size") if model_type not in MOE or moe.get("dense_layers") else 0
     try:
         dtype = parse_dtype(dtype).label
     except ValueError as exc:
         raise LlmError(f"{where}: torch_dtype: {exc}") from None
+    quantization, unread = read_quantization(data.get("quantization_config"), where)
     return ModelConfig(
         name=name, model_type=model_type, hidden=hidden, intermediate=intermediate, layers=layers,
         heads=heads, kv_heads=kv_heads, head_dim=head_dim, vocab=number("vocab_size"), dtype=dtype,
-        sliding_layers=sliding, window=window, mla=mla, **moe,
+        sliding_layers=sliding, window=window, mla=mla, quantization=quantization,
+        unread_quantization=unread, **moe,
     )  # fmt: skip
 
 
+def _text_model(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """A multimodal config's text model: its ``text_config``, with the outer config's fields (its
+    torch_dtype, its quantization_config) where the text model has none. A text_config that names
+    no model_type is the one Hugging Face defaults it to (:data:`TEXT_MODELS`: llava's is llama)."""
+    inner = data.get("text_config")
+    if inner is None:
+        return data
+    if not isinstance(inner, dict):
+        raise LlmError(f"{where}: text_config must be an object; got {inner!r}")
+    outer = {k: v for k, v in data.items() if k != "text_config"}
+    if inner.get("model_type") is None:
+        default = TEXT_MODELS.get(str(outer.get("model_type")))
+        if default is None:
+            raise LlmError(
+                f"{where}: text_config names no model_type, and a {outer.get('model_type')!r} config's"
+                " default text model is not known here: give text_config a model_type"
+            )
+        inner = {**inner, "model_type": default}
+    return {**outer, **{k: v for k, v in inner.items() if v is not None or k not in outer}}
+
+
 def _sliding(data: dict[str, Any], model_type: str, layers: int, where: str) -> tuple[int, int]:
-    """(layers with a sliding window, its size): mistral's on every layer; qwen2's only with
+    """(layers with a sliding window, its size): those ``layer_types`` names ``sliding_attention``
+    where the config lists them; else mistral's on every layer; qwen2's only with
     use_sliding_window (above max_window_layers); gemma2's on every other layer; gemma3's on five
-    of every sliding_window_pattern (6) layers."""
+    of every sliding_window_pattern (6) layers. A qwen config without use_sliding_window has no
+    window at all, as Hugging Face reads it, whatever layer_types says."""
+    kinds = _layer_types(data.get("layer_types"), layers, where)
     window = data.get("sliding_window")
     if window is None or window is False:
         return 0, 0
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise LlmError(f"{where}: sliding_window must be a positive integer or null; got {window!r}")
+    if model_type.startswith("qwen") and not data.get("use_sliding_window"):
+        return 0, 0
+    if kinds is not None:
+        return kinds.count("sliding_attention"), window
     if model_type.startswith("qwen"):
-        if not data.get("use_sliding_window"):
-            return 0, 0
         return max(0, layers - int(data.get("max_window_layers", layers))), window
     if model_type == "gemma2":
         return (layers + 1) // 2, window
@@ -207,6 +284,22 @@ def _sliding(data: dict[str, Any], model_type: str, layers: int, where: str) -> 
         pattern = int(data.get("sliding_window_pattern", 6))
         return sum(1 for i in range(layers) if (i + 1) % pattern), window
     return layers, window
+
+
+def _layer_types(kinds: object, layers: int, where: str) -> list[str] | None:
+    """The config's ``layer_types``, one per layer, each one of :data:`LAYER_TYPES` (None: not given)."""
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers:
+        size = f"{len(kinds)} entries" if isinstance(kinds, list) else repr(kinds)
+        raise LlmError(f"{where}: layer_types must list one type per layer, {layers}; got {size}")
+    for index, kind in enumerate(kinds):
+        if kind not in LAYER_TYPES:
+            raise LlmError(
+                f"{where}: layer_types[{index}] is {kind!r}: not modelled here"
+                f" (only {', '.join(LAYER_TYPES)})"
+            )
+    return kinds
 
 
 def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
@@ -221,13 +314,13 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
         raise LlmError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
     batch, tp = _positive(options, "batch", 1), _positive(options, "tp", 1)
     context = _positive(options, "context", 0)
-    prompt = options.get("prompt")
+    prompt = _positive(options, "prompt", 1) if options.get("prompt") is not None else None
     if phase == "prefill" and not prompt:
         raise LlmError("prefill needs prompt (the new tokens of each sequence)")
     if phase == "decode" and prompt:
         raise LlmError(f"prompt={prompt} is for prefill; a decode step adds one token per sequence")
     dtype = _dtype(options.get("dtype") or config.dtype, "dtype")
-    weights = _dtype(options.get("weight_dtype") or dtype, "weight_dtype")
+    weights, quant = step_weights(config, options)
     kv = _dtype(options.get("kv_dtype") or dtype, "kv_dtype")
     if config.heads % tp:
         raise LlmError(f"tp={tp} does not divide num_attention_heads={config.heads}")
@@ -238,8 +331,15 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
     tokens, seq_k = batch * seq_q, context + seq_q
     h = config.hidden
     w: dict[str, Any] = {"b_dtype": weights} if weights != dtype else {}
-    if weights in WEIGHT_GROUPS:
+    if quant is not None and quant.group_size:
+        w["group_size"], w["scale_dtype"] = quant.group_size, quant.scale_dtype
+    elif quant is None and weights in WEIGHT_GROUPS:
         w["group_size"], w["scale_dtype"] = WEIGHT_GROUPS[weights]
+    #: W8A8: the quantized layers' math (and their activations) in the weights' dtype, output at dtype
+    w8a8 = quant is not None and quant.activations and weights != dtype
+    if w8a8:
+        w = {"c_dtype": dtype}
+    math_of: dict[str, str] = {}  # a kernel whose math is not the step's dtype
     ops: list[tuple[str, str, dict[str, Any], int]] = []
     layers = config.layers
 
@@ -247,6 +347,8 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
         params = dict(M=m, N=n, K=k, **(w if quantized else {}))
         if "group_size" in params and k % params["group_size"]:
             params["group_size"] = math.gcd(k, params["group_size"])
+        if quantized and w8a8:
+            math_of[name] = weights
         ops.append((name, "gemm", params, count))
 
     ops.append(("embed_tokens", "embedding", {"tokens": tokens, "vocab": config.vocab, "hidden": h}, 1))
@@ -281,7 +383,9 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
             "tokens": tokens, "experts": config.experts, "top_k": config.top_k, "hidden": h,
             "intermediate": _shard(config.moe_intermediate, tp, "moe intermediate size"),
         }  # fmt: skip
-        if weights != dtype:
+        if w8a8:
+            math_of["experts"] = weights
+        elif weights != dtype:
             moe["w_dtype"] = weights
             if "group_size" in w:
                 moe["group_size"], moe["scale_dtype"] = w["group_size"], w["scale_dtype"]
@@ -294,7 +398,7 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
     ops.append(("norm", "add_rmsnorm", {"rows": tokens, "cols": h}, 1))
     # logits of each sequence's last token; quantized checkpoints keep the LM head (and the router) at dtype
     gemm("lm_head", -(-config.vocab // tp), h, 1, m=batch, quantized=False)
-    result = [_step_op(name, op, params, dtype, count) for name, op, params, count in ops]
+    result = [_step_op(name, op, params, math_of.get(name, dtype), count) for name, op, params, count in ops]
     if tp > 1:  # a ring all-reduce moves 2·(tp−1)/tp of the activations over each GPU's link
         moved = 2 * (tp - 1) / tp * tokens * h * parse_dtype(dtype).itemsize
         params = {"tp": tp, "elements": tokens * h}
@@ -380,12 +484,31 @@ def _step_op(name: str, op: str, params: dict[str, Any], dtype: str, count: int)
     return StepOp(name, spec.name, params, dtype, count, cost.flops, cost.bytes, str(unit), per=per)
 
 
+def step_weights(config: ModelConfig, options: dict[str, Any]) -> tuple[str, Quantization | None]:
+    """The weights' dtype, and the config's quantization behind it: ``weight_dtype`` when given
+    (it replaces the config's quantization), else the quantization_config's, else the step's dtype.
+    A quantization_config that could not be read needs ``weight_dtype``: an LlmError says so."""
+    given = options.get("weight_dtype")
+    if given:
+        return _dtype(given, "weight_dtype"), None
+    if config.unread_quantization:
+        raise LlmError(
+            f"{config.unread_quantization}: give the weights' storage with --weight-dtype (weight_dtype="
+            " for op='llm'), such as int4 or fp8, rather than have them counted as the dtype"
+        )
+    quant = config.quantization
+    dtype = _dtype(options.get("dtype") or config.dtype, "dtype")
+    return (quant.weight_dtype if quant is not None else dtype), quant
+
+
 def _positive(options: dict[str, Any], key: str, default: int) -> int:
     value = options.get(key, default)
     value = default if value is None else value
     if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "context" else 1):
         kind = "a non-negative" if key == "context" else "a positive"
         raise LlmError(f"{key} must be {kind} integer; got {value!r}")
+    if value > MAX_LLM_SIZE:
+        raise LlmError(f"{key} must be at most {MAX_LLM_SIZE:,}; got {value:,}")
     return value
 
 

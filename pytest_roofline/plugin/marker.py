@@ -9,6 +9,7 @@ and the value; the session turns it into the test's failure.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -145,7 +146,7 @@ def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
     from ..model.ops import check_params, get_op
 
     spec = get_op(marker.op)
-    given = {**op_params(spec, parametrized), **marker.params}
+    given = located(item, spec.name, {**op_params(spec, parametrized), **marker.params})
     required = [p.name for p in spec.params if p.required] or list(spec.param_names)
     if all(name in given for name in required):
         check_params(spec, given)
@@ -162,11 +163,30 @@ def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
 
     parametrized = parametrize_values(item)
     params = op_params(get_op(marker.op), parametrized)
-    check_op_params(marker.op, {**params, **marker.params}, complete=True)
+    check_op_params(marker.op, located(item, marker.op, {**params, **marker.params}), complete=True)
     dtype = marker.keywords.get("dtype", parametrized.get("dtype"))
     if dtype is None:
         raise InvalidValueError(f"{marker.op} needs dtype: pass dtype=... to the marker or parametrize dtype")
     parse_dtype(dtype)
+
+
+def located(item: pytest.Item, op: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with a relative path read as the test means it: ``op="llm"``'s ``config=`` in the
+    test file's folder, else in rootdir (not wherever pytest was started); an OpError says where
+    it looked."""
+    config = params.get("config")
+    if isinstance(config, os.PathLike):
+        config = os.fspath(config)
+    if op != "llm" or not isinstance(config, str):
+        return dict(params)
+    from ..model.llm import LlmError, locate_config
+    from ..model.ops import OpError
+
+    folders = [("the test's folder", item.path.parent), ("rootdir", item.config.rootpath)]
+    try:
+        return {**params, "config": locate_config(config, folders)}
+    except LlmError as exc:
+        raise OpError(f"{op}: {exc}") from None
 
 
 def check_op_params(

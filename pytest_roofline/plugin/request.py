@@ -19,6 +19,7 @@ from .marker import (
     MarkerArgs,
     check_keywords,
     check_op_params,
+    located,
     op_params,
     overlay,
     parametrize_values,
@@ -130,7 +131,7 @@ def resolve(
         params.update(marker.params)
     own = {k: call.pop(k) for k in KEYWORDS if k in call}
     keywords = overlay(marker.keywords, own)
-    params.update(call)
+    params = located(item, op, {**params, **call})
     # here too for mode off, which estimates nothing; before the dtype, which a misspelled parameter
     # gone to the kernel would otherwise hide
     check_op_params(op, params, complete=True, forwarded=kernel.forwarded if kernel is not None else ())
