@@ -16,7 +16,9 @@ exits 1 when a test regressed.
 from __future__ import annotations
 
 import argparse
+import decimal
 import json
+import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -41,15 +43,21 @@ class CliError(RooflineUsageError):
 
 
 def parse_value(text: str) -> Any:
-    """``4096`` -> int, ``1.5e9`` -> float, ``true``/``false`` -> bool, anything else a string."""
+    """``4096`` -> int, ``1e3`` -> int (a whole number written with an exponent is one, exactly),
+    ``1.5`` and ``2.5e-3`` -> float, ``true``/``false`` -> bool, anything else a string."""
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     for convert in (int, float):
         try:
-            return convert(text)
+            value = convert(text)
         except ValueError:
-            pass
+            continue
+        if isinstance(value, float) and "e" in lowered and math.isfinite(value):
+            exact = decimal.Decimal(text)
+            if exact == exact.to_integral_value():
+                return int(exact)
+        return value
     return text
 
 
@@ -312,7 +320,7 @@ def _compare(args: argparse.Namespace) -> tuple[str, int]:
     from .output.baseline import load_baseline, refuse_interrupted
     from .output.comparison import Change, compare_all, format_table, summary_line
 
-    old, new = load_baseline(args.old), load_baseline(args.new)
+    old, new = load_baseline(args.old), load_baseline(args.new, "compared")
     if not args.interrupted:
         refuse_interrupted(old, "--interrupted")
     comparisons = compare_all(
@@ -334,6 +342,12 @@ def _plot(args: argparse.Namespace) -> str:
 
     check_path(args.output)
     require_matplotlib()
+    from .llm_cli import is_step_file, plot_step
+
+    if is_step_file(args.results):  # `roofline llm --json`'s output: one step's ops at their floors
+        if args.baseline:
+            raise CliError(f"--baseline: {args.results} is one roofline llm step, which has no baseline")
+        return plot_step(args.results, args.output)
     where = f"results {args.results}"
     load_baseline(args.results, "results")  # every fault in the file, named, before drawing
     data = json.loads(Path(args.results).read_text(encoding="utf-8"))
@@ -598,11 +612,24 @@ def _threshold(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _negative_values(argv: Sequence[str]) -> list[str]:
+    """``--threshold -5%`` as ``--threshold=-5%``: argparse reads a value that starts with '-' as an
+    option and says "expected one argument", where the range error is the one that helps."""
+    joined: list[str] = []
+    for arg in argv:
+        number = arg[:1] == "-" and (arg[1:2].isdigit() or arg[1:2] == ".")
+        if joined and joined[-1] == "--threshold" and number:
+            joined[-1] = f"--threshold={arg}"
+        else:
+            joined.append(arg)
+    return joined
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     status = 0
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
         if args.command is None:
             raise CliError(
                 "a command is required: floor, devices, ops, calibrate, compare, plot, analyze or llm "

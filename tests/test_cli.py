@@ -141,6 +141,13 @@ def test_floor_values_are_parsed(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["flops"] == 25
 
 
+def test_floor_reads_a_whole_number_written_with_an_exponent(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "floor", "gemm", "M=1e3", "N=1.024e3", "K=4E3", "dtype=fp32", "--device", "t4")
+    assert data["params"] == {"M": 1000, "N": 1024, "K": 4000, "batch": 1}
+    code, out, err = run(capsys, "floor", "gemm", "M=1.5e0", "N=4", "K=4", "dtype=fp32", "--device", "t4")
+    assert (code, out, err) == (2, "", "roofline: error: gemm: M must be a positive integer; got 1.5\n")
+
+
 def test_floor_by_the_name_the_driver_reports(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "floor", "copy", "n=1000", "dtype=fp32", "--device", "NVIDIA A100 80GB PCIe")
     assert data["device"] == "a100-pcie-80gb"
@@ -361,7 +368,8 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("4096", 4096), ("-3", -3), ("1.5e9", 1.5e9), ("0.25", 0.25), ("true", True), ("False", False),
+    [("4096", 4096), ("-3", -3), ("1.5e9", 1_500_000_000), ("1e30", 10**30), ("2.5e-1", 0.25),
+     ("0.25", 0.25), ("1000.0", 1000.0), ("1e400", float("inf")), ("true", True), ("False", False),
      ("TRUE", True), ("bf16", "bf16"), ("tensor", "tensor"), ("1e", "1e")],
 )  # fmt: skip
 def test_parse_value(text: str, value: object) -> None:

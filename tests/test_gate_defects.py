@@ -334,13 +334,17 @@ def test_roofline_compare_of_an_unreadable_baseline_is_a_usage_error(
     out, err = capsys.readouterr()
     assert out == ""
     assert len(err.splitlines()) == 1, err
-    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: baseline *{message}"])
+    named = "baseline" if side == "old" else "compared"  # the new file is no baseline
+    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: {named} *{message}"])
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["missing.json", "{good}"], "baseline missing.json: no such file"),
+        (["{good}", "missing.json"], "compared missing.json: no such file"),
+        (["{good}", "{good}", "--threshold", "-5%"],
+         "argument --threshold: expected a drop such as 10%*; got '-5%'"),
         (["{bad}", "{good}"], "baseline *bad.json: not JSON (Expecting value, line 1)"),
         (["{good}", "{good}", "--threshold", "5"], "argument --threshold: expected a drop such as 10%*"),
         (["{good}"], "the following arguments are required: new"),
