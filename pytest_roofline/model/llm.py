@@ -190,8 +190,8 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
         head_dim = 0  # from the MLA dimensions below
     elif data.get("head_dim") is None and hidden % heads:
         raise LlmError(
-            f"{where}: no head_dim, and hidden_size {hidden} is not divisible by num_attention_heads"
-            f" {heads} (head_dim is hidden_size / num_attention_heads when not given)"
+            f"{where}: no head_dim, and hidden_size / num_attention_heads is no whole number: {hidden}"
+            f" is not divisible by {heads} (give head_dim)"
         )
     else:
         head_dim = number("head_dim", hidden // heads)
