@@ -90,14 +90,19 @@ step_audit() {
     "$PY" -m pytest benchmarks/gpu_suite/test_gpu_audit.py $PLUGIN -p no:cacheprovider -v -s -rs -W default
 }
 
-# real-world kernels, report mode (a missed budget is a figure), measured ceilings (the L2's roof)
+# real-world kernels, report mode (a missed budget is a figure), measured ceilings (the L2's roof);
+# then nothing faster than light, and the acceptance bounds
 step_suite() {
     local rc=0
     # shellcheck disable=SC2086
     "$PY" -m pytest benchmarks/gpu_suite/test_gpu_kernels.py benchmarks/gpu_suite/test_gpu_triton.py $PLUGIN \
         -p no:cacheprovider -q -rs -W default --roofline-mode report --roofline-peaks measured \
         --roofline-report --roofline-json "$OUT_DIR/suite.json" || rc=$?
-    "$PY" benchmarks/gpu_suite/check_json.py "$OUT_DIR/suite.json" || { ((rc)) || rc=1; }
+    # the first GPU run's acceptance bounds (issue 27)
+    "$PY" benchmarks/gpu_suite/check_json.py "$OUT_DIR/suite.json" \
+        --expect "test_mm_bf16_8192@datasheet=0.70..1.0" --expect "test_mm_bf16_8192@calibrated=0.85..1.05" \
+        --expect "test_device_to_device_copy@datasheet=0.80..1.0" \
+        --expect "test_decode_gemv_4096[warm]@level=l2" || { ((rc)) || rc=1; }
     return "$rc"
 }
 

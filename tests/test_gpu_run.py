@@ -202,6 +202,29 @@ def test_the_json_check_flags_faster_than_light_and_a_missing_gpu_backend(
     assert check.main([str(good), "--require-backend", "cuda"]) == 0
     assert check.main([str(fast), "--require-backend", "cuda"]) == 1
     out = capsys.readouterr().out
-    assert "t.py::fast: attained 1.700 judged" in out
+    assert "faster than light: fast attained 1.700 (judged)" in out
     assert "no measurement was timed by the cuda backend: ['cpu']" in out
     assert check.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_json_check_holds_a_run_to_its_acceptance_bounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    check = load("check_json")
+    results = tmp_path / "suite.json"
+    record = {
+        "nodeid": "t.py::test_gemv[warm]", "backend": "cuda", "cache_state": "warm", "memory_level": "dram",
+        "time_s": 2e-3, "attained": 0.9, "calibrated_floor_s": 1.8e-3, "verdict": "pass", "op": "copy",
+        "params": {"n": 1000}, "dtype": "fp32", "peak_precision": "fp32", "device": "h100-sxm",
+    }  # fmt: skip
+    results.write_text(json.dumps({"measurements": [record]}))
+
+    assert check.main([str(results), "--expect", "test_gemv[warm]@calibrated=0.85..1.05"]) == 0
+    assert check.main([str(results), "--expect", "test_gemv[warm]@judged=0.95..1.0"]) == 1
+    assert check.main([str(results), "--expect", "test_gemv[warm]@level=l2"]) == 1
+    out = capsys.readouterr().out
+    assert "expected test_gemv[warm]@judged=0.95..1.0: judged attained 0.900" in out
+    assert "expected test_gemv[warm]@level=l2: judged against dram" in out
+    with pytest.raises(SystemExit) as exit_:
+        check.main([str(results), "--expect", "test_gemv within 5%"])
+    assert exit_.value.code == 2
