@@ -146,10 +146,15 @@ class _MovedModules:
             DeprecationWarning,
             stacklevel=2,
         )
-        return import_module(new)
+        module: Any = import_module(new)
+        module._roofline_own_spec = module.__spec__  # the machinery replaces it next; exec_module restores it
+        return module
 
-    def exec_module(self, module: object) -> None:
-        """The module at the new path has run already."""
+    def exec_module(self, module: Any) -> None:
+        """The module at the new path has run already; the import machinery has just set its
+        ``__spec__`` to the old path's, which would break its own relative imports made at call time
+        (``__package__ != __spec__.parent``): it gets its own back."""
+        module.__spec__ = module.__dict__.pop("_roofline_own_spec", module.__spec__)
 
 
 if not any(type(finder).__name__ == "_MovedModules" for finder in sys.meta_path):

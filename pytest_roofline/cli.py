@@ -8,9 +8,10 @@
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
     roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
     roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
+    roofline selfcheck [--device D] [--json FILE] [--fake]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
-exits 1 when a test regressed.
+exits 1 when a test regressed, ``selfcheck`` when a timer disagrees with the engine.
 """
 
 from __future__ import annotations
@@ -600,7 +601,27 @@ def build_parser() -> argparse.ArgumentParser:
     from .llm_cli import add_parser as add_llm
 
     add_llm(commands)
+    selfcheck = commands.add_parser(
+        "selfcheck",
+        help="time a few kernels with the engine and the other timers here (exit 1 when one disagrees)",
+        description="Set the engine's times beside cupyx, torch.cuda.Event and triton do_bench (a GPU) "
+        "or timeit and pytest-benchmark (the CPU): one table of ratios and a verdict.",
+    )
+    selfcheck.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    selfcheck.add_argument(
+        "--json", metavar="FILE", help="also write the results to FILE, whole or not at all"
+    )
+    selfcheck.add_argument(
+        "--fake", action="store_true", help="the GPU check on the test suite's fakes (a source checkout; CI)"
+    )
+    selfcheck.set_defaults(run=_selfcheck)
     return parser
+
+
+def _selfcheck(args: argparse.Namespace) -> tuple[str, int]:
+    from .machine.selfcheck import selfcheck
+
+    return selfcheck(args.device, json_path=args.json, fake=args.fake)
 
 
 def _threshold(text: str) -> float:
@@ -632,8 +653,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
         if args.command is None:
             raise CliError(
-                "a command is required: floor, devices, ops, calibrate, compare, plot, analyze or llm "
-                "(see roofline -h)"
+                "a command is required: floor, devices, ops, calibrate, compare, plot, analyze, llm or "
+                "selfcheck (see roofline -h)"
             )
         with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each
             warnings.simplefilter("always")

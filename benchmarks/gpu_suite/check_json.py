@@ -1,0 +1,145 @@
+"""What a GPU run's ``--roofline-json`` says, in one table, and the checks the first GPU run is held to.
+
+    python3 benchmarks/gpu_suite/check_json.py RESULTS.json [--require-backend cuda]
+        [--expect TEST@COLUMN=LO..HI ...] [--expect TEST@level=l2 ...]
+
+Per measurement: the backend that timed it, cold or warm and the memory level that judged it, the
+time, attained as judged, attained at the device table's datasheet floor and at the calibrated floor.
+Exit status 1 when a measurement reads faster than light (attained above 1, judged or at the
+calibrated floor), when an ``--expect`` bound is not met (the first GPU run's acceptance:
+``test_mm_bf16_8192@datasheet=0.70..1.0``), or, with ``--require-backend cuda``, when no measurement
+was timed on the GPU (the example project's CuPy half skipped); 2 when the file cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout, not installed
+
+from pytest_roofline.model.units import seconds
+
+#: attained above this is faster than light (a hair over 1 is rounding in the floor)
+LIGHT = 1.0 + 1e-9
+_EXPECTATION = re.compile(r"[^@=]+@((judged|datasheet|calibrated)=[0-9.]+\.\.[0-9.]+|level=\w+)")
+
+
+def datasheet_attained(record: dict[str, Any]) -> float | None:
+    """Attained at the device table's own floor for the record's op, where the table knows its device."""
+    from pytest_roofline import estimate
+
+    math = "tf32" if record.get("peak_precision") == "tf32" and record.get("dtype") == "fp32" else None
+    try:
+        floor = estimate(
+            record["op"], dtype=record["dtype"], device=record["device"], math=math, **record["params"]
+        ).floor_s
+    except (ValueError, TypeError, KeyError, RuntimeError):  # a device or op the table cannot price
+        return None
+    time_s = record.get("time_s")
+    return floor / time_s if time_s else None
+
+
+def figures(record: dict[str, Any]) -> dict[str, Any]:
+    """What a measurement is checked by: attained as judged, at the datasheet floor and at the
+    calibrated one, and the memory level that judged it."""
+    calibrated, time_s = record.get("calibrated_floor_s"), record.get("time_s")
+    return {
+        "judged": record.get("attained"),
+        "datasheet": datasheet_attained(record),
+        "calibrated": calibrated / time_s if calibrated and time_s else None,
+        "level": record.get("memory_level"),
+    }
+
+
+def check(data: dict[str, Any], expectations: list[str]) -> tuple[list[list[str]], list[str]]:
+    """The table's rows, and every failed check: faster than light (judged or at the calibrated
+    floor), or an expectation ``TEST@COLUMN=LO..HI`` (``judged``, ``datasheet``, ``calibrated``) or
+    ``TEST@level=l2`` not met. TEST is the test's name as the table shows it."""
+    table, failed = [], []
+    measured: dict[str, dict[str, Any]] = {}
+    for record in data.get("measurements", []):
+        if record.get("verdict") == "skipped":
+            continue
+        name, found = record["nodeid"].split("::")[-1], figures(record)
+        measured[name] = found
+        for column in ("judged", "calibrated"):
+            value = found[column]
+            if value is not None and value > LIGHT:
+                failed.append(f"faster than light: {name} attained {value:.3f} ({column})")
+        time_s = record.get("time_s")
+        table.append([
+            name, str(record.get("backend")), f"{record.get('cache_state')} {found['level']}",
+            seconds(time_s) if time_s else "-", _fraction(found["judged"]), _fraction(found["datasheet"]),
+            _fraction(found["calibrated"]), str(record.get("verdict")),
+        ])  # fmt: skip
+    for expectation in expectations:
+        problem = _unmet(expectation, measured)
+        if problem:
+            failed.append(f"expected {expectation}: {problem}")
+    return table, failed
+
+
+def _unmet(expectation: str, measured: dict[str, dict[str, Any]]) -> str:
+    """Why ``TEST@COLUMN=BOUND`` does not hold ("" when it does)."""
+    target, _, bound = expectation.partition("=")
+    name, _, column = target.partition("@")
+    if name not in measured:
+        return "no such measurement"
+    if column == "level":
+        level = measured[name]["level"]
+        return "" if level == bound else f"judged against {level}"
+    low, _, high = bound.partition("..")
+    value = measured[name].get(column)
+    if value is None:
+        return f"no {column} figure"
+    return "" if float(low) <= value <= float(high) else f"{column} attained {value:.3f}"
+
+
+def _fraction(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("results", help="a --roofline-json file")
+    parser.add_argument("--require-backend", metavar="NAME", help="fail unless a measurement used it")
+    parser.add_argument(
+        "--expect", action="append", default=[], metavar="TEST@COLUMN=LO..HI",
+        help="an acceptance bound: COLUMN judged, datasheet or calibrated; or TEST@level=l2",
+    )  # fmt: skip
+    options = parser.parse_args(argv)
+    for expectation in options.expect:
+        if not _EXPECTATION.fullmatch(expectation):
+            parser.error(f"--expect {expectation!r}: write TEST@judged=0.7..1.0 (judged, datasheet, "
+                         "calibrated) or TEST@level=l2")  # fmt: skip
+    try:
+        data = json.loads(Path(options.results).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"check_json: cannot read {options.results}: {exc}", file=sys.stderr)
+        return 2
+    from tabulate import tabulate
+
+    table, failed = check(data, options.expect)
+    headers = ["test", "backend", "cache", "time", "attained", "at datasheet", "at calibrated", "verdict"]
+    print(tabulate(table, headers=headers, disable_numparse=True))
+    backends = {str(record.get("backend")) for record in data.get("measurements", [])}
+    if options.require_backend and options.require_backend not in backends:
+        failed.append(
+            f"no measurement was timed by the {options.require_backend} backend: {sorted(backends)}"
+        )
+    for line in failed:
+        print(line)
+    met = len(options.expect) - sum(line.startswith("expected ") for line in failed)
+    lighter = "yes" if not any(line.startswith("faster") for line in failed) else "no"
+    print(f"checks: {'failed' if failed else 'ok'}; nothing faster than light: {lighter};"
+          f" expectations met: {met} of {len(options.expect)}")  # fmt: skip
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

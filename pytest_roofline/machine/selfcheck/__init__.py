@@ -1,0 +1,116 @@
+"""``roofline selfcheck``: does the engine's timer agree with the other timers on this machine?
+
+A user with a new GPU or CI runner runs it once to see whether to trust the numbers. On a GPU
+(:mod:`.gpu`, :mod:`.gpu_run`): the engine beside ``cupyx.profiler.benchmark``, ``torch.cuda.Event``
+pairs and Triton's ``do_bench`` where installed, warm beside warm and cold beside do_bench's cold,
+graph replay beside a CUDA graph replayed between events; then the latency floor, the clocks NVML
+saw and the measured ceilings against the device table. On the CPU (:mod:`.cpu`): the engine beside
+:mod:`timeit` and pytest-benchmark. One table of ratios and a verdict line (:mod:`.compare`):
+``agrees within 2.1%``, exit status 0, or ``disagrees: ...``, exit status 1, when a timer differs
+beyond its noise (each timer's own spread, with a stated floor) or the engine failed on a kernel.
+``--fake`` (:mod:`.fake`) runs the GPU path on the test suite's fakes, for CI.
+
+Nothing here imports CuPy, PyTorch, Triton or NumPy until a check runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...errors import InvalidValueError, UnavailableError
+from .compare import AGREES, DISAGREES, Report
+
+if TYPE_CHECKING:
+    from .gpu import GpuCase
+
+__all__ = ["AGREES", "DISAGREES", "Report", "selfcheck"]
+
+
+def selfcheck(
+    device: str = "auto",
+    *,
+    json_path: str | None = None,
+    fake: bool = False,
+    progress: Callable[[str], None] | None = None,
+    gpu_cases: Sequence[GpuCase] | None = None,
+) -> tuple[str, int]:
+    """Run the self-check on ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``); return what to print
+    and the exit status. ``json_path``: also write the report there, whole or not at all (checked
+    before anything runs). ``gpu_cases``: the kernels a GPU check times (default:
+    :data:`.gpu.CASES`). A bad argument is an :class:`InvalidValueError`, naming it."""
+    if json_path is not None:
+        from ..files import problem
+
+        reason = problem(json_path)
+        if reason is not None:
+            raise InvalidValueError(f"--json {json_path}: cannot write it: {reason}")
+    report = _fake_report(device, progress, gpu_cases) if fake else _report(device, progress, gpu_cases)
+    if json_path is not None:
+        _write_json(json_path, report)
+    return report.text(), report.verdict.status
+
+
+def _report(
+    device: str, progress: Callable[[str], None] | None, gpu_cases: Sequence[GpuCase] | None
+) -> Report:
+    from ..detect import parse_target
+
+    target = parse_target(device)
+    if target.kind == "cpu":
+        from .cpu import run_cpu
+
+        return run_cpu(progress=progress)
+    if target.index is None:  # a table device with no hardware here
+        raise InvalidValueError(
+            f"--device {device}: the self-check times this machine's hardware (auto, cpu, cuda, cuda:N); "
+            f"{device!r} is a table entry with no GPU of its kind here"
+        )
+    from .gpu_run import run_gpu
+
+    return run_gpu(target.index, gpu_cases, progress=progress)
+
+
+def _fake_report(
+    device: str, progress: Callable[[str], None] | None, gpu_cases: Sequence[GpuCase] | None
+) -> Report:
+    from ..detect import CUDA_SPEC
+    from .fake import faked
+    from .gpu_run import run_gpu
+
+    spec = device.strip().lower()
+    match = CUDA_SPEC.fullmatch(spec)
+    if spec != "auto" and match is None:
+        raise InvalidValueError(
+            "--fake runs the GPU self-check on the test suite's fakes: --device auto, cuda or cuda:N;"
+            f" got {device!r}"
+        )
+    index = int(match["index"] or 0) if match is not None else 0
+    with faked(index) as (extra, scratch):
+        report = run_gpu(index, gpu_cases, extra=extra, progress=progress, calibration_dir=scratch)
+    note = (
+        "--fake: the test suite's fake CuPy, cupyx, CUPTI, torch.cuda.Event and do_bench;"
+        " no figure means anything"
+    )
+    return Report(
+        device=report.device,
+        header=(note, *report.header),
+        results=report.results,
+        comparisons=report.comparisons,
+        notes=report.notes,
+        verdict=report.verdict,
+        details={**report.details, "fake": True},
+    )
+
+
+def _write_json(path: str, report: Report) -> None:
+    import json
+
+    from ..files import write
+
+    data = json.dumps(report.to_json(), indent=2, default=str).encode()
+    try:
+        write(Path(path).expanduser(), data)
+    except OSError as exc:
+        raise UnavailableError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,315 @@
+"""Set each timer beside the engine's figure for the same kernel, judge the ratio against the two
+timers' own noise, and say it in one table and one line.
+
+**Noise.** A timer's noise is its own spread: the half-width of the 95% confidence interval of its
+median, from its samples (:attr:`~pytest_roofline.model.stats.Stats.ci_rel`, distribution-free). Two
+timers disagree when their medians differ by more than the sum of the two half-widths (their
+intervals do not overlap) *and* by more than the comparison's floor (:attr:`Rule.floor`): two
+medians taken a second apart also differ by clock and thermal drift that neither timer's spread
+shows. A timer whose result has no spread (one figure, no samples) counts as spreadless: only the
+floor then covers it.
+
+**Allowance.** A comparison may allow the other timer to read higher by a known amount that its
+method adds (:attr:`Rule.allowance_s`: Triton's ``do_bench`` clears the L2 by writing, and the
+write-back of those dirty lines lands in its timed window). It is stated with the rule and in the
+table, never folded into the noise.
+
+**Not judged.** A warm or cold comparison of a kernel shorter than :attr:`Rule.min_time_s` is shown,
+not judged: below it a timer's own launch overhead shows (an event pair per call, as ``cupyx`` and
+``do_bench`` take, against back-to-back calls with the launch gaps hidden), and the timers differ
+there by design.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from ...model.stats import Stats
+from ...model.units import seconds
+
+#: exit statuses: every judged timer agrees; a timer disagrees (or the engine failed)
+AGREES, DISAGREES = 0, 1
+#: the timing a kernel that could not be built is shown as: a finding, as an engine failure is
+SETUP = "setup"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """How one timer is set beside one of the engine's figures."""
+
+    #: the engine's timing it is compared with (``"engine warm"``)
+    reference: str
+    #: the least tolerance, as a fraction of the reference: what drift between two timers may add
+    floor: float
+    #: judged only for kernels at least this long (the reference's median); shorter ones are shown
+    min_time_s: float = 0.0
+    #: how much longer than the reference the other timer may read, by its method, in seconds
+    allowance_s: float = 0.0
+    #: why the allowance, in a few words (shown with the comparison)
+    allowance_note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """One timer's samples for one kernel (seconds per call), or why it could not time it."""
+
+    timer: str
+    stats: Stats | None
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """Every timer's result for one kernel."""
+
+    case: str
+    timings: tuple[Timing, ...]
+
+    def timing(self, timer: str) -> Timing | None:
+        return next((t for t in self.timings if t.timer == timer), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One timer's median over the engine's, and whether that is within their noise."""
+
+    case: str
+    timer: str
+    reference: str
+    ratio: float
+    #: the two timers' 95% half-widths added, as a fraction of the reference's median
+    noise: float
+    #: what the ratio may differ from 1 by: max(floor, noise)
+    tolerance: float
+    #: how much above 1 + tolerance the ratio may also read (the rule's allowance, as a fraction)
+    allowance: float
+    judged: bool
+    #: why not judged, or what the allowance is for
+    note: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        return 1 - self.tolerance <= self.ratio <= 1 + self.tolerance + self.allowance
+
+    @property
+    def deviation(self) -> float:
+        return abs(self.ratio - 1)
+
+    def describe(self) -> str:
+        bound = f"±{self.tolerance:.1%}"
+        if self.allowance:
+            bound += f" (+{self.allowance:.1%} allowed above)"
+        return (
+            f"{self.timer} on {self.case} reads {self.ratio:.3f}× {self.reference}'s median (noise {bound})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The one line, and the exit status it stands for."""
+
+    line: str
+    status: int
+
+
+def run_timers(case: str, timers: Sequence[tuple[str, Callable[[], Stats]]]) -> CaseResult:
+    """Each timer's statistics for one kernel; a timer that raises is a finding, kept with its error."""
+    timings = []
+    for name, timer in timers:
+        try:
+            timings.append(Timing(name, timer()))
+        except Exception as exc:  # one timer's failure (graph capture refused, say) is shown, not fatal
+            timings.append(Timing(name, None, f"{type(exc).__name__}: {exc}"))
+    return CaseResult(case, tuple(timings))
+
+
+def spread(stats: Stats) -> float:
+    """A timer's noise: its 95% half-width over its median (0 for one figure: spreadless)."""
+    return stats.ci_rel if math.isfinite(stats.ci_rel) else math.inf
+
+
+def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Comparison]:
+    """Every timer that has a rule, set beside its reference, for every kernel both timed."""
+    found: list[Comparison] = []
+    for result in results:
+        for timing in result.timings:
+            rule = rules.get(timing.timer)
+            reference = result.timing(rule.reference) if rule is not None else None
+            if rule is None or reference is None or timing.stats is None or reference.stats is None:
+                continue
+            base = reference.stats.median
+            if base <= 0:
+                continue
+            noise = spread(timing.stats) + spread(reference.stats)
+            judged = base >= rule.min_time_s
+            note = (
+                ""
+                if judged
+                else f"not judged: {seconds(base)} is under {seconds(rule.min_time_s)}, where launch "
+                "overhead differs between timers by design"
+            )
+            if judged and rule.allowance_s:
+                note = rule.allowance_note
+            found.append(
+                Comparison(
+                    case=result.case,
+                    timer=timing.timer,
+                    reference=rule.reference,
+                    ratio=timing.stats.median / base,
+                    noise=noise,
+                    tolerance=max(rule.floor, noise),
+                    allowance=rule.allowance_s / base,
+                    judged=judged,
+                    note=note,
+                )
+            )
+    return found
+
+
+def verdict(
+    results: Sequence[CaseResult], comparisons: Sequence[Comparison], engine: Collection[str]
+) -> Verdict:
+    """``agrees within 2.1%`` (status 0) or ``disagrees: ...`` (status 1).
+
+    ``engine``: the engine's own timers, whose failure on a kernel is a finding, as is a kernel
+    that could not be built (another timer's failure is shown in the table, not judged). Nothing
+    judged at all is no agreement either.
+    """
+    failed = [
+        f"{t.timer} failed on {r.case}"
+        for r in results
+        for t in r.timings
+        if (t.timer in engine or t.timer == SETUP) and t.stats is None
+    ]
+    judged = [c for c in comparisons if c.judged]
+    wrong = [c.describe() for c in judged if not c.agrees]
+    if failed or wrong:
+        return Verdict("disagrees: " + "; ".join([*wrong, *failed]), DISAGREES)
+    if not judged:
+        return Verdict("disagrees: no timer could be set beside the engine for any kernel", DISAGREES)
+    plain = [c for c in judged if not c.allowance]
+    worst = max((c.deviation for c in plain), default=0.0)
+    line = f"agrees within {worst:.1%}"
+    above = [c for c in judged if c.allowance and c.deviation > worst]
+    if above:
+        line += " (" + "; ".join(
+            f"{c.timer} on {c.case} {c.ratio - 1:+.1%}, within the +{c.allowance:.1%} its method adds"
+            for c in above
+        ) + ")"  # fmt: skip
+    return Verdict(line, AGREES)
+
+
+def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> str:
+    """One row per kernel and timer: median, spread, samples, the ratio and its judgement; a failed
+    timer's error, or a comparison's note, as a numbered line under the table (one per text)."""
+    from tabulate import tabulate
+
+    by_key = {(c.case, c.timer): c for c in comparisons}
+    rows: list[list[str]] = []
+    notes: dict[str, int] = {}
+
+    def mark(text: str) -> str:
+        return f"({notes.setdefault(text, len(notes) + 1)})"
+
+    for result in results:
+        for timing in result.timings:
+            comparison = by_key.get((result.case, timing.timer))
+            if timing.stats is None:
+                failed = f"failed {mark(f'{timing.timer} on {result.case}: {timing.error}')}"
+                rows.append([result.case, timing.timer, "", "", "", "", "", failed])
+                continue
+            stats = timing.stats
+            cells = [result.case, timing.timer, seconds(stats.median), _spread_cell(stats), str(stats.n)]
+            if comparison is None:
+                rows.append([*cells, "", "", ""])
+                continue
+            judgement = ("agrees" if comparison.agrees else "DISAGREES") if comparison.judged else "shown"
+            if comparison.note:
+                judgement += f" {mark(f'{timing.timer}: {comparison.note}')}"
+            bound = f"±{comparison.tolerance:.1%}"
+            if comparison.allowance:
+                bound += f" +{comparison.allowance:.1%}"
+            rows.append([*cells, f"{comparison.ratio:.3f}", bound, judgement])
+    headers = ["kernel", "timer", "median", "±95%", "n", "ratio", "noise", "judged"]
+    text = tabulate(rows, headers=headers, disable_numparse=True)
+    return "\n".join([text, *(f"({number}) {note}" for note, number in notes.items())])
+
+
+def _spread_cell(stats: Stats) -> str:
+    return f"{stats.ci_rel:.1%}" if math.isfinite(stats.ci_rel) else "?"
+
+
+def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
+    """The table as JSON: per kernel, each timer's statistics (or error) and its comparison."""
+    by_key = {(c.case, c.timer): c for c in comparisons}
+    out: list[dict[str, object]] = []
+    for result in results:
+        timers: dict[str, object] = {}
+        for timing in result.timings:
+            entry: dict[str, object] = (
+                {"error": timing.error} if timing.stats is None else _stats_json(timing.stats)
+            )
+            comparison = by_key.get((result.case, timing.timer))
+            if comparison is not None:
+                entry["comparison"] = {
+                    "reference": comparison.reference,
+                    "ratio": comparison.ratio,
+                    "noise": comparison.noise,
+                    "tolerance": comparison.tolerance,
+                    "allowance": comparison.allowance,
+                    "judged": comparison.judged,
+                    "agrees": comparison.agrees,
+                    "note": comparison.note,
+                }
+            timers[timing.timer] = entry
+        out.append({"kernel": result.case, "timers": timers})
+    return out
+
+
+def _stats_json(stats: Stats) -> dict[str, object]:
+    return {
+        "median_s": stats.median,
+        "min_s": stats.min,
+        "n": stats.n,
+        "ci_rel": stats.ci_rel if math.isfinite(stats.ci_rel) else None,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What one self-check found: the lines around the table, the timings, their comparisons and the
+    verdict; printed by :meth:`text`, written by :meth:`to_json`."""
+
+    #: what was checked (``cpu``, ``cuda:0``)
+    device: str
+    header: tuple[str, ...]
+    results: tuple[CaseResult, ...]
+    comparisons: tuple[Comparison, ...]
+    #: lines after the table: latency floor, clocks, ceilings against the device table
+    notes: tuple[str, ...]
+    verdict: Verdict
+    #: the JSON's other fields (the latency floor's figures, the clocks, the ceilings)
+    details: Mapping[str, object]
+
+    def text(self) -> str:
+        return "\n".join(
+            [
+                *self.header,
+                table(self.results, self.comparisons),
+                *self.notes,
+                f"verdict: {self.verdict.line}",
+            ]
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "device": self.device,
+            "verdict": self.verdict.line,
+            "agrees": self.verdict.status == AGREES,
+            "header": list(self.header),
+            "notes": list(self.notes),
+            **self.details,
+            "kernels": results_json(self.results, self.comparisons),
+        }

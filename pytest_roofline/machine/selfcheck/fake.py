@@ -1,0 +1,47 @@
+"""``roofline selfcheck --fake``: the GPU self-check over the test suite's fakes, for CI.
+
+The fakes (``tests/fake_cupy.py``, ``tests/fake_cupti.py``, ``tests/fake_timers.py``: a CuPy,
+cupyx and CUPTI, ``torch.cuda`` events and Triton's ``do_bench``) ship with a source checkout, not
+with the installed package, so ``--fake`` runs from a clone. Its figures mean nothing; what it shows
+is that a first run on a real GPU cannot die of a Python error in the self-check or the backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ...errors import InvalidValueError
+
+#: every fake kernel call lasts this long: over the 100 µs under which warm ratios are not judged
+FAKE_KERNEL_MS = 0.2
+#: where the fakes live, in a source checkout
+TESTS = Path(__file__).resolve().parents[3] / "tests"
+
+
+@contextmanager
+def faked(index: int) -> Iterator[tuple[dict[str, Any], Path]]:
+    """Inside: a fake CuPy with GPUs 0..``index`` (timed by fake CUPTI records, as where cupti-python
+    is installed), and the optional timers over it; yields those timers and a scratch calibration
+    folder. Everything is undone on the way out."""
+    import pytest
+
+    if not (TESTS / "fake_cupy.py").is_file():
+        raise InvalidValueError(
+            f"--fake runs on the test suite's fakes, which ship with a source checkout, not with the "
+            f"installed package: {TESTS / 'fake_cupy.py'} is missing; run it from a clone"
+        )
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as scratch:
+        patch.setattr(sys, "path", [str(TESTS), *sys.path])
+        fake_cupy = importlib.import_module("fake_cupy")
+        fake_cupti = importlib.import_module("fake_cupti")
+        fake_timers = importlib.import_module("fake_timers")
+        world = fake_cupy.FakeCupy(device_count=index + 1, kernel_ms=FAKE_KERNEL_MS).install(patch)
+        fake_cupti.FakeCupti(world).install(patch)  # the default timer is then CUPTI's
+        torch = fake_timers.fake_torch(world)
+        yield {"torch": torch, "do_bench": fake_timers.fake_do_bench(world, torch)}, Path(scratch)

@@ -1,0 +1,264 @@
+"""The self-check on a GPU: the engine beside the other GPU timers, kernel by kernel.
+
+For each case (a 256 MiB device-to-device copy, a 4096³ float32 matmul, an elementwise kernel of a few
+microseconds over 8 MiB, and a 4 KiB one short enough to be launch-bound) the median per-call time of:
+
+- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``flush=False``) on the
+  default stream: the reference of every warm ratio; with events (where CUPTI would time by default),
+  on a side stream, with ``block="off"`` and ``block="on"``; cold (``flush=True``: a read of twice
+  the L2 before each call); in graph mode (kernels that can be captured: no cuBLAS);
+- ``cupyx.profiler.benchmark`` (``gpu_times``: an event pair around each call), warm;
+- ``torch.cuda.Event`` pairs around back-to-back calls, warm, where PyTorch has CUDA;
+- ``triton.testing.do_bench``, where Triton is installed, beside the engine's cold figure: it clears
+  the L2 before each call too, but by *writing* 256 MB (``cache.zero_()``, Triton's CUDA driver), and
+  the kernel then writes back the dirty lines that evicts. Up to the whole L2 of them: at most
+  L2 / DRAM bandwidth more time in its window, allowed above (:func:`rules`);
+- a CUDA graph of the kernel's calls captured with CuPy and replayed between two events, beside the
+  engine's graph mode.
+
+PyTorch and Triton time on *their* current device, whatever CuPy's is: both run inside
+``torch.cuda.device(index)``, so ``--device cuda:1`` times GPU 1 with every timer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+from ...model.policy import Policy
+from ...model.stats import Stats
+from ...timing.base import Kernel
+from .compare import SETUP, CaseResult, Rule, Timing, run_timers
+
+#: the engine's figures other timers are set beside
+WARM, COLD, GRAPH = "engine warm", "engine cold", "engine graph"
+#: the engine's own timers: a failure of one of them is a finding (exit 1)
+ENGINE_TIMERS = frozenset(
+    {WARM, "engine events", "engine side stream", "engine block=off", "engine block=on", COLD, GRAPH}
+)
+#: floors (see :mod:`.compare`): what two timers may differ by through drift alone, warm, cold and for
+#: a replayed graph of a few-µs kernel (where a replay's own launch is a larger share); the bounds a
+#: first GPU run is held to
+WARM_FLOOR, COLD_FLOOR, GRAPH_FLOOR = 0.03, 0.05, 0.10
+#: warm and cold comparisons of kernels shorter than this are shown, not judged
+MIN_JUDGED_S = 100e-6
+#: the engine's time budget per measurement here (the kernels are short and steady)
+MAX_TIME_S = 0.5
+#: cupyx.profiler.benchmark settings: calls timed, calls untimed first, and a wall-time cap (seconds)
+CUPYX_REPEAT, CUPYX_WARMUP, CUPYX_MAX_DURATION_S = 200, 10, 1.0
+#: calls between one event pair, and pairs taken (torch.cuda.Event, and the graph replay's)
+EVENT_CALLS, EVENT_PAIRS = 20, 25
+#: the kernel's calls captured into the one graph replayed between two events
+GRAPH_CALLS = 20
+#: what do_bench zeroes before each call (Triton's get_empty_cache_for_benchmark: 256 MiB of int32)
+DO_BENCH_CACHE_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCase:
+    """A kernel to time: ``setup(cupy)`` builds it and its arguments on the current device."""
+
+    name: str
+    setup: Callable[[Any], tuple[Kernel, tuple[object, ...]]]
+    #: False for kernels that cannot be captured into a CUDA graph (cuBLAS through CuPy)
+    graph: bool = True
+
+
+def _copy_256_mib(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
+    src = cupy.ones(64 * 2**20, dtype=cupy.float32)
+    return cupy.copyto, (cupy.empty_like(src), src)
+
+
+def _matmul_4096_f32(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
+    n = 4096
+    a, b = cupy.ones((n, n), dtype=cupy.float32), cupy.ones((n, n), dtype=cupy.float32)
+
+    def matmul(a: Any, b: Any, out: Any) -> None:
+        cupy.matmul(a, b, out=out)
+
+    return matmul, (a, b, cupy.empty((n, n), dtype=cupy.float32))
+
+
+def _scale(elements: int) -> Callable[[Any], tuple[Kernel, tuple[object, ...]]]:
+    def setup(cupy: Any) -> tuple[Kernel, tuple[object, ...]]:
+        x = cupy.ones(elements, dtype=cupy.float32)
+        out = cupy.empty_like(x)
+
+        def scale(x: Any, out: Any) -> None:
+            cupy.multiply(x, 2, out=out)
+
+        return scale, (x, out)
+
+    return setup
+
+
+CASES: tuple[GpuCase, ...] = (
+    GpuCase("copy 256 MiB d2d", _copy_256_mib),
+    GpuCase("matmul 4096³ f32", _matmul_4096_f32, graph=False),
+    GpuCase("scale 8 MiB", _scale(2**21)),
+    GpuCase("scale 4 KiB", _scale(1024)),
+)
+
+
+def rules(l2_bytes: int, bandwidth: float) -> dict[str, Rule]:
+    """How each timer is judged on a GPU with ``l2_bytes`` of L2 and ``bandwidth`` bytes/s of DRAM."""
+    warm = Rule(WARM, WARM_FLOOR, MIN_JUDGED_S)
+    write_back_s = min(l2_bytes, DO_BENCH_CACHE_BYTES) / bandwidth
+    do_bench = Rule(
+        COLD,
+        COLD_FLOOR,
+        MIN_JUDGED_S,
+        allowance_s=write_back_s,
+        allowance_note=f"do_bench clears the L2 by writing {DO_BENCH_CACHE_BYTES >> 20} MiB: writing back"
+        f" up to {l2_bytes / 2**20:.0f} MiB of dirty lines may add up to {write_back_s * 1e6:.1f} µs"
+        " (L2 / DRAM bandwidth) to its window; the engine's flush reads",
+    )
+    return {
+        "engine events": warm,
+        "engine side stream": warm,
+        "engine block=off": warm,
+        "engine block=on": warm,
+        "cupyx benchmark": warm,
+        "torch.cuda.Event": warm,
+        "triton do_bench (cold)": do_bench,
+        "graph replay, events": Rule(GRAPH, GRAPH_FLOOR),
+    }
+
+
+def time_case(
+    case: GpuCase, index: int, cupy: Any, benchmark: Callable[..., Any], extra: Mapping[str, Any]
+) -> CaseResult:
+    """Every timer's statistics for ``case`` on GPU ``index``; ``extra``: ``torch`` and ``do_bench``
+    where they are available."""
+    from ...timing.cuda import CudaBackend, using_device
+
+    with using_device(index):
+        try:
+            fn, args = case.setup(cupy)
+        except Exception as exc:  # a case that cannot be built is a finding, not the end of the run
+            return CaseResult(case.name, (_failed(SETUP, exc),))
+        side = cupy.cuda.Stream(non_blocking=True)
+
+        def engine(flush: bool = False, **backend: Any) -> Callable[[], Stats]:
+            return lambda: _engine(fn, args, CudaBackend(index, **backend), flush=flush)
+
+        def cupyx() -> Stats:
+            theirs = benchmark(
+                fn, args, n_repeat=CUPYX_REPEAT, n_warmup=CUPYX_WARMUP,
+                max_duration=CUPYX_MAX_DURATION_S, devices=(index,),
+            )  # fmt: skip
+            # gpu_times: seconds, one row per device in ``devices``, one column per repeat
+            return Stats.from_samples(float(t) for t in theirs.gpu_times[0])
+
+        timers: list[tuple[str, Callable[[], Stats]]] = [
+            (WARM, engine()),
+            ("engine events", engine(timer="events")),
+            ("engine side stream", engine(stream=side)),
+            ("engine block=off", engine(block="off", timer="events")),
+            ("engine block=on", engine(block="on", timer="events")),
+            (COLD, engine(flush=True)),
+            ("cupyx benchmark", cupyx),
+        ]
+        torch = extra.get("torch")
+        if torch is not None:
+            timers.append(("torch.cuda.Event", lambda: torch_events(torch, index, fn, args)))
+            do_bench = extra.get("do_bench")
+            if do_bench is not None:
+                cold = lambda: triton_do_bench(torch, do_bench, index, fn, args)  # noqa: E731
+                timers.append(("triton do_bench (cold)", cold))
+        if case.graph:
+            timers.append((GRAPH, engine(graph=True)))
+            timers.append(("graph replay, events", lambda: graph_replay(cupy, fn, args)))
+        return run_timers(case.name, timers)
+
+
+def _failed(timer: str, exc: Exception) -> Timing:
+    return Timing(timer, None, f"{type(exc).__name__}: {exc}")
+
+
+def _engine(fn: Kernel, args: tuple[object, ...], backend: Any, *, flush: bool) -> Stats:
+    from ...timing.engine import measure
+
+    return measure(fn, *args, policy=Policy(flush=flush, max_time_s=MAX_TIME_S), backend=backend).stats
+
+
+def torch_events(torch: Any, index: int, fn: Kernel, args: tuple[object, ...]) -> Stats:
+    """``torch.cuda.Event`` pairs around :data:`EVENT_CALLS` back-to-back calls, on GPU ``index``'s
+    current PyTorch stream (``torch.cuda.device(index)``: PyTorch's current device is not CuPy's)."""
+    with torch.cuda.device(index):
+        for _ in range(EVENT_CALLS):
+            fn(*args)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(EVENT_PAIRS):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(EVENT_CALLS):
+                fn(*args)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / EVENT_CALLS)  # ms per pair -> s per call
+    return Stats.from_samples(times)
+
+
+def triton_do_bench(
+    torch: Any, do_bench: Callable[..., Any], index: int, fn: Kernel, args: tuple[object, ...]
+) -> Stats:
+    """``do_bench``'s every call (``return_mode="all"``, Triton 3.2+; its median alone, spreadless,
+    where the installed Triton refuses that), on GPU ``index``: its cache buffer and its events are
+    on PyTorch's current device."""
+    with torch.cuda.device(index):
+        try:
+            times = do_bench(lambda: fn(*args), return_mode="all")
+        except (AssertionError, ValueError):  # older Triton: min, max, mean or median only
+            times = do_bench(lambda: fn(*args), return_mode="median")
+    samples = [times] if isinstance(times, (int, float)) else list(times)
+    return Stats.from_samples(float(t) / 1e3 for t in samples)
+
+
+def graph_replay(cupy: Any, fn: Kernel, args: tuple[object, ...]) -> Stats:
+    """:data:`GRAPH_CALLS` calls captured into one CUDA graph on a non-blocking CuPy stream, replayed
+    between an event pair :data:`EVENT_PAIRS` times: graph mode as do_bench_cudagraph times it."""
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        fn(*args)  # module loading and pool growth belong outside the capture
+        stream.synchronize()
+        stream.begin_capture()
+        try:
+            for _ in range(GRAPH_CALLS):
+                fn(*args)
+        except BaseException:
+            with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
+                stream.end_capture()
+            raise
+        graph = stream.end_capture()
+        graph.launch(stream)
+        stream.synchronize()
+        times = []
+        for _ in range(EVENT_PAIRS):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(stream)
+            graph.launch(stream)
+            end.record(stream)
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / GRAPH_CALLS)
+    return Stats.from_samples(times)
+
+
+def optional_timers() -> dict[str, Any]:
+    """PyTorch (when it has CUDA) and Triton's ``do_bench`` (with it), where installed."""
+    import importlib
+    import importlib.util
+
+    extra: dict[str, Any] = {}
+    if importlib.util.find_spec("torch") is None:
+        return extra
+    torch = importlib.import_module("torch")
+    if not torch.cuda.is_available():
+        return extra
+    extra["torch"] = torch
+    if importlib.util.find_spec("triton") is not None:
+        extra["do_bench"] = importlib.import_module("triton.testing").do_bench
+    return extra

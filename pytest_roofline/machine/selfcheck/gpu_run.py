@@ -1,0 +1,188 @@
+"""The GPU self-check as a whole: the kernels of :mod:`.gpu` under one NVML clock watcher, then the
+latency floor, what the clocks did, and the measured ceilings against the device table."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...model.core import Device, Source
+from ...model.units import byte_rate, flop_rate, seconds
+from .compare import DISAGREES, Report, Verdict, compare, verdict
+from .gpu import (
+    CASES,
+    COLD_FLOOR,
+    ENGINE_TIMERS,
+    GRAPH_FLOOR,
+    MIN_JUDGED_S,
+    WARM,
+    WARM_FLOOR,
+    GpuCase,
+    rules,
+    time_case,
+)
+
+if TYPE_CHECKING:
+    from ...model.conditions import ClockLog
+
+#: an empty kernel launch slower than this says launches are slow here (a VM, a MIG slice, a busy GPU)
+LATENCY_EXPECTED_S = 10e-6
+#: a measured ceiling over the datasheet's by more than this: the table or the measurement is wrong
+ABOVE_DATASHEET = 1.05
+#: one under this share of the datasheet's: the GPU ran throttled, or it is another model
+BELOW_DATASHEET = 0.5
+
+
+def run_gpu(
+    index: int,
+    cases: Sequence[GpuCase] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+    calibration_dir: Path | None = None,
+) -> Report:
+    """The self-check on GPU ``index``. ``extra``: PyTorch and ``do_bench`` (default: those installed,
+    :func:`.gpu.optional_timers`); ``calibration_dir``: where the ceilings are cached (default: the
+    user's cache, so a calibration already taken is read, not taken again)."""
+    import cupy
+    from cupyx.profiler import benchmark
+
+    from ...timing.cuda import CudaBackend, cuda_device, latency_floor
+    from .gpu import optional_timers
+
+    say = progress or _stderr
+    cases = CASES if cases is None else cases
+    extra = optional_timers() if extra is None else extra
+    backend = CudaBackend(index)
+    table_device = cuda_device(index)
+    others = ["cupyx.profiler.benchmark", *(["torch.cuda.Event"] if "torch" in extra else [])]
+    others += ["triton do_bench"] if "do_bench" in extra else []
+    header = [
+        f"self-check on cuda:{index}: {backend.device_name} (CuPy {cupy.__version__})",
+        f"engine timer: {backend.timer_note}",
+        f"blocking kernel: {'on' if backend.block else 'off (' + backend.block_note + ')'}",
+        f"other timers: {', '.join(others)}; each ratio is a timer's median over the engine's"
+        f" ({WARM}'s for warm timers)",
+        f"noise: each timer's 95% interval of the median, added; floors warm {WARM_FLOOR:.0%}, cold"
+        f" {COLD_FLOOR:.0%}, graph replay {GRAPH_FLOOR:.0%}; warm and cold kernels under"
+        f" {MIN_JUDGED_S * 1e6:.0f} µs shown, not judged",
+    ]
+    say("measuring the latency floor ...")
+    floor = latency_floor(index)
+    graph_floor = latency_floor(index, graph=True)
+    results = []
+    with backend.watch_clocks(interval_s=0.1) as watcher:
+        for case in cases:
+            say(f"measuring {case.name} ...")
+            results.append(time_case(case, index, cupy, benchmark, extra))
+    say("calibrating (or reading the cached ceilings) ...")
+    ceiling_lines, ceilings, ceiling_error = _ceilings(index, table_device, calibration_dir)
+    judged_by = rules(
+        backend.properties.l2_bytes or table_device.llc_bytes or 0, table_device.bandwidth.value
+    )
+    comparisons = compare(results, judged_by)
+    found = verdict(results, comparisons, engine=ENGINE_TIMERS)
+    if ceiling_error:
+        prefix = found.line if found.status == DISAGREES else "disagrees:"
+        found = Verdict(f"{prefix} {ceiling_error}", DISAGREES)
+    latency = f"latency floor: {seconds(floor.floor_s)} ({floor.note})"
+    if floor.floor_s >= LATENCY_EXPECTED_S:
+        latency += (
+            f"; over {seconds(LATENCY_EXPECTED_S)}: launches are slow here (a VM, a MIG slice, a busy GPU?)"
+        )
+    notes = [
+        latency,
+        f"latency floor, graph mode: {seconds(graph_floor.floor_s)} ({graph_floor.note})",
+        f"clocks while measuring: {watcher.log.summary()}",
+        *ceiling_lines,
+    ]
+    details: dict[str, object] = {
+        "device_name": backend.device_name,
+        "cupy": str(cupy.__version__),
+        "timer": backend.timer_note,
+        "blocking_kernel": backend.block_note or "on",
+        "floors": {"warm": WARM_FLOOR, "cold": COLD_FLOOR, "graph": GRAPH_FLOOR},
+        "min_judged_s": MIN_JUDGED_S,
+        "do_bench_allowance_s": judged_by["triton do_bench (cold)"].allowance_s,
+        "latency_floor_s": floor.floor_s,
+        "latency_floor_graph_s": graph_floor.floor_s,
+        "event_pair_s": floor.event_pair_s,
+        "clocks": _clocks_json(watcher.log),
+        "ceilings": ceilings,
+    }
+    return Report(
+        device=f"cuda:{index}",
+        header=tuple(header),
+        results=tuple(results),
+        comparisons=tuple(comparisons),
+        notes=tuple(notes),
+        verdict=found,
+        details=details,
+    )
+
+
+def _ceilings(
+    index: int, table_device: Device, calibration_dir: Path | None
+) -> tuple[list[str], list[dict[str, object]], str]:
+    """Lines comparing the calibrated ceilings with the datasheet's, the same as JSON, and the error
+    when calibration failed ("" when it did not)."""
+    from tabulate import tabulate
+
+    from ..calibrate import calibrate_cuda
+
+    try:
+        calibration = calibrate_cuda(index, cache_dir=calibration_dir)
+    except Exception as exc:  # the plugin would fail here too: a finding, said in the verdict
+        reason = f"calibration failed: {type(exc).__name__}: {exc}"
+        return [f"ceilings: {reason}"], [], reason
+    measured = calibration.device
+    rows: list[tuple[str, float, float | None, Callable[[float], str]]] = [
+        ("DRAM bandwidth", measured.bandwidth.value, table_device.bandwidth.value, byte_rate)
+    ]
+    for (precision, kind), figure in measured.peaks.items():
+        if figure.source is Source.MEASURED:
+            sheet = table_device.peak(precision, kind)
+            rows.append((f"{precision} {kind}", figure.value, sheet.value if sheet else None, flop_rate))
+    rows += [
+        (f"{level.name.upper()} bandwidth", level.bandwidth.value, None, byte_rate)
+        for level in measured.levels
+    ]
+    cells, data = [], []
+    for name, value, sheet_value, shown in rows:
+        ratio = value / sheet_value if sheet_value else None
+        flag = ""
+        if ratio is not None and ratio > ABOVE_DATASHEET:
+            flag = "above the datasheet: the table or the measurement is wrong"
+        elif ratio is not None and ratio < BELOW_DATASHEET:
+            flag = "under half the datasheet: throttled, or another model"
+        cells.append([
+            name, shown(value), shown(sheet_value) if sheet_value else "-",
+            f"{ratio:.2f}" if ratio is not None else "-", flag,
+        ])  # fmt: skip
+        data.append(
+            {"ceiling": name, "measured": value, "datasheet": sheet_value, "ratio": ratio, "flag": flag}
+        )
+    where = "read from the cache" if calibration.from_cache else f"measured now ({calibration.seconds:.0f} s)"
+    cached = calibration.cache_path or "not cached"
+    title = f"ceilings ({where}: {cached}) against the device table ({table_device.key}):"
+    table_text = tabulate(
+        cells, headers=["ceiling", "measured", "datasheet", "ratio", ""], disable_numparse=True
+    )
+    return [title, table_text], data, ""
+
+
+def _clocks_json(log: ClockLog) -> dict[str, object]:
+    return {
+        "watched": log.watched,
+        "note": log.note,
+        "summary": log.summary(),
+        "min_sm_mhz": log.min_sm_mhz,
+        "max_sm_mhz": log.max_sm_mhz,
+        "throttled": list(log.reasons),
+        "events": list(log.events),
+    }
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
