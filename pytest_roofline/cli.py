@@ -4,13 +4,13 @@
     roofline devices
     roofline ops
     roofline calibrate [--device D] [--force | --reset]
-    roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices]
+    roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices] [--markdown PATH]
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
     roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
     roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
-exits 1 when a test regressed.
+exits 1 when a test regressed, and for nothing else: a bug's traceback exits 2.
 """
 
 from __future__ import annotations
@@ -310,20 +310,32 @@ def _sources() -> str:
 def _compare(args: argparse.Namespace) -> tuple[str, int]:
     """Two JSON reports compared test by test; exit status 1 when one regressed."""
     from .output.baseline import load_baseline, refuse_interrupted
-    from .output.comparison import Change, compare_all, format_table, summary_line
+    from .output.comparison import Change, compare_all, format_table, other_gpu_lines, summary_line
 
     old, new = load_baseline(args.old), load_baseline(args.new)
     if not args.interrupted:
         refuse_interrupted(old, "--interrupted")
+    for note in (*old.notes, *new.notes):
+        warnings.warn(note, stacklevel=1)
+    # a run cut short did not reach the tests it lacks: they are not run, not vanished
+    not_run = {nodeid for nodeid, _ in old.records} if new.interruption is not None else set()
     comparisons = compare_all(
-        old, new.records.values(), threshold=args.threshold, across_devices=args.across_devices
-    )
+        old, new.stored.values(), threshold=args.threshold, across_devices=args.across_devices,
+        not_run=not_run,
+    )  # fmt: skip
     lines = [f"baseline: {old.describe()}", f"compared: {new.describe()}", ""]
     lines += format_table(comparisons) if comparisons else ["(no measurements in either file)"]
     regressed = [c for c in comparisons if c.change is Change.REGRESSION]
-    lines += ["", summary_line(comparisons), *(c.message() for c in regressed)]
+    lines += ["", summary_line(comparisons), *other_gpu_lines(comparisons), *(c.message() for c in regressed)]
     if any(c.change is Change.OTHER_DEVICE for c in comparisons):
         lines.append("measurements on another device are not compared: --across-devices compares them")
+    if args.markdown:
+        from .output.markdown import append_section, section
+        from .output.store import read_run
+
+        run = read_run(args.new, "compared")
+        text = section(run.records, run.devices, comparisons=comparisons, baseline=old.describe())
+        append_section(args.markdown, text)
     return "\n".join(lines), 1 if regressed else 0
 
 
@@ -538,6 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--interrupted", action="store_true",
         help="accept a baseline saved from a run that was cut short (its missing tests go unchecked)",
     )  # fmt: skip
+    compare.add_argument(
+        "--markdown", metavar="PATH",
+        help="append the new run's Markdown summary, with the comparison, to PATH ($GITHUB_STEP_SUMMARY)",
+    )  # fmt: skip
     compare.set_defaults(run=_compare)
     plot = commands.add_parser(
         "plot",
@@ -601,8 +617,10 @@ def _threshold(text: str) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     status = 0
+    command = None
     try:
         args = parser.parse_args(argv)
+        command = args.command
         if args.command is None:
             raise CliError(
                 "a command is required: floor, devices, ops, calibrate, compare, plot, analyze or llm "
@@ -625,5 +643,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     except RuntimeError as exc:  # an unavailable device or CuPy: said in one line, not a traceback
         print(f"roofline: error: {exc}", file=sys.stderr)
-        return 1
+        return USAGE_ERROR if command == "compare" else 1  # compare's 1 says a test regressed
+    except Exception:  # a bug keeps its traceback, but never exits 1, which compare says for a regression
+        import traceback
+
+        traceback.print_exc()
+        return USAGE_ERROR
     return 0
