@@ -5,6 +5,7 @@
     roofline ops
     roofline calibrate [--device D] [--force | --reset]
     roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices] [--markdown PATH]
+    roofline merge SHARD.json ... -o RUN.json [--save BASELINE.json] [--markdown PATH]
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
     roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
     roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
@@ -600,8 +601,10 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--json", action="store_true", help="print JSON instead of text")
     analyze.set_defaults(run=_analyze)
     from .llm_cli import add_parser as add_llm
+    from .merge_cli import add_parser as add_merge
 
     add_llm(commands)
+    add_merge(commands)
     return parser
 
 
@@ -623,7 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command
         if args.command is None:
             raise CliError(
-                "a command is required: floor, devices, ops, calibrate, compare, plot, analyze or llm "
+                "a command is required: floor, devices, ops, calibrate, compare, merge, plot, analyze or llm "
                 "(see roofline -h)"
             )
         with warnings.catch_warnings(record=True) as caught:  # a replaced cache, say: one line each
