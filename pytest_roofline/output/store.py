@@ -189,12 +189,19 @@ class _Merge:
         self.rows: list[Record | None] = list(store.records) if store is not None else []
         self.at: dict[StoreKey, int] = {}
         self.skipped_at: dict[Key, int] = {}
+        #: the tests with a measured row
+        self.measured_tests: set[Key] = set()
         for index, row in enumerate(self.rows):
             new = comparable(row) if row is not None else None
             if new is not None:
                 self.at[new.store_key] = index
+                self.measured_tests.add(new.key)
             elif row is not None:
                 self.skipped_at.setdefault(row.key, index)
+        #: each test's devices in the store, by name (for "kept apart")
+        self.devices_of: dict[Key, list[str]] = {}
+        for record in self.previous.stored.values():
+            self.devices_of.setdefault(record.key, []).append(record.device_name)
         self.changed: set[StoreKey] = set()
         #: the tests whose baseline record stays because their measurement regressed
         self.kept_back: set[StoreKey] = set()
@@ -237,6 +244,7 @@ class _Merge:
             self.at[key] = len(self.rows)
             self.rows.append(saved)
             self.added += 1
+            self.measured_tests.add(new.key)
         self.changed.add(key)
         if new.key in self.skipped_at:  # the test measures now: its skipped row goes
             self.rows[self.skipped_at.pop(new.key)] = None
@@ -245,12 +253,12 @@ class _Merge:
         """A record that measured nothing: a row only for a test the store has no measurement of."""
         if record.key in self.skipped_at:
             self.rows[self.skipped_at[record.key]] = record
-        elif not any(k[:2] == record.key for k in self.at):
+        elif record.key not in self.measured_tests:
             self.skipped_at[record.key] = len(self.rows)
             self.rows.append(record)
 
     def _note_apart(self, key: Key, device_name: str) -> None:
-        others = [r.device_name for k, r in self.previous.stored.items() if k[:2] == key]
+        others = self.devices_of.get(key)
         if others:
             self.apart_now[device_name] = None
             self.apart_other.update(dict.fromkeys(others))

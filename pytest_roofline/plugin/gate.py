@@ -127,7 +127,8 @@ class Gate:
         if self.settings.plot and records:
             from ..output.plot import draw
 
-            old = baseline.records if baseline else None
+            # each test's arrow starts from the record it was compared with (its own device's)
+            old = {c.key: c.old for c in self.comparisons if c.old is not None} if baseline else None
             path = os.path.expanduser(self.settings.plot)
             if self._write(session, "--roofline-plot", lambda: draw(records, devices, path, baseline=old)):
                 self._plot = path
