@@ -61,9 +61,13 @@ def test_a_baseline_without_intervals_compares_as_exact(tmp_path: Path) -> None:
     assert load_baseline(write(tmp_path, report(rec))).records[("t.py::test_a", "")].ci_rel == 0.0
 
 
-def test_a_rerun_keeps_its_last_row(tmp_path: Path) -> None:
-    b = load_baseline(write(tmp_path, report(record(attained=0.1), record(attained=0.4))))
-    assert b.records[("t.py::test_a", "")].attained == 0.4
+def test_a_test_measured_twice_on_one_device_is_refused_and_on_two_devices_kept_apart(tmp_path: Path) -> None:
+    with pytest.raises(
+        BaselineError, match=r"measurements 0 and 1: t.py::test_a is measured twice on AMD EPYC"
+    ):
+        load_baseline(write(tmp_path, report(record(attained=0.1), record(attained=0.4))))
+    b = load_baseline(write(tmp_path, report(record(attained=0.1), record(attained=0.4, device_name="Xeon"))))
+    assert sorted(r.attained for r in b.stored.values()) == [0.1, 0.4]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,12 @@ Any ``--roofline-json`` file is a baseline (``--roofline-save`` writes the same 
 comparison needs of each measured record is its identity (``nodeid`` and ``name``), the attained
 fraction with its confidence interval, the time, and the device it ran on; every other field is
 kept for the report. A record that measured nothing (``skipped``) is not a baseline for anything.
-Every mistake in the file is a :class:`BaselineError` naming the file and what is wrong.
+Every mistake in the file is a :class:`BaselineError` naming the file and what is wrong: a figure out
+of :data:`ATTAINED_RANGE` or :data:`MAX_TIME_S`, a verdict this version does not know, one test
+measured twice on one device. A history longer than a baseline keeps is trimmed, with a note.
+
+A baseline is a **store**: it keeps one record per test and device (:data:`StoreKey`), so the same
+test measured on an H100 and an A100 keeps both, each compared with its own (:meth:`Baseline.record_for`).
 
 A file is read here field by field (schema 1, the last release's, or 2: the fields a comparison
 reads are the same in both), checking each, rather than through :meth:`.MeasurementRecord.from_json`:
@@ -18,7 +23,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +46,20 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 #: a record with this verdict (``Verdict.SKIPPED``'s) measured nothing
 _UNMEASURED = "skipped"
+#: the attained fractions a baseline may hold, its own and its history's: a kernel at a trillionth of
+#: its floor, or a thousand times past it, is a broken figure (and its logarithms and ratios would
+#: overflow what the comparison computes with them)
+ATTAINED_RANGE = (1e-12, 1e3)
+#: the longest a call may have taken, in seconds (eleven days)
+MAX_TIME_S = 1e6
+#: the runs a baseline keeps per test (the newest): enough for a median, few enough that a change
+#: the team accepted is outvoted after a few saves
+HISTORY_RUNS = 8
 
+#: a test and its measurement's name
 Key = tuple[str, str]
+#: a test, its measurement's name and the machine it ran on (:func:`machine`): a baseline's record
+StoreKey = tuple[str, str, str]
 
 
 class BaselineError(RooflineUsageError, ValueError):
@@ -72,6 +89,9 @@ class BaselineRecord:
     history: tuple[float, ...] = ()
     #: measured twice, the better kept (a suspected regression, or a miss, is measured again)
     remeasured: bool = False
+    #: the GPU of the node it ran on, where the record says (a GPU 3 compares with GPU 0's record of
+    #: the same model: :func:`machine` is the model, not the slot)
+    device_index: int | None = None
 
     @property
     def runs(self) -> tuple[float, ...]:
@@ -81,6 +101,11 @@ class BaselineRecord:
     @property
     def key(self) -> Key:
         return (self.nodeid, self.name)
+
+    @property
+    def store_key(self) -> StoreKey:
+        """The test, its name and the machine: a baseline holds one record of each."""
+        return (self.nodeid, self.name, machine(self))
 
     @property
     def test(self) -> str:
@@ -97,7 +122,7 @@ class BaselineRecord:
             time_s=record.time_s, device=record.device, device_name=record.device_name or record.device,
             verdict=str(record.verdict), op=record.op, label=record.label,
             disturbed=_disturbed_by(str(record.verdict), record.contention_level, record.thread_wait_share),
-            history=record.history or (), remeasured=record.remeasured,
+            history=record.history or (), remeasured=record.remeasured, device_index=record.device_index,
         )  # fmt: skip
 
     @classmethod
@@ -119,6 +144,7 @@ class BaselineRecord:
             disturbed=_disturbed(record),
             history=tuple(float(a) for a in record.get("history") or ()),
             remeasured=record.get("remeasured") is True,
+            device_index=_index(record.get("device_index")),
         )
 
 
@@ -134,6 +160,16 @@ def comparable(record: Record | Mapping[str, Any]) -> BaselineRecord | None:
     if isinstance(record, MeasurementRecord) and record.attained and record.time_s:
         return BaselineRecord.of(record)
     return None  # a skipped record, or one with no finite fraction
+
+
+def machine(record: BaselineRecord) -> str:
+    """What a record was measured on: a table device by its key (the model: every GPU of a node of one
+    model has the same); a CPU by its model too, since every CPU's key is ``cpu``."""
+    return f"cpu:{record.device_name}" if record.device == "cpu" else record.device
+
+
+def _index(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**16 else None
 
 
 def _disturbed(record: Mapping[str, Any]) -> bool:
@@ -162,10 +198,24 @@ class Baseline:
     created: str | None
     #: the device of each record, by key: name (for "measured on <name>")
     devices: Mapping[str, str]
+    #: one record per test, for what does not ask which device (a test kept for several: its first)
     records: Mapping[Key, BaselineRecord] = field(default_factory=dict)
     #: how the run that wrote it was cut short (``-x``, ^C, a worker that went down), None if it was not:
     #: its measurements are not all there, so it is no baseline unless the user says so
     interruption: str | None = None
+    #: every record, by test and machine (a store keeps one per device); empty: ``records`` alone
+    stored: Mapping[StoreKey, BaselineRecord] = field(default_factory=dict)
+    #: what reading it changed, said to the user (histories trimmed to :data:`HISTORY_RUNS`)
+    notes: tuple[str, ...] = ()
+
+    def record_for(self, new: BaselineRecord) -> BaselineRecord | None:
+        """The record ``new`` is judged against: the same test's on the same machine; else its record
+        from another machine (compared only when asked); None for a test the baseline has not."""
+        if self.stored:
+            same = self.stored.get(new.store_key)
+            if same is not None:
+                return same
+        return self.records.get(new.key)
 
     def describe(self) -> str:
         """Where the baseline comes from: ``baseline.json (NVIDIA H100, 2026-11-20)``."""
@@ -179,6 +229,11 @@ class Baseline:
 def load_baseline(path: str | Path, what: str = "baseline") -> Baseline:
     """Read and check the baseline at ``path``; :class:`BaselineError` names ``what`` and the file, and
     the fault."""
+    return parse_baseline(read_json(path, what), f"{what} {path}", str(path))
+
+
+def read_json(path: str | Path, what: str) -> object:
+    """The decoded JSON at ``path``; :class:`BaselineError` names ``what`` and the file, and the fault."""
     where = f"{what} {path}"
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -197,7 +252,7 @@ def load_baseline(path: str | Path, what: str = "baseline") -> Baseline:
     except ValueError:  # the only other: an integer past Python's limit on digits
         limit = sys.get_int_max_str_digits()
         raise BaselineError(f"{where}: an integer of more than {limit} digits, too long to read") from None
-    return parse_baseline(data, where, str(path))
+    return data
 
 
 def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
@@ -214,7 +269,9 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
     measurements = data.get("measurements")
     if not isinstance(measurements, list):
         raise BaselineError(f"{where}: 'measurements' must be a list; got {_kind(measurements)}")
-    records: dict[Key, BaselineRecord] = {}
+    stored: dict[StoreKey, BaselineRecord] = {}
+    rows: dict[StoreKey, int] = {}
+    trimmed = 0
     for index, record in enumerate(measurements):
         if not isinstance(record, dict):
             raise BaselineError(f"{where}: measurement {index} is a {_kind(record)}, not an object")
@@ -225,8 +282,21 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
             entry = BaselineRecord.from_record(record)
         except OverflowError:  # a nested number past the largest float (a top-level one is checked)
             raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
-        records[entry.key] = entry  # a rerun's later row wins, as in the report
-    devices = {r.device: r.device_name for r in records.values()}
+        if len(entry.history) >= HISTORY_RUNS:  # a hand-made file, or an older version's longer one
+            entry = replace(entry, history=entry.history[-(HISTORY_RUNS - 1) :])
+            trimmed += 1
+        if entry.store_key in rows:
+            raise BaselineError(
+                f"{where}: measurements {rows[entry.store_key]} and {index}: {entry.test} is measured twice"
+                f" on {entry.device_name}; a baseline keeps one record per test, name and device (name"
+                " each call of a test that measures several: name=...)"
+            )
+        rows[entry.store_key] = index
+        stored[entry.store_key] = entry
+    records: dict[Key, BaselineRecord] = {}
+    for entry in stored.values():
+        records.setdefault(entry.key, entry)
+    devices = {r.device: r.device_name for r in stored.values()}
     environment = data.get("environment")
     created = environment.get("created") if isinstance(environment, dict) else None
     interruption = None
@@ -234,7 +304,13 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
         reason = data.get("interruption")
         interruption = reason if isinstance(reason, str) and reason else "cut short"
     created = created if isinstance(created, str) else None
-    return Baseline(path or where, created, devices, records, interruption)
+    notes: tuple[str, ...] = ()
+    if trimmed:
+        notes = (
+            f"{where}: {trimmed} record(s) kept more than the {HISTORY_RUNS - 1} earlier runs a baseline"
+            " keeps; the oldest were left out",
+        )
+    return Baseline(path or where, created, devices, records, interruption, stored, notes)
 
 
 def refuse_interrupted(baseline: Baseline, how_to_accept: str) -> None:
@@ -266,9 +342,32 @@ def _check_record(record: Mapping[str, Any], where: str) -> None:
         value = record[name]
         if not math.isfinite(value) or value <= 0:
             raise BaselineError(f"{named}: {name!r} is {value!r}; it must be a positive number")
+    low, high = ATTAINED_RANGE
+    if not low <= record["attained"] <= high:
+        raise BaselineError(
+            f"{named}: 'attained' is {record['attained']!r}, outside the {low:g} to {high:g} a fraction of"
+            " speed of light can be"
+        )
+    if record["time_s"] > MAX_TIME_S:
+        raise BaselineError(f"{named}: 'time_s' is {record['time_s']!r}, more than {MAX_TIME_S:g} s a call")
+    from ..model.verdict import Verdict
+
+    verdicts = [v.value for v in Verdict]
+    if record["verdict"] not in verdicts:
+        raise BaselineError(f"{named}: 'verdict' is {record['verdict']!r}, not one of {', '.join(verdicts)}")
     history = record.get("history", [])
     if not isinstance(history, list) or not all(_positive(a) for a in history):
-        raise BaselineError(f"{named}: 'history' is {history!r}, not a list of positive numbers")
+        raise BaselineError(f"{named}: 'history' is {_short(history)}, not a list of positive numbers")
+    if not all(low <= a <= high for a in history):
+        raise BaselineError(
+            f"{named}: 'history' is {_short(history)}: a fraction of speed of light is {low:g} to {high:g}"
+        )
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut short: a message names a value, it does not print a file."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-1]}"
 
 
 def _positive(value: object) -> bool:

@@ -20,12 +20,14 @@ from __future__ import annotations
 import enum
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidValueError
 from ..model import units
-from .baseline import Baseline, BaselineRecord, Key
+from .baseline import HISTORY_RUNS, Baseline, BaselineRecord, Key, machine
+
+__all__ = ["HISTORY_RUNS", "Change", "Comparison", "compare", "compare_all", "machine"]
 
 DEFAULT_THRESHOLD = 0.10
 #: how far a test's attained fraction moves between runs of unchanged code (each run's own noise
@@ -34,9 +36,9 @@ DEFAULT_THRESHOLD = 0.10
 RUN_NOISE = 0.08
 #: how many runs' worth of evidence :data:`RUN_NOISE` weighs against a history's own spread
 PRIOR_RUNS = 4
-#: the runs a baseline keeps per test (the newest): enough for a median, few enough that a change
-#: the team accepted is outvoted after a few saves
-HISTORY_RUNS = 8
+#: the most run-to-run noise a comparison computes with (log sd: a factor of 20 a run): a test that
+#: moves more measures nothing a gate could use, and past it exp() of the bounds would overflow
+MAX_LOG_SD = 3.0
 #: the share of runs of unchanged code in which the whole suite may show one false regression
 FALSE_ALARMS = 0.05
 _Z95 = 1.959964
@@ -49,6 +51,9 @@ class Change(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
     NEW = "new"
     VANISHED = "vanished"
+    #: in the baseline, not measured now, and not missed: deselected (``-k``, ``-m``, a shard), or not
+    #: reached by a run cut short
+    NOT_RUN = "not run"
     OTHER_DEVICE = "other device"
 
     def __str__(self) -> str:
@@ -81,6 +86,16 @@ class Comparison:
         return record.test if record is not None else "?"
 
     @property
+    def other_gpu(self) -> tuple[int, int] | None:
+        """(this GPU, the baseline's) when the two records ran on different GPUs of one model."""
+        old, new = self.old, self.new
+        if old is None or new is None or self.change is Change.OTHER_DEVICE:
+            return None
+        if old.device_index is None or new.device_index is None or old.device_index == new.device_index:
+            return None
+        return new.device_index, old.device_index
+
+    @property
     def percent_change(self) -> float | None:
         """The change of attained in percent (-48.0 for a kernel that lost 48% of its fraction)."""
         return None if self.ratio is None else (self.ratio - 1) * 100
@@ -91,6 +106,8 @@ class Comparison:
             return "new: no baseline record"
         if self.change is Change.VANISHED:
             return "vanished: in the baseline, not measured now"
+        if self.change is Change.NOT_RUN:
+            return "not run: deselected, or not reached by a run cut short"
         old, new = self._sides()
         fractions = f"{units.percent(old.attained)} -> {units.percent(new.attained)}"
         if self.change is Change.OTHER_DEVICE:
@@ -148,7 +165,7 @@ def compare(
         return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
     ratio = new.attained / reference(old)
     noise = run_noise(old.runs)
-    sd = _log_sd(old, new, noise)
+    sd = min(_log_sd(old, new, noise), MAX_LOG_SD)
     ci = math.exp(_Z95 * sd) - 1
     z = confidence_z(tests)
     noise_drop = 1 - math.exp(-z * sd)
@@ -203,34 +220,31 @@ def _log_sd(old: BaselineRecord, new: BaselineRecord, noise: float) -> float:
     return math.sqrt(new_var + old_var * share)
 
 
-def machine(record: BaselineRecord) -> str:
-    """What a record was measured on: a table device by its key; a CPU by its model too, since
-    every CPU's key is ``cpu``."""
-    return f"cpu:{record.device_name}" if record.device == "cpu" else record.device
-
-
 def compare_all(
     baseline: Baseline,
     records: Iterable[BaselineRecord],
     *,
     threshold: float = DEFAULT_THRESHOLD,
     across_devices: bool = False,
+    not_run: Collection[str] = (),
 ) -> list[Comparison]:
-    """Every record against the baseline, then the baseline records no record matched (vanished)."""
+    """Every record against the baseline, then the baseline's tests no record matched: vanished, or
+    not run when ``not_run`` holds the test's node id (deselected, or not reached)."""
     source = baseline.describe()
     tests = len(baseline.records)
     seen: dict[Key, Comparison] = {}
     for record in records:
-        old = baseline.records.get(record.key)
         seen[record.key] = compare(
-            old, record, threshold=threshold, across_devices=across_devices, source=source, tests=tests
-        )
-    vanished = [
-        compare(old, None, threshold=threshold, source=source)
-        for key, old in baseline.records.items()
-        if key not in seen
-    ]
-    return [*seen.values(), *vanished]
+            baseline.record_for(record), record, threshold=threshold, across_devices=across_devices,
+            source=source, tests=tests,
+        )  # fmt: skip
+    missing = []
+    for key, old in baseline.records.items():
+        if key in seen:
+            continue
+        c = compare(old, None, threshold=threshold, source=source)
+        missing.append(Comparison(key, Change.NOT_RUN, old, None, source=source) if key[0] in not_run else c)
+    return [*seen.values(), *missing]
 
 
 def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
@@ -282,8 +296,24 @@ def format_table(comparisons: Iterable[Comparison]) -> list[str]:
 
 _ORDER = (
     Change.REGRESSION, Change.INCONCLUSIVE, Change.IMPROVEMENT, Change.OTHER_DEVICE, Change.NEW,
-    Change.VANISHED, Change.UNCHANGED,
+    Change.VANISHED, Change.UNCHANGED, Change.NOT_RUN,
 )  # fmt: skip
+
+
+def other_gpu_lines(comparisons: Iterable[Comparison]) -> list[str]:
+    """One line per pair of GPUs whose records were compared though their slots differ (GPU 3's
+    measurement with GPU 0's baseline record): they are one model, so the comparison stands."""
+    pairs: dict[tuple[int, int, str], int] = {}
+    for c in comparisons:
+        gpus = c.other_gpu
+        if gpus is not None and c.new is not None:
+            pair = (gpus[0], gpus[1], c.new.device_name)
+            pairs[pair] = pairs.get(pair, 0) + 1
+    return [
+        f"{n} measurement(s) on GPU {now} compared with the baseline's from GPU {then}: the same model"
+        f" ({name})"
+        for (now, then, name), n in sorted(pairs.items())
+    ]
 
 
 def summary_line(comparisons: Iterable[Comparison]) -> str:

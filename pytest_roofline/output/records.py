@@ -45,6 +45,10 @@ def _optional_float(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _optional_index(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _optional_json(value: object) -> JsonObject | None:
     return dict(value) if isinstance(value, Mapping) else None
 
@@ -159,6 +163,9 @@ class MeasurementRecord:
     xfailed: bool = False
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
     history: tuple[float, ...] | None = None
+    #: the index of the GPU it ran on, where known (None: not said, or not a GPU); a baseline
+    #: compares it with the same model's record whatever its slot
+    device_index: int | None = None
 
     @classmethod
     def from_result(
@@ -253,8 +260,8 @@ class MeasurementRecord:
         data: JsonObject = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "history" and value is None:
-                continue  # only a saved baseline's records have runs before them
+            if f.name in _OPTIONAL and value is None:
+                continue  # only a saved baseline's records have runs before them; only a GPU's an index
             if f.name == "verdict":
                 value = str(value)
             elif isinstance(value, Stats):
@@ -268,7 +275,7 @@ class MeasurementRecord:
             data[f.name] = value
         data["passed"] = self.passed
         data["reason"] = None  # a skipped record's; in every record, so every record has every field
-        return {name: data[name] for name in (*RECORD_FIELDS, "history") if name in data}
+        return {name: data[name] for name in (*RECORD_FIELDS, *_OPTIONAL) if name in data}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MeasurementRecord:
@@ -315,6 +322,7 @@ class MeasurementRecord:
             thread_wait_share=_optional_float(data.get("thread_wait_share")),
             xfailed=data.get("xfailed") is True,
             history=tuple(map(float, history)) if isinstance(history, list) else None,
+            device_index=_optional_index(data.get("device_index")),
         )  # fmt: skip
 
 
@@ -399,6 +407,10 @@ RECORD_FIELDS = (
     "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
     "samples_s", "reason",
 )  # fmt: skip
+
+
+#: fields a record has only where they apply, written after the others
+_OPTIONAL = ("history", "device_index")
 
 
 # -- devices ---------------------------------------------------------------------------------------

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..output.baseline import Baseline, BaselineError, comparable, load_baseline, refuse_interrupted
-from ..output.comparison import HISTORY_RUNS, Change, Comparison, compare, compare_all, summary_line
+from ..output.comparison import Change, Comparison, compare, compare_all, other_gpu_lines, summary_line
 
 if TYPE_CHECKING:
-    from ..output.history import Appended
+    from collections.abc import Collection
+
     from ..output.records import DeviceRecord, MeasurementRecord, Record
+    from ..output.store import RunFile
     from .options import SessionSettings
 
 #: GitHub Actions' file of the step's Markdown summary
@@ -41,12 +43,17 @@ class Gate:
         #: what the summary says about the outputs that is not an error (a save that was skipped)
         self.notes: list[str] = []
         self._plot: str | None = None
-        #: the baseline --roofline-save replaces, read now (its runs become the saved records' history)
-        self._saved_before: Baseline | None = None
-        if settings.save:
-            self._saved_before = self._previous(os.path.expanduser(settings.save))
+        #: the baseline --roofline-save merges into, read now: what it cannot read is a usage error
+        #: before any test runs, and the file stays as it is (read again at the end, as it is then)
+        self._store: RunFile | None = None
+        if settings.save and reporting:
+            self._store = _read_store(os.path.expanduser(settings.save))
+            if self._store is not None:
+                self.notes.extend(f"roofline: {note}" for note in self._store.baseline.notes)
         if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
             self._baseline = load_baseline(os.path.expanduser(settings.compare))
+            if reporting:
+                self.notes.extend(f"roofline: {note}" for note in self._baseline.notes)
             if not settings.compare_interrupted:
                 try:
                     refuse_interrupted(self._baseline, "--roofline-compare-interrupted")
@@ -75,7 +82,7 @@ class Gate:
         if baseline is None or new is None:
             return None
         return compare(
-            baseline.records.get(new.key), new, threshold=self.settings.regression,
+            baseline.record_for(new), new, threshold=self.settings.regression,
             across_devices=self.settings.compare_across_devices, source=baseline.describe(),
             tests=len(baseline.records),
         )  # fmt: skip
@@ -89,20 +96,25 @@ class Gate:
         session: pytest.Session,
         *,
         interruption: str | None = None,
+        deselected: Collection[str] = (),
     ) -> None:
         """Compare, save, summarize and draw; called by the session once its records are complete.
 
-        A run that measured nothing (``--roofline-mode off``, no marked test selected) saves no
-        baseline: it would replace the old one with an empty one, and every later comparison would
-        be ``new``. A run cut short (``interruption``) is saved marked so, as its JSON is."""
+        A baseline test not measured now is ``vanished``, unless it was ``deselected`` (``-k``, a
+        shard) or the run was cut short before it: then it is ``not run``. A run that measured
+        nothing (``--roofline-mode off``, no marked test selected) saves nothing; a save merges the
+        run into the baseline (:mod:`..output.store`)."""
         if not self._reporting:
             return
         baseline = self.baseline
         if baseline is not None:
             measured = [r for r in map(comparable, records) if r is not None]
+            not_run = set(deselected)
+            if interruption is not None:
+                not_run.update(nodeid for nodeid, _ in baseline.records)
             self.comparisons = compare_all(
                 baseline, measured, threshold=self.settings.regression,
-                across_devices=self.settings.compare_across_devices,
+                across_devices=self.settings.compare_across_devices, not_run=not_run,
             )  # fmt: skip
         save = self.settings.save
         if save and not any(comparable(r) is not None for r in records):
@@ -111,18 +123,12 @@ class Gate:
                 " baseline there is kept)"
             )
         elif save:
-            from ..output.history import append_runs
-            from ..output.jsonfile import payload, write_json_atomic
-
-            appended = append_runs(records, self._saved_before, threshold=self.settings.regression)
-            saved = payload(appended.records, devices, interruption=interruption)
-            path = os.path.expanduser(save)
-            if self._write(session, "--roofline-save", lambda: write_json_atomic(path, saved)):
-                self.notes.extend(_history_notes(save, appended))
+            self._save(os.path.expanduser(save), records, devices, session, interruption)
         if self.settings.plot and records:
             from ..output.plot import draw
 
-            old = baseline.records if baseline else None
+            # each test's arrow starts from the record it was compared with (its own device's)
+            old = {c.key: c.old for c in self.comparisons if c.old is not None} if baseline else None
             path = os.path.expanduser(self.settings.plot)
             if self._write(session, "--roofline-plot", lambda: draw(records, devices, path, baseline=old)):
                 self._plot = path
@@ -151,22 +157,39 @@ class Gate:
             if not fails:
                 self.notes.append(message)
                 return False
-            self.errors.append(message)
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            self._fail(session, message)
             return False
         return True
 
-    def _previous(self, path: str) -> Baseline | None:
-        """The baseline at ``path`` that a save will replace; None (and a note) when there is none to
-        keep runs from."""
-        if not os.path.exists(path):
-            return None
+    def _fail(self, session: pytest.Session, message: str) -> None:
+        """An output that could not be written: the error shows with the summary, the run fails."""
+        self.errors.append(message)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _save(
+        self, path: str, records: list[Record], devices: list[DeviceRecord], session: pytest.Session,
+        interruption: str | None,
+    ) -> None:  # fmt: skip
+        """Merge the run into the baseline at ``path`` as it is now (another run may have saved into it
+        since this one began), and write it whole; a measurement that regressed replaces nothing
+        unless ``--roofline-accept`` says so."""
+        from ..output.jsonfile import write_json_atomic
+        from ..output.store import merge_run, read_store
+
         try:
-            return load_baseline(path, "--roofline-save")
+            store = read_store(path) if os.path.exists(path) else self._store
         except BaselineError as exc:
-            self.notes.append(f"roofline: {exc}: no runs to append to, so the saved tests start anew")
-            return None
+            self._fail(session, f"roofline: --roofline-save: {exc}; {path} was left as it is")
+            return
+        regressed = {c.key for c in self.comparisons if c.change is Change.REGRESSION}
+        saved = merge_run(
+            store, records, devices, path=self.settings.save or path, threshold=self.settings.regression,
+            interruption=interruption, regressed=regressed, accept=self.settings.accept,
+        )  # fmt: skip
+        data = saved.payload()
+        if self._write(session, "--roofline-save", lambda: write_json_atomic(path, data)):
+            self.notes.extend(f"roofline: {line}" for line in saved.lines())
 
     def summary_lines(self) -> list[str]:
         """What the terminal says of the comparison: the totals, then each regression and vanished test."""
@@ -174,6 +197,7 @@ class Gate:
             return []
         source = self.baseline.describe() if self.baseline else ""
         lines = [f"roofline: {summary_line(self.comparisons)} ({source})"]
+        lines += [f"roofline: {line}" for line in other_gpu_lines(self.comparisons)]
         for c in self.comparisons:
             if c.change is Change.REGRESSION:
                 lines.append(f"  regression: {c.message()}")
@@ -184,17 +208,14 @@ class Gate:
         return lines
 
 
-def _history_notes(path: str, appended: Appended) -> list[str]:
-    """What the save did to the runs the baseline keeps, when it kept any."""
-    notes = []
-    if appended.continued:
-        notes.append(
-            f"roofline: saved {path}: {appended.continued} tests keep their earlier runs (up to"
-            f" {HISTORY_RUNS}; their median is the baseline, their spread its noise)"
-        )
-    if appended.restarted:
-        notes.append(
-            f"roofline: saved {path}: {len(appended.restarted)} tests changed beyond their noise and start"
-            f" a new history: {', '.join(appended.restarted)}"
-        )
-    return notes
+def _read_store(path: str) -> RunFile | None:
+    """The baseline a save at ``path`` merges into; what cannot be read is a usage error naming it."""
+    from ..output.store import read_store
+
+    try:
+        return read_store(path)
+    except BaselineError as exc:
+        raise pytest.UsageError(
+            f"--roofline-save: {exc}; a save merges into the baseline at its path, so it must read it:"
+            " fix the file, or save to another path"
+        ) from None

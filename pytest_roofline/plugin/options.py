@@ -275,9 +275,13 @@ SETTINGS: tuple[Setting, ...] = (
             "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
             "fit the terminal; the JSON has every field)", "LIST"),
     Setting("save", "--roofline-save", parse_json_path, None,
-            "write this run's measurements to PATH as a baseline for --roofline-compare (the JSON "
-            "report's schema); onto an earlier baseline it appends, each test keeping its last 8 runs "
-            "(default: none)", "PATH", path=True),
+            "save this run's measurements into the baseline at PATH, for --roofline-compare (the JSON "
+            "report's schema): merged per test and device, each test keeping its last 8 runs; tests not "
+            "measured now keep theirs, and a measurement that regressed replaces nothing (default: none)",
+            "PATH", path=True),
+    Setting("accept", "--roofline-accept", parse_bool, False,
+            "let --roofline-save replace a test's baseline with a measurement that regressed (the "
+            "change is accepted; default: refused)"),
     Setting("compare", "--roofline-compare", parse_baseline_path, None,
             "compare each measurement's attained fraction with the baseline's record of the same test "
             "(a --roofline-save or --roofline-json file); a regression fails its test (default: none)",
@@ -378,6 +382,7 @@ class SessionSettings:
     regression: float = DEFAULT_REGRESSION
     compare_across_devices: bool = False
     compare_interrupted: bool = False
+    accept: bool = False
     markdown: str | None = None
     plot: str | None = None
     require_measurement: bool = False

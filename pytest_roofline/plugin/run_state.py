@@ -32,6 +32,8 @@ class RunState:
     notes: list[str] = field(default_factory=list)
     #: node ids of the tests that failed as expected (xfail)
     xfailed: set[str] = field(default_factory=set)
+    #: node ids of the tests deselected (``-k``, ``-m``, a shard's selection): not run, not vanished
+    deselected: set[str] = field(default_factory=set)
     #: why the run stopped early (^C, -x, a pytest-xdist worker that went down), None if it did not
     interruption: str | None = None
     #: why the JSON file could not be written, None if it was (or none was asked for)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from ..model.core import Device
     from ..timing.base import Backend
 
+#: the key of a pytest-xdist worker's output that carries the node ids it deselected
+DESELECTED_OUTPUT = "roofline_deselected"
 #: names this module held before the session was split, kept importable from here
 __all__ = ["DEVICES_ATTR", "NOTES_ATTR", "RECORDS_ATTR", "RooflineSession", "watching"]
 
@@ -148,10 +150,20 @@ class RooflineSession:
         state = self.state
         state.interruption = state.interruption or str(excinfo.value) or excinfo.typename
 
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        """``-k``, ``-m``, a shard's selection (pytest-split): a baseline's tests left out are not run,
+        not vanished. A pytest-xdist worker, where they are deselected, sends them to the controller."""
+        nodeids = [item.nodeid for item in items]
+        self.state.deselected.update(nodeids)
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if isinstance(workeroutput, dict):
+            workeroutput.setdefault(DESELECTED_OUTPUT, []).extend(nodeids)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """pytest-xdist, on the controller: a worker that went down with an error lost the
-        measurements of the test it was running."""
+        """pytest-xdist, on the controller: what the worker deselected; and a worker that went down
+        with an error lost the measurements of the test it was running."""
+        self.state.deselected.update(getattr(node, "workeroutput", {}).get(DESELECTED_OUTPUT, ()))
         if error is not None and self.state.interruption is None:
             worker = getattr(node, "workerinput", {}).get("workerid", "a worker")
             self.state.interruption = f"worker {worker} went down ({error})"
@@ -187,8 +199,9 @@ class RooflineSession:
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
         state.gate.finish(
-            state.records, list(state.device_records.values()), session, interruption=state.interruption
-        )
+            state.records, list(state.device_records.values()), session, interruption=state.interruption,
+            deselected=state.deselected,
+        )  # fmt: skip
 
     def _keep_best_probe_rates(self) -> None:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),
