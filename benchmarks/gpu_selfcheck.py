@@ -4,12 +4,12 @@ For each case (a 256 MiB device-to-device copy, a 4096³ float32 matmul, a 4 KiB
 short enough to be launch-bound, and the example project's CuPy kernels) it measures the median
 per-call time with:
 
-- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``flush=False``) on the
+- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``cache=WARM``) on the
   default stream (the reference every ratio divides by: ``cupyx.profiler.benchmark`` cannot flush;
   its timer is CUPTI where cupti-python is installed, else events); with events;
   on a side stream; with ``block="off"`` (no blocking kernel: what hiding launch overhead is worth)
   and ``block="on"`` (every sampling window held, as ``auto`` does once a kernel proved asynchronous);
-  in graph mode (cases that can be captured: no cuBLAS); and cold (``flush=True``);
+  in graph mode (cases that can be captured: no cuBLAS); and cold (``cache=FLUSHED``);
 - ``cupyx.profiler.benchmark`` (``gpu_times``), warm;
 - ``torch.cuda.Event`` pairs around back-to-back calls, warm, when PyTorch is installed;
 - ``triton.testing.do_bench`` (``return_mode="median"``), which clears the L2 before every call,
@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, not installed
 
 from pytest_roofline.model.units import seconds as format_seconds
-from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing import FLUSHED, WARM, Policy, measure
 from pytest_roofline.timing.cuda import CudaBackend, device_count, latency_floor, using_device
 
 #: cupyx.profiler.benchmark settings: calls timed, calls untimed first, and a wall-time cap (seconds)
@@ -147,7 +147,7 @@ class Row:
 
 
 def _engine(fn: Kernel, args: tuple[object, ...], backend: CudaBackend, *, flush: bool = False) -> float:
-    return measure(fn, *args, policy=Policy(flush=flush), backend=backend).time_s
+    return measure(fn, *args, policy=Policy(), backend=backend, cache=FLUSHED if flush else WARM).time_s
 
 
 def _torch_events(torch: Any, fn: Kernel, args: tuple[object, ...]) -> float:

@@ -70,7 +70,6 @@ def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy
     return Policy(
         stat=keywords.get("stat", s.stat),
         max_time_s=float(keywords.get("max_time", s.max_time)),
-        flush=cache_of(settings, keywords) == "cold",
     )
 
 
