@@ -86,11 +86,11 @@ def is_torch(value: object) -> bool:
 
 
 def gpu_of(value: object) -> int | None:
-    """The index of the GPU that holds ``value``'s memory; None for host memory."""
+    """The index of the CUDA (or ROCm) GPU that holds ``value``'s memory; None for any other memory."""
     device = getattr(value, "device", None)
     kind = getattr(device, "type", None)  # torch: device(type='cuda', index=0)
     if isinstance(kind, str):
-        return None if kind == "cpu" else int(getattr(device, "index", None) or 0)
+        return int(getattr(device, "index", None) or 0) if kind == "cuda" else None
     if has_attribute(value, "__cuda_array_interface__"):  # CuPy: a cupy.cuda.Device, its id
         return int(getattr(device, "id", 0) or 0)
     return None
