@@ -86,8 +86,8 @@ def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
     """One measurement as the plugin's session makes it (mode report: no re-measure)."""
     est: Estimate = estimate(kernel.op, dtype="fp64", device=cpu_device_with_levels(), **kernel.params)
     plan = plan_cache(
-        state, Policy(), op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn, args=kernel.args,
-        kwargs=kernel.kwargs, setup=None,
+        state, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn, args=kernel.args,
+        kwargs=kernel.kwargs, setup=None, budget_s=Policy().max_time_s,
     )  # fmt: skip
     if state == "warm" and (level := est.device.level_for(est.bytes)) is not None:
         est = at_level(est, level)
@@ -97,11 +97,12 @@ def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
         reference = cpu_calibration().probes.get(resource_of(est))
     probe = probe_for(reference) if reference is not None else None
     m = measure(
-        kernel.fn, *kernel.args, kwargs=kernel.kwargs, policy=plan.policy, backend=backend, probe=probe,
-        snapshot=take_snapshot, rotation=plan.rotation,
+        kernel.fn, *kernel.args, kwargs=kernel.kwargs, policy=Policy(), backend=backend, probe=probe,
+        snapshot=take_snapshot, cache=plan,
     )  # fmt: skip
+    plan.release()
     # the plugin's --roofline-latency-floor on: an empty call timed as the kernel is, flushed or not
-    latency = cpu_latency_floor(flushed=plan.rotation is None and plan.policy.flush).floor_s
+    latency = cpu_latency_floor(flushed=plan.flush).floor_s
     return result_of(est, [m], 0.01, reference=reference, peak=cpu_peak(), latency_floor_s=latency)
 
 

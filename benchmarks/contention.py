@@ -41,9 +41,9 @@ from pytest_roofline.model.ceilings import resource_of  # noqa: E402
 from pytest_roofline.model.estimate import estimate  # noqa: E402
 from pytest_roofline.model.verdict import Verdict, judge  # noqa: E402
 from pytest_roofline.timing import Policy, measure  # noqa: E402
+from pytest_roofline.timing.cache import plan_cache  # noqa: E402
 from pytest_roofline.timing.contention import take_snapshot  # noqa: E402
 from pytest_roofline.timing.cpu import CpuBackend  # noqa: E402
-from pytest_roofline.timing.flushing import choose_flush  # noqa: E402
 from pytest_roofline.timing.probes import probe_for  # noqa: E402
 
 NEIGHBOUR = ROOT.parent / "shared" / "tools" / "neighbour.py"
@@ -117,11 +117,15 @@ def main() -> None:
                 for name, op, params, fn in work:
                     est = estimate(op, device=device, **params)  # type: ignore[arg-type]
                     reference = calibration.probes[resource_of(est)]
-                    flush = choose_flush(est.bytes, device.llc_bytes, requested=True)
-                    policy = Policy(max_time_s=args.max_time, flush=flush.flush, flush_note=flush.note)
+                    # the plugin's plan for a closure: flushed, or an op past the cache
+                    cache = plan_cache(
+                        "cold", op_bytes=est.bytes, llc_bytes=device.llc_bytes, fn=fn, args=(), kwargs=None,
+                        setup=None,
+                    )  # fmt: skip
+                    policy = Policy(max_time_s=args.max_time)
                     for probed in (True, False):
                         m = measure(
-                            fn, policy=policy, backend=backend,
+                            fn, policy=policy, backend=backend, cache=cache,
                             probe=probe_for(reference) if probed else None, snapshot=take_snapshot,
                         )  # fmt: skip
                         wall.setdefault((name, probed), []).append(m.wall_s)

@@ -3,7 +3,7 @@
 For memory- and compute-bound numpy kernels from ~1 µs to ~20 ms, each round times every kernel
 four ways, one after the other, so the machine's drift hits them alike:
 
-- the engine **warm** (``flush=False``): the figure pytest-benchmark and timeit also measure;
+- the engine **warm** (``cache=WARM``): the figure pytest-benchmark and timeit also measure;
 - the engine **cold**, with the plugin's flush choice (:mod:`pytest_roofline.timing.flushing`:
   flushed below 2x the last-level cache, unflushed above, and never a batch);
 - pytest-benchmark with its defaults (its ``BenchmarkFixture``, driven in-process);
@@ -35,7 +35,7 @@ from reference import pytest_benchmark_median
 
 from pytest_roofline.model.stats import median_ci_ranks
 from pytest_roofline.model.units import seconds as format_seconds
-from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing import CachePlan, Policy, measure
 from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes
 from pytest_roofline.timing.flushing import choose_flush
 
@@ -84,7 +84,8 @@ def main() -> None:
                 start = time.perf_counter()
                 if method in ("warm", "cold"):
                     choice = choose_flush(nbytes, llc, requested=method == "cold")
-                    m = measure(fn, policy=Policy(flush=choice.flush), backend=backend)
+                    cold = "flush" if choice.flush else "past-cache" if method == "cold" else None
+                    m = measure(fn, policy=Policy(), backend=backend, cache=CachePlan(cold, choice.note))
                     value = m.time_s
                 elif method == "pytest-benchmark":
                     value = pytest_benchmark_median(fn)

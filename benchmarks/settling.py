@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from cpu_accuracy import timeit_median  # this folder is on the path: the script runs from it
 
-from pytest_roofline.timing import Policy, measure, sampling
+from pytest_roofline.timing import FLUSHED, WARM, Policy, measure, sampling
 from pytest_roofline.timing.cpu import CpuBackend
 
 BINS_S = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6)
@@ -52,7 +52,7 @@ def main() -> None:
 
     backend = CpuBackend()
     work: dict[str, Callable[[], object]] = {
-        "a cold measurement": lambda: measure(kernel, backend=backend, policy=Policy(flush=True)),
+        "a cold measurement": lambda: measure(kernel, backend=backend, policy=Policy(), cache=FLUSHED),
         "another kernel's timeit": lambda: timeit_median(other),
         "a 0.5 s sleep": lambda: time.sleep(0.5),
     }
@@ -72,15 +72,15 @@ def main() -> None:
                 sampling.slower_start = with_cut if cut else without_cut  # type: ignore[assignment]
                 work[name]()
                 start = time.perf_counter()
-                m = measure(kernel, backend=backend, policy=Policy(flush=False))
+                m = measure(kernel, backend=backend, policy=Policy(), cache=WARM)
                 walls[cut].append(time.perf_counter() - start)
                 ratios.setdefault((name, cut), []).append(m.time_s / reference)
                 cuts += [m.transient] if cut else []
             sampling.slower_start = with_cut
             if args.series:
                 work[name]()
-                series = Policy(flush=False, warmup_s=0.0, min_time_s=0.5, max_time_s=0.6, target_rel_ci=1e-9)
-                m = measure(kernel, backend=backend, policy=series)
+                series = Policy(warmup_s=0.0, min_time_s=0.5, max_time_s=0.6, target_rel_ci=1e-9)
+                m = measure(kernel, backend=backend, policy=series, cache=WARM)
                 _bin(m.samples_s, reference, bins[name])
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
 

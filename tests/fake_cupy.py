@@ -32,7 +32,12 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 
 ``cupy``: ``empty(shape, dtype)``, ``ones(shape, dtype)``, ``empty_like(a)``, ``copyto(dst, src)``,
 ``multiply(x, y, out=None)``, ``random.random(size, dtype)``, ``ndarray.astype(dtype)``, slicing
-(a view), ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
+(a view); an array lives on the GPU current when it was made (``.device.id``), speaks
+``__cuda_array_interface__``, and ``ndarray.copy(order="C")`` makes its copy on the *current* GPU, as
+CuPy's does ("This method makes a copy of a given array in the current device",
+``cupy/_core/core.pyx``), logged ``("copy", to_device, from_device)``; ``a[...] = b`` is a copy
+kernel on the current stream; ``get_default_memory_pool().free_all_blocks()`` is logged
+``("free_all_blocks",)``; ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
 ``.synchronize()``; ``cupyx.profiler.benchmark(func, args, n_repeat=..., n_warmup=...,
 max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``);
 ``matmul(a, b, out=None)``, ``zeros(shape, dtype)``, the dtypes ``uint8``, ``float16``, ``float32``,
@@ -177,8 +182,12 @@ class FakeArray:
         self.size = int(np.prod(self.shape))
         self.nbytes = self.size * self.dtype.itemsize
         self.data = types.SimpleNamespace(ptr=next(self._ptrs))
-        self.flags = types.SimpleNamespace(c_contiguous=True)
+        self.flags = types.SimpleNamespace(c_contiguous=True, f_contiguous=self.ndim <= 1)
         self.world: FakeCupy | None = None
+        #: the GPU that holds it (``cupy.cuda.Device``'s ``id``): the current one when it was made
+        self.device = types.SimpleNamespace(id=0)
+        #: what it holds, as a test writes it (a copy has its array's)
+        self.values: object = None
 
     @property
     def ndim(self) -> int:
@@ -189,6 +198,40 @@ class FakeArray:
         view = FakeArray(np.broadcast_to(np.empty((), dtype=bool), self.shape)[key].shape, self.dtype)
         view.world = self.world
         return view
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        steps, step = [], self.dtype.itemsize
+        for size in reversed(self.shape):
+            steps.insert(0, step)
+            step *= size
+        return tuple(steps)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        typestr = self.dtype.str if hasattr(self.dtype, "str") else f"|V{self.dtype.itemsize}"
+        return {
+            "shape": self.shape,
+            "typestr": typestr,
+            "strides": None,
+            "data": (self.data.ptr, False),
+            "version": 3,
+        }
+
+    def copy(self, order: str = "C") -> FakeArray:
+        """A copy on the *current* GPU, whatever GPU holds this one (CuPy's ``ndarray.copy``)."""
+        assert self.world is not None
+        copy = self.world.cupy.empty(self.shape, self.dtype)
+        copy.values = self.values
+        self.world.log.append(("copy", self.world.current_device, self.device.id))
+        self.world.launch(self.world.current_stream, "copy")
+        return copy
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``a[...] = b``: a copy kernel on the current stream."""
+        assert self.world is not None
+        self.values = getattr(value, "values", value)
+        self.world.launch(self.world.current_stream, "copy")
 
     def astype(self, dtype: Any) -> FakeArray:
         """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
@@ -331,7 +374,7 @@ class FakeDevice:
         return {"MultiProcessorCount": int(str(self.world.properties.get("multiProcessorCount", 1)))}
 
     def synchronize(self) -> None:
-        self.world.device_sync(("synchronize", "device"))
+        self.world.device_sync(("synchronize", f"device:{self.id}"))
 
     def __enter__(self) -> FakeDevice:
         if not 0 <= self.id < self.world.device_count:
@@ -622,6 +665,7 @@ class FakeCupy:
                 world.device_sync(("grow", array.nbytes))  # cudaMalloc synchronizes
             world.log.append(("alloc", array.nbytes))
             array.world = world
+            array.device = types.SimpleNamespace(id=world.current_device)
             return array
 
         def random_random(size: int | tuple[int, ...], dtype: Any = np.float64) -> FakeArray:
@@ -752,6 +796,13 @@ class FakeCupy:
         cupy.uint8, cupy.float16, cupy.float32, cupy.float64 = np.uint8, np.float16, np.float32, np.float64
         cupy.int32, cupy.uint64 = np.int32, np.uint64
         cupy.zeros = alloc
+
+        class MemoryPool:
+            def free_all_blocks(self, stream: Any = None) -> None:
+                world.log.append(("free_all_blocks",))
+
+        pool = MemoryPool()
+        cupy.get_default_memory_pool = lambda: pool
         return cupy
 
 

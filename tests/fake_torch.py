@@ -16,14 +16,19 @@ signatures (``torch/cuda/__init__.py``, ``torch/cuda/streams.py``):
 ``kernel()`` stands in for a PyTorch op: it launches on PyTorch's current stream, through the fake
 CuPy's ``launch`` (so it is captured only when that stream captures, and is refused on the legacy
 stream while another one captures, as CUDA does).
+
+``torch.cuda.synchronize(device=None)`` is logged ``("synchronize", "torch:<device>")`` and
+``torch.cuda.empty_cache()`` ``("empty_cache",)``. ``torch.Tensor`` is :class:`FakeTensor` and
+``torch.nn.Parameter`` :class:`FakeParameter`, usable without installing the module too.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -119,9 +124,167 @@ class FakeTorch:
             index = fake.world.current_device if device is None else int(device)
             return FakeTorchStream(fake.world, stream_ptr, index, f"external:{stream_ptr}")
 
+        def synchronize(device: Any = None) -> None:
+            index = fake.world.current_device if device is None else int(device)
+            fake.world.device_sync(("synchronize", f"torch:{index}"))
+
         cuda.is_initialized = is_initialized
         cuda.current_stream = current_stream
         cuda.stream = stream
         cuda.Stream = new_stream
         cuda.ExternalStream = external_stream
+        cuda.synchronize = synchronize
+        cuda.empty_cache = lambda: fake.world.log.append(("empty_cache",))
+        torch.Tensor = FakeTensor
+        torch.nn = types.ModuleType("torch.nn")
+        torch.nn.Parameter = FakeParameter
         return torch
+
+
+class FakeTensor:
+    """A ``torch.Tensor`` as the plugin sees one, with PyTorch's rules where they bite
+    (``torch/_tensor.py``, ``torch/nn/parameter.py``):
+
+    - ``__cuda_array_interface__`` raises AttributeError on a CPU tensor and **RuntimeError** on a
+      CUDA tensor that requires grad (``hasattr`` swallows only the first);
+    - ``clone()`` keeps the strides of a dense tensor (``torch.preserve_format``: ``channels_last``
+      too) and makes a non-dense one contiguous; a clone of a tensor that requires grad is not a
+      leaf (``grad_fn``), and only a leaf's ``requires_grad_`` may be set;
+    - ``detach()`` shares the data and requires no grad; ``copy_`` into a leaf that requires grad
+      raises; ``view`` shares the data.
+
+    ``values`` stands for what it holds: a clone or ``copy_`` carries it over.
+    """
+
+    _ptrs = itertools.count(0x10_0000_0000, 0x100_0000)
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        *,
+        device: str = "cuda",
+        index: int = 0,
+        itemsize: int = 4,
+        requires_grad: bool = False,
+        strides: Sequence[int] | None = None,
+        data_ptr: int | None = None,
+        values: object = None,
+    ) -> None:
+        self.shape = tuple(shape)
+        self.device = types.SimpleNamespace(type=device, index=index if device != "cpu" else None)
+        self.itemsize = itemsize
+        self.strides = tuple(strides) if strides is not None else _c_strides(self.shape)
+        self.ptr = next(self._ptrs) if data_ptr is None else data_ptr
+        self.requires_grad = requires_grad
+        self.grad_fn: str | None = None
+        self.is_meta = False
+        self.values = values
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.itemsize
+
+    def numel(self) -> int:
+        count = 1
+        for size in self.shape:
+            count *= size
+        return count
+
+    def element_size(self) -> int:
+        return self.itemsize
+
+    def stride(self) -> tuple[int, ...]:
+        return self.strides
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def is_contiguous(self, memory_format: object = None) -> bool:
+        return self.strides == _c_strides(self.shape)
+
+    def __dlpack__(self, **kwargs: object) -> object:
+        return object()
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self.device.type != "cuda":
+            raise AttributeError(
+                "Can't get __cuda_array_interface__ on non-CUDA tensor type: torch.FloatTensor If CUDA data"
+                " is required use tensor.cuda() to copy tensor to device memory."
+            )
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients aren't"
+                " required, use var.detach() to get Variable that doesn't require grad."
+            )
+        strides = None if self.is_contiguous() else tuple(s * self.itemsize for s in self.strides)
+        return {"typestr": f"<f{self.itemsize}", "shape": self.shape, "strides": strides,
+                "data": (self.ptr, False), "version": 2}  # fmt: skip
+
+    def _like(self, *, ptr: int | None, strides: Sequence[int]) -> FakeTensor:
+        return FakeTensor(
+            self.shape, device=self.device.type, index=self.device.index or 0, itemsize=self.itemsize,
+            strides=strides, data_ptr=ptr, values=self.values,
+        )  # fmt: skip
+
+    def detach(self) -> FakeTensor:
+        return self._like(ptr=self.ptr, strides=self.strides)
+
+    def clone(self, memory_format: object = None) -> FakeTensor:
+        dense = sorted((s, n) for s, n in zip(self.strides, self.shape, strict=True) if n != 1)
+        expected, keeps = 1, True
+        for stride, size in dense:
+            keeps, expected = keeps and stride == expected, expected * size
+        copy = self._like(ptr=None, strides=self.strides if keeps else _c_strides(self.shape))
+        if self.requires_grad:
+            copy.requires_grad, copy.grad_fn = True, "CloneBackward0"
+        return copy
+
+    def requires_grad_(self, requires_grad: bool = True) -> FakeTensor:
+        if not self.is_leaf:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed"
+                " variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        self.requires_grad = requires_grad
+        return self
+
+    def copy_(self, src: FakeTensor) -> FakeTensor:
+        if self.requires_grad and self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        self.values = src.values
+        return self
+
+    def view(self, *shape: int) -> FakeTensor:
+        known = -self.numel() // math.prod(shape) if -1 in shape else None  # one -1: what the rest leaves
+        view = self._like(ptr=self.ptr, strides=self.strides)
+        view.shape = tuple(known if size == -1 else size for size in shape)
+        view.strides = _c_strides(view.shape)
+        return view
+
+
+class FakeParameter(FakeTensor):
+    """``torch.nn.Parameter(data, requires_grad=True)``: a leaf sharing ``data``'s memory; its
+    ``clone()`` and ``detach()`` are plain tensors, as PyTorch's are."""
+
+    def __init__(self, data: FakeTensor, requires_grad: bool = True) -> None:
+        super().__init__(
+            data.shape, device=data.device.type, index=data.device.index or 0, itemsize=data.itemsize,
+            strides=data.strides, data_ptr=data.ptr, requires_grad=requires_grad, values=data.values,
+        )  # fmt: skip
+
+
+def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    steps: list[int] = []
+    step = 1
+    for size in reversed(shape):
+        steps.insert(0, step)
+        step *= size
+    return tuple(steps)

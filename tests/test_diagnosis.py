@@ -243,8 +243,8 @@ def test_a_result_gives_its_achieved_fractions() -> None:
     )  # fmt: skip
     measured = Measurement(
         samples_s=(time_s,) * 9, calls_per_sample=1, stats=stats, stat="median", time_s=time_s, wall_s=0.1,
-        warmup_calls=3, warmup_s=0.03, backend="cuda", device="NVIDIA H100 80GB HBM3", flushed=True,
-        stop_reason=StopReason.PRECISION, policy=Policy(flush=True),
+        warmup_calls=3, warmup_s=0.03, backend="cuda", device="NVIDIA H100 80GB HBM3",
+        cold_method="flush", stop_reason=StopReason.PRECISION, policy=Policy(),
     )  # fmt: skip
     result = Result(
         name="copy", estimate=est, measurement=measured, min_fraction=0.7,

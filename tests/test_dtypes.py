@@ -26,6 +26,7 @@ from pytest_roofline.model.verdict import Verdict, failure_message, judge, resul
 from pytest_roofline.output.report import result_record
 from pytest_roofline.output.table import table_rows
 from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.engine import measure
 
 P = Precision
@@ -478,7 +479,7 @@ def test_a_peaks_file_integer_peak_is_used(tmp_path: Path) -> None:
 
 def int32_result(seconds: float = 1e-3, device: Device = H100) -> Any:
     est = estimate("elementwise", dtype="int32", device=device, n=2**26)
-    m = measure(lambda: None, policy=Policy(flush=False), backend=FakeBackend(seconds))
+    m = measure(lambda: None, policy=Policy(), cache=WARM, backend=FakeBackend(seconds))
     return result_of(est, [m], 0.5)
 
 
@@ -524,9 +525,9 @@ def test_the_cpu_theoretical_peak_does_not_bound_integer_operations() -> None:
                  Figure(1e9, Source.MEASURED))  # fmt: skip
     est = estimate("elementwise", dtype="int32", device=cpu, n=1000, flops_per_element=10**6)
     peak = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)  # 256 GFLOP/s fp32
-    m = measure(lambda: None, policy=Policy(flush=False), backend=FakeBackend(1.0))  # 1 G int ops/s
+    m = measure(lambda: None, policy=Policy(), cache=WARM, backend=FakeBackend(1.0))  # 1 G int ops/s
     assert est.flops / m.time_s > peak.flops(P.FP32) / 1000
-    m = measure(lambda: None, policy=Policy(flush=False), backend=FakeBackend(1e-3))  # 1 T int ops/s
+    m = measure(lambda: None, policy=Policy(), cache=WARM, backend=FakeBackend(1e-3))  # 1 T int ops/s
     assert judge(est, m, 0.5, peak=peak).verdict is not Verdict.FASTER_THAN_LIGHT
     fp32 = estimate("elementwise", dtype="fp32", device=cpu, n=1000, flops_per_element=10**6)
     assert judge(fp32, m, 0.5, peak=peak).verdict is Verdict.FASTER_THAN_LIGHT  # as before, for floats

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -8,12 +9,9 @@ from typing import Any
 import pytest
 from fakes import FakeBackend, Run
 
-from pytest_roofline.timing import Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.timing import FLUSHED, WARM, Measurement, Policy, StopReason, engine, measure
 from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import CpuBackend
-
-#: a warm measurement: batched when a call is short (a cold one flushes before every call)
-WARM = Policy(flush=False)
 
 
 def noop() -> None:
@@ -71,7 +69,7 @@ def test_warmup_takes_two_rounds_even_when_one_call_is_enough() -> None:
 def test_first_call_is_neither_a_sample_nor_the_estimate() -> None:
     # a 1 s first call (compilation) followed by 1 µs calls: batching must see the 1 µs
     backend = FakeBackend([1.0, 1e-6], resolution_s=1e-6)
-    m = measure(noop, policy=WARM, backend=backend)
+    m = measure(noop, cache=WARM, backend=backend)
     assert m.calls_per_sample == 100
     assert max(m.samples_s) == pytest.approx(1e-6)
     assert backend.runs[0] == Run(1, 1, False)
@@ -94,8 +92,8 @@ def test_first_call_is_neither_a_sample_nor_the_estimate() -> None:
 )
 def test_batching(per_call: float, resolution: float, batch_factor: float, k: int) -> None:
     backend = FakeBackend(per_call, resolution_s=resolution)
-    policy = Policy(warmup_s=1e-3, batch_factor=batch_factor, flush=False)
-    m = measure(noop, policy=policy, backend=backend)
+    policy = Policy(warmup_s=1e-3, batch_factor=batch_factor)
+    m = measure(noop, policy=policy, backend=backend, cache=WARM)
     assert m.calls_per_sample == k
     assert all(r.calls == k for r in sampling_runs(backend, m))
     # per-call time is the window divided by k
@@ -107,7 +105,7 @@ def test_a_cold_request_is_never_batched_warm(per_call: float, cache: str) -> No
     # a flush comes before every call, however short: a batch of k would make k - 1 of them warm
     backend = FakeBackend(per_call, resolution_s=1e-6)
     flush = cache == "cold"
-    m = measure(noop, policy=Policy(warmup_s=1e-3, flush=flush), backend=backend)
+    m = measure(noop, policy=Policy(warmup_s=1e-3), cache=FLUSHED if flush else WARM, backend=backend)
     assert all(r.flush == flush for r in sampling_runs(backend, m))
     assert (m.flushed, m.cache) == (flush, cache)
     assert m.calls_per_sample == (1 if flush or per_call >= 1e-4 else 100)
@@ -118,7 +116,7 @@ def test_a_cold_request_is_never_batched_warm(per_call: float, cache: str) -> No
 
 def test_batching_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "MAX_CALLS_PER_SAMPLE", 50)
-    m = measure(noop, policy=Policy(warmup_s=1e-6, flush=False), backend=FakeBackend(1e-9, resolution_s=1e-6))
+    m = measure(noop, policy=Policy(warmup_s=1e-6), cache=WARM, backend=FakeBackend(1e-9, resolution_s=1e-6))
     assert m.calls_per_sample == 50
 
 
@@ -127,10 +125,8 @@ def test_per_call_samples_divide_windows_by_k() -> None:
     calls_per_window = 50
     durations = [2e-6, 2e-6] + ([2e-6] * 48 + [3e-6] * 2) * 20
     backend = FakeBackend(durations, resolution_s=1e-6)
-    policy = Policy(
-        warmup_s=0.0, batch_factor=calls_per_window * 2, min_samples=3, max_samples=3, flush=False
-    )
-    m = measure(noop, policy=policy, backend=backend)
+    policy = Policy(warmup_s=0.0, batch_factor=calls_per_window * 2, min_samples=3, max_samples=3)
+    m = measure(noop, policy=policy, backend=backend, cache=WARM)
     assert m.calls_per_sample == calls_per_window
     assert m.samples_s == pytest.approx([(48 * 2e-6 + 2 * 3e-6) / 50] * 3)
 
@@ -161,7 +157,7 @@ def test_precision_waits_for_the_minimum_span_from_10us_a_call() -> None:
 def test_kernels_below_10us_need_no_minimum_span(per_call: float, resolution: float) -> None:
     # batched or not: a suite of such tests would pay the span per test, for nothing measurable
     backend = FakeBackend(per_call, resolution_s=resolution)
-    m = measure(noop, policy=WARM, backend=backend)
+    m = measure(noop, cache=WARM, backend=backend)
     assert (m.stop_reason, m.stats.n) == (StopReason.PRECISION, 10)
     assert m.calls_per_sample > 1 if resolution == 1e-6 else m.calls_per_sample == 1
 
@@ -208,8 +204,10 @@ def test_stops_on_time() -> None:
 def test_does_not_start_a_round_that_would_overrun_the_time_budget() -> None:
     # 10 ms warm-up calls, then samples of 0.1 s and 0.2 s: rounds of 3, 3 and 2 leave 0.08 s,
     # which affords no sample of the 0.15 s they average
-    policy = Policy(warmup_s=0.0, min_samples=3, max_time_s=1.3, flush=False)
-    m = measure(noop, policy=policy, backend=FakeBackend(lambda i: 0.01 if i < 2 else (0.1, 0.2)[i % 2]))
+    policy = Policy(warmup_s=0.0, min_samples=3, max_time_s=1.3)
+    m = measure(
+        noop, policy=policy, backend=FakeBackend(lambda i: 0.01 if i < 2 else (0.1, 0.2)[i % 2]), cache=WARM
+    )
     assert m.stop_reason is StopReason.TIME
     assert m.stats.n == 8
     assert m.wall_s == pytest.approx(1.22)
@@ -272,7 +270,7 @@ def test_a_zero_median_with_spread_never_counts_as_precise() -> None:
 @pytest.mark.parametrize("flush", [True, False])
 def test_flush_flag_reaches_the_backend_for_samples_only(flush: bool) -> None:
     backend = FakeBackend(1e-3)
-    m = measure(noop, policy=Policy(flush=flush), backend=backend)
+    m = measure(noop, policy=Policy(), cache=FLUSHED if flush else WARM, backend=backend)
     warmup, sampling = backend.split_runs(m.warmup_calls)
     assert not any(r.flush for r in warmup)
     assert all(r.flush is flush for r in sampling)
@@ -315,8 +313,8 @@ def test_stat_selects_the_verdict_time(stat: Any, expected: float) -> None:
 
 
 def test_measurement_describes_its_origin() -> None:
-    policy = Policy(flush=False, min_time_s=0)
-    m = measure(noop, policy=policy, backend=FakeBackend(1e-3, device_name="Fake GPU 9000"))
+    policy = Policy(min_time_s=0)
+    m = measure(noop, policy=policy, backend=FakeBackend(1e-3, device_name="Fake GPU 9000"), cache=WARM)
     assert (m.backend, m.device, m.policy) == ("fake", "Fake GPU 9000", policy)
     assert isinstance(m.samples_s, tuple)
     assert len(m.samples_s) == m.stats.n
@@ -372,7 +370,7 @@ def test_kernel_receives_its_keywords() -> None:
 def test_setup_runs_before_every_call_outside_its_window(flush: bool) -> None:
     backend = FakeBackend(1e-3, flush_s=0.002)
     setup = SetupLog(backend, cost_s=0.005)
-    m = measure(noop, setup=setup, policy=Policy(flush=flush), backend=backend)
+    m = measure(noop, setup=setup, policy=Policy(), cache=FLUSHED if flush else WARM, backend=backend)
     # warm-up and samples alike: every window is one call, setup (then the flush) right before it
     assert setup.calls == backend.calls == m.warmup_calls + len(m.samples_s)
     assert all(r.calls == 1 and r.samples == 1 for r in backend.runs)
@@ -385,7 +383,7 @@ def test_setup_runs_before_every_call_outside_its_window(flush: bool) -> None:
     assert m.cache_note == (
         "cold: setup, then a cache flush, before every call (one call per sample)"
         if flush
-        else "warm: flush off; setup before every call (one call per sample)"
+        else "warm; setup before every call (one call per sample)"
     )
 
 
@@ -395,7 +393,7 @@ def test_setup_means_one_call_per_sample() -> None:
     m = measure(noop, setup=SetupLog(backend), policy=Policy(warmup_s=1e-6, max_samples=20), backend=backend)
     assert m.calls_per_sample == 1
     assert (
-        measure(noop, policy=Policy(warmup_s=1e-6, flush=False), backend=FakeBackend(1e-8)).calls_per_sample
+        measure(noop, policy=Policy(warmup_s=1e-6), cache=WARM, backend=FakeBackend(1e-8)).calls_per_sample
         > 1
     )
 
@@ -517,8 +515,8 @@ def test_kernel_exception_propagates_unchanged() -> None:
 def test_default_backend_is_one_cpu_backend_per_process() -> None:
     assert isinstance(engine._default_backend(), CpuBackend)
     assert engine._default_backend() is engine._default_backend()
-    policy = Policy(warmup_s=0.0, min_samples=2, max_samples=3, max_time_s=0.01, flush=False)
-    m = measure(noop, policy=policy)
+    policy = Policy(warmup_s=0.0, min_samples=2, max_samples=3, max_time_s=0.01)
+    m = measure(noop, policy=policy, cache=WARM)
     assert m.backend == "cpu"
     assert m.device
     assert 2 <= m.stats.n <= 3
@@ -530,13 +528,10 @@ def test_default_backend_is_one_cpu_backend_per_process() -> None:
 def test_policy_defaults() -> None:
     p = Policy()
     assert (p.warmup_s, p.warmup_calls, p.min_samples, p.max_samples) == (0.025, 2, 10, 10_000)
-    assert (p.max_time_s, p.target_rel_ci, p.flush, p.batch_factor, p.stat) == (
-        1.0,
-        0.01,
-        True,
-        100.0,
-        "median",
-    )
+    assert (p.max_time_s, p.target_rel_ci, p.batch_factor, p.stat) == (1.0, 0.01, 100.0, "median")
+    # how the cache is kept is the cache plan's, not a policy's: without one, a flush before every call
+    assert inspect.signature(measure).parameters["cache"].default is FLUSHED
+    assert not hasattr(p, "flush")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import pytest
 from fakes import FakeBackend, FakeClock
 
-from pytest_roofline.timing import Policy, StopReason, measure
+from pytest_roofline.timing import FLUSHED, WARM, CachePlan, Policy, StopReason, measure
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Probe
 from pytest_roofline.timing.contention import Snapshot
 
@@ -41,8 +41,8 @@ def test_min_samples_give_way_to_the_budget() -> None:
 
 def test_a_first_round_is_sized_by_what_the_budget_affords() -> None:
     # 10 ms calls, 70 ms left after warm-up: 7 samples fit where 10 are the default minimum
-    policy = Policy(max_time_s=0.09, warmup_s=0.02, warmup_calls=1, flush=False)
-    m = measure(noop, policy=policy, backend=FakeBackend(0.01))
+    policy = Policy(max_time_s=0.09, warmup_s=0.02, warmup_calls=1)
+    m = measure(noop, policy=policy, backend=FakeBackend(0.01), cache=WARM)
     assert m.warmup_s == pytest.approx(0.02)
     assert m.stats.n == 7
     assert m.wall_s == pytest.approx(policy.max_time_s)
@@ -59,20 +59,20 @@ def test_enough_budget_is_not_low_confidence() -> None:
 def test_a_flush_is_never_traded_for_a_batch() -> None:
     # a 100 ns kernel on a 100 ns timer would be batched warm; asked cold, it is flushed call by call
     backend = FakeBackend(1e-7, resolution_s=1e-7)
-    m = measure(noop, policy=Policy(flush=True), backend=backend)
+    m = measure(noop, policy=Policy(), cache=FLUSHED, backend=backend)
     assert m.calls_per_sample == 1
     sampling = backend.events[backend.events.index("flush") :]
     assert sampling == ["flush", "window"] * m.stats.n
     assert m.flushed
     assert m.cache_note.startswith("cold: cache flushed before every call (one call per sample")
-    warm = measure(noop, policy=Policy(flush=False), backend=FakeBackend(1e-7, resolution_s=1e-7))
+    warm = measure(noop, policy=Policy(), cache=WARM, backend=FakeBackend(1e-7, resolution_s=1e-7))
     assert warm.calls_per_sample > 1
-    assert warm.cache_note.startswith("warm: ")
+    assert warm.cache_note == f"warm; {warm.calls_per_sample} calls per sample"
 
 
 def test_an_unbatched_sample_is_flushed_before_every_window() -> None:
     backend = FakeBackend(1e-3)
-    m = measure(noop, policy=Policy(flush=True), backend=backend)
+    m = measure(noop, policy=Policy(), cache=FLUSHED, backend=backend)
     sampling = backend.events[backend.events.index("flush") :]
     assert sampling == ["flush", "window"] * m.stats.n
     assert m.flushed
@@ -80,10 +80,10 @@ def test_an_unbatched_sample_is_flushed_before_every_window() -> None:
 
 
 def test_why_a_flush_was_skipped_is_kept() -> None:
-    m = measure(
-        noop, policy=Policy(flush=False, flush_note="the op moves 4.0x the LLC"), backend=FakeBackend(1e-3)
-    )
-    assert m.cache_note == "warm: the op moves 4.0x the LLC"
+    past = CachePlan("past-cache", "no flush needed: the op moves 4.0x the LLC")
+    m = measure(noop, cache=past, backend=FakeBackend(1e-3))
+    assert m.cache_note == "cold: no flush needed: the op moves 4.0x the LLC"
+    assert (m.cold_method, m.cache_reason) == ("past-cache", past.note)
 
 
 # -- probes ---------------------------------------------------------------------------------------
@@ -120,8 +120,8 @@ def probe(work: float = 1e6) -> Probe:
 def test_probes_run_before_between_and_after_the_rounds() -> None:
     backend = ProbedBackend(0, 0.001)
     backend._durations = alternating = lambda i: (0.02, 0.03)[i % 2]  # never precise: samples all 1 s
-    policy = Policy(flush=False, probe_interval_s=0.1, max_time_s=1.0)
-    m = measure(noop, policy=policy, backend=backend, probe=probe())
+    policy = Policy(probe_interval_s=0.1, max_time_s=1.0)
+    m = measure(noop, policy=policy, backend=backend, probe=probe(), cache=WARM)
     assert alternating(0) == 0.02
     sampling = backend.events[backend.events.index("probe") :]
     assert sampling[0] == "probe"
@@ -142,7 +142,7 @@ def test_probes_run_before_between_and_after_the_rounds() -> None:
 def test_with_setup_the_call_that_rewarms_after_a_probe_has_its_setup_too() -> None:
     backend = ProbedBackend(0.02, 0.001)
     m = measure(
-        noop, setup=lambda: backend.events.append("setup"), policy=Policy(flush=False, max_time_s=0.5),
+        noop, setup=lambda: backend.events.append("setup"), policy=Policy(max_time_s=0.5), cache=WARM,
         backend=backend, probe=probe(),
     )  # fmt: skip
     assert m.probe is not None
@@ -158,7 +158,7 @@ def test_with_setup_the_call_that_rewarms_after_a_probe_has_its_setup_too() -> N
 
 def test_probe_time_is_paid_from_the_budget() -> None:
     backend = ProbedBackend(0.02, 0.01)
-    m = measure(noop, policy=Policy(flush=False, max_time_s=0.5), backend=backend, probe=probe())
+    m = measure(noop, policy=Policy(max_time_s=0.5), cache=WARM, backend=backend, probe=probe())
     # the last probe and one round may overrun; nothing else does
     assert m.wall_s <= 0.5 + 0.1 + 0.01 + 1e-9
 
@@ -166,7 +166,7 @@ def test_probe_time_is_paid_from_the_budget() -> None:
 def test_the_probe_statistic_follows_the_kernels() -> None:
     rates = [0.001, 0.002, 0.004]
     backend = ProbedBackend(1e-3, lambda i: rates[i % 3])
-    m = measure(noop, policy=Policy(flush=False, stat="min"), backend=backend, probe=probe(1.0))
+    m = measure(noop, policy=Policy(stat="min"), cache=WARM, backend=backend, probe=probe(1.0))
     assert m.probe is not None
     assert m.probe.value("min") == pytest.approx(1000.0)  # the best rate goes with the best time
     assert m.probe.value("median") == m.probe.stats.median
@@ -210,7 +210,7 @@ class PreemptingBackend(FakeBackend):
 
 def test_preempted_samples_are_left_out_while_enough_remain() -> None:
     backend = PreemptingBackend(1e-3, every=4)
-    m = measure(noop, policy=Policy(flush=False, warmup_s=0.0), backend=backend)
+    m = measure(noop, policy=Policy(warmup_s=0.0), cache=WARM, backend=backend)
     assert m.excluded > 0
     assert m.stats.n == len(m.samples_s) - m.excluded
     assert m.stats.max == pytest.approx(1e-3)  # the 10x windows are not in the statistics
@@ -219,7 +219,7 @@ def test_preempted_samples_are_left_out_while_enough_remain() -> None:
 
 def test_when_most_samples_are_preempted_all_are_kept() -> None:
     backend = PreemptingBackend(1e-3, every=1)
-    m = measure(noop, policy=Policy(flush=False, warmup_s=0.0, max_time_s=0.1), backend=backend)
+    m = measure(noop, policy=Policy(warmup_s=0.0, max_time_s=0.1), cache=WARM, backend=backend)
     assert m.excluded == 0
     assert m.stats.n == len(m.samples_s)
 
@@ -235,7 +235,7 @@ def test_contention_is_read_around_the_sampling_phase() -> None:
     backend.fake_clock = clock
     before = Snapshot(wall_s=0.0, cpu_s=0.0, steal_jiffies=100, total_jiffies=1000, load_avg=0.5)
     after = Snapshot(wall_s=1.0, cpu_s=1.0, steal_jiffies=301, total_jiffies=2000, load_avg=5.0)
-    m = measure(noop, policy=Policy(flush=False), backend=backend, snapshot=snapshots(before, after))
+    m = measure(noop, policy=Policy(), cache=WARM, backend=backend, snapshot=snapshots(before, after))
     c = m.contention
     assert c is not None
     assert c.samples == len(m.samples_s)
@@ -251,11 +251,11 @@ def test_no_reader_no_contention() -> None:
 
 def test_an_op_past_the_cache_is_not_rewarmed_after_a_probe() -> None:
     calls = {}
-    for rewarm in (True, False):
+    for rewarm, cache in ((True, WARM), (False, CachePlan("past-cache"))):
         backend = ProbedBackend(0, 0.001)
         backend._durations = lambda i: (0.02, 0.03)[i % 2]  # never precise: stops at max_samples
-        policy = Policy(flush=False, rewarm=rewarm, min_samples=10, max_samples=20, max_time_s=100.0)
-        m = measure(noop, policy=policy, backend=backend, probe=probe())
+        policy = Policy(min_samples=10, max_samples=20, max_time_s=100.0)
+        m = measure(noop, policy=policy, backend=backend, probe=probe(), cache=cache)
         calls[rewarm] = (backend.calls, backend.probes, m.warmup_calls)
     plain, _, warmup = calls[False]
     assert plain == warmup + 20  # warm-up and the samples, nothing else
@@ -265,7 +265,7 @@ def test_an_op_past_the_cache_is_not_rewarmed_after_a_probe() -> None:
 def test_a_probe_warms_up_before_its_first_timed_call() -> None:
     backend = ProbedBackend(1e-3, lambda i: 0.01 if i == 0 else 0.001)  # a cold first call
     warm = Probe("matmul", "fp32", 1e6, probe().fn, warmup_calls=1)
-    m = measure(noop, policy=Policy(flush=False), backend=backend, probe=warm)
+    m = measure(noop, policy=Policy(), cache=WARM, backend=backend, probe=warm)
     assert m.probe is not None
     assert backend.probes == len(m.probe.rates) + 1
     assert min(m.probe.rates) == pytest.approx(1e6 / 0.001)  # the cold call was not timed

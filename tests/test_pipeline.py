@@ -114,3 +114,43 @@ def test_a_steps_error_propagates_as_raised_unless_the_caller_says_how_it_fails(
     with pytest.raises(RuntimeError, match="failed: stream="):
         measured(call, devices, failing_the_test=Recording)
     assert caught == [(RooflineError,)]  # only the plugin's own errors are the test's failure
+
+
+def test_rotations_copies_are_made_inside_the_devices_window_and_dropped_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+
+    from pytest_roofline.timing import rotation
+
+    monkeypatch.setattr(rotation, "CYCLE_MULTIPLE", 0)  # a cycle of 1 MiB: the rules, few copies
+    monkeypatch.setattr(rotation, "MIN_CYCLE_MULTIPLE", 0)
+    monkeypatch.setattr(rotation, "MIN_CYCLE_BYTES", 2**20)
+    events: list[str] = []
+
+    class Watched(TableDevices):
+        @contextlib.contextmanager
+        def measuring(self, spec: str) -> Iterator[None]:
+            events.append("lock")
+            yield
+            events.append("unlock")
+
+    def release(self: rotation.Rotation) -> None:  # the copies' memory goes back here
+        events.append("released")
+
+    real_plan = rotation.plan_rotation
+
+    def plan_rotation(*args: Any, **kwargs: Any) -> Any:
+        events.append("copies")
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(rotation.Rotation, "release", release)
+    monkeypatch.setattr("pytest_roofline.timing.cache.plan_rotation", plan_rotation)
+    x, y = np.ones(2**16, dtype=np.float32), np.empty(2**16, dtype=np.float32)
+    call = request(params={"n": 2**16})
+    kernel = KernelCall(np.copyto, (y, x))
+    result = measure_call(
+        call, kernel, devices=Watched(FakeBackend(1e-6)), state=state(), nodeid="t", remeasure=False
+    )
+    assert result.measurement.cold_method == "rotation"
+    assert events == ["lock", "copies", "released", "unlock"]

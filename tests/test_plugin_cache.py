@@ -116,32 +116,82 @@ def test_a_warm_miss_says_which_level_judged_it(rl: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*memory-bound at 500 GB/s*warm in L1, judged at 500 GB/s*"])
 
 
+SLOW_COPIES = """
+import pytest
+from conftest import BACKEND
+
+class SlowToCopy:
+    '''An array whose copies take COPY_S s each on the backend's clock.'''
+
+    __cuda_array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}
+    nbytes = 2**21  # 2 MiB: two sets cycle 4x the fake device's 1 MiB cache
+
+    def copy(self, order="K"):
+        BACKEND.fake_clock.advance(COPY_S)
+        return SlowToCopy()
+
+@pytest.mark.fake_time(1e-3)
+def test_slow_copies(roofline):
+    r = roofline.measure(lambda a: None, SlowToCopy(), op="copy", n=2**17, dtype="fp32")
+    m = r.measurement
+"""
+#: one copy made, paid from the measurement's budget
+PAID = """
+    assert (m.cold_method, m.rotation_copies) == ("rotation", 2)
+    assert m.policy.max_time_s == pytest.approx(1.0 - 0.1)
+"""
+#: more than a quarter of the budget: not made, flushed, and the note says why
+TOO_SLOW = """
+    assert m.cold_method == "flush"
+    assert m.cache_reason == (
+        "not rotated: making 1 copy of the arguments would take about 300.0 ms, more than 25% of the"
+        " 1000 ms time budget"
+    )
+"""
+
+
 @pytest.mark.usefixtures("small_cycles")
-def test_the_copies_are_paid_from_the_measurements_budget(rl: pytest.Pytester) -> None:
+@pytest.mark.parametrize(("copy_s", "check"), [(0.1, PAID), (0.3, TOO_SLOW)], ids=["paid", "too-slow"])
+def test_the_copies_are_paid_from_the_measurements_budget(
+    rl: pytest.Pytester, copy_s: float, check: str
+) -> None:
+    rl.makepyfile(SLOW_COPIES.replace("COPY_S", str(copy_s)) + check)
+    rl.makeconftest(fake_conftest(extra=LEVELS))
+    rl.runpytest("--roofline-max-time=1").assert_outcomes(passed=1)
+
+
+@pytest.mark.usefixtures("small_cycles")
+def test_a_setup_that_resets_an_input_in_place_keeps_rotation(rl: pytest.Pytester) -> None:
+    # docs/usage.md's setup=lambda: np.copyto(a, a0): every call starts from a0, on every set
     rl.makepyfile(
         """
+        import numpy as np
         import pytest
-        from conftest import BACKEND
 
-        class SlowToCopy:
-            '''An array whose copies take 0.1 s each on the backend's clock.'''
+        a0 = np.arange(4096.0)
+        a = a0.copy()
+        fresh = []
 
-            __cuda_array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}
-            nbytes = 2**21  # 2 MiB: two sets cycle 4x the fake device's 1 MiB cache
+        def sort_descending(x):
+            fresh.append(bool((x == a0).all()))
+            x[:] = x[::-1]
 
-            def copy(self, order="K"):
-                BACKEND.fake_clock.advance(0.1)
-                return SlowToCopy()
-
-        @pytest.mark.fake_time(1e-3)
-        def test_slow_copies(roofline):
-            r = roofline.measure(lambda a: None, SlowToCopy(), op="copy", n=2**17, dtype="fp32")
-            assert (r.measurement.cold_method, r.measurement.rotation_copies) == ("rotation", 2)
-            assert r.measurement.policy.max_time_s == pytest.approx(1.0 - 0.1)  # one copy made
+        @pytest.mark.fake_time(1e-6)
+        def test_in_place(roofline):
+            r = roofline.measure(
+                sort_descending, a, setup=lambda: np.copyto(a, a0), op="copy", n=4096, dtype="fp64"
+            )
+            m = r.measurement
+            assert m.cold_method == "rotation"
+            assert m.rotation_copies > 2
+            assert m.calls_per_sample == 1
+            assert "setup= resets your arrays after each call on them" in m.cache_note
+            assert len(fresh) > m.rotation_copies
+            assert all(fresh)
         """
     )
     rl.makeconftest(fake_conftest(extra=LEVELS))
-    rl.runpytest("--roofline-max-time=1").assert_outcomes(passed=1)
+    rl.runpytest().assert_outcomes(passed=1)
 
 
 # -- cache= and flush=: one setting, two spellings, the closer level winning ----------------------------

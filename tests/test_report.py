@@ -37,6 +37,7 @@ from pytest_roofline.output.table import (
     table_rows,
 )
 from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.cache import FLUSHED, WARM
 from pytest_roofline.timing.engine import measure
 
 DEVICE = Device(
@@ -54,7 +55,7 @@ DEVICE = Device(
 
 def a_result(op: str, seconds: float, *, name: str = "", flush: bool = True, **params: Any) -> Result:
     est = estimate(op, dtype="fp32", device=DEVICE, **params)
-    m = measure(lambda: None, policy=Policy(flush=flush), backend=FakeBackend(seconds))
+    m = measure(lambda: None, policy=Policy(), cache=FLUSHED if flush else WARM, backend=FakeBackend(seconds))
     return result_of(est, [m], 0.5, name=name)
 
 

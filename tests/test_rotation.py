@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from fakes import FakeBackend, Run
 
-from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing import CachePlan, Policy, measure
 from pytest_roofline.timing import rotation as rot
+from pytest_roofline.timing.copies import HostPool
 from pytest_roofline.timing.rotation import (
     MAX_ROTATION_BYTES,
     MIN_CYCLE_BYTES,
@@ -53,6 +54,11 @@ def plan(fn: Any, *args: object, kwargs: dict[str, object] | None = None, **kw: 
     return plan_rotation(fn, args, kwargs, **kw)
 
 
+def rotating(r: Rotation | NoRotation) -> CachePlan:
+    assert isinstance(r, Rotation), r
+    return CachePlan("rotation", rotation=r)
+
+
 def test_copies_cover_four_times_the_cache_and_each_call_takes_the_next() -> None:
     x, y, out = (np.ones(2**12) for _ in range(3))  # 96 KiB a set
     kernel = Calls()
@@ -75,15 +81,19 @@ def test_a_copy_has_the_values_and_the_layout_of_its_array() -> None:
     got: list[np.ndarray[Any, Any]] = []
     r = plan(lambda a: got.append(a), fortran, llc_bytes=0)
     assert isinstance(r, Rotation)
-    r.kernel()
-    r.kernel()
-    copy = got[1]
-    assert copy is not fortran
-    assert copy.flags.f_contiguous
-    assert not copy.flags.c_contiguous
-    assert copy.dtype == fortran.dtype
-    assert (copy == fortran).all()
-    assert copy.ctypes.data % 64 == 0  # on a cache line, as a fresh allocation
+    for _ in range(r.copies):
+        r.kernel()
+    assert got[0] is fortran
+    for copy in got[1:]:
+        assert copy is not fortran
+        assert copy.flags.f_contiguous
+        assert not copy.flags.c_contiguous
+        assert copy.strides == fortran.strides
+        assert copy.dtype == fortran.dtype
+        assert (copy == fortran).all()
+        # as far past a cache line as the caller's: an access split across lines stays split
+        assert copy.ctypes.data % 64 == fortran.ctypes.data % 64
+    assert len({copy.ctypes.data for copy in got}) == r.copies
 
 
 def test_the_same_array_twice_is_the_same_copy_in_each_set() -> None:
@@ -107,7 +117,9 @@ def test_partial_and_nested_arguments_are_rotated() -> None:
     assert r.set_bytes == w.nbytes + x.nbytes  # the partial's array counts
     r.kernel()
     r.kernel()
-    (a0, k0), (a1, k1) = seen
+    # a list the kernel could change: one untimed call on the caller's own arguments came first
+    (trial, _), (a0, k0), (a1, k1) = seen
+    assert trial[1][0] is x
     assert a0[0] is w
     assert a0[1][0] is x
     assert a1[0] is not w
@@ -138,8 +150,12 @@ def test_a_strided_view_is_not_rotated() -> None:
 def test_memory_caps_the_copies() -> None:
     x = np.ones(2**14)  # 128 KiB: 32 copies for 4x a 1 MiB cache need 3.875 MiB more
     assert plan(lambda a: None, x, free_bytes=free(40 * MiB)).copies == 32  # type: ignore[union-attr]
-    # 10% of 30 MiB free: 3 MiB, 24 more copies: a cycle of 3.1 MiB, 3x the cache: fewer copies
-    assert plan(lambda a: None, x, free_bytes=free(30 * MiB)).copies == 25  # type: ignore[union-attr]
+    # 10% of 30 MiB free: 3 MiB, 23 more copies (24 would leave no room to align the first): a
+    # cycle of 3 MiB, 3x the cache: fewer copies
+    smaller = plan(lambda a: None, x, free_bytes=free(30 * MiB))
+    assert isinstance(smaller, Rotation)
+    assert smaller.copies == 24
+    assert smaller.copy_bytes <= 3 * MiB
     # 10% of 10 MiB: 8 more copies, a cycle of 1.1 MiB, less than twice the cache: a flush instead
     capped = plan(lambda a: None, x, free_bytes=free(10 * MiB))
     assert isinstance(capped, NoRotation)
@@ -203,7 +219,7 @@ def test_the_engine_runs_one_untimed_cycle_then_batches_cold_calls() -> None:
     r = plan(kernel, x, llc_bytes=0)
     assert isinstance(r, Rotation)
     backend = FakeBackend(1e-8, resolution_s=1e-6)  # 10 ns calls: batched 10 000 to a sample
-    m = measure(lambda: None, policy=Policy(warmup_s=0.0), backend=backend, rotation=r)
+    m = measure(lambda: None, policy=Policy(warmup_s=0.0), backend=backend, cache=rotating(r))
     # every copy was called in the warm-up, before any sample (fresh copies are in the cache)
     assert m.warmup_calls >= r.copies
     assert len({call[0] for call in kernel.seen[: m.warmup_calls]}) == r.copies
@@ -211,26 +227,27 @@ def test_the_engine_runs_one_untimed_cycle_then_batches_cold_calls() -> None:
     assert m.calls_per_sample > 1
     assert "flush" not in backend.events
     assert (m.cold_method, m.cache, m.rotation_copies) == ("rotation", "cold", r.copies)
-    assert m.cache_note.startswith(f"cold by rotation over {r.copies} copies of the arguments (1 MiB)")
+    assert m.cache_note.startswith(f"cold by rotation over {r.copies} argument sets (1 MiB a cycle,")
     assert m.flushed is False
 
 
-def test_rotation_and_setup_exclude_each_other() -> None:
+def test_a_rotation_planned_without_setup_refuses_one() -> None:
     r = plan(lambda a: None, np.ones(8))
-    assert isinstance(r, Rotation)
-    with pytest.raises(ValueError, match="rotation and setup exclude each other"):
-        measure(lambda: None, setup=lambda: None, backend=FakeBackend(1e-3), rotation=r)
+    with pytest.raises(
+        ValueError, match="exclude each other unless the rotation was planned with that setup"
+    ):
+        measure(lambda: None, setup=lambda: None, backend=FakeBackend(1e-3), cache=rotating(r))
 
 
 def test_the_pool_is_reused_and_released() -> None:
     x = np.ones(2**12)
     assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
-    pool = rot._HostPool.current()
+    pool = HostPool.current()
     assert pool is not None
     assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
-    assert rot._HostPool.current() is pool
+    assert HostPool.current() is pool
     rot.release_host_pool()
-    assert rot._HostPool.current() is None
+    assert HostPool.current() is None
 
 
 def test_a_named_tuple_of_arrays_is_rotated_and_keeps_its_type() -> None:
@@ -271,7 +288,7 @@ def test_a_cycle_too_long_to_run_untimed_is_replaced_by_one_flush() -> None:
     assert isinstance(r, Rotation)
     assert r.copies == 32  # 1 MiB over 32 KiB
     backend = FakeBackend(15e-3)
-    m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, rotation=r)
+    m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, cache=rotating(r))
     # two warm-up calls, then the flush (an empty window), then the samples: every one on a copy
     # untouched since it was made
     assert m.warmup_calls == 2
@@ -287,7 +304,7 @@ def test_a_short_cycle_runs_untimed_in_full() -> None:
     r = plan(Calls(), x, llc_bytes=0)
     assert isinstance(r, Rotation)
     backend = FakeBackend(1e-6)  # 32 calls of 1 µs: far below a tenth of the budget
-    m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, rotation=r)
+    m = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, cache=rotating(r))
     assert m.warmup_calls >= r.copies
     assert "flush" not in backend.events
 
@@ -295,7 +312,10 @@ def test_a_short_cycle_runs_untimed_in_full() -> None:
 def test_a_few_bytes_would_need_too_many_copies_and_are_flushed_instead() -> None:
     r = plan(lambda a: None, np.ones(2), llc_bytes=32 * MiB)  # 16 bytes a set; 8M sets for 4x the cache
     assert isinstance(r, NoRotation)
-    assert r.reason == "262144 copies, too few to cycle through 2x the 32 MiB cache in sets of 16 B"
+    assert r.reason == (
+        "262144 sets of 1 objects each (at most 262144 made), too few to cycle through 2x the 32 MiB cache"
+        " in sets of 16 B"
+    )
     assert isinstance(plan(lambda a: None, np.ones(0)), NoRotation)  # no bytes at all
 
 

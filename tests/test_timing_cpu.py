@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock
 
-from pytest_roofline.timing import Backend, Policy, StopReason, cpu, measure
+from pytest_roofline.timing import WARM, Backend, Policy, StopReason, cpu, measure
 from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import (
     FALLBACK_LLC_BYTES,
@@ -178,7 +178,7 @@ def test_importing_and_constructing_does_not_import_numpy() -> None:
 
 
 def test_measure_with_a_fake_clock_is_exact(backend: CpuBackend, clock: FakeClock) -> None:
-    m = measure(lambda: clock.advance(2e-3), policy=Policy(flush=False, min_time_s=0), backend=backend)
+    m = measure(lambda: clock.advance(2e-3), policy=Policy(min_time_s=0), cache=WARM, backend=backend)
     assert m.samples_s == pytest.approx([2e-3] * 10)
     assert m.stop_reason is StopReason.PRECISION
     assert m.warmup_calls == 13  # 1, 1, 2, 4 calls, then the 5 left to reach 25 ms
@@ -393,7 +393,7 @@ def test_the_flushed_latency_floor_times_an_empty_call_right_after_each_flush() 
     from pytest_roofline.timing.latency import CPU_FLUSHED_LATENCY_POLICY, measure_latency_floor
 
     backend = FakeBackend(5e-6, flush_s=0.05)
-    floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY)
+    floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)
     sampling = backend.events[backend.events.index("flush") :]
     assert sampling == ["flush", "window"] * (len(sampling) // 2)  # one empty call per flush
     assert floor.floor_s == pytest.approx(5e-6)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pytest_roofline.model.core import Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.cuda import CudaBackend, blocking
 from pytest_roofline.timing.engine import measure
 
@@ -129,7 +129,7 @@ def test_engine_reports_per_call_seconds_from_the_events(monkeypatch: pytest.Mon
 def test_short_warm_kernels_are_batched_between_one_pair_of_events(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCupy(kernel_ms=0.002).install(monkeypatch)
 
-    m = measure(fake.kernel, policy=dataclasses.replace(FAST, flush=False), backend=CudaBackend())
+    m = measure(fake.kernel, policy=FAST, backend=CudaBackend(), cache=WARM)
 
     assert m.calls_per_sample == 25  # 100 × 0.5 µs / 2 µs
     assert m.time_s == pytest.approx(2e-6)

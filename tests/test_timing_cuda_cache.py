@@ -19,6 +19,7 @@ from pytest_roofline.timing.cuda import CudaBackend
 
 MiB = 2**20
 L2 = 50 * MiB
+POLICY = Policy(warmup_s=0.0, min_samples=5, max_time_s=0.5)
 
 
 class DeviceBuffer:
@@ -83,10 +84,10 @@ def test_a_cold_window_never_launches_twice_on_one_copy_without_a_flush(
 
     fn, args = (gemv, (weights,)) if rotatable else ((lambda: gemv(weights)), ())
     plan = plan_cache(
-        "cold", Policy(warmup_s=0.0, min_samples=5, max_time_s=0.5), op_bytes=weights.nbytes, llc_bytes=L2,
-        fn=fn, args=args, kwargs=None, setup=None, free_bytes=lambda on_device: 80 * 2**30,
+        "cold", op_bytes=weights.nbytes, llc_bytes=L2, fn=fn, args=args, kwargs=None, setup=None,
+        free_bytes=lambda on_device: 80 * 2**30,
     )  # fmt: skip
-    m = measure(fn, *args, policy=plan.policy, backend=CudaBackend(), rotation=plan.rotation)
+    m = measure(fn, *args, policy=POLICY, backend=CudaBackend(), cache=plan)
     sampled = windows(fake.entries("record", "flush", "touch"))[-m.stats.n :]
     assert sampled
     assert not any(reused_without_a_flush(w) for w in sampled)
@@ -107,10 +108,9 @@ def test_a_warm_request_is_batched_on_one_buffer(monkeypatch: pytest.MonkeyPatch
         fake.kernel()
 
     plan = plan_cache(
-        "warm", Policy(warmup_s=0.0, min_samples=5, max_time_s=0.5), op_bytes=weights.nbytes, llc_bytes=L2,
-        fn=gemv, args=(weights,), kwargs=None, setup=None,
-    )  # fmt: skip
-    m = measure(gemv, weights, policy=plan.policy, backend=CudaBackend(), rotation=plan.rotation)
+        "warm", op_bytes=weights.nbytes, llc_bytes=L2, fn=gemv, args=(weights,), kwargs=None, setup=None
+    )
+    m = measure(gemv, weights, policy=POLICY, backend=CudaBackend(), cache=plan)
     assert (m.cache, m.calls_per_sample) == ("warm", 5)  # 100 x 0.5 µs over 10 µs
     assert fake.count("flush") == 0
 

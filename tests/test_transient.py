@@ -8,7 +8,16 @@ from collections.abc import Callable, Sequence
 import pytest
 from fakes import FakeBackend
 
-from pytest_roofline.timing import Measurement, Policy, StopReason, measure, sampling
+from pytest_roofline.timing import (
+    FLUSHED,
+    WARM,
+    CachePlan,
+    Measurement,
+    Policy,
+    StopReason,
+    measure,
+    sampling,
+)
 from pytest_roofline.timing.base import Probe
 from pytest_roofline.timing.sampling import _Round, _time_of
 from pytest_roofline.timing.transient import MIN_HALF, MIN_SHIFT, SETTLE_WITHIN_S, slower_start
@@ -77,11 +86,11 @@ def settling(backend: FakeBackend, *, slow: float, fast: float, until_s: float) 
 
 
 def measure_settling(
-    *, slow: float, fast: float, until_s: float, policy: Policy | None = None
+    *, slow: float, fast: float, until_s: float, policy: Policy | None = None, cache: CachePlan = FLUSHED
 ) -> Measurement:
     backend = FakeBackend(0.0, resolution_s=1e-9)
     backend._durations = settling(backend, slow=slow, fast=fast, until_s=until_s)
-    return measure(noop, backend=backend, policy=policy or Policy())
+    return measure(noop, backend=backend, policy=policy or Policy(), cache=cache)
 
 
 def test_the_samples_before_the_kernel_settled_are_cut() -> None:
@@ -180,7 +189,7 @@ class EarlyPreemption(FakeBackend):
 
 
 def test_preempted_windows_are_load_not_a_slow_start() -> None:
-    m = measure(noop, backend=EarlyPreemption(), policy=Policy(flush=False, warmup_s=0.0))
+    m = measure(noop, backend=EarlyPreemption(), policy=Policy(warmup_s=0.0), cache=WARM)
     assert m.transient == 0
     assert m.excluded > 0
     assert m.time_s == pytest.approx(1e-3)
@@ -188,8 +197,8 @@ def test_preempted_windows_are_load_not_a_slow_start() -> None:
 
 def test_no_cut_without_room_to_sample_after_it() -> None:
     # the last round reaches max_samples: a cut would leave 12 samples where the policy asked for 24
-    policy = Policy(min_samples=24, max_samples=24, flush=False, warmup_s=0.0)
-    m = measure_settling(slow=50e-6, fast=25e-6, until_s=0.00068, policy=policy)
+    policy = Policy(min_samples=24, max_samples=24, warmup_s=0.0)
+    m = measure_settling(slow=50e-6, fast=25e-6, until_s=0.00068, policy=policy, cache=WARM)
     assert m.transient == 0
     assert (m.stats.n, m.stop_reason) == (24, StopReason.MAX_SAMPLES)
 
@@ -222,8 +231,9 @@ def probe_fn() -> None:
 
 def test_probes_and_readings_before_the_cut_are_left_out_with_the_samples() -> None:
     backend = SettlingWithProbe()
-    policy = Policy(flush=False, probe_interval_s=0.01)
-    m = measure(noop, backend=backend, policy=policy, probe=Probe("copy", "bandwidth", 1e6, probe_fn))
+    policy = Policy(probe_interval_s=0.01)
+    probe = Probe("copy", "bandwidth", 1e6, probe_fn)
+    m = measure(noop, backend=backend, policy=policy, probe=probe, cache=WARM)
     assert m.transient > 0
     assert m.probe is not None
     assert len(m.probe.rates) < backend.probes  # the probes before the cut are gone...
@@ -243,7 +253,7 @@ def test_a_slower_stretch_late_in_a_long_measurement_is_drift_not_a_slow_start()
     assert SETTLE_WITHIN_S == 0.25
     backend = FakeBackend(0.0, resolution_s=1e-9)
     backend._durations = lambda i: spread(1.2e-3 if backend.clock() < 0.7 else 1e-3, i, 0.3)
-    m = measure(noop, backend=backend, policy=Policy(flush=False))
+    m = measure(noop, backend=backend, policy=Policy(), cache=WARM)
     assert m.stop_reason is StopReason.TIME
     assert m.transient == 0
     assert m.time_s > 1.1e-3  # the slower stretch is most of the samples, and stays in
@@ -252,6 +262,6 @@ def test_a_slower_stretch_late_in_a_long_measurement_is_drift_not_a_slow_start()
 def test_a_slow_start_is_cut_in_a_long_measurement_too() -> None:
     backend = FakeBackend(0.0, resolution_s=1e-9)
     backend._durations = lambda i: spread(1.2e-3 if backend.clock() < 0.1 else 1e-3, i, 0.05)
-    m = measure(noop, backend=backend, policy=Policy(flush=False))
+    m = measure(noop, backend=backend, policy=Policy(), cache=WARM)
     assert m.transient > 0
     assert m.time_s == pytest.approx(1e-3, rel=0.02)

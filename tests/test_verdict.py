@@ -37,8 +37,8 @@ def measurement(time_s: float, *, n: int = 57, ci_rel: float = 0.004, flushed: b
     )  # fmt: skip
     return Measurement(
         samples_s=(time_s,) * n, calls_per_sample=1, stats=stats, stat="median", time_s=time_s, wall_s=0.1,
-        warmup_calls=3, warmup_s=0.03, backend="cuda", device="NVIDIA H100 80GB HBM3", flushed=flushed,
-        stop_reason=StopReason.PRECISION, policy=Policy(flush=flushed),
+        warmup_calls=3, warmup_s=0.03, backend="cuda", device="NVIDIA H100 80GB HBM3",
+        cold_method="flush" if flushed else None, stop_reason=StopReason.PRECISION, policy=Policy(),
     )  # fmt: skip
 
 

@@ -66,12 +66,15 @@ class Measurement:
     warmup_s: float
     backend: str
     device: str
-    #: whether every timed call started from a flushed cache
-    flushed: bool
+    #: how every timed call found its data out of the cache (the cache plan's method); None: warm
+    cold_method: ColdMethod | None
     stop_reason: StopReason
     policy: Policy
-    #: why the cache was (or was not) flushed, for the report
+    #: how the cache was kept, in words, for the report (``cold by rotation over 8 argument sets``)
     cache_note: str = ""
+    #: why the plan chose it (``not rotated: a closure``, ``no flush needed: the op moves 3.0x the
+    #: last-level cache``)
+    cache_reason: str = ""
     #: the reference probe timed beside the kernel, when one was given
     probe: ProbeRun | None = None
     #: what the OS said about contention over the sampling phase, when it was asked
@@ -99,17 +102,11 @@ class Measurement:
     rotation_copies: int = 0
     #: bytes one cycle through them touched
     rotation_bytes: int = 0
-    #: the op moves enough to evict its own data: cold with neither a flush nor copies
-    past_cache: bool = False
 
     @property
-    def cold_method(self) -> ColdMethod | None:
-        """How every timed call started from a cold cache; None for a warm measurement."""
-        if self.rotation_copies:
-            return "rotation"
-        if self.flushed:
-            return "flush"
-        return "past-cache" if self.past_cache else None
+    def flushed(self) -> bool:
+        """Whether every timed call started from a flushed cache."""
+        return self.cold_method == "flush"
 
     @property
     def cache(self) -> Literal["cold", "warm"]:

@@ -12,7 +12,11 @@ from .stats import STATS, Stat
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """How long and how carefully to measure. Every field is checked on construction."""
+    """How long and how carefully to measure. Every field is checked on construction.
+
+    How the cache is kept (warm, or cold by rotation, a flush, or an op past the cache) is not a
+    setting here: the measurement's cache plan decides it (:class:`~pytest_roofline.timing.cache.CachePlan`).
+    """
 
     #: warm-up runs until at least this much wall time *and* ``warmup_calls`` calls have passed
     warmup_s: float = 0.025
@@ -35,19 +39,8 @@ class Policy:
     #: 25 µs kernel meets its precision in 15 ms. Shorter kernels are exempt: a suite of them would
     #: pay the span per test, and it bought nothing measurable there (docs/methodology.md)
     min_time_s: float = 0.06
-    #: flush the cache before every call, outside the timed window: a cold measurement whose
-    #: arguments cannot be rotated. One call per sample then, however short (never a warm batch)
-    flush: bool = True
-    #: why the cache is kept as it is (shown with the result: "the op moves 3x the last-level
-    #: cache", "not rotated: a closure")
-    flush_note: str = ""
-    #: the op moves enough to evict its own data: unflushed, it is still a cold measurement
-    past_cache: bool = False
     #: with a probe, time it at least this often while sampling (seconds), and once before and after
     probe_interval_s: float = 0.1
-    #: after a probe, in a warm measurement, call the kernel once untimed: the probe streamed
-    #: through the cache (pointless for an op past the cache, which evicts its own data anyway)
-    rewarm: bool = True
     #: batch k calls per sample when one call is shorter than ``batch_factor`` x timer resolution
     batch_factor: float = 100.0
     #: the statistic a verdict uses

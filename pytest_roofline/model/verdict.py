@@ -470,16 +470,16 @@ def _measured(result: Result) -> str:
 
 
 def cache_words(result: Result) -> str:
-    """Where the measurement's bytes came from: ``cold by rotation over 8 copies``, ``cold: cache
+    """Where the measurement's bytes came from: ``cold by rotation over 8 argument sets``, ``cold: cache
     flushed before every call``, ``cold: the op moves 3.1x the last-level cache``, ``warm in L2,
     judged at 61 GB/s`` or ``warm, judged at DRAM's 20 GB/s``."""
     m, est = result.measurement, result.estimate
-    if m.cache == "cold":
-        if m.rotation_copies:
-            return f"cold by rotation over {m.rotation_copies} copies"
-        if m.flushed:
-            return "cold: cache flushed before every call"
-        return f"cold: {m.policy.flush_note}" if m.policy.flush_note else "cold"
+    if m.cold_method == "rotation":
+        return f"cold by rotation over {m.rotation_copies} argument sets"
+    if m.cold_method == "flush":
+        return "cold: cache flushed before every call"
+    if m.cold_method == "past-cache":
+        return f"cold: {m.cache_reason}" if m.cache_reason else "cold"
     where = "DRAM" if est.memory_level == "dram" else est.memory_level.upper()
     return f"warm in {where}, judged at {units.byte_rate(est.bandwidth)}"
 

@@ -97,8 +97,8 @@ class Measurer:
                 " an object that would run later, so its time would be no time at all; pass a function"
                 " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
             )
+        from ..timing.arguments import check_has_data
         from ..timing.engine import SetupError, call_once, check_call
-        from ..timing.rotation import check_has_data
 
         with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all

@@ -88,44 +88,43 @@ def measure_call(
     # one measurement at a time in this process, from its copies to its re-measure: two threads
     # timing at once would each slow the other's kernel, and a rotation's copies must outlive it
     with measuring_alone() as waited:
-        plan = plan_cache(
-            request.cache, request.policy, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes,
-            fn=kernel.fn, args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, clock=backend.clock,
-            asked=request.cache_asked,
-        )  # fmt: skip
-        # the copies rotation made are part of what the measurement costs: paid from its budget
-        made_s = plan.rotation.made_s if plan.rotation is not None else 0.0
-        budget_s = max(request.policy.max_time_s - made_s, _MIN_BUDGET_S)
-        if plan.state == "warm":
+        if request.cache == "warm":
             est = _warm_estimate(est, request.device_spec, devices, failing_the_test)
         on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
         reference = _probe_reference(est, devices, state) if on_cpu else None
-        with failing_the_test(RooflineError):  # a stream= the backend cannot take
-            measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
         peak = _cpu_peak() if on_cpu and est.device.kind == "cpu" else None
-        # warm-up, probes, sampling, a re-measure: one window
-        with (
-            devices.measuring(request.device_spec),
-            failing_the_test(SetupError),
-            _blocking(backend, request.block),
-        ):
-            flushed = plan.rotation is None and plan.policy.flush
-            latency_floor_s = (
-                _latency_floor_s(backend, flushed=flushed) if settings.latency_floor == "on" else 0.0
-            )
-            result = decide(
-                est,
-                measure_once,
-                request.min_fraction,
-                budget_s=budget_s,
-                remeasure=remeasure,
-                name=request.name,
-                nodeid=nodeid,
-                reference=reference,
-                peak=peak,
-                latency_floor_s=latency_floor_s,
-                suspect=suspect,
-            )
+        # the copies, warm-up, probes, sampling, a re-measure: one window of the device's, so that
+        # copies made for one worker's kernel never run beside another's timing
+        with devices.measuring(request.device_spec):
+            plan = plan_cache(
+                request.cache, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn,
+                args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
+                budget_s=request.policy.max_time_s, clock=backend.clock, asked=request.cache_asked,
+            )  # fmt: skip
+            try:
+                # the copies rotation made are part of what the measurement costs: paid from its budget
+                budget_s = max(request.policy.max_time_s - plan.made_s, _MIN_BUDGET_S)
+                with failing_the_test(RooflineError):  # a stream= the backend cannot take
+                    measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
+                with failing_the_test(SetupError), _blocking(backend, request.block):
+                    latency_floor_s = 0.0
+                    if settings.latency_floor == "on":
+                        latency_floor_s = _latency_floor_s(backend, flushed=plan.flush)
+                    result = decide(
+                        est,
+                        measure_once,
+                        request.min_fraction,
+                        budget_s=budget_s,
+                        remeasure=remeasure,
+                        name=request.name,
+                        nodeid=nodeid,
+                        reference=reference,
+                        peak=peak,
+                        latency_floor_s=latency_floor_s,
+                        suspect=suspect,
+                    )
+            finally:
+                plan.release()  # the copies, and what they took on a GPU
     if waited:
         state.say_once(
             "waited",
@@ -179,7 +178,7 @@ def _measurer(
     from ..timing.clocks import unwatched_note
     from ..timing.engine import measure
 
-    policy = plan.policy
+    policy = request.policy
     snapshot = None
     if on_cpu:
         from ..timing.contention import take_snapshot
@@ -199,7 +198,7 @@ def _measurer(
         with on_stream(request.stream), watching(backend) as watcher:
             m = measure(
                 kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
-                backend=backend, probe=probe, snapshot=snapshot, rotation=plan.rotation,
+                backend=backend, probe=probe, snapshot=snapshot, cache=plan,
             )  # fmt: skip
         if watcher is None:
             return m

@@ -70,7 +70,7 @@ class Request:
     block: str | None = None
 
 
-def policy_for(settings: SessionSettings, keywords: Mapping[str, Any], cache: str) -> Policy:
+def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
     """The measurement policy: the call's and the marker's keywords over the session's settings."""
     from ..model.policy import Policy
 
@@ -78,7 +78,6 @@ def policy_for(settings: SessionSettings, keywords: Mapping[str, Any], cache: st
     return Policy(
         stat=keywords.get("stat", s.stat),
         max_time_s=float(keywords.get("max_time", s.max_time)),
-        flush=cache == "cold",
     )
 
 
@@ -148,7 +147,7 @@ def resolve(
         math=keywords.get("math"),
         min_fraction=min_fraction,
         device_spec=keywords["device"] if "device" in keywords else session_spec(),
-        policy=policy_for(settings, keywords, cache),
+        policy=policy_for(settings, keywords),
         name=name,
         stream=keywords.get("stream"),
         cache=cache,

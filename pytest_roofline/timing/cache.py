@@ -8,7 +8,11 @@ of these that applies:
 2. ``rotation``: each call takes the next of several copies of its arrays (:mod:`.rotation`), so a
    batch of short calls is still cold;
 3. ``flush``: a pass over twice the cache before every call, one call per sample; for a kernel whose
-   arrays cannot be rotated (a closure, ``setup=``, a strided view, too little memory), and said so.
+   arrays cannot be rotated (a closure, a ``setup=`` that makes the arguments, a strided view, too
+   little memory or time), and said so.
+
+The method is decided once, here, and carried as a value (:attr:`CachePlan.method`): the engine,
+the sampler, the latency floor and the verdict read it, never work it out again.
 
 A **warm** measurement (``cache="warm"``, ``--roofline-cache=warm``) neither flushes nor rotates;
 its bytes are served by the smallest cache level that holds them, whose bandwidth it is judged
@@ -17,11 +21,11 @@ against (:meth:`~pytest_roofline.model.core.Device.level_for`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pytest_roofline.timing.base import Kernel, Policy
+from pytest_roofline.model.measurement import ColdMethod
+from pytest_roofline.timing.base import Kernel
 from pytest_roofline.timing.flushing import choose_flush
 from pytest_roofline.timing.rotation import NoRotation, Rotation, plan_rotation
 
@@ -42,19 +46,54 @@ def check_cache_state(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CachePlan:
-    """How one measurement keeps its cache: the policy's flush fields and the copies to rotate."""
+    """How one measurement keeps its cache: warm, or cold by one method, with the copies to rotate."""
 
-    state: str
-    #: the policy with ``flush``, ``flush_note``, ``past_cache`` and ``rewarm`` set for this plan
-    policy: Policy
+    #: how every timed call finds its data out of the cache; None: a warm measurement
+    method: ColdMethod | None
+    #: why, in words the report shows ("not rotated: a closure", "no flush needed: the op moves 3.0x
+    #: the last-level cache", "warm on request")
+    note: str = ""
     rotation: Rotation | None = None
-    #: why a cold measurement flushes instead of rotating ("" when it does not flush)
-    no_rotation: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.method == "rotation") != (self.rotation is not None):
+            raise InvalidValueError(f"a {self.method or 'warm'} plan with rotation={self.rotation!r}")
+
+    @property
+    def state(self) -> str:
+        """``cold`` or ``warm``."""
+        return "warm" if self.method is None else "cold"
+
+    @property
+    def flush(self) -> bool:
+        """A flush before every call (one call per sample)."""
+        return self.method == "flush"
+
+    @property
+    def rewarm(self) -> bool:
+        """A probe streamed through the cache: call the kernel once after it. Only a warm measurement
+        has anything to warm again (an op past the cache evicts its own data)."""
+        return self.method is None
+
+    @property
+    def made_s(self) -> float:
+        """Seconds the plan took to make (rotation's copies): paid from the measurement's budget."""
+        return self.rotation.made_s if self.rotation is not None else 0.0
+
+    def release(self) -> None:
+        """Drop what the plan holds for its measurement (rotation's copies)."""
+        if self.rotation is not None:
+            self.rotation.release()
+
+
+#: what :func:`~.engine.measure` does without a plan: a flush before every call
+FLUSHED = CachePlan("flush")
+#: neither a flush nor copies: the kernel's data stays where its last call left it
+WARM = CachePlan(None)
 
 
 def plan_cache(
     state: str,
-    policy: Policy,
     *,
     op_bytes: float,
     llc_bytes: int | None,
@@ -62,30 +101,24 @@ def plan_cache(
     args: Sequence[object],
     kwargs: Mapping[str, object] | None,
     setup: Callable[[], object] | None,
+    budget_s: float | None = None,
     free_bytes: Callable[[bool], int | None] | None = None,
     clock: Callable[[], float] | None = None,
     asked: str = "cache='warm'",
 ) -> CachePlan:
     """The plan for measuring ``fn(*args, **kwargs)`` ``state`` (``cold`` or ``warm``); rotation's
-    copies are made here, before the measurement's clock starts. ``asked`` says who asked for a warm
-    measurement (``flush=False``, ``--roofline-cache=warm``), as its note will."""
+    copies are made here, before the measurement's clock starts, within ``budget_s`` (the
+    measurement's time budget: :data:`~.rotation.MAX_COPY_SHARE` of it at most). ``asked`` says who
+    asked for a warm measurement (``flush=False``, ``--roofline-cache=warm``), as its note will."""
     if check_cache_state(state) == "warm":
-        warm = dataclasses.replace(
-            policy, flush=False, flush_note=f"warm on request ({asked})", past_cache=False, rewarm=True
-        )
-        return CachePlan("warm", warm)
+        return CachePlan(None, f"warm on request ({asked})")
     choice = choose_flush(op_bytes, llc_bytes, requested=True)
     if choice.past_cache:
-        past = dataclasses.replace(policy, flush=False, flush_note=choice.note, past_cache=True, rewarm=False)
-        return CachePlan("cold", past)
-    if setup is not None:
-        planned: Rotation | NoRotation = NoRotation("setup= makes each call's arguments")
-    else:
-        planned = plan_rotation(
-            fn, args, kwargs, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes, clock=clock
-        )
-    why = f"not rotated: {planned.reason}" if isinstance(planned, NoRotation) else ""
-    cold = dataclasses.replace(policy, flush=True, flush_note=why, past_cache=False, rewarm=False)
+        return CachePlan("past-cache", choice.note)
+    planned = plan_rotation(
+        fn, args, kwargs, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes, clock=clock,
+        budget_s=budget_s, setup=setup,
+    )  # fmt: skip
     if isinstance(planned, NoRotation):
-        return CachePlan("cold", cold, no_rotation=planned.reason)
-    return CachePlan("cold", cold, rotation=planned)
+        return CachePlan("flush", f"not rotated: {planned.reason}")
+    return CachePlan("rotation", rotation=planned)

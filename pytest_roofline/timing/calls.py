@@ -163,7 +163,7 @@ class KernelCall:
                 "setup returned the kernel's arguments, and the call gave arguments too:"
                 " give them in one place (the call's, with a setup that returns None, or setup's)"
             )
-        from pytest_roofline.timing.rotation import check_has_data
+        from pytest_roofline.timing.arguments import check_has_data
 
         try:
             _check_keys("setup's kwargs", made[1])

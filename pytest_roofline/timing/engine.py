@@ -11,12 +11,13 @@
 2. **Batching**: when that estimate is below ``policy.batch_factor`` x ``backend.resolution_s``,
    each sample times ``k = ceil(batch_factor x resolution / per_call)`` calls (at most
    :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``, unless the measurement
-   is cold by a flush (``policy.flush``): a flush comes before every call, so a sample is one call
-   however short (one cold call spread over k - 1 warm ones would be neither a cold nor a warm
-   time); the timer's resolution then shows in the noise, which more samples average out, and the
-   cache note says so. With a :class:`~.rotation.Rotation` every call takes the next copy of the
-   arguments, so a batch is k cold calls (k at most the copies: no window calls one copy twice);
-   its warm-up runs at least one whole cycle of the copies untimed (fresh copies are in the cache).
+   is cold by a flush (its :class:`~.cache.CachePlan`'s method): a flush comes before every call,
+   so a sample is one call however short (one cold call spread over k - 1 warm ones would be neither
+   a cold nor a warm time); the timer's resolution then shows in the noise, which more samples
+   average out, and the cache note says so. With a :class:`~.rotation.Rotation` every call takes the
+   next set of the arguments, so a batch is k cold calls (k at most the sets: no window calls one
+   set twice); its warm-up runs at least one whole cycle of the sets untimed (fresh copies are in
+   the cache).
 3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round,
@@ -37,7 +38,7 @@ that ends at least ``policy.probe_interval_s`` after the last probe (rounds are 
 and after the last round, so kernel and probe see the same load; its rates travel with the
 measurement. A probe's first call in a measurement may be preceded by untimed ones
 (``Probe.warmup_calls``: BLAS wakes its threads); in a warm measurement of an op that fits in the
-cache (``policy.rewarm``) one untimed call of the kernel follows each probe, which has streamed
+cache (``CachePlan.rewarm``) one untimed call of the kernel follows each probe, which has streamed
 through the cache. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
 kept too, and a sample whose window the backend saw preempted (``last_preempted``) is left out of
 the statistics while enough clean samples remain.
@@ -47,7 +48,9 @@ With ``setup`` (an in-place kernel that must start from fresh inputs, as pytest-
 window of its own with ``setup()`` run before it on the host, outside the window (and before the
 flush, which then evicts what setup wrote): a CUDA event pair never spans host code. Samples are
 never batched then (k = 1), and the cache note says so. ``setup`` may return ``(args, kwargs)``
-for the next call, which then must be the only place the kernel's arguments come from.
+for the next call, which then must be the only place the kernel's arguments come from. With a
+rotation planned with that setup (:attr:`.rotation.Rotation.reset`), the rotation's reset runs
+before every call in its place.
 
 One measurement runs at a time in a process (:func:`measuring_alone`): measurements on two threads
 take turns, as two at once would each slow the other's kernel and both read clean.
@@ -72,6 +75,7 @@ from pytest_roofline.model.measurement import ProbeRun as ProbeRun
 from pytest_roofline.model.measurement import StopReason as StopReason
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.base import Backend, Kernel, Probe
+from pytest_roofline.timing.cache import FLUSHED, CachePlan
 from pytest_roofline.timing.calls import (
     KernelCall,
     SetupError,
@@ -84,7 +88,6 @@ from pytest_roofline.timing.sampling import MIN_TIME_FROM_S, Sampler, ceil_count
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.contention import Snapshot
-    from pytest_roofline.timing.rotation import Rotation
 
 __all__ = [
     "CYCLE_SHARE",
@@ -149,8 +152,6 @@ class measuring_alone:  # lower case, like contextlib.suppress: it reads as a wi
             _MEASURING.release()
 
 
-
-
 def measure(
     fn: Kernel,
     *args: object,
@@ -160,14 +161,15 @@ def measure(
     backend: Backend | None = None,
     probe: Probe | None = None,
     snapshot: Callable[[], Snapshot] | None = None,
-    rotation: Rotation | None = None,
+    cache: CachePlan = FLUSHED,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` under ``policy``; ``backend=None``: the process's :class:`CpuBackend`.
 
     ``setup``: called before every call, outside the timed window; it may return ``(args, kwargs)``
-    for that call (see the module docstring). ``rotation``: copies of ``fn(*args, **kwargs)``'s
-    arrays (:func:`.rotation.plan_rotation`), which the calls take in turn instead of ``args``: the
-    measurement is cold without a flush. ``probe``: a reference kernel timed beside this one.
+    for that call (see the module docstring). ``cache``: how the cache is kept
+    (:class:`~.cache.CachePlan`): :data:`~.cache.FLUSHED` (a flush before every call, the default),
+    :data:`~.cache.WARM`, or :func:`~.cache.plan_cache`'s plan, whose rotation's copies the calls
+    then take in turn instead of ``args``. ``probe``: a reference kernel timed beside this one.
     ``snapshot``: reads the OS's contention counters (:func:`.contention.take_snapshot`).
     Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
     """
@@ -183,15 +185,23 @@ def measure(
         backend = _default_backend()
     else:
         check_backend(backend)
-    if rotation is not None and setup is not None:
-        raise InvalidValueError("rotation and setup exclude each other: setup makes each call's arguments")
-
+    if not isinstance(cache, CachePlan):
+        raise InvalidTypeError(
+            f"cache must be a CachePlan (timing.cache.FLUSHED, timing.cache.WARM or plan_cache()'s);"
+            f" got {cache!r} ({type(cache).__name__})"
+        )
+    rotation = cache.rotation
     if rotation is None:
         call = KernelCall(fn, args, kwargs or {}, setup)
+    elif setup is not None and rotation.reset is None:
+        raise InvalidValueError(
+            "rotation and setup exclude each other unless the rotation was planned with that setup"
+            " (plan_cache(..., setup=setup))"
+        )
     else:
-        call = KernelCall(rotation.kernel, (), {}, None)
+        call = KernelCall(rotation.kernel, (), {}, rotation.reset)
     with measuring_alone():  # the budget starts once this thread has the machine to itself
-        return _measure(call, policy, backend, probe, snapshot, rotation, setup=setup is not None)
+        return _measure(call, policy, backend, probe, snapshot, cache, setup=call.setup is not None)
 
 
 def _measure(
@@ -200,13 +210,12 @@ def _measure(
     backend: Backend,
     probe: Probe | None,
     snapshot: Callable[[], Snapshot] | None,
-    rotation: Rotation | None,
+    cache: CachePlan,
     *,
     setup: bool,
 ) -> Measurement:
     __tracebackhide__ = True
-    # the flush is the cold method only without copies to rotate through
-    flush = policy.flush and rotation is None
+    rotation, flush = cache.rotation, cache.flush
     start = backend.clock()
     warm = _warm_up(backend, call, policy, cycle=rotation.copies if rotation else 0)
     warmup_s = backend.clock() - start
@@ -216,7 +225,7 @@ def _measure(
     # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
     # without them
     k = 1 if setup or flush else batched
-    sampler = Sampler(backend, call, policy, k, flush, probe, budget_start=start, cold=rotation is not None)
+    sampler = Sampler(backend, call, policy, k, flush, probe, budget_start=start, rewarm=cache.rewarm)
     before = snapshot() if snapshot is not None else None
     samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s))
     readings = sampler.readings()
@@ -238,17 +247,13 @@ def _measure(
         warmup_s=warmup_s,
         backend=backend.name,
         device=backend.device_name,
-        flushed=flush,
+        cold_method=cache.method,
         stop_reason=reason,
         policy=policy,
         cache_note=_cache_note(
-            policy,
-            k,
-            setup=setup,
-            rotation=rotation,
-            unbatched=batched,
-            cycle_flushed=warm.flushed_for_cycle,
+            cache, k, setup=setup, unbatched=batched, cycle_flushed=warm.flushed_for_cycle
         ),
+        cache_reason=cache.note,
         probe=sampler.probe_run(),
         contention=contention,
         excluded=len(samples) - sampler.transient - stats.n,
@@ -261,34 +266,32 @@ def _measure(
         setup=setup,
         rotation_copies=rotation.copies if rotation is not None else 0,
         rotation_bytes=rotation.cycle_bytes if rotation is not None else 0,
-        past_cache=policy.past_cache and not flush and rotation is None,
     )
 
 
 def _cache_note(
-    policy: Policy,
-    k: int,
-    *,
-    setup: bool = False,
-    rotation: Rotation | None = None,
-    unbatched: int = 1,
-    cycle_flushed: bool = False,
+    cache: CachePlan, k: int, *, setup: bool = False, unbatched: int = 1, cycle_flushed: bool = False
 ) -> str:
-    """How the cache was kept, in words: ``cold by rotation over 8 copies ...``, ``warm: ...``."""
-    if rotation is not None:
+    """How the cache was kept, in words: ``cold by rotation over 8 argument sets ...``, ``warm: ...``."""
+    if cache.rotation is not None:
         batch = f"; {k} calls per sample" if k > 1 else ""
         first = "; a flush instead of the untimed first cycle (too long)" if cycle_flushed else ""
-        return f"{rotation.describe()}{batch}{first}"
-    if policy.flush:
+        reset = (
+            "; setup= resets your arrays after each call on them, a kept copy each other set after its"
+            " call (one call per sample)"
+            if setup
+            else ""
+        )
+        return f"{cache.rotation.describe()}{batch}{first}{reset}"
+    if cache.flush:
         if setup:
             note = "cold: setup, then a cache flush, before every call (one call per sample)"
         else:
             note = "cold: cache flushed before every call"
             if unbatched > 1:  # the timer is coarse for one call: more samples, not a warm batch
                 note += f" (one call per sample, although the timer would batch {unbatched})"
-        return f"{note}; {policy.flush_note}" if policy.flush_note else note
-    state = "cold" if policy.past_cache else "warm"
-    note = f"{state}: {policy.flush_note or 'flush off'}"
+        return f"{note}; {cache.note}" if cache.note else note
+    note = f"{cache.state}: {cache.note}" if cache.note else cache.state
     if k > 1:
         note += f"; {k} calls per sample"
     return f"{note}; setup before every call (one call per sample)" if setup else note

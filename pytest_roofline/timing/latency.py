@@ -35,10 +35,10 @@ __all__ = [
 ]
 
 #: the CPU latency floor's own measurement: short and warm
-CPU_LATENCY_POLICY = Policy(warmup_s=0.005, min_samples=20, max_time_s=0.1, flush=False)
+CPU_LATENCY_POLICY = Policy(warmup_s=0.005, min_samples=20, max_time_s=0.1)
 #: and, for kernels timed cold by a flush, an empty call right after a flush: the flush evicts the
 #: interpreter's own code and data too, which the next call, empty or not, fetches again
-CPU_FLUSHED_LATENCY_POLICY = Policy(warmup_s=0.0, min_samples=10, max_time_s=0.5, flush=True)
+CPU_FLUSHED_LATENCY_POLICY = Policy(warmup_s=0.0, min_samples=10, max_time_s=0.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +94,14 @@ def _nothing() -> None:
 
 
 def measure_latency_floor(
-    backend: Backend | None = None, policy: Policy = CPU_LATENCY_POLICY
+    backend: Backend | None = None, policy: Policy = CPU_LATENCY_POLICY, *, flushed: bool = False
 ) -> LatencyFloor:
-    """The per-call time of a Python function that does nothing, through ``backend`` (default: the CPU's)."""
+    """The per-call time of a Python function that does nothing, through ``backend`` (default: the
+    CPU's); ``flushed``: each call right after a cache flush, else warm."""
+    from pytest_roofline.timing.cache import FLUSHED, WARM
     from pytest_roofline.timing.engine import measure
 
-    m = measure(_nothing, policy=policy, backend=backend)
+    m = measure(_nothing, policy=policy, backend=backend, cache=FLUSHED if flushed else WARM)
     return LatencyFloor(
         device=m.device,
         floor_s=m.time_s,
@@ -112,6 +114,6 @@ def cpu_latency_floor(*, flushed: bool = False) -> LatencyFloor:
     """This process's CPU latency floor: a Python call's own cost, measured once; ``flushed``: right
     after a cache flush, what a kernel timed cold by a flush is judged against."""
     if flushed:
-        floor = measure_latency_floor(policy=CPU_FLUSHED_LATENCY_POLICY)
+        floor = measure_latency_floor(policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)
         return LatencyFloor(floor.device, floor.floor_s, note=f"{floor.note}, each right after a cache flush")
     return measure_latency_floor()

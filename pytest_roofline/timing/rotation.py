@@ -1,4 +1,4 @@
-"""Cold by rotation: copies of the kernel's arrays, each call on the next copy.
+"""Cold by rotation: copies of the kernel's arrays, each call on the next set.
 
 The floor counts compulsory DRAM bytes, so a kernel is timed with its data out of the cache. A
 flush before every call does that at the price of one call per sample and a pass over twice the
@@ -6,25 +6,31 @@ cache each time. Rotation does it for free, as rocBLAS-bench's and hipBLASLt-ben
 and benchdnn's ``--cold-cache`` do: before sampling, enough copies of the kernel's array arguments
 (inputs and outputs alike) are made that one cycle through them touches :data:`CYCLE_MULTIPLE` x the
 last-level cache (at least :data:`MIN_CYCLE_BYTES`; at most :func:`memory_cap`, which must leave it
-:data:`MIN_CYCLE_MULTIPLE` x the cache); each call takes
-the next copy, so by the time a copy comes round again the cycle has pushed it out. A batch of k
-calls is then k cold calls, and small kernels keep their cheap batched samples.
+:data:`MIN_CYCLE_MULTIPLE` x the cache); each call takes the next set, so by the time a set comes
+round again the cycle has pushed it out. A batch of k calls is then k cold calls, and small
+kernels keep their cheap batched samples.
 
-The arrays are found in the positional arguments, ``kwargs``' values and ``functools.partial``
-arguments (also inside tuples, named tuples, lists and dicts there): anything with ``__array_interface__``,
-``__cuda_array_interface__`` or ``__dlpack__`` and a ``copy`` (NumPy, CuPy) or ``clone`` (PyTorch)
-method. The same array in two places is the same copy in each set. A copy keeps the array's
-layout (C or Fortran order); an array that is neither (a strided view) cannot be copied without
-changing how the kernel walks it, so it cannot be rotated.
+Rotation never changes what the kernel computes or sees. The first set is the caller's own call,
+its objects as given; each other set holds copies that are the same to the kernel
+(:mod:`.copies`: values, layout, flags, kind, arrays that share memory sharing it), in containers
+rebuilt only where they hold nothing but arrays and plain values (:mod:`.arguments`). Where that
+cannot be kept, :func:`plan_rotation` says why and the engine flushes instead:
 
-Rotation does not apply (:func:`plan_rotation` says why, and the engine flushes instead) when the
-arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (a closure or a
-lambda with captured arrays, arguments that are not arrays), when an array is a strided view,
-or when :func:`memory_cap` leaves too little for a cycle of :data:`MIN_CYCLE_MULTIPLE` x the cache.
+- the arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (a closure or
+  a lambda with captured arrays, arrays inside an object passed as it is);
+- an array is a strided view, or arrays of a kind other than NumPy's share memory;
+- the kernel changes a list or dict it is given (seen on one untimed call of the caller's own
+  arguments, before anything is copied): each set's copy of it would keep its own changes;
+- copying would take more than :data:`MAX_COPY_SHARE` of the time budget, more than
+  :data:`MAX_COPIED_OBJECTS` objects, or :func:`memory_cap` leaves too little for a cycle of
+  :data:`MIN_CYCLE_MULTIPLE` x the cache;
+- ``setup=`` returns the arguments of each call.
 
-Host copies are carved out of one buffer per thread (:func:`release_host_pool` frees it): on a VM,
-first touching a fresh GiB costs most of a second in page faults, and a suite measures many kernels.
-A rotation planned on one thread never carves over the copies another thread is calling.
+A ``setup`` that returns None resets the caller's arrays in place (``np.copyto(a, a0)``). It is run
+once before the copies are made, so that every set starts as setup leaves the caller's; then, right
+before each call, the set called last is reset: the caller's by ``setup()``, a copy from one more
+copy kept as it was made. A set is so reset a whole cycle before its next call, which finds it
+out of the cache like any other.
 """
 
 from __future__ import annotations
@@ -34,18 +40,15 @@ import itertools
 import math
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import InvalidValueError
+from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, flat, gpu_of, nbytes_of, scan_call
+from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memory, settle, units_of
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
     from pytest_roofline.timing.base import Kernel
 
 #: one cycle through the copies aims at this many times the last-level cache ...
@@ -55,30 +58,38 @@ CYCLE_MULTIPLE = 4
 MIN_CYCLE_MULTIPLE = 2
 #: and at least this much (a small or unknown cache)
 MIN_CYCLE_BYTES = 64 * 2**20
-#: the copies take at most this much memory ...
+#: the copies take at most this much memory (the caller's own set, which is one of the cycle's, is
+#: not new memory) ...
 MAX_ROTATION_BYTES = 2**30
 #: ... and at most this share of the memory free on the device that holds them
 MAX_FREE_SHARE = 0.10
 #: the arrays rotated must hold at least this share of the op's bytes, or the rest is out of reach
 MIN_VISIBLE_SHARE = 0.5
-#: at most this many argument sets (each a few Python objects): a kernel of a few bytes would
-#: need millions to cycle through the cache, and is flushed instead
-MAX_COPIES = 1 << 18
-#: host copies start on this boundary (a cache line), as a fresh allocation would
-_ALIGN = 64
+#: at most this many objects made for the copies (each array's copies, each rebuilt container): a
+#: kernel of a few bytes would need millions of sets to cycle through the cache, a list of 20,000
+#: arrays as many copies per set; both are flushed instead
+MAX_COPIED_OBJECTS = 1 << 18
+#: making the copies takes at most this share of the measurement's time budget: the first set is
+#: timed, and a rotation whose copies would take longer is not made
+MAX_COPY_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
 class Rotation:
     """A cycle of argument sets: :attr:`kernel` calls the kernel on the next set at every call."""
 
-    kernel: Kernel
+    kernel: _Rotating
     #: argument sets in the cycle, the caller's own included
     copies: int
-    #: bytes of the arrays in one set
+    #: bytes of the arrays in one set (arrays that share memory: the bytes they span)
     set_bytes: int
     #: seconds making the copies took (part of the measurement's cost)
     made_s: float = 0.0
+    #: the memory the copies take (at most :func:`memory_cap`); the caller's set is not among them
+    copy_bytes: int = 0
+    #: with ``setup=``: what the engine runs before every call in its place (the set called last
+    #: reset); None without
+    reset: Callable[[], None] | None = None
 
     @property
     def cycle_bytes(self) -> int:
@@ -88,8 +99,14 @@ class Rotation:
         from pytest_roofline.model.units import binary_bytes
 
         return (
-            f"cold by rotation over {self.copies} copies of the arguments ({binary_bytes(self.cycle_bytes)})"
+            f"cold by rotation over {self.copies} argument sets ({binary_bytes(self.cycle_bytes)} a cycle,"
+            f" yours and {_copies(self.copies - 1)} taking"
+            f" {binary_bytes(self.copy_bytes)})"
         )
+
+    def release(self) -> None:
+        """Drop the copies (the measurement is over); what they took on a GPU goes back to it."""
+        self.kernel.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,96 +125,216 @@ def plan_rotation(
     llc_bytes: int | None,
     free_bytes: Callable[[bool], int | None] | None = None,
     clock: Callable[[], float] | None = None,
+    budget_s: float | None = None,
+    setup: Callable[[], object] | None = None,
 ) -> Rotation | NoRotation:
     """Copies of the arrays in ``fn(*args, **kwargs)`` enough for one cycle to leave the cache cold.
 
     ``free_bytes(device)`` is the memory free on the host (False) or on the GPU (True), None when
-    unknown (default: :func:`free_memory`). ``clock`` times the copying (:attr:`Rotation.made_s`;
+    unknown (default: :func:`free_memory`). ``clock`` times the planning (:attr:`Rotation.made_s`;
     default: ``time.perf_counter``); growing the host pool, once a process, is not counted.
+    ``budget_s``: the measurement's time budget, of which the copies may take
+    :data:`MAX_COPY_SHARE` (None: no bound). ``setup``: the call's ``setup=`` (see the module's
+    docstring); called here, once, and again before every call through :attr:`Rotation.reset`.
     """
-    found = _Arrays()
-    kernel, positional, keywords = found.scan_call(fn, args, kwargs)
-    if found.strided:
-        return NoRotation(f"{found.strided} is a strided view, which a copy would lay out differently")
-    if not found.arrays:
-        return NoRotation("no array among the kernel's arguments (a closure or lambda keeps its own)")
-    set_bytes = sum(found.sizes)
-    if set_bytes == 0:
-        return NoRotation("the kernel's arrays hold no bytes")
-    if found.used_bytes < MIN_VISIBLE_SHARE * op_bytes:  # an array passed twice counts twice, as in the op
-        from pytest_roofline.model.units import binary_bytes
+    clock = clock or time.perf_counter
+    start = clock()
+    found, kernel, positional, keywords = scan_call(fn, args, kwargs)
+    rebuilt = not (
+        flat(kernel) and all(map(flat, positional.items)) and all(map(flat, keywords.items.values()))
+    )
+    planned = _plan(
+        found, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes or free_memory,
+        # a set's objects: its arrays' copies, and the containers rebuilt around them
+        per_set=len(found.arrays) + (found.nodes if rebuilt else 0),
+    )  # fmt: skip
+    if isinstance(planned, NoRotation):
+        return planned
+    units, copies = planned
+    # one untimed call on the caller's own arguments shows what the kernel does to its containers
+    if found.mutable and (changed := _changes(fn, args, kwargs, found.mutable)):
+        return NoRotation(changed)
+    if setup is not None and setup() is not None:
+        return NoRotation("setup= returns each call's arguments")
+    made = _Made(units, copies - 1 + (setup is not None), clock)
+    if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s):
+        return NoRotation(why)
+    settle(found.arrays)
+    columns: list[list[object]] = [[array] for array in found.arrays]
+    for unit, copier in zip(units, made.copiers, strict=True):
+        for made_copy in copier.copies[: copies - 1]:
+            for member, copy in zip(unit.members, made_copy, strict=True):
+                columns[member].append(copy)
+    calls = _calls(kernel, positional, keywords, columns, copies, rebuilt=rebuilt)
+    calls[0] = functools.partial(fn, *args, **(kwargs or {}))  # the caller's own objects, as given
+    gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
+    rotating = _Rotating(calls, gpu_arrays) if setup is None else _Resetting(calls, gpu_arrays, setup, made)
+    return Rotation(
+        kernel=rotating,
+        copies=copies,
+        set_bytes=sum(unit.nbytes for unit in units),
+        made_s=clock() - start - made.grown_s,
+        copy_bytes=made.footprint,
+        reset=rotating.reset if isinstance(rotating, _Resetting) else None,
+    )
 
+
+def _plan(
+    found: Found,
+    *,
+    op_bytes: float,
+    llc_bytes: int | None,
+    free_bytes: Callable[[bool], int | None],
+    per_set: int,
+) -> tuple[list[Unit], int] | NoRotation:
+    """What is copied as one, and how many sets the cycle has; or why there is no rotation."""
+    from pytest_roofline.model.units import binary_bytes
+
+    if found.truncated:
+        return NoRotation(
+            f"the arguments hold more than {MAX_SCANNED} objects, too many to search for arrays"
+        )
+    kept = f"; {', '.join(found.kept)} is passed as it is" if found.kept else ""
+    if not found.arrays:
+        return NoRotation(f"no array among the kernel's arguments (a closure or lambda keeps its own{kept})")
+    if found.used_bytes < MIN_VISIBLE_SHARE * op_bytes:  # an array passed twice counts twice, as in the op
         return NoRotation(
             f"the kernel's array arguments hold {binary_bytes(found.used_bytes)} of the op's "
-            f"{binary_bytes(int(op_bytes))}: the rest is out of reach (captured by a closure?)"
+            f"{binary_bytes(int(op_bytes))}: the rest is out of reach (captured by a closure?{kept})"
         )
-    cap = memory_cap(found.on_device, free_bytes or free_memory)
+    most = max(MAX_COPIED_OBJECTS // max(per_set, 1), 2)
+    # arrays that share memory span at most 1 / MIN_SPAN_COVER of their bytes: with no more sets than
+    # `most`, a cycle this short is too short whatever their layouts (not read yet: 20,000 arrays' are slow)
+    nbytes = sum(map(nbytes_of, found.arrays))
+    if _too_few(most, nbytes / MIN_SPAN_COVER, llc_bytes):
+        return NoRotation(f"{_objects(most, per_set)}, {_too_few(most, nbytes, llc_bytes)}")
+    units = units_of(found.arrays, found.places)
+    if isinstance(units, str):
+        return NoRotation(units)
+    set_bytes = sum(unit.nbytes for unit in units)
+    if set_bytes == 0:
+        return NoRotation("the kernel's arrays hold no bytes")
+    cap = memory_cap(found.on_device, free_bytes)
+    # each copy's memory, padded as the pool carves it; the caller's own set is no new memory
+    per_copy = sum(unit.footprint(1) for unit in units)
+    fixed = sum(unit.footprint(0) for unit in units)
     # the cycle aims at CYCLE_MULTIPLE x the cache, within what memory allows; a cycle of less than
     # MIN_CYCLE_MULTIPLE x the cache would find its copies still there when they come round again
     wanted = math.ceil(cycle_target(llc_bytes) / set_bytes)
-    # the caller's own set is no new memory
-    copies = max(2, min(wanted, cap // set_bytes + 1, MAX_COPIES))
-    if (copies - 1) * set_bytes > cap or copies * set_bytes < MIN_CYCLE_MULTIPLE * (llc_bytes or 0):
-        from pytest_roofline.model.units import binary_bytes
-
-        limit = (
-            f"{MAX_COPIES} copies" if copies == MAX_COPIES else f"memory allows {binary_bytes(cap)} of copies"
-        )
-        cache = binary_bytes(llc_bytes or 0)
+    by_memory = max(cap - fixed, 0) // per_copy + 1
+    copies = max(2, min(wanted, by_memory, most))
+    if (copies - 1) * per_copy + fixed > cap:
         return NoRotation(
-            f"{limit}, too few to cycle through {MIN_CYCLE_MULTIPLE}x the {cache} cache"
-            f" in sets of {binary_bytes(set_bytes)}"
+            f"memory allows {binary_bytes(cap)} of copies, less than one set of {binary_bytes(set_bytes)}"
         )
-    pooled = [size for array, size in zip(found.arrays, found.sizes, strict=True) if _pooled(array)]
-    pool = _HostPool.get() if pooled else None
-    if pool is not None:
-        pool.reserve(sum(_padded(size * (copies - 1)) for size in pooled))
-    clock = clock or time.perf_counter
-    start = clock()
-    try:  # per array, its copies: the caller's own first
-        columns = [[array, *_copies(array, copies - 1, pool)] for array in found.arrays]
-    except (TypeError, ValueError, RuntimeError, MemoryError) as exc:  # a copy() of the user's own kind
-        return NoRotation(f"copying the arrays failed ({type(exc).__name__}: {exc})")
-    calls = _calls(kernel, positional, keywords, columns, copies)
-    return Rotation(kernel=_Rotating(calls), copies=copies, set_bytes=set_bytes, made_s=clock() - start)
-
-
-def check_has_data(
-    fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None, *, given_by: str = ""
-) -> None:
-    """A ValueError naming the argument of ``fn(*args, **kwargs)`` that is a tensor with no data
-    (PyTorch's meta device: a shape and a dtype, no storage), found where rotation finds arrays.
-
-    The kernel would compute nothing on it, and be judged faster than light. ``given_by`` names who
-    gave the arguments (``setup's ``).
-    """
-    found = _Arrays()
-    found.scan_call(fn, args, kwargs)
-    if found.meta:
-        raise InvalidValueError(
-            f"{given_by}{found.meta} is a tensor on the meta device: it has a shape but no data, so the"
-            " kernel would compute nothing and its time would be no time at all; give it a tensor on the"
-            " device to measure"
+    if too_few := _too_few(copies, set_bytes, llc_bytes):
+        limit = (
+            _objects(copies, per_set)
+            if copies == most
+            else f"memory allows {binary_bytes(cap)} of copies"
+            if copies == by_memory
+            else f"{copies} sets"
         )
+        return NoRotation(f"{limit}, {too_few}")
+    return units, copies
+
+
+def _copies(n: int) -> str:
+    return f"{n} copy" if n == 1 else f"{n} copies"
+
+
+def _objects(copies: int, per_set: int) -> str:
+    return f"{copies} sets of {per_set} objects each (at most {MAX_COPIED_OBJECTS} made)"
+
+
+def _too_few(copies: int, set_bytes: float, llc_bytes: int | None) -> str:
+    """Why ``copies`` sets of ``set_bytes`` are too few for a cycle ("" when they are enough)."""
+    from pytest_roofline.model.units import binary_bytes
+
+    if copies * set_bytes >= MIN_CYCLE_MULTIPLE * (llc_bytes or 0):
+        return ""
+    return (
+        f"too few to cycle through {MIN_CYCLE_MULTIPLE}x the {binary_bytes(llc_bytes or 0)} cache"
+        f" in sets of {binary_bytes(set_bytes)}"
+    )
+
+
+def _changes(
+    fn: Kernel, args: Sequence[object], kwargs: Mapping[str, object] | None, mutable: list[tuple[str, object]]
+) -> str:
+    """Which of the lists and dicts in the call the kernel changes (one call, untimed), if any."""
+    before = [_contents(container) for _, container in mutable]
+    fn(*args, **(kwargs or {}))
+    for (where, container), was in zip(mutable, before, strict=True):
+        if _contents(container) != was:
+            return f"the kernel changes {where}, which each set's copy would keep apart from yours"
+    return ""
+
+
+def _contents(container: object) -> tuple[object, ...]:
+    if isinstance(container, dict):
+        return tuple((key, id(value)) for key, value in container.items())
+    return tuple(map(id, container))  # type: ignore[call-overload]
+
+
+class _Made:
+    """The copies of every unit, made within the time budget."""
+
+    def __init__(self, units: list[Unit], n: int, clock: Callable[[], float]) -> None:
+        self.n, self.clock = n, clock
+        pooled = [unit for unit in units if unit.pooled]
+        self.footprint = sum(unit.footprint(n) for unit in units)
+        pool = HostPool.get() if pooled else None
+        start = clock()
+        if pool is not None:
+            pool.reserve(sum(unit.footprint(n) for unit in pooled))
+        #: seconds growing the pool took (once a process: not the measurement's)
+        self.grown_s = clock() - start
+        self.copiers: list[Copier] = [unit.copier(n, pool) for unit in units]
+
+    def fill(self, budget_s: float | None, *, spent_s: float) -> str:
+        """Make the copies; why not, when the first set shows they would cost too much of the budget."""
+        from pytest_roofline.model.units import seconds
+
+        allowed = math.inf if budget_s is None else MAX_COPY_SHARE * budget_s
+        projected = spent_s
+        try:
+            start = self.clock()
+            for copier in self.copiers:  # the first set, timed: n sets will take n times as long
+                copier.fill(0, 1)
+                if (projected := spent_s + (self.clock() - start) * self.n) > allowed:
+                    break  # already too much, however fast the rest
+            if projected > allowed:
+                self.copiers = []
+                return (
+                    f"making {_copies(self.n)} of the arguments would take about {seconds(projected)}, more"
+                    f" than {MAX_COPY_SHARE:.0%} of the {seconds(budget_s or 0)} time budget"
+                )
+            for copier in self.copiers:
+                copier.fill(1, self.n)
+        except (TypeError, ValueError, RuntimeError, MemoryError) as exc:  # a copy of the user's own kind
+            self.copiers = []
+            return f"copying the arrays failed ({type(exc).__name__}: {exc})"
+        return ""
+
+    def restore(self, index: int) -> None:
+        """Give copy ``index`` the values the copies were made with (the last copy's, never called)."""
+        for copier in self.copiers:
+            copier.restore(index, self.n - 1)
 
 
 def _calls(
-    fn: _Template, args: _Sequence, kwargs: _Dict, columns: list[list[object]], copies: int
+    fn: Template, args: Items, kwargs: Entries, columns: list[list[object]], copies: int, *, rebuilt: bool
 ) -> list[Callable[[], object]]:
     """One bound call per argument set. Arguments that are arrays or plain values (no partial, list
     or dict holding arrays: the common case) are bound with one C-level partial per set; a tiny
     kernel's cycle has a hundred thousand of them."""
-    flat = (
-        isinstance(fn, _Constant)
-        and all(isinstance(t, (_Slot, _Constant)) for t in args.items)
-        and all(isinstance(t, (_Slot, _Constant)) for t in kwargs.items.values())
-    )
-    if not flat:
+    if rebuilt:
         sets = ([column[i] for column in columns] for i in range(copies))
         return [_bound(fn.build(arrays), args.build(arrays), kwargs.build(arrays)) for arrays in sets]
 
-    def column(t: _Template) -> Iterable[object]:
-        return columns[t.index] if isinstance(t, _Slot) else itertools.repeat(t.build([]))
+    def column(t: Template) -> Iterable[object]:
+        return columns[t.index] if isinstance(t, Slot) else itertools.repeat(t.build([]))
 
     kernel, keys = fn.build([]), list(kwargs.items)
     # constants repeat without end: the arrays' columns, of ``copies`` each, end every zip
@@ -250,244 +387,74 @@ def free_memory(on_device: bool) -> int | None:
 def release_host_pool() -> None:
     """Free this thread's host buffer that rotation copies are carved from (the session's end); another
     thread's goes when that thread ends."""
-    _HostPool.local.pool = None
-
-
-class _Rotating:
-    """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
-
-    __slots__ = ("_next",)
-
-    def __init__(self, calls: Sequence[Callable[[], object]]) -> None:
-        self._next = itertools.cycle(calls).__next__
-
-    def __call__(self, *_: object) -> object:
-        return self._next()()
+    HostPool.release()
 
 
 def _bound(fn: Kernel, args: tuple[object, ...], kwargs: dict[str, object]) -> Callable[[], object]:
     return functools.partial(fn, *args, **kwargs)
 
 
-class _Arrays:
-    """The arrays found while scanning the arguments, each once, with their sizes."""
-
-    def __init__(self) -> None:
-        self.arrays: list[object] = []
-        self.sizes: list[int] = []
-        self.on_device = False
-        self.strided = ""
-        #: the bytes of every place an array is passed, repeats included
-        self.used_bytes = 0
-        #: where the first tensor with no data is (``check_has_data``)
-        self.meta = ""
-        self._index: dict[int, int] = {}
-
-    def scan_call(
-        self, fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None
-    ) -> tuple[_Template, _Sequence, _Dict]:
-        """Templates of the kernel, its arguments and its keywords."""
-        kernel = self.scan(fn, "the kernel")
-        positional = _Sequence(tuple, [self.scan(arg, f"argument {i}") for i, arg in enumerate(args)])
-        keywords = _Dict({key: self.scan(value, f"kwargs[{key!r}]") for key, value in (kwargs or {}).items()})
-        return kernel, positional, keywords
-
-    def scan(self, value: object, where: str) -> _Template:
-        """A template that rebuilds ``value`` with other arrays in place of the ones found."""
-        # duck typed (torch may not be installed): a torch.Tensor's is_meta, never a mock's attribute
-        if not self.meta and not isinstance(value, type) and getattr(value, "is_meta", False) is True:
-            self.meta = where or "an argument"
-        if _is_array(value):
-            key = id(value)
-            self.used_bytes += _nbytes(value)
-            if key not in self._index:
-                if not _lays_out_alike(value):
-                    self.strided = self.strided or (where or "an argument")
-                self._index[key] = len(self.arrays)
-                self.arrays.append(value)
-                self.sizes.append(_nbytes(value))
-                self.on_device = (
-                    self.on_device or hasattr(value, "__cuda_array_interface__") or _on_gpu(value)
-                )
-            return _Slot(self._index[key])
-        if isinstance(value, functools.partial):
-            func = self.scan(value.func, where)
-            args = [
-                self.scan(arg, f"argument {i} of the functools.partial") for i, arg in enumerate(value.args)
-            ]
-            keywords = {
-                k: self.scan(v, f"keyword {k!r} of the functools.partial") for k, v in value.keywords.items()
-            }
-            return _Partial(func, _Sequence(tuple, args), _Dict(keywords))
-        if isinstance(value, (tuple, list)) and (type(value) in (tuple, list) or _is_namedtuple(value)):
-            items = [self.scan(item, f"{where}[{i}]") for i, item in enumerate(value)]
-            return _Sequence(type(value), items)
-        if type(value) is dict:
-            return _Dict({k: self.scan(v, f"{where}[{k!r}]") for k, v in value.items()})
-        return _Constant(value)
+def _released() -> Callable[[], object]:
+    raise RuntimeError("this rotation's copies were released: its measurement is over")
 
 
-class _Template:
-    def build(self, arrays: Sequence[object]) -> Any:
-        raise NotImplementedError
+class _Rotating:
+    """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
+
+    __slots__ = ("_gpu_arrays", "_next")
+
+    def __init__(self, calls: Sequence[Callable[[], object]], gpu_arrays: Sequence[object]) -> None:
+        self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
+        #: the caller's arrays on a GPU, whose copies' memory goes back to it on release
+        self._gpu_arrays = list(gpu_arrays)
+
+    def __call__(self, *_: object) -> object:
+        return self._next()()
+
+    def release(self) -> None:
+        self._next = _released
+        release_device_memory(self._gpu_arrays)
 
 
-@dataclass(frozen=True, slots=True)
-class _Slot(_Template):
-    index: int
+class _Resetting(_Rotating):
+    """Rotation with ``setup=``: :meth:`reset`, run before every call, resets the set called last."""
 
-    def build(self, arrays: Sequence[object]) -> Any:
-        return arrays[self.index]
+    __slots__ = ("_calls", "_last", "_made", "_setup", "_turn")
 
+    def __init__(
+        self,
+        calls: Sequence[Callable[[], object]],
+        gpu_arrays: Sequence[object],
+        setup: Callable[[], object],
+        made: _Made,
+    ) -> None:
+        super().__init__(calls, gpu_arrays)
+        self._calls, self._setup, self._made = list(calls), setup, made
+        self._turn = 0
+        self._last: int | None = None
 
-@dataclass(frozen=True, slots=True)
-class _Constant(_Template):
-    value: object
+    def __call__(self, *_: object) -> object:
+        if not self._calls:
+            _released()
+        turn = self._last = self._turn
+        self._turn = (turn + 1) % len(self._calls)
+        return self._calls[turn]()
 
-    def build(self, arrays: Sequence[object]) -> Any:
-        return self.value
+    def reset(self) -> None:
+        last, self._last = self._last, None
+        if last is None:
+            return
+        if last > 0:
+            self._made.restore(last - 1)
+            settle(self._gpu_arrays)
+        elif self._setup() is not None:
+            from .calls import SetupError
 
+            raise SetupError(
+                "setup returned the kernel's arguments after returning None: it must do one or the other"
+            )
 
-@dataclass(frozen=True, slots=True)
-class _Partial(_Template):
-    func: _Template
-    args: _Template
-    keywords: _Template
-
-    def build(self, arrays: Sequence[object]) -> Any:
-        return functools.partial(
-            self.func.build(arrays), *self.args.build(arrays), **self.keywords.build(arrays)
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Sequence(_Template):
-    kind: type
-    items: list[_Template]
-
-    def build(self, arrays: Sequence[object]) -> Any:
-        built = [item.build(arrays) for item in self.items]
-        return self.kind._make(built) if hasattr(self.kind, "_make") else self.kind(built)
-
-
-@dataclass(frozen=True, slots=True)
-class _Dict(_Template):
-    items: dict[str, _Template]
-
-    def build(self, arrays: Sequence[object]) -> Any:
-        return {key: item.build(arrays) for key, item in self.items.items()}
-
-
-def _is_namedtuple(value: object) -> bool:
-    return isinstance(value, tuple) and callable(getattr(type(value), "_make", None))
-
-
-def _is_array(value: object) -> bool:
-    """An array a copy can be made of: it speaks an array protocol and has ``copy`` or ``clone``."""
-    if isinstance(value, type):
-        return False
-    speaks = (
-        hasattr(value, "__array_interface__")
-        or hasattr(value, "__cuda_array_interface__")
-        or hasattr(value, "__dlpack__")
-    )
-    return speaks and (callable(getattr(value, "clone", None)) or callable(getattr(value, "copy", None)))
-
-
-def _on_gpu(value: object) -> bool:
-    device = getattr(value, "device", None)  # torch: device(type='cuda', index=0)
-    return getattr(device, "type", None) == "cuda"
-
-
-def _nbytes(value: object) -> int:
-    nbytes = getattr(value, "nbytes", None)
-    if isinstance(nbytes, int) and not isinstance(nbytes, bool):
-        return nbytes
-    numel, size = getattr(value, "numel", None), getattr(value, "element_size", None)
-    if callable(numel) and callable(size):  # torch before nbytes
-        return int(numel()) * int(size())
-    return 0
-
-
-def _lays_out_alike(value: object) -> bool:
-    """Whether a copy keeps the array's layout: C- or Fortran-contiguous (or no way to tell)."""
-    flags = getattr(value, "flags", None)
-    if flags is not None and hasattr(flags, "c_contiguous"):
-        return bool(flags.c_contiguous or flags.f_contiguous)
-    contiguous = getattr(value, "is_contiguous", None)  # torch
-    return bool(contiguous()) if callable(contiguous) else True
-
-
-def _copies(array: object, n: int, pool: _HostPool | None) -> list[object]:
-    """``n`` copies of ``array`` with its layout: for a plain NumPy array, one block carved from the
-    host pool and filled by one broadcast copy; otherwise the array's own ``clone`` or ``copy``."""
-    if pool is not None and _pooled(array):
-        return [*pool.copies_of(array, n)]  # type: ignore[arg-type]
-    clone = getattr(array, "clone", None)
-    if callable(clone):
-        return [clone() for _ in range(n)]  # torch keeps the strides of a dense tensor
-    try:
-        return [array.copy(order="K") for _ in range(n)]  # type: ignore[attr-defined]
-    except TypeError:  # a copy() without an order
-        return [array.copy() for _ in range(n)]  # type: ignore[attr-defined]
-
-
-def _pooled(array: object) -> bool:
-    """A plain NumPy array (not a subclass, whose copy must keep its class): copied into the pool."""
-    return type(array).__module__ == "numpy" and type(array).__name__ == "ndarray"
-
-
-def _padded(nbytes: int) -> int:
-    return -(-nbytes // _ALIGN) * _ALIGN
-
-
-class _HostPool:
-    """One host buffer, touched once, that copies are carved out of for the length of a measurement."""
-
-    #: each thread's pool (``pool``): a new rotation reuses the last one's space, which only the thread
-    #: that planned both knows to be free
-    local = threading.local()
-
-    def __init__(self) -> None:
-        self._buffer: npt.NDArray[np.uint8] | None = None
-        self._used = self._start = 0
-
-    @classmethod
-    def current(cls) -> _HostPool | None:
-        """This thread's pool, if it has one."""
-        pool: _HostPool | None = getattr(cls.local, "pool", None)
-        return pool
-
-    @classmethod
-    def get(cls) -> _HostPool:
-        pool = cls.current()
-        if pool is None:
-            pool = cls.local.pool = cls()
-        pool._used = pool._start  # a new rotation: the last one's copies are not called
-        return pool
-
-    def reserve(self, nbytes: int) -> None:
-        import numpy as np
-
-        if self._buffer is None or self._buffer.nbytes < nbytes + _ALIGN:
-            self._buffer = None  # freed before the larger one is made
-            self._buffer = np.empty(nbytes + _ALIGN, dtype=np.uint8)
-            self._buffer.fill(0)  # touched now: page faults are not the kernel's
-            self._used = self._start = -self._buffer.ctypes.data % _ALIGN
-
-    def copies_of(self, array: npt.NDArray[Any], n: int) -> list[npt.NDArray[Any]]:
-        """``n`` copies of ``array``, its layout kept, side by side in the pool (as ``n`` fresh
-        allocations in a row would be)."""
-        import numpy as np
-
-        assert self._buffer is not None, "reserve() first"
-        start = self._used
-        self._used += _padded(array.nbytes * n)
-        raw = self._buffer[start : start + array.nbytes * n]
-        fortran = array.flags.f_contiguous and not array.flags.c_contiguous
-        shape = (n, *array.shape[::-1]) if fortran else (n, *array.shape)
-        block: npt.NDArray[Any] = np.ndarray(shape, dtype=array.dtype, buffer=raw)
-        if fortran:  # each copy Fortran-ordered: the copy's axes reversed
-            block = block.transpose(0, *range(array.ndim, 0, -1))
-        block[...] = array
-        return list(block)
+    def release(self) -> None:
+        self._calls = []
+        self._made.copiers = []
+        super().release()

@@ -50,12 +50,12 @@ class Sampler:
         probe: Probe | None,
         *,
         budget_start: float,
-        cold: bool = False,
+        rewarm: bool = False,
     ) -> None:
         self.backend, self.call, self.policy = backend, call, policy
         self.k, self.flush, self.probe = k, flush, probe
         #: a probe streamed through the cache: a warm measurement calls the kernel once after it
-        self.rewarm = policy.rewarm and not flush and not cold
+        self.rewarm = rewarm
         self.budget_start = budget_start
         self.preempted = 0
         #: leading samples left out: taken before the kernel settled (:mod:`.transient`), and when

@@ -32,7 +32,7 @@ CPU_FLOOR = 0.05
 #: kernels shorter than this (by the engine's median) are shown, not judged
 MIN_JUDGED_S = 100e-6
 #: the engine's settings here: warm, as timeit and pytest-benchmark time
-POLICY = Policy(flush=False)
+POLICY = Policy()
 #: timeit: repeats taken, and the least time one repeat of ``number`` calls should take
 TIMEIT_REPEAT = 25
 TIMEIT_REPEAT_S = 0.01
@@ -89,10 +89,11 @@ RULES: dict[str, Rule] = {
 
 def engine_timer(backend: Backend | None = None) -> Timer:
     """The engine, warm, over ``backend`` (None: the process's CPU backend)."""
+    from ...timing.cache import WARM
     from ...timing.engine import measure
 
     def engine(fn: Kernel, args: tuple[object, ...]) -> Stats:
-        return measure(fn, *args, policy=POLICY, backend=backend).stats
+        return measure(fn, *args, policy=POLICY, backend=backend, cache=WARM).stats
 
     return engine
 

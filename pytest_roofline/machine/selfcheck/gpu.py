@@ -3,9 +3,9 @@
 For each case (a 256 MiB device-to-device copy, a 4096³ float32 matmul, an elementwise kernel of a few
 microseconds over 8 MiB, and a 4 KiB one short enough to be launch-bound) the median per-call time of:
 
-- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``flush=False``) on the
+- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``cache=WARM``) on the
   default stream: the reference of every warm ratio; with events (where CUPTI would time by default),
-  on a side stream, with ``block="off"`` and ``block="on"``; cold (``flush=True``: a read of twice
+  on a side stream, with ``block="off"`` and ``block="on"``; cold (``cache=FLUSHED``: a read of twice
   the L2 before each call); in graph mode (kernels that can be captured: no cuBLAS);
 - ``cupyx.profiler.benchmark`` (``gpu_times``: an event pair around each call), warm;
 - ``torch.cuda.Event`` pairs around back-to-back calls, warm, where PyTorch has CUDA;
@@ -179,9 +179,11 @@ def _failed(timer: str, exc: Exception) -> Timing:
 
 
 def _engine(fn: Kernel, args: tuple[object, ...], backend: Any, *, flush: bool) -> Stats:
+    from ...timing.cache import FLUSHED, WARM
     from ...timing.engine import measure
 
-    return measure(fn, *args, policy=Policy(flush=flush, max_time_s=MAX_TIME_S), backend=backend).stats
+    cache = FLUSHED if flush else WARM
+    return measure(fn, *args, policy=Policy(max_time_s=MAX_TIME_S), backend=backend, cache=cache).stats
 
 
 def torch_events(torch: Any, index: int, fn: Kernel, args: tuple[object, ...]) -> Stats:

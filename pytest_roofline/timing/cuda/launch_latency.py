@@ -15,7 +15,7 @@ from pytest_roofline.timing.cuda.loading import require_cupy, require_device, us
 from pytest_roofline.timing.latency import LatencyFloor
 
 #: the latency floor's own measurement: short, warm, never flushed
-LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25, flush=False)
+LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25)
 #: event pairs timed around nothing for the latency floor
 LATENCY_EVENT_SAMPLES = 50
 #: before the latency floor, the GPU is kept busy until NVML reports this share of its maximum SM
@@ -48,6 +48,7 @@ def latency_floor(
     attained past the measured time, so a latency floor is never grounds for faster than light.
     Cached per device and mode; ``refresh=True`` measures again.
     """
+    from pytest_roofline.timing.cache import WARM
     from pytest_roofline.timing.engine import measure
 
     cupy = require_device(index)
@@ -62,7 +63,7 @@ def latency_floor(
             empty((1,), (1,), ())
 
         ramp = ramp_clocks(backend)
-        m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend)
+        m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend, cache=WARM)
         # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
         eager = CudaBackend(index, block=block) if graph else backend
         eager.run(_nothing, (), calls=1, samples=1, flush=False)

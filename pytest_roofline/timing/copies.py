@@ -1,0 +1,370 @@
+"""Copies of a kernel's arrays for rotation (:mod:`.rotation`), each the same to the kernel as the
+caller's: its values, its layout, its flags, its kind.
+
+What is copied as one is a :class:`Unit`: an array, or arrays whose memory overlaps (an output that
+is a view of an input), copied together so that each set keeps the overlap. How:
+
+- a plain NumPy array (no ``object`` field) is carved out of one host buffer per thread
+  (:class:`HostPool`), laid out in the same axis order (C, Fortran or any dense permutation), at
+  the same offset from a cache line, read-only when the caller's is; a 0-d array stays a 0-d array;
+- NumPy arrays that share memory are copied as the bytes they span, each a view at its own offset
+  with its own strides;
+- an array holding Python objects is never carved: its pointers would be laid over old bytes, and
+  NumPy would release them as objects. It is copied by its own ``copy``, as are NumPy subclasses;
+- a PyTorch tensor by ``detach().clone()`` (dense strides kept, ``channels_last`` included), which
+  then requires grad if the caller's does (an ``nn.Parameter`` stays one);
+- a CuPy array by its ``copy(order="K")`` on its own GPU (CuPy copies to the *current* one), after
+  which that GPU is synchronized, so copies are done before anything is timed.
+
+Host memory comes from the pool because, on a VM, first touching a fresh GiB costs most of a second
+in page faults, and a suite measures many kernels; GPU memory the copies took goes back to the
+device after the measurement (:func:`release_device_memory`), as PyTorch cannot use what CuPy's pool
+keeps.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .arguments import Layout, c_strides, gpu_of, is_torch, layout_of, nbytes_of
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: host copies start at the same offset from this boundary (a cache line) as the caller's array
+ALIGN = 64
+#: arrays that share memory are copied as the bytes they span when they cover at least this share of
+#: it (``x`` and ``x[...]``, a matrix and one of its columns); a few sparse views of a large buffer
+#: are not
+MIN_SPAN_COVER = 0.5
+
+
+def padded(nbytes: int) -> int:
+    return -(-nbytes // ALIGN) * ALIGN
+
+
+def pooled(array: object) -> bool:
+    """A plain NumPy array (not a subclass, whose copy must keep its class) with no Python objects in
+    it: carved out of the pool."""
+    kind = type(array)
+    if kind.__module__ != "numpy" or kind.__name__ != "ndarray":
+        return False
+    return not array.dtype.hasobject  # type: ignore[attr-defined]
+
+
+class Unit:
+    """An array, or arrays whose memory overlaps, copied as one (:func:`units_of`)."""
+
+    def __init__(
+        self, members: Sequence[int], arrays: Sequence[object], span: tuple[int, int] | None
+    ) -> None:
+        #: the indexes of the arrays, in the order they were found
+        self.members = tuple(members)
+        self.arrays = tuple(arrays)
+        #: the bytes ``[low, high)`` a group spans (None for one array)
+        self.span = span
+        self.nbytes = span[1] - span[0] if span is not None else nbytes_of(arrays[0])
+        self.pooled = all(pooled(array) for array in arrays)
+
+    def footprint(self, n: int) -> int:
+        """The memory ``n`` copies take: in the pool, each padded to a cache line."""
+        return n * padded(self.nbytes) + ALIGN if self.pooled else n * self.nbytes
+
+    def copier(self, n: int, pool: HostPool | None) -> Copier:
+        if self.span is not None:
+            assert pool is not None, "a group is copied in the pool"
+            return _GroupCopies(self, n, pool)
+        if self.pooled:
+            assert pool is not None, "a plain NumPy array is copied in the pool"
+            return _PooledCopies(self.arrays[0], n, pool)  # type: ignore[arg-type]
+        return _OwnCopies(self.arrays[0], n)
+
+
+def units_of(arrays: Sequence[object], places: Sequence[str]) -> list[Unit] | str:
+    """The arrays, grouped where their memory overlaps; or why they cannot be copied as they are (a
+    strided view, arrays of other kinds that share memory)."""
+    layouts = [layout_of(array) for array in arrays]
+    spans: list[tuple[int, int, int, int]] = []  # (memory: -1 the host's, or a GPU's), low, high, index
+    groups: list[list[int]] = []
+    for i, (array, layout) in enumerate(zip(arrays, layouts, strict=True)):
+        extent = layout.extent() if layout is not None else None
+        if extent is None:  # no memory, or none we can tell: its own
+            groups.append([i])
+        else:
+            gpu = gpu_of(array)
+            spans.append((-1 if gpu is None else gpu, *extent, i))
+    spans.sort()
+    high = 0
+    for n, (space, low, end, i) in enumerate(spans):
+        if n and space == spans[n - 1][0] and low < high:
+            groups[-1].append(i)
+            high = max(high, end)
+        else:
+            groups.append([i])
+            high = end
+    units: list[Unit] = []
+    for members in groups:
+        unit = _unit(members, arrays, layouts, places)
+        if isinstance(unit, str):
+            return unit
+        units.append(unit)
+    return sorted(units, key=lambda u: u.members[0])
+
+
+def _unit(
+    members: list[int], arrays: Sequence[object], layouts: Sequence[Layout | None], places: Sequence[str]
+) -> Unit | str:
+    members.sort()
+    first = members[0]
+    if len(members) == 1:
+        layout = layouts[first]
+        if not (layout.dense if layout is not None else _contiguous(arrays[first])):
+            return f"{places[first]} is a strided view, which a copy would lay out differently"
+        return Unit(members, [arrays[first]], None)
+    other = members[1]
+    if not all(pooled(arrays[i]) for i in members):
+        return (
+            f"{places[other]} shares memory with {places[first]} (a view of it?), and copies of a"
+            f" {type(arrays[other]).__name__} cannot keep that"
+        )
+    extents = [layouts[i].extent() for i in members]  # type: ignore[union-attr]
+    low = min(e[0] for e in extents if e is not None)
+    high = max(e[1] for e in extents if e is not None)
+    if sum(nbytes_of(arrays[i]) for i in members) < MIN_SPAN_COVER * (high - low):
+        return f"{places[first]} and {places[other]} are strided views, sparse in the memory they span"
+    return Unit(members, [arrays[i] for i in members], (low, high))
+
+
+def _contiguous(array: object) -> bool:
+    """An array whose layout cannot be read: contiguous if it says so, or cannot tell."""
+    contiguous = getattr(array, "is_contiguous", None)
+    return bool(contiguous()) if callable(contiguous) else True
+
+
+class Copier:
+    """The copies of one unit: made by :meth:`fill`, each a tuple with one copy per member."""
+
+    copies: list[tuple[object, ...]]
+
+    def fill(self, start: int, stop: int) -> None:
+        """Make copies ``start`` to ``stop - 1``."""
+        raise NotImplementedError
+
+    def restore(self, target: int, source: int) -> None:
+        """Give copy ``target`` the values of copy ``source``."""
+        raise NotImplementedError
+
+
+class _PooledCopies(Copier):
+    """Copies of a plain NumPy array side by side in the pool, its axis order and alignment kept."""
+
+    def __init__(self, array: npt.NDArray[Any], n: int, pool: HostPool) -> None:
+        self._array = array
+        # the copy's axes laid out outermost first, as the caller's are (C, Fortran, any dense order)
+        order = sorted(range(array.ndim), key=lambda axis: -abs(array.strides[axis]))
+        shape = [array.shape[axis] for axis in order]
+        strides = c_strides(shape, array.itemsize)
+        slot = padded(array.nbytes)
+        raw = pool.take(slot, n, array.ctypes.data % ALIGN)
+        block = over_pool(raw, (n, *shape), array.dtype, (slot, *strides))
+        self._block = block.transpose(0, *(1 + order.index(axis) for axis in range(array.ndim)))
+        # block[i, ...], not block[i]: a 0-d copy stays an array (block[i] would be a NumPy scalar)
+        self.copies = [(self._block[i, ...],) for i in range(n)]
+        if not array.flags.writeable:
+            for (copy,) in self.copies:
+                copy.flags.writeable = False  # type: ignore[attr-defined]
+
+    def fill(self, start: int, stop: int) -> None:
+        self._block[start:stop] = self._array
+
+    def restore(self, target: int, source: int) -> None:
+        self._block[target] = self._block[source]
+
+
+class _GroupCopies(Copier):
+    """Copies of NumPy arrays that share memory: the bytes they span, each array a view into them at
+    its own offset, with its own strides."""
+
+    def __init__(self, unit: Unit, n: int, pool: HostPool) -> None:
+        import numpy as np
+
+        assert unit.span is not None
+        low, high = unit.span
+        size = high - low
+        slot = padded(size)
+        raw = pool.take(slot, n, low % ALIGN)
+        self._slots = over_pool(raw, (n, size), np.dtype(np.uint8), (slot, 1))
+        self._arrays = unit.arrays  # kept alive while their bytes are read
+        self._source = np.asarray(_Memory(low, size))
+        self.copies = []
+        for i in range(n):
+            views = []
+            for array in unit.arrays:
+                layout = layout_of(array)
+                assert layout is not None
+                offset = i * slot + layout.address - low
+                view = over_pool(raw, array.shape, array.dtype, array.strides, offset=offset)  # type: ignore[attr-defined]
+                view.flags.writeable = bool(array.flags.writeable)  # type: ignore[attr-defined]
+                views.append(view)
+            self.copies.append(tuple(views))
+
+    def fill(self, start: int, stop: int) -> None:
+        self._slots[start:stop] = self._source
+
+    def restore(self, target: int, source: int) -> None:
+        self._slots[target] = self._slots[source]
+
+
+class _OwnCopies(Copier):
+    """Copies made by the array's own method: a tensor, a CuPy array, a NumPy subclass or array of
+    Python objects, any other kind."""
+
+    def __init__(self, array: object, n: int) -> None:
+        self._array = array
+        self.copies = [(array,)] * n  # replaced by fill
+
+    def fill(self, start: int, stop: int) -> None:
+        for i in range(start, stop):
+            self.copies[i] = (copy_of(self._array),)
+
+    def restore(self, target: int, source: int) -> None:
+        (into,), (values,) = self.copies[target], self.copies[source]
+        if is_torch(into):
+            into.detach().copy_(values.detach())  # type: ignore[attr-defined]
+            return
+        flags = getattr(into, "flags", None)
+        if flags is not None and getattr(flags, "writeable", True) is False:
+            return  # nothing wrote it, nothing to restore
+        gpu = gpu_of(into)
+        if gpu is not None and "cupy" in sys.modules:
+            with sys.modules["cupy"].cuda.Device(gpu):
+                into[...] = values  # type: ignore[index]
+        else:
+            into[...] = values  # type: ignore[index]
+
+
+def copy_of(array: object) -> object:
+    """One copy of ``array`` by its own method, the same kind of object as the caller's."""
+    if is_torch(array):
+        copy = array.detach().clone()  # type: ignore[attr-defined]  # preserve_format: dense strides kept
+        requires_grad = bool(getattr(array, "requires_grad", False))
+        parameter = getattr(getattr(sys.modules.get("torch"), "nn", None), "Parameter", None)
+        if isinstance(parameter, type) and isinstance(array, parameter):  # an nn.Parameter stays one
+            return parameter(copy, requires_grad=requires_grad)
+        return copy.requires_grad_(True) if requires_grad else copy
+    gpu = gpu_of(array)
+    if gpu is not None and "cupy" in sys.modules and callable(getattr(array, "copy", None)):
+        with sys.modules["cupy"].cuda.Device(gpu):  # CuPy copies onto the current GPU
+            return array.copy(order="K")  # type: ignore[attr-defined]
+    clone = getattr(array, "clone", None)
+    if callable(clone):
+        return clone()
+    try:
+        copy = array.copy(order="K")  # type: ignore[attr-defined]
+    except TypeError:  # a copy() without an order
+        copy = array.copy()  # type: ignore[attr-defined]
+    flags = getattr(array, "flags", None)
+    if flags is not None and getattr(flags, "writeable", True) is False:
+        copy.flags.writeable = False
+    return copy
+
+
+def settle(arrays: Sequence[object]) -> None:
+    """Wait for the GPUs that hold ``arrays``: their copies were queued on whatever stream was current
+    there, and must be done before a timed call reads them from another."""
+    for gpu in sorted({g for a in arrays if (g := gpu_of(a)) is not None}):
+        torch = sys.modules.get("torch")
+        if torch is not None and any(is_torch(a) and gpu_of(a) == gpu for a in arrays):
+            torch.cuda.synchronize(gpu)
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and any(not is_torch(a) and gpu_of(a) == gpu for a in arrays):
+            cupy.cuda.Device(gpu).synchronize()
+
+
+def release_device_memory(arrays: Sequence[object]) -> None:
+    """Hand back to the GPU the memory the copies of ``arrays`` took, once they are dropped: CuPy's
+    and PyTorch's pools keep freed blocks, which the other library (and the next test) cannot use."""
+    if any(gpu_of(a) is not None and not is_torch(a) for a in arrays) and (cupy := sys.modules.get("cupy")):
+        cupy.get_default_memory_pool().free_all_blocks()
+    if any(gpu_of(a) is not None and is_torch(a) for a in arrays) and (torch := sys.modules.get("torch")):
+        torch.cuda.empty_cache()
+
+
+def over_pool(
+    raw: npt.NDArray[np.uint8],
+    shape: Sequence[int],
+    dtype: np.dtype[Any],
+    strides: Sequence[int],
+    *,
+    offset: int = 0,
+) -> npt.NDArray[Any]:
+    """An array of ``dtype`` over the pool's bytes ``raw``: the one way such an array is made. Never
+    one holding Python objects: the bytes are old copies, which NumPy would release as objects."""
+    import numpy as np
+
+    if dtype.hasobject:
+        raise TypeError(f"an array of {dtype} holds Python objects and is never laid over reused bytes")
+    made: npt.NDArray[Any] = np.ndarray(
+        tuple(shape), dtype=dtype, buffer=raw, offset=offset, strides=tuple(strides)
+    )
+    return made
+
+
+class _Memory:
+    """The caller's bytes ``[address, address + size)`` as NumPy reads them, read-only."""
+
+    def __init__(self, address: int, size: int) -> None:
+        self.__array_interface__ = {"data": (address, True), "shape": (size,), "typestr": "|u1", "version": 3}
+
+
+class HostPool:
+    """One host buffer, touched once, that copies are carved out of for the length of a measurement."""
+
+    #: each thread's pool (``pool``): a new rotation reuses the last one's space, which only the thread
+    #: that planned both knows to be free
+    local = threading.local()
+
+    def __init__(self) -> None:
+        self._buffer: npt.NDArray[np.uint8] | None = None
+        self._used = 0
+
+    @classmethod
+    def current(cls) -> HostPool | None:
+        """This thread's pool, if it has one."""
+        pool: HostPool | None = getattr(cls.local, "pool", None)
+        return pool
+
+    @classmethod
+    def get(cls) -> HostPool:
+        pool = cls.current()
+        if pool is None:
+            pool = cls.local.pool = cls()
+        pool._used = 0  # a new rotation: the last one's copies are not called
+        return pool
+
+    @classmethod
+    def release(cls) -> None:
+        cls.local.pool = None
+
+    def reserve(self, nbytes: int) -> None:
+        """Room for ``nbytes`` (each take's alignment included); a larger buffer, touched now so that
+        page faults are not the kernel's, when this one is too small."""
+        import numpy as np
+
+        if self._buffer is None or self._buffer.nbytes < nbytes:
+            self._buffer = None  # freed before the larger one is made
+            self._buffer = np.empty(nbytes, dtype=np.uint8)
+            self._buffer.fill(0)
+
+    def take(self, slot: int, n: int, phase: int) -> npt.NDArray[np.uint8]:
+        """``n`` slots of ``slot`` bytes side by side (as ``n`` fresh allocations in a row would be),
+        the first ``phase`` bytes past a cache line."""
+        assert self._buffer is not None, "reserve() first"
+        start = self._used + (phase - self._buffer.ctypes.data - self._used) % ALIGN
+        self._used = start + slot * n
+        assert self._used <= self._buffer.nbytes, "reserve() too little"
+        return self._buffer[start : self._used]
