@@ -308,6 +308,16 @@ def test_the_flush_buffer_is_twice_the_share_the_process_gets(tmp_path: Path) ->
     assert cpu_backend_for(device).flush_bytes == 2 * device.llc_bytes  # type: ignore[attr-defined, operator]
 
 
+def test_the_flushed_latency_floor_flushes_as_the_kernel_is_flushed() -> None:
+    from pytest_roofline.timing.cpu import CpuBackend
+    from pytest_roofline.timing.latency_floors import latency_floor_s
+
+    backend = CpuBackend(llc_bytes=lambda: 1 * MiB, resolution_s=1e-6)  # a 1 MiB share: 2 MiB flushes
+    assert backend.flush_checksum == 0
+    assert latency_floor_s(backend, flushed=True) > 0
+    assert backend.flush_checksum != 0  # its own flush, not one of twice sysfs's figure
+
+
 def test_calibration_arrays_are_four_times_the_share_and_bounded_by_memory() -> None:
     assert array_bytes_for(40 * MiB, 64 * GiB) == 160 * MiB
     # sysfs's 480 MiB (a sweep that stopped short) on a 3 GiB runner: three arrays take half of it
