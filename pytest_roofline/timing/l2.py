@@ -15,6 +15,7 @@ that finds how much of the L2 this GPU really has (a MIG slice's part, one parti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pytest_roofline.model.core import Figure, Source
@@ -45,7 +46,7 @@ def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figur
 SWEEP_POLICY = Policy(flush=False, warmup_s=0.002, min_samples=5, min_time_s=0.005, max_time_s=0.05)
 
 
-def l2_rate_at(index: int = 0, *, block: bool | str | None = None) -> Any:
+def l2_rate_at(index: int = 0, *, block: bool | str | None = None) -> Callable[[int], float]:
     """``rate_at(footprint)`` for GPU ``index``: the L2 roof's kernel over a buffer of ``footprint``
     bytes, its read rate in bytes/s (a footprint past the L2 reads from DRAM, and slower)."""
     from pytest_roofline.timing.cuda.backend import CudaBackend
