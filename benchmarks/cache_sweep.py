@@ -7,7 +7,9 @@ engine with the paired probe and the OS readings, the verdict), cold (the defaul
 (``cache="warm"``), and timed by pytest-benchmark with its defaults, one after the other in each
 round so that the machine's drift hits them alike (the order flips every round).
 
-Printed per kernel and size: attained (median of the rounds) and the verdict seen, the memory level
+First printed: each cache level as sysfs says and as the calibration's capacity sweep found it (the
+knee of ``np.add``'s rate against its footprint), with the sweep behind it. Then, per kernel and
+size: attained (median of the rounds) and the verdict seen, the memory level
 that judged it, the cold method, the median over pytest-benchmark's median, and the wall time each
 took. Then the targets: no faster-than-light verdict; cold attained, wherever the floor is 10 µs
 or more, at least half of the same op's at 2^24; warm attained at most 1.1 of its level's roof; and
@@ -19,6 +21,7 @@ what the whole sweep's measurements cost against pytest-benchmark's.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -33,16 +36,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from reference import pytest_benchmark_median
 
 from pytest_roofline.machine.calibrate import cpu_calibration, cpu_device_with_levels
+from pytest_roofline.machine.calibration_report import cache_rows
+from pytest_roofline.machine.capacity import samples_from_details
 from pytest_roofline.machine.cpupeak import cpu_peak
 from pytest_roofline.model.ceilings import resource_of
-from pytest_roofline.model.core import Estimate, Source, at_level
+from pytest_roofline.model.core import Device, Estimate, Source, at_level
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.units import seconds as format_seconds
 from pytest_roofline.model.verdict import Result, result_of
+from pytest_roofline.plugin.run_devices import cpu_backend_for
 from pytest_roofline.timing import Policy, measure
+from pytest_roofline.timing.base import Backend
 from pytest_roofline.timing.cache import plan_cache
 from pytest_roofline.timing.contention import take_snapshot
-from pytest_roofline.timing.cpu import CpuBackend
 from pytest_roofline.timing.latency import cpu_latency_floor
 from pytest_roofline.timing.probes import probe_for
 
@@ -82,7 +88,7 @@ def kernels(max_exp: int, only: list[str] | None) -> list[Kernel]:
     return [k for k in out if not only or k.name in only]
 
 
-def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
+def judged(kernel: Kernel, state: str, backend: Backend) -> Result:
     """One measurement as the plugin's session makes it (mode report: no re-measure)."""
     est: Estimate = estimate(kernel.op, dtype="fp64", device=cpu_device_with_levels(), **kernel.params)
     plan = plan_cache(
@@ -106,6 +112,19 @@ def judged(kernel: Kernel, state: str, backend: CpuBackend) -> Result:
     return result_of(est, [m], 0.01, reference=reference, peak=cpu_peak(), latency_floor_s=latency)
 
 
+def print_capacities(device: Device) -> None:
+    """Each cache level: sysfs's size, the effective one, its roof; and the sweep that found them."""
+    for name, text in cache_rows(device):
+        print(f"  {name}: {text}")
+    calibration = cpu_calibration()
+    if calibration.cache_path is not None:  # the sweep's samples are kept in the calibration file
+        details = json.loads(calibration.cache_path.read_text(encoding="utf-8")).get("details", {})
+        print(f"  sweep: {details.get('capacity_sweep', 'none (calibrated before the sweep)')}")
+        samples = samples_from_details(details)
+        if samples:
+            print("  " + "  ".join(f"{f / 2**20:.3g} MiB {r / 1e9:.3g} GB/s" for f, r in samples))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
@@ -113,8 +132,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", metavar="KERNEL", help="add, copy, scale, sum, matmul")
     args = parser.parse_args()
 
-    backend = CpuBackend()
     device = cpu_device_with_levels()
+    backend = cpu_backend_for(device)  # as the plugin makes it: its flush twice the effective cache
     work = kernels(args.max_exp, args.only)
     results: dict[tuple[str, int, str], list[Result]] = {}
     pbm: dict[tuple[str, int], list[float]] = {}
@@ -133,12 +152,11 @@ def main() -> None:
                 walls.setdefault((k.name, k.exp, state), []).append(time.perf_counter() - start)
             print(f"round {r + 1}: {k.name} 2^{k.exp} done", file=sys.stderr)
 
-    levels = ", ".join(f"{lv.name} {lv.capacity_bytes / 2**10:.0f} KiB {lv.bandwidth.value / 1e9:.0f} GB/s"
-                       for lv in device.levels)  # fmt: skip
     print(
-        f"{device.name}: DRAM {device.bandwidth.value / 1e9:.1f} GB/s; levels: {levels or 'none'};"
-        f" last-level cache {(device.llc_bytes or 0) / 2**20:.0f} MiB; {args.rounds} round(s), medians"
+        f"{device.name}: DRAM {device.bandwidth.value / 1e9:.1f} GB/s; last-level cache"
+        f" {(device.llc_bytes or 0) / 2**20:.0f} MiB as this process sees it; {args.rounds} round(s), medians"
     )
+    print_capacities(device)
     print(
         f"{'kernel':<8} {'n':>5} {'floor':>9} | {'cold':>7} {'method':<10} {'cold/pbm':>8} {'wall':>6} |"
         f" {'warm':>7} {'level':<5} {'warm/pbm':>8} {'wall':>6} | {'pbm':>9} {'wall':>6}  verdicts"

@@ -231,12 +231,22 @@ def _cpu_line() -> str:
     peak = cpupeak.system_peak()
     limit = f"theoretical peak unknown ({peak})" if isinstance(peak, str) else peak.describe()
     line = f"cpu: measured by `roofline calibrate`; {limit}."
+    from .machine.calibrate import cached_cpu_device
+    from .machine.calibration_report import cache_rows
+
+    device = cached_cpu_device()  # calibrated already: what the capacity sweep found
+    if device is not None and device.caches:
+        levels = "; ".join(f"{name}: {text}" for name, text in cache_rows(device, why=False))
+        return f"{line}\nthis CPU's cache levels: {levels}."
     levels = ", ".join(
         f"{c.name} {units.binary_bytes(c.size_bytes)}{' per core' if c.per_core else ''}"
         for c in cpu_caches()
     )
     if levels:  # the roofs a warm measurement is judged against
-        line += f"\nthis CPU's cache levels: {levels}; `roofline calibrate` measures their roofs."
+        line += (
+            f"\nthis CPU's cache levels (sysfs): {levels}; `roofline calibrate` measures the capacity"
+            " this process sees and their roofs."
+        )
     return line
 
 

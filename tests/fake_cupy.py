@@ -98,7 +98,9 @@ blocking kernel would spin until its timeout). Streams appear by name: ``"null"`
 
 Elapsed times are scripted: ``elapsed_ms`` (a sequence, its last value repeating), or else
 ``kernel_ms`` times the kernels that ran between the two events on the events' stream (a graph launch
-counts its kernels): work on another stream is not between a stream's events.
+counts its kernels): work on another stream is not between a stream's events. ``l2_read_ms(nbytes)``,
+when given, times each timed launch of ``roofline_l2_read`` (more than one pass) over a buffer of
+``nbytes`` instead: a GPU whose L2 rate steps down past its capacity.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ import os
 import sys
 import types
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -408,8 +410,12 @@ class FakeCupy:
         pool_syncs: bool = True,
         queue_depth: int = 1024,
         launch_blocking: bool | None = None,
+        l2_read_ms: Callable[[int], float] | None = None,
     ) -> None:
         self.duplicate = tuple(duplicate)
+        self.l2_read_ms = l2_read_ms
+        #: per log position, the time of a kernel timed otherwise than ``kernel_ms`` (``l2_read_ms``)
+        self.kernel_times: dict[int, float] = {}
         self.lazy_loading = lazy_loading
         self.pool_syncs = pool_syncs
         self.queue_depth = queue_depth
@@ -614,14 +620,15 @@ class FakeCupy:
                 i = min(world._elapsed_calls, len(world.elapsed_ms) - 1)
                 world._elapsed_calls += 1
                 return world.elapsed_ms[i]
-            work = 0
+            total = 0.0
             mine = start.stream.name if start.stream is not None else None
-            for entry in world.log[start.position : end.position]:
+            for position in range(start.position, end.position):
+                entry = world.log[position]
                 if entry[0] == "kernel" and entry[1] == mine:
-                    work += 1
+                    total += world.kernel_times.get(position, world.kernel_ms)
                 elif entry[0] == "launch" and entry[1] == mine:
-                    work += entry[2]
-            return world.kernel_ms * work
+                    total += world.kernel_ms * entry[2]
+            return total
 
         cuda.Device = lambda device=None: FakeDevice(world, device)
         cuda.Event = lambda block=False, disable_timing=False, interprocess=False: FakeEvent(world)
@@ -755,6 +762,10 @@ class FakeCupy:
                     return
                 if self.name != "roofline_block":
                     world.launch(target, f"raw:{self.name}")
+                    if self.name == "roofline_l2_read" and world.l2_read_ms is not None:
+                        mine = ("kernel", target.name)
+                        position = next(i for i in reversed(range(len(world.log))) if world.log[i] == mine)
+                        world.kernel_times[position] = world.l2_read_ms(int(args[1]) * 16)
                     return
                 world.load(f"raw:{self.name}")
                 address, ticket = int(args[0]), int(args[1])

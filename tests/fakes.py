@@ -194,3 +194,12 @@ def in_threads(*work: Callable[[], object]) -> list[object]:
     if errors:
         raise errors[0]
     return results
+
+
+def seeded_capacities() -> dict[str, float | int | str]:
+    """The capacity sweep's entries of a seeded CPU calibration (a 32 MiB L3, all of it this
+    process's), so that a run reading the seed does not sweep the real machine first."""
+    from pytest_roofline.machine.capacity import Sweep, capacity_details
+    from pytest_roofline.model.core import CacheSize
+
+    return capacity_details(Sweep((), (CacheSize(3, 32 * 2**20, 32 * 2**20),), 0.0, "seeded"))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pytest_roofline.machine import calibrate, cpupeak
-from pytest_roofline.machine.cachelevels import CacheInfo
+from pytest_roofline.machine.cachelevels import CacheInfo, level_details
 from pytest_roofline.machine.calibrate import (
     CPU_NOTE,
     MAX_KERNEL_RUNS,
@@ -34,8 +34,9 @@ from pytest_roofline.machine.calibrate import (
     format_calibration,
     measure_cpu,
 )
+from pytest_roofline.machine.capacity import Sweep, capacity_details
 from pytest_roofline.machine.cpupeak import CpuPeak
-from pytest_roofline.model.core import Device, Figure, MemoryLevel, Precision, Source, Unit
+from pytest_roofline.model.core import CacheSize, Device, Figure, MemoryLevel, Precision, Source, Unit
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.cpu import last_level_cache_bytes
@@ -43,18 +44,33 @@ from pytest_roofline.timing.cpu import last_level_cache_bytes
 P, V, TC = Precision, Unit.VECTOR, Unit.TENSOR
 
 
+#: what a capacity sweep found on the fake CPU: an L1 it could not see, a 480 MiB L3 of which this
+#: process gets 40 MiB
+FAKE_CAPACITIES = (
+    CacheSize(1, 48 * 2**10, None, per_core=True, found="unseen", note="no step"),
+    CacheSize(3, 480 * 2**20, 40 * 2**20, found="knee", note="the rate steps from 27 to 13.5 GB/s at 40 MiB"),
+)
+
+
 class FakeMeasure:
-    """Stands in for ``measure_cpu``: fixed ceilings, and a count of how often it ran."""
+    """Stands in for ``measure_cpu``: fixed ceilings (the capacities of :data:`FAKE_CAPACITIES`), and
+    a count of how often it ran."""
 
     def __init__(self, bandwidth: float = 20e9, fp64: float = 100e9, fp32: float = 200e9) -> None:
         self.calls = 0
+        swept = Sweep((), FAKE_CAPACITIES, 0.5, "past the l3's knee", "np.add")
         self.ceilings = Ceilings(
             bandwidth=Figure(bandwidth, Source.MEASURED, "copy; fake"),
             peaks={
                 (P.FP64, V): Figure(fp64, Source.MEASURED, "np.matmul n=64, best of 3"),
                 (P.FP32, V): Figure(fp32, Source.MEASURED, "np.matmul n=64, best of 3"),
             },
-            details={"bandwidth_kernel": "copy", "runs_copy": 2},
+            details={
+                "bandwidth_kernel": "copy",
+                "runs_copy": 2,
+                **capacity_details(swept),
+                **level_details({"l3": (27e9, "add 20 MiB")}),
+            },
         )
 
     def __call__(self) -> Ceilings:
@@ -150,7 +166,7 @@ def test_first_call_measures_and_writes_the_keyed_file(cache: Path, fake: FakeMe
     assert data["kind"] == "cpu"
     assert data["bandwidth"] == {"value": 20e9, "source": "measured", "note": "copy; fake"}
     assert data["peaks"]["fp64:vector"]["value"] == 100e9
-    assert data["details"] == {"bandwidth_kernel": "copy", "runs_copy": 2}
+    assert data["details"] == fake.ceilings.details  # the capacities found among them
     assert leftovers(cache) == []
 
 
@@ -194,7 +210,8 @@ def test_cpu_device_fields(cache: Path, fake: FakeMeasure) -> None:
     assert device.kind == "cpu"
     assert device.name == cpu_model_name()
     assert device.cores == os.cpu_count()
-    assert device.llc_bytes == last_level_cache_bytes()
+    assert device.llc_bytes == 40 * 2**20  # the capacity sweep's, not sysfs's 480 MiB
+    assert device.caches == FAKE_CAPACITIES
     assert device.notes == (CPU_NOTE,)
     assert device.bandwidth == fake.ceilings.bandwidth
     assert all(unit is V for _, unit in device.peaks)
@@ -504,7 +521,7 @@ FIRST_ROUND_READS = 8 + 24
 def test_measure_cpu_matmul_counts_the_better_of_two_rounds(before: float, after: float) -> None:
     # a host that slowed this VM down for one round must not set the ceiling
     clock = ChangingClock(FIRST_ROUND_READS, before, after)
-    ceilings = measure_cpu(array_bytes=8 * 64, matmul_n=16, budget_s=1.0, clock=clock)
+    ceilings = measure_cpu(array_bytes=8 * 64, matmul_n=16, budget_s=1.0, clock=clock, caches=())
     assert ceilings.peaks[(P.FP64, V)].value == ceilings.peaks[(P.FP32, V)].value == 2 * 16**3  # 1 s a call
 
 
@@ -609,11 +626,24 @@ def test_calibrate_cuda_defaults_to_the_backend_measurement(
         return Figure(7e12, Source.MEASURED, "fake L2 read")
 
     monkeypatch.setattr("pytest_roofline.timing.l2.measure_l2_roof", l2_roof)
+    swept: list[int] = []
+
+    def l2_rate_at(index: int) -> Any:  # a MIG slice: 20 of the L2's 50 MiB are this GPU's
+        swept.append(index)
+        return lambda footprint: 7e12 if footprint <= 20 * 2**20 else 3e12
+
+    monkeypatch.setattr("pytest_roofline.timing.l2.l2_rate_at", l2_rate_at)
     device = calibrate_cuda(force=True).device
     assert measure.indices == [0]
     assert l2_indices == [0]
-    (level,) = device.levels  # the L2's roof, for warm measurements
-    assert (level.name, level.capacity_bytes, level.bandwidth.value) == ("l2", 50 * 2**20, 7e12)
+    assert swept == [0]
+    (level,) = device.levels  # the L2's roof, for warm measurements, at the capacity the GPU sees
+    assert (level.name, level.bandwidth.value) == ("l2", 7e12)
+    # the step lies between two of the sweep's footprints, a factor of 1.41 apart
+    assert 17 * 2**20 <= level.capacity_bytes <= 25 * 2**20
+    assert device.llc_bytes == level.capacity_bytes  # what rotation and the past-cache threshold are sized by
+    ((name, reported, effective),) = [(c.name, c.reported_bytes, c.effective_bytes) for c in device.caches]
+    assert (name, reported, effective) == ("l2", 50 * 2**20, level.capacity_bytes)
 
 
 def test_calibrate_cuda_keys_on_cupy_tf32(cache: Path, h100: Device, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -633,7 +663,7 @@ PEAK = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)
 def test_format_calibration_of_a_fresh_cpu_calibration(cache: Path, fake: FakeMeasure) -> None:
     cal = calibrate_cpu(measure=fake)
     lines = format_calibration(cal, theoretical=PEAK).splitlines()
-    facts = f"cpu, {os.cpu_count()} cores, {_llc()} last-level cache"
+    facts = f"cpu, {os.cpu_count()} cores, 40 MiB last-level cache (effective)"
     assert lines[0] == f"device       {cpu_model_name()} [{facts}]"
     assert lines[1] == "bandwidth    20.0 GB/s  (measured: copy; fake)"
     assert lines[2] == "fp64         100.0 GFLOP/s vector  (measured: np.matmul n=64, best of 3)"
@@ -642,14 +672,22 @@ def test_format_calibration_of_a_fresh_cpu_calibration(cache: Path, fake: FakeMe
     assert lines[4].startswith(
         "tf32, fp16, bf16, fp8_e4m3  200.0 GFLOP/s vector  (derived: fp32's matmul figure"
     )
+    # each cache level as sysfs says and as the capacity sweep found it, with its roof
+    assert lines[5].startswith(
+        "l1           48 KiB per core (sysfs), not seen by the capacity sweep: not used"
+    )
+    assert lines[6] == (
+        "l3           480 MiB (sysfs), 40 MiB effective, 27.0 GB/s  (the rate steps from 27 to 13.5 GB/s at"
+        " 40 MiB; measured: add 20 MiB, numpy (best of 0.5, 0.7 of the level))"
+    )
     # the hard limit of the figures above: the CPU's theoretical peak
-    assert lines[5] == (
+    assert lines[7] == (
         "theoretical  128 GFLOP/s fp64, 256 GFLOP/s fp32  "
         "(2 cores × 4.00 GHz (cpufreq max) × 16 fp64 FLOP/cycle (AVX2+FMA))"
     )
-    assert lines[6] == f"cache        {cal.cache_path}"
-    assert lines[7].startswith("             calibrated in ")
-    assert len(lines) == 8
+    assert lines[8] == f"cache        {cal.cache_path}"
+    assert lines[9].startswith("             calibrated in ")
+    assert len(lines) == 10
 
 
 def test_format_calibration_of_a_cpu_whose_peak_is_unknown(cache: Path, fake: FakeMeasure) -> None:
@@ -876,8 +914,8 @@ def test_format_calibration_shows_the_cache_levels_roofs(cache: Path, fake: Fake
     cal = calibrate_cpu(measure=fake)
     l1 = MemoryLevel("l1", 48 * 2**10, Figure(2e11, Source.MEASURED, "copy 24 KiB"), per_core=True)
     l3 = MemoryLevel("l3", 32 * 2**20, Figure(6e10, Source.MEASURED, "dot 16 MiB"))
-    with_levels = dataclasses.replace(cal, device=dataclasses.replace(cal.device, levels=(l1, l3)))
-    text = format_calibration(with_levels, theoretical=PEAK)
+    with_levels = dataclasses.replace(cal, device=dataclasses.replace(cal.device, levels=(l1, l3), caches=()))
+    text = format_calibration(with_levels, theoretical=PEAK)  # a calibration from before the sweep
     assert "l1 (48 KiB, per core)  200.0 GB/s  (measured: copy 24 KiB)" in text
     assert "l3 (32 MiB, shared)  60.0 GB/s  (measured: dot 16 MiB)" in text
 
@@ -886,6 +924,9 @@ def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
     cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a cache written before the cache levels: a warm measurement measures them, then they are kept
+    fake.ceilings = dataclasses.replace(fake.ceilings, details={"bandwidth_kernel": "copy"})  # and no sweep
+    swept = Sweep((), (CacheSize(1, 48 * 2**10, 48 * 2**10, per_core=True),), 0.1, "past the l1's knee")
+    monkeypatch.setattr(calibrate, "measure_capacities", lambda caches: swept)
     monkeypatch.setattr(calibrate, "measure_cpu", fake)
     monkeypatch.setattr(
         "pytest_roofline.machine.cachelevels.cpu_caches", lambda: (CacheInfo(1, 48 * 2**10, True),)

@@ -424,12 +424,47 @@ def test_a_warning_is_one_line_on_stderr(
     assert (code, out, err) == (0, "the ops\n", "roofline: warning: cache file corrupt: replaced\n")
 
 
-def test_devices_names_the_cpus_cache_levels(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_roofline.machine import cachelevels
+def test_devices_names_the_cpus_cache_levels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline.machine import cachelevels, calibrate
     from pytest_roofline.machine.cachelevels import CacheInfo
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # not calibrated yet: what sysfs says
+    monkeypatch.setattr(calibrate, "_cpu_memo", {})
     caches = (CacheInfo(1, 48 * 2**10, True), CacheInfo(3, 32 * 2**20, False))
     monkeypatch.setattr(cachelevels, "cpu_caches", lambda: caches)
     out = cli._devices(argparse.Namespace())
     levels = "l1 48 KiB per core, l3 32 MiB"
-    assert f"\nthis CPU's cache levels: {levels}; `roofline calibrate` measures their roofs.\n" in out
+    assert (
+        f"\nthis CPU's cache levels (sysfs): {levels}; `roofline calibrate` measures the capacity this"
+        " process sees and their roofs.\n"
+    ) in out
+
+
+def test_devices_says_what_the_capacity_sweep_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_roofline.machine import calibrate
+    from pytest_roofline.machine.cachelevels import level_details
+    from pytest_roofline.machine.capacity import Sweep, capacity_details
+    from pytest_roofline.model.core import CacheSize, Figure, Precision, Source, Unit
+
+    found = (
+        CacheSize(1, 48 * 2**10, None, per_core=True, found="unseen"),
+        CacheSize(3, 480 * 2**20, 48 * 2**20),
+    )
+    details = {
+        **capacity_details(Sweep((), found, 0.5, "past the l3's knee")),
+        **level_details({"l3": (27e9, "")}),
+    }
+    ceilings = calibrate.Ceilings(
+        bandwidth=Figure(13e9, Source.MEASURED),
+        peaks={(p, Unit.VECTOR): Figure(1e11, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
+        details=details,
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(calibrate, "_cpu_memo", {})
+    calibrate.calibrate_cpu(measure=lambda: ceilings, peak=None)  # an earlier `roofline calibrate`
+    calibrate._cpu_memo.clear()
+    out = cli._devices(argparse.Namespace())
+    assert (
+        "\nthis CPU's cache levels: l1: 48 KiB per core (sysfs), not seen by the capacity sweep: not used;"
+        " l3: 480 MiB (sysfs), 48 MiB effective, 27.0 GB/s.\n"
+    ) in out

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import COPY, FLOOR_S, GEMM, NO_MEASUREMENT_WARNS
+from fakes import seeded_capacities
 
 from pytest_roofline.model.verdict import Result, Verdict
 
@@ -753,6 +754,7 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
     fake = Ceilings(
         bandwidth=Figure(1e12, Source.MEASURED),  # 1 TB/s: every floor is tiny, every budget met
         peaks={(p, Unit.VECTOR): Figure(1e15, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
+        details=seeded_capacities(),
     )
     calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: fake, peak=None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
@@ -802,7 +804,10 @@ def test_a_calibration_taken_under_load_is_scaled_by_the_probe_beside_the_kernel
         **{p: ProbeReference(p, "matmul", 64, 1e3, 1e3, 1e3, "2026-01-01") for p in ("fp64", "fp32")},
     }
     loaded = Ceilings(
-        bandwidth=low, peaks={(p, Unit.VECTOR): low for p in (Precision.FP64, Precision.FP32)}, probes=probes
+        bandwidth=low,
+        peaks={(p, Unit.VECTOR): low for p in (Precision.FP64, Precision.FP32)},
+        probes=probes,
+        details=seeded_capacities(),
     )
     cache = pytester.path / "cache"
     calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: loaded, peak=None)

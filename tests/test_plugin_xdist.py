@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import COPY, GEMM, fake_conftest
+from fakes import seeded_capacities
 
 XDIST = ("-p", "xdist", "-n", "2")
 
@@ -28,6 +29,7 @@ def seed_cpu_calibration(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPa
     fake = Ceilings(
         bandwidth=Figure(1e12, Source.MEASURED),
         peaks={(p, Unit.VECTOR): Figure(1e15, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
+        details=seeded_capacities(),
     )
     calibrate_cpu(cache_dir=cache / "pytest-roofline", measure=lambda: fake, peak=None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))

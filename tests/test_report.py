@@ -159,6 +159,36 @@ def test_the_device_header() -> None:
     assert lines[-1] == "  note: a note"
 
 
+def test_the_device_header_and_json_carry_both_cache_capacities() -> None:
+    from pytest_roofline.model.core import CacheSize, MemoryLevel
+    from pytest_roofline.output.records import DeviceRecord
+
+    caches = (
+        CacheSize(1, 48 * 2**10, None, per_core=True, found="unseen", note="no step"),
+        CacheSize(3, 480 * 2**20, 40 * 2**20, note="the rate steps from 27 to 13.5 GB/s at 40 MiB"),
+    )
+    l3 = MemoryLevel("l3", 40 * 2**20, Figure(27e9, Source.MEASURED, "add 20 MiB"))
+    cpu = dataclasses.replace(
+        DEVICE, kind="cpu", key="cpu", llc_bytes=40 * 2**20, levels=(l3,), caches=caches
+    )
+    lines = format_device_header(device_record(cpu))
+    assert (
+        "  caches: l1 48 KiB per core (sysfs), not seen by the capacity sweep: not used;"
+        " l3 480 MiB (sysfs), 40 MiB effective, 27.0 GB/s; last-level cache 40 MiB"
+    ) in lines
+    data = device_record(cpu)
+    assert data["llc_bytes"] == 40 * 2**20  # what cold measurements were sized by
+    assert data["levels"][0]["capacity_bytes"] == 40 * 2**20
+    assert data["caches"] == [
+        {"name": "l1", "reported_bytes": 48 * 2**10, "effective_bytes": None, "per_core": True,
+         "found": "unseen", "note": "no step"},
+        {"name": "l3", "reported_bytes": 480 * 2**20, "effective_bytes": 40 * 2**20, "per_core": False,
+         "found": "knee", "note": "the rate steps from 27 to 13.5 GB/s at 40 MiB"},
+    ]  # fmt: skip
+    assert DeviceRecord.from_json(data) == DeviceRecord.of(cpu)
+    assert DeviceRecord.from_json({**data, "caches": None}).caches == ()  # an older file
+
+
 def test_rows_are_memory_then_compute_then_skipped_in_run_order() -> None:
     rs = records()
     assert [r["nodeid"] for r in ordered(rs)] == [

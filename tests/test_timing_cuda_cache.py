@@ -130,3 +130,44 @@ def test_the_l2_roof_is_one_launch_of_ld_cg_reads_over_04_of_the_l2(monkeypatch:
     reads = [e for e in fake.log if e[0] == "kernel"]
     assert reads  # timed as kernels, never as the flush (one pass)
     assert fake.flush_reads == []
+
+
+def l2_read_ms(steps: list[tuple[float, float]], dram: float) -> Any:
+    """A launch of the L2 roof's kernel over ``nbytes``: every pass at the rate of the first step
+    whose capacity holds the buffer (DRAM past the last)."""
+    from pytest_roofline.timing.l2 import L2_PASSES
+
+    def ms(nbytes: int) -> float:
+        rate = next((rate for capacity, rate in steps if nbytes <= capacity), dram)
+        return nbytes * L2_PASSES / rate * 1e3
+
+    return ms
+
+
+@pytest.mark.parametrize(
+    ("steps", "lo", "hi"),
+    [
+        ([(20 * MiB, 5e12)], 17 * MiB, 25 * MiB),  # a MIG slice: 20 of the 50 MiB the driver says
+        # an L2 in two partitions: the far one is slower, but a hit all the same (the last step counts)
+        ([(25 * MiB, 7e12), (50 * MiB, 4e12)], L2, L2),
+    ],
+    ids=["mig-slice", "two-partitions"],
+)
+def test_the_l2_capacity_is_swept_with_the_l2_roofs_kernel(
+    monkeypatch: pytest.MonkeyPatch, steps: list[tuple[float, float]], lo: int, hi: int
+) -> None:
+    from pytest_roofline.machine.cachelevels import CacheInfo
+    from pytest_roofline.machine.capacity import capacities_from_details, samples_from_details, sweep_details
+    from pytest_roofline.timing.l2 import l2_rate_at
+
+    fake = FakeCupy(l2_read_ms=l2_read_ms(steps, dram=2e12)).install(monkeypatch)
+    details = sweep_details(CacheInfo(2, L2, per_core=False), l2_rate_at(0), kernel="ld.global.cg")
+    (l2,) = capacities_from_details(details)
+    assert (l2.name, l2.reported_bytes, l2.found) == ("l2", L2, "knee")
+    assert l2.effective_bytes is not None
+    assert lo <= l2.effective_bytes <= hi
+    footprints = [footprint for footprint, _ in samples_from_details(details)]
+    assert footprints[0] == round(L2 / 16)
+    assert any(name == "roofline_l2_read" for _, name in fake.raw_kernels)  # the roof's own kernel
+    assert fake.count("kernel") >= len(footprints)  # timed as kernels, never as the one-pass flush
+    assert fake.flush_reads == []

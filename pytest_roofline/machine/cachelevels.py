@@ -6,10 +6,12 @@ is judged against the roof of the smallest level that holds its bytes (the cache
 CARM; :meth:`.model.Device.level_for`).
 
 The levels come from ``/sys/devices/system/cpu/cpu0/cache/index*/`` (data and unified caches;
-a level shared by one CPU is per core; :mod:`pytest_roofline.timing.host_caches` reads them). Each
-level's bandwidth is measured with numpy, in the manner of the Empirical Roofline Toolkit: several
-kernels over buffers that fill part of the level (:data:`FILLS`), each called back to back so that
-the buffers stay in it, the best rate kept:
+a level shared by one CPU is per core; :mod:`pytest_roofline.timing.host_caches` reads them), and
+their sizes from a footprint sweep of ``np.add`` (:func:`measure_capacities`, :class:`AddSweep`;
+:mod:`.capacity` finds the knees): what this process gets, which on a VM can be a tenth of what
+sysfs says. Each level's bandwidth is measured with numpy, in the manner of the Empirical Roofline
+Toolkit: several kernels over buffers that fill part of the level's effective size (:data:`FILLS`),
+each called back to back so that the buffers stay in it, the best rate kept:
 
 ============  ===========================================  ================
 kernel        numpy                                        bytes counted
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..model.core import Figure, MemoryLevel, Source
 
@@ -39,14 +42,76 @@ from ..timing.host_caches import parse_cache_size as parse_cache_size
 
 #: buffers fill these shares of a level (below LEVEL_FILL: the level holds them with the rest)
 FILLS = (0.5, 0.7)
-#: no measuring buffer is larger than this, whatever the level (a 504 MiB L3 shared by a host's
-#: cores is measured in its first 64 MiB)
+#: no measuring buffer is larger than this, whatever the level (a large L3 is measured in its
+#: first 64 MiB)
 MAX_BUFFER_BYTES = 64 * 2**20
 #: each kernel's timed windows last about this long (seconds), and the best of REPEATS counts
 WINDOW_S = 0.002
 REPEATS = 5
+#: the capacity sweep: its time budget (seconds), the best of how many windows each footprint
+#: keeps, and its buffer's bounds: a share of the memory the process may still take, and a size
+SWEEP_BUDGET_S = 1.5
+SWEEP_REPEATS = 3
+SWEEP_MEMORY_SHARE = 0.25
+MAX_SWEEP_BYTES = 2**30
 
 Clock = Callable[[], float]
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from .capacity import Sweep
+
+
+def measure_capacities(
+    caches: Sequence[CacheInfo],
+    *,
+    clock: Clock = time.perf_counter,
+    budget_s: float = SWEEP_BUDGET_S,
+    available: Callable[[], int | None] | None = None,
+) -> Sweep:
+    """The capacity of each of the ``caches`` sysfs lists, as this process sees it: a sweep of
+    :class:`AddSweep` up to where the last level's knee is clear (:func:`.capacity.sweep`), within
+    ``budget_s``, :data:`MAX_SWEEP_BYTES` and :data:`SWEEP_MEMORY_SHARE` of ``available()`` memory
+    (default: :func:`..timing.host_memory.available_memory`)."""
+    from ..timing.host_memory import available_memory
+    from .capacity import Sweep, passed_at, sweep
+
+    if not caches:
+        return Sweep((), (), 0.0, "with no cache level to look for", AddSweep.kernel)
+    memory = (available or available_memory)()
+    reach = min(passed_at(max(caches, key=lambda cache: cache.level)), MAX_SWEEP_BYTES)
+    if memory is not None:
+        reach = min(reach, SWEEP_MEMORY_SHARE * memory)
+    measure = AddSweep(clock, max_bytes=int(reach))
+    return sweep(
+        caches, measure, max_bytes=int(reach), budget_s=budget_s, clock=clock, kernel=AddSweep.kernel
+    )
+
+
+class AddSweep:
+    """``np.add(a, b, out=c)`` warm over a footprint of three equal float64 arrays, its best rate in
+    bytes/s; the arrays are carved from one buffer that grows (and is touched once) with the sweep,
+    so that page faults are paid once and never timed."""
+
+    kernel = "np.add"
+
+    def __init__(self, clock: Clock = time.perf_counter, *, max_bytes: int = MAX_SWEEP_BYTES) -> None:
+        self._clock = clock
+        self._max_elements = max(max_bytes // 8, 3)
+        self._buffer: npt.NDArray[np.float64] | None = None
+
+    def __call__(self, footprint: int) -> float:
+        import numpy
+
+        n = max(footprint // 24, 1)
+        if self._buffer is None or self._buffer.size < 3 * n:
+            grown = 0 if self._buffer is None else 2 * self._buffer.size
+            self._buffer = None  # freed before the larger one is made
+            self._buffer = numpy.ones(max(3 * n, min(grown, self._max_elements)))
+        a, b, c = self._buffer[:n], self._buffer[n : 2 * n], self._buffer[2 * n : 3 * n]
+        return 3 * n * 8 / _best_call_s(lambda: numpy.add(a, b, out=c), self._clock, SWEEP_REPEATS)
 
 
 def measure_level_rates(
@@ -83,15 +148,15 @@ def _kernel_rates(elements: int, clock: Clock) -> dict[str, float]:
     return {name: nbytes / _best_call_s(fn, clock) for name, nbytes, fn in kernels}
 
 
-def _best_call_s(fn: Callable[[], object], clock: Clock) -> float:
-    """The best per-call time over :data:`REPEATS` windows of back-to-back calls (warm)."""
+def _best_call_s(fn: Callable[[], object], clock: Clock, repeats: int = REPEATS) -> float:
+    """The best per-call time over ``repeats`` windows of back-to-back calls (warm)."""
     fn()
     t0 = clock()
     fn()
     one = max(clock() - t0, 1e-9)
     calls = max(1, int(WINDOW_S / one))
     best = float("inf")
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         t0 = clock()
         for _ in range(calls):
             fn()
@@ -107,20 +172,38 @@ def levels_of(
     caches: Sequence[CacheInfo], rates: Mapping[str, tuple[float, str]], *, dram: float
 ) -> tuple[MemoryLevel, ...]:
     """The memory levels with measured roofs, smallest first; each roof at least every larger
-    level's and DRAM's (``dram``, bytes/s): a smaller level never serves bytes slower."""
+    level's and DRAM's (``dram``, bytes/s): a smaller level never serves bytes slower. A level
+    measured in ``rates`` but left out of ``caches`` (the capacity sweep did not see it) is served by
+    the next larger level, whose roof is then at least its rate: bytes it holds may still read at
+    that rate."""
     levels: list[MemoryLevel] = []
     floor = dram
+    below = 0
+    best: dict[str, tuple[float, str]] = {}
+    for cache in sorted(caches, key=lambda c: c.level):
+        absorbed = [(rate, how) for name, (rate, how) in rates.items() if below < _level(name) <= cache.level]
+        if absorbed:
+            best[cache.name] = max(absorbed)
+        below = cache.level
     for cache in sorted(caches, key=lambda c: -c.level):
-        if cache.name not in rates:
+        if cache.name not in best:
             continue
-        rate, how = rates[cache.name]
+        rate, how = best[cache.name]
         note = f"{how}, numpy (best of {', '.join(f'{f:g}' for f in FILLS)} of the level)"
+        if cache.name not in rates or rate > rates[cache.name][0]:
+            note = f"{how}, numpy, in a smaller level the capacity sweep did not see"
         if rate < floor:
             rate, note = floor, f"{rate / 1e9:.1f} GB/s with {how}, raised to the larger level's roof"
         floor = rate
         figure = Figure(rate, Source.MEASURED, note)
         levels.append(MemoryLevel(cache.name, cache.size_bytes, figure, per_core=cache.per_core))
     return tuple(reversed(levels))
+
+
+def _level(name: str) -> int:
+    """``l3`` -> 3 (0 for a name of another shape)."""
+    digits = name.removeprefix("l")
+    return int(digits) if digits.isdigit() else 0
 
 
 def level_details(rates: Mapping[str, tuple[float, str]]) -> dict[str, float | str]:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import RooflineWarning
 from ..model.core import Device, Figure, Precision, Source, Unit
 from ..timing.cpu import cpu_model_name
+from .cachelevels import measure_capacities
 from .calibration_cache import (
     Calibration,
     Ceilings,
@@ -54,6 +55,7 @@ from .cpu_ceilings import (
 from .files import cache_dir, can_lock, lock, open_lock_file
 
 if TYPE_CHECKING:
+    from .cachelevels import CacheInfo
     from .cpupeak import CpuPeak
 
 __all__ = [
@@ -77,6 +79,7 @@ __all__ = [
     "cpu_model_name",
     "format_calibration",
     "keep_best",
+    "measure_capacities",
     "measure_cpu",
     "raise_probe_bests",
     "sanity_problems",
@@ -190,7 +193,9 @@ def calibrate_cpu(
     ``force=True`` measures again, keeping the better of each cached and new figure; ``reset=True``
     measures again and forgets what was cached. A measurement that breaks a sanity rule
     (:func:`sanity_problems`) is taken once more, with a warning. ``measure`` replaces
-    :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both).
+    :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both). Cached ceilings
+    from before the cache capacities were measured gain them now (:func:`measure_capacities`),
+    unless ``measure`` is replaced.
     """
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     if peak == "auto":
@@ -205,6 +210,7 @@ def calibrate_cpu(
         reset=reset,
         measure=_sane(measure or measure_cpu, peak),
         build=_cpu_device,
+        complete=_with_capacities if measure is None else None,
     )
 
 
@@ -217,22 +223,56 @@ def cpu_device_with_levels(*, cache_dir: Path | str | None = None) -> Device:
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     calibration = _calibrate(
         "cpu", cpu_identity(), directory=directory, force=False, measure=measure_cpu, build=_cpu_device,
-        complete=_with_cache_levels,
+        complete=lambda ceilings: _with_cache_levels(_with_capacities(ceilings)),
     )  # fmt: skip
     _cpu_memo["cpu"] = calibration
     return calibration.device
 
 
-def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
-    """Cached ceilings with this CPU's cache-level roofs: measured now when a release before them
-    wrote the cache (the same ceilings, unchanged, when they are there or the OS names no level)."""
-    from .cachelevels import cpu_caches, level_details, measure_level_rates, rates_from_details
+def _with_capacities(ceilings: Ceilings) -> Ceilings:
+    """Cached ceilings with the cache capacities this process sees: swept now when a release before
+    the sweep wrote the cache (the same ceilings, unchanged, when they are there or the OS names no
+    level). A level roof measured at a size the sweep did not confirm is dropped, to be measured again
+    at the size this process sees when a warm measurement needs it."""
+    from .cachelevels import cpu_caches, level_details, rates_from_details
+    from .capacity import capacities_from_details, capacity_details
 
     caches = cpu_caches()
-    if not caches or rates_from_details(ceilings.details):
+    if not caches or capacities_from_details(ceilings.details):
         return ceilings
-    details = {**ceilings.details, **level_details(measure_level_rates(caches))}
+    swept = measure_capacities(caches)
+    confirmed = {cache.name for cache in swept.caches if cache.sizing_bytes == cache.reported_bytes}
+    rates = {name: rate for name, rate in rates_from_details(ceilings.details).items() if name in confirmed}
+    details = {key: value for key, value in ceilings.details.items() if not key.startswith("level_")}
+    details.update(level_details(rates))
+    details.update(capacity_details(swept))
     return dataclasses.replace(ceilings, details=details)
+
+
+def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
+    """Cached ceilings with the roofs of this CPU's cache levels, at the sizes this process sees:
+    the levels that have none (a release before them wrote the cache, or their size changed) are
+    measured now (the same ceilings, unchanged, when none is missing or the OS names no level)."""
+    from .cachelevels import cpu_caches, level_details, measure_level_rates, rates_from_details
+    from .capacity import capacities_from_details, roof_caches
+
+    rates = rates_from_details(ceilings.details)
+    found = capacities_from_details(ceilings.details)
+    missing = [cache for cache in roof_caches(found) or cpu_caches() if cache.name not in rates]
+    if not missing:
+        return ceilings
+    details = {**ceilings.details, **level_details({**rates, **measure_level_rates(missing)})}
+    return dataclasses.replace(ceilings, details=details)
+
+
+def _usable_caches(ceilings: Ceilings) -> tuple[CacheInfo, ...]:
+    """The cache levels a warm measurement may be served by, at the size this process sees them; the
+    sizes sysfs says where the calibration has no sweep."""
+    from .cachelevels import cpu_caches
+    from .capacity import capacities_from_details, usable_caches
+
+    found = capacities_from_details(ceilings.details)
+    return usable_caches(found) if found else cpu_caches()
 
 
 def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[], Ceilings]:
@@ -320,21 +360,26 @@ def _cpu_device(ceilings: Ceilings) -> Device:
         note = "fp32's matmul figure, not measured (numpy has no faster path for narrower formats)"
         for precision in _NARROW:
             peaks.setdefault((precision, Unit.VECTOR), Figure(fp32.value, Source.DERIVED, note))
-    from .cachelevels import cpu_caches, levels_of, rates_from_details
+    from .cachelevels import levels_of, rates_from_details
+    from .capacity import capacities_from_details
 
     name = cpu_model_name()
-    levels = levels_of(cpu_caches(), rates_from_details(ceilings.details), dram=ceilings.bandwidth.value)
+    rates = rates_from_details(ceilings.details)
+    levels = levels_of(_usable_caches(ceilings), rates, dram=ceilings.bandwidth.value)
+    caches = capacities_from_details(ceilings.details)
     return Device(
         key="cpu",
         name=name,
         kind="cpu",
         peaks=peaks,
         bandwidth=ceilings.bandwidth,
-        llc_bytes=last_level_cache_bytes(),
+        # what rotation, the past-cache threshold and the flush are sized by: the sweep's figure
+        llc_bytes=caches[-1].sizing_bytes if caches else last_level_cache_bytes(),
         cores=os.cpu_count(),
         names=(name,),
         notes=(CPU_NOTE,),
         levels=levels,
+        caches=caches,
     )
 
 
@@ -349,18 +394,21 @@ def calibrate_cuda(
     cache_dir: Path | str | None = None,
     measure: Callable[[int], tuple[Figure, Mapping[tuple[Precision, Unit], Figure]]] | None = None,
     l2: Callable[[int], Figure] | None = None,
+    l2_capacity: Callable[[int], Callable[[int], float]] | None = None,
 ) -> Calibration:
     """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's
     roof (what a warm measurement whose bytes the L2 holds is judged against).
 
     Keyed by what identifies the model, not the slot: name, table key, SM count, L2 size and the
     CuPy version, so identical GPUs share one calibration. ``measure`` replaces
-    ``timing.cuda.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` (by default
-    only when ``measure`` is not replaced).
+    ``timing.cuda.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
+    ``l2_capacity`` ``timing.l2.l2_rate_at``, the kernel the L2's capacity is swept with (by default
+    both only when ``measure`` is not replaced).
     """
     from ..timing import cuda
-    from ..timing.l2 import L2_METHOD, measure_l2_roof
+    from ..timing.l2 import L2_METHOD, l2_rate_at, measure_l2_roof
     from .cachelevels import CacheInfo, level_details, levels_of, rates_from_details
+    from .capacity import capacities_from_details, sweep_details, usable_caches
 
     base = cuda.cuda_device(index)
     key: dict[str, object] = {
@@ -378,6 +426,14 @@ def calibrate_cuda(
     measure_fn = measure or cuda.measure_ceilings
     l2_fn = l2 if l2 is not None or measure is not None else measure_l2_roof
     l2_cache = (CacheInfo(2, base.llc_bytes, per_core=False),) if base.llc_bytes else ()
+    sweep_fn = l2_capacity if l2_capacity is not None or measure is not None else l2_rate_at
+
+    def with_capacity(ceilings: Ceilings) -> Ceilings:
+        """The L2's capacity as this GPU sees it (a MIG slice's share), swept where it is missing."""
+        if sweep_fn is None or not l2_cache or capacities_from_details(ceilings.details):
+            return ceilings
+        details = {**ceilings.details, **sweep_details(l2_cache[0], sweep_fn(index), kernel="ld.global.cg")}
+        return dataclasses.replace(ceilings, details=details)
 
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
@@ -385,17 +441,23 @@ def calibrate_cuda(
         if l2_fn is not None and l2_cache:
             figure = l2_fn(index)
             details.update(level_details({"l2": (figure.value, figure.note)}))
-        return Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details)
+        return with_capacity(Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details))
 
     def build(ceilings: Ceilings) -> Device:
         device = base.with_figures(peaks={**base.peaks, **ceilings.peaks}, bandwidth=ceilings.bandwidth)
-        levels = levels_of(l2_cache, rates_from_details(ceilings.details), dram=ceilings.bandwidth.value)
+        caches = capacities_from_details(ceilings.details)
+        usable = usable_caches(caches) if caches else l2_cache
+        levels = levels_of(usable, rates_from_details(ceilings.details), dram=ceilings.bandwidth.value)
         return dataclasses.replace(
-            device, notes=(*base.notes, "ceilings measured on this GPU"), levels=levels
-        )
+            device, notes=(*base.notes, "ceilings measured on this GPU"), levels=levels, caches=caches,
+            llc_bytes=caches[-1].sizing_bytes if caches else base.llc_bytes,
+        )  # fmt: skip
 
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
-    return _calibrate(base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build)
+    return _calibrate(
+        base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build,
+        complete=with_capacity,
+    )  # fmt: skip
 
 
 def _cupy_version() -> str:

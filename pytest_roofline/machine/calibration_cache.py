@@ -238,9 +238,10 @@ def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceil
             f"the new calibration came out much lower than {where} for {'; '.join(lower)}: the machine is "
             "busy or slower; the cached figures are kept (`roofline calibrate --reset` forgets them)"
         )
-    return dataclasses.replace(
-        new, bandwidth=bandwidth, peaks=peaks, probes=probes, details=_best_levels(old.details, new.details)
-    )
+    from .capacity import larger_capacities
+
+    details = larger_capacities(old.details, _best_levels(old.details, new.details))
+    return dataclasses.replace(new, bandwidth=bandwidth, peaks=peaks, probes=probes, details=details)
 
 
 def _best_levels(

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model.core import Figure, Precision, Unit
-from ..model.devices import GB, describe_peaks
+from ..model.core import Device, Figure, Precision, Unit
+from ..model.devices import GB, describe_cache, describe_peaks
 from .cpu_ceilings import size_text
 
 if TYPE_CHECKING:
     from .calibration_cache import Calibration
     from .cpupeak import CpuPeak
 
-__all__ = ["format_calibration"]
+__all__ = ["cache_rows", "format_calibration"]
 
 
 def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = None) -> str:
@@ -29,7 +29,8 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
     if device.cores:
         facts.append(f"{device.cores} {'cores' if device.kind == 'cpu' else 'SMs'}")
     if device.llc_bytes:
-        facts.append(f"{size_text(device.llc_bytes)} last-level cache")
+        seen = " (effective)" if device.caches and device.caches[-1].found == "knee" else ""
+        facts.append(f"{size_text(device.llc_bytes)} last-level cache{seen}")
     bw = device.bandwidth
     rows = [
         ("device", f"{device.name} [{', '.join(facts)}]"),
@@ -41,14 +42,7 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
     for (figure, unit, integer), precisions in groups.items():
         rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
         rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))
-    for level in device.levels:
-        where = "per core" if level.per_core else "shared"
-        rows.append(
-            (
-                f"{level.name} ({size_text(level.capacity_bytes)}, {where})",
-                f"{level.bandwidth.value / GB:,.1f} GB/s  {_source(level.bandwidth)}",
-            )
-        )
+    rows.extend(cache_rows(device))
     if device.kind == "cpu":
         rows.append(("theoretical", _theoretical(theoretical)))
     rows.append(("cache", "not written (see the warning)" if cal.cache_path is None else str(cal.cache_path)))
@@ -56,6 +50,32 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
     rows.append(("", f"{how} in {_duration(cal.seconds)}"))
     width = max(len(label) for label, _ in rows if len(label) <= 16)  # a long group just sticks out
     return "\n".join(f"{label:<{width}}  {text}" for label, text in rows)
+
+
+def cache_rows(device: Device, *, why: bool = True) -> list[tuple[str, str]]:
+    """A row per cache level: its size as the OS (or driver) reports it and as the capacity sweep
+    found it, and its roof (``l3``, ``480 MiB (sysfs), 48 MiB effective, 27.2 GB/s``), and with
+    ``why`` how each was found. A device calibrated before the sweep has its levels' sizes alone."""
+    roofs = {level.name: level for level in device.levels}
+    by = "sysfs" if device.kind == "cpu" else "driver"
+    rows = []
+    for cache in device.caches:
+        roof = roofs.get(cache.name)
+        text = describe_cache(cache, reported_by=by, rate=roof.bandwidth.value if roof else None)
+        how = [cache.note] if cache.note else []
+        if roof is not None:
+            how.append(_source(roof.bandwidth)[1:-1])
+        rows.append((cache.name, f"{text}  ({'; '.join(how)})" if how and why else text))
+    if not device.caches:
+        for level in device.levels:
+            where = "per core" if level.per_core else "shared"
+            rows.append(
+                (
+                    f"{level.name} ({size_text(level.capacity_bytes)}, {where})",
+                    f"{level.bandwidth.value / GB:,.1f} GB/s  {_source(level.bandwidth)}",
+                )
+            )
+    return rows
 
 
 def _theoretical(peak: CpuPeak | str | None) -> str:

@@ -3,9 +3,14 @@ probe measured beside it, and the sanity rules a measurement must keep.
 
 A CPU has no datasheet we can trust here, so its ceilings are measured with numpy:
 
-- *Bandwidth* is the best of five kernels over float64 arrays of at least 4× the last-level cache
-  (STREAM's rule), each counted as the bytes it reads plus the bytes it writes (STREAM's
-  convention: write-allocate reads are not counted):
+- *Cache capacities* come first: a footprint sweep finds the size of each cache level this process
+  sees (:func:`.cachelevels.measure_capacities`), which on a VM can be a tenth of what sysfs says;
+  the arrays below are sized from it.
+- *Bandwidth* is the best of five kernels over float64 arrays of 4× the effective last-level cache
+  (STREAM's rule), three at once, so each is also at most :data:`ARRAY_MEMORY_SHARE` / 3 of the
+  memory the process may still take (``MemAvailable``, its cgroup's limit). Each kernel is counted
+  as the bytes it reads plus the bytes it writes (STREAM's convention: write-allocate reads are not
+  counted):
 
   ============  ===================================================  =========================
   kernel        numpy                                                arrays of traffic counted
@@ -33,9 +38,9 @@ A CPU has no datasheet we can trust here, so its ceilings are measured with nump
 
 Calibration runs within a time budget (:data:`CPU_BUDGET_S`): every kernel runs at least once,
 and more runs are added, fastest kernel first, only while the budget allows; array sizes are never
-reduced to save time. On a 2-core Xeon with a 300 MiB L3 (1.2 GiB arrays, 3.6 GiB in all, freed on
-return) the obligatory part takes about 3.4 s and the whole about 3.5 s; a slower or busier
-machine can overrun the budget by its obligatory part.
+reduced to save time. The capacity sweep comes before it, within its own budget
+(:data:`.cachelevels.SWEEP_BUDGET_S`). A slower or busier machine can overrun the budget by its
+obligatory part.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -56,15 +61,19 @@ from .calibration_cache import Ceilings, plain_rate
 if TYPE_CHECKING:
     import numpy as np
 
+    from .cachelevels import CacheInfo
+    from .capacity import Sweep
     from .cpupeak import CpuPeak
 
 __all__ = [
+    "ARRAY_MEMORY_SHARE",
     "CPU_BUDGET_S",
     "CPU_NOTE",
     "LLC_MULTIPLE",
     "MATMUL_TARGET_S",
     "MAX_KERNEL_RUNS",
     "PROBE_RATIO_RANGE",
+    "array_bytes_for",
     "measure_cpu",
     "sanity_problems",
     "size_text",
@@ -74,8 +83,12 @@ __all__ = [
 CPU_BUDGET_S = 3.5
 #: how long one ``np.matmul`` call should take when measuring FLOP/s
 MATMUL_TARGET_S = 0.06
-#: bandwidth arrays are this many times the last-level cache (STREAM's rule)
+#: bandwidth arrays are this many times the (effective) last-level cache (STREAM's rule) ...
 LLC_MULTIPLE = 4
+#: ... and, three at once, take at most this share of the memory the process may still take
+ARRAY_MEMORY_SHARE = 0.5
+#: but never less than this each, whatever memory says (a figure over smaller arrays is a cache's)
+MIN_ARRAY_BYTES = 16 * MiB
 #: the most timed runs of any one bandwidth kernel
 MAX_KERNEL_RUNS = 5
 
@@ -98,21 +111,29 @@ def measure_cpu(
     matmul_n: int | None = None,
     matmul_runs: int = 3,
     clock: Clock = time.perf_counter,
+    caches: Sequence[CacheInfo] | None = None,
+    available: Callable[[], int | None] | None = None,
+    sweep: Callable[[Sequence[CacheInfo]], Sweep] | None = None,
 ) -> Ceilings:
-    """Measure this CPU's bandwidth and fp64/fp32 matmul FLOP/s with numpy (see the module docstring).
+    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy (see the
+    module docstring).
 
-    ``array_bytes`` defaults to 4× the last-level cache; ``matmul_n`` to a size chosen so one call
-    takes about ``matmul_target_s``. Matmul runs first, then the bandwidth kernels get what is left
-    of ``budget_s`` (each runs at least once, at most :data:`MAX_KERNEL_RUNS` times), then matmul
-    runs again and the better round counts. ``clock`` times every call.
+    ``caches`` are the levels sysfs lists (default: :func:`.cachelevels.cpu_caches`), the first guess
+    of the capacity sweep ``sweep(caches)`` (default: :func:`.cachelevels.measure_capacities`);
+    ``available()`` the memory the process may still take (default:
+    :func:`..timing.host_memory.available_memory`). ``array_bytes`` defaults to 4× the effective
+    last-level cache, within memory (:func:`array_bytes_for`); ``matmul_n`` to a size chosen so one
+    call takes about ``matmul_target_s``. Matmul runs first, then the bandwidth kernels get what is
+    left of ``budget_s`` (each runs at least once, at most :data:`MAX_KERNEL_RUNS` times), then
+    matmul runs again and the better round counts. ``clock`` times every call.
     """
     import numpy as np
 
-    if array_bytes is None:
-        from ..timing.cpu import last_level_cache_bytes
+    from ..timing.host_memory import available_memory
+    from .cachelevels import cpu_caches, level_details, measure_capacities, measure_level_rates
+    from .capacity import capacity_details, roof_caches
 
-        array_bytes = LLC_MULTIPLE * last_level_cache_bytes()
-    if not isinstance(array_bytes, int) or array_bytes < 8:
+    if array_bytes is not None and (not isinstance(array_bytes, int) or array_bytes < 8):
         raise InvalidValueError(f"array_bytes must be an integer >= 8; got {array_bytes!r}")
     if not (math.isfinite(budget_s) and budget_s > 0):
         raise InvalidValueError(f"budget_s must be a positive number; got {budget_s!r}")
@@ -123,6 +144,16 @@ def measure_cpu(
 
     from ..timing import probes as probe_kernels
 
+    free = available or available_memory
+    if sweep is None:
+        swept = measure_capacities(cpu_caches() if caches is None else caches, clock=clock, available=free)
+    else:
+        swept = sweep(cpu_caches() if caches is None else caches)
+    if array_bytes is None:
+        from ..timing.cpu import last_level_cache_bytes
+
+        llc = swept.caches[-1].sizing_bytes if swept.caches else last_level_cache_bytes()
+        array_bytes = array_bytes_for(llc, free())
     start = clock()
     today = datetime.now(timezone.utc).date().isoformat()
     details: dict[str, float | int | str] = {}
@@ -163,9 +194,8 @@ def measure_cpu(
             precision.label, "matmul", probe_n[precision], rate, probe_rate, probe_rate, today
         )
 
-    from .cachelevels import cpu_caches, level_details, measure_level_rates
-
-    details.update(level_details(measure_level_rates(cpu_caches(), clock=clock)))
+    details.update(capacity_details(swept))
+    details.update(level_details(measure_level_rates(roof_caches(swept.caches), clock=clock)))
     best = max(rates, key=lambda name: rates[name])
     ratio = statistics.median(kernels / (probe * rescale) for kernels, probe in passes)
     details[f"probe_ratio_{BANDWIDTH}"] = ratio
@@ -180,6 +210,16 @@ def measure_cpu(
     return Ceilings(
         bandwidth=Figure(rates[best], Source.MEASURED, note), peaks=peaks, details=details, probes=found
     )
+
+
+def array_bytes_for(llc_bytes: int, available: int | None) -> int:
+    """Each bandwidth array's bytes: :data:`LLC_MULTIPLE` x the effective last-level cache, the three
+    together within :data:`ARRAY_MEMORY_SHARE` of the ``available`` memory (never below
+    :data:`MIN_ARRAY_BYTES`)."""
+    wanted = LLC_MULTIPLE * llc_bytes
+    if available is not None:
+        wanted = min(wanted, int(ARRAY_MEMORY_SHARE * available / 3))
+    return max(wanted, MIN_ARRAY_BYTES) // 8 * 8
 
 
 def _matmulsize_text(dtype: type[np.floating[Any]], target_s: float, clock: Clock, probe: int = 512) -> int:

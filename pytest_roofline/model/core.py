@@ -337,6 +337,36 @@ class MemoryLevel:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheSize:
+    """A cache level's capacity as the OS (or the GPU's driver) reports it, and as this process sees it.
+
+    The two differ where the process gets a share: a VM's part of a host's last-level cache, one
+    die's slice of a chip's, a MIG slice's part of a GPU's L2. ``effective_bytes`` is where a
+    footprint sweep's bandwidth steps down (:mod:`pytest_roofline.machine.capacity`); None where the
+    sweep went past the level and saw no step: the level is then not used. ``found`` says which:
+    ``knee``, ``unseen``, or ``unreached`` (the sweep stopped short of it: the reported size stands).
+    ``note`` says more, in words a report shows.
+    """
+
+    level: int
+    reported_bytes: int
+    effective_bytes: int | None
+    per_core: bool = False
+    found: Literal["knee", "unseen", "unreached"] = "knee"
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"l{self.level}"
+
+    @property
+    def sizing_bytes(self) -> int:
+        """What to size by: the effective figure, or the reported one where the sweep saw none (the
+        larger guess keeps a cold measurement cold)."""
+        return self.effective_bytes or self.reported_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Device:
     """A device's ceilings: peak FLOP/s per (precision, unit), DRAM bandwidth, cache, core count."""
 
@@ -345,12 +375,17 @@ class Device:
     kind: Kind
     peaks: PeakTable
     bandwidth: Figure  # bytes per second
-    llc_bytes: int | None = None  # last-level cache (L2 on GPUs, L3 on most CPUs)
+    #: last-level cache (L2 on GPUs, L3 on most CPUs): the capacity this process sees where it was
+    #: measured (:attr:`caches`), else what the OS or the datasheet says
+    llc_bytes: int | None = None
     cores: int | None = None  # SMs, CUs or CPU cores
     names: tuple[str, ...] = ()  # names the driver reports for this device (CUDA, ROCm)
     notes: tuple[str, ...] = ()
     #: the cache levels with a known bandwidth, smallest first (DRAM is ``bandwidth``)
     levels: tuple[MemoryLevel, ...] = ()
+    #: every cache level the OS or the driver reports, with the capacity a sweep found for it,
+    #: smallest first; empty where no sweep ran
+    caches: tuple[CacheSize, ...] = ()
     #: the GPU-to-GPU link's bandwidth per GPU and direction (NVLink, xGMI), bytes/s, where known:
     #: what a tensor-parallel all-reduce moves its bytes at
     interconnect: Figure | None = None

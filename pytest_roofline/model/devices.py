@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..errors import RooflineUsageError
-from .core import Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
+from .core import CacheSize, Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
 
 T = 1e12
 GB = 1e9
@@ -450,3 +450,19 @@ def describe_peaks(device: Device) -> Iterable[tuple[Precision, Unit, Figure]]:
         ((p, u, f) for (p, u), f in device.peaks.items()),
         key=lambda item: (order.index(item[0]), item[1] is Unit.VECTOR),
     )
+
+
+def describe_cache(cache: CacheSize, *, reported_by: str, rate: float | None = None) -> str:
+    """A cache level's two capacities and its roof, for ``roofline calibrate``, ``roofline devices``
+    and the report: ``480 MiB (sysfs), 48 MiB effective, 27.2 GB/s``; ``48 KiB per core (sysfs), not
+    seen by the capacity sweep: not used``."""
+    from .units import binary_bytes
+
+    text = f"{binary_bytes(cache.reported_bytes)}{' per core' if cache.per_core else ''} ({reported_by})"
+    if cache.effective_bytes is None:
+        return f"{text}, not seen by the capacity sweep: not used"
+    if cache.found == "unreached":
+        text += ", kept: the capacity sweep stopped short of it"
+    else:
+        text += f", {binary_bytes(cache.effective_bytes)} effective"
+    return text if rate is None else f"{text}, {rate / GB:,.1f} GB/s"

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..model.core import Device
+from ..model.core import CacheSize, Device
 from ..model.devices import describe_peaks
 from ..model.stats import Stats
 from ..model.verdict import Result, Verdict
@@ -464,6 +464,43 @@ class LevelRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class CacheRecord:
+    """A cache level as the OS (or driver) reports it and as the capacity sweep found it."""
+
+    name: str
+    reported_bytes: int
+    #: None: the sweep went past it and saw no step (not used)
+    effective_bytes: int | None
+    per_core: bool = False
+    #: ``knee``, ``unseen`` or ``unreached``
+    found: str = "knee"
+    note: str = ""
+
+    def to_json(self) -> JsonObject:
+        return {
+            "name": self.name, "reported_bytes": self.reported_bytes, "effective_bytes": self.effective_bytes,
+            "per_core": self.per_core, "found": self.found, "note": self.note,
+        }  # fmt: skip
+
+    def to_cache(self) -> CacheSize:
+        level = self.name[1:]
+        found = self.found if self.found in ("unseen", "unreached") else "knee"
+        return CacheSize(
+            int(level) if level.isdigit() else 0, self.reported_bytes, self.effective_bytes, self.per_core,
+            found, self.note,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CacheRecord:
+        effective = data.get("effective_bytes")
+        return cls(
+            str(data.get("name", "")), int(data.get("reported_bytes") or 0),
+            int(effective) if isinstance(effective, int) and not isinstance(effective, bool) else None,
+            data.get("per_core") is True, str(data.get("found") or "knee"), str(data.get("note") or ""),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceRecord:
     """A device as the run used it: its ceilings with their sources, named by :attr:`figures`."""
 
@@ -480,6 +517,8 @@ class DeviceRecord:
     #: the cache levels a warm measurement is judged against, smallest first
     levels: tuple[LevelRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    #: every cache level the OS or driver reports, with the capacity this process sees
+    caches: tuple[CacheRecord, ...] = ()
 
     @classmethod
     def of(cls, device: Device) -> DeviceRecord:
@@ -510,6 +549,10 @@ class DeviceRecord:
             bandwidth=device.bandwidth.value, bandwidth_source=str(device.bandwidth.source),
             bandwidth_note=device.bandwidth.note, llc_bytes=device.llc_bytes, cores=device.cores,
             peaks=peaks, levels=levels, notes=tuple(device.notes),
+            caches=tuple(
+                CacheRecord(c.name, c.reported_bytes, c.effective_bytes, c.per_core, c.found, c.note)
+                for c in device.caches
+            ),
         )  # fmt: skip
 
     @property
@@ -523,7 +566,7 @@ class DeviceRecord:
             "bandwidth": self.bandwidth, "bandwidth_source": self.bandwidth_source,
             "bandwidth_note": self.bandwidth_note, "llc_bytes": self.llc_bytes, "cores": self.cores,
             "peaks": [p.to_json() for p in self.peaks], "levels": [level.to_json() for level in self.levels],
-            "notes": list(self.notes),
+            "notes": list(self.notes), "caches": [cache.to_json() for cache in self.caches],
         }  # fmt: skip
 
     @classmethod
@@ -536,6 +579,7 @@ class DeviceRecord:
             cores=data.get("cores"), peaks=tuple(PeakRecord.from_json(p) for p in data.get("peaks") or ()),
             levels=tuple(LevelRecord.from_json(level) for level in data.get("levels") or ()),
             notes=tuple(map(str, data.get("notes") or ())),
+            caches=tuple(CacheRecord.from_json(cache) for cache in data.get("caches") or ()),
         )  # fmt: skip
 
 

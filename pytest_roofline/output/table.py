@@ -69,9 +69,33 @@ def format_device_header(device: DeviceRecord | Mapping[str, Any]) -> list[str]:
         ]
         if row:
             lines.append(f"  {unit:<6} peaks: " + "; ".join(row))
+    caches = _caches(d)
+    if caches:
+        lines.append(f"  caches: {caches}")
     for note in d.notes:
         lines.append(f"  note: {note}")
     return lines
+
+
+def _caches(d: DeviceRecord) -> str:
+    """The cache levels as reported and as this process sees them, with their roofs, and the
+    last-level cache that cold measurements are sized by ("" for a device with none)."""
+    from ..model.devices import describe_cache
+
+    roofs = {level.name: level.bandwidth for level in d.levels}
+    by = "sysfs" if d.kind == "cpu" else "driver"
+    parts = [
+        f"{c.name} {describe_cache(c.to_cache(), reported_by=by, rate=roofs.get(c.name))}" for c in d.caches
+    ]
+    if not d.caches:
+        parts = [
+            f"{level.name} {units.binary_bytes(level.capacity_bytes)}{' per core' if level.per_core else ''}"
+            f" {units.byte_rate(level.bandwidth)}"
+            for level in d.levels
+        ]
+    if parts and d.llc_bytes:
+        parts.append(f"last-level cache {units.binary_bytes(d.llc_bytes)}")
+    return "; ".join(parts)
 
 
 #: every column of the terminal table, in its order: name -> header

@@ -208,13 +208,20 @@ class Devices:
         target = target_of(spec)
         if target.kind == "cpu":
             if self._cpu_backend is None:  # one per session: its flush buffer is 2x the LLC
-                from ..timing.cpu import CpuBackend
-
-                self._cpu_backend = CpuBackend()
+                self._cpu_backend = cpu_backend_for(device)
             return self._cpu_backend
         from ..timing.cuda import CudaBackend
 
         return CudaBackend(target.index or 0, block=self.settings.cuda_block)
+
+
+def cpu_backend_for(device: Device) -> Backend:
+    """The host timer, its flush sized by the last-level cache ``device`` says this process sees (a
+    CPU calibrated with the capacity sweep: on a VM, a tenth of what sysfs says); sysfs's otherwise."""
+    from ..timing.cpu import CpuBackend, last_level_cache_bytes
+
+    llc = device.llc_bytes if device.kind == "cpu" else None
+    return CpuBackend(llc_bytes=(lambda: llc) if llc else last_level_cache_bytes)
 
 
 def target_of(spec: str) -> Target:

@@ -8,11 +8,14 @@ one: 0.4 of the capacity keeps the buffer within what one SM's side holds. The b
 the buffer times the passes; the first pass, from DRAM, makes the figure err low, never high.
 
 The kernel itself (:data:`L2_READ_SOURCE`) lives with the other CUDA sources in :mod:`.cuda.kernels`:
-the backend's flush reads with it too.
+the backend's flush reads with it too. :func:`l2_rate_at` times it over any footprint, for the sweep
+that finds how much of the L2 this GPU really has (a MIG slice's part, one partition's):
+:mod:`pytest_roofline.machine.capacity` finds the knee.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pytest_roofline.model.core import Figure, Source
@@ -39,14 +42,39 @@ def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figur
         return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
 
 
+#: each point of the capacity sweep is timed this briefly: a dozen of them make one calibration
+SWEEP_POLICY = Policy(warmup_s=0.002, min_samples=5, min_time_s=0.005, max_time_s=0.05)
+
+
+def l2_rate_at(index: int = 0, *, block: bool | str | None = None) -> Callable[[int], float]:
+    """``rate_at(footprint)`` for GPU ``index``: the L2 roof's kernel over a buffer of ``footprint``
+    bytes, its read rate in bytes/s (a footprint past the L2 reads from DRAM, and slower)."""
+    from pytest_roofline.timing.cuda.backend import CudaBackend
+    from pytest_roofline.timing.cuda.loading import require_device, using_device
+
+    cupy = require_device(index)
+    backend = CudaBackend(index, block=block)
+    sms = backend.properties.multiprocessors
+
+    def rate_at(footprint: int) -> float:
+        with using_device(index):
+            figure = measure_l2_bandwidth(
+                cupy, backend, l2_bytes=footprint, sms=sms, policy=SWEEP_POLICY, fill=1.0
+            )
+        return figure.value
+
+    return rate_at
+
+
 def measure_l2_bandwidth(
-    cupy: Any, backend: Any, *, l2_bytes: int, sms: int, policy: Policy | None = None
+    cupy: Any, backend: Any, *, l2_bytes: int, sms: int, policy: Policy | None = None, fill: float = L2_FILL
 ) -> Figure:
-    """The L2's read bandwidth of the GPU ``backend`` times, in bytes/s, as a measured figure."""
+    """The L2's read bandwidth of the GPU ``backend`` times, in bytes/s, as a measured figure: over a
+    buffer of ``fill`` x ``l2_bytes``."""
     from pytest_roofline.timing.cache import WARM
     from pytest_roofline.timing.engine import measure
 
-    n4 = max(int(l2_bytes * L2_FILL) // 16, 1)
+    n4 = max(int(l2_bytes * fill) // 16, 1)
     buffer = cupy.zeros(n4 * 4, dtype=cupy.float32)
     sink = cupy.zeros(1, dtype=cupy.float32)
     kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
@@ -61,6 +89,6 @@ def measure_l2_bandwidth(
     return Figure(
         nbytes / m.time_s,
         Source.MEASURED,
-        f"ld.global.cg of {n4 * 16 / 2**20:.0f} MiB ({L2_FILL:g} of the L2) x {L2_PASSES} passes in one"
+        f"ld.global.cg of {n4 * 16 / 2**20:.0f} MiB ({fill:g} of the L2) x {L2_PASSES} passes in one"
         f" launch, {m.stat} of {m.stats.n} samples",
     )

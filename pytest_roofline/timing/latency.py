@@ -110,10 +110,12 @@ def measure_latency_floor(
 
 
 @functools.cache
-def cpu_latency_floor(*, flushed: bool = False) -> LatencyFloor:
+def cpu_latency_floor(*, flushed: bool = False, backend: Backend | None = None) -> LatencyFloor:
     """This process's CPU latency floor: a Python call's own cost, measured once; ``flushed``: right
-    after a cache flush, what a kernel timed cold by a flush is judged against."""
+    after a cache flush, what a kernel timed cold by a flush is judged against, flushed by
+    ``backend`` (the one the kernel is timed with, its flush sized by the cache this process sees;
+    default: the engine's)."""
     if flushed:
-        floor = measure_latency_floor(policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)
+        floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)
         return LatencyFloor(floor.device, floor.floor_s, note=f"{floor.note}, each right after a cache flush")
     return measure_latency_floor()

@@ -24,7 +24,7 @@ def latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
     if isinstance(backend, CpuBackend):
         from pytest_roofline.timing.latency import cpu_latency_floor
 
-        return cpu_latency_floor(flushed=flushed).floor_s
+        return cpu_latency_floor(flushed=flushed, backend=backend if flushed else None).floor_s
     from pytest_roofline.timing.cuda.backend import CudaBackend
 
     if isinstance(backend, CudaBackend):

@@ -5,7 +5,8 @@ flush before every call does that at the price of one call per sample and a pass
 cache each time. Rotation does it for free, as rocBLAS-bench's and hipBLASLt-bench's ``--rotating``
 and benchdnn's ``--cold-cache`` do: before sampling, enough copies of the kernel's array arguments
 (inputs and outputs alike) are made that one cycle through them touches :data:`CYCLE_MULTIPLE` x the
-last-level cache (at least :data:`MIN_CYCLE_BYTES`; at most :func:`memory_cap`, which must leave it
+last-level cache this process sees (the calibration's effective figure, not sysfs's: on a VM it can
+be a tenth; at least :data:`MIN_CYCLE_BYTES`; at most :func:`memory_cap`, which must leave it
 :data:`MIN_CYCLE_MULTIPLE` x the cache); each call takes the next set, so by the time a set comes
 round again the cycle has pushed it out. A batch of k calls is then k cold calls, and small
 kernels keep their cheap batched samples.
@@ -51,11 +52,18 @@ from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memor
 if TYPE_CHECKING:
     from pytest_roofline.timing.base import Kernel
 
-#: one cycle through the copies aims at this many times the last-level cache ...
-CYCLE_MULTIPLE = 4
-#: ... and, where memory is short, touches no less than this (as an op past twice the cache evicts
-#: its own data: :data:`~.flushing.NO_FLUSH_MULTIPLE`)
-MIN_CYCLE_MULTIPLE = 2
+#: the shortest cycle, in multiples of the effective last-level cache, after which a rotated kernel's
+#: time stops changing: every copy is out of the cache when its turn comes (``benchmarks/cold_cycle.py``
+#: measures it; ``docs/methodology.md``); an op past twice the cache evicts its own data too
+#: (:data:`~.flushing.NO_FLUSH_MULTIPLE`)
+COLD_CYCLE_MULTIPLE = 2
+#: the margin over it: a neighbour's data takes part of a shared cache, and a cycle just long enough
+#: on a quiet machine leaves copies in it on a busy one
+CYCLE_MARGIN = 2
+#: so one cycle through the copies aims at this many times the effective last-level cache ...
+CYCLE_MULTIPLE = COLD_CYCLE_MULTIPLE * CYCLE_MARGIN
+#: ... and, where memory is short, touches no less than the shortest cold cycle
+MIN_CYCLE_MULTIPLE = COLD_CYCLE_MULTIPLE
 #: and at least this much (a small or unknown cache)
 MIN_CYCLE_BYTES = 64 * 2**20
 #: the copies take at most this much memory (the caller's own set, which is one of the cycle's, is
@@ -347,7 +355,8 @@ def _calls(
 
 
 def cycle_target(llc_bytes: int | None) -> int:
-    """Bytes one cycle through the copies should touch."""
+    """Bytes one cycle through the copies should touch, for a last-level cache of ``llc_bytes`` as the
+    process sees it (``Device.llc_bytes``: the calibration's effective figure)."""
     return max(CYCLE_MULTIPLE * (llc_bytes or 0), MIN_CYCLE_BYTES)
 
 
