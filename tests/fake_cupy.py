@@ -41,9 +41,9 @@ max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
 ``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
 GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), ``roofline_delay`` is
-logged ``("delay", stream, ns)`` (it spins, then returns), ``roofline_l2_read`` with one pass
-(``args[2] == 1``) is the backend's flush, logged ``("flush", stream)`` and in ``flush_reads``
-(a read of the whole buffer), any other is a kernel;
+logged ``("delay", stream, ns)`` (it spins, then returns), ``roofline_l2_flush`` is the backend's
+flush, logged ``("flush", stream)`` and in ``flush_reads`` (a read of the whole buffer), any other
+is a kernel;
 ``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
 ``runtime.hostAllocMapped``.
 
@@ -54,7 +54,9 @@ stream's flags (CUDA Programming Guide, "Cross-stream dependencies"; ``cudaError
 (``Stream()``) it raises ``cudaErrorStreamCaptureImplicit`` and invalidates the capture
 (``end_capture`` then raises); beside a non-blocking one (``Stream(non_blocking=True)``, every PyTorch
 stream) it runs eagerly and is missing from the graph. ``Graph.debug_dot_str(flags=0)`` prints one
-``label="{KERNEL`` node per captured kernel, as ``cudaGraphDebugDotPrint`` does.
+node per captured kernel and the edges between them, as ``cudaGraphDebugDotPrint`` does, in its
+default form (an octagon per kernel) or, with ``runtime.cudaGraphDebugDotFlagsVerbose``, its verbose
+one (``label="{KERNEL``, edges with an attribute list); ``dot_flags`` keeps the flags asked for.
 
 What a real GPU does to a host that waits, modelled so that holding the wrong window fails here:
 
@@ -113,6 +115,8 @@ import numpy as np
 import pytest
 
 MiB = 2**20
+#: cudaGraphDebugDotFlagsVerbose (CUDA's cudaGraphDebugDotFlags; cupy_backends/cuda/api/_runtime_enum.pxd)
+DOT_FLAGS_VERBOSE = 1
 
 #: what an H100 SXM reports (CUDA 12): clocks in kHz, bus width in bits, L2 in bytes
 H100_PROPERTIES: dict[str, object] = {
@@ -224,22 +228,39 @@ class FakeEvent:
 
 
 class FakeGraph:
-    def __init__(self, world: FakeCupy, kernels: int) -> None:
+    def __init__(self, world: FakeCupy, kernels: int, reads: Sequence[tuple[int, ...]] = ()) -> None:
         self.world = world
         self.kernels = kernels
+        #: the buffers each captured kernel reads: every replay reads these same ones
+        self.reads = list(reads)
 
     def launch(self, stream: FakeStream | None = None) -> None:
         stream = stream if stream is not None else self.world.current_stream
         self.world.enqueue(("launch", stream.name, self.kernels), launch=True)
+        self.world.replays.append(tuple(ptr for read in self.reads for ptr in read))
 
     def debug_dot_str(self, flags: int = 0) -> str:
-        nodes = "".join(
-            f'"graph_1_node_{i}"[style="bold" shape="record" label="{{KERNEL\n| {{ID | {i} (topoId: {i})'
-            f' | fake_kernel\\<\\<\\<1,128,0\\>\\>\\>}}\n}}"];\n'
-            for i in range(self.kernels)
-        )
-        head = 'digraph dot {\nsubgraph cluster_1 {\nlabel="graph_1" graph[style="dashed"];\n'
-        return f"{head}{nodes}}}\n}}\n"
+        """``cudaGraphDebugDotPrint``'s text, which differs by ``flags`` (CuPy's ``test_debug_dot_str``
+        asserts so): at the default (0) a kernel node is an octagon labelled with its index and name;
+        verbose (``cudaGraphDebugDotFlagsVerbose``, 1) makes every node a record whose label starts with
+        its type (``{KERNEL``) and gives every edge a ``[headlabel=0]`` attribute list."""
+        self.world.dot_flags.append(flags)
+        verbose = bool(flags & DOT_FLAGS_VERBOSE)
+        lines = ["digraph dot {", "subgraph cluster_1 {", 'label="graph_1" graph[style="dashed"];']
+        for i in range(self.kernels):
+            if verbose:
+                lines += [
+                    f'"graph_1_node_{i}"[style="bold" shape="record" label="{{KERNEL',
+                    f"| {{ID | {i} (topoId: {self.kernels - 1 - i}) | fake_kernel\\<\\<\\<1,128,0\\>\\>\\>}}",
+                    "| {{node handle | func handle} | {0x0000000000001000 | 0x0000000000002000}}",
+                    '}"];',
+                ]
+            else:
+                lines += [f'"graph_1_node_{i}"[style="bold" shape="octagon" label="{i}', "fake_kernel", '"];']
+        for i in range(self.kernels - 1):
+            edge = f'"graph_1_node_{i}" -> "graph_1_node_{i + 1}"'
+            lines.append(f"{edge} [headlabel=0];" if verbose else f"{edge};")
+        return "\n".join([*lines, "}", "}", ""])
 
 
 class FakeStream:
@@ -252,6 +273,7 @@ class FakeStream:
         self.device_id = device_id
         self.name = name
         self._capture_start: int | None = None
+        self.captured_reads: list[tuple[int, ...]] = []
         self.invalidated = False
         world.streams_by_ptr.setdefault(ptr, self)
 
@@ -298,6 +320,7 @@ class FakeStream:
             raise RuntimeError("cannot capture on the default (legacy) stream")
         self.world.log.append(("begin_capture", self.name))
         self._capture_start = len(self.world.log)
+        self.captured_reads: list[tuple[int, ...]] = []
         self.invalidated = False
 
     def end_capture(self) -> FakeGraph:
@@ -308,7 +331,7 @@ class FakeStream:
         self.world.log.append(("end_capture", self.name))
         if self.invalidated:
             raise FakeCudaError("cudaErrorStreamCaptureInvalidated: operation failed due to a previous error")
-        return FakeGraph(self.world, kernels)
+        return FakeGraph(self.world, kernels, self.captured_reads)
 
 
 class FakeDevice:
@@ -398,9 +421,13 @@ class FakeCupy:
         self.raw_kernels: list[tuple[str, str]] = []
         #: (value, size, stream name) of every memsetAsync
         self.memsets: list[tuple[int, int, str]] = []
-        #: (bytes, stream name) of every flush: one pass of ``roofline_l2_read`` over a buffer
+        #: (bytes, stream name) of every flush: one pass of ``roofline_l2_flush`` over a buffer
         self.flush_reads: list[tuple[int, str]] = []
         self.external_streams: list[tuple[int, int]] = []  # ExternalStream(ptr, device_id) calls
+        #: the flags of every ``Graph.debug_dot_str`` call
+        self.dot_flags: list[int] = []
+        #: per graph launch, the buffers its kernels read (a fake array's ``data.ptr``), in order
+        self.replays: list[tuple[int, ...]] = []
         self.synced_upto = 0
         self.current_device = 0
         self.streams_by_ptr: dict[int, FakeStream] = {}
@@ -431,10 +458,11 @@ class FakeCupy:
         return self
 
     def kernel(self, *args: object) -> None:
-        """A stand-in kernel: logs that it ran, on the current stream."""
-        self.launch(self.current_stream)
+        """A stand-in kernel: logs that it ran, on the current stream, reading the fake arrays among
+        ``args``."""
+        self.launch(self.current_stream, reads=tuple(a.data.ptr for a in args if isinstance(a, FakeArray)))
 
-    def launch(self, stream: FakeStream, module: str = "kernel") -> None:
+    def launch(self, stream: FakeStream, module: str = "kernel", *, reads: tuple[int, ...] = ()) -> None:
         """A kernel queued on ``stream``. Its first launch loads its module (a device-wide sync).
         On the legacy stream while another stream captures: refused beside a blocking capture
         stream, run eagerly (and left out of that graph) beside a non-blocking one."""
@@ -451,6 +479,8 @@ class FakeCupy:
                     "capturing blocking stream"
                 )
         self.launches.append(stream.name)
+        if stream.capturing:
+            stream.captured_reads.append(reads)
         self.enqueue(("kernel", stream.name), launch=True)
 
     def load(self, module: str) -> None:
@@ -612,6 +642,7 @@ class FakeCupy:
         runtime.deviceGetAttribute = device_get_attribute
         runtime.memsetAsync = memset_async
         runtime.is_hip = self.is_hip
+        runtime.cudaGraphDebugDotFlagsVerbose = DOT_FLAGS_VERBOSE
         for name, value in enum.items():
             setattr(runtime, name, value)
 
@@ -700,7 +731,7 @@ class FakeCupy:
                 stream: FakeStream | None = None,
             ) -> None:
                 target = stream if stream is not None else world.current_stream
-                if self.name == "roofline_l2_read" and int(args[2]) == 1:  # the backend's flush: one read
+                if self.name == "roofline_l2_flush":  # the backend's flush: one read of its buffer
                     world.load(f"raw:{self.name}")
                     world.flush_reads.append((int(args[1]) * 16, target.name))
                     world.enqueue(("flush", target.name), launch=True)

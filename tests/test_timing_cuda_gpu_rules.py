@@ -320,6 +320,38 @@ def test_graph_mode_counts_the_captured_kernel_nodes(fake: FakeCupy) -> None:
     backend.run(two, (), calls=3, samples=1, flush=False)
 
     assert backend.last_graph_kernels == 6
+    assert backend.last_graph_nodes == 6
+    assert fake.dot_flags == [fake.cupy.cuda.runtime.cudaGraphDebugDotFlagsVerbose]
+
+
+def test_the_fakes_dot_print_differs_by_its_flags_as_cupys_own_test_says(fake: FakeCupy) -> None:
+    # cupy tests/cupy_tests/cuda_tests/test_graph.py::test_debug_dot_str: both name the kernel, and differ
+    from fake_cupy import FakeGraph
+
+    graph = FakeGraph(fake, 2)
+    default, verbose = (
+        graph.debug_dot_str(),
+        graph.debug_dot_str(fake.cupy.cuda.runtime.cudaGraphDebugDotFlagsVerbose),
+    )
+
+    assert "fake_kernel" in default
+    assert "fake_kernel" in verbose
+    assert default != verbose
+    assert 'label="{KERNEL' in verbose
+    assert 'label="{KERNEL' not in default
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_a_dot_prints_edges_are_not_counted_as_nodes(fake: FakeCupy, verbose: bool) -> None:
+    from fake_cupy import FakeGraph
+
+    from pytest_roofline.timing.cuda.graphs import graph_nodes
+
+    class Printed:  # a graph whose print is the one form, whatever the flags asked
+        def debug_dot_str(self, flags: int = 0) -> str:
+            return FakeGraph(fake, 4).debug_dot_str(1 if verbose else 0)
+
+    assert graph_nodes(Printed()) == (4, 4)
 
 
 # -- the latency floor: in the backend's mode, after the clocks ramp --------------------------------------

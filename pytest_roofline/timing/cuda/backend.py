@@ -34,7 +34,14 @@ from pytest_roofline.timing.cuda.blocking import (
 )
 from pytest_roofline.timing.cuda.device import device_properties
 from pytest_roofline.timing.cuda.flush import L2Flush
-from pytest_roofline.timing.cuda.graphs import capture_calls, check_captured, check_graph_support, graph_nodes
+from pytest_roofline.timing.cuda.graphs import (
+    DOT_VERBOSE,
+    capture_calls,
+    check_captured,
+    check_graph_support,
+    graph_nodes,
+)
+from pytest_roofline.timing.cuda.kernels import HOUSEKEEPING_KERNELS
 from pytest_roofline.timing.cuda.loading import require_device, using_device
 from pytest_roofline.timing.cuda.streams import TimingStreams
 
@@ -208,6 +215,13 @@ class CudaBackend:
                     self._probes.found_synchronizing(key)
                     return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
 
+    def flush_cache(self) -> None:
+        """One flush of the L2 on the timing stream, outside any window (:class:`~..base.FlushesCache`):
+        in graph mode too, where a window of nothing would have to be captured."""
+        with using_device(self.device):
+            stream, _ = self._streams.current()
+            self._flush_l2(stream)
+
     def synchronizes(self, fn: Kernel, args: Sequence[object] = ()) -> bool | None:
         """What the probes found of ``fn(*args)``: True (it waited for the GPU every time it was
         probed), False (it did not), None (not known yet)."""
@@ -279,7 +293,8 @@ class CudaBackend:
 
     def _capture(self, fn: Kernel, args: Sequence[object], calls: int, stream: Any) -> Any:
         graph, eager = capture_calls(fn, args, calls, stream, self._activity)
-        self.last_graph_kernels, self.last_graph_nodes = graph_nodes(graph)
+        verbose = getattr(self._cupy.cuda.runtime, "cudaGraphDebugDotFlagsVerbose", DOT_VERBOSE)
+        self.last_graph_kernels, self.last_graph_nodes = graph_nodes(graph, verbose)
         check_captured(fn, calls, eager=eager, kernels=self.last_graph_kernels, nodes=self.last_graph_nodes)
         # the first launch pays for uploading the graph: keep it out of every timed window
         graph.launch(stream)
@@ -339,9 +354,11 @@ def _kernel_windows(
 ) -> tuple[list[float], str | None]:
     """Each window's busy time from CUPTI's kernel records, split in order (the windows ran back
     to back on one stream, each the same calls); the events' times where they do not split, and
-    the timer's note that says so."""
+    the timer's note that says so. The backend's own kernels (the L2 flush before each cold window,
+    outside its events) are no part of any window: CUPTI records every kernel of the context."""
     from pytest_roofline.timing.cupti import busy_s
 
+    records = [r for r in records if r.name not in HOUSEKEEPING_KERNELS]
     if not records or len(records) % samples:
         seen = f"CUPTI saw {len(records)} kernel(s) for {samples} window(s)"
         return events, f"{seen}: those windows were timed by events"

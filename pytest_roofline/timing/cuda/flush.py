@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, L2_READ_SOURCE, L2_READ_THREADS
+from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, FLUSH_KERNEL, L2_READ_SOURCE, L2_READ_THREADS
 
 
 class L2Flush:
@@ -21,12 +21,12 @@ class L2Flush:
         cupy = self._cupy
         if self._buffer is None:
             self._buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
-            self._kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
+            self._kernel = cupy.RawKernel(L2_READ_SOURCE, FLUSH_KERNEL)
         buf = self._buffer
         # one pass over the buffer; it is its own sink (written only if its sum is exactly 1.0)
         self._kernel(
             (self._sms * BLOCKS_PER_SM,),
             (L2_READ_THREADS,),
-            (buf, cupy.uint64(buf.nbytes // 16), cupy.int32(1), buf),
+            (buf, cupy.uint64(buf.nbytes // 16), buf),
             stream=stream,
         )
