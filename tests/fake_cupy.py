@@ -68,14 +68,16 @@ What a real GPU does to a host that waits, modelled so that holding the wrong wi
   ``cudaMalloc``, which synchronizes (CuPy ``cupy/cuda/memory.pyx``, ``_malloc`` and the
   ``free_all_blocks`` retry): logged ``("grow", nbytes)``, a device-wide sync.
 - ``queue_depth`` (default 1024): at most that many launches, event records and memsets queue
-  behind a held blocking kernel; one more and the host blocks inside the launch, which a real
-  blocking kernel sits out until its timeout.
+  behind a held blocking kernel or a spinning delay kernel (a call of many kernels, ``op(n)``, takes
+  n); one more and the host blocks inside the launch, until the delay ends or the blocking kernel
+  is released (by another thread, within ``hold_wait_s`` real seconds) or sits out its timeout.
 - ``launch_blocking`` (default: ``CUDA_LAUNCH_BLOCKING=1`` in the environment at launch time):
   every launch returns only when it has run, so the blocking kernel's own launch waits out its
   timeout.
 
-A device-wide sync while a blocking kernel is queued and not released logs ``("block_timeout",
-ticket)``: the real host would wait until the kernel gave up.
+A host sync while a blocking kernel is queued and not released waits ``hold_wait_s`` (default 0)
+real seconds for another thread to release it, then logs ``("block_timeout", ticket)``: the real
+host would wait until the kernel gave up. A delay kernel spins until the host next waits.
 
 ``FakeCupy(duplicate=("cupy-cuda12x", "cupy-cuda13x"))`` installs instead an import hook: ``import
 cupy`` gives CuPy's own "multiple CuPy packages are installed" ``UserWarning`` (verbatim layout of
@@ -106,6 +108,7 @@ import importlib.machinery
 import itertools
 import os
 import sys
+import time
 import types
 import warnings
 from collections.abc import Mapping, Sequence
@@ -388,12 +391,18 @@ class FakeCupy:
         pool_syncs: bool = True,
         queue_depth: int = 1024,
         launch_blocking: bool | None = None,
+        hold_wait_s: float = 0.0,
     ) -> None:
         self.duplicate = tuple(duplicate)
         self.lazy_loading = lazy_loading
         self.pool_syncs = pool_syncs
         self.queue_depth = queue_depth
         self._launch_blocking = launch_blocking
+        #: how long (real seconds) a host that waits behind an unreleased blocking kernel waits for
+        #: another thread to release it before the kernel's own timeout is taken to pass
+        self.hold_wait_s = hold_wait_s
+        #: delay kernels (of a nonzero delay) queued since the last host sync: spinning, in the fake
+        self.pending_delays = 0
         #: modules loaded (lazy loading), sizes the memory pool holds
         self.loaded: set[str] = set()
         self.pool_sizes: set[int] = set()
@@ -502,14 +511,17 @@ class FakeCupy:
         return os.environ.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0")
 
     def enqueue(self, entry: tuple[Any, ...], *, launch: bool = False) -> None:
-        """Queue device work: behind a held blocking kernel the queue holds ``queue_depth`` entries,
+        """Queue device work: behind a held blocking kernel, or a delay kernel still spinning, the
+        queue holds ``queue_depth`` entries (each launch one: a call of many kernels takes as many),
         and a launch under ``CUDA_LAUNCH_BLOCKING`` returns when it has run."""
         self.poll_release()
-        if self._unreleased():
+        if self._unreleased() or self.pending_delays:
             self._behind += 1
             if self._behind > self.queue_depth:
-                self.drain_blocks()  # the host blocks in the launch until the blocking kernel gives up
+                # the host blocks in the launch: until the delay ends, or the blocking kernel is
+                # released by another thread or gives up
                 list.append(self.log, ("queue_full", self.queue_depth))
+                self.device_sync(("synchronize", "queue"))
         else:
             self._behind = 0
         self.log.append(entry)
@@ -528,14 +540,46 @@ class FakeCupy:
                 list.append(self.log, ("release", value))
 
     def drain_blocks(self) -> None:
-        """A host sync: every queued blocking kernel either was released or spins until its timeout."""
+        """A host sync: every queued blocking kernel either was released (within ``hold_wait_s``, by
+        another thread) or spins until its timeout; every delay kernel ends."""
         self.poll_release()
         for address, ticket in self.pending_blocks:
-            if ctypes.c_int64.from_address(address).value < ticket:
+            if not self._released_within(address, ticket):
                 ctypes.c_int64.from_address(address + 8).value = ticket
                 list.append(self.log, ("block_timeout", ticket))
+        self.poll_release()
         self.pending_blocks.clear()
+        self.pending_delays = 0
         self._behind = 0
+
+    def _released_within(self, address: int, ticket: int) -> bool:
+        deadline = time.monotonic() + self.hold_wait_s
+        while ctypes.c_int64.from_address(address).value < ticket:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)  # the GIL is free meanwhile: another thread may write the release
+        return True
+
+    def synchronizing(self) -> Any:
+        """A kernel that waits for the GPU: it launches, then synchronizes the current stream (a
+        ``.get()``, an ``.item()``)."""
+        stream = self.current_stream
+
+        def syncs(*args: object) -> None:
+            self.kernel(*args)
+            stream.synchronize()
+
+        return syncs
+
+    def op(self, launches: int) -> Any:
+        """A call of ``launches`` kernels on the current stream (a PyTorch block of ops, say): each
+        launch takes its own entry in the launch queue."""
+
+        def call(*args: object) -> None:
+            for _ in range(launches):
+                self.kernel(*args)
+
+        return call
 
     def stream_name(self, ptr: int) -> str:
         known = self.streams_by_ptr.get(ptr)
@@ -739,6 +783,7 @@ class FakeCupy:
                 if self.name == "roofline_delay":  # spins a while on the GPU, then returns
                     world.load(f"raw:{self.name}")
                     world.enqueue(("delay", target.name, int(args[0])), launch=True)
+                    world.pending_delays += int(args[0]) > 0  # spinning until the host next waits
                     return
                 if self.name != "roofline_block":
                     world.launch(target, f"raw:{self.name}")

@@ -22,7 +22,6 @@ from pytest_roofline.timing.base import Kernel, check_positive, check_window_cou
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.cuda.blocking import (
     BLOCK_TIMEOUT_S,
-    MAX_HELD_CALLS,
     Blocker,
     HoldTimedOut,
     KernelProbes,
@@ -82,17 +81,20 @@ class CudaBackend:
     ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None: the
     session's ``--roofline-cuda-block``, :func:`set_default_block`): before a sampling window's
     start event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host
-    memory, and the host releases it once the window's first :data:`MAX_HELD_CALLS` calls are
-    queued (nvbench's ``blocking_kernel``), so the window times the GPU's work, not the host's
-    launch rate. The flush stays before the hold, outside the window. A first call is never held
+    memory, and the host releases it once the window's first calls are queued (nvbench's
+    ``blocking_kernel``), so the window times the GPU's work, not the host's launch rate: as many
+    calls as an unheld probe showed the launch queue takes of this kernel (at most
+    :data:`MAX_HELD_CALLS`; :data:`UNPROVEN_HELD_CALLS` before a probe has). The flush stays before
+    the hold, outside the window. A first call is never held
     (it may load a module or grow the memory pool, both of which synchronize), nor is a window of
     one sample (the engine's warm-up rounds, and every call with ``setup``). The blocker itself is
     launched once, unheld, when the backend is built. ``auto`` holds nothing under
     ``CUDA_LAUNCH_BLOCKING=1`` or a profiler or sanitizer (:data:`PROFILER_ENVIRONMENT`), and holds
     a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
     every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
-    A hold lasting ``block_timeout_s`` gives up: ``auto`` then times that kernel unheld, ``on``
-    raises.
+    A hold the host has not released after :data:`HOLD_WATCHDOG_S` is released by a watchdog
+    thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that window
+    ends: ``auto`` then times that kernel unheld, ``on`` raises.
     """
 
     name = "cuda"
@@ -252,17 +254,19 @@ class CudaBackend:
         __tracebackhide__ = True
         cuda = self._cupy.cuda
         probe = None
-        if blocker is None and self._probes.wanted(key, block=self.block, mode=self.block_mode):
-            probe = functools.partial(self._probe_first_window, stream, key)
+        if blocker is None and self._probes.wanted(key, calls, block=self.block, mode=self.block_mode):
+            probe = functools.partial(self._probe_first_window, stream, key, calls)
         if blocker is not None:
             blocker.arm()
         activity = self._activity
         if activity is not None:
             activity.start()
         try:
+            # a graph replay is one launch; eager, the hold takes what a probe showed the queue takes
+            held = calls if graph is not None else self._probes.held_calls(key, calls)
             pairs = _queue_windows(
                 cuda, fn, args, calls, samples, stream, graph, blocker,
-                flush=self._flush_l2 if flush else None, probe=probe,
+                held=held, flush=self._flush_l2 if flush else None, probe=probe,
             )  # fmt: skip
             # one host sync for every window: they were queued in order on this one stream
             pairs[-1][1].synchronize()
@@ -281,9 +285,9 @@ class CudaBackend:
             self.timer_note = note
         return windows
 
-    def _probe_first_window(self, stream: Any, key: tuple[int, ...]) -> Callable[[], None]:
+    def _probe_first_window(self, stream: Any, key: tuple[int, ...], calls: int) -> Callable[[], None]:
         """Queue the probe's delay kernel before the first window; what to call once it is queued."""
-        marker = self._probes.start(self.holder(), stream, key)
+        marker = self._probes.start(self.holder(), stream, key, calls)
         return functools.partial(self._probes.end, key, marker)
 
     def _flush_l2(self, stream: Any) -> None:
@@ -311,15 +315,18 @@ def _queue_windows(
     graph: Any,
     blocker: Blocker | None,
     *,
+    held: int,
     flush: Callable[[Any], None] | None,
     probe: Callable[[], Callable[[], None]] | None,
 ) -> list[tuple[Any, Any]]:
     """Queue the windows (flush, probe or hold, start event, calls, end event); their event pairs.
 
-    ``probe``: queues the probe before the first window's calls, and gives what ends it after them.
+    ``held``: the calls of a window queued behind its hold, the rest after the release. ``probe``:
+    queues the probe before the first window's calls, and gives what ends it after them. A hold
+    released late (the host waited for the GPU inside it) is :class:`HoldTimedOut` at once: the next
+    windows would wait as long again.
     """
     __tracebackhide__ = True
-    held = min(calls, MAX_HELD_CALLS) if graph is None else calls
     pairs = []
     for index in range(samples):
         if flush is not None:
@@ -343,6 +350,8 @@ def _queue_windows(
         finally:
             if blocker is not None:
                 blocker.release()
+        if blocker is not None and blocker.timed_out():
+            raise HoldTimedOut
         if end_probe is not None:
             end_probe()
         pairs.append((start, end))
