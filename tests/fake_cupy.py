@@ -58,6 +58,11 @@ node per captured kernel and the edges between them, as ``cudaGraphDebugDotPrint
 default form (an octagon per kernel) or, with ``runtime.cudaGraphDebugDotFlagsVerbose``, its verbose
 one (``label="{KERNEL``, edges with an attribute list); ``dot_flags`` keeps the flags asked for.
 
+First contact: ``FakeCupy(nvrtc=False)`` finds no libnvrtc (the first launch of a RawKernel, an
+``astype`` or a ``multiply`` raises ``DynamicLibNotFoundError``, as CuPy 14 through
+``cuda.pathfinder``), ``FakeCupy(cache_writable=False)`` cannot write ``CUPY_CACHE_DIR`` (a
+``PermissionError`` naming the folder, as ``os.makedirs`` in ``cupy/cuda/_compiler_cache.py``).
+
 What a real GPU does to a host that waits, modelled so that holding the wrong window fails here:
 
 - ``lazy_loading=True`` (CUDA 12.2+'s default, ``CUDA_MODULE_LOADING=LAZY``): the first launch of
@@ -103,6 +108,7 @@ counts its kernels): work on another stream is not between a stream's events.
 from __future__ import annotations
 
 import ctypes
+import errno
 import importlib.abc
 import importlib.machinery
 import itertools
@@ -167,6 +173,11 @@ class FakeCudaError(RuntimeError):
     """Stands in for ``cupy_backends.cuda.api.runtime.CUDARuntimeError`` (a RuntimeError)."""
 
 
+class DynamicLibNotFoundError(RuntimeError):
+    """Stands in for ``cuda.pathfinder.DynamicLibNotFoundError``, which CuPy 14 lets through when
+    ``load_nvidia_dynamic_lib("nvrtc")`` finds no libnvrtc (``cupy_backends/cuda/libs/_cnvrtc.pxi``)."""
+
+
 class FakeDType:
     """A dtype numpy does not have (``ml_dtypes.bfloat16``)."""
 
@@ -200,6 +211,7 @@ class FakeArray:
     def astype(self, dtype: Any) -> FakeArray:
         """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
         assert self.world is not None
+        self.world.compile("astype")
         copy = self.world.cupy.empty(self.shape, dtype)
         self.world.launch(self.world.current_stream, "astype")
         return copy
@@ -392,6 +404,8 @@ class FakeCupy:
         queue_depth: int = 1024,
         launch_blocking: bool | None = None,
         hold_wait_s: float = 0.0,
+        nvrtc: bool = True,
+        cache_writable: bool = True,
     ) -> None:
         self.duplicate = tuple(duplicate)
         self.lazy_loading = lazy_loading
@@ -403,6 +417,11 @@ class FakeCupy:
         self.hold_wait_s = hold_wait_s
         #: delay kernels (of a nonzero delay) queued since the last host sync: spinning, in the fake
         self.pending_delays = 0
+        #: whether CuPy finds libnvrtc, and can write its kernel cache (CUPY_CACHE_DIR)
+        self.nvrtc = nvrtc
+        self.cache_writable = cache_writable
+        #: kernels CuPy compiled (a RawKernel's name, or an elementwise op's)
+        self.compiled: set[str] = set()
         #: modules loaded (lazy loading), sizes the memory pool holds
         self.loaded: set[str] = set()
         self.pool_sizes: set[int] = set()
@@ -453,6 +472,7 @@ class FakeCupy:
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
         # the backend's per-process memory: what an earlier test's fake left must not leak into this one
         monkeypatch.setattr("pytest_roofline.timing.cuda.loading._duplicate_error", None)
+        monkeypatch.setattr("pytest_roofline.timing.cuda.loading._compile_error", None)
         monkeypatch.setattr("pytest_roofline.timing.cuda.launch_latency._latency_floors", {})
         if self.duplicate:
             monkeypatch.setitem(sys.modules, "cupy", None)  # undone at teardown: removed again
@@ -491,6 +511,21 @@ class FakeCupy:
         if stream.capturing:
             stream.captured_reads.append(reads)
         self.enqueue(("kernel", stream.name), launch=True)
+
+    def compile(self, kernel: str) -> None:
+        """CuPy's first launch of a kernel it compiles (a RawKernel, an elementwise op): NVRTC, found by
+        ``cuda.pathfinder`` (CuPy 14), writing into the kernel cache folder (``_compiler_cache.py``)."""
+        if kernel in self.compiled:
+            return
+        if not self.cache_writable:
+            folder = os.path.expanduser(os.environ.get("CUPY_CACHE_DIR") or "~/.cupy/kernel_cache")
+            raise PermissionError(errno.EACCES, "Permission denied", folder)
+        if not self.nvrtc:
+            raise DynamicLibNotFoundError(
+                'Failure finding "libnvrtc.so": No such file: libnvrtc.so.13 (searched site-packages,'
+                " conda, CUDA_HOME, the system search path)"
+            )
+        self.compiled.add(kernel)
 
     def load(self, module: str) -> None:
         """Lazy loading: a module's first use may synchronize the context."""
@@ -682,6 +717,7 @@ class FakeCupy:
             world.enqueue(("flush", name))
 
         runtime.getDeviceCount = get_device_count
+        runtime.runtimeGetVersion = lambda: 13000  # CUDA 13.0, as cupy-cuda13x
         runtime.getDeviceProperties = lambda device: dict(world.properties)
         runtime.deviceGetAttribute = device_get_attribute
         runtime.memsetAsync = memset_async
@@ -775,6 +811,7 @@ class FakeCupy:
                 stream: FakeStream | None = None,
             ) -> None:
                 target = stream if stream is not None else world.current_stream
+                world.compile(f"raw:{self.name}")
                 if self.name == "roofline_l2_flush":  # the backend's flush: one read of its buffer
                     world.load(f"raw:{self.name}")
                     world.flush_reads.append((int(args[1]) * 16, target.name))
@@ -810,6 +847,7 @@ class FakeCupy:
 
         def multiply(x: Any, y: Any, out: FakeArray | None = None) -> FakeArray:
             shape = x.shape if isinstance(x, FakeArray) else y.shape
+            world.compile("multiply")
             result = out if out is not None else alloc(shape, np.float32)
             world.launch(world.current_stream, "multiply")
             return result

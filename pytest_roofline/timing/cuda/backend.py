@@ -41,7 +41,7 @@ from pytest_roofline.timing.cuda.graphs import (
     graph_nodes,
 )
 from pytest_roofline.timing.cuda.kernels import HOUSEKEEPING_KERNELS
-from pytest_roofline.timing.cuda.loading import require_device, using_device
+from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
 from pytest_roofline.timing.cuda.streams import TimingStreams
 
 from ...errors import InvalidValueError, MeasurementError, UnavailableError
@@ -232,9 +232,11 @@ class CudaBackend:
     def holder(self) -> Blocker:
         """The blocking and delay kernels of this backend, built and launched once on first use."""
         if self._blocker is None:
-            with using_device(self.device):
-                self._blocker = Blocker(self._cupy, self.block_timeout_s)
-                self._blocker.warm(self._cupy.cuda.get_current_stream())
+            # the plugin's first kernels: CuPy compiles them with NVRTC, into CUPY_CACHE_DIR
+            with using_device(self.device), compiling():
+                blocker = Blocker(self._cupy, self.block_timeout_s)
+                blocker.warm(self._cupy.cuda.get_current_stream())
+            self._blocker = blocker
         return self._blocker
 
     def _windows(

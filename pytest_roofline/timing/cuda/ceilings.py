@@ -10,7 +10,7 @@ from typing import Any
 from pytest_roofline.model.core import Figure, Precision, Source, Unit
 from pytest_roofline.timing.base import Kernel, Policy
 from pytest_roofline.timing.cuda.backend import CudaBackend
-from pytest_roofline.timing.cuda.loading import require_device, using_device
+from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
 
 #: the copy for the bandwidth ceiling moves max(4 × L2, this) bytes each way
 MIN_COPY_BYTES = 512 * 2**20
@@ -47,7 +47,8 @@ def measure_ceilings(
     # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here
     backend = CudaBackend(index, block=block)
     props = backend.properties
-    with using_device(index):
+    # CuPy compiles the casts of the random inputs with NVRTC: no user kernel runs in here
+    with using_device(index), compiling():
         nbytes = max(4 * props.l2_bytes, MIN_COPY_BYTES)
         src = cupy.empty(nbytes, dtype=cupy.uint8)
         dst = cupy.empty(nbytes, dtype=cupy.uint8)

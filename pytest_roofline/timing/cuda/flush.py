@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, FLUSH_KERNEL, L2_READ_SOURCE, L2_READ_THREADS
+from pytest_roofline.timing.cuda.loading import compiling
 
 
 class L2Flush:
@@ -21,10 +22,18 @@ class L2Flush:
         cupy = self._cupy
         if self._buffer is None:
             self._buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
-            self._kernel = cupy.RawKernel(L2_READ_SOURCE, FLUSH_KERNEL)
-        buf = self._buffer
+        if self._kernel is None:
+            kernel = cupy.RawKernel(L2_READ_SOURCE, FLUSH_KERNEL)
+            with compiling():  # the first launch compiles it (NVRTC, CUPY_CACHE_DIR)
+                self._launch(kernel, stream)
+            self._kernel = kernel
+            return
+        self._launch(self._kernel, stream)
+
+    def _launch(self, kernel: Any, stream: Any) -> None:
+        buf, cupy = self._buffer, self._cupy
         # one pass over the buffer; it is its own sink (written only if its sum is exactly 1.0)
-        self._kernel(
+        kernel(
             (self._sms * BLOCKS_PER_SM,),
             (L2_READ_THREADS,),
             (buf, cupy.uint64(buf.nbytes // 16), buf),
