@@ -146,10 +146,15 @@ class _MovedModules:
             DeprecationWarning,
             stacklevel=2,
         )
-        return import_module(new)
+        module = import_module(new)
+        spec.loader_state = module.__spec__  # importlib gives the module this spec: exec_module undoes it
+        return module
 
-    def exec_module(self, module: object) -> None:
-        """The module at the new path has run already."""
+    def exec_module(self, module: Any) -> None:
+        """The module at the new path has run already. Imported under its old name it was given the
+        old name's spec: its own goes back, or every relative import it makes later warns
+        ``__package__ != __spec__.parent`` (an ImportWarning; an error under ``-W error``)."""
+        module.__spec__ = module.__spec__.loader_state
 
 
 if not any(type(finder).__name__ == "_MovedModules" for finder in sys.meta_path):

@@ -137,3 +137,5 @@ def test_an_old_module_path_still_imports_for_a_release_and_says_where_it_went(o
     with pytest.warns(DeprecationWarning, match=f"{old} has moved to {new}"):
         module = import_module(old)
     assert module is import_module(new)  # the same module: a patch through either path is seen by both
+    # and its own spec: under the old one, each relative import it made later warned (ImportWarning)
+    assert module.__spec__.name == new
