@@ -71,7 +71,9 @@ What a real GPU does to a host that waits, modelled so that holding the wrong wi
   Loading): logged ``("load", what)``, a device-wide sync.
 - ``pool_syncs=True``: an allocation of a size the pool has not held before grows the pool through
   ``cudaMalloc``, which synchronizes (CuPy ``cupy/cuda/memory.pyx``, ``_malloc`` and the
-  ``free_all_blocks`` retry): logged ``("grow", nbytes)``, a device-wide sync.
+  ``free_all_blocks`` retry): logged ``("grow", nbytes)``, a device-wide sync. A freed array's block
+  stays in the pool (``pool_free`` bytes, which PyTorch cannot use) until
+  ``get_default_memory_pool().free_all_blocks()``, logged ``("free_all_blocks", device)``.
 - ``queue_depth`` (default 1024): at most that many launches, event records and memsets queue
   behind a held blocking kernel or a spinning delay kernel (a call of many kernels, ``op(n)``, takes
   n); one more and the host blocks inside the launch, until the delay ends or the blocking kernel
@@ -117,6 +119,7 @@ import sys
 import time
 import types
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -422,6 +425,10 @@ class FakeCupy:
         self.cache_writable = cache_writable
         #: kernels CuPy compiled (a RawKernel's name, or an elementwise op's)
         self.compiled: set[str] = set()
+        #: bytes of CuPy's memory pool in live arrays, and in free blocks no other allocator can use
+        self.pool_used = 0
+        self.pool_free = 0
+        self.live_arrays: weakref.WeakSet[FakeArray] = weakref.WeakSet()
         #: modules loaded (lazy loading), sizes the memory pool holds
         self.loaded: set[str] = set()
         self.pool_sizes: set[int] = set()
@@ -511,6 +518,11 @@ class FakeCupy:
         if stream.capturing:
             stream.captured_reads.append(reads)
         self.enqueue(("kernel", stream.name), launch=True)
+
+    def array_freed(self, nbytes: int) -> None:
+        """A fake array was garbage-collected: its block stays in the pool, free."""
+        self.pool_used -= nbytes
+        self.pool_free += nbytes
 
     def compile(self, kernel: str) -> None:
         """CuPy's first launch of a kernel it compiles (a RawKernel, an elementwise op): NVRTC, found by
@@ -733,7 +745,28 @@ class FakeCupy:
                 world.device_sync(("grow", array.nbytes))  # cudaMalloc synchronizes
             world.log.append(("alloc", array.nbytes))
             array.world = world
+            world.pool_used += array.nbytes
+            world.live_arrays.add(array)
+            weakref.finalize(array, world.array_freed, array.nbytes)
             return array
+
+        class MemoryPool:
+            """``cupy.get_default_memory_pool()`` (``cupy/cuda/memory.pyx``): freed arrays' blocks stay
+            in the pool, for CuPy alone, until ``free_all_blocks()`` gives them to the driver."""
+
+            def free_all_blocks(self, stream: Any = None) -> None:
+                world.pool_free = 0
+                world.pool_sizes = {a.nbytes for a in world.live_arrays}  # the next alloc grows again
+                world.log.append(("free_all_blocks", world.current_device))
+
+            def used_bytes(self) -> int:
+                return world.pool_used
+
+            def total_bytes(self) -> int:
+                return world.pool_used + world.pool_free
+
+        pool = MemoryPool()
+        cupy.get_default_memory_pool = lambda: pool
 
         def random_random(size: int | tuple[int, ...], dtype: Any = np.float64) -> FakeArray:
             array = alloc(size, dtype)

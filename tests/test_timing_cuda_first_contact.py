@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import cuda
 from pytest_roofline.timing.cuda import CudaBackend
 from pytest_roofline.timing.cuda.loading import KernelCompileError
 
@@ -25,10 +24,7 @@ NVRTC_MISSING = "NVRTC (libnvrtc) is missing"
 NVRTC_MISSING_PATTERN = r"NVRTC \(libnvrtc\) is missing"
 
 
-@pytest.fixture(autouse=True)
-def _no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (*cuda.PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_profiler")
 
 
 def test_a_missing_nvrtc_is_one_line_naming_it_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cuda import CudaBackend
 from pytest_roofline.timing.engine import MAX_GRAPH_COPIES, measure
@@ -20,10 +19,7 @@ from pytest_roofline.timing.rotation import Rotation
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 
-@pytest.fixture(autouse=True)
-def _no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (*cuda.PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_profiler")
 
 
 def rotation_of(fake: FakeCupy, copies: int) -> tuple[Rotation, list[int]]:

@@ -9,9 +9,10 @@ Beyond :class:`Backend`, a backend may have capabilities, each a small protocol 
 with ``isinstance`` (never by the backend's class or name): :class:`HostReadings` (it times host
 code and reads the OS during its windows), :class:`WatchesClocks` (its device's clocks during a
 measurement), :class:`TakesStreams` (a caller's ``stream=``), :class:`HoldsLaunches` (a caller's
-``block=``), :class:`MeasuresLatencyFloor` (what an empty call costs on its timer), and, asked by the
-engine, :class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that
-replay a captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
+``block=``), :class:`MeasuresLatencyFloor` (what an empty call costs on its timer),
+:class:`ReleasesMemory` (device memory it holds between measurements), and, asked by the engine,
+:class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that replay a
+captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
 implements.
 """
 
@@ -158,6 +159,15 @@ class ReplaysGraphs(Protocol):
     same k argument sets each time, and the engine captures a whole rotation cycle or flushes."""
 
     graph: bool
+
+
+@runtime_checkable
+class ReleasesMemory(Protocol):
+    """A backend that holds device memory between measurements (``cuda.CudaBackend``: its flush
+    buffer, CuPy's pool of freed blocks): the plugin asks it to give that back after a measurement
+    that flushed, so that the tests' own kernels (PyTorch's allocator) can use it."""
+
+    def release_memory(self) -> None: ...
 
 
 @runtime_checkable

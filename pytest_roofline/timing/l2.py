@@ -35,8 +35,11 @@ def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figur
     cupy = require_device(index)
     backend = CudaBackend(index, block=block)
     props = backend.properties
-    with using_device(index):
-        return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
+    try:
+        with using_device(index):
+            return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
+    finally:  # its buffer goes back to the driver with the pool's other free blocks
+        backend.release_memory()
 
 
 def measure_l2_bandwidth(

@@ -28,20 +28,16 @@ from pytest_roofline.timing.cuda.blocking import (
     blocking_environment,
     check_block,
     default_block,
+    hold_refusal,
     kernel_key,
     timeout_message,
 )
 from pytest_roofline.timing.cuda.device import device_properties
 from pytest_roofline.timing.cuda.flush import L2Flush
-from pytest_roofline.timing.cuda.graphs import (
-    DOT_VERBOSE,
-    capture_calls,
-    check_captured,
-    check_graph_support,
-    graph_nodes,
-)
+from pytest_roofline.timing.cuda.graphs import capture_graph, check_graph_support
 from pytest_roofline.timing.cuda.kernels import HOUSEKEEPING_KERNELS
 from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
+from pytest_roofline.timing.cuda.memory import free_cached_blocks
 from pytest_roofline.timing.cuda.streams import TimingStreams
 
 from ...errors import InvalidValueError, MeasurementError, UnavailableError
@@ -133,7 +129,8 @@ class CudaBackend:
         if graph:
             check_graph_support(self._cupy, props)
         self._streams = TimingStreams(self._cupy, device, graph=graph, given=stream)
-        self._flush: L2Flush | None = None
+        # the buffer is allocated on the first flush: a warm backend never holds it
+        self._flush = L2Flush(self._cupy, self.flush_bytes, props.multiprocessors)
         self._blocker: Blocker | None = None
         self._probes = KernelProbes()
         #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
@@ -154,15 +151,8 @@ class CudaBackend:
     @property
     def block_note(self) -> str:
         """Why no window is held ("" when they may be)."""
-        if self.properties.kind == "rocm":
-            return "ROCm: the blocking kernel needs %globaltimer"
-        if getattr(self, "_activity", None) is not None:
-            return "CUPTI times each kernel on the GPU: there are no launch gaps to hide"
-        if self.block_mode == "off":
-            return "block off"
-        if self.block_mode == "auto":
-            return blocking_environment() or ""
-        return ""
+        cupti = getattr(self, "_activity", None) is not None
+        return hold_refusal(self.block_mode, rocm=self.properties.kind == "rocm", cupti=cupti)
 
     @contextmanager
     def blocking(self, setting: bool | str | None) -> Iterator[CudaBackend]:
@@ -222,7 +212,14 @@ class CudaBackend:
         in graph mode too, where a window of nothing would have to be captured."""
         with using_device(self.device):
             stream, _ = self._streams.current()
-            self._flush_l2(stream)
+            self._flush(stream)
+
+    def release_memory(self) -> None:
+        """Give back the device memory held between measurements (:class:`~..base.ReleasesMemory`):
+        the flush buffer (allocated again by the next flush) and the free blocks of CuPy's pool on
+        this device, which PyTorch's allocator cannot otherwise use."""
+        self._flush.release()
+        free_cached_blocks(self._cupy, self.device)
 
     def synchronizes(self, fn: Kernel, args: Sequence[object] = ()) -> bool | None:
         """What the probes found of ``fn(*args)``: True (it waited for the GPU every time it was
@@ -268,7 +265,7 @@ class CudaBackend:
             held = calls if graph is not None else self._probes.held_calls(key, calls)
             pairs = _queue_windows(
                 cuda, fn, args, calls, samples, stream, graph, blocker,
-                held=held, flush=self._flush_l2 if flush else None, probe=probe,
+                held=held, flush=self._flush if flush else None, probe=probe,
             )  # fmt: skip
             # one host sync for every window: they were queued in order on this one stream
             pairs[-1][1].synchronize()
@@ -292,18 +289,10 @@ class CudaBackend:
         marker = self._probes.start(self.holder(), stream, key, calls)
         return functools.partial(self._probes.end, key, marker)
 
-    def _flush_l2(self, stream: Any) -> None:
-        if self._flush is None:  # allocated on the first flush: a warm backend never holds the buffer
-            self._flush = L2Flush(self._cupy, self.flush_bytes, self.properties.multiprocessors)
-        self._flush(stream)
-
     def _capture(self, fn: Kernel, args: Sequence[object], calls: int, stream: Any) -> Any:
-        graph, eager = capture_calls(fn, args, calls, stream, self._activity)
-        verbose = getattr(self._cupy.cuda.runtime, "cudaGraphDebugDotFlagsVerbose", DOT_VERBOSE)
-        self.last_graph_kernels, self.last_graph_nodes = graph_nodes(graph, verbose)
-        check_captured(fn, calls, eager=eager, kernels=self.last_graph_kernels, nodes=self.last_graph_nodes)
-        # the first launch pays for uploading the graph: keep it out of every timed window
-        graph.launch(stream)
+        graph, self.last_graph_kernels, self.last_graph_nodes = capture_graph(
+            self._cupy, fn, args, calls, stream, self._activity
+        )
         return graph
 
 

@@ -244,6 +244,21 @@ def default_block() -> str:
     return _default_block
 
 
+def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:
+    """Why a backend holds no window under ``block=mode`` ("" when it may): ROCm has no
+    ``%globaltimer``, CUPTI times each kernel without launch gaps, ``off``, or under ``auto`` the
+    environment (:func:`blocking_environment`)."""
+    if rocm:
+        return "ROCm: the blocking kernel needs %globaltimer"
+    if cupti:
+        return "CUPTI times each kernel on the GPU: there are no launch gaps to hide"
+    if mode == "off":
+        return "block off"
+    if mode == "auto":
+        return blocking_environment() or ""
+    return ""
+
+
 def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None:
     """Why the blocker must stay off in this process's environment, or None: under
     ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own

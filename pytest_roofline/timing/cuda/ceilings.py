@@ -40,12 +40,20 @@ def measure_ceilings(
     ``policy`` defaults to ``Policy(flush=False)``: these buffers dwarf the cache. ``block``: the
     blocking kernel's setting (:class:`CudaBackend`); every first call runs unheld either way.
     """
-    from pytest_roofline.timing.engine import measure
-
     cupy = require_device(index)
-    policy = policy or Policy(flush=False)
     # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here
     backend = CudaBackend(index, block=block)
+    try:
+        return _measure_ceilings(cupy, backend, index, policy or Policy(flush=False))
+    finally:  # a few GiB of copies and operands: given back before the tests want the memory
+        backend.release_memory()
+
+
+def _measure_ceilings(
+    cupy: Any, backend: CudaBackend, index: int, policy: Policy
+) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
+    from pytest_roofline.timing.engine import measure
+
     props = backend.properties
     # CuPy compiles the casts of the random inputs with NVRTC: no user kernel runs in here
     with using_device(index), compiling():

@@ -11,7 +11,7 @@ from pytest_roofline.timing.cuda.loading import compiling
 class L2Flush:
     """Evicts the L2 by reading ``nbytes`` on a stream: read, not written, since a memset leaves the
     L2 full of dirty lines that the kernel's own misses would then write back. The buffer is
-    allocated on the first flush and reused."""
+    allocated on the first flush and reused until :meth:`release`."""
 
     def __init__(self, cupy: Any, nbytes: int, multiprocessors: int) -> None:
         self._cupy, self.nbytes, self._sms = cupy, nbytes, max(multiprocessors, 1)
@@ -29,6 +29,10 @@ class L2Flush:
             self._kernel = kernel
             return
         self._launch(self._kernel, stream)
+
+    def release(self) -> None:
+        """Drop the buffer (the next flush allocates it again); the compiled kernel is kept."""
+        self._buffer = None
 
     def _launch(self, kernel: Any, stream: Any) -> None:
         buf, cupy = self._buffer, self._cupy

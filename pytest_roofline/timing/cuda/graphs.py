@@ -51,6 +51,20 @@ def capture_calls(
         raise MeasurementError(_capture_message(fn, exc)) from exc
 
 
+def capture_graph(
+    cupy: Any, fn: Kernel, args: Sequence[object], calls: int, stream: Any, activity: Any
+) -> tuple[Any, int | None, int | None]:
+    """``calls`` calls of ``fn(*args)`` captured on ``stream`` and launched once, untimed (the first
+    launch uploads the graph); the graph, and its kernel nodes and all nodes (None when unreadable).
+    A RuntimeError when launches escaped the capture (:func:`check_captured`)."""
+    graph, eager = capture_calls(fn, args, calls, stream, activity)
+    verbose = getattr(cupy.cuda.runtime, "cudaGraphDebugDotFlagsVerbose", DOT_VERBOSE)
+    kernels, nodes = graph_nodes(graph, verbose)
+    check_captured(fn, calls, eager=eager, kernels=kernels, nodes=nodes)
+    graph.launch(stream)
+    return graph, kernels, nodes
+
+
 def check_captured(
     fn: Kernel, calls: int, *, eager: int | None, kernels: int | None, nodes: int | None
 ) -> None:
