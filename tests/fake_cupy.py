@@ -58,6 +58,14 @@ node per captured kernel and the edges between them, as ``cudaGraphDebugDotPrint
 default form (an octagon per kernel) or, with ``runtime.cudaGraphDebugDotFlagsVerbose``, its verbose
 one (``label="{KERNEL``, edges with an attribute list); ``dot_flags`` keeps the flags asked for.
 
+The L2 as far as a cold window needs it: a kernel's reads stay in it until a flush, except what
+``persisting_kernel(array)`` reads under an access-policy window, which with a set-aside
+(``persisting_set_aside`` bytes, read through ``runtime.deviceGetLimit(0x06)``; None: the driver
+refuses to say) stays across flushes until ``cuCtxResetPersistingL2Cache`` (the driver library the
+backend loads through ctypes is replaced by one that has only that call). A reset reaches only the
+work that has run, that is, up to the last host sync; ``persisting_reads`` says, per call, whether
+its data was in the L2 and whether a flush came right before it.
+
 First contact: ``FakeCupy(nvrtc=False)`` finds no libnvrtc (the first launch of a RawKernel, an
 ``astype`` or a ``multiply`` raises ``DynamicLibNotFoundError``, as CuPy 14 through
 ``cuda.pathfinder``), ``FakeCupy(cache_writable=False)`` cannot write ``CUPY_CACHE_DIR`` (a
@@ -409,6 +417,7 @@ class FakeCupy:
         hold_wait_s: float = 0.0,
         nvrtc: bool = True,
         cache_writable: bool = True,
+        persisting_set_aside: int | None = 0,
     ) -> None:
         self.duplicate = tuple(duplicate)
         self.lazy_loading = lazy_loading
@@ -429,6 +438,17 @@ class FakeCupy:
         self.pool_used = 0
         self.pool_free = 0
         self.live_arrays: weakref.WeakSet[FakeArray] = weakref.WeakSet()
+        #: the L2: buffers read since the last flush, and those a kernel's access-policy window
+        #: marked persisting (with the log position of the mark), which a flush does not evict;
+        #: the set-aside for them (cudaLimitPersistingL2CacheSize; None: the driver will not say)
+        self.persisting_set_aside = persisting_set_aside
+        self.l2_normal: set[int] = set()
+        self.l2_persisting: dict[int, int] = {}
+        self._flushed = False
+        #: per persisting_kernel() call: (its data was in the L2, a flush came right before it)
+        self.persisting_reads: list[tuple[bool, bool]] = []
+        #: cuCtxResetPersistingL2Cache calls
+        self.persisting_resets = 0
         #: modules loaded (lazy loading), sizes the memory pool holds
         self.loaded: set[str] = set()
         self.pool_sizes: set[int] = set()
@@ -480,6 +500,9 @@ class FakeCupy:
         # the backend's per-process memory: what an earlier test's fake left must not leak into this one
         monkeypatch.setattr("pytest_roofline.timing.cuda.loading._duplicate_error", None)
         monkeypatch.setattr("pytest_roofline.timing.cuda.loading._compile_error", None)
+        # the CUDA driver library, as ctypes loads it: only cuCtxResetPersistingL2Cache is called
+        driver = types.SimpleNamespace(cuCtxResetPersistingL2Cache=self.reset_persisting)
+        monkeypatch.setattr("pytest_roofline.timing.cuda.persisting._loaded", driver)
         monkeypatch.setattr("pytest_roofline.timing.cuda.launch_latency._latency_floors", {})
         if self.duplicate:
             monkeypatch.setitem(sys.modules, "cupy", None)  # undone at teardown: removed again
@@ -517,7 +540,26 @@ class FakeCupy:
         self.launches.append(stream.name)
         if stream.capturing:
             stream.captured_reads.append(reads)
+        else:
+            self.l2_normal.update(reads)
+            self._flushed = False
         self.enqueue(("kernel", stream.name), launch=True)
+
+    def persisting_kernel(self, array: FakeArray) -> None:
+        """A kernel that reads ``array`` under an access-policy window with ``hitProp`` persisting:
+        with an L2 set-aside, its lines stay in the L2 across a flush until a reset."""
+        ptr = array.data.ptr
+        self.persisting_reads.append((ptr in self.l2_normal or ptr in self.l2_persisting, self._flushed))
+        self.kernel(array)
+        if self.persisting_set_aside:
+            self.l2_persisting[ptr] = len(self.log)
+
+    def reset_persisting(self) -> int:
+        """``cuCtxResetPersistingL2Cache``: lines marked by work that has run (up to the last host sync)
+        go back to normal; work still queued runs after the reset and marks its lines again."""
+        self.persisting_resets += 1
+        self.l2_persisting = {p: at for p, at in self.l2_persisting.items() if at > self.synced_upto}
+        return 0  # CUDA_SUCCESS
 
     def array_freed(self, nbytes: int) -> None:
         """A fake array was garbage-collected: its block stays in the pool, free."""
@@ -730,6 +772,14 @@ class FakeCupy:
 
         runtime.getDeviceCount = get_device_count
         runtime.runtimeGetVersion = lambda: 13000  # CUDA 13.0, as cupy-cuda13x
+
+        def device_get_limit(limit: int) -> int:
+            """``cudaDeviceGetLimit``: 0x06 is cudaLimitPersistingL2CacheSize (CuPy names no constant)."""
+            if limit == 0x06 and world.persisting_set_aside is None:
+                raise FakeCudaError("cudaErrorUnsupportedLimit: unsupported limit")
+            return int(world.persisting_set_aside or 0) if limit == 0x06 else 0
+
+        runtime.deviceGetLimit = device_get_limit
         runtime.getDeviceProperties = lambda device: dict(world.properties)
         runtime.deviceGetAttribute = device_get_attribute
         runtime.memsetAsync = memset_async
@@ -847,6 +897,8 @@ class FakeCupy:
                 world.compile(f"raw:{self.name}")
                 if self.name == "roofline_l2_flush":  # the backend's flush: one read of its buffer
                     world.load(f"raw:{self.name}")
+                    world.l2_normal.clear()  # persisting lines stay
+                    world._flushed = True
                     world.flush_reads.append((int(args[1]) * 16, target.name))
                     world.enqueue(("flush", target.name), launch=True)
                     return

@@ -130,7 +130,7 @@ class CudaBackend:
             check_graph_support(self._cupy, props)
         self._streams = TimingStreams(self._cupy, device, graph=graph, given=stream)
         # the buffer is allocated on the first flush: a warm backend never holds it
-        self._flush = L2Flush(self._cupy, self.flush_bytes, props.multiprocessors)
+        self._flush = L2Flush(self._cupy, self.flush_bytes, props.multiprocessors, rocm=props.kind == "rocm")
         self._blocker: Blocker | None = None
         self._probes = KernelProbes()
         #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
@@ -212,6 +212,7 @@ class CudaBackend:
         in graph mode too, where a window of nothing would have to be captured."""
         with using_device(self.device):
             stream, _ = self._streams.current()
+            self._flush.begin()
             self._flush(stream)
 
     def release_memory(self) -> None:
@@ -257,6 +258,8 @@ class CudaBackend:
             probe = functools.partial(self._probe_first_window, stream, key, calls)
         if blocker is not None:
             blocker.arm()
+        if flush:  # persisting L2 lines back to normal before sampling (timing/cuda/persisting.py)
+            self._flush.begin()
         activity = self._activity
         if activity is not None:
             activity.start()
