@@ -13,7 +13,10 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 - ``get_elapsed_time(start_event, end_event) -> float``: milliseconds; like
   ``cudaEventElapsedTime`` it fails (cudaErrorNotReady) unless the host synchronized past the
   end event.
-- ``get_current_stream(device_id=-1)``.
+- ``get_current_stream(device_id=-1)``: the calling thread's, on its current device. As in CuPy
+  (``cupy/cuda/stream.pyx``, ``_ThreadLocal``) and CUDA (``cudaSetDevice``), the current device and
+  each device's stack of entered streams are per host thread: a new thread starts on device 0 and
+  the null stream, whatever another thread entered.
 - ``Stream(null=False, non_blocking=False, ptds=False, priority=None)``, ``Stream.null``;
   ``with stream:`` (refused when the stream's device is not current, like CuPy);
   ``Stream.synchronize()``, ``Stream.record(event=None) -> Event``, ``Stream.wait_event(event)``,
@@ -124,6 +127,7 @@ import importlib.machinery
 import itertools
 import os
 import sys
+import threading
 import time
 import types
 import warnings
@@ -316,12 +320,12 @@ class FakeStream:
                 f"The device that the stream is created on ({self.device_id}) does not match with "
                 f"the current device ({self.world.current_device})"
             )
-        self.world.stream_stack.append(self)
+        self.world.push_stream(self)
         self.world.log.append(("enter", self.name))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.world.stream_stack.pop()
+        self.world.pop_stream()
         self.world.log.append(("exit", self.name))
 
     def synchronize(self) -> None:
@@ -484,13 +488,15 @@ class FakeCupy:
         #: per graph launch, the buffers its kernels read (a fake array's ``data.ptr``), in order
         self.replays: list[tuple[int, ...]] = []
         self.synced_upto = 0
+        #: per host thread, as CUDA's current device and CuPy's current streams are
+        #: (``cupy/cuda/stream.pyx``: ``_ThreadLocal``, a stream stack per device for each thread)
+        self._threads = threading.local()
         self.current_device = 0
         self.streams_by_ptr: dict[int, FakeStream] = {}
         self._elapsed_calls = 0
         self._stream_names = itertools.count(1)
         self._stream_ptrs = itertools.count(0x1000, 0x10)
         self.null_stream = FakeStream(self, 0, -1, "null")
-        self.stream_stack: list[FakeStream] = [self.null_stream]
         self.cupyx = types.ModuleType("cupyx")
         self.cupy = self._build(from_external)
 
@@ -673,6 +679,31 @@ class FakeCupy:
     def stream_name(self, ptr: int) -> str:
         known = self.streams_by_ptr.get(ptr)
         return known.name if known is not None else f"external:{ptr}"
+
+    @property
+    def current_device(self) -> int:
+        """This thread's current device (``cudaSetDevice`` is per host thread); 0 on a new thread."""
+        return int(getattr(self._threads, "device", 0))
+
+    @current_device.setter
+    def current_device(self, index: int) -> None:
+        self._threads.device = index
+
+    @property
+    def stream_stack(self) -> list[FakeStream]:
+        """This thread's stream stack on its current device (a new thread starts on the null stream)."""
+        stacks: dict[int, list[FakeStream]] = self._threads.__dict__.setdefault("stacks", {})
+        return stacks.setdefault(self.current_device, [self.null_stream])
+
+    def push_stream(self, stream: FakeStream) -> None:
+        self.stream_stack.append(stream)
+        self._threads.__dict__.setdefault("entered_on", []).append(self.current_device)
+
+    def pop_stream(self) -> None:
+        """Leave the last stream this thread entered, on the device it was entered on (as CuPy's
+        ``current_device_id_stack``)."""
+        device = self._threads.entered_on.pop()
+        self._threads.stacks[device].pop()
 
     @property
     def current_stream(self) -> FakeStream:

@@ -255,6 +255,47 @@ def test_graph_mode_refuses_a_legacy_stream_given_later(fake: FakeCupy) -> None:
         pass
 
 
+def in_a_thread(fn: Any) -> Any:
+    """``fn()`` run on a new thread; its result (or its exception, raised here)."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
+def test_the_fakes_current_stream_and_device_are_per_thread_as_cupys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cupy/cuda/stream.pyx keeps the current streams in a threading.local (_ThreadLocal), per device;
+    # cudaSetDevice is per host thread
+    fake = FakeCupy(device_count=2).install(monkeypatch)
+    with fake.cupy.cuda.Device(1):
+        side = fake.cupy.cuda.Stream(non_blocking=True)
+        with side:
+            elsewhere = in_a_thread(lambda: (fake.cupy.cuda.get_current_stream(), fake.current_device))
+            assert fake.cupy.cuda.get_current_stream() is side
+        with fake.cupy.cuda.Device(0):
+            assert fake.cupy.cuda.get_current_stream() is fake.null_stream  # device 0's, not 1's
+
+    assert elsewhere == (fake.null_stream, 0)
+
+
+def test_a_measurement_on_another_thread_times_that_threads_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy().install(monkeypatch)
+    backend = warm(CudaBackend(), fake.kernel)
+    side = fake.cupy.cuda.Stream(non_blocking=True)
+
+    def on_side() -> list[float]:
+        with side:
+            return backend.run(fake.kernel, (), calls=2, samples=2, flush=False)
+
+    with fake.cupy.cuda.Stream(non_blocking=True):  # this thread's current stream: not the other's
+        start = len(fake.log)
+        windows = in_a_thread(on_side)
+
+    timed = since(fake, start, "record", "kernel")
+    assert {name for _, name in timed} == {side.name}  # events and kernels on the thread's own stream
+    assert windows == pytest.approx([2 * fake.kernel_ms / 1e3] * 2)
+
+
 # -- 3. the blocking kernel ---------------------------------------------------------------------
 
 
