@@ -115,6 +115,16 @@ def rl(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
 
 
 @pytest.fixture
+def no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No profiler, sanitizer or CUDA_LAUNCH_BLOCKING in the environment, whatever the machine's (the
+    blocking kernel and CUPTI would step aside for them)."""
+    from pytest_roofline.timing.cuda import PROFILER_ENVIRONMENT
+
+    for name in (*PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has no CUDA device, whatever machine runs the tests."""
     monkeypatch.setattr(pytest_roofline.timing.cuda, "device_count", lambda: 0)

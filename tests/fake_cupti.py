@@ -7,10 +7,13 @@ func_buffer_completed)``, ``activity_enable(kind)``, ``activity_disable(kind)``,
 ``CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL``) and ``cuptiError``.
 
 On a flush it hands ``func_buffer_completed`` one record per kernel the fake device ran since
-``activity_enable`` (``("kernel", stream)`` entries of its log, a graph launch's kernels each), with
-``kind``, ``start``, ``end`` (ns), ``device_id``, ``stream_id`` and ``correlation_id``: each kernel
-lasts ``kernel_ms`` and ``gap_ns`` of idle GPU (a launch gap) separates it from the next, which is
-what CUPTI sees and an event pair around them does not.
+``activity_enable``: the kernel's own (``("kernel", stream)`` entries of its log, a graph launch's
+kernels each, named ``fake_kernel``) and the backend's too, as CUPTI reports every kernel of the
+context: the L2 flush (``roofline_l2_flush``), the blocking and delay kernels (``roofline_block``,
+``roofline_delay``). Each record has ``kind``, ``name``, ``start``, ``end`` (ns), ``device_id``,
+``stream_id`` and ``correlation_id`` (cupti-python's attribute names): each kernel lasts
+``kernel_ms`` and ``gap_ns`` of idle GPU (a launch gap) separates it from the next, which is what
+CUPTI sees and an event pair around them does not.
 """
 
 from __future__ import annotations
@@ -23,6 +26,16 @@ from typing import Any
 
 import pytest
 from fake_cupy import FakeCupy
+
+#: the fake device's log entries that are kernels CUPTI records, with the record's name and count (a
+#: graph launch counts its kernels)
+_RECORDED = {
+    "kernel": ("fake_kernel", 1),
+    "launch": ("fake_kernel", 0),
+    "flush": ("roofline_l2_flush", 1),
+    "block": ("roofline_block", 1),
+    "delay": ("roofline_delay", 1),
+}
 
 
 class ActivityKind(enum.IntEnum):
@@ -37,6 +50,8 @@ class FakeCupti:
         self.gap_ns = gap_ns
         self.refuse = refuse
         self.calls: list[tuple[Any, ...]] = []
+        #: every record handed to ``func_buffer_completed``
+        self.handed: list[Any] = []
         self._requested: Callable[[], tuple[int, int]] | None = None
         self._completed: Callable[[list[Any]], None] | None = None
         self._since: int | None = None
@@ -91,18 +106,23 @@ class FakeCupti:
         assert size > 0
         records = []
         streams = {name: i for i, name in enumerate(self.world.streams_by_ptr)}
-        for entry in self.world.log[self._since :]:
-            count = 1 if entry[0] == "kernel" else entry[2] if entry[0] == "launch" else 0
+        for position, entry in enumerate(self.world.log[self._since :], start=self._since):
+            name, count = _RECORDED.get(entry[0], ("fake_kernel", 0))
+            if entry[0] == "launch":
+                count = entry[2]
+            # a kernel the fake times otherwise (the L2 roof's read, with ``l2_read_ms``) lasts as long here
+            kernel_ms = self.world.kernel_times.get(position, self.world.kernel_ms)
             for _ in range(count):
                 start = self._clock_ns + self.gap_ns
-                end = start + int(self.world.kernel_ms * 1e6)
+                end = start + int(kernel_ms * 1e6)
                 self._clock_ns = end
                 self._correlation += 1
                 records.append(
                     types.SimpleNamespace(
-                        kind=int(ActivityKind.CONCURRENT_KERNEL), start=start, end=end, device_id=0,
-                        stream_id=streams.get(entry[1], -1), correlation_id=self._correlation,
+                        kind=int(ActivityKind.CONCURRENT_KERNEL), name=name, start=start, end=end,
+                        device_id=0, stream_id=streams.get(entry[1], -1), correlation_id=self._correlation,
                     )
                 )  # fmt: skip
         self._since = len(self.world.log)
+        self.handed.extend(records)
         self._completed(records)

@@ -13,7 +13,10 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 - ``get_elapsed_time(start_event, end_event) -> float``: milliseconds; like
   ``cudaEventElapsedTime`` it fails (cudaErrorNotReady) unless the host synchronized past the
   end event.
-- ``get_current_stream(device_id=-1)``.
+- ``get_current_stream(device_id=-1)``: the calling thread's, on its current device. As in CuPy
+  (``cupy/cuda/stream.pyx``, ``_ThreadLocal``) and CUDA (``cudaSetDevice``), the current device and
+  each device's stack of entered streams are per host thread: a new thread starts on device 0 and
+  the null stream, whatever another thread entered.
 - ``Stream(null=False, non_blocking=False, ptds=False, priority=None)``, ``Stream.null``;
   ``with stream:`` (refused when the stream's device is not current, like CuPy);
   ``Stream.synchronize()``, ``Stream.record(event=None) -> Event``, ``Stream.wait_event(event)``,
@@ -36,8 +39,7 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 ``__cuda_array_interface__``, and ``ndarray.copy(order="C")`` makes its copy on the *current* GPU, as
 CuPy's does ("This method makes a copy of a given array in the current device",
 ``cupy/_core/core.pyx``), logged ``("copy", to_device, from_device)``; ``a[...] = b`` is a copy
-kernel on the current stream; ``get_default_memory_pool().free_all_blocks()`` is logged
-``("free_all_blocks",)``; ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
+kernel on the current stream; ``RawModule(code=...).get_function(name)``, ``cuda.Device().attributes`` and
 ``.synchronize()``; ``cupyx.profiler.benchmark(func, args, n_repeat=..., n_warmup=...,
 max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``);
 ``matmul(a, b, out=None)``, ``zeros(shape, dtype)``, the dtypes ``uint8``, ``float16``, ``float32``,
@@ -46,9 +48,9 @@ max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
 ``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
 GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), ``roofline_delay`` is
-logged ``("delay", stream, ns)`` (it spins, then returns), ``roofline_l2_read`` with one pass
-(``args[2] == 1``) is the backend's flush, logged ``("flush", stream)`` and in ``flush_reads``
-(a read of the whole buffer), any other is a kernel;
+logged ``("delay", stream, ns)`` (it spins, then returns), ``roofline_l2_flush`` is the backend's
+flush, logged ``("flush", stream)`` and in ``flush_reads`` (a read of the whole buffer), any other
+is a kernel;
 ``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
 ``runtime.hostAllocMapped``.
 
@@ -59,7 +61,22 @@ stream's flags (CUDA Programming Guide, "Cross-stream dependencies"; ``cudaError
 (``Stream()``) it raises ``cudaErrorStreamCaptureImplicit`` and invalidates the capture
 (``end_capture`` then raises); beside a non-blocking one (``Stream(non_blocking=True)``, every PyTorch
 stream) it runs eagerly and is missing from the graph. ``Graph.debug_dot_str(flags=0)`` prints one
-``label="{KERNEL`` node per captured kernel, as ``cudaGraphDebugDotPrint`` does.
+node per captured kernel and the edges between them, as ``cudaGraphDebugDotPrint`` does, in its
+default form (an octagon per kernel) or, with ``runtime.cudaGraphDebugDotFlagsVerbose``, its verbose
+one (``label="{KERNEL``, edges with an attribute list); ``dot_flags`` keeps the flags asked for.
+
+The L2 as far as a cold window needs it: a kernel's reads stay in it until a flush, except what
+``persisting_kernel(array)`` reads under an access-policy window, which with a set-aside
+(``persisting_set_aside`` bytes, read through ``runtime.deviceGetLimit(0x06)``; None: the driver
+refuses to say) stays across flushes until ``cuCtxResetPersistingL2Cache`` (the driver library the
+backend loads through ctypes is replaced by one that has only that call). A reset reaches only the
+work that has run, that is, up to the last host sync; ``persisting_reads`` says, per call, whether
+its data was in the L2 and whether a flush came right before it.
+
+First contact: ``FakeCupy(nvrtc=False)`` finds no libnvrtc (the first launch of a RawKernel, an
+``astype`` or a ``multiply`` raises ``DynamicLibNotFoundError``, as CuPy 14 through
+``cuda.pathfinder``), ``FakeCupy(cache_writable=False)`` cannot write ``CUPY_CACHE_DIR`` (a
+``PermissionError`` naming the folder, as ``os.makedirs`` in ``cupy/cuda/_compiler_cache.py``).
 
 What a real GPU does to a host that waits, modelled so that holding the wrong window fails here:
 
@@ -69,16 +86,20 @@ What a real GPU does to a host that waits, modelled so that holding the wrong wi
   Loading): logged ``("load", what)``, a device-wide sync.
 - ``pool_syncs=True``: an allocation of a size the pool has not held before grows the pool through
   ``cudaMalloc``, which synchronizes (CuPy ``cupy/cuda/memory.pyx``, ``_malloc`` and the
-  ``free_all_blocks`` retry): logged ``("grow", nbytes)``, a device-wide sync.
+  ``free_all_blocks`` retry): logged ``("grow", nbytes)``, a device-wide sync. A freed array's block
+  stays in the pool (``pool_free`` bytes, which PyTorch cannot use) until
+  ``get_default_memory_pool().free_all_blocks()``, logged ``("free_all_blocks", device)``.
 - ``queue_depth`` (default 1024): at most that many launches, event records and memsets queue
-  behind a held blocking kernel; one more and the host blocks inside the launch, which a real
-  blocking kernel sits out until its timeout.
+  behind a held blocking kernel or a spinning delay kernel (a call of many kernels, ``op(n)``, takes
+  n); one more and the host blocks inside the launch, until the delay ends or the blocking kernel
+  is released (by another thread, within ``hold_wait_s`` real seconds) or sits out its timeout.
 - ``launch_blocking`` (default: ``CUDA_LAUNCH_BLOCKING=1`` in the environment at launch time):
   every launch returns only when it has run, so the blocking kernel's own launch waits out its
   timeout.
 
-A device-wide sync while a blocking kernel is queued and not released logs ``("block_timeout",
-ticket)``: the real host would wait until the kernel gave up.
+A host sync while a blocking kernel is queued and not released waits ``hold_wait_s`` (default 0)
+real seconds for another thread to release it, then logs ``("block_timeout", ticket)``: the real
+host would wait until the kernel gave up. A delay kernel spins until the host next waits.
 
 ``FakeCupy(duplicate=("cupy-cuda12x", "cupy-cuda13x"))`` installs instead an import hook: ``import
 cupy`` gives CuPy's own "multiple CuPy packages are installed" ``UserWarning`` (verbatim layout of
@@ -106,13 +127,17 @@ when given, times each timed launch of ``roofline_l2_read`` (more than one pass)
 from __future__ import annotations
 
 import ctypes
+import errno
 import importlib.abc
 import importlib.machinery
 import itertools
 import os
 import sys
+import threading
+import time
 import types
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -120,6 +145,8 @@ import numpy as np
 import pytest
 
 MiB = 2**20
+#: cudaGraphDebugDotFlagsVerbose (CUDA's cudaGraphDebugDotFlags; cupy_backends/cuda/api/_runtime_enum.pxd)
+DOT_FLAGS_VERBOSE = 1
 
 #: what an H100 SXM reports (CUDA 12): clocks in kHz, bus width in bits, L2 in bytes
 H100_PROPERTIES: dict[str, object] = {
@@ -165,6 +192,11 @@ class _Log(list[tuple[Any, ...]]):
 
 class FakeCudaError(RuntimeError):
     """Stands in for ``cupy_backends.cuda.api.runtime.CUDARuntimeError`` (a RuntimeError)."""
+
+
+class DynamicLibNotFoundError(RuntimeError):
+    """Stands in for ``cuda.pathfinder.DynamicLibNotFoundError``, which CuPy 14 lets through when
+    ``load_nvidia_dynamic_lib("nvrtc")`` finds no libnvrtc (``cupy_backends/cuda/libs/_cnvrtc.pxi``)."""
 
 
 class FakeDType:
@@ -238,6 +270,7 @@ class FakeArray:
     def astype(self, dtype: Any) -> FakeArray:
         """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
         assert self.world is not None
+        self.world.compile("astype")
         copy = self.world.cupy.empty(self.shape, dtype)
         self.world.launch(self.world.current_stream, "astype")
         return copy
@@ -269,22 +302,39 @@ class FakeEvent:
 
 
 class FakeGraph:
-    def __init__(self, world: FakeCupy, kernels: int) -> None:
+    def __init__(self, world: FakeCupy, kernels: int, reads: Sequence[tuple[int, ...]] = ()) -> None:
         self.world = world
         self.kernels = kernels
+        #: the buffers each captured kernel reads: every replay reads these same ones
+        self.reads = list(reads)
 
     def launch(self, stream: FakeStream | None = None) -> None:
         stream = stream if stream is not None else self.world.current_stream
         self.world.enqueue(("launch", stream.name, self.kernels), launch=True)
+        self.world.replays.append(tuple(ptr for read in self.reads for ptr in read))
 
     def debug_dot_str(self, flags: int = 0) -> str:
-        nodes = "".join(
-            f'"graph_1_node_{i}"[style="bold" shape="record" label="{{KERNEL\n| {{ID | {i} (topoId: {i})'
-            f' | fake_kernel\\<\\<\\<1,128,0\\>\\>\\>}}\n}}"];\n'
-            for i in range(self.kernels)
-        )
-        head = 'digraph dot {\nsubgraph cluster_1 {\nlabel="graph_1" graph[style="dashed"];\n'
-        return f"{head}{nodes}}}\n}}\n"
+        """``cudaGraphDebugDotPrint``'s text, which differs by ``flags`` (CuPy's ``test_debug_dot_str``
+        asserts so): at the default (0) a kernel node is an octagon labelled with its index and name;
+        verbose (``cudaGraphDebugDotFlagsVerbose``, 1) makes every node a record whose label starts with
+        its type (``{KERNEL``) and gives every edge a ``[headlabel=0]`` attribute list."""
+        self.world.dot_flags.append(flags)
+        verbose = bool(flags & DOT_FLAGS_VERBOSE)
+        lines = ["digraph dot {", "subgraph cluster_1 {", 'label="graph_1" graph[style="dashed"];']
+        for i in range(self.kernels):
+            if verbose:
+                lines += [
+                    f'"graph_1_node_{i}"[style="bold" shape="record" label="{{KERNEL',
+                    f"| {{ID | {i} (topoId: {self.kernels - 1 - i}) | fake_kernel\\<\\<\\<1,128,0\\>\\>\\>}}",
+                    "| {{node handle | func handle} | {0x0000000000001000 | 0x0000000000002000}}",
+                    '}"];',
+                ]
+            else:
+                lines += [f'"graph_1_node_{i}"[style="bold" shape="octagon" label="{i}', "fake_kernel", '"];']
+        for i in range(self.kernels - 1):
+            edge = f'"graph_1_node_{i}" -> "graph_1_node_{i + 1}"'
+            lines.append(f"{edge} [headlabel=0];" if verbose else f"{edge};")
+        return "\n".join([*lines, "}", "}", ""])
 
 
 class FakeStream:
@@ -297,6 +347,7 @@ class FakeStream:
         self.device_id = device_id
         self.name = name
         self._capture_start: int | None = None
+        self.captured_reads: list[tuple[int, ...]] = []
         self.invalidated = False
         world.streams_by_ptr.setdefault(ptr, self)
 
@@ -313,12 +364,12 @@ class FakeStream:
                 f"The device that the stream is created on ({self.device_id}) does not match with "
                 f"the current device ({self.world.current_device})"
             )
-        self.world.stream_stack.append(self)
+        self.world.push_stream(self)
         self.world.log.append(("enter", self.name))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.world.stream_stack.pop()
+        self.world.pop_stream()
         self.world.log.append(("exit", self.name))
 
     def synchronize(self) -> None:
@@ -343,6 +394,7 @@ class FakeStream:
             raise RuntimeError("cannot capture on the default (legacy) stream")
         self.world.log.append(("begin_capture", self.name))
         self._capture_start = len(self.world.log)
+        self.captured_reads: list[tuple[int, ...]] = []
         self.invalidated = False
 
     def end_capture(self) -> FakeGraph:
@@ -353,7 +405,7 @@ class FakeStream:
         self.world.log.append(("end_capture", self.name))
         if self.invalidated:
             raise FakeCudaError("cudaErrorStreamCaptureInvalidated: operation failed due to a previous error")
-        return FakeGraph(self.world, kernels)
+        return FakeGraph(self.world, kernels, self.captured_reads)
 
 
 class FakeDevice:
@@ -411,6 +463,10 @@ class FakeCupy:
         queue_depth: int = 1024,
         launch_blocking: bool | None = None,
         l2_read_ms: Callable[[int], float] | None = None,
+        hold_wait_s: float = 0.0,
+        nvrtc: bool = True,
+        cache_writable: bool = True,
+        persisting_set_aside: int | None = 0,
     ) -> None:
         self.duplicate = tuple(duplicate)
         self.l2_read_ms = l2_read_ms
@@ -420,6 +476,31 @@ class FakeCupy:
         self.pool_syncs = pool_syncs
         self.queue_depth = queue_depth
         self._launch_blocking = launch_blocking
+        #: how long (real seconds) a host that waits behind an unreleased blocking kernel waits for
+        #: another thread to release it before the kernel's own timeout is taken to pass
+        self.hold_wait_s = hold_wait_s
+        #: delay kernels (of a nonzero delay) queued since the last host sync: spinning, in the fake
+        self.pending_delays = 0
+        #: whether CuPy finds libnvrtc, and can write its kernel cache (CUPY_CACHE_DIR)
+        self.nvrtc = nvrtc
+        self.cache_writable = cache_writable
+        #: kernels CuPy compiled (a RawKernel's name, or an elementwise op's)
+        self.compiled: set[str] = set()
+        #: bytes of CuPy's memory pool in live arrays, and in free blocks no other allocator can use
+        self.pool_used = 0
+        self.pool_free = 0
+        self.live_arrays: weakref.WeakSet[FakeArray] = weakref.WeakSet()
+        #: the L2: buffers read since the last flush, and those a kernel's access-policy window
+        #: marked persisting (with the log position of the mark), which a flush does not evict;
+        #: the set-aside for them (cudaLimitPersistingL2CacheSize; None: the driver will not say)
+        self.persisting_set_aside = persisting_set_aside
+        self.l2_normal: set[int] = set()
+        self.l2_persisting: dict[int, int] = {}
+        self._flushed = False
+        #: per persisting_kernel() call: (its data was in the L2, a flush came right before it)
+        self.persisting_reads: list[tuple[bool, bool]] = []
+        #: cuCtxResetPersistingL2Cache calls
+        self.persisting_resets = 0
         #: modules loaded (lazy loading), sizes the memory pool holds
         self.loaded: set[str] = set()
         self.pool_sizes: set[int] = set()
@@ -447,17 +528,23 @@ class FakeCupy:
         self.raw_kernels: list[tuple[str, str]] = []
         #: (value, size, stream name) of every memsetAsync
         self.memsets: list[tuple[int, int, str]] = []
-        #: (bytes, stream name) of every flush: one pass of ``roofline_l2_read`` over a buffer
+        #: (bytes, stream name) of every flush: one pass of ``roofline_l2_flush`` over a buffer
         self.flush_reads: list[tuple[int, str]] = []
         self.external_streams: list[tuple[int, int]] = []  # ExternalStream(ptr, device_id) calls
+        #: the flags of every ``Graph.debug_dot_str`` call
+        self.dot_flags: list[int] = []
+        #: per graph launch, the buffers its kernels read (a fake array's ``data.ptr``), in order
+        self.replays: list[tuple[int, ...]] = []
         self.synced_upto = 0
+        #: per host thread, as CUDA's current device and CuPy's current streams are
+        #: (``cupy/cuda/stream.pyx``: ``_ThreadLocal``, a stream stack per device for each thread)
+        self._threads = threading.local()
         self.current_device = 0
         self.streams_by_ptr: dict[int, FakeStream] = {}
         self._elapsed_calls = 0
         self._stream_names = itertools.count(1)
         self._stream_ptrs = itertools.count(0x1000, 0x10)
         self.null_stream = FakeStream(self, 0, -1, "null")
-        self.stream_stack: list[FakeStream] = [self.null_stream]
         self.cupyx = types.ModuleType("cupyx")
         self.cupy = self._build(from_external)
 
@@ -466,6 +553,10 @@ class FakeCupy:
     def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
         # the backend's per-process memory: what an earlier test's fake left must not leak into this one
         monkeypatch.setattr("pytest_roofline.timing.cuda.loading._duplicate_error", None)
+        monkeypatch.setattr("pytest_roofline.timing.cuda.loading._compile_error", None)
+        # the CUDA driver library, as ctypes loads it: only cuCtxResetPersistingL2Cache is called
+        driver = types.SimpleNamespace(cuCtxResetPersistingL2Cache=self.reset_persisting)
+        monkeypatch.setattr("pytest_roofline.timing.cuda.persisting._loaded", driver)
         monkeypatch.setattr("pytest_roofline.timing.cuda.launch_latency._latency_floors", {})
         if self.duplicate:
             monkeypatch.setitem(sys.modules, "cupy", None)  # undone at teardown: removed again
@@ -480,10 +571,11 @@ class FakeCupy:
         return self
 
     def kernel(self, *args: object) -> None:
-        """A stand-in kernel: logs that it ran, on the current stream."""
-        self.launch(self.current_stream)
+        """A stand-in kernel: logs that it ran, on the current stream, reading the fake arrays among
+        ``args``."""
+        self.launch(self.current_stream, reads=tuple(a.data.ptr for a in args if isinstance(a, FakeArray)))
 
-    def launch(self, stream: FakeStream, module: str = "kernel") -> None:
+    def launch(self, stream: FakeStream, module: str = "kernel", *, reads: tuple[int, ...] = ()) -> None:
         """A kernel queued on ``stream``. Its first launch loads its module (a device-wide sync).
         On the legacy stream while another stream captures: refused beside a blocking capture
         stream, run eagerly (and left out of that graph) beside a non-blocking one."""
@@ -500,7 +592,48 @@ class FakeCupy:
                     "capturing blocking stream"
                 )
         self.launches.append(stream.name)
+        if stream.capturing:
+            stream.captured_reads.append(reads)
+        else:
+            self.l2_normal.update(reads)
+            self._flushed = False
         self.enqueue(("kernel", stream.name), launch=True)
+
+    def persisting_kernel(self, array: FakeArray) -> None:
+        """A kernel that reads ``array`` under an access-policy window with ``hitProp`` persisting:
+        with an L2 set-aside, its lines stay in the L2 across a flush until a reset."""
+        ptr = array.data.ptr
+        self.persisting_reads.append((ptr in self.l2_normal or ptr in self.l2_persisting, self._flushed))
+        self.kernel(array)
+        if self.persisting_set_aside:
+            self.l2_persisting[ptr] = len(self.log)
+
+    def reset_persisting(self) -> int:
+        """``cuCtxResetPersistingL2Cache``: lines marked by work that has run (up to the last host sync)
+        go back to normal; work still queued runs after the reset and marks its lines again."""
+        self.persisting_resets += 1
+        self.l2_persisting = {p: at for p, at in self.l2_persisting.items() if at > self.synced_upto}
+        return 0  # CUDA_SUCCESS
+
+    def array_freed(self, nbytes: int) -> None:
+        """A fake array was garbage-collected: its block stays in the pool, free."""
+        self.pool_used -= nbytes
+        self.pool_free += nbytes
+
+    def compile(self, kernel: str) -> None:
+        """CuPy's first launch of a kernel it compiles (a RawKernel, an elementwise op): NVRTC, found by
+        ``cuda.pathfinder`` (CuPy 14), writing into the kernel cache folder (``_compiler_cache.py``)."""
+        if kernel in self.compiled:
+            return
+        if not self.cache_writable:
+            folder = os.path.expanduser(os.environ.get("CUPY_CACHE_DIR") or "~/.cupy/kernel_cache")
+            raise PermissionError(errno.EACCES, "Permission denied", folder)
+        if not self.nvrtc:
+            raise DynamicLibNotFoundError(
+                'Failure finding "libnvrtc.so": No such file: libnvrtc.so.13 (searched site-packages,'
+                " conda, CUDA_HOME, the system search path)"
+            )
+        self.compiled.add(kernel)
 
     def load(self, module: str) -> None:
         """Lazy loading: a module's first use may synchronize the context."""
@@ -521,14 +654,17 @@ class FakeCupy:
         return os.environ.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0")
 
     def enqueue(self, entry: tuple[Any, ...], *, launch: bool = False) -> None:
-        """Queue device work: behind a held blocking kernel the queue holds ``queue_depth`` entries,
+        """Queue device work: behind a held blocking kernel, or a delay kernel still spinning, the
+        queue holds ``queue_depth`` entries (each launch one: a call of many kernels takes as many),
         and a launch under ``CUDA_LAUNCH_BLOCKING`` returns when it has run."""
         self.poll_release()
-        if self._unreleased():
+        if self._unreleased() or self.pending_delays:
             self._behind += 1
             if self._behind > self.queue_depth:
-                self.drain_blocks()  # the host blocks in the launch until the blocking kernel gives up
+                # the host blocks in the launch: until the delay ends, or the blocking kernel is
+                # released by another thread or gives up
                 list.append(self.log, ("queue_full", self.queue_depth))
+                self.device_sync(("synchronize", "queue"))
         else:
             self._behind = 0
         self.log.append(entry)
@@ -547,18 +683,75 @@ class FakeCupy:
                 list.append(self.log, ("release", value))
 
     def drain_blocks(self) -> None:
-        """A host sync: every queued blocking kernel either was released or spins until its timeout."""
+        """A host sync: every queued blocking kernel either was released (within ``hold_wait_s``, by
+        another thread) or spins until its timeout; every delay kernel ends."""
         self.poll_release()
         for address, ticket in self.pending_blocks:
-            if ctypes.c_int64.from_address(address).value < ticket:
+            if not self._released_within(address, ticket):
                 ctypes.c_int64.from_address(address + 8).value = ticket
                 list.append(self.log, ("block_timeout", ticket))
+        self.poll_release()
         self.pending_blocks.clear()
+        self.pending_delays = 0
         self._behind = 0
+
+    def _released_within(self, address: int, ticket: int) -> bool:
+        deadline = time.monotonic() + self.hold_wait_s
+        while ctypes.c_int64.from_address(address).value < ticket:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)  # the GIL is free meanwhile: another thread may write the release
+        return True
+
+    def synchronizing(self) -> Any:
+        """A kernel that waits for the GPU: it launches, then synchronizes the current stream (a
+        ``.get()``, an ``.item()``)."""
+        stream = self.current_stream
+
+        def syncs(*args: object) -> None:
+            self.kernel(*args)
+            stream.synchronize()
+
+        return syncs
+
+    def op(self, launches: int) -> Any:
+        """A call of ``launches`` kernels on the current stream (a PyTorch block of ops, say): each
+        launch takes its own entry in the launch queue."""
+
+        def call(*args: object) -> None:
+            for _ in range(launches):
+                self.kernel(*args)
+
+        return call
 
     def stream_name(self, ptr: int) -> str:
         known = self.streams_by_ptr.get(ptr)
         return known.name if known is not None else f"external:{ptr}"
+
+    @property
+    def current_device(self) -> int:
+        """This thread's current device (``cudaSetDevice`` is per host thread); 0 on a new thread."""
+        return int(getattr(self._threads, "device", 0))
+
+    @current_device.setter
+    def current_device(self, index: int) -> None:
+        self._threads.device = index
+
+    @property
+    def stream_stack(self) -> list[FakeStream]:
+        """This thread's stream stack on its current device (a new thread starts on the null stream)."""
+        stacks: dict[int, list[FakeStream]] = self._threads.__dict__.setdefault("stacks", {})
+        return stacks.setdefault(self.current_device, [self.null_stream])
+
+    def push_stream(self, stream: FakeStream) -> None:
+        self.stream_stack.append(stream)
+        self._threads.__dict__.setdefault("entered_on", []).append(self.current_device)
+
+    def pop_stream(self) -> None:
+        """Leave the last stream this thread entered, on the device it was entered on (as CuPy's
+        ``current_device_id_stack``)."""
+        device = self._threads.entered_on.pop()
+        self._threads.stacks[device].pop()
 
     @property
     def current_stream(self) -> FakeStream:
@@ -658,10 +851,20 @@ class FakeCupy:
             world.enqueue(("flush", name))
 
         runtime.getDeviceCount = get_device_count
+        runtime.runtimeGetVersion = lambda: 13000  # CUDA 13.0, as cupy-cuda13x
+
+        def device_get_limit(limit: int) -> int:
+            """``cudaDeviceGetLimit``: 0x06 is cudaLimitPersistingL2CacheSize (CuPy names no constant)."""
+            if limit == 0x06 and world.persisting_set_aside is None:
+                raise FakeCudaError("cudaErrorUnsupportedLimit: unsupported limit")
+            return int(world.persisting_set_aside or 0) if limit == 0x06 else 0
+
+        runtime.deviceGetLimit = device_get_limit
         runtime.getDeviceProperties = lambda device: dict(world.properties)
         runtime.deviceGetAttribute = device_get_attribute
         runtime.memsetAsync = memset_async
         runtime.is_hip = self.is_hip
+        runtime.cudaGraphDebugDotFlagsVerbose = DOT_FLAGS_VERBOSE
         for name, value in enum.items():
             setattr(runtime, name, value)
 
@@ -673,7 +876,28 @@ class FakeCupy:
             world.log.append(("alloc", array.nbytes))
             array.world = world
             array.device = types.SimpleNamespace(id=world.current_device)
+            world.pool_used += array.nbytes
+            world.live_arrays.add(array)
+            weakref.finalize(array, world.array_freed, array.nbytes)
             return array
+
+        class MemoryPool:
+            """``cupy.get_default_memory_pool()`` (``cupy/cuda/memory.pyx``): freed arrays' blocks stay
+            in the pool, for CuPy alone, until ``free_all_blocks()`` gives them to the driver."""
+
+            def free_all_blocks(self, stream: Any = None) -> None:
+                world.pool_free = 0
+                world.pool_sizes = {a.nbytes for a in world.live_arrays}  # the next alloc grows again
+                world.log.append(("free_all_blocks", world.current_device))
+
+            def used_bytes(self) -> int:
+                return world.pool_used
+
+            def total_bytes(self) -> int:
+                return world.pool_used + world.pool_free
+
+        pool = MemoryPool()
+        cupy.get_default_memory_pool = lambda: pool
 
         def random_random(size: int | tuple[int, ...], dtype: Any = np.float64) -> FakeArray:
             array = alloc(size, dtype)
@@ -751,14 +975,18 @@ class FakeCupy:
                 stream: FakeStream | None = None,
             ) -> None:
                 target = stream if stream is not None else world.current_stream
-                if self.name == "roofline_l2_read" and int(args[2]) == 1:  # the backend's flush: one read
+                world.compile(f"raw:{self.name}")
+                if self.name == "roofline_l2_flush":  # the backend's flush: one read of its buffer
                     world.load(f"raw:{self.name}")
+                    world.l2_normal.clear()  # persisting lines stay
+                    world._flushed = True
                     world.flush_reads.append((int(args[1]) * 16, target.name))
                     world.enqueue(("flush", target.name), launch=True)
                     return
                 if self.name == "roofline_delay":  # spins a while on the GPU, then returns
                     world.load(f"raw:{self.name}")
                     world.enqueue(("delay", target.name, int(args[0])), launch=True)
+                    world.pending_delays += int(args[0]) > 0  # spinning until the host next waits
                     return
                 if self.name != "roofline_block":
                     world.launch(target, f"raw:{self.name}")
@@ -789,6 +1017,7 @@ class FakeCupy:
 
         def multiply(x: Any, y: Any, out: FakeArray | None = None) -> FakeArray:
             shape = x.shape if isinstance(x, FakeArray) else y.shape
+            world.compile("multiply")
             result = out if out is not None else alloc(shape, np.float32)
             world.launch(world.current_stream, "multiply")
             return result
@@ -808,12 +1037,6 @@ class FakeCupy:
         cupy.int32, cupy.uint64 = np.int32, np.uint64
         cupy.zeros = alloc
 
-        class MemoryPool:
-            def free_all_blocks(self, stream: Any = None) -> None:
-                world.log.append(("free_all_blocks",))
-
-        pool = MemoryPool()
-        cupy.get_default_memory_pool = lambda: pool
         return cupy
 
 

@@ -6,8 +6,8 @@ both libraries, as on a real machine) and has only what the backend calls, with 
 signatures (``torch/cuda/__init__.py``, ``torch/cuda/streams.py``):
 
 - ``torch.cuda.is_initialized()``: ``initialized`` (False: PyTorch loaded, CUDA never touched).
-- ``torch.cuda.current_stream(device=None) -> Stream``: PyTorch's current stream; at first the
-  legacy default stream (``cuda_stream == 0``, the fake CuPy's ``"null"``).
+- ``torch.cuda.current_stream(device=None) -> Stream``: PyTorch's current stream, per thread as
+  c10's; at first the legacy default stream (``cuda_stream == 0``, the fake CuPy's ``"null"``).
 - ``torch.cuda.stream(stream)``: a context manager making ``stream`` current (logged as
   ``("torch_enter", name)`` / ``("torch_exit", name)``).
 - ``torch.cuda.Stream(device=None, priority=0)`` (``.cuda_stream``, ``.device``) and
@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+import threading
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -60,8 +61,7 @@ class FakeTorch:
         self._names = itertools.count(1)
         self._ptrs = itertools.count(0x9000, 0x10)
         default = FakeTorchStream(world, 0, 0, "null")
-        #: PyTorch's current stream per device
-        self.current: dict[int, FakeTorchStream] = {}
+        self._threads = threading.local()
         self._default = default
         #: (device, ptr) of every ExternalStream made
         self.external: list[tuple[int | None, int]] = []
@@ -71,6 +71,13 @@ class FakeTorch:
         monkeypatch.setitem(sys.modules, "torch", self.torch)
         monkeypatch.setitem(sys.modules, "torch.cuda", self.torch.cuda)
         return self
+
+    @property
+    def current(self) -> dict[int, FakeTorchStream]:
+        """PyTorch's current stream per device, for the calling thread (c10's current streams are
+        thread-local): a new thread starts on the default stream."""
+        current: dict[int, FakeTorchStream] = self._threads.__dict__.setdefault("current", {})
+        return current
 
     def current_stream(self, device: int | None = None) -> FakeTorchStream:
         index = self.world.current_device if device is None else device

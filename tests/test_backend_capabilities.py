@@ -40,6 +40,19 @@ def test_the_cuda_backend_watches_clocks_takes_streams_and_holds_launches(
     assert has(CudaBackend(block="off")) == {"WatchesClocks", "TakesStreams", "HoldsLaunches"}
 
 
+def test_the_cuda_backend_also_releases_memory_flushes_alone_and_replays_graphs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_roofline.timing.base import FlushesCache, ReleasesMemory, ReplaysGraphs
+
+    FakeCupy().install(monkeypatch)
+    backend = CudaBackend(block="off")
+    assert isinstance(backend, ReleasesMemory)
+    assert isinstance(backend, FlushesCache)
+    assert isinstance(backend, ReplaysGraphs)
+    assert not isinstance(CpuBackend(resolution_s=1e-6), (ReleasesMemory, FlushesCache, ReplaysGraphs))
+
+
 def test_a_backend_with_only_the_protocol_has_no_capability() -> None:
     assert has(FakeBackend(1e-3)) == set()
 

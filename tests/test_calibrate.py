@@ -646,6 +646,47 @@ def test_calibrate_cuda_defaults_to_the_backend_measurement(
     assert (name, reported, effective) == ("l2", 50 * 2**20, level.capacity_bytes)
 
 
+def l2_roof(indices: list[int]) -> Any:
+    def measure(index: int) -> Figure:
+        indices.append(index)
+        return Figure(7e12, Source.MEASURED, "fake L2 read")
+
+    return measure
+
+
+def test_an_l2_roof_is_measured_even_after_a_calibration_without_one(cache: Path, h100: Device) -> None:
+    # the plugin used to calibrate without the L2; roofline calibrate, after it, found that entry
+    # and no L2 roof: whichever ran first decided
+    calibrate_cuda(measure=FakeCudaMeasure())  # ceilings only
+    l2_indices: list[int] = []
+
+    device = calibrate_cuda(measure=FakeCudaMeasure(), l2=l2_roof(l2_indices)).device
+
+    assert l2_indices == [0]
+    assert [(level.name, level.bandwidth.value) for level in device.levels] == [("l2", 7e12)]
+
+
+def test_a_calibration_without_the_l2_never_shadows_one_with_it(cache: Path, h100: Device) -> None:
+    l2_indices: list[int] = []
+    calibrate_cuda(measure=FakeCudaMeasure(), l2=l2_roof(l2_indices))
+
+    later = calibrate_cuda(3, measure=FakeCudaMeasure(), l2=l2_roof(l2_indices)).device  # cached, both
+    forced = calibrate_cuda(measure=FakeCudaMeasure(), force=True).device  # ceilings again, no L2 now
+
+    assert l2_indices == [0]  # measured once, found by every later calibration
+    assert [level.bandwidth.value for level in later.levels] == [7e12]
+    assert [level.bandwidth.value for level in forced.levels] == [7e12]
+
+
+def test_an_l2_roof_below_dram_is_raised_to_it(cache: Path, h100: Device) -> None:
+    from pytest_roofline.machine.calibrate import gpu_l2_levels
+
+    (level,) = gpu_l2_levels(h100, Figure(1e9, Source.MEASURED, "a busy moment"))
+
+    assert level.bandwidth.value == h100.bandwidth.value
+    assert "raised to DRAM's" in level.bandwidth.note
+
+
 def test_calibrate_cuda_keys_on_cupy_tf32(cache: Path, h100: Device, monkeypatch: pytest.MonkeyPatch) -> None:
     measure = FakeCudaMeasure()
     calibrate_cuda(measure=measure)

@@ -27,6 +27,9 @@ USED = (
     "cuda.runtime.getDeviceProperties",
     "cuda.runtime.deviceGetAttribute",
     "cuda.runtime.memsetAsync",
+    "cuda.runtime.deviceGetLimit",
+    "cuda.runtime.runtimeGetVersion",
+    "get_default_memory_pool",
     "RawKernel",
     "empty",
     "ones",
@@ -44,13 +47,24 @@ METHODS = (
     ("cuda.Stream", "end_capture"),
     ("cuda.Stream", "synchronize"),
     ("RawKernel", "__call__"),
+    ("get_default_memory_pool()", "free_all_blocks"),
 )
 
 
 def _get(module: Any, path: str) -> Any:
+    """``module.a.b``; a part ending in ``()`` is called (an object a function gives)."""
     for part in path.split("."):
-        module = getattr(module, part)
+        module = getattr(module, part.removesuffix("()"))
+        if part.endswith("()"):
+            module = module()
     return module
+
+
+def test_the_constants_the_backend_reads_are_cupys() -> None:
+    cupy = pytest.importorskip("cupy")
+    fake = FakeCupy().cupy
+    assert cupy.cuda.runtime.cudaGraphDebugDotFlagsVerbose == fake.cuda.runtime.cudaGraphDebugDotFlagsVerbose
+    assert cupy.cuda.runtime.hostAllocMapped == fake.cuda.runtime.hostAllocMapped
 
 
 def _names(fn: Any) -> tuple[list[str], bool] | None:

@@ -590,8 +590,7 @@ def test_shape_and_label_leave_defaults_out() -> None:
 
 def test_signature_and_param_text() -> None:
     assert get_op("gemm").signature() == (
-        "gemm(M, N, K, batch=1, a_dtype=None, b_dtype=None, c_dtype=None, group_size=None, "
-        "scale_dtype=None)"
+        "gemm(M, N, K, batch=1, a_dtype=None, b_dtype=None, c_dtype=None, group_size=None, scale_dtype=None)"
     )
     assert get_op("custom").signature() == "custom(flops=0, bytes=0, unit='vector')"
     assert str(Param("n")) == "n"

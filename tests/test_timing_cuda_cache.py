@@ -171,3 +171,57 @@ def test_the_l2_capacity_is_swept_with_the_l2_roofs_kernel(
     assert any(name == "roofline_l2_read" for _, name in fake.raw_kernels)  # the roof's own kernel
     assert fake.count("kernel") >= len(footprints)  # timed as kernels, never as the one-pass flush
     assert fake.flush_reads == []
+
+
+# -- persisting L2 lines (issue 28 item 5) ------------------------------------------------------------
+
+COLD = Policy(warmup_s=0.0, warmup_calls=1, min_samples=5, max_time_s=0.5)
+
+
+def test_lines_a_kernel_keeps_persisting_are_reset_before_every_cold_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # an access-policy window keeps its data in the L2 set-aside across a plain flush
+    fake = FakeCupy(persisting_set_aside=30 * MiB).install(monkeypatch)
+    weights = fake.cupy.empty(8 * MiB, dtype=fake.cupy.uint8)
+
+    m = measure(fake.persisting_kernel, weights, policy=COLD, backend=CudaBackend())
+
+    after_flush = [warm for warm, flushed in fake.persisting_reads if flushed]
+    assert len(after_flush) >= m.stats.n
+    assert not any(after_flush)  # every timed call found its weights out of the L2
+    assert fake.persisting_resets >= len(after_flush)
+
+
+def test_a_plain_flush_leaves_persisting_lines_in_the_fakes_l2(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy(persisting_set_aside=30 * MiB).install(monkeypatch)
+    weights = fake.cupy.empty(8 * MiB, dtype=fake.cupy.uint8)
+    flush = fake.cupy.RawKernel("", "roofline_l2_flush")
+
+    fake.persisting_kernel(weights)
+    flush((1,), (1,), (weights, 0, weights))
+    fake.persisting_kernel(weights)  # warm: the flush could not evict it
+    fake.null_stream.synchronize()
+    fake.reset_persisting()
+    flush((1,), (1,), (weights, 0, weights))
+    fake.persisting_kernel(weights)  # cold: reset, then flushed
+
+    assert fake.persisting_reads == [(False, False), (True, True), (False, True)]
+
+
+def test_without_a_set_aside_nothing_is_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy(persisting_set_aside=0).install(monkeypatch)
+
+    measure(fake.kernel, policy=COLD, backend=CudaBackend())
+
+    assert fake.persisting_resets == 0
+    assert ("synchronize", "stream:null") not in fake.log  # no window waits for the one before
+
+
+def test_a_set_aside_the_driver_will_not_tell_is_reset_once_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy(persisting_set_aside=None).install(monkeypatch)
+    backend = CudaBackend()
+
+    backend.run(fake.kernel, (), calls=1, samples=4, flush=True)
+
+    assert fake.persisting_resets == 1

@@ -18,6 +18,7 @@ from fake_cupy import FakeCupy
 
 from pytest_roofline.timing import cuda
 from pytest_roofline.timing.base import Policy
+from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.cuda import CudaBackend
 from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 from pytest_roofline.timing.engine import measure
@@ -133,11 +134,7 @@ def test_the_blocker_is_loaded_unheld_when_the_backend_is_built(fake: FakeCupy) 
 
 
 def test_a_kernel_seen_to_synchronize_is_never_held(fake: FakeCupy) -> None:
-    stream = fake.cupy.cuda.get_current_stream()
-
-    def syncs() -> None:
-        fake.kernel()
-        stream.synchronize()
+    syncs = fake.synchronizing()
 
     backend = CudaBackend()
     m = measure(syncs, policy=FAST, backend=backend)
@@ -149,11 +146,7 @@ def test_a_kernel_seen_to_synchronize_is_never_held(fake: FakeCupy) -> None:
 
 
 def test_each_probe_that_cannot_tell_spins_longer(fake: FakeCupy) -> None:
-    stream = fake.cupy.cuda.get_current_stream()
-
-    def syncs() -> None:
-        fake.kernel()
-        stream.synchronize()
+    syncs = fake.synchronizing()
 
     backend = CudaBackend()
     for _ in range(cuda.PROBE_TRIES + 1):
@@ -168,11 +161,7 @@ def test_each_probe_that_cannot_tell_spins_longer(fake: FakeCupy) -> None:
 
 
 def test_block_on_holds_a_kernel_that_synchronizes_and_the_error_names_the_way_out(fake: FakeCupy) -> None:
-    stream = fake.cupy.cuda.get_current_stream()
-
-    def syncs() -> None:
-        fake.kernel()
-        stream.synchronize()
+    syncs = fake.synchronizing()
 
     with pytest.raises(RuntimeError, match=r"--roofline-cuda-block=off.*block=\"off\""):
         measure(syncs, policy=FAST, backend=CudaBackend(block="on"))
@@ -195,12 +184,85 @@ def test_a_window_of_many_launches_never_fills_the_queue_behind_a_hold(fake: Fak
     assert fake.count("queue_full") == 0
 
 
+def test_a_call_of_a_hundred_launches_never_overfills_the_queue_behind_a_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a PyTorch block of 100 kernels a call: 32 held calls would queue 3,200 launches behind the hold
+    fake = FakeCupy(kernel_ms=1e-5).install(monkeypatch)
+    block = fake.op(100)
+
+    backend = CudaBackend()
+    m = measure(block, policy=Policy(min_samples=5, max_time_s=0.5), backend=backend, cache=WARM)
+
+    assert timeouts(fake) == []
+    assert backend.synchronizes(block) is False  # held, and never taken for one that synchronizes
+    assert m.calls_per_sample > cuda.MAX_HELD_CALLS
+    assert fake.count("block") > 1
+
+
+def test_the_probes_find_how_many_calls_the_launch_queue_takes(fake: FakeCupy) -> None:
+    block = fake.op(100)  # the queue (1024) takes 8 calls behind the delay kernel, not 16
+    backend = CudaBackend()
+    for calls in (1, 1, 2, 4, 8, 16, 32):  # the engine's warm-up rounds, unheld
+        backend.run(block, (), calls=calls, samples=1, flush=False)
+    fake.log.clear()
+
+    backend.run(block, (), calls=40, samples=2, flush=False)
+
+    window = fake.entries("block", "kernel", "release")
+    assert window[: window.index(("release", 1))].count(("kernel", "null")) == 8 * 100
+    assert timeouts(fake) == []
+
+
+def test_a_kernel_that_synchronizes_while_held_stalls_one_window_not_each(fake: FakeCupy) -> None:
+    syncs = fake.synchronizing()
+
+    backend = CudaBackend(block="on")
+    backend.run(syncs, (), calls=1, samples=1, flush=False)  # the first call: never held
+    with pytest.raises(RuntimeError, match="was not released"):
+        backend.run(syncs, (), calls=1, samples=10, flush=False)
+
+    assert timeouts(fake) == [("block_timeout", 1)]  # the first window's, then no more windows
+
+
+def test_the_watchdog_releases_a_hold_the_host_waits_inside(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the host waits in a held window; only another thread can release it before the GPU gives up
+    fake = FakeCupy(hold_wait_s=2.0).install(monkeypatch)
+    syncs = fake.synchronizing()
+
+    backend = CudaBackend(block="on")
+    backend.run(syncs, (), calls=1, samples=1, flush=False)
+    with pytest.raises(RuntimeError, match="a watchdog released it"):
+        backend.run(syncs, (), calls=1, samples=2, flush=False)
+
+    assert timeouts(fake) == []  # released by the watchdog, not sat out on the GPU
+    assert ("release", 1) in fake.log
+
+
+def test_the_watchdog_releases_only_a_hold_not_released_in_time() -> None:
+    import threading
+
+    from pytest_roofline.timing.cuda.blocking import HoldWatchdog
+
+    watchdog = HoldWatchdog()
+    released = threading.Event()
+    late = watchdog.arm(released.set, 0.0)
+    assert released.wait(5)  # past its time: released from the watchdog's thread
+    assert watchdog.disarm(late) is True
+
+    calls: list[int] = []
+    in_time = watchdog.arm(lambda: calls.append(1), 60.0)
+    assert watchdog.disarm(in_time) is False
+    assert calls == []
+
+
 def warmed(fake: FakeCupy, **options: Any) -> CudaBackend:
     """A backend that has seen ``fake.kernel`` and proved it asynchronous: its first call loads the
     kernel's module (the probe cannot tell), the second one passes."""
     backend = CudaBackend(**options)
     backend.run(fake.kernel, (), calls=1, samples=1, flush=False)
     backend.run(fake.kernel, (), calls=1, samples=1, flush=False)
+    backend.run(fake.kernel, (), calls=cuda.MAX_HELD_CALLS, samples=1, flush=False)  # the queue takes 32
     assert backend.synchronizes(fake.kernel) is False
     return backend
 
@@ -320,6 +382,38 @@ def test_graph_mode_counts_the_captured_kernel_nodes(fake: FakeCupy) -> None:
     backend.run(two, (), calls=3, samples=1, flush=False)
 
     assert backend.last_graph_kernels == 6
+    assert backend.last_graph_nodes == 6
+    assert fake.dot_flags == [fake.cupy.cuda.runtime.cudaGraphDebugDotFlagsVerbose]
+
+
+def test_the_fakes_dot_print_differs_by_its_flags_as_cupys_own_test_says(fake: FakeCupy) -> None:
+    # cupy tests/cupy_tests/cuda_tests/test_graph.py::test_debug_dot_str: both name the kernel, and differ
+    from fake_cupy import FakeGraph
+
+    graph = FakeGraph(fake, 2)
+    default, verbose = (
+        graph.debug_dot_str(),
+        graph.debug_dot_str(fake.cupy.cuda.runtime.cudaGraphDebugDotFlagsVerbose),
+    )
+
+    assert "fake_kernel" in default
+    assert "fake_kernel" in verbose
+    assert default != verbose
+    assert 'label="{KERNEL' in verbose
+    assert 'label="{KERNEL' not in default
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_a_dot_prints_edges_are_not_counted_as_nodes(fake: FakeCupy, verbose: bool) -> None:
+    from fake_cupy import FakeGraph
+
+    from pytest_roofline.timing.cuda.graphs import graph_nodes
+
+    class Printed:  # a graph whose print is the one form, whatever the flags asked
+        def debug_dot_str(self, flags: int = 0) -> str:
+            return FakeGraph(fake, 4).debug_dot_str(1 if verbose else 0)
+
+    assert graph_nodes(Printed()) == (4, 4)
 
 
 # -- the latency floor: in the backend's mode, after the clocks ramp --------------------------------------

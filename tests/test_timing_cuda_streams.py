@@ -41,10 +41,12 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
 
 
 def warm(backend: CudaBackend, fn: Any, args: tuple[object, ...] = ()) -> CudaBackend:
-    """Two unheld warm-up runs: the first call loads the kernel's module (the probe cannot tell),
-    the second proves it asynchronous, so that the backend holds its sampling windows."""
+    """Unheld warm-up runs: the first call loads the kernel's module (the probe cannot tell), the
+    second proves it asynchronous, so that the backend holds its sampling windows, and a window of
+    MAX_HELD_CALLS calls shows the launch queue takes that many."""
     backend.run(fn, args, calls=1, samples=1, flush=False)
     backend.run(fn, args, calls=1, samples=1, flush=False)
+    backend.run(fn, args, calls=cuda.MAX_HELD_CALLS, samples=1, flush=False)
     assert backend.synchronizes(fn, args) is False
     return backend
 
@@ -253,6 +255,47 @@ def test_graph_mode_refuses_a_legacy_stream_given_later(fake: FakeCupy) -> None:
         pass
 
 
+def in_a_thread(fn: Any) -> Any:
+    """``fn()`` run on a new thread; its result (or its exception, raised here)."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
+def test_the_fakes_current_stream_and_device_are_per_thread_as_cupys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cupy/cuda/stream.pyx keeps the current streams in a threading.local (_ThreadLocal), per device;
+    # cudaSetDevice is per host thread
+    fake = FakeCupy(device_count=2).install(monkeypatch)
+    with fake.cupy.cuda.Device(1):
+        side = fake.cupy.cuda.Stream(non_blocking=True)
+        with side:
+            elsewhere = in_a_thread(lambda: (fake.cupy.cuda.get_current_stream(), fake.current_device))
+            assert fake.cupy.cuda.get_current_stream() is side
+        with fake.cupy.cuda.Device(0):
+            assert fake.cupy.cuda.get_current_stream() is fake.null_stream  # device 0's, not 1's
+
+    assert elsewhere == (fake.null_stream, 0)
+
+
+def test_a_measurement_on_another_thread_times_that_threads_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeCupy().install(monkeypatch)
+    backend = warm(CudaBackend(), fake.kernel)
+    side = fake.cupy.cuda.Stream(non_blocking=True)
+
+    def on_side() -> list[float]:
+        with side:
+            return backend.run(fake.kernel, (), calls=2, samples=2, flush=False)
+
+    with fake.cupy.cuda.Stream(non_blocking=True):  # this thread's current stream: not the other's
+        start = len(fake.log)
+        windows = in_a_thread(on_side)
+
+    timed = since(fake, start, "record", "kernel")
+    assert {name for _, name in timed} == {side.name}  # events and kernels on the thread's own stream
+    assert windows == pytest.approx([2 * fake.kernel_ms / 1e3] * 2)
+
+
 # -- 3. the blocking kernel ---------------------------------------------------------------------
 
 
@@ -294,7 +337,7 @@ def test_a_kernel_that_synchronizes_while_held_is_an_error_under_block_on(fake: 
     backend = CudaBackend(block="on")
     backend.run(syncs, (), calls=1, samples=1, flush=False)  # the first call: never held
     with pytest.raises(
-        RuntimeError, match=r"blocking kernel held the timing stream for 10 s.*--roofline-cuda-block=off"
+        RuntimeError, match=r"hold of the timing stream was not released.*--roofline-cuda-block=off"
     ):
         backend.run(syncs, (), calls=1, samples=2, flush=False)
     assert ("block_timeout", 1) in fake.log
@@ -320,11 +363,11 @@ def test_auto_times_a_kernel_unheld_once_a_hold_timed_out(fake: FakeCupy) -> Non
 
 
 def test_a_raising_kernel_still_releases_the_stream(fake: FakeCupy) -> None:
-    calls = iter(range(10))
+    calls = iter(range(100))
 
     def breaks_when_held() -> None:
         fake.kernel()
-        if next(calls) >= 2:
+        if next(calls) >= 2 + cuda.MAX_HELD_CALLS:  # the warm-up's calls pass
             raise ZeroDivisionError
 
     backend = warm(CudaBackend(), breaks_when_held)

@@ -64,6 +64,16 @@ def test_with_cupti_each_window_is_its_kernels_busy_time(fake: FakeCupy, monkeyp
     assert cupti.calls[-2:] == [("flush", 1), ("disable", ActivityKind.CONCURRENT_KERNEL)]
 
 
+def test_the_flush_kernel_cupti_records_is_no_part_of_a_cold_window(fake: FakeCupy, monkeypatch) -> None:
+    # CUPTI records every kernel of the context, the flush before each cold window among them (issue 27)
+    cupti = FakeCupti(fake).install(monkeypatch)
+
+    windows = CudaBackend().run(fake.kernel, (), calls=1, samples=3, flush=True)
+
+    assert [r.name for r in cupti.handed].count("roofline_l2_flush") == 3
+    assert windows == pytest.approx([2e-6] * 3)  # the kernel's 2 µs, not the flush's 2 µs too
+
+
 def test_the_engine_measures_through_cupti(fake: FakeCupy, monkeypatch) -> None:
     FakeCupti(fake).install(monkeypatch)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import RooflineWarning
-from ..model.core import Device, Figure, Precision, Source, Unit
+from ..model.core import Device, Figure, MemoryLevel, Precision, Source, Unit
 from ..timing.cpu import cpu_model_name
 from .cachelevels import measure_capacities
 from .calibration_cache import (
@@ -35,9 +35,11 @@ from .calibration_cache import (
     CorruptCache,
     cache_file_of,
     ceilings_payload,
+    figure_payload,
     keep_best,
     probes_to_json,
     read_ceilings,
+    read_figure,
     write_ceilings,
 )
 from .calibration_report import format_calibration
@@ -77,7 +79,9 @@ __all__ = [
     "cpu_device_with_levels",
     "cpu_identity",
     "cpu_model_name",
+    "cuda_l2_roof",
     "format_calibration",
+    "gpu_l2_levels",
     "keep_best",
     "measure_capacities",
     "measure_cpu",
@@ -403,20 +407,18 @@ def calibrate_cuda(
     CuPy version, so identical GPUs share one calibration. ``measure`` replaces
     ``timing.cuda.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
     ``l2_capacity`` ``timing.l2.l2_rate_at``, the kernel the L2's capacity is swept with (by default
-    both only when ``measure`` is not replaced).
+    both only when ``measure`` is not replaced). The L2 roof is cached in a file of its own
+    (:func:`cuda_l2_roof`), so the ceilings measured with or without it never shadow it: whoever
+    measured it first (``roofline calibrate``, the plugin), every later calibration finds it.
     """
     from ..timing import cuda
     from ..timing.l2 import L2_METHOD, l2_rate_at, measure_l2_roof
-    from .cachelevels import CacheInfo, level_details, levels_of, rates_from_details
-    from .capacity import capacities_from_details, sweep_details, usable_caches
+    from .cachelevels import CacheInfo
+    from .capacity import capacities_from_details, sweep_details
 
     base = cuda.cuda_device(index)
     key: dict[str, object] = {
-        "name": base.name,
-        "key": base.key,
-        "sms": base.cores,
-        "llc_bytes": base.llc_bytes,
-        "cupy": _cupy_version(),
+        **_gpu_identity(base),
         "tf32": cuda.tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
         # how the ceilings are measured: a calibration taken another way (constant 4096² inputs, fp64
         # keyed vector though cuBLAS ran it on tensor cores) is measured again, not reused
@@ -437,27 +439,101 @@ def calibrate_cuda(
 
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
-        details: dict[str, float | int | str] = {}
-        if l2_fn is not None and l2_cache:
-            figure = l2_fn(index)
-            details.update(level_details({"l2": (figure.value, figure.note)}))
-        return with_capacity(Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details))
+        return with_capacity(Ceilings(bandwidth=bandwidth, peaks=dict(peaks)))
+
+    kept: list[Figure] = []  # an L2 roof a release before its own file kept with the ceilings
 
     def build(ceilings: Ceilings) -> Device:
+        from .cachelevels import rates_from_details
+
+        if (rate := rates_from_details(ceilings.details).get("l2")) is not None:
+            kept.append(Figure(rate[0], Source.MEASURED, rate[1]))
         device = base.with_figures(peaks={**base.peaks, **ceilings.peaks}, bandwidth=ceilings.bandwidth)
         caches = capacities_from_details(ceilings.details)
-        usable = usable_caches(caches) if caches else l2_cache
-        levels = levels_of(usable, rates_from_details(ceilings.details), dram=ceilings.bandwidth.value)
         return dataclasses.replace(
-            device, notes=(*base.notes, "ceilings measured on this GPU"), levels=levels, caches=caches,
+            device, notes=(*base.notes, "ceilings measured on this GPU"), caches=caches,
             llc_bytes=caches[-1].sizing_bytes if caches else base.llc_bytes,
         )  # fmt: skip
 
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
-    return _calibrate(
+    calibration = _calibrate(
         base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build,
         complete=with_capacity,
     )  # fmt: skip
+    roof = cuda_l2_roof(index, cache_dir=directory, measure=l2_fn, force=force, reset=reset)
+    levels = gpu_l2_levels(calibration.device, roof or (kept[0] if kept else None))
+    return dataclasses.replace(calibration, device=dataclasses.replace(calibration.device, levels=levels))
+
+
+def cuda_l2_roof(
+    index: int = 0,
+    *,
+    cache_dir: Path | str | None = None,
+    measure: Callable[[int], Figure] | None = None,
+    force: bool = False,
+    reset: bool = False,
+) -> Figure | None:
+    """The L2 roof of GPU ``index`` (bytes/s), from a cache file of its own, one per GPU model, CuPy
+    version and method; measured with ``measure`` (``timing.l2.measure_l2_roof`` with the caller's
+    blocking setting) when the file has none, or when ``force`` (keeping the better of the two) or
+    ``reset`` asks. None for a GPU whose L2 size is unknown, or when there is none and nothing to
+    measure it with."""
+    from ..timing import cuda
+    from ..timing.l2 import L2_METHOD
+
+    base = cuda.cuda_device(index)
+    if not base.llc_bytes:
+        return None
+    key: dict[str, object] = {**_gpu_identity(base), "method": L2_METHOD}
+    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    path = cache_file_of(directory, "cuda-l2", key)
+    start = time.perf_counter()
+    cached = None if reset else _cached_figure(path, "cuda-l2", key)
+    if cached is not None and not force:
+        return cached
+    if measure is None:
+        return cached
+    with _exclusive(path.with_name(f".{path.stem}.lock")):
+        if not force and not reset and (waited := _cached_figure(path, "cuda-l2", key)) is not None:
+            return waited  # another process measured it while this one waited
+        figure = measure(index)
+        if cached is not None and cached.value > figure.value:  # force never makes a roof worse
+            figure = cached
+        write_ceilings(path, figure_payload("cuda-l2", key, figure, time.perf_counter() - start))
+    return figure
+
+
+def _cached_figure(path: Path, kind: str, key: Mapping[str, object]) -> Figure | None:
+    try:
+        return read_figure(path, kind, key)
+    except CorruptCache as exc:
+        _warn(f"calibration cache {path} {exc}; measuring again and replacing it")
+        return None
+
+
+def gpu_l2_levels(device: Device, roof: Figure | None) -> tuple[MemoryLevel, ...]:
+    """``device``'s L2 as a memory level with ``roof`` (none without a roof or an L2 size, or where
+    the capacity sweep saw no L2: said so in its caches, not used), at the capacity this process
+    sees: at least DRAM's bandwidth, as no smaller level serves bytes slower."""
+    from .capacity import usable_caches
+
+    if roof is None or not device.llc_bytes or (device.caches and not usable_caches(device.caches)):
+        return ()
+    if roof.value < device.bandwidth.value:
+        note = f"{roof.value / 1e9:.1f} GB/s measured ({roof.note}), raised to DRAM's"
+        roof = Figure(device.bandwidth.value, Source.MEASURED, note)
+    return (MemoryLevel("l2", device.llc_bytes, roof, per_core=False),)
+
+
+def _gpu_identity(base: Device) -> dict[str, object]:
+    """What a GPU's cache files are keyed by: the model, not the slot (identical GPUs share them)."""
+    return {
+        "name": base.name,
+        "key": base.key,
+        "sms": base.cores,
+        "llc_bytes": base.llc_bytes,
+        "cupy": _cupy_version(),
+    }
 
 
 def _cupy_version() -> str:

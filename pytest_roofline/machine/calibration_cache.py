@@ -39,10 +39,12 @@ __all__ = [
     "CorruptCache",
     "cache_file_of",
     "ceilings_payload",
+    "figure_payload",
     "keep_best",
     "plain_rate",
     "probes_to_json",
     "read_ceilings",
+    "read_figure",
     "write_ceilings",
 ]
 
@@ -138,6 +140,43 @@ _PROBE_FIELDS = ("kind", "size", "figure", "rate", "best_rate", "best_seen")
 _PROBE_SIZES = {"copy": (8, 256 * MiB), "matmul": (16, 4096)}
 
 
+def read_figure(path: Path, kind: str, key: Mapping[str, object]) -> Figure | None:
+    """A one-figure cache file's figure (a GPU's L2 roof), None when there is none, CorruptCache when
+    it cannot be used."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CorruptCache(f"cannot be read ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("kind") != kind:
+        raise CorruptCache(f"is not a {kind!r} cache file of schema {SCHEMA}")
+    if data.get("key") != dict(key):
+        raise CorruptCache(f"was written for {data.get('key')!r}, not for {dict(key)!r}")
+    try:
+        figure = _figure_from_json(data["figure"])
+        if not figure.value > 0:
+            raise ValueError(f"figure {figure.value!r} is not positive")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptCache(f"does not match the cache schema ({type(exc).__name__}: {exc})") from None
+    return figure
+
+
+def figure_payload(kind: str, key: Mapping[str, object], figure: Figure, seconds: float) -> dict[str, object]:
+    return {**_payload_head(kind, key, seconds), "figure": _figure_to_json(figure)}
+
+
+def _payload_head(kind: str, key: Mapping[str, object], seconds: float) -> dict[str, object]:
+    """What every cache file starts with: its schema, kind and key, when and how long."""
+    return {
+        "schema": SCHEMA,
+        "kind": kind,
+        "key": dict(key),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 4),
+    }
+
+
 def _probes_from_json(data: object) -> dict[str, ProbeReference]:
     if not isinstance(data, dict):
         raise TypeError("'probes' is not an object")
@@ -188,11 +227,7 @@ def ceilings_payload(
     kind: str, key: Mapping[str, object], ceilings: Ceilings, seconds: float
 ) -> dict[str, object]:
     return {
-        "schema": SCHEMA,
-        "kind": kind,
-        "key": dict(key),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "seconds": round(seconds, 4),
+        **_payload_head(kind, key, seconds),
         "bandwidth": _figure_to_json(ceilings.bandwidth),
         "peaks": {peak_key(p, u): _figure_to_json(f) for (p, u), f in ceilings.peaks.items()},
         "details": dict(ceilings.details),

@@ -125,6 +125,8 @@ def measure_call(
                     )
             finally:
                 plan.release()  # the copies, and what they took on a GPU
+                if plan.flush:  # the flush buffer is not needed until the next flushed measurement
+                    _release_memory(backend)
     if waited:
         state.say_once(
             "waited",
@@ -241,6 +243,14 @@ def _latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
     from ..timing.latency_floors import latency_floor_s
 
     return latency_floor_s(backend, flushed=flushed)
+
+
+def _release_memory(backend: Backend) -> None:
+    """The backend's ``release_memory()`` (a GPU's flush buffer and CuPy's free blocks), if it has one."""
+    from ..timing.base import ReleasesMemory
+
+    if isinstance(backend, ReleasesMemory):
+        backend.release_memory()
 
 
 def _blocking(backend: Backend, block: str | None) -> AbstractContextManager[object]:

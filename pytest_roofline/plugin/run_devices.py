@@ -10,6 +10,7 @@ measures on a device (:mod:`.devicelock`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
     from ..machine.detect import Target
     from ..machine.devicelock import DeviceLocks
-    from ..model.core import Device
+    from ..model.core import Device, Figure
     from ..output.records import DeviceRecord
     from ..timing.base import Backend
 
@@ -116,15 +117,20 @@ class Devices:
 
     def with_cache_levels(self, spec: str) -> Device:
         """The device of ``spec`` with the roofs of its cache levels, for a warm measurement: a
-        measured CPU whose cached calibration predates them measures them now (once, then cached)."""
+        measured CPU whose cached calibration predates them measures them now (once, then cached),
+        and so does a GPU of this machine its L2's, whatever its peaks' source."""
         device = self.device(spec)
-        if device.levels or device.kind != "cpu" or not self.measured_cpu:
+        gpu = local_gpu(spec) if device.kind != "cpu" else None
+        if device.levels or (gpu is None and (device.kind != "cpu" or not self.measured_cpu)):
             return device
         with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            from ..machine.calibrate import cpu_device_with_levels
+            from ..machine.calibrate import cpu_device_with_levels, cuda_l2_roof, gpu_l2_levels
 
-            levels = cpu_device_with_levels().levels
+            if gpu is not None:
+                levels = gpu_l2_levels(device, cuda_l2_roof(gpu, measure=self._l2_roof))
+            else:
+                levels = cpu_device_with_levels().levels
         self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
         self._devices[spec] = device = dataclasses.replace(device, levels=levels)
         from ..output.records import DeviceRecord
@@ -180,8 +186,9 @@ class Devices:
             from ..machine.calibrate import calibrate_cuda
             from ..timing.cuda import measure_ceilings
 
-            block = self.settings.cuda_block  # calibration's matmuls are held as the kernels are
-            return calibrate_cuda(index, measure=lambda i: measure_ceilings(i, block=block)).device
+            # calibration's matmuls are held as the kernels are
+            measure = functools.partial(measure_ceilings, block=self.settings.cuda_block)
+            return calibrate_cuda(index, measure=measure, l2=self._l2_roof).device
         if target.kind == "table":
             from ..model.devices import lookup
 
@@ -189,6 +196,12 @@ class Devices:
         from ..timing.cuda import cuda_device
 
         return cuda_device(index)
+
+    def _l2_roof(self, index: int) -> Figure:
+        """GPU ``index``'s L2 roof, measured with the session's blocking setting."""
+        from ..timing.l2 import measure_l2_roof
+
+        return measure_l2_roof(index, block=self.settings.cuda_block)
 
     def backend(self, spec: str, device: Device) -> Backend:
         key = f"{spec}|{device.key}"
@@ -229,6 +242,18 @@ def target_of(spec: str) -> Target:
     from ..machine.detect import auto_spec, parse_target
 
     return parse_target(auto_spec() if spec == "auto" else spec)
+
+
+def local_gpu(spec: str) -> int | None:
+    """The index of the GPU of this machine ``spec`` measures on, None for the CPU or a device only
+    a hook or the table knows."""
+    from ..model.devices import DeviceError
+
+    try:
+        target = target_of(spec)
+    except DeviceError:
+        return None
+    return target.index if target.kind != "cpu" and target.local else None
 
 
 def lock_key(spec: str) -> str:

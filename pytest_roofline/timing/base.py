@@ -9,8 +9,11 @@ Beyond :class:`Backend`, a backend may have capabilities, each a small protocol 
 with ``isinstance`` (never by the backend's class or name): :class:`HostReadings` (it times host
 code and reads the OS during its windows), :class:`WatchesClocks` (its device's clocks during a
 measurement), :class:`TakesStreams` (a caller's ``stream=``), :class:`HoldsLaunches` (a caller's
-``block=``) and :class:`MeasuresLatencyFloor` (what an empty call costs on its timer). A backend
-served by the ``pytest_roofline_backend`` hook gets each one it implements.
+``block=``), :class:`MeasuresLatencyFloor` (what an empty call costs on its timer),
+:class:`ReleasesMemory` (device memory it holds between measurements), and, asked by the engine,
+:class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that replay a
+captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
+implements.
 """
 
 from __future__ import annotations
@@ -138,6 +141,33 @@ class HoldsLaunches(Protocol):
     without this capability ``block=`` changes nothing."""
 
     def blocking(self, setting: bool | str | None) -> AbstractContextManager[object]: ...
+
+
+@runtime_checkable
+class FlushesCache(Protocol):
+    """A backend that flushes its cache outside any window (``cuda.CudaBackend``): the engine flushes
+    with it where it wants a flush alone. Without it the engine asks for a window of an empty call
+    with ``flush=True``, which a graph-mode backend would have to capture (nothing, and refused)."""
+
+    def flush_cache(self) -> None: ...
+
+
+@runtime_checkable
+class ReplaysGraphs(Protocol):
+    """A backend whose windows may replay one captured CUDA graph (``cuda.CudaBackend``, ``graph``
+    True): every window replays the calls captured once, so a window of k rotated calls touches the
+    same k argument sets each time, and the engine captures a whole rotation cycle or flushes."""
+
+    graph: bool
+
+
+@runtime_checkable
+class ReleasesMemory(Protocol):
+    """A backend that holds device memory between measurements (``cuda.CudaBackend``: its flush
+    buffer, CuPy's pool of freed blocks): the plugin asks it to give that back after a measurement
+    that flushed, so that the tests' own kernels (PyTorch's allocator) can use it."""
+
+    def release_memory(self) -> None: ...
 
 
 @runtime_checkable

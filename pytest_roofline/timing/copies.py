@@ -288,8 +288,11 @@ def settle(arrays: Sequence[object]) -> None:
 def release_device_memory(arrays: Sequence[object]) -> None:
     """Hand back to the GPU the memory the copies of ``arrays`` took, once they are dropped: CuPy's
     and PyTorch's pools keep freed blocks, which the other library (and the next test) cannot use."""
-    if any(gpu_of(a) is not None and not is_torch(a) for a in arrays) and (cupy := sys.modules.get("cupy")):
-        cupy.get_default_memory_pool().free_all_blocks()
+    cupy_gpus = sorted({gpu for a in arrays if (gpu := gpu_of(a)) is not None and not is_torch(a)})
+    if cupy_gpus and (cupy := sys.modules.get("cupy")):
+        for gpu in cupy_gpus:  # the default pool frees the current device's blocks only
+            with cupy.cuda.Device(gpu):
+                cupy.get_default_memory_pool().free_all_blocks()
     if any(gpu_of(a) is not None and is_torch(a) for a in arrays) and (torch := sys.modules.get("torch")):
         torch.cuda.empty_cache()
 

@@ -9,7 +9,8 @@ inflate kernels under ~10 µs).
 Written against cupti-python's ``cupti.cupti`` module (docs.nvidia.com/cupti-python, "Python
 Bindings for CUPTI C APIs"; its samples): ``activity_register_callbacks(func_buffer_requested,
 func_buffer_completed)`` where ``func_buffer_requested() -> (buffer_size, max_num_records)`` and
-``func_buffer_completed(activities: list)``, ``activity_enable(ActivityKind.CONCURRENT_KERNEL)``,
+``func_buffer_completed(activities: list)`` (each kernel record with ``start``, ``end``, ``name``,
+``device_id``, ``stream_id``, ``correlation_id``), ``activity_enable(ActivityKind.CONCURRENT_KERNEL)``,
 ``activity_flush_all(1)`` (``CUPTI_ACTIVITY_FLAG_FLUSH_FORCED``), ``activity_disable(kind)``,
 ``cuptiError``. The module is imported only when asked for; nothing here imports CuPy.
 """
@@ -42,6 +43,8 @@ class KernelInterval:
     device_id: int
     stream_id: int
     correlation_id: int
+    #: the kernel's name (``extern "C"`` names as written, C++ ones mangled); "" when not reported
+    name: str = ""
 
 
 def load_cupti() -> Any | None:
@@ -81,6 +84,7 @@ class KernelActivity:
                         int(getattr(record, "device_id", -1)),
                         int(getattr(record, "stream_id", -1)),
                         int(getattr(record, "correlation_id", 0)),
+                        str(getattr(record, "name", "") or ""),
                     )
                 )
 

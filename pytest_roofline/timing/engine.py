@@ -18,6 +18,11 @@
    next set of the arguments, so a batch is k cold calls (k at most the sets: no window calls one
    set twice); its warm-up runs at least one whole cycle of the sets untimed (fresh copies are in
    the cache).
+   A graph-mode backend (:class:`~.base.ReplaysGraphs`) replays the calls it captured in every
+   window, so there k is the whole cycle, one call per set (FlashInfer #4468: a graph that captured
+   fewer sets than the rotation made timed the same few, warm, every replay); a cycle of more than
+   :data:`MAX_GRAPH_COPIES` sets is flushed before every replay instead, and the cache note says
+   which.
 3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
    cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
    the samples the confidence interval still needs and the time budget left. After each round,
@@ -74,7 +79,7 @@ from pytest_roofline.model.measurement import Measurement as Measurement
 from pytest_roofline.model.measurement import ProbeRun as ProbeRun
 from pytest_roofline.model.measurement import StopReason as StopReason
 from pytest_roofline.model.policy import Policy
-from pytest_roofline.timing.base import Backend, Kernel, Probe
+from pytest_roofline.timing.base import Backend, FlushesCache, Kernel, Probe, ReplaysGraphs
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
 from pytest_roofline.timing.calls import (
     KernelCall,
@@ -93,6 +98,7 @@ __all__ = [
     "CYCLE_SHARE",
     "DEFAULT_POLICY",
     "MAX_CALLS_PER_SAMPLE",
+    "MAX_GRAPH_COPIES",
     "MIN_TIME_FROM_S",
     "ColdMethod",
     "Measurement",
@@ -108,6 +114,10 @@ __all__ = [
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
+#: a graph-mode measurement captures a whole rotation cycle, one call per copy, into the graph each
+#: window replays; a cycle of more copies is flushed instead (capturing and instantiating a graph of
+#: that many nodes costs more than the flushes)
+MAX_GRAPH_COPIES = 1024
 #: rotation's untimed cycle runs in full when it costs at most this share of the time budget; past
 #: it, a flush evicts the fresh copies instead (it costs a pass over twice the cache)
 CYCLE_SHARE = 0.1
@@ -190,6 +200,13 @@ def measure(
             f"cache must be a CachePlan (timing.cache.FLUSHED, timing.cache.WARM or plan_cache()'s);"
             f" got {cache!r} ({type(cache).__name__})"
         )
+    if cache.rotation is not None and cache.rotation.copies > MAX_GRAPH_COPIES and _replays_graphs(backend):
+        # flushed instead: a graph of that many calls costs more to capture than the flushes
+        cache = CachePlan(
+            "flush",
+            f"graph mode: {cache.rotation.copies} copies are too many to capture into one graph (at most"
+            f" {MAX_GRAPH_COPIES}), so a flush before every replay instead of rotation",
+        )
     rotation = cache.rotation
     if rotation is None:
         call = KernelCall(fn, args, kwargs or {}, setup)
@@ -220,8 +237,11 @@ def _measure(
     warm = _warm_up(backend, call, policy, cycle=rotation.copies if rotation else 0)
     warmup_s = backend.clock() - start
     batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
+    replayed = rotation is not None and _replays_graphs(backend)
     if rotation is not None:  # each call of a window on a copy of its own
-        batched = min(batched, rotation.copies)
+        # a graph replays the calls it captured: fewer than the whole cycle would touch the same few
+        # copies in every window, warm after the first (FlashInfer #4468), so it captures them all
+        batched = rotation.copies if replayed else min(batched, rotation.copies)
     # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
     # without them
     k = 1 if setup or flush else batched
@@ -251,7 +271,12 @@ def _measure(
         stop_reason=reason,
         policy=policy,
         cache_note=_cache_note(
-            cache, k, setup=setup, unbatched=batched, cycle_flushed=warm.flushed_for_cycle
+            cache,
+            k,
+            setup=setup,
+            unbatched=batched,
+            cycle_flushed=warm.flushed_for_cycle,
+            replayed=replayed,
         ),
         cache_reason=cache.note,
         probe=sampler.probe_run(),
@@ -270,11 +295,19 @@ def _measure(
 
 
 def _cache_note(
-    cache: CachePlan, k: int, *, setup: bool = False, unbatched: int = 1, cycle_flushed: bool = False
+    cache: CachePlan,
+    k: int,
+    *,
+    setup: bool = False,
+    unbatched: int = 1,
+    cycle_flushed: bool = False,
+    replayed: bool = False,
 ) -> str:
     """How the cache was kept, in words: ``cold by rotation over 8 argument sets ...``, ``warm: ...``."""
     if cache.rotation is not None:
         batch = f"; {k} calls per sample" if k > 1 else ""
+        if replayed:
+            batch = f"; each graph replay calls every copy once ({k} calls per sample)"
         first = "; a flush instead of the untimed first cycle (too long)" if cycle_flushed else ""
         reset = (
             "; setup= resets your arrays after each call on them, a kept copy each other set after its"
@@ -356,7 +389,7 @@ def _warm_up(backend: Backend, call: KernelCall, policy: Policy, *, cycle: int =
             and calls < cycle
             and (cycle - calls) * max(per_call_s, cost_s) > CYCLE_SHARE * policy.max_time_s
         ):
-            run_windows(backend, _nothing, (), calls=1, samples=1, flush=True)
+            _flush_alone(backend)
             cycle = 0
             policy = dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
             if elapsed >= policy.warmup_s:
@@ -368,6 +401,20 @@ def _warm_up(backend: Backend, call: KernelCall, policy: Policy, *, cycle: int =
                 # never run much past the warm-up time: a 2 s kernel warms up in 2 calls
                 size = min(size, ceil_count((policy.warmup_s - elapsed) / per_call_cost))
             size = max(size, policy.warmup_calls - calls, 1)
+
+
+def _replays_graphs(backend: Backend) -> bool:
+    return isinstance(backend, ReplaysGraphs) and backend.graph is True
+
+
+def _flush_alone(backend: Backend) -> None:
+    """A flush outside any timed call: the backend's own where it has one (a graph-mode backend would
+    have to capture a window of nothing, which holds no GPU work and is refused), else a window of an
+    empty call with its flush."""
+    if isinstance(backend, FlushesCache):
+        backend.flush_cache()
+    else:
+        run_windows(backend, _nothing, (), calls=1, samples=1, flush=True)
 
 
 def _nothing() -> None:

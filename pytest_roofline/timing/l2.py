@@ -38,8 +38,11 @@ def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figur
     cupy = require_device(index)
     backend = CudaBackend(index, block=block)
     props = backend.properties
-    with using_device(index):
-        return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
+    try:
+        with using_device(index):
+            return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
+    finally:  # its buffer goes back to the driver with the pool's other free blocks
+        backend.release_memory()
 
 
 #: each point of the capacity sweep is timed this briefly: a dozen of them make one calibration
@@ -72,6 +75,7 @@ def measure_l2_bandwidth(
     """The L2's read bandwidth of the GPU ``backend`` times, in bytes/s, as a measured figure: over a
     buffer of ``fill`` x ``l2_bytes``."""
     from pytest_roofline.timing.cache import WARM
+    from pytest_roofline.timing.cuda.loading import compiling
     from pytest_roofline.timing.engine import measure
 
     n4 = max(int(l2_bytes * fill) // 16, 1)
@@ -84,7 +88,8 @@ def measure_l2_bandwidth(
     def read() -> None:
         kernel(grid, block, args)
 
-    m = measure(read, policy=policy or Policy(), backend=backend, cache=WARM)
+    with compiling():  # the read's first launch compiles it
+        m = measure(read, policy=policy or Policy(), backend=backend, cache=WARM)
     nbytes = n4 * 16 * L2_PASSES
     return Figure(
         nbytes / m.time_s,

@@ -20,6 +20,9 @@ from ...errors import InvalidValueError
 
 #: every fake kernel call lasts this long: over the 100 µs under which warm ratios are not judged
 FAKE_KERNEL_MS = 0.2
+#: the fake GPU's L2 (the fake driver's 50 MiB) and DRAM read rates, bytes/s: the L2 capacity sweep
+#: finds its knee, and the L2 roof has a level to be judged against, as on a real GPU
+FAKE_L2_BYTES, FAKE_L2_RATE, FAKE_DRAM_RATE = 50 * 2**20, 8e12, 3e12
 #: where the fakes live, in a source checkout
 TESTS = Path(__file__).resolve().parents[3] / "tests"
 
@@ -41,7 +44,17 @@ def faked(index: int) -> Iterator[tuple[dict[str, Any], Path]]:
         fake_cupy = importlib.import_module("fake_cupy")
         fake_cupti = importlib.import_module("fake_cupti")
         fake_timers = importlib.import_module("fake_timers")
-        world = fake_cupy.FakeCupy(device_count=index + 1, kernel_ms=FAKE_KERNEL_MS).install(patch)
+        world = fake_cupy.FakeCupy(
+            device_count=index + 1, kernel_ms=FAKE_KERNEL_MS, l2_read_ms=_l2_read_ms
+        ).install(patch)
         fake_cupti.FakeCupti(world).install(patch)  # the default timer is then CUPTI's
         torch = fake_timers.fake_torch(world)
         yield {"torch": torch, "do_bench": fake_timers.fake_do_bench(world, torch)}, Path(scratch)
+
+
+def _l2_read_ms(nbytes: int) -> float:
+    """One launch of the L2 roof's kernel over ``nbytes`` on the fake GPU, in milliseconds."""
+    from ...timing.l2 import L2_PASSES
+
+    rate = FAKE_L2_RATE if nbytes <= FAKE_L2_BYTES else FAKE_DRAM_RATE
+    return nbytes * L2_PASSES / rate * 1e3

@@ -3,8 +3,9 @@
 A package of one concern per module: :mod:`.loading` (CuPy, imported on first CUDA use, and the
 device checks), :mod:`.device` (what the driver reports), :mod:`.backend` (:class:`CudaBackend`),
 :mod:`.streams`, :mod:`.blocking`, :mod:`.graphs` and :mod:`.flush` (what the backend does around a
-window), :mod:`.kernels` (the CUDA C it launches), :mod:`.ceilings` (measured bandwidth and matmul
-FLOP/s) and :mod:`.launch_latency` (the latency floor). Every name importable from
+window), :mod:`.kernels` (the CUDA C it launches), :mod:`.memory` (CuPy's pool given back),
+:mod:`.ceilings` (measured bandwidth and matmul FLOP/s) and :mod:`.launch_latency` (the latency
+floor). Every name importable from
 ``pytest_roofline.timing.cuda`` before the split still is. No module here imports :mod:`cupy` at
 import time: importing the package, or calling :func:`device_count` without CuPy, costs nothing
 and raises nothing.
@@ -36,7 +37,8 @@ Every CuPy call in this package is written against CuPy's documented API (docs.c
   came with cupy/cupy#4567, CuPy v10; not supported on HIP; cuBLAS and most CUDA libraries are
   refused during capture, cupy/cupy#6290, so graph mode suits CuPy elementwise/raw kernels).
 - Ceilings: ``cupy.empty``, ``cupy.copyto`` (a cudaMemcpyAsync for equal, contiguous arrays),
-  ``cupy.random.random(size, dtype)``, ``ndarray.astype(dtype)`` and ``cupy.matmul(a, b, out=c)``.
+  ``cupy.random.random(size, dtype)``, ``ndarray.astype(dtype)`` and ``cupy.matmul(a, b, out=c)``;
+  ``cupy.get_default_memory_pool().free_all_blocks()`` after them (``cupy/cuda/memory.pyx``).
 - Blocking rules: ``Event.done`` (``cudaEventQuery``, ``cupy/cuda/stream.pyx``) after the delay
   kernel proves a kernel asynchronous; ``Stream.synchronize()``; ``Graph.debug_dot_str()``
   (``cupy/cuda/graph.pyx``, ``cudaGraphDebugDotPrint``) counts a captured graph's nodes.

@@ -22,20 +22,22 @@ from pytest_roofline.timing.base import Kernel, check_positive, check_window_cou
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.cuda.blocking import (
     BLOCK_TIMEOUT_S,
-    MAX_HELD_CALLS,
     Blocker,
     HoldTimedOut,
     KernelProbes,
     blocking_environment,
     check_block,
     default_block,
+    hold_refusal,
     kernel_key,
     timeout_message,
 )
 from pytest_roofline.timing.cuda.device import device_properties
 from pytest_roofline.timing.cuda.flush import L2Flush
-from pytest_roofline.timing.cuda.graphs import capture_calls, check_captured, check_graph_support, graph_nodes
-from pytest_roofline.timing.cuda.loading import require_device, using_device
+from pytest_roofline.timing.cuda.graphs import capture_graph, check_graph_support
+from pytest_roofline.timing.cuda.kernels import HOUSEKEEPING_KERNELS
+from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
+from pytest_roofline.timing.cuda.memory import free_cached_blocks
 from pytest_roofline.timing.cuda.streams import TimingStreams
 
 from ...errors import InvalidValueError, MeasurementError, UnavailableError
@@ -75,17 +77,20 @@ class CudaBackend:
     ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None: the
     session's ``--roofline-cuda-block``, :func:`set_default_block`): before a sampling window's
     start event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host
-    memory, and the host releases it once the window's first :data:`MAX_HELD_CALLS` calls are
-    queued (nvbench's ``blocking_kernel``), so the window times the GPU's work, not the host's
-    launch rate. The flush stays before the hold, outside the window. A first call is never held
+    memory, and the host releases it once the window's first calls are queued (nvbench's
+    ``blocking_kernel``), so the window times the GPU's work, not the host's launch rate: as many
+    calls as an unheld probe showed the launch queue takes of this kernel (at most
+    :data:`MAX_HELD_CALLS`; :data:`UNPROVEN_HELD_CALLS` before a probe has). The flush stays before
+    the hold, outside the window. A first call is never held
     (it may load a module or grow the memory pool, both of which synchronize), nor is a window of
     one sample (the engine's warm-up rounds, and every call with ``setup``). The blocker itself is
     launched once, unheld, when the backend is built. ``auto`` holds nothing under
     ``CUDA_LAUNCH_BLOCKING=1`` or a profiler or sanitizer (:data:`PROFILER_ENVIRONMENT`), and holds
     a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
     every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
-    A hold lasting ``block_timeout_s`` gives up: ``auto`` then times that kernel unheld, ``on``
-    raises.
+    A hold the host has not released after :data:`HOLD_WATCHDOG_S` is released by a watchdog
+    thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that window
+    ends: ``auto`` then times that kernel unheld, ``on`` raises.
     """
 
     name = "cuda"
@@ -124,7 +129,8 @@ class CudaBackend:
         if graph:
             check_graph_support(self._cupy, props)
         self._streams = TimingStreams(self._cupy, device, graph=graph, given=stream)
-        self._flush: L2Flush | None = None
+        # the buffer is allocated on the first flush: a warm backend never holds it
+        self._flush = L2Flush(self._cupy, self.flush_bytes, props.multiprocessors, rocm=props.kind == "rocm")
         self._blocker: Blocker | None = None
         self._probes = KernelProbes()
         #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
@@ -145,15 +151,8 @@ class CudaBackend:
     @property
     def block_note(self) -> str:
         """Why no window is held ("" when they may be)."""
-        if self.properties.kind == "rocm":
-            return "ROCm: the blocking kernel needs %globaltimer"
-        if getattr(self, "_activity", None) is not None:
-            return "CUPTI times each kernel on the GPU: there are no launch gaps to hide"
-        if self.block_mode == "off":
-            return "block off"
-        if self.block_mode == "auto":
-            return blocking_environment() or ""
-        return ""
+        cupti = getattr(self, "_activity", None) is not None
+        return hold_refusal(self.block_mode, rocm=self.properties.kind == "rocm", cupti=cupti)
 
     @contextmanager
     def blocking(self, setting: bool | str | None) -> Iterator[CudaBackend]:
@@ -208,6 +207,21 @@ class CudaBackend:
                     self._probes.found_synchronizing(key)
                     return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
 
+    def flush_cache(self) -> None:
+        """One flush of the L2 on the timing stream, outside any window (:class:`~..base.FlushesCache`):
+        in graph mode too, where a window of nothing would have to be captured."""
+        with using_device(self.device):
+            stream, _ = self._streams.current()
+            self._flush.begin()
+            self._flush(stream)
+
+    def release_memory(self) -> None:
+        """Give back the device memory held between measurements (:class:`~..base.ReleasesMemory`):
+        the flush buffer (allocated again by the next flush) and the free blocks of CuPy's pool on
+        this device, which PyTorch's allocator cannot otherwise use."""
+        self._flush.release()
+        free_cached_blocks(self._cupy, self.device)
+
     def synchronizes(self, fn: Kernel, args: Sequence[object] = ()) -> bool | None:
         """What the probes found of ``fn(*args)``: True (it waited for the GPU every time it was
         probed), False (it did not), None (not known yet)."""
@@ -216,9 +230,11 @@ class CudaBackend:
     def holder(self) -> Blocker:
         """The blocking and delay kernels of this backend, built and launched once on first use."""
         if self._blocker is None:
-            with using_device(self.device):
-                self._blocker = Blocker(self._cupy, self.block_timeout_s)
-                self._blocker.warm(self._cupy.cuda.get_current_stream())
+            # the plugin's first kernels: CuPy compiles them with NVRTC, into CUPY_CACHE_DIR
+            with using_device(self.device), compiling():
+                blocker = Blocker(self._cupy, self.block_timeout_s)
+                blocker.warm(self._cupy.cuda.get_current_stream())
+            self._blocker = blocker
         return self._blocker
 
     def _windows(
@@ -238,17 +254,21 @@ class CudaBackend:
         __tracebackhide__ = True
         cuda = self._cupy.cuda
         probe = None
-        if blocker is None and self._probes.wanted(key, block=self.block, mode=self.block_mode):
-            probe = functools.partial(self._probe_first_window, stream, key)
+        if blocker is None and self._probes.wanted(key, calls, block=self.block, mode=self.block_mode):
+            probe = functools.partial(self._probe_first_window, stream, key, calls)
         if blocker is not None:
             blocker.arm()
+        if flush:  # persisting L2 lines back to normal before sampling (timing/cuda/persisting.py)
+            self._flush.begin()
         activity = self._activity
         if activity is not None:
             activity.start()
         try:
+            # a graph replay is one launch; eager, the hold takes what a probe showed the queue takes
+            held = calls if graph is not None else self._probes.held_calls(key, calls)
             pairs = _queue_windows(
                 cuda, fn, args, calls, samples, stream, graph, blocker,
-                flush=self._flush_l2 if flush else None, probe=probe,
+                held=held, flush=self._flush if flush else None, probe=probe,
             )  # fmt: skip
             # one host sync for every window: they were queued in order on this one stream
             pairs[-1][1].synchronize()
@@ -267,22 +287,15 @@ class CudaBackend:
             self.timer_note = note
         return windows
 
-    def _probe_first_window(self, stream: Any, key: tuple[int, ...]) -> Callable[[], None]:
+    def _probe_first_window(self, stream: Any, key: tuple[int, ...], calls: int) -> Callable[[], None]:
         """Queue the probe's delay kernel before the first window; what to call once it is queued."""
-        marker = self._probes.start(self.holder(), stream, key)
+        marker = self._probes.start(self.holder(), stream, key, calls)
         return functools.partial(self._probes.end, key, marker)
 
-    def _flush_l2(self, stream: Any) -> None:
-        if self._flush is None:  # allocated on the first flush: a warm backend never holds the buffer
-            self._flush = L2Flush(self._cupy, self.flush_bytes, self.properties.multiprocessors)
-        self._flush(stream)
-
     def _capture(self, fn: Kernel, args: Sequence[object], calls: int, stream: Any) -> Any:
-        graph, eager = capture_calls(fn, args, calls, stream, self._activity)
-        self.last_graph_kernels, self.last_graph_nodes = graph_nodes(graph)
-        check_captured(fn, calls, eager=eager, kernels=self.last_graph_kernels, nodes=self.last_graph_nodes)
-        # the first launch pays for uploading the graph: keep it out of every timed window
-        graph.launch(stream)
+        graph, self.last_graph_kernels, self.last_graph_nodes = capture_graph(
+            self._cupy, fn, args, calls, stream, self._activity
+        )
         return graph
 
 
@@ -296,15 +309,18 @@ def _queue_windows(
     graph: Any,
     blocker: Blocker | None,
     *,
+    held: int,
     flush: Callable[[Any], None] | None,
     probe: Callable[[], Callable[[], None]] | None,
 ) -> list[tuple[Any, Any]]:
     """Queue the windows (flush, probe or hold, start event, calls, end event); their event pairs.
 
-    ``probe``: queues the probe before the first window's calls, and gives what ends it after them.
+    ``held``: the calls of a window queued behind its hold, the rest after the release. ``probe``:
+    queues the probe before the first window's calls, and gives what ends it after them. A hold
+    released late (the host waited for the GPU inside it) is :class:`HoldTimedOut` at once: the next
+    windows would wait as long again.
     """
     __tracebackhide__ = True
-    held = min(calls, MAX_HELD_CALLS) if graph is None else calls
     pairs = []
     for index in range(samples):
         if flush is not None:
@@ -328,6 +344,8 @@ def _queue_windows(
         finally:
             if blocker is not None:
                 blocker.release()
+        if blocker is not None and blocker.timed_out():
+            raise HoldTimedOut
         if end_probe is not None:
             end_probe()
         pairs.append((start, end))
@@ -339,9 +357,11 @@ def _kernel_windows(
 ) -> tuple[list[float], str | None]:
     """Each window's busy time from CUPTI's kernel records, split in order (the windows ran back
     to back on one stream, each the same calls); the events' times where they do not split, and
-    the timer's note that says so."""
+    the timer's note that says so. The backend's own kernels (the L2 flush before each cold window,
+    outside its events) are no part of any window: CUPTI records every kernel of the context."""
     from pytest_roofline.timing.cupti import busy_s
 
+    records = [r for r in records if r.name not in HOUSEKEEPING_KERNELS]
     if not records or len(records) % samples:
         seen = f"CUPTI saw {len(records)} kernel(s) for {samples} window(s)"
         return events, f"{seen}: those windows were timed by events"

@@ -3,18 +3,28 @@ of when a window may be held.
 
 A one-thread kernel (:class:`Blocker`, nvbench's ``blocking_kernel``) holds the stream before a
 sampling window's start event, spinning on a flag in mapped pinned host memory, until the host
-has queued the window's first :data:`MAX_HELD_CALLS` calls: the window then times the GPU's
-work, not the host's launch rate. ``block=`` (:data:`BLOCK_SETTINGS`) says when: ``auto`` holds
-a kernel only once an unheld window proved it asynchronous (:class:`KernelProbes`), and nothing
-under ``CUDA_LAUNCH_BLOCKING=1`` or a profiler (:func:`blocking_environment`).
+has queued the window's first calls: the window then times the GPU's work, not the host's launch
+rate. ``block=`` (:data:`BLOCK_SETTINGS`) says when: ``auto`` holds a kernel only once an unheld
+window proved it asynchronous (:class:`KernelProbes`), and nothing under ``CUDA_LAUNCH_BLOCKING=1``
+or a profiler (:func:`blocking_environment`).
+
+How many calls a hold may take is bounded by launches, not calls: an unheld window behind the
+delay kernel shows how many calls of a kernel the launch queue takes while the GPU is busy (its
+calls returned before the delay ended), and a hold takes no more than the most such a probe showed
+(:data:`UNPROVEN_HELD_CALLS` before one has, :data:`MAX_HELD_CALLS` at most). A hold the host does
+not release within :data:`HOLD_WATCHDOG_S` is released by a watchdog thread (:class:`HoldWatchdog`),
+and every window's hold is checked as it is released, so a kernel that waits for the GPU while held
+costs one short wait, not the GPU's timeout once per window.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,15 +33,23 @@ from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 
 from ...errors import InvalidValueError, RooflineError
 
-#: the blocking kernel gives up holding a stream after this long (a kernel that synchronizes
-#: while its window is queued would otherwise wait for it forever)
+#: the blocking kernel gives up holding a stream after this long, on the GPU: the last resort, for a
+#: host that cannot run the watchdog (a thread that waits for the GPU holding the GIL)
 BLOCK_TIMEOUT_S = 10.0
-#: calls queued behind one hold: the rest of a longer window is queued after the release, while the
-#: GPU works through these. The driver's launch queue is finite (about a thousand entries), and a
-#: host blocked in a launch behind a held stream waits out the timeout; nvbench holds 2 launches of
-#: a hot batch (``measure_hot.cuh``: "Limit the number of kernel executions while blocked to
-#: prevent deadlocks"). 32 calls of up to 30 launches each fit.
+#: a hold the host has not released this long after it began is released by a watchdog thread, and
+#: the window is taken as not held: a kernel that synchronizes while held waits this long once, not
+#: the GPU's timeout once per window (nvbench reads its timeout flag at every unblock,
+#: ``blocking_kernel.cuh``; its own timeout is 30 s, state.cuh)
+HOLD_WATCHDOG_S = 0.1
+#: calls queued behind one hold at most: the rest of a longer window is queued after the release,
+#: while the GPU works through these
 MAX_HELD_CALLS = 32
+#: calls held for a kernel no probe has yet shown the launch queue takes more of. The driver's
+#: queue is finite (about a thousand launches), a call may launch a hundred kernels (a PyTorch
+#: block), and a host blocked in a launch behind a held stream waits for the watchdog; nvbench holds
+#: 2 launches of a hot batch (``measure_hot.cuh``: "Limit the number of kernel executions while
+#: blocked to prevent deadlocks"; ``blocking_kernel.cuh``: "~32 kernel launches max")
+UNPROVEN_HELD_CALLS = 2
 #: what ``block=`` (``--roofline-cuda-block``) takes: ``auto`` holds what is safe to hold, ``on``
 #: holds every sampling window after a kernel's first call, ``off`` holds nothing
 BLOCK_SETTINGS = ("auto", "on", "off")
@@ -60,10 +78,62 @@ PROBE_MAX_DELAY_S = 0.1
 _MAX_KERNELS = 4096
 
 
+class HoldWatchdog:
+    """One thread that releases every hold the host has not released in time (a host that waits for
+    the GPU inside a held window cannot release it; only another thread can). Idle, it keeps no
+    reference to any hold."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._watches: dict[int, tuple[float, Callable[[], None]]] = {}
+        self._fired: set[int] = set()
+        self._tokens = itertools.count(1)
+        self._thread: threading.Thread | None = None
+
+    def arm(self, release: Callable[[], None], after_s: float) -> int:
+        """Call ``release()`` from the watchdog's thread ``after_s`` from now, unless :meth:`disarm`
+        comes first; a token for :meth:`disarm`."""
+        with self._cond:
+            token = next(self._tokens)
+            self._watches[token] = (time.monotonic() + after_s, release)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="roofline-hold-watchdog", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+            return token
+
+    def disarm(self, token: int) -> bool:
+        """Stop watching; whether the watchdog released the hold first."""
+        with self._cond:
+            self._watches.pop(token, None)
+            fired = token in self._fired
+            self._fired.discard(token)
+            return fired
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                if not self._watches:
+                    self._cond.wait()
+                    continue
+                token, (deadline, release) = min(self._watches.items(), key=lambda item: item[1][0])
+                wait_s = deadline - time.monotonic()
+                if wait_s > 0:
+                    self._cond.wait(wait_s)
+                    continue
+                del self._watches[token]
+                self._fired.add(token)
+                release()
+
+
+#: the process's hold watchdog
+WATCHDOG = HoldWatchdog()
+
+
 class Blocker:
     """The blocking and delay kernels, and two counters in mapped pinned host memory."""
 
-    def __init__(self, cupy: Any, timeout_s: float) -> None:
+    def __init__(self, cupy: Any, timeout_s: float, watchdog_s: float = HOLD_WATCHDOG_S) -> None:
         import numpy
 
         self._numpy = numpy
@@ -76,7 +146,11 @@ class Blocker:
         self._kernel = cupy.RawKernel(BLOCK_SOURCE, "roofline_block")
         self._delay = cupy.RawKernel(BLOCK_SOURCE, "roofline_delay")
         self._timeout_s = timeout_s
+        self._watchdog_s = watchdog_s
         self._ticket = 0
+        self._watch: int | None = None
+        #: whether the watchdog released a hold of this run
+        self._released_late = False
 
     def warm(self, stream: Any) -> None:
         """Launch both kernels once, released before they start (ticket 0, no delay): their modules
@@ -89,22 +163,39 @@ class Blocker:
     def arm(self) -> None:
         """Before a run's windows: forget an earlier run's timeout."""
         self._timed_out.value = 0
+        self._released_late = False
 
     def hold(self, stream: Any) -> None:
+        """Queue the blocking kernel for the next ticket; the watchdog releases it if :meth:`release`
+        does not come within its time."""
         np = self._numpy
         self._ticket += 1
         args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
         self._kernel((1,), (1,), args, stream=stream)
+        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), self._watchdog_s)
+
+    def _release_ticket(self, ticket: int) -> Callable[[], None]:
+        released, memory = self._released, self._memory  # the pinned memory lives while it is watched
+
+        def release() -> None:
+            if memory is not None and released.value < ticket:
+                released.value = ticket
+
+        return release
 
     def delay(self, stream: Any, seconds: float) -> None:
         self._delay((1,), (1,), (self._numpy.uint64(int(seconds * 1e9)),), stream=stream)
 
     def release(self) -> None:
+        if self._watch is not None:  # disarmed first: a watchdog that fires later releases nothing
+            self._released_late |= WATCHDOG.disarm(self._watch)
+            self._watch = None
         self._released.value = self._ticket
 
     def timed_out(self) -> bool:
-        """After the run's host sync: whether a hold gave up (the windows' times are not the kernel's)."""
-        return bool(self._timed_out.value)
+        """Whether a hold of this run was released by the watchdog or gave up on the GPU (the windows'
+        times are not the kernel's): read after each window's release, and after the run's host sync."""
+        return self._released_late or bool(self._timed_out.value)
 
 
 class HoldTimedOut(RooflineError):
@@ -113,11 +204,13 @@ class HoldTimedOut(RooflineError):
 
 @dataclass(frozen=True, slots=True)
 class AsyncProbe:
-    """A probe in flight: the event after its delay kernel, when the calls began, and the delay."""
+    """A probe in flight: the event after its delay kernel, when the calls began, the delay, and the
+    calls queued behind it."""
 
     marker: Any  # an event recorded right after the delay kernel
     t0: float
     delay_s: float
+    calls: int = 1
 
 
 #: a kernel's state in KernelProbes besides 0..PROBE_TRIES - 1 (probes that could not tell)
@@ -151,6 +244,21 @@ def default_block() -> str:
     return _default_block
 
 
+def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:
+    """Why a backend holds no window under ``block=mode`` ("" when it may): ROCm has no
+    ``%globaltimer``, CUPTI times each kernel without launch gaps, ``off``, or under ``auto`` the
+    environment (:func:`blocking_environment`)."""
+    if rocm:
+        return "ROCm: the blocking kernel needs %globaltimer"
+    if cupti:
+        return "CUPTI times each kernel on the GPU: there are no launch gaps to hide"
+    if mode == "off":
+        return "block off"
+    if mode == "auto":
+        return blocking_environment() or ""
+    return ""
+
+
 def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None:
     """Why the blocker must stay off in this process's environment, or None: under
     ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own
@@ -169,13 +277,22 @@ class KernelProbes:
     """What the probes found of each kernel a backend timed, and the delays of the next probes.
 
     A kernel is known by :func:`kernel_key`; its state is the probes so far (0 ..
-    :data:`PROBE_TRIES` - 1) that could not tell, or proved asynchronous, or synchronizing.
+    :data:`PROBE_TRIES` - 1) that could not tell, or proved asynchronous, or synchronizing. Once
+    asynchronous, a larger unheld window is probed again, up to :data:`MAX_HELD_CALLS` calls: how
+    many calls the launch queue took behind the delay kernel is what a hold may take
+    (:meth:`held_calls`), and a probe the queue (or the host) could not keep ahead of ends the
+    growing.
     """
 
     def __init__(self) -> None:
         self._kernels: dict[tuple[int, ...], int] = {}
         #: the next probe's delay, by kernel, after probes that could not tell
         self._probe_delays: dict[tuple[int, ...], float] = {}
+        #: the most calls a probe queued behind the delay kernel, and the host's time per call then
+        self._queued: dict[tuple[int, ...], int] = {}
+        self._host_per_call: dict[tuple[int, ...], float] = {}
+        #: kernels whose larger probe failed: no more growing
+        self._capped: set[tuple[int, ...]] = set()
 
     def may_hold(self, key: tuple[int, ...], samples: int, *, block: bool, mode: str) -> bool:
         """Only sampling windows (a run of several samples: the engine's warm-up rounds are runs of
@@ -188,33 +305,60 @@ class KernelProbes:
             return state is not None
         return state == _ASYNC
 
-    def wanted(self, key: tuple[int, ...], *, block: bool, mode: str) -> bool:
-        """Whether this unheld run should prove the kernel asynchronous (and remember it was seen)."""
+    def held_calls(self, key: tuple[int, ...], calls: int) -> int:
+        """Calls of a window of ``calls`` the hold takes: as many as a probe showed the launch queue
+        takes (launches, not calls, fill it), :data:`UNPROVEN_HELD_CALLS` before any probe did."""
+        return min(calls, MAX_HELD_CALLS, self._queued.get(key, UNPROVEN_HELD_CALLS))
+
+    def wanted(self, key: tuple[int, ...], calls: int = 1, *, block: bool, mode: str) -> bool:
+        """Whether this unheld run of ``calls`` calls a window should probe the kernel (and remember
+        it was seen): until it is proved asynchronous, then while its windows outgrow the largest
+        probe (for :meth:`held_calls`)."""
         state = self._kernels.get(key)
         if state is None:
             if len(self._kernels) >= _MAX_KERNELS:  # forget the oldest
                 oldest = next(iter(self._kernels))
                 del self._kernels[oldest]
                 self._probe_delays.pop(oldest, None)
+                self._host_per_call.pop(oldest, None)
+                self._queued.pop(oldest, None)
+                self._capped.discard(oldest)
             self._kernels[key] = state = 0
-        return block and mode == "auto" and 0 <= state < PROBE_TRIES
+        if not block or mode == "off":
+            return False
+        if state == _ASYNC:
+            queued = self._queued.get(key, 0)
+            return key not in self._capped and queued < min(calls, MAX_HELD_CALLS)
+        return 0 <= state < PROBE_TRIES
 
-    def start(self, blocker: Blocker, stream: Any, key: tuple[int, ...]) -> AsyncProbe:
-        """The delay kernel, then an event: queued before the window's calls."""
+    def start(self, blocker: Blocker, stream: Any, key: tuple[int, ...], calls: int = 1) -> AsyncProbe:
+        """The delay kernel, then an event: queued before the window's calls. A larger probe of a
+        kernel proved asynchronous spins well past what its calls took the host last time."""
         delay_s = self._probe_delays.get(key, PROBE_DELAY_S)
+        per_call = self._host_per_call.get(key)
+        if per_call is not None:
+            delay_s = min(max(delay_s, 4 * per_call * calls), PROBE_MAX_DELAY_S)
         blocker.delay(stream, delay_s)
-        return AsyncProbe(stream.record(), time.perf_counter(), delay_s)
+        return AsyncProbe(stream.record(), time.perf_counter(), delay_s, calls)
 
     def end(self, key: tuple[int, ...], probe: AsyncProbe) -> None:
-        """Still spinning when the calls returned: they did not wait for the GPU. Done: they waited,
-        or the host took longer than the delay (a first call that compiles, a slow Python wrapper):
-        the next probe spins longer than these calls took, up to :data:`PROBE_MAX_DELAY_S`. A kernel
-        that synchronizes waits out every delay, and after :data:`PROBE_TRIES` is never held."""
+        """Still spinning when the calls returned: they did not wait for the GPU, and the launch queue
+        took them all. Done: they waited (for the GPU, or for room in the launch queue), or the host
+        took longer than the delay (a first call that compiles, a slow Python wrapper). Before the
+        kernel is proved asynchronous, the next probe spins longer than these calls took, up to
+        :data:`PROBE_MAX_DELAY_S`, and after :data:`PROBE_TRIES` a kernel that waited out every
+        delay is never held; after, a larger probe that waited ends the growing."""
+        host_s = time.perf_counter() - probe.t0
         if not probe.marker.done:
             self._kernels[key] = _ASYNC
             self._probe_delays.pop(key, None)
+            if probe.calls > self._queued.get(key, 0):
+                self._queued[key] = probe.calls
+                self._host_per_call[key] = host_s / probe.calls
             return
-        host_s = time.perf_counter() - probe.t0
+        if self._kernels.get(key) == _ASYNC:
+            self._capped.add(key)
+            return
         self._probe_delays[key] = min(max(2 * probe.delay_s, 4 * host_s), PROBE_MAX_DELAY_S)
         tries = self._kernels.get(key, 0) + 1
         self._kernels[key] = tries if tries < PROBE_TRIES else _SYNCS
@@ -241,9 +385,11 @@ def kernel_key(fn: Kernel, args: Sequence[object]) -> tuple[int, ...]:
 
 def timeout_message(timeout_s: float) -> str:
     return (
-        f"the blocking kernel held the timing stream for {timeout_s:g} s and gave up: while a window"
-        " was queued the host waited for the GPU (a kernel that synchronizes, e.g. .get(), .item() or"
-        " a device-wide sync), so this run's times are not the kernel's; time it unheld with"
+        f"the blocking kernel's hold of the timing stream was not released by the host (after"
+        f" {HOLD_WATCHDOG_S:g} s a watchdog released it; the GPU gives up after {timeout_s:g} s): while a"
+        " window was queued the host waited for the GPU (a kernel that synchronizes, e.g. .get(),"
+        " .item() or a device-wide sync, or more launches than the launch queue takes), so this run's"
+        " times are not the kernel's; time it unheld with"
         ' --roofline-cuda-block=off, or block="off" in its marker or roofline(...) call'
         ' (CudaBackend(block="off")), or let --roofline-cuda-block=auto find out'
     )

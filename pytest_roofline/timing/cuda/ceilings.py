@@ -10,7 +10,7 @@ from typing import Any
 from pytest_roofline.model.core import Figure, Precision, Source, Unit
 from pytest_roofline.timing.base import Kernel, Policy
 from pytest_roofline.timing.cuda.backend import CudaBackend
-from pytest_roofline.timing.cuda.loading import require_device, using_device
+from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
 
 #: the copy for the bandwidth ceiling moves max(4 × L2, this) bytes each way
 MIN_COPY_BYTES = 512 * 2**20
@@ -40,15 +40,24 @@ def measure_ceilings(
     Measured warm (no flush): these buffers dwarf the cache. ``block``: the
     blocking kernel's setting (:class:`CudaBackend`); every first call runs unheld either way.
     """
+    cupy = require_device(index)
+    # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here
+    backend = CudaBackend(index, block=block)
+    try:
+        return _measure_ceilings(cupy, backend, index, policy or Policy())
+    finally:  # a few GiB of copies and operands: given back before the tests want the memory
+        backend.release_memory()
+
+
+def _measure_ceilings(
+    cupy: Any, backend: CudaBackend, index: int, policy: Policy
+) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
     from pytest_roofline.timing.cache import WARM
     from pytest_roofline.timing.engine import measure
 
-    cupy = require_device(index)
-    policy = policy or Policy()
-    # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here
-    backend = CudaBackend(index, block=block)
     props = backend.properties
-    with using_device(index):
+    # CuPy compiles the casts of the random inputs with NVRTC: no user kernel runs in here
+    with using_device(index), compiling():
         nbytes = max(4 * props.l2_bytes, MIN_COPY_BYTES)
         src = cupy.empty(nbytes, dtype=cupy.uint8)
         dst = cupy.empty(nbytes, dtype=cupy.uint8)

@@ -4,29 +4,61 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, L2_READ_SOURCE, L2_READ_THREADS
+from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, FLUSH_KERNEL, L2_READ_SOURCE, L2_READ_THREADS
+from pytest_roofline.timing.cuda.loading import compiling
+from pytest_roofline.timing.cuda.persisting import PersistingLines
 
 
 class L2Flush:
     """Evicts the L2 by reading ``nbytes`` on a stream: read, not written, since a memset leaves the
     L2 full of dirty lines that the kernel's own misses would then write back. The buffer is
-    allocated on the first flush and reused."""
+    allocated on the first flush and reused until :meth:`release`.
 
-    def __init__(self, cupy: Any, nbytes: int, multiprocessors: int) -> None:
+    A read does not evict persisting lines (:mod:`.persisting`): :meth:`begin`, before a run's cold
+    windows, resets them; while the L2 has a set-aside for them, each flush waits for the stream's
+    last window to end (a reset is not ordered with queued work) and resets them again first.
+    """
+
+    def __init__(self, cupy: Any, nbytes: int, multiprocessors: int, *, rocm: bool = False) -> None:
         self._cupy, self.nbytes, self._sms = cupy, nbytes, max(multiprocessors, 1)
         self._buffer: Any = None
         self._kernel: Any = None
+        self._persisting = PersistingLines(cupy, rocm=rocm)
+        self._reset_each = False
+
+    def begin(self) -> None:
+        """Before a run's cold windows: read the set-aside (a kernel may have asked for one since),
+        and where it is unknown reset once, now."""
+        size = self._persisting.set_aside()
+        self._reset_each = bool(size)
+        if size is None:
+            self._persisting.reset_if_any()
 
     def __call__(self, stream: Any) -> None:
         cupy = self._cupy
+        if self._reset_each:
+            stream.synchronize()  # the last window's kernel marks lines persisting until it ends
+            self._persisting.reset()
         if self._buffer is None:
             self._buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
-            self._kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
-        buf = self._buffer
+        if self._kernel is None:
+            kernel = cupy.RawKernel(L2_READ_SOURCE, FLUSH_KERNEL)
+            with compiling():  # the first launch compiles it (NVRTC, CUPY_CACHE_DIR)
+                self._launch(kernel, stream)
+            self._kernel = kernel
+            return
+        self._launch(self._kernel, stream)
+
+    def release(self) -> None:
+        """Drop the buffer (the next flush allocates it again); the compiled kernel is kept."""
+        self._buffer = None
+
+    def _launch(self, kernel: Any, stream: Any) -> None:
+        buf, cupy = self._buffer, self._cupy
         # one pass over the buffer; it is its own sink (written only if its sum is exactly 1.0)
-        self._kernel(
+        kernel(
             (self._sms * BLOCKS_PER_SM,),
             (L2_READ_THREADS,),
-            (buf, cupy.uint64(buf.nbytes // 16), cupy.int32(1), buf),
+            (buf, cupy.uint64(buf.nbytes // 16), buf),
             stream=stream,
         )

@@ -51,6 +51,20 @@ def capture_calls(
         raise MeasurementError(_capture_message(fn, exc)) from exc
 
 
+def capture_graph(
+    cupy: Any, fn: Kernel, args: Sequence[object], calls: int, stream: Any, activity: Any
+) -> tuple[Any, int | None, int | None]:
+    """``calls`` calls of ``fn(*args)`` captured on ``stream`` and launched once, untimed (the first
+    launch uploads the graph); the graph, and its kernel nodes and all nodes (None when unreadable).
+    A RuntimeError when launches escaped the capture (:func:`check_captured`)."""
+    graph, eager = capture_calls(fn, args, calls, stream, activity)
+    verbose = getattr(cupy.cuda.runtime, "cudaGraphDebugDotFlagsVerbose", DOT_VERBOSE)
+    kernels, nodes = graph_nodes(graph, verbose)
+    check_captured(fn, calls, eager=eager, kernels=kernels, nodes=nodes)
+    graph.launch(stream)
+    return graph, kernels, nodes
+
+
 def check_captured(
     fn: Kernel, calls: int, *, eager: int | None, kernels: int | None, nodes: int | None
 ) -> None:
@@ -76,21 +90,33 @@ def _eager_kernels(fn: Kernel, args: Sequence[object], stream: Any, activity: An
     return len(records)
 
 
-_NODE = re.compile(r'"graph_\d+_node_\d+"\s*\[')
+#: ``cudaGraphDebugDotFlagsVerbose`` (``cupy_backends/cuda/api/_runtime_enum.pxd``, CUDA's value):
+#: every node's type heads its label, ``label="{KERNEL``; CuPy's own test
+#: (``tests/cupy_tests/cuda_tests/test_graph.py``, ``test_debug_dot_str``) asserts that the default
+#: print (flags 0) differs from this one
+DOT_VERBOSE = 1
+#: a node statement's first line: a node id at the start of a line, then its attributes. An edge,
+#: ``"graph_1_node_0" -> "graph_1_node_1" [headlabel=0];`` in a verbose print, starts with an id too,
+#: but ``->`` follows it, not ``[``
+_NODE = re.compile(r'^"graph_\d+_node_\d+"\[([^\n]*)', re.MULTILINE)
 
 
-def graph_nodes(graph: Any) -> tuple[int | None, int | None]:
+def graph_nodes(graph: Any, verbose: int = DOT_VERBOSE) -> tuple[int | None, int | None]:
     """Kernel nodes and all nodes of a captured graph, from CUDA's DOT print of it
-    (``Graph.debug_dot_str``, ``cudaGraphDebugDotPrint``: ``"graph_1_node_0"[... label="{KERNEL``);
-    (None, None) where it cannot be read."""
+    (``Graph.debug_dot_str(flags)``, ``cudaGraphDebugDotPrint``); (None, None) where it cannot be
+    read. Asked for at ``verbose`` (``runtime.cudaGraphDebugDotFlagsVerbose``), where a kernel node's
+    label starts ``{KERNEL``; the default print, where a kernel node is ``shape="octagon"``, is read
+    too."""
     dump = getattr(graph, "debug_dot_str", None)
     if dump is None:
         return None, None
     try:
-        text = str(dump())
+        text = str(dump(verbose))
     except Exception:  # an old CuPy or driver without cudaGraphDebugDotPrint
         return None, None
-    return text.count('label="{KERNEL'), len(_NODE.findall(text))
+    heads = _NODE.findall(text)
+    kernels = sum(1 for head in heads if 'label="{KERNEL' in head or 'shape="octagon"' in head)
+    return kernels, len(heads)
 
 
 def _escape_message(fn: Kernel, calls: int, *, eager: int | None = None, captured: int = 0) -> str:

@@ -39,15 +39,21 @@ extern "C" __global__ void roofline_delay(unsigned long long delay_ns) {
 EMPTY_SOURCE = 'extern "C" __global__ void roofline_empty() {}'
 
 #: the L2 read: every thread reads the same ``float4`` elements each pass with ``ld.global.cg``
-#: (cached in the L2, not the L1); one pass over a buffer twice the L2 is the backend's flush, many
-#: passes over a buffer within the L2 are the L2 roof
+#: (cached in the L2, not the L1); many passes over a buffer within the L2 are the L2 roof
+#: (``roofline_l2_read``), one pass over a buffer twice the L2 is the backend's flush
+#: (``roofline_l2_flush``: the same read under a name of its own, so that CUPTI's records of it can
+#: be told from the kernel's and left out of a window's busy time)
 L2_READ_THREADS = 256
 #: blocks per SM: enough warps in flight to cover the L2's latency
 BLOCKS_PER_SM = 8
+#: the flush kernel's name, as CUPTI's kernel records give it (``extern "C"``: not mangled)
+FLUSH_KERNEL = "roofline_l2_flush"
+#: kernels the backend launches around a window, never the kernel's own work
+HOUSEKEEPING_KERNELS = (FLUSH_KERNEL, "roofline_block", "roofline_delay")
 
 L2_READ_SOURCE = r"""
-extern "C" __global__ void roofline_l2_read(const float4* __restrict__ buf, unsigned long long n4,
-                                            int passes, float* __restrict__ sink) {
+__device__ __forceinline__ void l2_read(const float4* __restrict__ buf, unsigned long long n4,
+                                        int passes, float* __restrict__ sink) {
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -59,5 +65,15 @@ extern "C" __global__ void roofline_l2_read(const float4* __restrict__ buf, unsi
     }
     float total = acc.x + acc.y + acc.z + acc.w;
     if (total == 1.0f) sink[0] = total;  /* the buffer holds zeros: never written, but the loads stay */
+}
+
+extern "C" __global__ void roofline_l2_read(const float4* __restrict__ buf, unsigned long long n4,
+                                            int passes, float* __restrict__ sink) {
+    l2_read(buf, n4, passes, sink);
+}
+
+extern "C" __global__ void roofline_l2_flush(const float4* __restrict__ buf, unsigned long long n4,
+                                             float* __restrict__ sink) {
+    l2_read(buf, n4, 1, sink);
 }
 """

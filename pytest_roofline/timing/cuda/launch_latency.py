@@ -11,7 +11,7 @@ from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block, default_block
 from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
-from pytest_roofline.timing.cuda.loading import require_cupy, require_device, using_device
+from pytest_roofline.timing.cuda.loading import compiling, require_cupy, require_device, using_device
 from pytest_roofline.timing.latency import LatencyFloor
 
 #: the latency floor's own measurement: short, warm, never flushed
@@ -63,7 +63,8 @@ def latency_floor(
             empty((1,), (1,), ())
 
         ramp = ramp_clocks(backend)
-        m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend, cache=WARM)
+        with compiling():  # the empty kernel's first launch compiles it
+            m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend, cache=WARM)
         # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
         eager = CudaBackend(index, block=block) if graph else backend
         eager.run(_nothing, (), calls=1, samples=1, flush=False)

@@ -4,10 +4,21 @@ Importing this package, or calling :func:`device_count` without CuPy, costs noth
 nothing. CuPy warns (a ``UserWarning``) when several of its packages are installed side by side
 (``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
 (:class:`CupyInstallError`), never a silent fallback to the CPU.
+
+CuPy compiles CUDA C with NVRTC on a kernel's first launch, caching the binary in
+``CUPY_CACHE_DIR`` (``cupy/cuda/_compiler_cache.py``: ``~/.cupy/kernel_cache`` by default, made
+with ``os.makedirs``); CuPy 14 for CUDA finds libnvrtc through ``cuda.pathfinder``
+(``cupy_backends/cuda/libs/_cnvrtc.pxi``, which raises its ``DynamicLibNotFoundError``), earlier
+CuPy through its own loader ("CuPy failed to load libnvrtc..."). Around the plugin's own first
+launches (:func:`compiling`), either is one :class:`KernelCompileError` naming what is missing and
+the fix, remembered for the process: every later CUDA measurement fails with the same line at
+once, not with the same traceback again.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import sys
 import warnings
@@ -32,6 +43,77 @@ _duplicate_error: str | None = None
 
 class CupyInstallError(UnavailableError):
     """Several CuPy packages are installed side by side; CuPy warns it may not work."""
+
+
+class KernelCompileError(UnavailableError):
+    """CuPy cannot compile the plugin's CUDA C here: NVRTC is missing, or its kernel cache folder
+    cannot be written."""
+
+
+#: CuPy's kernel cache folder when ``CUPY_CACHE_DIR`` is not set (cupy/cuda/_compiler_cache.py)
+DEFAULT_CUPY_CACHE_DIR = "~/.cupy/kernel_cache"
+#: what an OSError on the kernel cache says about the folder (not a transient failure)
+_UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR)
+_compile_error: str | None = None
+
+
+@contextmanager
+def compiling() -> Iterator[None]:
+    """Around the first launches of the plugin's own CUDA C (never a user's kernel): a missing NVRTC
+    or an unwritable ``CUPY_CACHE_DIR`` becomes one :class:`KernelCompileError`, and every later
+    block raises it again at once."""
+    global _compile_error
+    if _compile_error is not None:
+        raise KernelCompileError(_compile_error)
+    try:
+        yield
+    except Exception as exc:
+        problem = compile_problem(exc)
+        if problem is None:
+            raise
+        _compile_error = problem
+        raise KernelCompileError(problem) from None
+
+
+def compile_problem(exc: BaseException) -> str | None:
+    """What ``exc`` (raised by CuPy's first compile) says is missing, in one line with the fix; None
+    when it is something else."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if type(exc).__name__ == "DynamicLibNotFoundError" or re.search(r"nvrtc", text, re.IGNORECASE):
+        if not re.search(r"not found|failed to load|cannot open|no such file|finding", text, re.IGNORECASE):
+            return None  # an NVRTC compile error of the source, not a missing library
+        return (
+            f"CuPy cannot compile the plugin's CUDA kernels: NVRTC (libnvrtc) is missing"
+            f" ({type(exc).__name__}: {text}); install it with CuPy's CUDA components, pip install"
+            f" '{_cupy_package()}[ctk]' (or the CUDA Toolkit, with CUDA_PATH set)"
+        )
+    if isinstance(exc, OSError) and exc.errno in _UNWRITABLE:
+        folder = os.path.expanduser(os.environ.get("CUPY_CACHE_DIR") or DEFAULT_CUPY_CACHE_DIR)
+        if exc.filename and not _on_the_way(str(exc.filename), folder):
+            return None
+        named = "CUPY_CACHE_DIR" if os.environ.get("CUPY_CACHE_DIR") else "CuPy's kernel cache"
+        return (
+            f"CuPy cannot write its compiled kernels to {named} {folder} ({type(exc).__name__}: {text});"
+            " set CUPY_CACHE_DIR to a writable folder, e.g. export CUPY_CACHE_DIR=/tmp/cupy-kernel-cache"
+        )
+    return None
+
+
+def _on_the_way(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder``, inside it (a cache file), or above it (``os.makedirs`` makes
+    each folder on the way)."""
+    here, there = (os.path.abspath(p).rstrip(os.sep) + os.sep for p in (path, folder))
+    return here.startswith(there) or there.startswith(here)
+
+
+def _cupy_package() -> str:
+    """The CuPy wheel for this CUDA (``cupy-cuda13x``), from the runtime CuPy was built for."""
+    cupy = sys.modules.get("cupy")
+    try:
+        major = int(cupy.cuda.runtime.runtimeGetVersion()) // 1000 if cupy is not None else 0
+    except Exception:  # a CuPy without a runtime to ask, or no driver
+        major = 0
+    return f"cupy-cuda{major}x" if major >= 12 else "cupy-cuda13x"
 
 
 def device_count() -> int:
