@@ -5,74 +5,118 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_roofline import cli
-from pytest_roofline.machine.selfcheck import compare, cpu, gpu
+from pytest_roofline.errors import InvalidValueError
+from pytest_roofline.machine.selfcheck import compare, cpu, gpu, interleave
 from pytest_roofline.machine.selfcheck.compare import CaseResult, Rule, Timing
-from pytest_roofline.model.stats import Stats
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.model.stats import Stats, median_ci_ranks
 from pytest_roofline.timing.cpu import CpuBackend
 
 KERNEL_S = 1e-3
+ROUNDS = interleave.ROUNDS
 
 
-def stats(median: float, spread: float = 0.0, n: int = 21) -> Stats:
-    """``n`` samples around ``median``, evenly from ``median * (1 - spread)`` to ``median * (1 + spread)``."""
-    return Stats.from_samples(median * (1 - spread + 2 * spread * i / (n - 1)) for i in range(n))
+def rounds(*figures: float) -> tuple[Stats, ...]:
+    """One round per figure, each of 5 samples whose median is that figure."""
+    return tuple(Stats.from_samples(f * (1 + d) for d in (-0.01, -0.005, 0, 0.005, 0.01)) for f in figures)
 
 
-def result(case: str, **medians: Stats | None) -> CaseResult:
+def same(figure: float, n: int = ROUNDS) -> tuple[float, ...]:
+    return (figure,) * n
+
+
+def result(case: str, **figures: Sequence[float] | None) -> CaseResult:
+    """A kernel's timers (``_`` in a name is a space), each by its figures round by round; None: it failed."""
     return CaseResult(
-        case, tuple(Timing(name.replace("_", " "), s, "" if s else "boom") for name, s in medians.items())
+        case,
+        tuple(
+            Timing(
+                name.replace("_", " "), rounds(*f) if f is not None else (), "" if f is not None else "boom"
+            )
+            for name, f in figures.items()
+        ),
     )
 
 
 RULES = {"other": Rule("engine", 0.03, min_time_s=100e-6)}
 
 
-# -- the comparison -----------------------------------------------------------------------------
+# -- the comparison: paired rounds ------------------------------------------------------------
 
 
-def test_equal_medians_agree_and_the_verdict_says_within_what() -> None:
-    results = [result("k", engine=stats(KERNEL_S), other=stats(KERNEL_S * 1.021))]
+def test_equal_figures_agree_and_the_verdict_says_within_what() -> None:
+    results = [result("k", engine=same(KERNEL_S), other=same(KERNEL_S * 1.021))]
 
     comparisons = compare.compare(results, RULES)
     found = compare.verdict(results, comparisons, engine={"engine"})
 
-    assert [(c.timer, round(c.ratio, 3), c.judged, c.agrees) for c in comparisons] == [
-        ("other", 1.021, True, True)
+    assert [(c.timer, round(c.ratio, 3), c.judged, c.agrees, len(c.ratios)) for c in comparisons] == [
+        ("other", 1.021, True, True, ROUNDS)
     ]
     assert found == compare.Verdict("agrees within 2.1%", compare.AGREES)
 
 
-def test_a_ratio_past_the_floor_with_tight_spreads_disagrees() -> None:
-    results = [result("k", engine=stats(KERNEL_S, 0.001), other=stats(KERNEL_S * 1.08, 0.001))]
+def test_a_ratio_past_the_floor_with_steady_rounds_disagrees() -> None:
+    results = [result("k", engine=same(KERNEL_S), other=same(KERNEL_S * 1.08))]
 
     comparisons = compare.compare(results, RULES)
     found = compare.verdict(results, comparisons, engine={"engine"})
 
-    assert comparisons[0].tolerance == pytest.approx(0.03)  # the floor: the spreads are under it
+    assert comparisons[0].noise == pytest.approx(0.0)  # every round's ratio is 1.08
+    assert comparisons[0].tolerance == pytest.approx(0.03)  # the floor, then
     assert found.status == compare.DISAGREES
-    assert found.line.startswith("disagrees: other on k reads 1.080× engine's median (noise ±3.0%)")
+    assert found.line.startswith(
+        f"disagrees: other on k reads 1.080× engine (median of {ROUNDS} paired rounds; noise ±3.0%)"
+    )
 
 
-def test_a_noisy_timer_widens_the_tolerance_to_its_own_spread() -> None:
-    results = [result("k", engine=stats(KERNEL_S, 0.02), other=stats(KERNEL_S * 1.08, 0.2))]
+def test_the_ratio_is_the_median_of_paired_rounds_so_a_drift_common_to_both_cancels() -> None:
+    # the machine slows by 30% halfway: both timers see it in the same rounds
+    machine = [KERNEL_S * (1.3 if i >= ROUNDS // 2 else 1.0) for i in range(ROUNDS)]
+    results = [result("k", engine=machine, other=[t * 1.01 for t in machine])]
 
     (comparison,) = compare.compare(results, RULES)
 
-    noise = results[0].timings[0].stats.ci_rel + results[0].timings[1].stats.ci_rel  # type: ignore[union-attr]
-    assert comparison.noise == pytest.approx(noise)
-    assert comparison.tolerance == pytest.approx(noise)
-    assert noise > 0.08  # wider than the ratio's distance from 1, so within the noise
+    assert comparison.ratios == pytest.approx(same(1.01))
+    assert (comparison.ratio, comparison.noise) == (pytest.approx(1.01), pytest.approx(0.0))
+    assert comparison.agrees
+    # each timer's own figures spread by the drift; their ratio does not
+    assert results[0].timings[0].stats.ci_rel > 0.1  # type: ignore[union-attr]
+
+
+def test_the_noise_is_the_95_percent_half_width_of_the_median_paired_ratio() -> None:
+    ratios = [1.08 + 0.3 * ((i * 7) % ROUNDS / (ROUNDS - 1) - 0.5) for i in range(ROUNDS)]  # 0.93..1.23
+    results = [result("k", engine=same(KERNEL_S), other=[KERNEL_S * r for r in ratios])]
+
+    (comparison,) = compare.compare(results, RULES)
+
+    paired = Stats.from_samples(ratios)
+    assert comparison.ratio == pytest.approx(paired.median)
+    assert comparison.noise == pytest.approx(paired.ci_half)
+    assert comparison.tolerance == pytest.approx(paired.ci_half)
+    assert comparison.noise > comparison.ratio - 1  # wider than the ratio's distance from 1
     assert comparison.agrees
 
 
+def test_a_timers_own_spread_within_rounds_is_not_the_noise() -> None:
+    # every round reads 8% long, each with a wide spread of its own: the paired medians are steady
+    wide = tuple(Stats.from_samples(KERNEL_S * 1.08 * (1 + d) for d in (-0.3, 0, 0.3)) for _ in range(ROUNDS))
+    results = [CaseResult("k", (Timing("engine", rounds(*same(KERNEL_S))), Timing("other", wide)))]
+
+    (comparison,) = compare.compare(results, RULES)
+
+    assert (comparison.noise, comparison.agrees) == (pytest.approx(0.0), False)
+
+
 def test_a_kernel_under_the_judged_length_is_shown_not_judged() -> None:
-    results = [result("k", engine=stats(10e-6), other=stats(20e-6))]
+    results = [result("k", engine=same(10e-6), other=same(20e-6))]
 
     (comparison,) = compare.compare(results, RULES)
 
@@ -85,8 +129,8 @@ def test_a_kernel_under_the_judged_length_is_shown_not_judged() -> None:
 
 def test_an_allowance_lets_the_other_timer_read_higher_only() -> None:
     rules = {"other": Rule("engine", 0.05, allowance_s=0.10 * KERNEL_S, allowance_note="it writes")}
-    higher = [result("k", engine=stats(KERNEL_S), other=stats(KERNEL_S * 1.12))]
-    lower = [result("k", engine=stats(KERNEL_S), other=stats(KERNEL_S * 0.88))]
+    higher = [result("k", engine=same(KERNEL_S), other=same(KERNEL_S * 1.12))]
+    lower = [result("k", engine=same(KERNEL_S), other=same(KERNEL_S * 0.88))]
 
     (up,) = compare.compare(higher, rules)
     (down,) = compare.compare(lower, rules)
@@ -99,9 +143,9 @@ def test_an_allowance_lets_the_other_timer_read_higher_only() -> None:
 
 def test_an_engine_failure_or_a_kernel_that_cannot_be_built_disagrees() -> None:
     results = [
-        result("k", engine=stats(KERNEL_S), other=stats(KERNEL_S)),
-        result("broken", engine=None, other=stats(KERNEL_S)),
-        CaseResult("unbuilt", (Timing(compare.SETUP, None, "OutOfMemoryError"),)),
+        result("k", engine=same(KERNEL_S), other=same(KERNEL_S)),
+        result("broken", engine=None, other=same(KERNEL_S)),
+        CaseResult("unbuilt", (Timing(compare.SETUP, (), "OutOfMemoryError"),)),
     ]
 
     found = compare.verdict(results, compare.compare(results, RULES), engine={"engine"})
@@ -112,7 +156,7 @@ def test_an_engine_failure_or_a_kernel_that_cannot_be_built_disagrees() -> None:
 
 
 def test_another_timers_failure_is_shown_not_judged() -> None:
-    results = [result("k", engine=stats(KERNEL_S), other=stats(KERNEL_S), third=None)]
+    results = [result("k", engine=same(KERNEL_S), other=same(KERNEL_S), third=None)]
 
     comparisons = compare.compare(results, RULES)
     found = compare.verdict(results, comparisons, engine={"engine"})
@@ -121,6 +165,98 @@ def test_another_timers_failure_is_shown_not_judged() -> None:
     assert found.status == compare.AGREES
     assert "failed (1)" in text
     assert "(1) third on k: boom" in text
+
+
+def test_the_json_keeps_every_rounds_figure_and_paired_ratio() -> None:
+    results = [result("k", engine=(1e-3, 2e-3, 1e-3), other=(1.1e-3, 2e-3, 1e-3))]
+
+    (kernel,) = compare.results_json(results, compare.compare(results, RULES))
+
+    other = kernel["timers"]["other"]  # type: ignore[index]
+    assert other["rounds"] == 3
+    assert other["samples"] == 15
+    assert other["rounds_s"] == pytest.approx([1.1e-3, 2e-3, 1e-3])
+    assert other["comparison"]["round_ratios"] == pytest.approx([1.1, 1.0, 1.0])
+    assert other["comparison"]["ratio"] == pytest.approx(1.0)
+
+
+# -- the rounds --------------------------------------------------------------------------------
+
+
+class Recorder:
+    """Timers that note each call; a call's figure is its place in the run (1, 2, ...)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def timer(self, name: str) -> Callable[[], Stats]:
+        def one_round() -> Stats:
+            self.calls.append(name)
+            return Stats.from_samples([len(self.calls)])
+
+        return one_round
+
+    def timers(self, names: Sequence[str]) -> list[tuple[str, Callable[[], Stats]]]:
+        return [(name, self.timer(name)) for name in names]
+
+
+def test_every_timer_runs_once_a_round_in_an_order_shuffled_per_round() -> None:
+    names = ["engine", "a", "b", "c"]
+    recorder = Recorder()
+
+    found = interleave.interleave("k", recorder.timers(names), rounds=12)
+
+    calls = recorder.calls
+    orders = [tuple(calls[i : i + 4]) for i in range(0, 48, 4)]
+    assert all(sorted(order) == sorted(names) for order in orders)
+    assert len(set(orders)) > 6  # shuffled afresh, not one order repeated
+    assert {order.index("a") < order.index("engine") for order in orders} == {True, False}
+    for timing in found.timings:  # round i's figure of every timer was taken in round i
+        places = [int(figure) - 1 for figure in timing.figures]
+        assert [calls[p] for p in places] == [timing.timer] * 12
+        assert [p // 4 for p in places] == list(range(12))
+    again = Recorder()
+    interleave.interleave("k", again.timers(names), rounds=12)
+    assert again.calls == calls  # seeded by the kernel's name: the same orders on every run
+
+
+def test_a_timer_that_raises_is_kept_with_its_error_and_not_run_again() -> None:
+    tries: list[int] = []
+
+    def flaky() -> Stats:
+        tries.append(1)
+        if len(tries) == 3:
+            raise RuntimeError("capture refused")
+        return Stats.from_samples([KERNEL_S])
+
+    found = interleave.interleave(
+        "k", [("engine", lambda: Stats.from_samples([KERNEL_S])), ("flaky", flaky)], 6
+    )
+
+    engine, failed = found.timings
+    assert (len(engine.rounds), engine.error) == (6, "")
+    assert (failed.rounds, failed.error, failed.stats) == ((), "RuntimeError: capture refused", None)
+    assert len(tries) == 3
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_rounds_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(InvalidValueError, match=f"rounds must be an integer >= 1; got {bad!r}"):
+        interleave.interleave("k", [], bad)  # type: ignore[arg-type]
+
+
+def test_the_rounds_leave_out_two_extreme_ratios_at_each_end_of_the_noise() -> None:
+    # one round split by a step in speed (or two) cannot widen the 95% interval of the median alone
+    assert median_ci_ranks(ROUNDS)[0] - 1 >= 2
+
+
+def test_a_rounds_share_splits_the_budget_and_keeps_at_least_one_call() -> None:
+    policy = interleave.round_policy(Policy(max_time_s=0.5, min_samples=7), 10)
+
+    assert (policy.max_time_s, policy.warmup_s, policy.min_time_s) == pytest.approx((0.05, 0.0025, 0.006))
+    assert policy.min_samples == 7  # what is not time is kept (the cache is measure()'s cache=, not the policy's)
+    assert interleave.round_policy(Policy(), 1) == Policy()
+    assert [interleave.share_count(total, 15) for total in (25, 20, 3)] == [2, 2, 1]
 
 
 def test_do_bench_may_read_higher_by_the_l2_written_back_over_dram_bandwidth() -> None:
@@ -138,10 +274,13 @@ def test_do_bench_may_read_higher_by_the_l2_written_back_over_dram_bandwidth() -
 
 
 class TickingClock:
-    """A clock that moves a nanosecond each time it is read, and a kernel's length each call."""
+    """A clock that moves a nanosecond each time it is read, and a kernel's length each call: 1 ms,
+    or ``slow`` times that once the clock has passed ``slow_from_ns`` (the machine slowed down)."""
 
-    def __init__(self) -> None:
+    def __init__(self, slow_from_ns: int | None = None, slow: float = 1.3) -> None:
         self.ns = 0
+        self.slow_from_ns = slow_from_ns
+        self.slow = slow
 
     def now_ns(self) -> int:
         self.ns += 1
@@ -152,25 +291,37 @@ class TickingClock:
 
     def kernel(self) -> Callable[[], None]:
         def run() -> None:
-            self.ns += round(KERNEL_S * 1e9)
+            slowed = self.slow_from_ns is not None and self.ns >= self.slow_from_ns
+            self.ns += round(KERNEL_S * 1e9 * (self.slow if slowed else 1.0))
 
         return run
 
 
-def fake_engine(clock: TickingClock) -> cpu.Timer:
+def fake_engine(clock: TickingClock, **rounds: int) -> cpu.Timer:
     backend = CpuBackend(
         clock_ns=clock.now_ns, thread_clock_ns=clock.now_ns, process_clock_ns=clock.now_ns,
         resolution_s=1e-6, device_name="fake cpu", switches=lambda: 0, schedstats=lambda: None,
     )  # fmt: skip
-    return cpu.engine_timer(backend)
+    return cpu.engine_timer(backend, **rounds)
+
+
+def on_clock(clock: TickingClock, *, off: float = 1.0, **rounds: int) -> list[tuple[str, cpu.Timer]]:
+    """The engine and timeit on ``clock``; timeit's reads ``off`` times as long (1.0: the same)."""
+    return [
+        (cpu.ENGINE, fake_engine(clock, **rounds)),
+        ("timeit", cpu.timeit_timer(lambda: clock.now() * off, **rounds)),
+    ]
+
+
+def one_kernel(clock: TickingClock) -> tuple[cpu.CpuCase, ...]:
+    return (cpu.CpuCase("fake 1 ms", lambda: (clock.kernel(), ())),)
 
 
 @pytest.fixture
 def one_clock(monkeypatch: pytest.MonkeyPatch) -> TickingClock:
     """Every CPU timer on one ticking clock, over one kernel of exactly 1 ms."""
     clock = TickingClock()
-    cases = (cpu.CpuCase("fake 1 ms", lambda: (clock.kernel(), ())),)
-    monkeypatch.setattr(cpu, "CASES", cases)
+    monkeypatch.setattr(cpu, "CASES", one_kernel(clock))
     monkeypatch.setattr(cpu, "_stderr", lambda line: None)
     return clock
 
@@ -183,8 +334,8 @@ def test_the_cpu_check_agrees_when_every_timer_reads_the_same_clock(
 ) -> None:
     bench = cpu.pytest_benchmark_timer(one_clock.now)
     assert bench is not None  # pytest-benchmark is a test dependency
-    timers = [(cpu.ENGINE, fake_engine(one_clock)), ("timeit", cpu.timeit_timer(one_clock.now))]
-    monkeypatch.setattr(cpu, "default_timers", lambda: [*timers, ("pytest-benchmark", bench)])
+    timers = [*on_clock(one_clock), ("pytest-benchmark", bench)]
+    monkeypatch.setattr(cpu, "default_timers", lambda *rounds: timers)
     out = tmp_path / "check.json"
 
     code = cli.main(["selfcheck", "--device", "cpu", "--json", str(out)])
@@ -192,31 +343,68 @@ def test_the_cpu_check_agrees_when_every_timer_reads_the_same_clock(
     text = capsys.readouterr().out
     assert code == 0
     assert text.rstrip().endswith("verdict: agrees within 0.0%")
+    assert f"in {ROUNDS} alternating rounds" in text
     data = json.loads(out.read_text())
     (kernel,) = data["kernels"]
     assert set(kernel["timers"]) == {cpu.ENGINE, "timeit", "pytest-benchmark"}
     for name in ("timeit", "pytest-benchmark"):
         assert kernel["timers"][name]["median_s"] == pytest.approx(KERNEL_S, rel=1e-4)
+        assert kernel["timers"][name]["rounds"] == ROUNDS
         assert kernel["timers"][name]["comparison"]["agrees"] is True
     assert data["agrees"] is True
     assert data["device"] == "cpu"
+    assert data["rounds"] == ROUNDS
 
 
-def test_the_cpu_check_fails_when_a_timer_reads_ten_percent_long(
-    one_clock: TickingClock, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def run_length(**rounds: int) -> int:
+    """Nanoseconds the engine and timeit take on a steady fake 1 ms kernel: to put a step at half."""
+    clock = TickingClock()
+    cpu.run_cpu(one_kernel(clock), on_clock(clock, **rounds), progress=lambda line: None, **rounds)
+    return clock.ns
+
+
+def test_a_drift_that_slows_both_timers_alike_cancels_in_the_interleaved_rounds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def slow_clock() -> float:
-        return one_clock.now() * 1.10
+    # the machine runs 30% slow in the second half of the run, for every timer alike
+    clock = TickingClock(slow_from_ns=run_length() // 2)
+    monkeypatch.setattr(cpu, "CASES", one_kernel(clock))
+    monkeypatch.setattr(cpu, "default_timers", lambda *rounds: on_clock(clock))
+    monkeypatch.setattr(cpu, "_stderr", lambda line: None)
 
-    timers = [(cpu.ENGINE, fake_engine(one_clock)), ("timeit", cpu.timeit_timer(slow_clock))]
-    monkeypatch.setattr(cpu, "default_timers", lambda: timers)
+    code = cli.main(["selfcheck", "--device", "cpu"])
+
+    text = capsys.readouterr().out
+    assert text.rstrip().endswith("verdict: agrees within 0.0%")
+    assert code == 0
+    # the same fake timed the old way, one timer after the other (one round each), reads the drift
+    sequential = TickingClock(slow_from_ns=run_length(rounds=1) // 2)
+    report = cpu.run_cpu(
+        one_kernel(sequential), on_clock(sequential, rounds=1), progress=lambda line: None, rounds=1
+    )
+    (comparison,) = report.comparisons
+    assert abs(comparison.ratio - 1) > 0.2  # 1.3 or 1 / 1.3, by which ran first
+    assert report.verdict.status == compare.DISAGREES
+
+
+@pytest.mark.parametrize("drift", [False, True], ids=["steady", "drifting"])
+def test_the_cpu_check_fails_when_a_timer_reads_ten_percent_long(
+    drift: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = TickingClock(slow_from_ns=run_length() // 2 if drift else None)
+    monkeypatch.setattr(cpu, "CASES", one_kernel(clock))
+    monkeypatch.setattr(cpu, "default_timers", lambda *rounds: on_clock(clock, off=1.10))
+    monkeypatch.setattr(cpu, "_stderr", lambda line: None)
 
     code = cli.main(["selfcheck", "--device", "cpu"])
 
     text = capsys.readouterr().out
     assert code == 1
     assert "DISAGREES" in text
-    assert "verdict: disagrees: timeit on fake 1 ms reads 1.100× engine warm's median (noise ±5.0%)" in text
+    assert (
+        f"verdict: disagrees: timeit on fake 1 ms reads 1.100× engine warm (median of {ROUNDS} paired"
+        " rounds; noise ±5.0%)"
+    ) in text
 
 
 def test_the_cpu_kernels_build_and_the_default_timers_are_named() -> None:
@@ -249,8 +437,18 @@ def few_cases() -> list[gpu.GpuCase]:
 def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
     device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from pytest_roofline.timing import cuda
+
     monkeypatch.setattr(gpu, "CASES", tuple(few_cases()))
     monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run.CASES", tuple(few_cases()))
+    built: list[dict[str, object]] = []
+
+    class CountedBackend(cuda.CudaBackend):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            built.append(kwargs)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(cuda, "CudaBackend", CountedBackend)
     out = tmp_path / "check.json"
 
     code = cli.main(["selfcheck", "--fake", "--device", device, "--json", str(out)])
@@ -268,6 +466,10 @@ def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
     }
     assert set(timers) == expected
     assert all("error" not in entry for kernel in data["kernels"] for entry in kernel["timers"].values())
+    assert data["rounds"] == ROUNDS
+    assert all(entry["rounds"] == ROUNDS for kernel in data["kernels"] for entry in kernel["timers"].values())
+    # each engine timer builds its backend once for all its rounds (and the header's, once)
+    assert len(built) == 1 + len(gpu.ENGINE_TIMERS) * len(FEW)
     # PyTorch's and Triton's events are on the GPU the kernel runs on: they see its work (on another
     # GPU's stream they would see none and read 0)
     for name in ("torch.cuda.Event", "triton do_bench (cold)"):
@@ -295,7 +497,10 @@ def test_a_gpu_timer_that_disagrees_on_the_fakes_fails_the_check(
 
     out = capsys.readouterr().out
     assert code == 1
-    assert "verdict: disagrees: torch.cuda.Event on copy 256 MiB d2d reads 1.200× engine warm's median" in out
+    assert (
+        "verdict: disagrees: torch.cuda.Event on copy 256 MiB d2d reads 1.200× engine warm"
+        f" (median of {ROUNDS} paired rounds" in out
+    )
 
 
 @pytest.mark.usefixtures("quiet_gpu")
@@ -312,21 +517,40 @@ def test_a_gpu_kernel_that_cannot_be_built_fails_the_check(capsys: pytest.Captur
     assert "setup failed on broken" in text.splitlines()[-1]
 
 
+def test_the_graph_replay_captures_once_and_replays_each_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_cupy import FakeCupy
+
+    world = FakeCupy(kernel_ms=0.2).install(monkeypatch)
+    replay = gpu.graph_replay(world.cupy, world.kernel, (), rounds=5)
+
+    found = [replay() for _ in range(5)]
+
+    assert world.count("begin_capture") == 1
+    pairs = interleave.share_count(gpu.EVENT_PAIRS, 5)
+    assert [s.n for s in found] == [pairs] * 5
+    assert all(s.median == pytest.approx(0.2e-3) for s in found)
+    # each round: one untimed replay, then its pairs
+    assert [entry[2] for entry in world.entries("launch")] == [gpu.GRAPH_CALLS] * (5 * (1 + pairs))
+
+
 def test_do_bench_takes_every_call_and_falls_back_to_its_median(monkeypatch: pytest.MonkeyPatch) -> None:
     import contextlib
     import types
 
     torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device=lambda index: contextlib.nullcontext()))
-    calls: list[str] = []
+    calls: list[tuple[str, float, float]] = []
 
-    def old_do_bench(fn: Callable[[], object], return_mode: str = "mean") -> float:
-        calls.append(return_mode)
+    def old_do_bench(
+        fn: Callable[[], object], warmup: float = 25, rep: float = 100, return_mode: str = "mean"
+    ) -> float:
+        calls.append((return_mode, warmup, rep))
         assert return_mode in ("min", "max", "mean", "median")  # Triton before "all"
         return 0.25
 
-    found = gpu.triton_do_bench(torch, old_do_bench, 0, lambda: None, ())
+    found = gpu.triton_do_bench(torch, old_do_bench, 0, lambda: None, (), 10)
 
-    assert calls == ["all", "median"]
+    # each round takes a tenth of do_bench's default budgets (25 ms warm-up, 100 ms timed)
+    assert calls == [("all", 2.5, 10.0), ("median", 2.5, 10.0)]
     assert (found.n, found.median, found.ci_rel) == (1, pytest.approx(0.25e-3), 0.0)
 
 
@@ -396,6 +620,6 @@ def test_the_command_imports_no_timer_library_until_it_runs() -> None:
 
 
 def test_a_reference_of_zero_is_not_divided_by() -> None:
-    zero = [result("k", engine=Stats.from_samples([0.0]), other=stats(KERNEL_S))]
+    zero = [result("k", engine=(KERNEL_S, 0.0, KERNEL_S), other=same(KERNEL_S, 3))]
 
     assert compare.compare(zero, RULES) == []

@@ -1,29 +1,34 @@
-"""Set each timer beside the engine's figure for the same kernel, judge the ratio against the two
-timers' own noise, and say it in one table and one line.
+"""Set each timer beside the engine's figure for the same kernel, round by round, judge the ratio
+against its own noise, and say it in one table and one line.
 
-**Noise.** A timer's noise is its own spread: the half-width of the 95% confidence interval of its
-median, from its samples (:attr:`~pytest_roofline.model.stats.Stats.ci_rel`, distribution-free). Two
-timers disagree when their medians differ by more than the sum of the two half-widths (their
-intervals do not overlap) *and* by more than the comparison's floor (:attr:`Rule.floor`): two
-medians taken a second apart also differ by clock and thermal drift that neither timer's spread
-shows. A timer whose result has no spread (one figure, no samples) counts as spreadless: only the
-floor then covers it.
+**Paired rounds.** The timers of a kernel run in alternating rounds (:mod:`.interleave`), so each
+round gives every timer a figure (the median of that round's samples) taken moments from the
+engine's. A timer's ratio is the median, over the rounds, of its figure over the engine's figure in
+the same round: a drift of the machine's speed that reaches both within a round cancels in it.
+
+**Noise.** A ratio's noise is the spread of those paired ratios: the half-width of the 95%
+confidence interval of their median (:attr:`~pytest_roofline.model.stats.Stats.ci_half`,
+distribution-free), as a fraction of the engine's figure. It holds both timers' own spread and
+whatever drift a round did not cancel. A timer disagrees when its ratio differs from 1 by more than
+that *and* by more than the comparison's floor (:attr:`Rule.floor`): a drift within a round, or one
+that reaches the two timers unalike, need not show in the rounds' spread. With a single round (or
+no spread) only the floor covers it.
 
 **Allowance.** A comparison may allow the other timer to read higher by a known amount that its
 method adds (:attr:`Rule.allowance_s`: Triton's ``do_bench`` clears the L2 by writing, and the
 write-back of those dirty lines lands in its timed window). It is stated with the rule and in the
 table, never folded into the noise.
 
-**Not judged.** A warm or cold comparison of a kernel shorter than :attr:`Rule.min_time_s` is shown,
-not judged: below it a timer's own launch overhead shows (an event pair per call, as ``cupyx`` and
-``do_bench`` take, against back-to-back calls with the launch gaps hidden), and the timers differ
-there by design.
+**Not judged.** A warm or cold comparison of a kernel shorter than :attr:`Rule.min_time_s` (by the
+engine's median figure) is shown, not judged: below it a timer's own launch overhead shows (an event
+pair per call, as ``cupyx`` and ``do_bench`` take, against back-to-back calls with the launch gaps
+hidden), and the timers differ there by design.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...model.stats import Stats
@@ -53,11 +58,27 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """One timer's samples for one kernel (seconds per call), or why it could not time it."""
+    """One timer's rounds for one kernel (each round's statistics, seconds per call), or why it
+    could not time it (no rounds, and the error)."""
 
     timer: str
-    stats: Stats | None
+    rounds: tuple[Stats, ...]
     error: str = ""
+
+    @property
+    def figures(self) -> tuple[float, ...]:
+        """Each round's figure: the median of that round's samples, in round order."""
+        return tuple(r.median for r in self.rounds)
+
+    @property
+    def stats(self) -> Stats | None:
+        """Over the rounds' figures (their median, its 95% interval, ``n`` rounds); None when it failed."""
+        return Stats.from_samples(self.figures) if self.rounds else None
+
+    @property
+    def samples(self) -> int:
+        """Samples taken in all its rounds."""
+        return sum(r.n for r in self.rounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +94,15 @@ class CaseResult:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """One timer's median over the engine's, and whether that is within their noise."""
+    """One timer's figures over the engine's, round by round, and whether their median ratio is
+    within its noise."""
 
     case: str
     timer: str
     reference: str
+    #: the median of :attr:`ratios`
     ratio: float
-    #: the two timers' 95% half-widths added, as a fraction of the reference's median
+    #: the 95% half-width of that median, from the paired ratios (a fraction of the reference)
     noise: float
     #: what the ratio may differ from 1 by: max(floor, noise)
     tolerance: float
@@ -88,6 +111,8 @@ class Comparison:
     judged: bool
     #: why not judged, or what the allowance is for
     note: str = ""
+    #: each round's figure over the reference's figure in the same round
+    ratios: tuple[float, ...] = ()
 
     @property
     def agrees(self) -> bool:
@@ -102,7 +127,8 @@ class Comparison:
         if self.allowance:
             bound += f" (+{self.allowance:.1%} allowed above)"
         return (
-            f"{self.timer} on {self.case} reads {self.ratio:.3f}× {self.reference}'s median (noise {bound})"
+            f"{self.timer} on {self.case} reads {self.ratio:.3f}× {self.reference}"
+            f" (median of {len(self.ratios)} paired rounds; noise {bound})"
         )
 
 
@@ -114,24 +140,9 @@ class Verdict:
     status: int
 
 
-def run_timers(case: str, timers: Sequence[tuple[str, Callable[[], Stats]]]) -> CaseResult:
-    """Each timer's statistics for one kernel; a timer that raises is a finding, kept with its error."""
-    timings = []
-    for name, timer in timers:
-        try:
-            timings.append(Timing(name, timer()))
-        except Exception as exc:  # one timer's failure (graph capture refused, say) is shown, not fatal
-            timings.append(Timing(name, None, f"{type(exc).__name__}: {exc}"))
-    return CaseResult(case, tuple(timings))
-
-
-def spread(stats: Stats) -> float:
-    """A timer's noise: its 95% half-width over its median (0 for one figure: spreadless)."""
-    return stats.ci_rel if math.isfinite(stats.ci_rel) else math.inf
-
-
 def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Comparison]:
-    """Every timer that has a rule, set beside its reference, for every kernel both timed."""
+    """Every timer that has a rule, set beside its reference round by round, for every kernel both
+    timed (in the same rounds: :func:`.interleave.interleave`)."""
     found: list[Comparison] = []
     for result in results:
         for timing in result.timings:
@@ -139,10 +150,11 @@ def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Co
             reference = result.timing(rule.reference) if rule is not None else None
             if rule is None or reference is None or timing.stats is None or reference.stats is None:
                 continue
-            base = reference.stats.median
-            if base <= 0:
+            if min(reference.figures) <= 0:  # a reference that read nothing divides nothing
                 continue
-            noise = spread(timing.stats) + spread(reference.stats)
+            ratios = tuple(t / r for t, r in zip(timing.figures, reference.figures, strict=True))
+            paired = Stats.from_samples(ratios)
+            base = reference.stats.median
             judged = base >= rule.min_time_s
             note = (
                 ""
@@ -157,12 +169,13 @@ def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Co
                     case=result.case,
                     timer=timing.timer,
                     reference=rule.reference,
-                    ratio=timing.stats.median / base,
-                    noise=noise,
-                    tolerance=max(rule.floor, noise),
+                    ratio=paired.median,
+                    noise=paired.ci_half,
+                    tolerance=max(rule.floor, paired.ci_half),
                     allowance=rule.allowance_s / base,
                     judged=judged,
                     note=note,
+                    ratios=ratios,
                 )
             )
     return found
@@ -202,8 +215,9 @@ def verdict(
 
 
 def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> str:
-    """One row per kernel and timer: median, spread, samples, the ratio and its judgement; a failed
-    timer's error, or a comparison's note, as a numbered line under the table (one per text)."""
+    """One row per kernel and timer: the median of its round figures, their spread, its rounds, the
+    median paired ratio and its judgement; a failed timer's error, or a comparison's note, as a
+    numbered line under the table (one per text)."""
     from tabulate import tabulate
 
     by_key = {(c.case, c.timer): c for c in comparisons}
@@ -232,7 +246,7 @@ def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> s
             if comparison.allowance:
                 bound += f" +{comparison.allowance:.1%}"
             rows.append([*cells, f"{comparison.ratio:.3f}", bound, judgement])
-    headers = ["kernel", "timer", "median", "±95%", "n", "ratio", "noise", "judged"]
+    headers = ["kernel", "timer", "median", "±95%", "rounds", "ratio", "noise", "judged"]
     text = tabulate(rows, headers=headers, disable_numparse=True)
     return "\n".join([text, *(f"({number}) {note}" for note, number in notes.items())])
 
@@ -242,14 +256,15 @@ def _spread_cell(stats: Stats) -> str:
 
 
 def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
-    """The table as JSON: per kernel, each timer's statistics (or error) and its comparison."""
+    """The table as JSON: per kernel, each timer's statistics over its rounds and each round's figure
+    (or its error), and its comparison with every paired ratio."""
     by_key = {(c.case, c.timer): c for c in comparisons}
     out: list[dict[str, object]] = []
     for result in results:
         timers: dict[str, object] = {}
         for timing in result.timings:
             entry: dict[str, object] = (
-                {"error": timing.error} if timing.stats is None else _stats_json(timing.stats)
+                {"error": timing.error} if timing.stats is None else _timing_json(timing, timing.stats)
             )
             comparison = by_key.get((result.case, timing.timer))
             if comparison is not None:
@@ -262,18 +277,21 @@ def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison
                     "judged": comparison.judged,
                     "agrees": comparison.agrees,
                     "note": comparison.note,
+                    "round_ratios": list(comparison.ratios),
                 }
             timers[timing.timer] = entry
         out.append({"kernel": result.case, "timers": timers})
     return out
 
 
-def _stats_json(stats: Stats) -> dict[str, object]:
+def _timing_json(timing: Timing, stats: Stats) -> dict[str, object]:
     return {
         "median_s": stats.median,
         "min_s": stats.min,
-        "n": stats.n,
+        "rounds": stats.n,
+        "samples": timing.samples,
         "ci_rel": stats.ci_rel if math.isfinite(stats.ci_rel) else None,
+        "rounds_s": list(timing.figures),
     }
 
 

@@ -1,5 +1,6 @@
-"""The self-check on this CPU: the engine's warm median for a few kernels beside :mod:`timeit`'s and,
-where it is installed, pytest-benchmark's (its ``BenchmarkFixture``, driven in-process).
+"""The self-check on this CPU: the engine, warm, for a few kernels beside :mod:`timeit` and, where
+it is installed, pytest-benchmark (its ``BenchmarkFixture``, driven in-process), in alternating
+rounds (:mod:`.interleave`): each timer takes its share of its budget in each round.
 
 Every timer reads the clock it is given, so the tests drive all three with one fake clock. The
 kernels run from 0.1 to 10 ms on any CPU in use today, long enough for every timer to time a call
@@ -22,23 +23,28 @@ from typing import Any
 from ...model.policy import Policy
 from ...model.stats import Stats
 from ...timing.base import Backend, Kernel
-from .compare import SETUP, CaseResult, Report, Rule, Timing, compare, run_timers, verdict
+from .compare import SETUP, CaseResult, Report, Rule, Timing, compare, verdict
+from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share, share_count
 
 #: the engine's figure every other timer is set beside
 ENGINE = "engine warm"
-#: two CPU timers' medians differ by this much without either being wrong: drift between the two
-#: measurements (frequency, a neighbour's load); benchmarks/cpu_accuracy.py's target
+#: a CPU timer's paired ratio to the engine differs from 1 by this much without either being wrong:
+#: what alternating rounds do not cancel (frequency or a neighbour's load changing within a round);
+#: benchmarks/cpu_accuracy.py's target
 CPU_FLOOR = 0.05
 #: kernels shorter than this (by the engine's median) are shown, not judged
 MIN_JUDGED_S = 100e-6
-#: the engine's settings here: warm, as timeit and pytest-benchmark time
+#: the engine's settings here over all rounds: warm, as timeit and pytest-benchmark time
 POLICY = Policy()
-#: timeit: repeats taken, and the least time one repeat of ``number`` calls should take
+#: timeit: repeats taken over all rounds, and the least time one repeat of ``number`` calls should take
 TIMEIT_REPEAT = 25
 TIMEIT_REPEAT_S = 0.01
+#: pytest-benchmark: its time budget over all rounds (its default ``max_time``), in seconds
+BENCHMARK_MAX_TIME_S = 1.0
 
-#: a timer: a kernel and its arguments in, per-call statistics (seconds) out
-Timer = Callable[[Kernel, tuple[object, ...]], Stats]
+#: a timer: a kernel and its arguments in, its rounds out (each call one round's per-call statistics,
+#: seconds)
+Timer = Callable[[Kernel, tuple[object, ...]], RoundTimer]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,36 +93,51 @@ RULES: dict[str, Rule] = {
 }
 
 
-def engine_timer(backend: Backend | None = None) -> Timer:
-    """The engine, warm, over ``backend`` (None: the process's CPU backend)."""
+def engine_timer(backend: Backend | None = None, rounds: int = ROUNDS) -> Timer:
+    """The engine, warm, over ``backend`` (None: the process's CPU backend), a round's share of
+    :data:`POLICY` at a time."""
     from ...timing.cache import WARM
     from ...timing.engine import measure
 
-    def engine(fn: Kernel, args: tuple[object, ...]) -> Stats:
-        return measure(fn, *args, policy=POLICY, backend=backend, cache=WARM).stats
+    policy = round_policy(POLICY, rounds)
+
+    def engine(fn: Kernel, args: tuple[object, ...]) -> RoundTimer:
+        return lambda: measure(fn, *args, policy=policy, backend=backend, cache=WARM).stats
 
     return engine
 
 
-def timeit_timer(clock: Callable[[], float] = time.perf_counter) -> Timer:
-    """:mod:`timeit` on ``clock``: :data:`TIMEIT_REPEAT` repeats of as many calls as take
-    :data:`TIMEIT_REPEAT_S`, after one untimed call; each repeat's time over its calls is a sample."""
+def timeit_timer(clock: Callable[[], float] = time.perf_counter, rounds: int = ROUNDS) -> Timer:
+    """:mod:`timeit` on ``clock``: a round's share of :data:`TIMEIT_REPEAT` repeats of as many calls
+    as take :data:`TIMEIT_REPEAT_S` (counted in the first round, after one untimed call); each
+    repeat's time over its calls is a sample."""
+    repeat = share_count(TIMEIT_REPEAT, rounds)
 
-    def time_it(fn: Kernel, args: tuple[object, ...]) -> Stats:
-        fn(*args)
-        start = clock()
-        fn(*args)
-        one = clock() - start
-        number = max(1, math.ceil(TIMEIT_REPEAT_S / one)) if one > 0 else 1000
+    def time_it(fn: Kernel, args: tuple[object, ...]) -> RoundTimer:
         timer = timeit.Timer(lambda: fn(*args), timer=clock)
-        return Stats.from_samples(t / number for t in timer.repeat(repeat=TIMEIT_REPEAT, number=number))
+        calls: list[int] = []  # per repeat, once known
+
+        def one_round() -> Stats:
+            if not calls:
+                fn(*args)
+                start = clock()
+                fn(*args)
+                one = clock() - start
+                calls.append(max(1, math.ceil(TIMEIT_REPEAT_S / one)) if one > 0 else 1000)
+            number = calls[0]
+            return Stats.from_samples(t / number for t in timer.repeat(repeat=repeat, number=number))
+
+        return one_round
 
     return time_it
 
 
-def pytest_benchmark_timer(clock: Callable[[], float] = time.perf_counter) -> Timer | None:
-    """pytest-benchmark's ``BenchmarkFixture`` with its default settings, on ``clock``; None when
-    pytest-benchmark is not installed. Its rounds (per-call times) are the samples."""
+def pytest_benchmark_timer(
+    clock: Callable[[], float] = time.perf_counter, rounds: int = ROUNDS
+) -> Timer | None:
+    """pytest-benchmark's ``BenchmarkFixture`` with its default settings but a round's share of its
+    ``max_time``, on ``clock``; None when pytest-benchmark is not installed. Its rounds (per-call
+    times) are the samples."""
     try:
         fixture_module = importlib.import_module("pytest_benchmark.fixture")
         utils = importlib.import_module("pytest_benchmark.utils")
@@ -130,8 +151,8 @@ def pytest_benchmark_timer(clock: Callable[[], float] = time.perf_counter) -> Ti
     settings: dict[str, object] = {
         "node": types.SimpleNamespace(name="selfcheck", nodeid="roofline-selfcheck"),
         "disable_gc": False, "timer": utils.NameWrapper(clock), "min_rounds": 5, "min_time": 0.000005,
-        "max_time": 1.0, "precision": None, "confidence": None, "warmup": False,
-        "warmup_iterations": 100000, "calibration_precision": 10, "add_stats": quiet,
+        "max_time": share(BENCHMARK_MAX_TIME_S, rounds), "precision": None, "confidence": None,
+        "warmup": False, "warmup_iterations": 100000, "calibration_precision": 10, "add_stats": quiet,
         "logger": types.SimpleNamespace(debug=quiet, info=quiet, warning=quiet, error=quiet),
         "warner": quiet, "disabled": False, "cprofile": False, "cprofile_loops": None,
         "cprofile_dump": None,
@@ -140,18 +161,25 @@ def pytest_benchmark_timer(clock: Callable[[], float] = time.perf_counter) -> Ti
     accepted = inspect.signature(benchmark_fixture).parameters
     kwargs = {name: value for name, value in settings.items() if name in accepted}
 
-    def bench(fn: Kernel, args: tuple[object, ...]) -> Stats:
-        fixture = benchmark_fixture(**kwargs)
-        fixture(fn, *args)
-        return Stats.from_samples(fixture.stats.stats.data)
+    def bench(fn: Kernel, args: tuple[object, ...]) -> RoundTimer:
+        def one_round() -> Stats:
+            fixture = benchmark_fixture(**kwargs)
+            fixture(fn, *args)
+            return Stats.from_samples(fixture.stats.stats.data)
+
+        return one_round
 
     return bench
 
 
-def default_timers() -> list[tuple[str, Timer]]:
-    """The engine, timeit and (where installed) pytest-benchmark, on this machine's clock."""
-    timers: list[tuple[str, Timer]] = [(ENGINE, engine_timer()), ("timeit", timeit_timer())]
-    bench = pytest_benchmark_timer()
+def default_timers(rounds: int = ROUNDS) -> list[tuple[str, Timer]]:
+    """The engine, timeit and (where installed) pytest-benchmark, on this machine's clock, each
+    taking a ``rounds``-th of its budget a round."""
+    timers: list[tuple[str, Timer]] = [
+        (ENGINE, engine_timer(rounds=rounds)),
+        ("timeit", timeit_timer(rounds=rounds)),
+    ]
+    bench = pytest_benchmark_timer(rounds=rounds)
     if bench is not None:
         timers.append(("pytest-benchmark", bench))
     return timers
@@ -161,13 +189,15 @@ def run_cpu(
     cases: Sequence[CpuCase] | None = None,
     timers: Sequence[tuple[str, Timer]] | None = None,
     progress: Callable[[str], None] | None = None,
+    rounds: int = ROUNDS,
 ) -> Report:
-    """Each case (default: :data:`CASES`) timed by each timer (default: :func:`default_timers`),
-    compared and judged."""
+    """Each case (default: :data:`CASES`) timed by each timer (default: :func:`default_timers`) in
+    ``rounds`` alternating rounds (``timers`` given: each sized for that many rounds), compared
+    round by round and judged."""
     from ...timing.cpu import cpu_model_name
 
     cases = CASES if cases is None else cases
-    timers = default_timers() if timers is None else timers
+    timers = default_timers(rounds) if timers is None else timers
     say = progress or _stderr
     results = []
     for case in cases:
@@ -175,17 +205,18 @@ def run_cpu(
         try:
             fn, args = case.setup()
         except Exception as exc:  # a kernel that cannot be built is a finding, not the end of the run
-            results.append(CaseResult(case.name, (Timing(SETUP, None, f"{type(exc).__name__}: {exc}"),)))
+            results.append(CaseResult(case.name, (Timing(SETUP, (), f"{type(exc).__name__}: {exc}"),)))
             continue
-        bound = [(name, _bind(timer, fn, args)) for name, timer in timers]
-        results.append(run_timers(case.name, bound))
+        bound = [(name, timer(fn, args)) for name, timer in timers]
+        results.append(interleave(case.name, bound, rounds))
     comparisons = compare(results, RULES)
     names = ", ".join(name for name, _ in timers)
     header = (
         f"self-check on this CPU: {cpu_model_name()}",
-        f"timers: {names}; each ratio is a timer's median over {ENGINE}'s",
-        f"noise: each timer's 95% interval of the median, added; floor {CPU_FLOOR:.0%}; kernels under "
-        f"{MIN_JUDGED_S * 1e6:.0f} µs shown, not judged",
+        f"timers: {names}, in {rounds} alternating rounds; each ratio is the median over the rounds of a"
+        f" timer's figure over {ENGINE}'s in the same round",
+        f"noise: the 95% interval of that median, from the paired ratios; floor {CPU_FLOOR:.0%}; kernels"
+        f" under {MIN_JUDGED_S * 1e6:.0f} µs shown, not judged",
     )
     return Report(
         device="cpu",
@@ -194,12 +225,8 @@ def run_cpu(
         comparisons=tuple(comparisons),
         notes=(),
         verdict=verdict(results, comparisons, engine={ENGINE}),
-        details={"floor": CPU_FLOOR, "min_judged_s": MIN_JUDGED_S},
+        details={"floor": CPU_FLOOR, "min_judged_s": MIN_JUDGED_S, "rounds": rounds},
     )
-
-
-def _bind(timer: Timer, fn: Kernel, args: tuple[object, ...]) -> Callable[[], Stats]:
-    return lambda: timer(fn, args)
 
 
 def _stderr(line: str) -> None:

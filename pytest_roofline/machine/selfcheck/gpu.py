@@ -1,7 +1,9 @@
 """The self-check on a GPU: the engine beside the other GPU timers, kernel by kernel.
 
 For each case (a 256 MiB device-to-device copy, a 4096³ float32 matmul, an elementwise kernel of a few
-microseconds over 8 MiB, and a 4 KiB one short enough to be launch-bound) the median per-call time of:
+microseconds over 8 MiB, and a 4 KiB one short enough to be launch-bound), in alternating rounds
+(:mod:`.interleave`: each timer takes a round's share of the budget below in every round), the
+per-call time of:
 
 - the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``cache=WARM``) on the
   default stream: the reference of every warm ratio; with events (where CUPTI would time by default),
@@ -22,6 +24,7 @@ PyTorch and Triton time on *their* current device, whatever CuPy's is: both run 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -30,7 +33,8 @@ from typing import Any
 from ...model.policy import Policy
 from ...model.stats import Stats
 from ...timing.base import Kernel
-from .compare import SETUP, CaseResult, Rule, Timing, run_timers
+from .compare import SETUP, CaseResult, Rule, Timing
+from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share, share_count
 
 #: the engine's figures other timers are set beside
 WARM, COLD, GRAPH = "engine warm", "engine cold", "engine graph"
@@ -38,18 +42,23 @@ WARM, COLD, GRAPH = "engine warm", "engine cold", "engine graph"
 ENGINE_TIMERS = frozenset(
     {WARM, "engine events", "engine side stream", "engine block=off", "engine block=on", COLD, GRAPH}
 )
-#: floors (see :mod:`.compare`): what two timers may differ by through drift alone, warm, cold and for
+#: floors (see :mod:`.compare`): what two timers' paired ratio may differ from 1 by through what
+#: alternating rounds do not cancel (a drift within a round), warm, cold and for
 #: a replayed graph of a few-µs kernel (where a replay's own launch is a larger share); the bounds a
 #: first GPU run is held to
 WARM_FLOOR, COLD_FLOOR, GRAPH_FLOOR = 0.03, 0.05, 0.10
 #: warm and cold comparisons of kernels shorter than this are shown, not judged
 MIN_JUDGED_S = 100e-6
-#: the engine's time budget per measurement here (the kernels are short and steady)
+# the budgets below are a kernel's over all rounds; each round takes its share (:func:`.interleave.share`)
+#: the engine's time budget per timer here (the kernels are short and steady)
 MAX_TIME_S = 0.5
 #: cupyx.profiler.benchmark settings: calls timed, calls untimed first, and a wall-time cap (seconds)
 CUPYX_REPEAT, CUPYX_WARMUP, CUPYX_MAX_DURATION_S = 200, 10, 1.0
-#: calls between one event pair, and pairs taken (torch.cuda.Event, and the graph replay's)
+#: calls between one event pair (and calls untimed before the first), and pairs taken
+#: (torch.cuda.Event, and the graph replay's)
 EVENT_CALLS, EVENT_PAIRS = 20, 25
+#: do_bench's warm-up and timing budgets, in milliseconds (its defaults)
+DO_BENCH_WARMUP_MS, DO_BENCH_REP_MS = 25.0, 100.0
 #: the kernel's calls captured into the one graph replayed between two events
 GRAPH_CALLS = 20
 #: what do_bench zeroes before each call (Triton's get_empty_cache_for_benchmark: 256 MiB of int32)
@@ -128,10 +137,15 @@ def rules(l2_bytes: int, bandwidth: float) -> dict[str, Rule]:
 
 
 def time_case(
-    case: GpuCase, index: int, cupy: Any, benchmark: Callable[..., Any], extra: Mapping[str, Any]
+    case: GpuCase,
+    index: int,
+    cupy: Any,
+    benchmark: Callable[..., Any],
+    extra: Mapping[str, Any],
+    rounds: int = ROUNDS,
 ) -> CaseResult:
-    """Every timer's statistics for ``case`` on GPU ``index``; ``extra``: ``torch`` and ``do_bench``
-    where they are available."""
+    """Every timer's rounds for ``case`` on GPU ``index``, ``rounds`` of them, interleaved;
+    ``extra``: ``torch`` and ``do_bench`` where they are available."""
     from ...timing.cuda import CudaBackend, using_device
 
     with using_device(index):
@@ -141,18 +155,22 @@ def time_case(
             return CaseResult(case.name, (_failed(SETUP, exc),))
         side = cupy.cuda.Stream(non_blocking=True)
 
-        def engine(flush: bool = False, **backend: Any) -> Callable[[], Stats]:
-            return lambda: _engine(fn, args, CudaBackend(index, **backend), flush=flush)
+        def engine(flush: bool = False, **options: Any) -> RoundTimer:
+            # one backend for every round, built in the first (where its failure is the timer's)
+            backend = functools.cache(lambda: CudaBackend(index, **options))
+            policy = round_policy(Policy(max_time_s=MAX_TIME_S), rounds)
+            return lambda: _engine(fn, args, backend(), policy, flush=flush)
 
         def cupyx() -> Stats:
             theirs = benchmark(
-                fn, args, n_repeat=CUPYX_REPEAT, n_warmup=CUPYX_WARMUP,
-                max_duration=CUPYX_MAX_DURATION_S, devices=(index,),
+                fn, args, n_repeat=share_count(CUPYX_REPEAT, rounds),
+                n_warmup=share_count(CUPYX_WARMUP, rounds),
+                max_duration=share(CUPYX_MAX_DURATION_S, rounds), devices=(index,),
             )  # fmt: skip
             # gpu_times: seconds, one row per device in ``devices``, one column per repeat
             return Stats.from_samples(float(t) for t in theirs.gpu_times[0])
 
-        timers: list[tuple[str, Callable[[], Stats]]] = [
+        timers: list[tuple[str, RoundTimer]] = [
             (WARM, engine()),
             ("engine events", engine(timer="events")),
             ("engine side stream", engine(stream=side)),
@@ -163,38 +181,38 @@ def time_case(
         ]
         torch = extra.get("torch")
         if torch is not None:
-            timers.append(("torch.cuda.Event", lambda: torch_events(torch, index, fn, args)))
+            timers.append(("torch.cuda.Event", lambda: torch_events(torch, index, fn, args, rounds)))
             do_bench = extra.get("do_bench")
             if do_bench is not None:
-                cold = lambda: triton_do_bench(torch, do_bench, index, fn, args)  # noqa: E731
+                cold = lambda: triton_do_bench(torch, do_bench, index, fn, args, rounds)  # noqa: E731
                 timers.append(("triton do_bench (cold)", cold))
         if case.graph:
             timers.append((GRAPH, engine(graph=True)))
-            timers.append(("graph replay, events", lambda: graph_replay(cupy, fn, args)))
-        return run_timers(case.name, timers)
+            timers.append(("graph replay, events", graph_replay(cupy, fn, args, rounds)))
+        return interleave(case.name, timers, rounds)
 
 
 def _failed(timer: str, exc: Exception) -> Timing:
-    return Timing(timer, None, f"{type(exc).__name__}: {exc}")
+    return Timing(timer, (), f"{type(exc).__name__}: {exc}")
 
 
-def _engine(fn: Kernel, args: tuple[object, ...], backend: Any, *, flush: bool) -> Stats:
+def _engine(fn: Kernel, args: tuple[object, ...], backend: Any, policy: Policy, *, flush: bool) -> Stats:
     from ...timing.cache import FLUSHED, WARM
     from ...timing.engine import measure
 
-    cache = FLUSHED if flush else WARM
-    return measure(fn, *args, policy=Policy(max_time_s=MAX_TIME_S), backend=backend, cache=cache).stats
+    return measure(fn, *args, policy=policy, backend=backend, cache=FLUSHED if flush else WARM).stats
 
 
-def torch_events(torch: Any, index: int, fn: Kernel, args: tuple[object, ...]) -> Stats:
-    """``torch.cuda.Event`` pairs around :data:`EVENT_CALLS` back-to-back calls, on GPU ``index``'s
-    current PyTorch stream (``torch.cuda.device(index)``: PyTorch's current device is not CuPy's)."""
+def torch_events(torch: Any, index: int, fn: Kernel, args: tuple[object, ...], rounds: int = ROUNDS) -> Stats:
+    """A round's share of :data:`EVENT_PAIRS` ``torch.cuda.Event`` pairs around :data:`EVENT_CALLS`
+    back-to-back calls (after its share of as many untimed calls), on GPU ``index``'s current
+    PyTorch stream (``torch.cuda.device(index)``: PyTorch's current device is not CuPy's)."""
     with torch.cuda.device(index):
-        for _ in range(EVENT_CALLS):
+        for _ in range(share_count(EVENT_CALLS, rounds)):
             fn(*args)
         torch.cuda.synchronize()
         times = []
-        for _ in range(EVENT_PAIRS):
+        for _ in range(share_count(EVENT_PAIRS, rounds)):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(EVENT_CALLS):
@@ -206,23 +224,53 @@ def torch_events(torch: Any, index: int, fn: Kernel, args: tuple[object, ...]) -
 
 
 def triton_do_bench(
-    torch: Any, do_bench: Callable[..., Any], index: int, fn: Kernel, args: tuple[object, ...]
+    torch: Any,
+    do_bench: Callable[..., Any],
+    index: int,
+    fn: Kernel,
+    args: tuple[object, ...],
+    rounds: int = ROUNDS,
 ) -> Stats:
-    """``do_bench``'s every call (``return_mode="all"``, Triton 3.2+; its median alone, spreadless,
-    where the installed Triton refuses that), on GPU ``index``: its cache buffer and its events are
-    on PyTorch's current device."""
+    """``do_bench``'s every call (``return_mode="all"``, Triton 3.2+; its median alone, one figure,
+    where the installed Triton refuses that) with a round's share of its default warm-up and timing
+    budgets, on GPU ``index``: its cache buffer and its events are on PyTorch's current device."""
+    budget = {"warmup": share(DO_BENCH_WARMUP_MS, rounds), "rep": share(DO_BENCH_REP_MS, rounds)}
     with torch.cuda.device(index):
         try:
-            times = do_bench(lambda: fn(*args), return_mode="all")
+            times = do_bench(lambda: fn(*args), return_mode="all", **budget)
         except (AssertionError, ValueError):  # older Triton: min, max, mean or median only
-            times = do_bench(lambda: fn(*args), return_mode="median")
+            times = do_bench(lambda: fn(*args), return_mode="median", **budget)
     samples = [times] if isinstance(times, (int, float)) else list(times)
     return Stats.from_samples(float(t) / 1e3 for t in samples)
 
 
-def graph_replay(cupy: Any, fn: Kernel, args: tuple[object, ...]) -> Stats:
-    """:data:`GRAPH_CALLS` calls captured into one CUDA graph on a non-blocking CuPy stream, replayed
-    between an event pair :data:`EVENT_PAIRS` times: graph mode as do_bench_cudagraph times it."""
+def graph_replay(cupy: Any, fn: Kernel, args: tuple[object, ...], rounds: int = ROUNDS) -> RoundTimer:
+    """:data:`GRAPH_CALLS` calls captured into one CUDA graph on a non-blocking CuPy stream (in the
+    first round), replayed between an event pair a round's share of :data:`EVENT_PAIRS` times,
+    after one untimed replay: graph mode as do_bench_cudagraph times it."""
+    pairs = share_count(EVENT_PAIRS, rounds)
+    captured = functools.cache(lambda: _capture(cupy, fn, args))
+
+    def replay() -> Stats:
+        stream, graph = captured()
+        with stream:
+            graph.launch(stream)
+            stream.synchronize()
+            times = []
+            for _ in range(pairs):
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record(stream)
+                graph.launch(stream)
+                end.record(stream)
+                end.synchronize()
+                times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / GRAPH_CALLS)
+        return Stats.from_samples(times)
+
+    return replay
+
+
+def _capture(cupy: Any, fn: Kernel, args: tuple[object, ...]) -> tuple[Any, Any]:
+    """A non-blocking stream and a graph of :data:`GRAPH_CALLS` calls captured on it."""
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         fn(*args)  # module loading and pool growth belong outside the capture
@@ -235,18 +283,7 @@ def graph_replay(cupy: Any, fn: Kernel, args: tuple[object, ...]) -> Stats:
             with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
                 stream.end_capture()
             raise
-        graph = stream.end_capture()
-        graph.launch(stream)
-        stream.synchronize()
-        times = []
-        for _ in range(EVENT_PAIRS):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(stream)
-            graph.launch(stream)
-            end.record(stream)
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / GRAPH_CALLS)
-    return Stats.from_samples(times)
+        return stream, stream.end_capture()
 
 
 def optional_timers() -> dict[str, Any]:

@@ -23,6 +23,7 @@ from .gpu import (
     rules,
     time_case,
 )
+from .interleave import ROUNDS
 
 if TYPE_CHECKING:
     from ...model.conditions import ClockLog
@@ -41,10 +42,12 @@ def run_gpu(
     extra: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
     calibration_dir: Path | None = None,
+    rounds: int = ROUNDS,
 ) -> Report:
-    """The self-check on GPU ``index``. ``extra``: PyTorch and ``do_bench`` (default: those installed,
-    :func:`.gpu.optional_timers`); ``calibration_dir``: where the ceilings are cached (default: the
-    user's cache, so a calibration already taken is read, not taken again)."""
+    """The self-check on GPU ``index``, each kernel's timers in ``rounds`` alternating rounds.
+    ``extra``: PyTorch and ``do_bench`` (default: those installed, :func:`.gpu.optional_timers`);
+    ``calibration_dir``: where the ceilings are cached (default: the user's cache, so a calibration
+    already taken is read, not taken again)."""
     import cupy
     from cupyx.profiler import benchmark
 
@@ -62,10 +65,11 @@ def run_gpu(
         f"self-check on cuda:{index}: {backend.device_name} (CuPy {cupy.__version__})",
         f"engine timer: {backend.timer_note}",
         f"blocking kernel: {'on' if backend.block else 'off (' + backend.block_note + ')'}",
-        f"other timers: {', '.join(others)}; each ratio is a timer's median over the engine's"
-        f" ({WARM}'s for warm timers)",
-        f"noise: each timer's 95% interval of the median, added; floors warm {WARM_FLOOR:.0%}, cold"
-        f" {COLD_FLOOR:.0%}, graph replay {GRAPH_FLOOR:.0%}; warm and cold kernels under"
+        f"other timers: {', '.join(others)}, in {rounds} alternating rounds; each ratio is the median"
+        f" over the rounds of a timer's figure over the engine's in the same round ({WARM}'s for warm"
+        " timers)",
+        f"noise: the 95% interval of that median, from the paired ratios; floors warm {WARM_FLOOR:.0%},"
+        f" cold {COLD_FLOOR:.0%}, graph replay {GRAPH_FLOOR:.0%}; warm and cold kernels under"
         f" {MIN_JUDGED_S * 1e6:.0f} µs shown, not judged",
     ]
     say("measuring the latency floor ...")
@@ -75,7 +79,7 @@ def run_gpu(
     with backend.watch_clocks(interval_s=0.1) as watcher:
         for case in cases:
             say(f"measuring {case.name} ...")
-            results.append(time_case(case, index, cupy, benchmark, extra))
+            results.append(time_case(case, index, cupy, benchmark, extra, rounds))
     say("calibrating (or reading the cached ceilings) ...")
     ceiling_lines, ceilings, ceiling_error = _ceilings(index, table_device, calibration_dir)
     judged_by = rules(
@@ -104,6 +108,7 @@ def run_gpu(
         "blocking_kernel": backend.block_note or "on",
         "floors": {"warm": WARM_FLOOR, "cold": COLD_FLOOR, "graph": GRAPH_FLOOR},
         "min_judged_s": MIN_JUDGED_S,
+        "rounds": rounds,
         "do_bench_allowance_s": judged_by["triton do_bench (cold)"].allowance_s,
         "latency_floor_s": floor.floor_s,
         "latency_floor_graph_s": graph_floor.floor_s,

@@ -1,0 +1,80 @@
+"""Every timer of one kernel in alternating rounds, so that a drift of the machine's speed reaches
+them alike and cancels in their ratio.
+
+A shared machine's speed drifts by tens of percent over seconds (a neighbour's load, clocks, heat).
+Timed one after another, two timers see two different machines, and their ratio shows the drift.
+Here a kernel's time budget is split into :data:`ROUNDS` rounds; each round runs every timer once,
+briefly (its share of the budget: :func:`share`), in an order shuffled afresh each round, so that
+no timer always runs just before or after the engine. A timer's figure for a round is the median of
+that round's samples; :func:`.compare.compare` sets each timer's figure beside the engine's from the
+same round. The shuffle is seeded by the kernel's name: a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections.abc import Callable, Sequence
+
+from ...errors import InvalidValueError
+from ...model.policy import Policy
+from ...model.stats import Stats
+from .compare import CaseResult, Timing
+
+#: rounds per kernel: enough that the 95% interval of the median of the paired ratios leaves out
+#: the two most extreme rounds at each end (:func:`~pytest_roofline.model.stats.median_ci_ranks`),
+#: so one round that a step in speed splits cannot widen the noise alone
+ROUNDS = 15
+
+#: one round of one timer: a short measurement, its samples' statistics (seconds per call)
+RoundTimer = Callable[[], Stats]
+
+
+def share(total: float, rounds: int) -> float:
+    """One round's part of a budget of ``total`` split over ``rounds``."""
+    return total / rounds
+
+
+def share_count(total: int, rounds: int) -> int:
+    """One round's part of ``total`` calls, repeats or pairs: at least one."""
+    return max(1, math.ceil(total / rounds))
+
+
+def round_policy(policy: Policy, rounds: int) -> Policy:
+    """The engine's ``policy`` with its time (budget, warm-up, least sampling span) split over
+    ``rounds``: a round's measurement."""
+    return dataclasses.replace(
+        policy,
+        max_time_s=share(policy.max_time_s, rounds),
+        warmup_s=share(policy.warmup_s, rounds),
+        min_time_s=share(policy.min_time_s, rounds),
+    )
+
+
+def interleave(case: str, timers: Sequence[tuple[str, RoundTimer]], rounds: int = ROUNDS) -> CaseResult:
+    """Run ``timers`` in ``rounds`` rounds, each in a freshly shuffled order; every timer's rounds,
+    index by index the same rounds. A timer that raises is a finding, kept with its error and not
+    run again (its rounds so far are dropped: its figures could no longer be paired)."""
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise InvalidValueError(f"rounds must be an integer >= 1; got {rounds!r}")
+    order = random.Random(case)
+    figures: dict[str, list[Stats]] = {name: [] for name, _ in timers}
+    errors: dict[str, str] = {}
+    for _ in range(rounds):
+        shuffled = list(timers)
+        order.shuffle(shuffled)
+        for name, timer in shuffled:
+            if name in errors:
+                continue
+            try:
+                figures[name].append(timer())
+            except Exception as exc:  # one timer's failure (graph capture refused, say) is shown, not fatal
+                errors[name] = f"{type(exc).__name__}: {exc}"
+    return CaseResult(
+        case,
+        tuple(
+            Timing(name, (), errors[name]) if name in errors else Timing(name, tuple(figures[name]))
+            for name, _ in timers
+        ),
+    )
