@@ -27,6 +27,7 @@ import numpy  # noqa: F401  # (numpy, above all, refuses to be imported twice in
 import pytest
 
 import pytest_roofline.machine.calibrate  # (pytest caches the RooflineWarning class a -W filter names)
+import pytest_roofline.model.ops  # (a catalogue imported anew would register into a registry dropped)
 import pytest_roofline.output.jsonfile
 import pytest_roofline.timing.cuda
 

@@ -159,6 +159,9 @@ class MeasurementRecord:
     xfailed: bool = False
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
     history: tuple[float, ...] | None = None
+    #: what was inferred of a call that named no op: its tier, what it read, the marker that pins it
+    #: (:meth:`pytest_roofline.model.inference.Inference.to_record`); None where the op was given
+    inferred: JsonObject | None = None
 
     @classmethod
     def from_result(
@@ -197,6 +200,7 @@ class MeasurementRecord:
             contention=m.contention.to_record() if m.contention is not None else None,
             clocks=_clocks_json(m), diagnosis=diagnosis,
             threads=m.threads, thread_wait_share=m.wait_share,
+            inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
         )  # fmt: skip
 
     # - derived facts, worked out here only -
@@ -315,6 +319,7 @@ class MeasurementRecord:
             thread_wait_share=_optional_float(data.get("thread_wait_share")),
             xfailed=data.get("xfailed") is True,
             history=tuple(map(float, history)) if isinstance(history, list) else None,
+            inferred=_optional_json(data.get("inferred")),
         )  # fmt: skip
 
 
@@ -397,7 +402,7 @@ RECORD_FIELDS = (
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
     "rotation_copies", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention",
     "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
-    "samples_s", "reason",
+    "samples_s", "reason", "inferred",
 )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from .marker import (
     MARKER,
     MarkerArgs,
     check_keywords,
+    check_no_op_params,
     check_op_params,
     op_params,
     parametrize_values,
@@ -24,6 +25,7 @@ from .marker import (
 )
 
 if TYPE_CHECKING:
+    from ..model.inference import Inference
     from ..model.policy import Policy
     from .options import SessionSettings
 
@@ -60,6 +62,8 @@ class Request:
     cache: str = "cold"
     #: the CUDA blocking kernel for this measurement: auto, on, off (None: the session's setting)
     block: str | None = None
+    #: what was inferred of a call that named no op (None: the op was given, or mode off inferred nothing)
+    inference: Inference | None = None
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -91,9 +95,12 @@ def resolve(
     *,
     settings: SessionSettings,
     session_spec: Callable[[], str],
+    infer: bool = True,
 ) -> Request:
     """Call keywords over the marker over parametrize values over session settings; a dtype given
-    nowhere is read from the ``kernel``'s arguments (:func:`_dtype_of_arguments`).
+    nowhere is read from the ``kernel``'s arguments (:func:`_dtype_of_arguments`). With no op, the
+    op is inferred from the kernel's call (:func:`_inferred`), unless ``infer`` is false (mode off,
+    which estimates nothing: the request's op is then ``auto``).
 
     Raises ValueError (OpError, DeviceError) naming the parameter and the value.
     """
@@ -102,7 +109,7 @@ def resolve(
     call = dict(call)
     op = call.pop("op", None) or marker.op
     name = check_name(call.pop("name", None))
-    if op is None:
+    if op is None and kernel is None:
         raise InvalidValueError(
             f"no op: pass op=... to {FIXTURE}(...) or mark the test with "
             f"@pytest.mark.{MARKER}(op, ...) (`roofline ops` lists them)"
@@ -111,19 +118,30 @@ def resolve(
     from ..model.verdict import check_fraction
 
     parametrized = parametrize_values(item)
-    params = op_params(get_op(op), parametrized)
-    if op == marker.op:
-        params.update(marker.params)
     keywords = dict(marker.keywords)
     keywords.update({k: call.pop(k) for k in KEYWORDS if k in call})
-    params.update(call)
-    # here too for mode off, which estimates nothing; before the dtype, which a kernel's keyword
-    # passed as an op parameter (out=...) would otherwise hide
-    check_op_params(op, params, complete=True, kernel_keywords=kernel is not None)
-    dtype = keywords.get("dtype", parametrized.get("dtype"))
-    if dtype is None:
-        dtype = dtype_of_arguments(op, kernel)
-    check_keywords({**keywords, "dtype": dtype})
+    inference = None
+    if op is None:
+        params = {**marker.params, **call}
+        check_no_op_params(params, f"{FIXTURE}(...) with no op")
+        dtype = keywords.get("dtype", parametrized.get("dtype"))
+        if infer and kernel is not None:
+            inference = _inferred(kernel, params, dtype)
+            op, params, dtype = inference.op, dict(inference.params), dtype or inference.dtype
+        else:
+            op = "auto"
+    else:
+        params = op_params(get_op(op), parametrized)
+        if op == marker.op:
+            params.update(marker.params)
+        params.update(call)
+        # here too for mode off, which estimates nothing; before the dtype, which a kernel's keyword
+        # passed as an op parameter (out=...) would otherwise hide
+        check_op_params(op, params, complete=True, kernel_keywords=kernel is not None)
+        dtype = keywords.get("dtype", parametrized.get("dtype"))
+        if dtype is None:
+            dtype = dtype_of_arguments(op, kernel)
+    check_keywords({**keywords, "dtype": dtype} if dtype is not None else keywords)
     min_fraction = check_fraction(keywords.get("min_fraction", settings.min_fraction))
     return Request(
         op=op,
@@ -137,7 +155,21 @@ def resolve(
         stream=keywords.get("stream"),
         cache=cache_of(settings, keywords),
         block=keywords.get("block"),
+        inference=inference,
     )
+
+
+def _inferred(kernel: KernelCall, given: Mapping[str, Any], dtype: object) -> Inference:
+    """The op of a call that names none (:func:`pytest_roofline.timing.footprint.infer_call`), with
+    the ``flops=`` and ``bytes=`` given and the dtype given (or None)."""
+    from ..model.core import parse_dtype
+    from ..timing.footprint import infer_call
+
+    return infer_call(
+        kernel.fn, kernel.args, kernel.kwargs, kernel.setup,
+        dtype=parse_dtype(dtype) if dtype is not None else None,
+        flops=given.get("flops"), nbytes=given.get("bytes"),
+    )  # fmt: skip
 
 
 def given(call: dict[str, Any]) -> dict[str, Any]:
@@ -148,25 +180,12 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
     """The dtype of the first argument that has one, when neither the marker nor the call gives it:
     the positional arguments, then ``kwargs``' values, then a ``functools.partial``'s (the kernel
     itself, or a partial inside it)."""
-    from ..model.core import parse_dtype
+    from ..model.arrays import argument_precision
 
     for where, arg in arguments_of(kernel):
         dtype = getattr(arg, "dtype", None)
         if dtype is not None:
-            try:
-                precision = parse_dtype(dtype)
-            except ValueError as exc:
-                raise InvalidValueError(
-                    f"{op}: no dtype was given, and {where} has dtype {dtype}, which is not one: {exc}; "
-                    "pass dtype=... to the marker or the call"
-                ) from None
-            if precision.itemsize < 1:  # ml_dtypes' int4 and float4 take a byte per value
-                raise InvalidValueError(
-                    f"{op}: no dtype was given, and {where} has dtype {dtype}, whose arrays store one value "
-                    f"per byte, not the packed {precision} the floor would count; pass dtype=... (and "
-                    "b_dtype='int4' for packed weights) to the marker or the call"
-                )
-            return precision
+            return argument_precision(op, where, dtype)
     late = (
         " (it cannot be read from the arguments setup returns: they are made while measuring)"
         if kernel is not None and kernel.setup is not None
