@@ -43,7 +43,13 @@ kernel on the current stream; ``RawModule(code=...).get_function(name)``, ``cuda
 ``.synchronize()``; ``cupyx.profiler.benchmark(func, args, n_repeat=..., n_warmup=...,
 max_duration=..., devices=...)`` with ``gpu_times`` (``cupyx/profiler/_time.py``);
 ``matmul(a, b, out=None)``, ``zeros(shape, dtype)``, the dtypes ``uint8``, ``float16``, ``float32``,
-``float64`` and the scalar types ``int32``, ``uint64``,
+``float64`` and the scalar types ``int32``, ``uint64``; ``ndarray``, ``asarray(a)``,
+``ascontiguousarray(a)``, ``array_equal(a1, a2)`` (a kernel; its 0-d answer read on the host is
+logged ``("to_host", 1)``), ``ndarray.copy(order="C")``, ``.reshape``, ``.view(dtype)``, ``.get()``
+(logged ``("to_host", nbytes)``), ``__setitem__`` and ``__cuda_array_interface__``. What an array
+holds is a token its writers (``multiply``/``matmul`` with ``out=``, ``copyto``, item assignment)
+replace and a copy keeps, shared with its views; allocations never overlap, and a view lies at its
+base's address,
 ``RawKernel(code, name, options=(), backend="nvrtc", ...)`` called as
 ``kernel(grid, block, args, shared_mem=0, stream=None)`` (``cupy/_core/raw.pyx``,
 ``cupy/cuda/function.pyx``): ``roofline_block`` behaves as the blocking kernel (it waits, on the
@@ -207,21 +213,53 @@ class FakeDType:
         self.itemsize = itemsize
 
 
-class FakeArray:
-    _ptrs = itertools.count(0x7000_0000, 0x1000)
+class _Contents:
+    """What an allocation holds, as a token: a kernel that writes it draws a new one, a copy takes
+    the same. An array and its views share one."""
 
-    def __init__(self, shape: int | tuple[int, ...], dtype: Any) -> None:
+    tokens = itertools.count(1)
+
+    def __init__(self) -> None:
+        self.token = next(self.tokens)
+
+    def write(self) -> None:
+        self.token = next(self.tokens)
+
+
+class FakeScalar:
+    """A 0-d result on the device (``cupy.array_equal``'s): reading it on the host copies it there,
+    after the stream's work, as CuPy's ``.get()`` does (logged ``("to_host", nbytes)``)."""
+
+    def __init__(self, world: FakeCupy, value: bool) -> None:
+        self.world, self._value = world, value
+
+    def __bool__(self) -> bool:
+        self.world.device_sync(("to_host", 1))
+        return self._value
+
+
+class FakeArray:
+    #: the next free device address: allocations do not overlap, as cudaMalloc's do not
+    _next_ptr = 0x7000_0000
+
+    def __init__(self, shape: int | tuple[int, ...], dtype: Any, *, base: FakeArray | None = None) -> None:
         self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.dtype = dtype if isinstance(dtype, FakeDType) else np.dtype(dtype)
         self.size = int(np.prod(self.shape))
         self.nbytes = self.size * self.dtype.itemsize
-        self.data = types.SimpleNamespace(ptr=next(self._ptrs))
+        if base is None:
+            ptr = FakeArray._next_ptr
+            FakeArray._next_ptr += -(-max(self.nbytes, 1) // 256) * 256
+            self.contents = _Contents()
+        else:  # a view: at its base's address (its first elements), sharing its contents
+            ptr, self.contents = base.data.ptr, base.contents
+        self.data = types.SimpleNamespace(ptr=ptr)
         self.flags = types.SimpleNamespace(c_contiguous=True, f_contiguous=self.ndim <= 1)
-        self.world: FakeCupy | None = None
+        self.world: FakeCupy | None = base.world if base is not None else None
         #: the GPU that holds it (``cupy.cuda.Device``'s ``id``): the current one when it was made
-        self.device = types.SimpleNamespace(id=0)
+        self.device = types.SimpleNamespace(id=base.device.id if base is not None else 0)
         #: what it holds, as a test writes it (a copy has its array's)
-        self.values: object = None
+        self.values: object = base.values if base is not None else None
 
     @property
     def ndim(self) -> int:
@@ -229,9 +267,25 @@ class FakeArray:
 
     def __getitem__(self, key: Any) -> FakeArray:
         """A view (no allocation, no kernel): only its shape is computed, on a zero-stride stand-in."""
-        view = FakeArray(np.broadcast_to(np.empty((), dtype=bool), self.shape)[key].shape, self.dtype)
-        view.world = self.world
-        return view
+        return FakeArray(
+            np.broadcast_to(np.empty((), dtype=bool), self.shape)[key].shape, self.dtype, base=self
+        )
+
+    def reshape(self, *shape: Any) -> FakeArray:
+        wanted = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return FakeArray(np.empty(self.size, dtype=bool).reshape(wanted).shape, self.dtype, base=self)
+
+    def view(self, dtype: Any) -> FakeArray:
+        """The same bytes read as ``dtype`` (a C-contiguous array's last axis rescaled, as in CuPy)."""
+        itemsize = np.dtype(dtype).itemsize
+        last = self.shape[-1] * self.dtype.itemsize // itemsize if self.shape else 1
+        return FakeArray((*self.shape[:-1], last), dtype, base=self)
+
+    def get(self) -> np.ndarray[Any, Any]:
+        """The array on the host: a device-to-host copy of all of it (logged ``("to_host", nbytes)``)."""
+        assert self.world is not None
+        self.world.device_sync(("to_host", self.nbytes))
+        return np.zeros(self.shape, dtype=self.dtype if isinstance(self.dtype, np.dtype) else np.uint8)
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -257,15 +311,17 @@ class FakeArray:
         assert self.world is not None
         copy = self.world.cupy.empty(self.shape, self.dtype)
         copy.values = self.values
+        copy.contents.token = self.contents.token  # the same contents
         self.world.log.append(("copy", self.world.current_device, self.device.id))
         self.world.launch(self.world.current_stream, "copy")
         return copy
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """``a[...] = b``: a copy kernel on the current stream."""
+        """``a[...] = b``: a copy kernel on the current stream, which writes the array."""
         assert self.world is not None
         self.values = getattr(value, "values", value)
         self.world.launch(self.world.current_stream, "copy")
+        self.contents.write()
 
     def astype(self, dtype: Any) -> FakeArray:
         """A copy in ``dtype``: a new allocation and a kernel, as CuPy's ``astype``."""
@@ -941,7 +997,10 @@ class FakeCupy:
             if isinstance(a.dtype, FakeDType) and not world.bfloat16:
                 raise TypeError(f"Unsupported dtype {a.dtype.name}")
             world.launch(world.current_stream, f"cublas:{a.dtype}")  # cuBLAS: a handle and a module
-            return out if out is not None else FakeArray((a.shape[0], b.shape[1]), a.dtype)
+            result = out if out is not None else FakeArray((a.shape[0], b.shape[1]), a.dtype)
+            result.world = world
+            result.contents.write()
+            return result
 
         class PinnedMemory:
             def __init__(self, size: int, flags: int = 0) -> None:
@@ -1020,7 +1079,26 @@ class FakeCupy:
             world.compile("multiply")
             result = out if out is not None else alloc(shape, np.float32)
             world.launch(world.current_stream, "multiply")
+            result.contents.write()
             return result
+
+        def copyto(dst: FakeArray, src: Any, casting: str = "same_kind", where: Any = None) -> None:
+            world.launch(world.current_stream, "copy")
+            dst.contents.write()
+
+        def array_equal(a1: FakeArray, a2: FakeArray, equal_nan: bool = False) -> FakeScalar:
+            """Compared on the device (a kernel); the answer stays there until read."""
+            world.launch(world.current_stream, "compare")
+            same = a1.shape == a2.shape and a1.contents.token == a2.contents.token
+            return FakeScalar(world, same)
+
+        def ascontiguousarray(a: FakeArray, dtype: Any = None) -> FakeArray:
+            return a
+
+        def asarray(a: Any, dtype: Any = None, order: Any = None) -> FakeArray:
+            if not isinstance(a, FakeArray):
+                raise TypeError(f"the fake CuPy holds no {type(a).__name__}")
+            return a
 
         cupy.RawKernel = RawKernel
         cupy.RawModule = RawModule
@@ -1030,7 +1108,11 @@ class FakeCupy:
         runtime.hostAllocMapped = 2
         cupy.empty = alloc
         cupy.ones = alloc
-        cupy.copyto = lambda dst, src: world.launch(world.current_stream, "copy")
+        cupy.copyto = copyto
+        cupy.array_equal = array_equal
+        cupy.ascontiguousarray = ascontiguousarray
+        cupy.asarray = asarray
+        cupy.ndarray = FakeArray
         cupy.__version__ = "14.0.0"
         cupy.matmul = matmul
         cupy.uint8, cupy.float16, cupy.float32, cupy.float64 = np.uint8, np.float16, np.float32, np.float64

@@ -42,7 +42,8 @@ MARKER_MISTAKES = [
                  "@pytest.mark.speed_of_light takes the op as its only positional argument; "
                  "got 'gemm', 'fp32' (write the others as keywords, e.g. dtype=...)", id="extra-positional"),
     pytest.param('min_fraction=0.5',
-                 "@pytest.mark.speed_of_light needs an op when the test does not use the roofline fixture",
+                 "@pytest.mark.speed_of_light needs an op when the test does not use the roofline fixture (an"
+                 " op is inferred only from a roofline(kernel, *args) call)",
                  id="no-op"),
     pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", max_tme=0.1',
                  "gemm has no parameter 'max_tme' (did you mean 'max_time'?)*", id="misspelled-keyword"),
@@ -59,7 +60,9 @@ MARKER_MISTAKES = [
                  "math must be one of 'ieee', 'tf32'; got 'fast'", id="unknown-math"),
     pytest.param('"gemm", M=1000, N=1000, K=1000, dtype="fp32", device="h100-sx"',
                  "unknown device 'h100-sx' (did you mean 'h100-sxm'?)*", id="unknown-device"),
-    pytest.param('M=1000', "@pytest.mark.speed_of_light: parameters ['M'] given without an op",
+    pytest.param('M=1000', "@pytest.mark.speed_of_light: parameters ['M'] given without an op; with no op,"
+                 " the op is inferred from the roofline(kernel, *args) call and only flops= and bytes= may be"
+                 " given (pass op=... for the others)",
                  id="parameters-without-op"),
 ]  # fmt: skip
 
@@ -192,9 +195,11 @@ def test_a_marker_that_leaves_parameters_to_the_call_is_checked_at_the_call(rl: 
 CALL_MISTAKES = [
     pytest.param(f'42, op="copy", {COPY}, dtype="fp32"', "the kernel must be callable; got 42 (int)",
                  id="non-callable-kernel"),
-    pytest.param('lambda: None, dtype="fp32"',
-                 "no op: pass op=... to roofline(...) or mark the test with "
-                 "@pytest.mark.speed_of_light(op, ...) (`roofline ops` lists them)",
+    pytest.param('(lambda: None), dtype="fp32"',  # (not an estimate's case: it has no kernel to infer from)
+                 "no op was given, and nothing to infer one from: the kernel is no call the catalogue knows"
+                 " and holds no array (none among its arguments, kwargs, functools.partial arguments or"
+                 " closure; an array read from a module's globals is not seen); pass op=... (`roofline ops`"
+                 " lists them), or bytes= and flops=",
                  id="no-op"),
     pytest.param('lambda: None, op="cpy", n=10, dtype="fp32"', "unknown op 'cpy' (did you mean 'copy'?)*",
                  id="unknown-op"),
@@ -258,6 +263,23 @@ def test_an_estimate_on_a_table_device_needs_no_local_hardware(rl: pytest.Pytest
         """
     )
     rl.runpytest().assert_outcomes(passed=1)
+
+
+def test_an_estimate_with_no_op_says_where_to_give_one(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+        def test_napkin(roofline):
+            roofline.estimate(dtype="fp32")
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: no op: pass op=... to roofline(...) or mark the test with "
+            "@pytest.mark.speed_of_light(op, ...) (`roofline ops` lists them)"
+        ]
+    )
 
 
 #: a fixture call sends keywords that are neither the op's nor its own to the kernel (which takes none)

@@ -128,7 +128,7 @@ MEASUREMENT_FIELDS = {
     "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method", "rotation_copies",
     "low_confidence", "excluded_samples", "transient_samples", "ceiling",
     "contention", "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks",
-    "stats", "samples_s", "reason",
+    "stats", "samples_s", "reason", "inferred",
 }  # fmt: skip
 
 

@@ -254,7 +254,7 @@ def test_a_rounds_share_splits_the_budget_and_keeps_at_least_one_call() -> None:
     policy = interleave.round_policy(Policy(max_time_s=0.5, min_samples=7), 10)
 
     assert (policy.max_time_s, policy.warmup_s, policy.min_time_s) == pytest.approx((0.05, 0.0025, 0.006))
-    assert policy.min_samples == 7  # what is not time is kept (the cache is measure()'s cache=, not the policy's)
+    assert policy.min_samples == 7  # what is not time is kept (the cache is measure()'s cache=)
     assert interleave.round_policy(Policy(), 1) == Policy()
     assert [interleave.share_count(total, 15) for total in (25, 20, 3)] == [2, 2, 1]
 

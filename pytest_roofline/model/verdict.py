@@ -20,7 +20,7 @@ import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidValueError
 from . import units
@@ -28,6 +28,9 @@ from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_flo
 from .core import Estimate, Precision, Source
 from .measurement import Measurement
 from .stats import Stats
+
+if TYPE_CHECKING:
+    from .inference import Inference
 
 
 class TheoreticalPeak(Protocol):
@@ -125,6 +128,8 @@ class Result:
     wall_s: float = 0.0
     #: what an empty call costs on this timer (0: not known)
     latency_floor_s: float = 0.0
+    #: what was inferred of a call that named no op (None: the op was given)
+    inference: Inference | None = None
 
     # The judgement's facts, read through the result as the docs name them.
     @property
@@ -159,6 +164,11 @@ class Result:
     def latency_bound(self) -> bool:
         """Whether the latency floor, not the roofline floor, was judged against."""
         return self.judgement.latency_bound
+
+    @property
+    def flops_unknown(self) -> bool:
+        """Whether the floor is the memory floor alone, the FLOPs unknown: attained is a lower bound."""
+        return self.inference is not None and not self.inference.flops_known
 
     # The attributes users reach for first, named as the docs name them.
     @property
@@ -214,13 +224,37 @@ def judge(
     reference: ProbeReference | None = None,
     peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
+    inference: Inference | None = None,
 ) -> Judgement:
     """Judge one measurement (no re-measuring here: see :func:`decide`).
 
     ``reference``: the calibration's probe for the resource that bounds ``estimate``; with the
     measurement's probe rates it gives the ceiling of the window. ``peak``: the CPU's theoretical
-    peak, above which a FLOP rate is a counting bug.
+    peak, above which a FLOP rate is a counting bug. ``inference``: what was inferred of a call
+    that named no op; with its FLOPs unknown the floor is the memory floor alone, so attained is a
+    lower bound: a pass is a pass, and what would be a miss is inconclusive.
     """
+    judgement = _judge(estimate, measurement, min_fraction, reference=reference, peak=peak,
+                       latency_floor_s=latency_floor_s)  # fmt: skip
+    if inference is None or inference.flops_known:
+        return judgement
+    if judgement.verdict not in (Verdict.MISS, Verdict.INCONCLUSIVE):
+        return judgement
+    from .inference import UNKNOWN_FLOPS
+
+    reason = f"{UNKNOWN_FLOPS}; {judgement.reason}" if judgement.reason else UNKNOWN_FLOPS
+    return dataclasses.replace(judgement, verdict=Verdict.INCONCLUSIVE, reason=reason)
+
+
+def _judge(
+    estimate: Estimate,
+    measurement: Measurement,
+    min_fraction: float,
+    *,
+    reference: ProbeReference | None,
+    peak: TheoreticalPeak | None,
+    latency_floor_s: float,
+) -> Judgement:
     m = measurement
     ceiling = None
     waited = _threads_waited(estimate, m)
@@ -343,14 +377,19 @@ def result_of(
     reference: ProbeReference | None = None,
     peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
+    inference: Inference | None = None,
 ) -> Result:
     """The result of one or more measurements of one kernel: a conclusive verdict over an
     inconclusive one, then the one that attained most (with paired ceilings not always the
     fastest: each was judged against its own window's ceiling)."""
-    judged = [
-        (judge(estimate, m, min_fraction, reference=reference, peak=peak, latency_floor_s=latency_floor_s), m)
-        for m in measurements
-    ]
+
+    def judged_one(m: Measurement) -> Judgement:
+        return judge(
+            estimate, m, min_fraction, reference=reference, peak=peak, latency_floor_s=latency_floor_s,
+            inference=inference,
+        )  # fmt: skip
+
+    judged = [(judged_one(m), m) for m in measurements]
     j, best = max(judged, key=lambda pair: (pair[0].verdict is not Verdict.INCONCLUSIVE, pair[0].attained))
     return Result(
         name=name,
@@ -363,6 +402,7 @@ def result_of(
         measurements=len(measurements),
         wall_s=sum(m.wall_s for m in measurements),
         latency_floor_s=latency_floor_s,
+        inference=inference,
     )
 
 
@@ -379,6 +419,7 @@ def decide(
     peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
     suspect: Callable[[Result], bool] | None = None,
+    inference: Inference | None = None,
 ) -> Result:
     """Measure, and before calling a miss (or an inconclusive result, or a result ``suspect`` doubts:
     a regression against the baseline) measure once more, judging the better of the two.
@@ -395,7 +436,7 @@ def decide(
     def result() -> Result:
         return result_of(
             estimate, measurements, min_fraction, name=name, nodeid=nodeid, reference=reference, peak=peak,
-            latency_floor_s=latency_floor_s,
+            latency_floor_s=latency_floor_s, inference=inference,
         )  # fmt: skip
 
     left = budget_s - first.wall_s
@@ -513,19 +554,29 @@ def failure_message(result: Result) -> str:
         m = result.measurement
         cache = f"{cache_words(result)}; {m.cache_note}" if m.cache_note else cache_words(result)
         why = f" ({result.reason})" if result.reason else ""
+        inferred = result.inference.overcount_note() if result.inference is not None else ""
+        wrong = (
+            f"The floor counts more than the kernel did: {inferred}."
+            if inferred
+            else "Something in the floor is wrong: the op's byte or FLOP count (does the kernel do the work "
+            f"the marker describes?), the device peaks, or data served from a cache ({cache})."
+        )
         return (
             f"{_label(result)} ran faster than light{why}: attained {units.percent(result.attained)} of "
             f"speed of light (limit {units.percent(limit)} against {sources}, ±{result.ci_rel * 100:.1f}% "
-            f"noise) on {device}: {floor}; {_measured(result)}, {_achieved(result)}. "
-            f"Something in the floor is wrong: the op's byte or FLOP count (does the kernel do the work "
-            f"the marker describes?), the device peaks, or data served from a cache ({cache})."
+            f"noise) on {device}: {floor}; {_measured(result)}, {_achieved(result)}. {wrong}"
         )
     if result.verdict is Verdict.INCONCLUSIVE:
+        what = (
+            " Attained is a lower bound: the floor is the memory traffic's alone, and the kernel's FLOPs may"
+            " bound it. This never fails the test; --roofline-inconclusive chooses whether it warns or skips."
+            if result.flops_unknown
+            else " --roofline-inconclusive chooses whether this warns, fails or skips."
+        )
         return (
             f"{_label(result)} is inconclusive: attained {units.percent(result.attained)} of speed of light "
             f"±{result.ci_rel * 100:.1f}% (budget {budget_percent(result.min_fraction)}) on {device}: "
-            f"{result.reason}; {floor}; {_measured(result)}, {_achieved(result)}."
-            f"{_contention(result)} --roofline-inconclusive chooses whether this warns, fails or skips."
+            f"{result.reason}; {floor}; {_measured(result)}, {_achieved(result)}.{_contention(result)}{what}"
         )
     needs = result.min_fraction / result.attained if result.attained > 0 else float("inf")
     return (

@@ -166,6 +166,9 @@ class MeasurementRecord:
     #: the index of the GPU it ran on, where known (None: not said, or not a GPU); a baseline
     #: compares it with the same model's record whatever its slot
     device_index: int | None = None
+    #: what was inferred of a call that named no op: its tier, what it read, the marker that pins it
+    #: (:meth:`pytest_roofline.model.inference.Inference.to_record`); None where the op was given
+    inferred: JsonObject | None = None
 
     @classmethod
     def from_result(
@@ -204,6 +207,7 @@ class MeasurementRecord:
             contention=m.contention.to_record() if m.contention is not None else None,
             clocks=_clocks_json(m), diagnosis=diagnosis,
             threads=m.threads, thread_wait_share=m.wait_share,
+            inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
         )  # fmt: skip
 
     # - derived facts, worked out here only -
@@ -323,6 +327,7 @@ class MeasurementRecord:
             xfailed=data.get("xfailed") is True,
             history=tuple(map(float, history)) if isinstance(history, list) else None,
             device_index=_optional_index(data.get("device_index")),
+            inferred=_optional_json(data.get("inferred")),
         )  # fmt: skip
 
 
@@ -405,7 +410,7 @@ RECORD_FIELDS = (
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
     "rotation_copies", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention",
     "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
-    "samples_s", "reason",
+    "samples_s", "reason", "inferred",
 )  # fmt: skip
 
 

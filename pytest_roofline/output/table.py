@@ -171,7 +171,7 @@ def _row(r: MeasurementRecord, test: str, numbers: Mapping[str, tuple[int, int]]
         verdict += " (xfail)"  # the test expected to miss: a bad variant on display
     return [
         test,
-        f"{r.op} {r.shape}".strip(),
+        r.label if r.inferred else f"{r.op} {r.shape}".strip(),  # "auto: gemm M=4096 N=4096 K=4096 bf16"
         r.dtype + (f"→{r.peak_precision}" if r.peak_precision != r.dtype else ""),
         bound_cell(r),
         "inf" if r.intensity is None else units.intensity(r.intensity),
@@ -204,10 +204,13 @@ def ceiling_cell(record: MeasurementRecord) -> str:
 
 
 def bound_cell(record: MeasurementRecord) -> str:
-    """``memory``, ``latency`` when an empty call is slower than the roofline floor, or ``memory
-    (compute unknown)`` for integer work on a device with no integer peak."""
+    """``memory``, ``latency`` when an empty call is slower than the roofline floor, ``memory
+    (compute unknown)`` for integer work on a device with no integer peak, or ``memory (FLOPs
+    unknown)`` for a call whose op was inferred without its FLOPs."""
     if record.latency_bound:
         return "latency"
+    if record.inferred and record.inferred.get("flops_from") == "unknown":
+        return f"{record.bound} (FLOPs unknown)"
     if record.compute_s is None:
         return f"{record.bound} (compute unknown)"
     return record.bound

@@ -29,8 +29,12 @@ MARKER_DOC = (
     "max_time=None, cache=None, flush=None, stream=None, block=None, **params): this test's kernel must "
     "reach min_fraction of the speed-of-light floor of op(**params) in dtype on device (pytest-roofline). "
     "Parameters not given are taken from the test's parametrize values; without the roofline fixture "
-    "the test body is the kernel. See `roofline ops`."
+    "the test body is the kernel. With no op, the op is inferred from the roofline(kernel, *args) call "
+    "(flops= and bytes= override their half). See `roofline ops`."
 )
+
+#: the parameters a budget with no op may give: each overrides its half of what is inferred
+NO_OP_PARAMS = ("flops", "bytes")
 
 
 def _marker_signature(
@@ -111,7 +115,7 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
         params.update(arguments.get("params", {}))
     args = MarkerArgs(op=op, keywords=keywords, params=params)
     if op is None and params:
-        raise InvalidValueError(f"@pytest.mark.{MARKER}: parameters {sorted(params)} given without an op")
+        check_no_op_params(params, f"@pytest.mark.{MARKER}")
     spec = check_op_params(op, params, complete=False) if op is not None else None
     check_keywords(keywords)
     if spec is not None and "dtype" in keywords:  # an op with no form for the dtype (fft on fp32)
@@ -156,7 +160,8 @@ def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
     """A test whose body is the kernel: marker and parametrize values must say everything."""
     if marker.op is None:
         raise InvalidValueError(
-            f"@pytest.mark.{MARKER} needs an op when the test does not use the {FIXTURE} fixture"
+            f"@pytest.mark.{MARKER} needs an op when the test does not use the {FIXTURE} fixture (an op is"
+            f" inferred only from a {FIXTURE}(kernel, *args) call)"
         )
     from ..model.core import parse_dtype
     from ..model.ops import get_op
@@ -272,6 +277,18 @@ def check_cache_spellings(kw: Mapping[str, Any]) -> None:
                 f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
                 " flush=False is cache='warm'; give one of them"
             )
+
+
+def check_no_op_params(params: Mapping[str, Any], where: str) -> None:
+    """What a budget with no op may give: ``flops=`` and ``bytes=`` (non-negative numbers), nothing else."""
+    others = sorted(set(params) - set(NO_OP_PARAMS))
+    if others:
+        raise InvalidValueError(
+            f"{where}: parameters {others} given without an op; with no op, the op is inferred from the "
+            f"{FIXTURE}(kernel, *args) call and only flops= and bytes= may be given (pass op=... for the"
+            " others)"
+        )
+    check_op_params("custom", params, complete=False)
 
 
 def check_keywords(kw: Mapping[str, Any]) -> None:

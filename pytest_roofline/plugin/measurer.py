@@ -45,8 +45,12 @@ class Measurer:
     def resolve(
         self, item: pytest.Item, call: Mapping[str, Any], kernel: KernelCall | None = None
     ) -> Request:
-        """The request of one call (:func:`.request.resolve`); ValueError names a mistake."""
-        return resolve(item, call, kernel, settings=self.settings, session_spec=self.devices.session_spec)
+        """The request of one call (:func:`.request.resolve`); ValueError names a mistake. Mode off
+        infers no op: it runs the kernel once, as it is."""
+        return resolve(
+            item, call, kernel, settings=self.settings, session_spec=self.devices.session_spec,
+            infer=self.settings.mode != "off",
+        )  # fmt: skip
 
     def estimate(self, request: Request, *, measuring: bool = True) -> Estimate:
         """The floor of ``request``; a table device needs no local hardware unless it is measured on.

@@ -304,6 +304,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("require_measurement", "--roofline-require-measurement", parse_bool, False,
             "fail a marked test that takes the roofline fixture but measures nothing (default: "
             "warn)"),
+    Setting("suggest", "--roofline-suggest", parse_bool, False,
+            "print, for each measurement whose op was inferred (a budget with no op), the explicit "
+            "marker that gives the same floor, ready to paste over its test (default: off)"),
 )  # fmt: skip
 
 _SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
@@ -386,6 +389,7 @@ class SessionSettings:
     markdown: str | None = None
     plot: str | None = None
     require_measurement: bool = False
+    suggest: bool = False
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 

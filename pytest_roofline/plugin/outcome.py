@@ -62,7 +62,9 @@ def settle(
     )
     item.config.hook.pytest_roofline_result(item=item, result=result)
     if can_fail and settings.mode == "enforce" and result.verdict is not Verdict.PASS:
-        if result.verdict is not Verdict.INCONCLUSIVE or settings.inconclusive == "fail":
+        # with the FLOPs unknown, attained is a lower bound: an inconclusive result never fails
+        fails = settings.inconclusive == "fail" and not result.flops_unknown
+        if result.verdict is not Verdict.INCONCLUSIVE or fails:
             fail_test(message)
         if settings.inconclusive == "skip":
             pytest.skip(message)

@@ -49,9 +49,14 @@ def _propagating(*errors: type[Exception]) -> AbstractContextManager[object]:
 
 def estimate_of(request: Request, device: Device) -> Estimate:
     """The floor of ``request`` on ``device``."""
+    import dataclasses
+
     from ..model.estimate import estimate
 
-    return estimate(request.op, dtype=request.dtype, device=device, math=request.math, **request.params)
+    est = estimate(request.op, dtype=request.dtype, device=device, math=request.math, **request.params)
+    if request.inference is not None:  # the report names what was inferred: "auto: gemm M=... bf16"
+        est = dataclasses.replace(est, label=request.inference.label)
+    return est
 
 
 def measure_call(
@@ -122,6 +127,7 @@ def measure_call(
                         peak=peak,
                         latency_floor_s=latency_floor_s,
                         suspect=suspect,
+                        inference=request.inference,
                     )
             finally:
                 plan.release()  # the copies, and what they took on a GPU

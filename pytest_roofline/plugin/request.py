@@ -16,8 +16,10 @@ from .marker import (
     FIXTURE,
     KEYWORDS,
     MARKER,
+    NO_OP_PARAMS,
     MarkerArgs,
     check_keywords,
+    check_no_op_params,
     check_op_params,
     located,
     op_params,
@@ -27,6 +29,7 @@ from .marker import (
 )
 
 if TYPE_CHECKING:
+    from ..model.inference import Inference
     from ..model.ops import OpSpec
     from ..model.policy import Policy
     from .options import SessionSettings
@@ -68,6 +71,8 @@ class Request:
     cache_asked: str = "default"
     #: the CUDA blocking kernel for this measurement: auto, on, off (None: the session's setting)
     block: str | None = None
+    #: what was inferred of a call that named no op (None: the op was given, or mode off inferred nothing)
+    inference: Inference | None = None
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -106,9 +111,12 @@ def resolve(
     *,
     settings: SessionSettings,
     session_spec: Callable[[], str],
+    infer: bool = True,
 ) -> Request:
     """Call keywords over the marker over parametrize values over session settings; a dtype given
-    nowhere is read from the ``kernel``'s arguments (:func:`_dtype_of_arguments`).
+    nowhere is read from the ``kernel``'s arguments (:func:`_dtype_of_arguments`). With no op, the
+    op is inferred from the kernel's call (:func:`_inferred`), unless ``infer`` is false (mode off,
+    which estimates nothing: the request's op is then ``auto``).
 
     Raises ValueError (OpError, DeviceError) naming the parameter and the value.
     """
@@ -116,7 +124,7 @@ def resolve(
     call = dict(call)
     op = call.pop("op", None) or marker.op
     name = check_name(call.pop("name", None))
-    if op is None:
+    if op is None and kernel is None:
         raise InvalidValueError(
             f"no op: pass op=... to {FIXTURE}(...) or mark the test with "
             f"@pytest.mark.{MARKER}(op, ...) (`roofline ops` lists them)"
@@ -125,19 +133,30 @@ def resolve(
     from ..model.verdict import check_fraction
 
     parametrized = parametrize_values(item)
-    params = op_params(get_op(op), parametrized)
-    if op == marker.op:
-        params.update(marker.params)
     own = {k: call.pop(k) for k in KEYWORDS if k in call}
     keywords = overlay(marker.keywords, own)
-    params = located(item, op, {**params, **call})
-    # here too for mode off, which estimates nothing; before the dtype, which a misspelled parameter
-    # gone to the kernel would otherwise hide
-    check_op_params(op, params, complete=True, forwarded=kernel.forwarded if kernel is not None else ())
-    dtype = keywords.get("dtype", parametrized.get("dtype"))
-    if dtype is None:
-        dtype = dtype_of_arguments(op, kernel)
-    check_keywords({**keywords, "dtype": dtype})
+    inference = None
+    if op is None:
+        params = {**marker.params, **call}
+        check_no_op_params(params, f"{FIXTURE}(...) with no op")
+        dtype = keywords.get("dtype", parametrized.get("dtype"))
+        if infer and kernel is not None:
+            inference = _inferred(kernel, params, dtype)
+            op, params, dtype = inference.op, dict(inference.params), dtype or inference.dtype
+        else:
+            op = "auto"
+    else:
+        params = op_params(get_op(op), parametrized)
+        if op == marker.op:
+            params.update(marker.params)
+        params = located(item, op, {**params, **call})
+        # here too for mode off, which estimates nothing; before the dtype, which a misspelled
+        # parameter gone to the kernel would otherwise hide
+        check_op_params(op, params, complete=True, forwarded=kernel.forwarded if kernel is not None else ())
+        dtype = keywords.get("dtype", parametrized.get("dtype"))
+        if dtype is None:
+            dtype = dtype_of_arguments(op, kernel)
+    check_keywords({**keywords, "dtype": dtype} if dtype is not None else keywords)
     min_fraction = check_fraction(keywords.get("min_fraction", settings.min_fraction))
     cache, cache_asked = cache_of(settings, keywords, own)
     return Request(
@@ -153,7 +172,21 @@ def resolve(
         cache=cache,
         cache_asked=cache_asked,
         block=keywords.get("block"),
+        inference=inference,
     )
+
+
+def _inferred(kernel: KernelCall, given: Mapping[str, Any], dtype: object) -> Inference:
+    """The op of a call that names none (:func:`pytest_roofline.timing.footprint.infer_call`), with
+    the ``flops=`` and ``bytes=`` given and the dtype given (or None)."""
+    from ..model.core import parse_dtype
+    from ..timing.footprint import infer_call
+
+    return infer_call(
+        kernel.fn, kernel.args, kernel.kwargs, kernel.setup,
+        dtype=parse_dtype(dtype) if dtype is not None else None,
+        flops=given.get("flops"), nbytes=given.get("bytes"),
+    )  # fmt: skip
 
 
 def given(call: dict[str, Any]) -> dict[str, Any]:
@@ -169,11 +202,13 @@ def marker_of(item: pytest.Item) -> MarkerArgs:
 def split_keywords(spec: OpSpec | None, keywords: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A fixture call's other keywords, split as pytest-benchmark's ``benchmark(f, *args, **kwargs)``
     splits them: the op's parameters (``spec``'s; ``pass_`` for ``pass``) with the marker's keywords,
-    and every other one, which goes to the kernel. With no op, all but the marker's go to the kernel.
+    and every other one, which goes to the kernel. With no op, all but the marker's and ``flops=`` and
+    ``bytes=`` go to the kernel.
 
     A kernel keyword named like an op parameter or a fixture keyword goes in ``kwargs=`` instead.
     """
-    names = set(spec.param_names) if spec is not None else set()
+    # with no op, only flops= and bytes= are the budget's (the rest of the op is inferred)
+    names = set(spec.param_names) if spec is not None else set(NO_OP_PARAMS)
     ours: dict[str, Any] = {}
     kernel: dict[str, Any] = {}
     for key, value in keywords.items():
@@ -239,25 +274,12 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
     """The dtype of the first argument that has one, when neither the marker nor the call gives it:
     the positional arguments, then ``kwargs``' values, then a ``functools.partial``'s (the kernel
     itself, or a partial inside it)."""
-    from ..model.core import parse_dtype
+    from ..model.arrays import argument_precision
 
     for where, arg in arguments_of(kernel):
         dtype = getattr(arg, "dtype", None)
         if dtype is not None:
-            try:
-                precision = parse_dtype(dtype)
-            except ValueError as exc:
-                raise InvalidValueError(
-                    f"{op}: no dtype was given, and {where} has dtype {dtype}, which is not one: {exc}; "
-                    "pass dtype=... to the marker or the call"
-                ) from None
-            if precision.itemsize < 1:  # ml_dtypes' int4 and float4 take a byte per value
-                raise InvalidValueError(
-                    f"{op}: no dtype was given, and {where} has dtype {dtype}, whose arrays store one value "
-                    f"per byte, not the packed {precision} the floor would count; pass dtype=... (and "
-                    "b_dtype='int4' for packed weights) to the marker or the call"
-                )
-            return precision
+            return argument_precision(op, where, dtype)
     late = (
         " (it cannot be read from the arguments setup returns: they are made while measuring)"
         if kernel is not None and kernel.setup is not None

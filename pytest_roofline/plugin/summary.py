@@ -23,6 +23,11 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
         write(f"roofline: {note}", yellow=True)
     if settings.report:
         _write_report(tr, state, write)
+    if settings.suggest:
+        from ..output.suggestions import suggestion_lines
+
+        for line in suggestion_lines(records):
+            tr.write_line(line)  # unwrapped: each marker is pasted as it is
     if state.interruption and (settings.report or settings.json):
         write(
             f"roofline: the run was cut short ({state.interruption}): the measurements of the tests "

@@ -1,0 +1,250 @@
+"""A budget with no op: what the kernel call is, inferred in three tiers, and what is known of it.
+
+1. **catalogue**: a library call the catalogue knows (:mod:`.array_calls` for NumPy and CuPy,
+   :mod:`.torch_calls` for PyTorch) is its op, with the shape from the arguments: the floor is the
+   one an explicit marker gives, to the byte and the FLOP (:func:`catalogue_call`);
+2. **flop_counter**: a PyTorch callable of any composition: its FLOPs as PyTorch's
+   ``FlopCounterMode`` counts them (matmul, convolution and attention; not elementwise work), its
+   bytes as in tier 3;
+3. **arguments**: anything else: the compulsory bytes of the arrays it was given or captured, each
+   once, plus what it returns; its FLOPs as ``flops=`` says, else unknown.
+
+Tiers 2 and 3 run the kernel once (``timing/footprint.py``); this module only says what their
+findings mean (:func:`from_arrays`). ``flops=`` and ``bytes=`` given alone override their half of
+any tier (:func:`with_given`). An :class:`Inference` knows the explicit marker that pins it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import keyword
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import InvalidValueError
+from . import units
+from .array_calls import map_array_call
+from .core import Precision, parse_dtype
+from .ops import OpError, get_op
+from .torch_calls import map_torch_call
+
+Tier = Literal["catalogue", "flop_counter", "arguments"]
+#: where FLOPs and bytes came from
+FlopsFrom = Literal["catalogue", "flop_counter", "given", "unknown"]
+BytesFrom = Literal["catalogue", "arguments", "given"]
+
+#: the verdict's reason for a miss it cannot call with the FLOPs unknown
+UNKNOWN_FLOPS = "FLOPs unknown: give flops= or an op"
+#: what FlopCounterMode counts, said wherever its FLOPs are used
+FLOP_COUNTER_SCOPE = "matmul, convolution and attention only"
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayUse:
+    """One array a kernel was given or captured, or returned: where it was found, its bytes, and
+    whether the first call changed it (None: it could not be told)."""
+
+    where: str
+    nbytes: int
+    written: bool | None = False
+    returned: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        return {"where": self.where, "bytes": self.nbytes, "written": self.written, "returned": self.returned}
+
+
+@dataclass(frozen=True, slots=True)
+class Inference:
+    """What a call with no op was inferred to be: the op and parameters its floor is computed from,
+    and where its FLOPs and bytes came from."""
+
+    tier: Tier
+    op: str
+    params: Mapping[str, Any]
+    dtype: str
+    #: ``gemm M=4096 N=4096 K=4096 bf16``, ``bytes from 3 arrays, FLOPs unknown``
+    summary: str
+    flops_from: FlopsFrom
+    bytes_from: BytesFrom
+    #: tiers 2 and 3: the arrays the bytes were counted from
+    arrays: tuple[ArrayUse, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """How reports name the floor: ``auto: gemm M=4096 N=4096 K=4096 bf16``."""
+        return f"auto: {self.summary}"
+
+    @property
+    def flops_known(self) -> bool:
+        return self.flops_from != "unknown"
+
+    @property
+    def bytes_inferred(self) -> bool:
+        """Whether the bytes were counted from the arrays the kernel holds, which may be more than it
+        moves."""
+        return self.bytes_from == "arguments"
+
+    def marker(self, min_fraction: float | None = None) -> str:
+        """The explicit marker that gives the same floor, ready to paste over the test."""
+        params = {
+            k: v for k, v in self.params.items() if not (self.op == "custom" and k == "flops" and not v)
+        }
+        parts = [json.dumps(self.op), *(f"{_keyword(k)}={_literal(v)}" for k, v in params.items())]
+        parts.append(f"dtype={json.dumps(self.dtype)}")
+        if min_fraction is not None:
+            parts.append(f"min_fraction={min_fraction!r}")
+        text = f"@pytest.mark.speed_of_light({', '.join(parts)})"
+        return text if self.flops_known else f"{text}  # FLOPs unknown: count them and add flops="
+
+    def overcount_note(self) -> str:
+        """Why a faster-than-light reading of this inference may be the count's, and what to do."""
+        if self.bytes_from == "arguments":
+            total = sum(a.nbytes for a in self.arrays)
+            # the arrays worth naming: those that hold a tenth of the bytes or more, the largest two
+            read_only = (a for a in self.arrays if not a.written and a.nbytes >= total / 10)
+            largest = sorted(read_only, key=lambda a: -a.nbytes)[:2]
+            whole = ", ".join(f"{a.where} ({units.binary_bytes(a.nbytes)}, not written)" for a in largest)
+            why = (
+                "its bytes were inferred from the arrays it was given or captured, each counted whole"
+                + (f" (the largest it only reads: {whole})" if whole else "")
+                + ", and a kernel that reads only part of one (a paged KV pool, an embedding table read at"
+                " a few rows) moves less"
+            )
+        elif self.flops_from == "flop_counter":
+            why = "its FLOPs are FlopCounterMode's, which counts causal attention as if it were unmasked"
+        else:
+            return ""
+        return (
+            f'{why}: declare the op, @pytest.mark.speed_of_light("<op>", ...) (`roofline ops` lists them),'
+            " or give bytes= and flops="
+        )
+
+    def to_record(self, min_fraction: float | None = None) -> dict[str, Any]:
+        """The record's ``inferred`` field (docs/json.md)."""
+        return {
+            "tier": self.tier, "summary": self.summary, "flops_from": self.flops_from,
+            "bytes_from": self.bytes_from, "marker": self.marker(min_fraction),
+            "arrays": [a.to_record() for a in self.arrays],
+        }  # fmt: skip
+
+
+def _keyword(name: str) -> str:
+    """A parameter as a keyword argument: ``pass`` is written ``pass_``."""
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def flattened(
+    fn: object, args: Sequence[object], kwargs: Mapping[str, object]
+) -> tuple[object, tuple[object, ...], dict[str, object]]:
+    """The function a call reaches through ``functools.partial`` layers, with all its arguments."""
+    call_args, call_kwargs = tuple(args), dict(kwargs)
+    while isinstance(fn, functools.partial):
+        call_args, call_kwargs = (*fn.args, *call_args), {**fn.keywords, **call_kwargs}
+        fn = fn.func
+    return fn, call_args, call_kwargs
+
+
+def catalogue_call(
+    fn: object, args: Sequence[object], kwargs: Mapping[str, object], dtype: Precision | None = None
+) -> Inference | None:
+    """Tier 1: the op ``fn(*args, **kwargs)`` is, when it is a library call the catalogue knows;
+    ``dtype`` (the caller's, if any) is the op's dtype. Nothing runs."""
+    fn, args, kwargs = flattened(fn, args, kwargs)
+    mapped = map_array_call(fn, args, kwargs, dtype) or map_torch_call(fn, args, kwargs, dtype)
+    if mapped is None:
+        return None
+    spec = get_op(mapped.op)
+    try:
+        checked = spec.check(mapped.params)
+        spec.check_dtype(mapped.precision)
+    except OpError:  # a shape the op does not take (an empty array): the next tier answers
+        return None
+    summary = " ".join(part for part in (mapped.op, spec.shape(checked), mapped.precision.label) if part)
+    if mapped.note:
+        summary += f" ({mapped.note})"
+    return Inference("catalogue", mapped.op, dict(mapped.params), mapped.precision.label, summary,
+                     "catalogue", "catalogue")  # fmt: skip
+
+
+def from_arrays(
+    arrays: Sequence[ArrayUse],
+    precision: Precision | None,
+    *,
+    counted_flops: float | None = None,
+    flops: float | None = None,
+    nbytes: float | None = None,
+) -> Inference:
+    """Tiers 2 and 3: a ``custom`` op of the arrays' compulsory bytes (each once) and the FLOPs
+    ``FlopCounterMode`` counted (``counted_flops``: None where it did not run, 0 where it found none
+    of the work it counts), unless ``flops=`` or ``bytes=`` was given."""
+    total = nbytes if nbytes is not None else sum(a.nbytes for a in arrays)
+    flops_from: FlopsFrom
+    if flops is not None:
+        flops_from, work = "given", float(flops)
+    elif counted_flops:
+        flops_from, work = "flop_counter", float(counted_flops)
+    else:
+        flops_from, work = "unknown", 0.0
+    if not total and not work:
+        raise InvalidValueError(
+            "no op was given, and nothing to infer one from: the kernel is no call the catalogue knows and"
+            " holds no array (none among its arguments, kwargs, functools.partial arguments or closure; an"
+            " array read from a module's globals is not seen); pass op=... (`roofline ops` lists them), or"
+            " bytes= and flops="
+        )
+    if precision is None:
+        raise InvalidValueError(
+            "no op and no dtype were given, and the kernel holds no array to read a dtype from: pass"
+            " dtype=... (or op=...) to the marker or the call"
+        )
+    moved = (
+        "bytes= given" if nbytes is not None else f"bytes from {len(arrays)} array{'s' * (len(arrays) != 1)}"
+    )
+    work_words = {
+        "given": "flops= given",
+        "flop_counter": f"FLOPs from FlopCounterMode ({FLOP_COUNTER_SCOPE})",
+        "unknown": UNKNOWN_FLOPS.split(":")[0],
+    }[flops_from]
+    params: dict[str, Any] = {"flops": work, "bytes": total}
+    if (
+        flops_from != "unknown"
+    ):  # matrix FLOPs, or FLOPs of unknown kind: the higher peak keeps a floor a floor
+        params["unit"] = "tensor"
+    return Inference(
+        "flop_counter" if flops_from == "flop_counter" else "arguments", "custom", params, precision.label,
+        f"{moved}, {work_words}", flops_from, "given" if nbytes is not None else "arguments", tuple(arrays),
+    )  # fmt: skip
+
+
+def with_given(inference: Inference, *, flops: float | None = None, nbytes: float | None = None) -> Inference:
+    """``inference`` with the half ``flops=`` or ``bytes=`` gives replaced, the other half kept (a
+    catalogue op becomes ``custom`` with its own count of the other half, on its own unit)."""
+    if flops is None and nbytes is None:
+        return inference
+    spec = get_op(inference.op)
+    checked = spec.check(inference.params)
+    cost = spec.cost(checked, parse_dtype(inference.dtype))
+    params: dict[str, Any] = {
+        "flops": float(flops) if flops is not None else cost.flops,
+        "bytes": float(nbytes) if nbytes is not None else cost.bytes,
+    }
+    unit = spec.unit_for(checked).value
+    if unit != "vector":
+        params["unit"] = unit
+    given = " and ".join(
+        f"{what}= given" for what, v in (("flops", flops), ("bytes", nbytes)) if v is not None
+    )
+    return dataclasses.replace(
+        inference, op="custom", params=params, summary=f"{inference.summary}, {given}",
+        flops_from="given" if flops is not None else inference.flops_from,
+        bytes_from="given" if nbytes is not None else inference.bytes_from,
+    )  # fmt: skip

@@ -1,0 +1,374 @@
+"""The op of a call that names none (:func:`infer_call`): a library call the catalogue knows, or what
+one first call of the kernel shows.
+
+Tier 1 runs nothing (:func:`pytest_roofline.model.inference.catalogue_call`). Otherwise the kernel
+is called once, untimed, and its footprint taken (:func:`first_call`):
+
+- the arrays it was given or captured: its positional arguments, ``kwargs``' values,
+  ``functools.partial`` arguments, closure cells (and the closures of functions found there), and
+  a PyTorch module's parameters and buffers; inside tuples, named tuples, lists and dicts too. An
+  array that lies inside another one found (a view of it) is counted through that one;
+- which of them the call changed: a host array's bytes hashed before and after it; a device array
+  copied on the device before it and compared there after it (one boolean comes back), the device
+  synchronized around the call;
+- what it returned: each array that is not one of the above (or a view of one), written once;
+- for a PyTorch callable (a module, a function of ``torch``, or a call on tensors), the FLOPs
+  ``torch.utils.flop_counter.FlopCounterMode`` counts in it. Nothing else enters it, and without
+  PyTorch nothing imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.arrays import argument_precision, shape_of
+from ..model.core import Precision
+from ..model.inference import ArrayUse, Inference, catalogue_call, flattened, from_arrays, with_given
+
+#: how deep closures are followed: the kernel's own, and those of the functions it captured
+_CLOSURE_DEPTH = 2
+
+
+def infer_call(
+    fn: Callable[..., object],
+    args: Sequence[object],
+    kwargs: Mapping[str, object] | None,
+    setup: Callable[[], object] | None = None,
+    *,
+    dtype: Precision | None = None,
+    flops: float | None = None,
+    nbytes: float | None = None,
+) -> Inference:
+    """What ``fn(*args, **kwargs)`` is, in the first tier that answers; ``dtype``, ``flops`` and
+    ``nbytes`` are what the caller gave (each None where not given). ``setup`` runs once first."""
+    from .calls import KernelCall
+
+    kernel, call_args = KernelCall(fn, args, kwargs or {}, setup).prepare()
+    target, positional, keywords = flattened(kernel, call_args, {})
+    found = catalogue_call(target, positional, keywords, dtype)
+    if found is not None:
+        return with_given(found, flops=flops, nbytes=nbytes)
+    if flops is not None and nbytes is not None:  # nothing left to infer: the call need not run
+        arrays = _Arrays()
+        arrays.scan_call(target, positional, keywords)
+        return from_arrays((), dtype or arrays.precision(), flops=flops, nbytes=nbytes)
+    footprint = first_call(target, positional, keywords, count_flops=flops is None)
+    return from_arrays(
+        footprint.arrays,
+        dtype or footprint.precision,
+        counted_flops=footprint.flops,
+        flops=flops,
+        nbytes=nbytes,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What one call of a kernel showed: its arrays (given, captured, returned), and the FLOPs
+    FlopCounterMode counted (None where it did not run)."""
+
+    arrays: tuple[ArrayUse, ...]
+    precision: Precision | None
+    flops: float | None = None
+
+
+def first_call(
+    fn: object, args: Sequence[object], kwargs: Mapping[str, object], *, count_flops: bool = True
+) -> Footprint:
+    """Call ``fn(*args, **kwargs)`` once and take its footprint (the module's docstring)."""
+    found = _Arrays()
+    found.scan_call(fn, args, kwargs)
+    precision = found.precision()
+    kept = found.distinct()
+    torch = sys.modules.get("torch")
+    counting = count_flops and torch is not None and found.touches_torch(torch, fn)
+    with _synchronized(kept):
+        before = [_fingerprint(value) for _, value in kept]
+    with _flop_counter(counting) as counter, _synchronized(kept):
+        result = fn(*args, **kwargs)  # type: ignore[operator]
+    uses = [
+        ArrayUse(where, _nbytes(value), None if was is None else not _same(value, was))
+        for (where, value), was in zip(kept, before, strict=True)
+    ]
+    returned = _Arrays()
+    returned.scan(result, "the return value", depth=0)
+    extents = [e for e in (_extent(value) for _, value in kept) if e is not None]
+    for where, value in returned.distinct():
+        extent = _extent(value)
+        if extent is None or not any(_within(extent, outer) for outer in extents):
+            uses.append(ArrayUse(where, _nbytes(value), True, returned=True))
+    return Footprint(tuple(uses), precision, None if counter is None else float(counter()))
+
+
+class _Arrays:
+    """The arrays reachable from a call, each once, with where each was found."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, object]] = []
+        self._seen: set[int] = set()
+        self.modules: list[object] = []
+
+    def scan_call(self, fn: object, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+        for i, arg in enumerate(args):
+            self.scan(arg, f"argument {i}", depth=0)
+        for key, value in kwargs.items():
+            self.scan(value, f"kwargs[{key!r}]", depth=0)
+        self.scan(fn, "the kernel", depth=0, captured=True)
+
+    def scan(self, value: object, where: str, *, depth: int, captured: bool = False) -> None:
+        if id(value) in self._seen or isinstance(value, type):
+            return
+        self._seen.add(id(value))
+        if _is_array(value):
+            self.found.append((where, value))
+        elif isinstance(value, functools.partial):
+            for i, arg in enumerate(value.args):
+                self.scan(arg, f"argument {i} of the functools.partial", depth=depth)
+            for key, item in value.keywords.items():
+                self.scan(item, f"keyword {key!r} of the functools.partial", depth=depth)
+            self.scan(value.func, where, depth=depth, captured=True)
+        elif isinstance(value, (tuple, list)) and (
+            type(value) in (tuple, list) or hasattr(type(value), "_make")
+        ):
+            for i, item in enumerate(value):
+                self.scan(item, f"{where}[{i}]", depth=depth)
+        elif type(value) is dict:
+            for key, item in value.items():
+                self.scan(item, f"{where}[{key!r}]", depth=depth)
+        elif _is_module(value):
+            self._scan_module(value, where)
+        elif isinstance(value, types.MethodType):
+            self.scan(value.__self__, where, depth=depth, captured=captured)
+            self.scan(value.__func__, where, depth=depth, captured=captured)
+        elif isinstance(value, types.BuiltinMethodType) and captured:  # x.sum: the array it is bound to
+            self.scan(value.__self__, where, depth=depth)
+        elif isinstance(value, types.FunctionType) and (captured or depth) and depth < _CLOSURE_DEPTH:
+            names = value.__code__.co_freevars
+            for name, cell in zip(names, value.__closure__ or (), strict=False):
+                with contextlib.suppress(ValueError):  # an empty cell: a name not bound yet
+                    self.scan(cell.cell_contents, f"captured {name!r}", depth=depth + 1)
+
+    def _scan_module(self, module: Any, where: str) -> None:
+        """A PyTorch module's parameters and buffers: what calling it reads."""
+        self.modules.append(module)
+        for kind, named in (("parameter", module.named_parameters), ("buffer", module.named_buffers)):
+            for name, tensor in named():
+                if id(tensor) not in self._seen:
+                    self._seen.add(id(tensor))
+                    self.found.append((f"{kind} {name!r}", tensor))
+
+    def distinct(self) -> list[tuple[str, object]]:
+        """The arrays found, leaving out those that lie inside another one found (its views)."""
+        spans = [(_extent(value), where, value) for where, value in self.found]
+        by_size = sorted(spans, key=lambda s: -(s[0][2] - s[0][1]) if s[0] is not None else 0)
+        kept: list[tuple[tuple[str, int, int] | None, str, object]] = []
+        for extent, where, value in by_size:
+            if extent is not None and any(k is not None and _within(extent, k) for k, _, _ in kept):
+                continue
+            kept.append((extent, where, value))
+        order = {id(value): i for i, (_, value) in enumerate(self.found)}
+        return [(where, value) for _, where, value in sorted(kept, key=lambda k: order[id(k[2])])]
+
+    def precision(self) -> Precision | None:
+        """The format of the first floating-point array found (else the first array's; None without
+        one): with no op, the dtype picks the peak only."""
+        arrays = [(where, getattr(value, "dtype", None)) for where, value in self.found]
+        floating = [(where, dtype) for where, dtype in arrays if _floating(dtype)]
+        for where, dtype in floating or arrays:
+            return argument_precision("auto", where, dtype)
+        return None
+
+    def touches_torch(self, torch: Any, fn: object) -> bool:
+        """Whether the call is PyTorch's: a module, a function of ``torch``, or tensors among its arrays."""
+        tensor = getattr(torch, "Tensor", None)
+        if isinstance(tensor, type) and any(isinstance(value, tensor) for _, value in self.found):
+            return True
+        return bool(self.modules) or str(getattr(fn, "__module__", None) or "").split(".")[0] == "torch"
+
+
+def _floating(dtype: object) -> bool:
+    from ..model.core import parse_dtype
+
+    try:
+        precision = parse_dtype(dtype)
+    except ValueError:
+        return False
+    return not precision.integral
+
+
+def _is_array(value: object) -> bool:
+    """A mutable array of any library: a shape, a dtype, an array protocol and item assignment (a
+    NumPy scalar has the rest, but holds no memory a kernel could read)."""
+    if shape_of(value) is None or not callable(getattr(type(value), "__setitem__", None)):
+        return False
+    return any(
+        hasattr(value, name) for name in ("__array_interface__", "__cuda_array_interface__", "__dlpack__")
+    )
+
+
+def _is_module(value: object) -> bool:
+    torch = sys.modules.get("torch")
+    module = getattr(getattr(torch, "nn", None), "Module", None)
+    return isinstance(module, type) and isinstance(value, module)
+
+
+def _nbytes(value: object) -> int:
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int) and not isinstance(nbytes, bool):
+        return nbytes
+    numel, size = getattr(value, "numel", None), getattr(value, "element_size", None)
+    return int(numel()) * int(size()) if callable(numel) and callable(size) else 0
+
+
+# - where an array lies: (memory space, first byte, past the last byte) -
+
+
+def _extent(value: object) -> tuple[str, int, int] | None:
+    """The bytes ``value`` spans, in its memory space (``host`` or a device's), or None when it
+    cannot be told. A strided view spans from its lowest to its highest element."""
+    if _is_tensor(value):
+        device = value.device  # type: ignore[attr-defined]
+        space = "host" if device.type == "cpu" else f"{device.type}:{device.index}"
+        return _span(space, value.data_ptr(), tuple(value.shape), tuple(value.stride()),  # type: ignore[attr-defined]
+                     int(value.element_size()), scale=int(value.element_size()))  # type: ignore[attr-defined]  # fmt: skip
+    for protocol, space in (("__cuda_array_interface__", "device"), ("__array_interface__", "host")):
+        interface = getattr(value, protocol, None)
+        if isinstance(interface, Mapping):
+            try:
+                itemsize = int("".join(c for c in str(interface["typestr"]) if c.isdigit()))
+                shape = tuple(int(n) for n in interface["shape"])
+                strides = interface.get("strides")
+                return _span(
+                    space, int(interface["data"][0]), shape, tuple(strides) if strides else None, itemsize
+                )
+            except (KeyError, TypeError, ValueError, IndexError):
+                return None
+    return None
+
+
+def _span(
+    space: str,
+    start: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+    itemsize: int,
+    scale: int = 1,
+) -> tuple[str, int, int] | None:
+    """The extent of an array at ``start`` (strides in bytes, or in items times ``scale``; None: C order)."""
+    if not all(shape):
+        return None
+    if strides is None:
+        steps: list[int] = []
+        step = itemsize
+        for n in reversed(shape):
+            steps.insert(0, step)
+            step *= n
+    else:
+        steps = [s * scale for s in strides]
+    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, steps, strict=True))
+    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, steps, strict=True))
+    return (space, start + low, start + high + itemsize)
+
+
+def _within(inner: tuple[str, int, int], outer: tuple[str, int, int]) -> bool:
+    return inner[0] == outer[0] and outer[1] <= inner[1] and inner[2] <= outer[2]
+
+
+# - whether the call changed an array -
+
+
+def _is_tensor(value: object) -> bool:
+    torch = sys.modules.get("torch")
+    tensor = getattr(torch, "Tensor", None)
+    return isinstance(tensor, type) and isinstance(value, tensor)
+
+
+def _on_device(value: object) -> bool:
+    if _is_tensor(value):
+        return bool(value.device.type != "cpu")  # type: ignore[attr-defined]
+    return hasattr(value, "__cuda_array_interface__")
+
+
+def _fingerprint(value: object) -> object | None:
+    """What is compared after the call: a digest of a host array's bytes, a copy of a device array
+    made on the device; None when neither can be had (the array's writes are then not known)."""
+    try:
+        if _on_device(value):
+            return _device_copy(value)
+        return hashlib.sha1(_host_bytes(value), usedforsecurity=False).digest()
+    except Exception:  # each library's own errors (out of memory, an odd dtype): writes not known
+        return None
+
+
+def _same(value: object, before: object) -> bool:
+    if isinstance(before, bytes):
+        return hashlib.sha1(_host_bytes(value), usedforsecurity=False).digest() == before
+    if _is_tensor(value):
+        return bool(sys.modules["torch"].equal(_tensor_bytes(before), _tensor_bytes(value)))
+    cupy = sys.modules["cupy"]
+    return bool(cupy.array_equal(_cupy_bytes(cupy, before), _cupy_bytes(cupy, value)))
+
+
+def _host_bytes(value: object) -> Any:
+    """A host array's bytes as a flat uint8 NumPy array (a copy only for a strided view)."""
+    if _is_tensor(value):
+        return _tensor_bytes(value).numpy()
+    import numpy as np
+
+    array = np.ascontiguousarray(np.asarray(value)).reshape(-1)
+    return array.view(np.uint8)
+
+
+def _tensor_bytes(value: Any) -> Any:
+    torch = sys.modules["torch"]
+    return value.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _cupy_bytes(cupy: Any, value: Any) -> Any:
+    return cupy.ascontiguousarray(value).reshape(-1).view(cupy.uint8)
+
+
+def _device_copy(value: Any) -> object:
+    if _is_tensor(value):
+        return value.detach().clone()
+    cupy = sys.modules["cupy"]
+    array = value if isinstance(value, cupy.ndarray) else cupy.asarray(value)
+    return array.copy()
+
+
+@contextlib.contextmanager
+def _synchronized(arrays: Sequence[tuple[str, object]]) -> Iterator[None]:
+    """The devices of ``arrays`` idle before and after: the copies made, the call's work done."""
+    devices = [value for _, value in arrays if _on_device(value)]
+    _synchronize(devices)
+    yield
+    _synchronize(devices)
+
+
+def _synchronize(devices: Sequence[object]) -> None:
+    if any(_is_tensor(v) for v in devices):
+        sys.modules["torch"].cuda.synchronize()
+    if any(not _is_tensor(v) for v in devices) and "cupy" in sys.modules:
+        sys.modules["cupy"].cuda.Device().synchronize()
+
+
+@contextlib.contextmanager
+def _flop_counter(counting: bool) -> Iterator[Callable[[], int] | None]:
+    """``FlopCounterMode`` around the call, for a PyTorch callable; nothing otherwise."""
+    if not counting:
+        yield None
+        return
+    import importlib
+
+    # torch is loaded already (the callable is PyTorch's); typed Any, whether or not it is installed
+    flop_counter: Any = importlib.import_module("torch.utils.flop_counter")
+    counter = flop_counter.FlopCounterMode(display=False)
+    with counter:
+        yield counter.get_total_flops
