@@ -16,6 +16,19 @@ signatures (``torch/cuda/__init__.py``, ``torch/cuda/streams.py``):
 ``kernel()`` stands in for a PyTorch op: it launches on PyTorch's current stream, through the fake
 CuPy's ``launch`` (so it is captured only when that stream captures, and is refused on the legacy
 stream while another one captures, as CUDA does).
+
+Tensors (``torch/_tensor.py``, ``torch/cuda/__init__.py``): ``torch.randn``, ``torch.empty``,
+``torch.zeros`` and ``torch.ones`` take ``*size, dtype=None, device=None, requires_grad=False``;
+``device`` is ``None`` (the CPU), ``"cpu"``, ``"cuda"`` (the current device), ``"cuda:N"`` or a
+``torch.device``. A tensor has ``device`` (``type``, ``index``), ``is_cuda``, ``is_meta``,
+``requires_grad``, ``shape``, ``dtype``, ``nbytes``, ``clone()``, ``to(device)``, ``cuda()``,
+``detach()``, ``__dlpack__`` and ``__dlpack_device__()``, and ``__cuda_array_interface__``, which
+raises AttributeError on a CPU tensor and RuntimeError on one that requires grad, as PyTorch's does.
+The current device is the fake CuPy's (one CUDA runtime): ``torch.cuda.current_device()``,
+``torch.cuda.set_device(device)``, ``torch.cuda.device_count()`` and ``torch.cuda.is_available()``
+initialize CUDA as PyTorch does (the fake CuPy's ``init``: ``CUDA_VISIBLE_DEVICES`` is read then),
+and a CUDA tensor is made on the current device unless its ``device`` names one; a device that is
+not visible is PyTorch's RuntimeError ("invalid device ordinal").
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pytest
 from fake_cupy import FakeCupy, FakeStream
 
@@ -46,6 +60,114 @@ class FakeTorchStream:
 
     def __repr__(self) -> str:
         return f"<FakeTorchStream {self.cupy_stream.name}>"
+
+
+class FakeTorchDevice:
+    """``torch.device``: a type and an index (None: the current device, for ``"cuda"``)."""
+
+    def __init__(self, kind: str, index: int | None = None) -> None:
+        self.type = kind
+        self.index = index
+
+    @classmethod
+    def parse(cls, spec: object) -> FakeTorchDevice:
+        if isinstance(spec, FakeTorchDevice):
+            return spec
+        if spec is None:
+            return cls("cpu")
+        kind, _, index = str(spec).partition(":")
+        return cls(kind, int(index) if index else None)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FakeTorchDevice) and (other.type, other.index) == (self.type, self.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __repr__(self) -> str:
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+
+class FakeTensor:
+    """A tensor with a shape, a dtype and a device (no data)."""
+
+    def __init__(
+        self,
+        fake: FakeTorch,
+        shape: tuple[int, ...],
+        dtype: Any,
+        device: FakeTorchDevice,
+        requires_grad: bool = False,
+    ) -> None:
+        self._fake = fake
+        self.shape = shape
+        self.dtype = np.dtype(dtype if dtype is not None else np.float32)
+        self.device = device
+        self.requires_grad = requires_grad
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape))
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def physical_device(self) -> int:
+        """Which of the machine's GPUs a CUDA tensor lives on (``CUDA_VISIBLE_DEVICES`` renumbers them)."""
+        assert self.is_cuda
+        assert self.device.index is not None
+        return self._fake.world.visible[self.device.index]
+
+    def clone(self) -> FakeTensor:
+        return FakeTensor(self._fake, self.shape, self.dtype, self.device, self.requires_grad)
+
+    def detach(self) -> FakeTensor:
+        return FakeTensor(self._fake, self.shape, self.dtype, self.device)
+
+    def to(self, device: object) -> FakeTensor:
+        return FakeTensor(self._fake, self.shape, self.dtype, self._fake.resolve(device), self.requires_grad)
+
+    def cuda(self, device: object = None) -> FakeTensor:
+        return self.to("cuda" if device is None else f"cuda:{int(str(device).rpartition(':')[2])}")
+
+    def __dlpack__(self, stream: object = None) -> object:
+        raise NotImplementedError("the fake tensor holds no data")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.is_cuda:
+            return (2, self.device.index or 0)  # kDLCUDA
+        return (1, 0)  # kDLCPU
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if not self.is_cuda:
+            raise AttributeError(f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {self.device}")
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. "
+                "If gradients aren't required, use var.detach() to get Variable that doesn't require grad."
+            )
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 2}
+
+    def __repr__(self) -> str:
+        return f"<FakeTensor {self.shape} on {self.device}>"
 
 
 class FakeTorch:
@@ -74,6 +196,25 @@ class FakeTorch:
     def kernel(self, *args: object) -> None:
         """A PyTorch op: launches on PyTorch's current stream for the current device."""
         self.world.launch(self.current_stream().cupy_stream, "torch")
+
+    def resolve(self, device: object) -> FakeTorchDevice:
+        """Where a tensor made with ``device=device`` lives: ``"cuda"`` is the current device, and a
+        CUDA device initializes CUDA and must be visible."""
+        parsed = FakeTorchDevice.parse(device)
+        if parsed.type != "cuda":
+            return parsed
+        self.world.init()
+        self.initialized = True
+        index = self.world.current_device if parsed.index is None else parsed.index
+        if not 0 <= index < self.world.device_count:
+            raise RuntimeError("CUDA error: invalid device ordinal")
+        return FakeTorchDevice("cuda", index)
+
+    def tensor(
+        self, *size: Any, dtype: Any = None, device: object = None, requires_grad: bool = False
+    ) -> FakeTensor:
+        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+        return FakeTensor(self, shape, dtype, self.resolve(device), requires_grad)
 
     def new_stream(self, device: int | None = None) -> FakeTorchStream:
         index = self.world.current_device if device is None else device
@@ -119,6 +260,29 @@ class FakeTorch:
             index = fake.world.current_device if device is None else int(device)
             return FakeTorchStream(fake.world, stream_ptr, index, f"external:{stream_ptr}")
 
+        def device_count() -> int:
+            fake.world.init()
+            return fake.world.device_count
+
+        def current_device() -> int:
+            fake.world.init()
+            fake.initialized = True
+            return fake.world.current_device
+
+        def set_device(device: Any) -> None:
+            index = device if isinstance(device, int) else FakeTorchDevice.parse(device).index or 0
+            fake.world.check_device(index)
+            fake.initialized = True
+            fake.world.current_device = index
+
+        torch.device = FakeTorchDevice.parse
+        torch.Tensor = FakeTensor
+        torch.randn = torch.empty = torch.zeros = torch.ones = fake.tensor
+        torch.float32, torch.float16 = np.float32, np.float16
+        cuda.is_available = lambda: device_count() > 0
+        cuda.device_count = device_count
+        cuda.current_device = current_device
+        cuda.set_device = set_device
         cuda.is_initialized = is_initialized
         cuda.current_stream = current_stream
         cuda.stream = stream

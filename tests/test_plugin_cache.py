@@ -126,7 +126,7 @@ def test_the_copies_are_paid_from_the_measurements_budget(rl: pytest.Pytester) -
         class SlowToCopy:
             '''An array whose copies take 0.1 s each on the backend's clock.'''
 
-            __cuda_array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}
+            __array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}  # a host array
             nbytes = 2**21  # 2 MiB: two sets cycle 4x the fake device's 1 MiB cache
 
             def copy(self, order="K"):

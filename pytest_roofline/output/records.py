@@ -45,6 +45,10 @@ def _optional_float(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _optional_index(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _optional_json(value: object) -> JsonObject | None:
     return dict(value) if isinstance(value, Mapping) else None
 
@@ -159,10 +163,23 @@ class MeasurementRecord:
     xfailed: bool = False
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
     history: tuple[float, ...] | None = None
+    #: the GPU it ran on, as the run numbers them (a pytest-xdist worker's by the controller's index);
+    #: None on the CPU and in files from before this field
+    device_index: int | None = None
+    #: what chose its device: ``arguments`` (where the kernel's arrays live, under ``auto``),
+    #: ``session`` (no array among them), ``option`` (``--roofline-device``) or ``keyword`` (``device=``)
+    device_from: str | None = None
 
     @classmethod
     def from_result(
-        cls, result: Result, *, nodeid: str, mode: str, diagnosis: JsonObject | None = None
+        cls,
+        result: Result,
+        *,
+        nodeid: str,
+        mode: str,
+        diagnosis: JsonObject | None = None,
+        device_index: int | None = None,
+        device_from: str | None = None,
     ) -> MeasurementRecord:
         """The one place a record is made from a judged measurement."""
         est, m = result.estimate, result.measurement
@@ -196,7 +213,8 @@ class MeasurementRecord:
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
             clocks=_clocks_json(m), diagnosis=diagnosis,
-            threads=m.threads, thread_wait_share=m.wait_share,
+            threads=m.threads, thread_wait_share=m.wait_share, device_index=device_index,
+            device_from=device_from,
         )  # fmt: skip
 
     # - derived facts, worked out here only -
@@ -315,6 +333,8 @@ class MeasurementRecord:
             thread_wait_share=_optional_float(data.get("thread_wait_share")),
             xfailed=data.get("xfailed") is True,
             history=tuple(map(float, history)) if isinstance(history, list) else None,
+            device_index=_optional_index(data.get("device_index")),
+            device_from=data.get("device_from") if isinstance(data.get("device_from"), str) else None,
         )  # fmt: skip
 
 
@@ -393,6 +413,7 @@ RECORD_FIELDS = (
     "bytes", "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops",
     "peak_source", "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction",
     "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name", "device_figures",
+    "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
     "rotation_copies", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention",

@@ -22,6 +22,7 @@ from .marker import (
     parametrize_values,
     read_marker,
 )
+from .placement import place
 
 if TYPE_CHECKING:
     from ..model.policy import Policy
@@ -60,6 +61,9 @@ class Request:
     cache: str = "cold"
     #: the CUDA blocking kernel for this measurement: auto, on, off (None: the session's setting)
     block: str | None = None
+    #: what chose ``device_spec`` (:data:`.placement.DEVICE_FROM`): the kernel's arrays, the session
+    #: (no arrays), ``--roofline-device`` or ``device=``
+    device_from: str = "session"
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -125,18 +129,28 @@ def resolve(
         dtype = dtype_of_arguments(op, kernel)
     check_keywords({**keywords, "dtype": dtype})
     min_fraction = check_fraction(keywords.get("min_fraction", settings.min_fraction))
+    placement = None
+    if kernel is not None:
+        from ..timing.arrays import placement_of
+
+        placement = placement_of(kernel.fn, kernel.args, kernel.kwargs)
+    device_spec, device_from = place(
+        placement, keyword=keywords.get("device"), setting=settings.device,
+        origin=settings.origins.get("device", "--roofline-device"), session_spec=session_spec,
+    )  # fmt: skip
     return Request(
         op=op,
         params=params,
         dtype=dtype,
         math=keywords.get("math"),
         min_fraction=min_fraction,
-        device_spec=keywords["device"] if "device" in keywords else session_spec(),
+        device_spec=device_spec,
         policy=policy_for(settings, keywords),
         name=name,
         stream=keywords.get("stream"),
         cache=cache_of(settings, keywords),
         block=keywords.get("block"),
+        device_from=device_from,
     )
 
 
