@@ -18,9 +18,12 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import fake_conftest
+
+from pytest_roofline.plugin.gpus import spread_workers
 
 _MACHINE = """
 
@@ -308,3 +311,56 @@ def test_a_bad_list_is_a_usage_error_naming_the_value_and_the_gpus_seen(
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+# -- the spread, one worker spec at a time ---------------------------------------------------------
+
+
+def specs(*texts: str) -> list[Any]:
+    """pytest-xdist's worker specs, with the ids it gives them (gw0, gw1, ...)."""
+    import execnet
+
+    made = [execnet.XSpec(text) for text in texts]
+    for i, spec in enumerate(made):
+        spec.id = f"gw{i}"
+    return made
+
+
+def test_each_local_worker_gets_its_gpus_visible_entry_and_the_line_says_so() -> None:
+    workers = specs("popen", "popen", "popen//env:CUDA_VISIBLE_DEVICES=3", "ssh=elsewhere", "popen")
+    spread = spread_workers(
+        workers, gpus="all", count=lambda: 2, device_setting="auto", environ={"CUDA_VISIBLE_DEVICES": "5,7"}
+    )
+    assert [spec.env.get("CUDA_VISIBLE_DEVICES") for spec in workers] == ["5", "7", "3", None, "5"]
+    assert [spread.worker_gpu(spec) for spec in workers] == [0, 1, None, None, 0]
+    assert spread.line == (
+        "pytest-xdist workers spread one GPU each, seeing only it: gw0 gw4 -> GPU 0"
+        " (CUDA_VISIBLE_DEVICES=5), gw1 -> GPU 1 (CUDA_VISIBLE_DEVICES=7); left as they are:"
+        " gw2 (CUDA_VISIBLE_DEVICES=3 from its --tx), gw3 (not a local process)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("gpus", "device", "environ", "why"),
+    [
+        ("none", "auto", {}, "--roofline-gpus none (each worker sees every GPU;*"),
+        ("all", "cuda:1", {}, "--roofline-device cuda:1 names one device for every worker"),
+        ("all", "h100-sxm", {}, "--roofline-device h100-sxm names one device for every worker"),
+        ("all", "auto", {"HIP_VISIBLE_DEVICES": "1"}, "HIP_VISIBLE_DEVICES is set, and ROCm would apply*"),
+    ],
+)
+def test_what_is_not_spread_is_left_alone_and_said(
+    gpus: str, device: str, environ: dict[str, str], why: str
+) -> None:
+    import fnmatch
+
+    workers = specs("popen", "popen")
+    spread = spread_workers(workers, gpus=gpus, count=lambda: 4, device_setting=device, environ=environ)
+    assert [spec.env for spec in workers] == [{}, {}]
+    assert fnmatch.fnmatch(spread.line, f"pytest-xdist workers not spread over GPUs: {why}")
+
+
+def test_a_machine_without_a_gpu_spreads_nothing_and_says_nothing() -> None:
+    workers = specs("popen", "popen")
+    spread = spread_workers(workers, gpus="all", count=lambda: 0, device_setting="auto", environ={})
+    assert ([spec.env for spec in workers], spread.line, spread.gpu_of) == ([{}, {}], "", {})

@@ -239,7 +239,8 @@ SETTINGS: tuple[Setting, ...] = (
             "(default: none)", "PATH", path=True),
     Setting("device", "--roofline-device", parse_device, "auto",
             "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
-            "(default: auto = the first CUDA device, else this CPU)", "DEVICE"),
+            "(default: auto = where the kernel's arrays live, else the first CUDA device, else this "
+            "CPU)", "DEVICE"),
     Setting("gpus", "--roofline-gpus", parse_gpus, "all",
             "the GPUs pytest-xdist workers spread over, one GPU per worker for everything it does (its "
             "tests' own CUDA work and its measurements): all, none (no spreading: the workers' own CUDA "
