@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from conftest import fake_conftest
 
-from pytest_roofline.plugin.gpus import spread_workers
+from pytest_roofline.plugin.gpus import count_gpus, spread_workers
 
 _MACHINE = """
 
@@ -364,3 +364,35 @@ def test_a_machine_without_a_gpu_spreads_nothing_and_says_nothing() -> None:
     workers = specs("popen", "popen")
     spread = spread_workers(workers, gpus="all", count=lambda: 0, device_setting="auto", environ={})
     assert ([spec.env for spec in workers], spread.line, spread.gpu_of) == ([{}, {}], "", {})
+
+
+def test_the_gpus_are_counted_through_a_cupy_already_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_cupy import FakeCupy
+
+    FakeCupy(device_count=3).install(monkeypatch)
+    assert count_gpus() == 3
+
+
+@pytest.mark.parametrize(("init", "count", "expected"), [(0, 5, 5), (100, 5, 0), (0, None, 0)])
+def test_else_through_the_cuda_driver_alone(
+    monkeypatch: pytest.MonkeyPatch, init: int, count: int | None, expected: int
+) -> None:
+    """``cuInit`` then ``cuDeviceGetCount`` (CUDA_ERROR_NO_DEVICE is 100); no driver library: 0."""
+    import ctypes
+    import sys
+
+    class Driver:
+        def __init__(self, name: str) -> None:
+            if count is None:
+                raise OSError(f"{name}: cannot open shared object file")
+
+        def cuInit(self, flags: int) -> int:
+            return init
+
+        def cuDeviceGetCount(self, out: Any) -> int:
+            out._obj.value = count
+            return 0
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(ctypes, "CDLL", Driver)
+    assert count_gpus() == expected

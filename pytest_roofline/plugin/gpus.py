@@ -19,6 +19,9 @@ costs: a worker sees one GPU, so a test that needs two, or names ``cuda:1``, fin
 ``cuda:0`` (``--roofline-gpus none`` keeps every GPU visible, as before). Records name the GPU by
 the controller's index (``device_index``), not the worker's 0.
 
+The controller counts the GPUs it sees once, as the workers start (:func:`count_gpus`: the CUDA
+driver through ctypes, so a run on a machine without one costs nothing and imports nothing).
+
 Not spread: ``none``; a session device that names one GPU (``--roofline-device cuda:1``, a table
 key); a worker whose spec sets ``CUDA_VISIBLE_DEVICES`` itself (``--tx popen//env:...``) or runs
 elsewhere (``--tx ssh=...``); ROCm visibility variables set (``HIP_VISIBLE_DEVICES``,
@@ -29,13 +32,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-__all__ = ["VISIBLE", "WORKER_GPU", "Spread", "check_gpus", "spread_workers", "visible_entries"]
+__all__ = ["VISIBLE", "WORKER_GPU", "Spread", "check_gpus", "count_gpus", "spread_workers", "visible_entries"]
 
 #: the variable CUDA reads, once, to number the GPUs a process sees
 VISIBLE = "CUDA_VISIBLE_DEVICES"
@@ -77,19 +81,38 @@ def check_gpus(gpus: str | tuple[int, ...], count: int, *, origin: str, environ:
         )
 
 
+def count_gpus() -> int:
+    """The GPUs this process sees, numbered as CUDA numbers them (``CUDA_VISIBLE_DEVICES`` applied),
+    at no cost to a run on a machine without them: through CuPy when something has loaded it
+    already, else through the CUDA driver itself (``cuInit`` and ``cuDeviceGetCount`` of libcuda,
+    by ctypes: no module imported, no context made, no GPU memory taken); 0 without a driver."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        try:
+            return int(cupy.cuda.runtime.getDeviceCount())
+        except Exception:  # CUDARuntimeError: no driver, no device
+            return 0
+    import ctypes
+
+    for name in ("libcuda.so.1", "nvcuda.dll"):
+        try:
+            driver = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return 0
+    count = ctypes.c_int(0)
+    if driver.cuInit(0) != 0 or driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0  # CUDA_ERROR_NO_DEVICE, a driver too old, ...
+    return count.value
+
+
 def check_gpus_setting(gpus: str | tuple[int, ...], *, origin: str) -> None:
     """``--roofline-gpus`` LIST against the GPUs this process sees (the controller, or a serial run:
-    a worker sees only its own); counting them loads CuPy, so only a LIST is checked."""
-    if isinstance(gpus, str):
-        return
-    from ..errors import RooflineError
-    from ..timing.cuda import device_count
-
-    try:
-        count = device_count()
-    except RooflineError as exc:  # several CuPy packages side by side
-        raise pytest.UsageError(f"{origin} {','.join(map(str, gpus))}: {exc}") from None
-    check_gpus(gpus, count, origin=origin, environ=os.environ)
+    a worker sees only its own); only a LIST is checked, so a run that gives none counts nothing."""
+    if not isinstance(gpus, str):
+        check_gpus(gpus, count_gpus(), origin=origin, environ=os.environ)
 
 
 @dataclass(slots=True)

@@ -144,20 +144,11 @@ class RooflineSession:
         """pytest-xdist, on the controller, before any worker starts: one GPU per worker (:mod:`.gpus`)."""
         import os
 
-        from .gpus import spread_workers
-
-        def count() -> int:
-            from ..timing.cuda import device_count
-
-            try:
-                return device_count()
-            except RooflineError as exc:  # several CuPy packages side by side: each GPU test says so
-                self.state.notes.append(f"pytest-xdist workers not spread over GPUs: {exc}")
-                return 0
+        from .gpus import count_gpus, spread_workers
 
         settings = self.settings
         self._spread = spread_workers(
-            specs, gpus=settings.gpus, count=count, device_setting=settings.device, environ=os.environ
+            specs, gpus=settings.gpus, count=count_gpus, device_setting=settings.device, environ=os.environ
         )
         self.state.spread = self._spread.line
 
@@ -169,8 +160,8 @@ class RooflineSession:
         run_id = workerinput.get("testrunuid")
         if isinstance(run_id, str):
             self._run_ids.add(run_id)
-        spread = self._spread
-        gpu = spread.worker_gpu(node.gateway.spec) if spread is not None else None
+        spread, spec = self._spread, getattr(getattr(node, "gateway", None), "spec", None)
+        gpu = spread.worker_gpu(spec) if spread is not None else None
         if gpu is not None:
             from .gpus import WORKER_GPU
 
