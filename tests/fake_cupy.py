@@ -6,8 +6,9 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
 
 ``cupy.cuda`` (``cupy/cuda/stream.pyx``, ``cupy/cuda/graph.pyx``, ``cupy/cuda/device.pyx``):
 
-- ``Device(device=None)``: context manager making ``device`` current; ``compute_capability``,
-  ``pci_bus_id`` (``"0000:18:00.0"`` for device 0, the next bus for each next one).
+- ``Device(device=None)``: context manager making ``device`` current, ``Device.use()`` making it
+  current for good; ``compute_capability``, ``pci_bus_id`` (``"0000:18:00.0"`` for device 0, the
+  next bus for each next one).
 - ``Event(block=False, disable_timing=False, interprocess=False)``; ``Event.record(stream=None)``
   (``None``: the current stream); ``Event.synchronize()``.
 - ``get_elapsed_time(start_event, end_event) -> float``: milliseconds; like
@@ -28,7 +29,8 @@ documented signatures (docs.cupy.dev; source files in github.com/cupy/cupy):
   exists, as CuPy 14 does.
 
 ``cupy.cuda.runtime`` (``cupy_backends/cuda/api/runtime.pyx``, ``_runtime_enum.pxd``):
-``getDeviceCount()``, ``getDeviceProperties(device) -> dict`` (``name`` as bytes),
+``getDeviceCount()``, ``getDevice()`` and ``setDevice(device)`` (the current device),
+``getDeviceProperties(device) -> dict`` (``name`` as bytes),
 ``deviceGetAttribute(attrib, device) -> int``, the ``cudaDevAttr*`` constants the backend uses
 (CUDA's values, or distinct ones with ``is_hip=True``, since HIP's enum differs), ``is_hip``,
 ``memsetAsync(ptr, value, size, stream)``.
@@ -59,6 +61,15 @@ flush, logged ``("flush", stream)`` and in ``flush_reads`` (a read of the whole 
 is a kernel;
 ``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
 ``runtime.hostAllocMapped``.
+
+The current device is real state, shared with the fake PyTorch (one CUDA runtime for both, as
+on a real machine): ``cupy.empty`` and the other allocations make their array on it, and an
+array's ``device`` (a ``Device``, ``.id``), ``__dlpack_device__()`` (``(2, id)``: kDLCUDA) and
+``__cuda_array_interface__`` say so, as CuPy's ``ndarray`` does (``cupy/_core/core.pyx``: ``device``
+is ``self.data.device``). ``FakeCupy(device_count=4, visible_env=True)`` is a machine with four
+GPUs whose CUDA reads ``CUDA_VISIBLE_DEVICES`` when it is first initialized (the first call that
+counts, selects or allocates), as ``cuInit`` does, and never again: the visible GPUs are numbered
+0.. in the variable's order, and each array's ``physical_device`` says which of the four it is on.
 
 Capture is per stream, as in CUDA: ``end_capture`` counts the kernels launched on its own stream.
 A kernel on the legacy stream while another stream captures follows CUDA's rule for the capturing
@@ -256,14 +267,28 @@ class FakeArray:
         self.data = types.SimpleNamespace(ptr=ptr)
         self.flags = types.SimpleNamespace(c_contiguous=True, f_contiguous=self.ndim <= 1)
         self.world: FakeCupy | None = base.world if base is not None else None
-        #: the GPU that holds it (``cupy.cuda.Device``'s ``id``): the current one when it was made
-        self.device = types.SimpleNamespace(id=base.device.id if base is not None else 0)
+        #: the visible index of the GPU it lives on (the current device when it was made)
+        self.device_id = base.device_id if base is not None else 0
         #: what it holds, as a test writes it (a copy has its array's)
         self.values: object = base.values if base is not None else None
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def device(self) -> FakeDevice:
+        assert self.world is not None
+        return FakeDevice(self.world, self.device_id)
+
+    @property
+    def physical_device(self) -> int:
+        """Which of the machine's GPUs it lives on, whatever ``CUDA_VISIBLE_DEVICES`` numbered it."""
+        assert self.world is not None
+        return self.world.visible[self.device_id]
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (2, self.device_id)  # kDLCUDA
 
     def __getitem__(self, key: Any) -> FakeArray:
         """A view (no allocation, no kernel): only its shape is computed, on a zero-stride stand-in."""
@@ -487,12 +512,25 @@ class FakeDevice:
         self.world.device_sync(("synchronize", f"device:{self.id}"))
 
     def __enter__(self) -> FakeDevice:
-        if not 0 <= self.id < self.world.device_count:
-            raise FakeCudaError("cudaErrorInvalidDevice: invalid device ordinal")
+        self.world.check_device(self.id)
         self._previous.append(self.world.current_device)
         self.world.current_device = self.id
         self.world.log.append(("device", self.id))
         return self
+
+    def use(self) -> FakeDevice:
+        """``Device.use()``: ``runtime.setDevice(self.id)``, for good."""
+        self.world.cupy.cuda.runtime.setDevice(self.id)
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FakeDevice) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"<CUDA Device {self.id}>"
 
     def __exit__(self, *exc: object) -> None:
         self.world.current_device = self._previous.pop()
@@ -523,6 +561,7 @@ class FakeCupy:
         nvrtc: bool = True,
         cache_writable: bool = True,
         persisting_set_aside: int | None = 0,
+        visible_env: bool = False,
     ) -> None:
         self.duplicate = tuple(duplicate)
         self.l2_read_ms = l2_read_ms
@@ -563,6 +602,11 @@ class FakeCupy:
         #: queue entries behind the first blocking kernel not released yet
         self._behind = 0
         self.device_count = device_count
+        #: the physical GPU each visible index is (``CUDA_VISIBLE_DEVICES``, read at :meth:`init`)
+        self.visible = list(range(device_count))
+        self.visible_env = visible_env
+        #: whether CUDA was initialized in this process (cuInit): the visible GPUs are fixed from then on
+        self.initialized = False
         self.count_error = count_error
         self.properties = dict(properties)
         #: deviceGetAttribute answers, by attribute name
@@ -820,6 +864,30 @@ class FakeCupy:
     def count(self, kind: str) -> int:
         return sum(1 for entry in self.log if entry[0] == kind)
 
+    def init(self) -> None:
+        """``cuInit``, on the first call that needs it: with ``visible_env``, the GPUs
+        ``CUDA_VISIBLE_DEVICES`` names, in its order, up to the first entry that names none (as CUDA
+        reads it); later changes to the variable are not seen."""
+        if self.initialized:
+            return
+        self.initialized = True
+        text = os.environ.get("CUDA_VISIBLE_DEVICES") if self.visible_env else None
+        if text is None:
+            return
+        visible: list[int] = []
+        for entry in text.split(","):
+            entry = entry.strip()
+            if not entry.isdigit() or int(entry) >= self.device_count or int(entry) in visible:
+                break
+            visible.append(int(entry))
+        self.visible = visible
+        self.device_count = len(visible)
+
+    def check_device(self, index: int) -> None:
+        self.init()
+        if not 0 <= index < self.device_count:
+            raise FakeCudaError("cudaErrorInvalidDevice: invalid device ordinal")
+
     # -- the module tree -------------------------------------------------------------------
 
     def _build(self, from_external: bool) -> types.ModuleType:
@@ -889,7 +957,16 @@ class FakeCupy:
         def get_device_count() -> int:
             if world.count_error is not None:
                 raise world.count_error
+            world.init()
             return world.device_count
+
+        def get_device() -> int:
+            world.init()
+            return world.current_device
+
+        def set_device(device: int) -> None:
+            world.check_device(device)
+            world.current_device = device
 
         enum = HIP_ATTRIBUTES if self.is_hip else CUDA_ATTRIBUTES
         by_value = {value: name for name, value in enum.items()}
@@ -916,6 +993,8 @@ class FakeCupy:
             return int(world.persisting_set_aside or 0) if limit == 0x06 else 0
 
         runtime.deviceGetLimit = device_get_limit
+        runtime.getDevice = get_device
+        runtime.setDevice = set_device
         runtime.getDeviceProperties = lambda device: dict(world.properties)
         runtime.deviceGetAttribute = device_get_attribute
         runtime.memsetAsync = memset_async
@@ -925,13 +1004,14 @@ class FakeCupy:
             setattr(runtime, name, value)
 
         def alloc(shape: int | tuple[int, ...], dtype: Any = float) -> FakeArray:
+            world.check_device(world.current_device)
             array = FakeArray(shape, dtype)
+            array.device_id = world.current_device
             if world.pool_syncs and array.nbytes not in world.pool_sizes:
                 world.pool_sizes.add(array.nbytes)
                 world.device_sync(("grow", array.nbytes))  # cudaMalloc synchronizes
             world.log.append(("alloc", array.nbytes))
             array.world = world
-            array.device = types.SimpleNamespace(id=world.current_device)
             world.pool_used += array.nbytes
             world.live_arrays.add(array)
             weakref.finalize(array, world.array_freed, array.nbytes)
@@ -998,7 +1078,8 @@ class FakeCupy:
                 raise TypeError(f"Unsupported dtype {a.dtype.name}")
             world.launch(world.current_stream, f"cublas:{a.dtype}")  # cuBLAS: a handle and a module
             result = out if out is not None else FakeArray((a.shape[0], b.shape[1]), a.dtype)
-            result.world = world
+            if out is None:
+                result.world, result.device_id = world, a.device_id
             result.contents.write()
             return result
 

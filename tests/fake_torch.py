@@ -20,6 +20,19 @@ stream while another one captures, as CUDA does).
 ``torch.cuda.synchronize(device=None)`` is logged ``("synchronize", "torch:<device>")`` and
 ``torch.cuda.empty_cache()`` ``("empty_cache",)``. ``torch.Tensor`` is :class:`FakeTensor` and
 ``torch.nn.Parameter`` :class:`FakeParameter`, usable without installing the module too.
+
+Tensors (``torch/_tensor.py``, ``torch/cuda/__init__.py``): ``torch.randn``, ``torch.empty``,
+``torch.zeros`` and ``torch.ones`` take ``*size, dtype=None, device=None, requires_grad=False``;
+``device`` is ``None`` (the CPU), ``"cpu"``, ``"cuda"`` (the current device), ``"cuda:N"`` or a
+``torch.device``. A tensor has ``device`` (``type``, ``index``), ``is_cuda``, ``is_meta``,
+``requires_grad``, ``shape``, ``dtype``, ``nbytes``, ``clone()``, ``to(device)``, ``cuda()``,
+``detach()``, ``__dlpack__`` and ``__dlpack_device__()``, and ``__cuda_array_interface__``, which
+raises AttributeError on a CPU tensor and RuntimeError on one that requires grad, as PyTorch's does.
+The current device is the fake CuPy's (one CUDA runtime): ``torch.cuda.current_device()``,
+``torch.cuda.set_device(device)``, ``torch.cuda.device_count()`` and ``torch.cuda.is_available()``
+initialize CUDA as PyTorch does (the fake CuPy's ``init``: ``CUDA_VISIBLE_DEVICES`` is read then),
+and a CUDA tensor is made on the current device unless its ``device`` names one; a device that is
+not visible is PyTorch's RuntimeError ("invalid device ordinal").
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pytest
 from fake_cupy import FakeCupy, FakeStream
 
@@ -52,6 +66,33 @@ class FakeTorchStream:
 
     def __repr__(self) -> str:
         return f"<FakeTorchStream {self.cupy_stream.name}>"
+
+
+class FakeTorchDevice:
+    """``torch.device``: a type and an index (None: the current device, for ``"cuda"``)."""
+
+    def __init__(self, kind: str, index: int | None = None) -> None:
+        self.type = kind
+        self.index = index
+
+    @classmethod
+    def parse(cls, spec: object) -> FakeTorchDevice:
+        if isinstance(spec, FakeTorchDevice):
+            return spec
+        if spec is None:
+            return cls("cpu")
+        kind, _, index = str(spec).partition(":")
+        return cls(kind, int(index) if index else None)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FakeTorchDevice) and (other.type, other.index) == (self.type, self.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __repr__(self) -> str:
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
 
 
 class FakeTorch:
@@ -86,6 +127,29 @@ class FakeTorch:
     def kernel(self, *args: object) -> None:
         """A PyTorch op: launches on PyTorch's current stream for the current device."""
         self.world.launch(self.current_stream().cupy_stream, "torch")
+
+    def resolve(self, device: object) -> FakeTorchDevice:
+        """Where a tensor made with ``device=device`` lives: ``"cuda"`` is the current device, and a
+        CUDA device initializes CUDA and must be visible."""
+        parsed = FakeTorchDevice.parse(device)
+        if parsed.type != "cuda":
+            return parsed
+        self.world.init()
+        self.initialized = True
+        index = self.world.current_device if parsed.index is None else parsed.index
+        if not 0 <= index < self.world.device_count:
+            raise RuntimeError("CUDA error: invalid device ordinal")
+        return FakeTorchDevice("cuda", index)
+
+    def tensor(
+        self, *size: Any, dtype: Any = None, device: object = None, requires_grad: bool = False
+    ) -> FakeTensor:
+        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+        where = self.resolve(device)
+        return FakeTensor(
+            shape, device=where.type, index=where.index or 0, dtype=dtype, requires_grad=requires_grad,
+            fake=self,
+        )  # fmt: skip
 
     def new_stream(self, device: int | None = None) -> FakeTorchStream:
         index = self.world.current_device if device is None else device
@@ -135,6 +199,28 @@ class FakeTorch:
             index = fake.world.current_device if device is None else int(device)
             fake.world.device_sync(("synchronize", f"torch:{index}"))
 
+        def device_count() -> int:
+            fake.world.init()
+            return fake.world.device_count
+
+        def current_device() -> int:
+            fake.world.init()
+            fake.initialized = True
+            return fake.world.current_device
+
+        def set_device(device: Any) -> None:
+            index = device if isinstance(device, int) else FakeTorchDevice.parse(device).index or 0
+            fake.world.check_device(index)
+            fake.initialized = True
+            fake.world.current_device = index
+
+        torch.device = FakeTorchDevice.parse
+        torch.randn = torch.empty = torch.zeros = torch.ones = fake.tensor
+        torch.float32, torch.float16 = np.float32, np.float16
+        cuda.is_available = lambda: device_count() > 0
+        cuda.device_count = device_count
+        cuda.current_device = current_device
+        cuda.set_device = set_device
         cuda.is_initialized = is_initialized
         cuda.current_stream = current_stream
         cuda.stream = stream
@@ -172,14 +258,20 @@ class FakeTensor:
         device: str = "cuda",
         index: int = 0,
         itemsize: int = 4,
+        dtype: Any = None,
         requires_grad: bool = False,
         strides: Sequence[int] | None = None,
         data_ptr: int | None = None,
         values: object = None,
+        fake: FakeTorch | None = None,
     ) -> None:
         self.shape = tuple(shape)
-        self.device = types.SimpleNamespace(type=device, index=index if device != "cpu" else None)
-        self.itemsize = itemsize
+        self.device = FakeTorchDevice(device, index if device != "cpu" else None)
+        #: its dtype (a NumPy one stands in for torch's); ``itemsize`` alone makes a float of that size
+        self.dtype = np.dtype(dtype) if dtype is not None else np.dtype(f"<f{itemsize}")
+        self.itemsize = self.dtype.itemsize
+        #: the fake torch that made it (``torch.randn`` and the rest), which knows the machine's GPUs
+        self._fake = fake
         self.strides = tuple(strides) if strides is not None else _c_strides(self.shape)
         self.ptr = next(self._ptrs) if data_ptr is None else data_ptr
         self.requires_grad = requires_grad
@@ -190,6 +282,40 @@ class FakeTensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def physical_device(self) -> int:
+        """Which of the machine's GPUs a CUDA tensor lives on (``CUDA_VISIBLE_DEVICES`` renumbers them)."""
+        assert self._fake is not None
+        assert self.is_cuda
+        assert self.device.index is not None
+        return self._fake.world.visible[self.device.index]
+
+    def to(self, device: object) -> FakeTensor:
+        assert self._fake is not None
+        where = self._fake.resolve(device)
+        moved = self._like(ptr=None, strides=_c_strides(self.shape))
+        moved.device, moved.requires_grad = where, self.requires_grad
+        return moved
+
+    def cuda(self, device: object = None) -> FakeTensor:
+        return self.to("cuda" if device is None else f"cuda:{int(str(device).rpartition(':')[2])}")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.is_cuda:
+            return (2, self.device.index or 0)  # kDLCUDA
+        return (1, 0)  # kDLCPU
+
+    def __repr__(self) -> str:
+        return f"<FakeTensor {self.shape} on {self.device}>"
 
     @property
     def nbytes(self) -> int:
@@ -232,13 +358,13 @@ class FakeTensor:
                 " required, use var.detach() to get Variable that doesn't require grad."
             )
         strides = None if self.is_contiguous() else tuple(s * self.itemsize for s in self.strides)
-        return {"typestr": f"<f{self.itemsize}", "shape": self.shape, "strides": strides,
+        return {"typestr": self.dtype.str, "shape": self.shape, "strides": strides,
                 "data": (self.ptr, False), "version": 2}  # fmt: skip
 
     def _like(self, *, ptr: int | None, strides: Sequence[int]) -> FakeTensor:
         return FakeTensor(
-            self.shape, device=self.device.type, index=self.device.index or 0, itemsize=self.itemsize,
-            strides=strides, data_ptr=ptr, values=self.values,
+            self.shape, device=self.device.type, index=self.device.index or 0, dtype=self.dtype,
+            strides=strides, data_ptr=ptr, values=self.values, fake=self._fake,
         )  # fmt: skip
 
     def detach(self) -> FakeTensor:
@@ -283,8 +409,9 @@ class FakeParameter(FakeTensor):
 
     def __init__(self, data: FakeTensor, requires_grad: bool = True) -> None:
         super().__init__(
-            data.shape, device=data.device.type, index=data.device.index or 0, itemsize=data.itemsize,
+            data.shape, device=data.device.type, index=data.device.index or 0, dtype=data.dtype,
             strides=data.strides, data_ptr=data.ptr, requires_grad=requires_grad, values=data.values,
+            fake=data._fake,
         )  # fmt: skip
 
 

@@ -123,7 +123,7 @@ from conftest import BACKEND
 class SlowToCopy:
     '''An array whose copies take COPY_S s each on the backend's clock.'''
 
-    __cuda_array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}
+    __array_interface__ = {"shape": (2**19,), "typestr": "<f4", "version": 3}  # a host array
     nbytes = 2**21  # 2 MiB: two sets cycle 4x the fake device's 1 MiB cache
 
     def copy(self, order="K"):

@@ -163,16 +163,27 @@ class MeasurementRecord:
     xfailed: bool = False
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
     history: tuple[float, ...] | None = None
-    #: the index of the GPU it ran on, where known (None: not said, or not a GPU); a baseline
-    #: compares it with the same model's record whatever its slot
+    #: the GPU it ran on, as the run numbers them (a pytest-xdist worker's by the controller's index);
+    #: None on the CPU and in files from before this field; a baseline compares it with the same
+    #: model's record whatever its slot
     device_index: int | None = None
+    #: what chose its device: ``arguments`` (where the kernel's arrays live, under ``auto``),
+    #: ``session`` (no array among them), ``option`` (``--roofline-device``) or ``keyword`` (``device=``)
+    device_from: str | None = None
     #: what was inferred of a call that named no op: its tier, what it read, the marker that pins it
     #: (:meth:`pytest_roofline.model.inference.Inference.to_record`); None where the op was given
     inferred: JsonObject | None = None
 
     @classmethod
     def from_result(
-        cls, result: Result, *, nodeid: str, mode: str, diagnosis: JsonObject | None = None
+        cls,
+        result: Result,
+        *,
+        nodeid: str,
+        mode: str,
+        diagnosis: JsonObject | None = None,
+        device_index: int | None = None,
+        device_from: str | None = None,
     ) -> MeasurementRecord:
         """The one place a record is made from a judged measurement."""
         est, m = result.estimate, result.measurement
@@ -206,7 +217,8 @@ class MeasurementRecord:
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
             clocks=_clocks_json(m), diagnosis=diagnosis,
-            threads=m.threads, thread_wait_share=m.wait_share,
+            threads=m.threads, thread_wait_share=m.wait_share, device_index=device_index,
+            device_from=device_from,
             inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
         )  # fmt: skip
 
@@ -327,6 +339,7 @@ class MeasurementRecord:
             xfailed=data.get("xfailed") is True,
             history=tuple(map(float, history)) if isinstance(history, list) else None,
             device_index=_optional_index(data.get("device_index")),
+            device_from=data.get("device_from") if isinstance(data.get("device_from"), str) else None,
             inferred=_optional_json(data.get("inferred")),
         )  # fmt: skip
 
@@ -406,6 +419,7 @@ RECORD_FIELDS = (
     "bytes", "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops",
     "peak_source", "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction",
     "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name", "device_figures",
+    "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
     "rotation_copies", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention",
@@ -415,7 +429,7 @@ RECORD_FIELDS = (
 
 
 #: fields a record has only where they apply, written after the others
-_OPTIONAL = ("history", "device_index")
+_OPTIONAL = ("history",)
 
 
 # -- devices ---------------------------------------------------------------------------------------

@@ -181,7 +181,7 @@ def _row(r: MeasurementRecord, test: str, numbers: Mapping[str, tuple[int, int]]
         ceiling_cell(r),
         attained,
         budget_percent(r.min_fraction),
-        _with_figures(machine_cell(r), r, numbers),
+        _machine(r, numbers),
         verdict,
     ]
 
@@ -231,6 +231,13 @@ def machine_cell(record: MeasurementRecord | Mapping[str, Any]) -> str:
     if level not in (None, "quiet"):
         parts.append(str(level))
     return ", ".join(parts)
+
+
+def _machine(record: MeasurementRecord, numbers: Mapping[str, tuple[int, int]]) -> str:
+    """The machine cell, after the GPU the row ran on (``GPU 3``, as the run numbers them) when the
+    record names one."""
+    gpu = f"GPU {record.device_index}" if record.device_index is not None else ""
+    return ", ".join(part for part in (gpu, _with_figures(machine_cell(record), record, numbers)) if part)
 
 
 def _with_figures(cell: str, record: MeasurementRecord, numbers: Mapping[str, tuple[int, int]]) -> str:

@@ -113,7 +113,8 @@ class Measurer:
             request = self.resolve(item, call, kernel)
             check_takes(kernel, request.op)
         if request.device_spec != self.settings.device:
-            self._skip_if_absent(item, request.op, request.device_spec)
+            why = "the kernel's arrays live there" if request.device_from == "arguments" else ""
+            self._skip_if_absent(item, request.op, request.device_spec, why=why)
         self._check_baseline_key(item, request.name)
         if self.settings.mode == "off":
             with failing_the_test(SetupError):
@@ -138,7 +139,7 @@ class Measurer:
         )
         settle(
             item, result, request=request, kernel=kernel, can_fail=can_fail, state=self.state,
-            transport=self._transport,
+            transport=self._transport, device_index=self.devices.gpu_index(request.device_spec),
         )  # fmt: skip
         return result
 
@@ -158,11 +159,12 @@ class Measurer:
             )
         names.add(name)
 
-    def _skip_if_absent(self, item: pytest.Item, op: str, spec: str) -> None:
-        """A call's ``device=`` that is not on this machine skips the test, as the marker's does."""
+    def _skip_if_absent(self, item: pytest.Item, op: str, spec: str, *, why: str = "") -> None:
+        """A call's ``device=`` that is not on this machine skips the test, as the marker's does; so
+        does a GPU the kernel's arrays live on that CuPy cannot see (``why`` says so)."""
         __tracebackhide__ = True  # pytest reports a skip at the innermost visible frame: the test's call
         with failing_the_test(RooflineError):
-            reason = device_skip_reason(spec)
+            reason = device_skip_reason(spec, why=why)
         if reason:
             self._transport.send_skip(item.nodeid, op, reason)
             pytest.skip(reason)

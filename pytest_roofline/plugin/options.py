@@ -101,6 +101,24 @@ def parse_device(text: str) -> str:
     return spec
 
 
+def parse_gpus(text: str) -> str | tuple[int, ...]:
+    """``all``, ``none``, or GPU indices separated by commas (``0,2,3``), each once. Whether those
+    GPUs exist is checked when the session starts (:func:`.gpus.check_gpus`)."""
+    keyword = text.strip().lower()
+    if keyword in ("all", "none"):
+        return keyword
+    parts = [part.strip() for part in keyword.split(",")]
+    if not all(part.isdigit() and part.isascii() for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected all, none or GPU indices separated by commas (such as 0,2,3), got {text!r}"
+        )
+    indices = tuple(int(part) for part in parts)
+    twice = sorted({i for i in indices if indices.count(i) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"GPU {twice[0]} is named twice in {text!r}; name each GPU once")
+    return indices
+
+
 def parse_peaks(text: str) -> str:
     """``datasheet``, ``measured``, or a JSON file of the user's own ceilings (read and checked now).
 
@@ -225,7 +243,12 @@ SETTINGS: tuple[Setting, ...] = (
             "(default: none)", "PATH", path=True),
     Setting("device", "--roofline-device", parse_device, "auto",
             "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
-            "(default: auto = the first CUDA device, else this CPU)", "DEVICE"),
+            "(default: auto = where the kernel's arrays live, else the first CUDA device, else this "
+            "CPU)", "DEVICE"),
+    Setting("gpus", "--roofline-gpus", parse_gpus, "all",
+            "the GPUs pytest-xdist workers spread over, one GPU per worker for everything it does (its "
+            "tests' own CUDA work and its measurements): all, none (no spreading: the workers' own CUDA "
+            "work all lands on the first GPU), or indices such as 0,2,3 (default: all)", "all|none|LIST"),
     Setting("min_fraction", "--roofline-min-fraction", parse_fraction, DEFAULT_MIN_FRACTION,
             "budget for tests whose marker sets none: fail below this fraction of speed of light "
             f"(default: {DEFAULT_MIN_FRACTION})", "FRACTION"),
@@ -390,6 +413,8 @@ class SessionSettings:
     plot: str | None = None
     require_measurement: bool = False
     suggest: bool = False
+    #: the GPUs pytest-xdist workers spread over: "all", "none" or their indices (:mod:`.gpus`)
+    gpus: str | tuple[int, ...] = "all"
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 

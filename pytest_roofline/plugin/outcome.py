@@ -31,9 +31,11 @@ def settle(
     can_fail: bool,
     state: RunState,
     transport: RecordTransport,
+    device_index: int | None = None,
 ) -> None:
     """Record ``result``, give it to ``pytest_roofline_result``, and in enforce mode fail the test
-    below budget (``can_fail=False``, ``roofline.measure``: never)."""
+    below budget (``can_fail=False``, ``roofline.measure``: never). ``device_index``: the GPU it ran
+    on, as the run numbers them (None on the CPU)."""
     __tracebackhide__ = True
     from ..model.verdict import Verdict
     from ..output.records import MeasurementRecord
@@ -42,8 +44,9 @@ def settle(
     mode = settings.mode if can_fail else "measure"
     diagnosis = _diagnosis(kernel, result, when=settings.diagnose)
     record = MeasurementRecord.from_result(
-        result, nodeid=item.nodeid, mode=mode, diagnosis=diagnosis.to_record() if diagnosis else None
-    )
+        result, nodeid=item.nodeid, mode=mode, diagnosis=diagnosis.to_record() if diagnosis else None,
+        device_index=device_index, device_from=request.device_from,
+    )  # fmt: skip
     message = result.message()
     if diagnosis is not None:
         from ..analysis.diagnosis import format_diagnosis

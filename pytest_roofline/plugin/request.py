@@ -27,6 +27,7 @@ from .marker import (
     parametrize_values,
     read_marker,
 )
+from .placement import place
 
 if TYPE_CHECKING:
     from ..model.inference import Inference
@@ -73,6 +74,9 @@ class Request:
     block: str | None = None
     #: what was inferred of a call that named no op (None: the op was given, or mode off inferred nothing)
     inference: Inference | None = None
+    #: what chose ``device_spec`` (:data:`.placement.DEVICE_FROM`): the kernel's arrays, the session
+    #: (no arrays), ``--roofline-device`` or ``device=``
+    device_from: str = "session"
 
 
 def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
@@ -159,13 +163,22 @@ def resolve(
     check_keywords({**keywords, "dtype": dtype} if dtype is not None else keywords)
     min_fraction = check_fraction(keywords.get("min_fraction", settings.min_fraction))
     cache, cache_asked = cache_of(settings, keywords, own)
+    placement = None
+    if kernel is not None:
+        from ..timing.arrays import placement_of
+
+        placement = placement_of(kernel.fn, kernel.args, kernel.kwargs)
+    device_spec, device_from = place(
+        placement, keyword=keywords.get("device"), setting=settings.device,
+        origin=settings.origins.get("device", "--roofline-device"), session_spec=session_spec,
+    )  # fmt: skip
     return Request(
         op=op,
         params=params,
         dtype=dtype,
         math=keywords.get("math"),
         min_fraction=min_fraction,
-        device_spec=keywords["device"] if "device" in keywords else session_spec(),
+        device_spec=device_spec,
         policy=policy_for(settings, keywords),
         name=name,
         stream=keywords.get("stream"),
@@ -173,6 +186,7 @@ def resolve(
         cache_asked=cache_asked,
         block=keywords.get("block"),
         inference=inference,
+        device_from=device_from,
     )
 
 

@@ -3,8 +3,9 @@
 The plugin's device hooks answer first (a conftest may serve its own), then detection; a peaks
 file (``--roofline-peaks FILE``) refines whichever device that is. Each spec is resolved once: the
 CPU is calibrated on first use, a backend made once per spec and device. Under pytest-xdist the
-worker ``gw<i>`` of a run on ``auto`` or ``cuda`` takes GPU i mod n, and one worker at a time
-measures on a device (:mod:`.devicelock`).
+worker ``gw<i>`` of a run on ``auto`` or ``cuda`` takes GPU i mod n of those it sees (its one GPU
+when the controller spread the workers: :mod:`.gpus`), and one worker at a time measures on a
+device (:mod:`.devicelock`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class Devices:
         #: pytest-xdist's worker id (gw0, ...) and run id, None outside a worker
         self._worker_id: str | None = workerinput.get("workerid") if workerinput else None
         self._run_id: str | None = workerinput.get("testrunuid") if workerinput else None
+        from .gpus import WORKER_GPU
+
+        #: the controller's index of the one GPU this worker sees (:mod:`.gpus`), None when not spread
+        gpu = workerinput.get(WORKER_GPU) if workerinput else None
+        self._worker_gpu: int | None = gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None
         self._locks: DeviceLocks | None = None
         self._lock_keys: dict[str, str] = {}
         self._session_spec: str | None = None
@@ -168,8 +174,24 @@ class Devices:
 
             self._locks = DeviceLocks(self._run_id, note=self.notes.append)
         if spec not in self._lock_keys:
-            self._lock_keys[spec] = lock_key(spec)
+            index = self.gpu_index(spec)  # the controller's: workers that see one GPU each all call it 0
+            self._lock_keys[spec] = f"cuda{index}" if index is not None else lock_key(spec)
         return measuring_alone(self._locks.hold(self._lock_keys[spec]))
+
+    def gpu_index(self, spec: str) -> int | None:
+        """The index of the GPU ``spec`` measures on, as the run numbers its GPUs (a spread worker's
+        one GPU by the controller's index); None for the CPU and for a device only a hook knows."""
+        from ..model.devices import DeviceError
+
+        try:
+            target = target_of(spec)
+        except DeviceError:
+            return None
+        if target.kind == "cpu" or target.index is None:
+            return None
+        if self._worker_gpu is not None and target.index == 0:
+            return self._worker_gpu
+        return target.index
 
     def builtin_device(self, spec: str) -> Device:
         target = target_of(spec)
@@ -276,8 +298,9 @@ def names_a_table_device(spec: str) -> bool:
     return keyword not in ("auto", "cpu") and not CUDA_SPEC.fullmatch(keyword)
 
 
-def device_skip_reason(spec: str) -> str:
-    """Why a marker's device is not on this machine ("" when it is); ValueError for a wrong spec."""
+def device_skip_reason(spec: str, *, why: str = "") -> str:
+    """Why a marker's device is not on this machine ("" when it is); ValueError for a wrong spec.
+    ``why`` says what asked for it (default: ``device=SPEC``)."""
     from ..machine.detect import CUDA_SPEC
 
     cuda = CUDA_SPEC.fullmatch(spec.strip().lower())
@@ -287,7 +310,8 @@ def device_skip_reason(spec: str) -> str:
         index, count = int(cuda["index"] or 0), device_count()
         if index < count:
             return ""
-        return f"needs CUDA device {index} (device={spec!r}); {count} visible here (CuPy missing or no GPU)"
+        why = why or f"device={spec!r}"
+        return f"needs CUDA device {index} ({why}); {count} visible here (CuPy missing or no GPU)"
     from ..machine.detect import parse_target
 
     target = parse_target(spec)  # an unknown name is a mistake, not a missing device

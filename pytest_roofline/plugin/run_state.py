@@ -38,6 +38,8 @@ class RunState:
     interruption: str | None = None
     #: why the JSON file could not be written, None if it was (or none was asked for)
     json_error: str | None = None
+    #: how the pytest-xdist workers were spread over the GPUs, one line ("" when not said)
+    spread: str = ""
     #: the topics of the notes said once a run, however often their cause comes back
     _said: set[str] = field(default_factory=set, init=False, repr=False)
 

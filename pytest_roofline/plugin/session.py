@@ -40,6 +40,7 @@ from .transport import DEVICES_ATTR, NOTES_ATTR, RECORDS_ATTR, RecordTransport
 if TYPE_CHECKING:
     from ..model.core import Device
     from ..timing.base import Backend
+    from .gpus import Spread
 
 #: the key of a pytest-xdist worker's output that carries the node ids it deselected
 DESELECTED_OUTPUT = "roofline_deselected"
@@ -58,6 +59,8 @@ class RooflineSession:
         self._worker_id: str | None = workerinput.get("workerid") if workerinput else None
         #: the controller's run ids, for removing the lock files at the end
         self._run_ids: set[str] = set()
+        #: on the controller, the GPU each pytest-xdist worker was given (:mod:`.gpus`)
+        self._spread: Spread | None = None
         from .gate import Gate
 
         #: what the run gathered: records, device records, notes, why it stopped
@@ -139,11 +142,32 @@ class RooflineSession:
         self.transport.carry(report)
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
+        """pytest-xdist, on the controller, before any worker starts: one GPU per worker (:mod:`.gpus`)."""
+        import os
+
+        from .gpus import count_gpus, spread_workers
+
+        settings = self.settings
+        self._spread = spread_workers(
+            specs, gpus=settings.gpus, count=count_gpus, device_setting=settings.device, environ=os.environ
+        )
+        self.state.spread = self._spread.line
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """pytest-xdist, on the controller: note the run id, whose lock files go at the end."""
-        run_id = getattr(node, "workerinput", {}).get("testrunuid")
+        """pytest-xdist, on the controller: note the run id, whose lock files go at the end, and tell
+        the worker which GPU it was given (a restarted worker keeps its spec, and so its GPU)."""
+        workerinput = getattr(node, "workerinput", {})
+        run_id = workerinput.get("testrunuid")
         if isinstance(run_id, str):
             self._run_ids.add(run_id)
+        spread, spec = self._spread, getattr(getattr(node, "gateway", None), "spec", None)
+        gpu = spread.worker_gpu(spec) if spread is not None else None
+        if gpu is not None:
+            from .gpus import WORKER_GPU
+
+            workerinput[WORKER_GPU] = gpu
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """^C, or pytest-xdist stopping the run (-x, a worker's ^C): say so in the JSON."""

@@ -19,6 +19,8 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
     (sized to the terminal already) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
     settings, records = state.settings, state.records
     write = _Writer(tr)
+    if state.spread:
+        write(f"roofline: {state.spread}")
     for note in dict.fromkeys(state.notes):
         write(f"roofline: {note}", yellow=True)
     if settings.report:

@@ -1,0 +1,200 @@
+"""One GPU per pytest-xdist worker, for everything the worker does (``--roofline-gpus``).
+
+Worker ``gw<i>`` gets the i-th GPU of the list, round the list again past its end (all the GPUs
+the controller sees, by default). The controller starts each worker with ``CUDA_VISIBLE_DEVICES``
+narrowed to that one GPU (the environment of pytest-xdist's worker spec, ``XSpec.env``, which
+execnet sets in the worker process before any of pytest runs there). So in a worker its GPU is the
+only one, as device 0, for every library and thread and for processes the tests start: a test's
+own ``torch.randn(..., device="cuda")``, CuPy arrays, Triton kernels and the plugin's measurements
+all run on it, and the device locks (one per GPU: ``machine/devicelock.py``) serialize only the
+workers that share a GPU.
+
+Why narrowing and not making the GPU current in each worker (``cudaSetDevice``): CUDA reads
+``CUDA_VISIBLE_DEVICES`` once, when a process first initializes it, and a conftest file that calls
+``torch.cuda.is_available()`` as it is imported (common, for skip marks) runs before any plugin
+hook but the earliest; narrowing before the worker's Python starts is before all of them. The
+current device would also be per thread (a thread a test starts is back on GPU 0), per library in
+the ways they cache it, and would need CUDA initialized in every worker to set. What narrowing
+costs: a worker sees one GPU, so a test that needs two, or names ``cuda:1``, finds only
+``cuda:0`` (``--roofline-gpus none`` keeps every GPU visible, as before). Records name the GPU by
+the controller's index (``device_index``), not the worker's 0.
+
+The controller counts the GPUs it sees once, as the workers start (:func:`count_gpus`: the CUDA
+driver through ctypes, so a run on a machine without one costs nothing and imports nothing).
+
+Not spread: ``none``; a session device that names one GPU (``--roofline-device cuda:1``, a table
+key); a worker whose spec sets ``CUDA_VISIBLE_DEVICES`` itself (``--tx popen//env:...``) or runs
+elsewhere (``--tx ssh=...``); ROCm visibility variables set (``HIP_VISIBLE_DEVICES``,
+``ROCR_VISIBLE_DEVICES``), which would be applied with it. The summary says which in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+__all__ = ["VISIBLE", "WORKER_GPU", "Spread", "check_gpus", "count_gpus", "spread_workers", "visible_entries"]
+
+#: the variable CUDA reads, once, to number the GPUs a process sees
+VISIBLE = "CUDA_VISIBLE_DEVICES"
+#: ROCm's, which narrow further where set: spreading leaves such a machine alone
+_ROCM_VISIBLE = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+#: the key of pytest-xdist's ``workerinput`` that gives a worker its GPU's index on the controller
+WORKER_GPU = "roofline_gpu"
+_WORKER_ID = re.compile(r"gw(?P<index>\d+)")
+
+
+def visible_entries(count: int, environ: Mapping[str, str]) -> list[str]:
+    """What to put in ``CUDA_VISIBLE_DEVICES`` for each of the ``count`` GPUs this process sees: its
+    own entries (indices, UUIDs or MIG ids; CUDA stops at the first it cannot use, so only the first
+    ``count`` are real), or the indices when it is not set."""
+    text = environ.get(VISIBLE)
+    if text is None:
+        return [str(i) for i in range(count)]
+    entries = [entry.strip() for entry in text.split(",")]
+    return entries[:count]
+
+
+def describe_seen(count: int, environ: Mapping[str, str]) -> str:
+    """``GPUs seen: 0, 1 (CUDA_VISIBLE_DEVICES=2,3)``, for messages."""
+    seen = ", ".join(map(str, range(count))) if count else "none (CuPy missing or no GPU)"
+    narrowed = f" ({VISIBLE}={environ[VISIBLE]})" if VISIBLE in environ else ""
+    return f"GPUs seen: {seen}{narrowed}"
+
+
+def check_gpus(gpus: str | tuple[int, ...], count: int, *, origin: str, environ: Mapping[str, str]) -> None:
+    """A usage error naming ``--roofline-gpus`` LIST's first index that is not a GPU seen here."""
+    if isinstance(gpus, str):
+        return
+    missing = [i for i in gpus if i >= count]
+    if missing:
+        text = ",".join(map(str, gpus))
+        raise pytest.UsageError(
+            f"{origin} {text}: no GPU {missing[0]} here; {describe_seen(count, environ)}; give indices"
+            " of those, all, or none"
+        )
+
+
+def count_gpus() -> int:
+    """The GPUs this process sees, numbered as CUDA numbers them (``CUDA_VISIBLE_DEVICES`` applied),
+    at no cost to a run on a machine without them: through CuPy when something has loaded it
+    already, else through the CUDA driver itself (``cuInit`` and ``cuDeviceGetCount`` of libcuda,
+    by ctypes: no module imported, no context made, no GPU memory taken); 0 without a driver."""
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        try:
+            return int(cupy.cuda.runtime.getDeviceCount())
+        except Exception:  # CUDARuntimeError: no driver, no device
+            return 0
+    import ctypes
+
+    for name in ("libcuda.so.1", "nvcuda.dll"):
+        try:
+            driver = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return 0
+    count = ctypes.c_int(0)
+    if driver.cuInit(0) != 0 or driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0  # CUDA_ERROR_NO_DEVICE, a driver too old, ...
+    return count.value
+
+
+def check_gpus_setting(gpus: str | tuple[int, ...], *, origin: str) -> None:
+    """``--roofline-gpus`` LIST against the GPUs this process sees (the controller, or a serial run:
+    a worker sees only its own); only a LIST is checked, so a run that gives none counts nothing."""
+    if not isinstance(gpus, str):
+        check_gpus(gpus, count_gpus(), origin=origin, environ=os.environ)
+
+
+@dataclass(slots=True)
+class Spread:
+    """How the workers were spread: each worker spec's GPU (by the spec object's id) and one line."""
+
+    #: ``id(spec)`` -> the controller's index of the worker's GPU
+    gpu_of: dict[int, int] = field(default_factory=dict)
+    #: the summary's line, "" when there is nothing to say (no GPU seen)
+    line: str = ""
+
+    def worker_gpu(self, spec: object) -> int | None:
+        return self.gpu_of.get(id(spec))
+
+
+def spread_workers(
+    specs: Sequence[Any],
+    *,
+    gpus: str | tuple[int, ...],
+    count: Callable[[], int],
+    device_setting: str,
+    environ: Mapping[str, str],
+) -> Spread:
+    """Narrow each local worker spec's ``CUDA_VISIBLE_DEVICES`` to its GPU (``spec.env``), as
+    ``gpus`` and the GPUs this process sees (``count()``, asked only when spreading may follow)
+    allow; the one summary line says how."""
+    spread = Spread()
+    if not specs:
+        return spread
+    why_not = _why_not_spread(gpus, device_setting, environ)
+    if why_not:
+        spread.line = f"pytest-xdist workers not spread over GPUs: {why_not}"
+        return spread
+    seen = count()
+    if seen == 0:
+        return spread  # a machine without GPUs: nothing to say
+    # a LIST was checked at configure; "all" is every GPU seen
+    chosen = list(range(seen)) if isinstance(gpus, str) else [i for i in gpus if i < seen]
+    if not chosen:
+        return spread
+    entries = visible_entries(seen, environ)
+    placed: dict[int, list[str]] = {}
+    kept: list[str] = []
+    for position, spec in enumerate(specs):
+        worker = str(getattr(spec, "id", None) or f"gw{position}")
+        env = getattr(spec, "env", None)
+        if not getattr(spec, "popen", None) or getattr(spec, "via", None) or not isinstance(env, dict):
+            kept.append(f"{worker} (not a local process)")
+            continue
+        if VISIBLE in env:
+            kept.append(f"{worker} ({VISIBLE}={env[VISIBLE]} from its --tx)")
+            continue
+        match = _WORKER_ID.fullmatch(worker)
+        gpu = chosen[(int(match["index"]) if match else position) % len(chosen)]
+        env[VISIBLE] = entries[gpu]
+        spread.gpu_of[id(spec)] = gpu
+        placed.setdefault(gpu, []).append(worker)
+    spread.line = _line(placed, kept, entries)
+    return spread
+
+
+def _why_not_spread(gpus: str | tuple[int, ...], device_setting: str, environ: Mapping[str, str]) -> str:
+    if gpus == "none":
+        return "--roofline-gpus none (each worker sees every GPU; its tests' own CUDA work runs on the first)"
+    keyword = device_setting.strip().lower()
+    if keyword not in ("auto", "cuda", "cpu"):
+        return f"--roofline-device {device_setting} names one device for every worker"
+    rocm = [name for name in _ROCM_VISIBLE if name in environ]
+    if rocm:
+        return f"{rocm[0]} is set, and ROCm would apply it with {VISIBLE}"
+    return ""
+
+
+def _line(placed: Mapping[int, list[str]], kept: Sequence[str], entries: Sequence[str]) -> str:
+    parts = []
+    for gpu in sorted(placed):
+        physical = f" ({VISIBLE}={entries[gpu]})" if entries[gpu] != str(gpu) else ""
+        parts.append(f"{' '.join(placed[gpu])} -> GPU {gpu}{physical}")
+    line = ""
+    if parts:
+        line = f"pytest-xdist workers spread one GPU each, seeing only it: {', '.join(parts)}"
+    if kept:
+        left = f"left as they are: {', '.join(kept)}"
+        line = f"{line}; {left}" if line else f"pytest-xdist workers not spread: {left}"
+    return line
