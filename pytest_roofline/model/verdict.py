@@ -64,8 +64,8 @@ WAITED_SHARE = 0.15
 #: (measured on the 2-core VM beside one busy process: 2.4x to 11x by matrix size): a miss by more
 #: than this is still a miss, so a suite's deliberately bad variants keep failing under pytest-xdist
 WAITED_SLACK = 10.0
-#: what is left of the first measurement's budget once what came before it (rotation's copies, the
-#: latency floor) took the rest: with it, the measurement takes its least, a warm-up call and a sample
+#: what is left of the first measurement's budget once what came before it (rotation's copies) took
+#: the rest: with it, the measurement takes its least, a warm-up call and a sample
 MIN_FIRST_BUDGET_S = 1e-3
 
 
@@ -125,7 +125,7 @@ class Result:
     remeasured: bool = False
     nodeid: str = ""
     #: measurements taken for this result, and the wall time all of them cost, with what came
-    #: before the first (rotation's copies, the latency floor when it was measured for this one)
+    #: before the first (rotation's copies)
     measurements: int = 1
     wall_s: float = 0.0
     #: what an empty call costs on this timer (0: not known)
@@ -431,8 +431,8 @@ def decide(
 
     ``measure_once(budget_s)`` measures within ``budget_s`` seconds (its floor may overrun them a
     little: :mod:`pytest_roofline.timing.budget`). ``spent_s``: what the measurement already cost
-    before its first timing (rotation's copies, the latency floor when it was measured for it),
-    paid from the first measurement's budget and counted in the result's ``wall_s``. The second
+    before its first timing (rotation's copies), paid from the first measurement's budget and
+    counted in the result's ``wall_s``. The second
     measurement has a budget of its own, ``budget_s`` again, so a result in doubt gets as careful a
     second look as the first, and a result costs at most twice ``budget_s``; none is taken when
     ``remeasure`` is false (report mode: nothing fails, so nothing is worth a second look), where

@@ -99,17 +99,17 @@ def measure_call(
         # copies made for one worker's kernel never run beside another's timing
         with devices.measuring(request.device_spec):
             budget_s = request.policy.max_time_s
-            # the time budget bounds the whole measurement: rotation's copies, the probe's arrays and
-            # the latency floor, when this measurement is the one that makes them, are paid from it
-            start = backend.clock()
             plan = plan_cache(
                 request.cache, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn,
                 args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
                 budget_s=budget_s, clock=backend.clock, asked=request.cache_asked,
             )  # fmt: skip
             try:
+                # what the process makes once for all its measurements is no one measurement's: the
+                # copies' pool (made_s leaves it out), the flush buffer, the probe's arrays, and the
+                # latency floor, bounded apart (a quarter of the budget of the test that measures it)
                 if plan.state == "cold":
-                    _expect_flush(backend, est.bandwidth)
+                    _prepare_flush(backend, est.bandwidth)
                 with failing_the_test(RooflineError):  # a stream= the backend cannot take
                     measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
                 with failing_the_test(SetupError), _blocking(backend, request.block):
@@ -121,7 +121,7 @@ def measure_call(
                         measure_once,
                         request.min_fraction,
                         budget_s=budget_s,
-                        spent_s=backend.clock() - start,
+                        spent_s=plan.made_s,  # rotation's copies: this measurement's, paid from its budget
                         remeasure=remeasure,
                         name=request.name,
                         nodeid=nodeid,
@@ -253,12 +253,15 @@ def _latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float
     return latency_floor_s(backend, flushed=flushed, budget_s=budget_s)
 
 
-def _expect_flush(backend: Backend, bandwidth: float) -> None:
-    """What a flush should cost on ``backend`` before the engine has seen one: the buffer it reads,
-    at the device's bandwidth (:func:`..timing.budget.expect_flush`)."""
-    from ..timing.base import SizesFlush
+def _prepare_flush(backend: Backend, bandwidth: float) -> None:
+    """Before a cold measurement: the backend's flush buffer made (once a process, outside any budget)
+    where it makes one on first use, and what a flush should cost before the engine has seen one:
+    the buffer it reads, at the device's bandwidth (:func:`..timing.budget.expect_flush`)."""
+    from ..timing.base import PreparesFlush, SizesFlush
     from ..timing.budget import expect_flush
 
+    if isinstance(backend, PreparesFlush):
+        backend.prepare_flush()
     if isinstance(backend, SizesFlush) and bandwidth > 0:
         expect_flush(backend, backend.flush_bytes / bandwidth)
 

@@ -11,9 +11,10 @@ code and reads the OS during its windows), :class:`WatchesClocks` (its device's 
 measurement), :class:`TakesStreams` (a caller's ``stream=``), :class:`HoldsLaunches` (a caller's
 ``block=``), :class:`MeasuresLatencyFloor` (what an empty call costs on its timer),
 :class:`ReleasesMemory` (device memory it holds between measurements), :class:`SizesFlush` (the
-bytes its flush reads), and, asked by the engine, :class:`FlushesCache` (a flush outside any
-window) and :class:`ReplaysGraphs` (windows that replay a captured graph). A backend served by the
-``pytest_roofline_backend`` hook gets each one it implements.
+bytes its flush reads), :class:`PreparesFlush` (its flush buffer made ahead), and, asked by the
+engine, :class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that
+replay a captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
+implements.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from pytest_roofline.model.stats import Stat as Stat
 
 Kernel = Callable[..., object]
 
-#: a measurement never judges on fewer samples, whatever its time budget
+#: a measurement takes at least this many samples where they run past its time budget by at most a
+#: fifth of it (:mod:`.budget`); fewer, never less than one, only where the kernel is too slow for that
 MIN_SAMPLES_FLOOR = 3
 
 
@@ -159,6 +161,14 @@ class SizesFlush(Protocol):
     bandwidth (:func:`.budget.expect_flush`), which chooses between it and rotation's untimed cycle."""
 
     flush_bytes: int
+
+
+@runtime_checkable
+class PreparesFlush(Protocol):
+    """A backend that makes its flush buffer on first use (``cpu.CpuBackend``): the plugin has it made
+    before a cold measurement, so that making it (once a process) is no measurement's cost."""
+
+    def prepare_flush(self) -> object: ...
 
 
 @runtime_checkable
