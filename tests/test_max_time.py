@@ -294,6 +294,22 @@ def test_a_flush_whose_cost_is_known_stands_in_for_the_cycle_only_when_cheaper(
         assert ("a flush instead of the untimed first cycle" in m.cache_note) is flushed
 
 
+def test_a_rotated_kernel_whose_first_call_compiled_flushes_the_cycle_and_warms_up_as_usual() -> None:
+    # a 1.5 s first call under 1 s: the next call (1 ms), on a copy out of the cache after a flush,
+    # shows a one-off; the warm-up then goes on without the rest of the 57-set cycle
+    rotation = Rotation(kernel=_Rotating([lambda: None] * 57, []), copies=57, set_bytes=1)
+    backend = FakeBackend(lambda i: 1.5 if i == 0 else 1e-3, resolution_s=1e-7)
+    m = measure(
+        lambda: None, policy=Policy(max_time_s=1.0), backend=backend,
+        cache=CachePlan("rotation", rotation=rotation),
+    )  # fmt: skip
+    assert m.warmup_calls == 2
+    assert backend.events[:3] == ["window", "flush", "window"]  # the flush (an empty window) between
+    assert m.cache_note.endswith("; a flush instead of the untimed first cycle (too long)")
+    assert m.stats.n == 3  # the floor: 3 ms past a budget a one-off already overran
+    assert m.time_s == pytest.approx(1e-3)
+
+
 def test_the_floor_overruns_the_budget_by_a_fifth_at_most() -> None:
     # 0.4 s samples, 0.2 s left of a 1 s budget: none fits, and one more would end 0.2 s past it
     assert samples_within(1, 9, 0.2, 0.41, 1.0) == 0

@@ -452,6 +452,7 @@ def _warm_up(
             if calls < cycle:  # the next call may be a sample: on a copy out of the cache
                 _flush_alone(backend)
                 flushed_for_cycle, cycle = True, 0
+                policy = dataclasses.replace(policy, warmup_calls=DEFAULT_POLICY.warmup_calls)
             continue
         if rounds > 1 and calls < cycle:
             rest_s = (cycle - calls) * max(per_call_s, cost_s)
