@@ -53,10 +53,21 @@ def test_warmup_runs_until_its_calls_have_passed() -> None:
     assert m.warmup_calls == 10
 
 
-def test_slow_kernel_warms_up_in_two_calls() -> None:
-    m = measure(noop, backend=FakeBackend(2.0), policy=Policy(max_time_s=1.0))
-    assert m.warmup_calls == 2
-    assert m.warmup_s == pytest.approx(4.0)
+def test_slow_kernel_warms_up_in_one_call_and_its_next_call_is_its_sample() -> None:
+    # a second warm-up call and three samples of 2 s would overrun a 1 s budget many times: the next
+    # call, as long as the first, is taken as the one sample the budget holds
+    backend = FakeBackend(2.0)
+    m = measure(noop, backend=backend, policy=Policy(max_time_s=1.0))
+    assert m.warmup_calls == 1
+    assert m.warmup_s == pytest.approx(2.0)
+    assert m.samples_s == (2.0,)
+    assert backend.runs == [Run(1, 1, False), Run(1, 1, True)]  # the sample after its flush
+    assert m.stop_reason is StopReason.TIME
+    assert m.low_confidence
+    assert m.budget_note == (
+        "the 1000 ms time budget held 1 warm-up call and 1 sample of 2000 ms (10 wanted): a longer"
+        " max_time gives more"
+    )
 
 
 def test_warmup_takes_two_rounds_even_when_one_call_is_enough() -> None:
@@ -139,7 +150,8 @@ def test_stops_on_precision_after_min_samples() -> None:
     m = measure(noop, policy=Policy(min_time_s=0), backend=backend)
     assert m.stop_reason is StopReason.PRECISION
     assert m.stats.n == 10
-    assert sampling_runs(backend, m) == [Run(1, 10, True)]
+    # the flush's cost on this backend is not known before its first: a first round of one sample
+    assert sampling_runs(backend, m) == [Run(1, 1, True), Run(1, 9, True)]
 
 
 def test_precision_waits_for_the_minimum_span_from_10us_a_call() -> None:
@@ -150,7 +162,8 @@ def test_precision_waits_for_the_minimum_span_from_10us_a_call() -> None:
     assert m.stop_reason is StopReason.PRECISION
     assert Policy().min_time_s == 0.06
     assert m.stats.n == 60
-    assert [r.samples for r in sampling_runs(backend, m)] == [10, 10, 20, 20]  # at most doubling
+    # one sample (the flush's cost not known yet), min_samples in all, then at most doubling
+    assert [r.samples for r in sampling_runs(backend, m)] == [1, 9, 10, 20, 20]
 
 
 @pytest.mark.parametrize(("per_call", "resolution"), [(1e-8, 1e-6), (5e-6, 1e-9), (9.9e-6, 1e-9)])
@@ -186,8 +199,8 @@ def test_stops_on_precision_once_the_interval_narrows() -> None:
     assert 10 < m.stats.n < 1000
     assert m.stats.ci_rel <= 0.01
     runs = sampling_runs(backend, m)
-    assert runs[0].samples == 10
-    assert len(runs) > 1
+    assert [r.samples for r in runs[:2]] == [1, 9]  # min_samples first, after one that finds the flush's cost
+    assert len(runs) > 2
 
 
 def test_stops_on_time() -> None:
@@ -223,17 +236,32 @@ def test_stops_on_max_samples(min_samples: int, max_samples: int) -> None:
     assert sum(r.samples for r in sampling_runs(backend, m)) == max_samples
 
 
-def test_min_samples_give_way_to_the_time_budget_but_not_below_three() -> None:
+def test_min_samples_give_way_to_the_time_budget_and_the_floor_to_its_overrun() -> None:
+    # 1 s and 2 s calls under a 0.5 s budget: three samples would overrun it eightfold; one warm-up
+    # call and one sample, the least a kernel is judged on, are all it takes
     policy = Policy(min_samples=10, max_time_s=0.5)
     m = measure(noop, policy=policy, backend=FakeBackend(alternating(1.0, 2.0)))
     assert m.stop_reason is StopReason.TIME
-    assert m.stats.n == 3
+    assert (m.warmup_calls, m.stats.n) == (1, 1)
     assert m.low_confidence
-    assert m.wall_s - m.warmup_s == pytest.approx(4.0)
+    assert m.wall_s - m.warmup_s == pytest.approx(2.0)
+
+
+def test_the_floor_of_three_samples_may_overrun_the_budget_by_a_fifth() -> None:
+    # 1 s calls under 4.5 s: two warm-up calls and two samples fit, the third sample ends at 5 s,
+    # within a fifth past the budget (5.4 s)
+    m = measure(noop, policy=Policy(max_time_s=4.5), backend=FakeBackend(1.0), cache=WARM)
+    assert (m.warmup_calls, m.stats.n) == (2, 3)
+    assert m.wall_s == pytest.approx(5.0)
+    # at 4 s a second warm-up call and three samples would end past 4.8 s: the warm-up is one
+    # call, the next is the first of three samples, and they end on the budget
+    m = measure(noop, policy=Policy(max_time_s=4.0), backend=FakeBackend(1.0), cache=WARM)
+    assert (m.warmup_calls, m.stats.n) == (1, 3)
+    assert m.wall_s == pytest.approx(4.0)
 
 
 def test_max_samples_wins_over_time_when_both_apply() -> None:
-    policy = Policy(min_samples=3, max_samples=3, max_time_s=1e-3)
+    policy = Policy(min_samples=3, max_samples=3, max_time_s=5e-3)
     m = measure(noop, policy=policy, backend=FakeBackend(alternating(1e-3, 2e-3)))
     assert m.stop_reason is StopReason.MAX_SAMPLES
 
@@ -251,7 +279,8 @@ def test_precision_needs_six_samples() -> None:
     m = measure(noop, policy=Policy(min_samples=1, min_time_s=0), backend=backend)
     assert m.stop_reason is StopReason.PRECISION
     assert m.stats.n == 6
-    assert [r.samples for r in sampling_runs(backend, m)] == [3, 3]  # never fewer than 3 a measurement
+    # the first round finds the flush's cost; the floor of three is kept however few min_samples asks
+    assert [r.samples for r in sampling_runs(backend, m)] == [1, 5]
 
 
 def test_a_zero_median_with_spread_never_counts_as_precise() -> None:

@@ -20,15 +20,29 @@ def noop() -> None:
 # -- the time limit ---------------------------------------------------------------------------------
 
 
-def test_a_5s_kernel_with_a_1s_limit_costs_five_calls() -> None:
+def test_a_5s_kernel_with_a_1s_limit_costs_two_calls() -> None:
+    # the floor (two warm-up calls, three samples: 25 s) would overrun the budget 25 times: the least
+    # a kernel is judged on, one warm-up call and one sample, is taken, and the record says why
     backend = FakeBackend(5.0)
     m = measure(noop, policy=Policy(max_time_s=1.0), backend=backend)
-    assert m.warmup_calls == 2  # the first call may be a compilation: never the only warm-up
-    assert m.stats.n == MIN_SAMPLES_FLOOR == 3
-    assert backend.calls == 5
-    assert m.wall_s == pytest.approx(25.0)
+    assert m.warmup_calls == 1
+    assert m.stats.n == 1 < MIN_SAMPLES_FLOOR
+    assert backend.calls == 2
+    assert m.wall_s == pytest.approx(10.0)
     assert m.stop_reason is StopReason.TIME
     assert m.low_confidence
+    assert m.budget_note.startswith("the 1000 ms time budget held 1 warm-up call and 1 sample of 5000 ms")
+
+
+def test_a_first_call_that_paid_a_one_off_is_not_taken_for_a_slow_kernel() -> None:
+    # a 1.5 s first call (a compilation) under a 1 s budget: the next call, 1 ms, shows it was a
+    # one-off: the warm-up goes on, and the kernel gets the samples a 1 ms kernel gets
+    backend = FakeBackend(lambda i: 1.5 if i == 0 else 1e-3)
+    m = measure(noop, policy=Policy(max_time_s=1.0), backend=backend, cache=WARM)
+    assert m.warmup_calls == 2
+    assert m.stats.n >= MIN_SAMPLES_FLOOR
+    assert 1.5 not in m.samples_s
+    assert m.time_s == pytest.approx(1e-3)
 
 
 def test_min_samples_give_way_to_the_budget() -> None:
@@ -154,6 +168,17 @@ def test_with_setup_the_call_that_rewarms_after_a_probe_has_its_setup_too() -> N
     assert [sampling[i + 1] for i, e in enumerate(sampling[:-1]) if e == "probe"] == ["setup"] * (
         backend.probes - 1
     )
+
+
+def test_no_call_rewarms_the_cache_after_a_probe_no_round_follows() -> None:
+    # a warm 0.4 s kernel under 1 s: its warm-up call and its one sample; the probes beside it are
+    # followed by no rewarming call, which would cost a sample's time for nothing
+    backend = ProbedBackend(0.4, 0.001)
+    m = measure(noop, policy=Policy(max_time_s=1.0), cache=WARM, backend=backend, probe=probe())
+    assert (m.warmup_calls, m.stats.n) == (1, 1)
+    assert backend.calls == 2
+    assert backend.probes == 2  # beside the sample, and the last
+    assert m.wall_s == pytest.approx(0.802)
 
 
 def test_probe_time_is_paid_from_the_budget() -> None:

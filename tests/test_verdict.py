@@ -16,6 +16,7 @@ from pytest_roofline.model.stats import Stats
 from pytest_roofline.model.verdict import (
     FTL_LIMIT_DATASHEET,
     FTL_LIMIT_MEASURED,
+    MIN_FIRST_BUDGET_S,
     Judgement,
     Result,
     Verdict,
@@ -352,31 +353,34 @@ def test_heavy_contention_makes_a_near_faster_than_light_inconclusive() -> None:
     assert judge(est, heavy(at(est, 3.0)), 0.7).verdict is Verdict.FASTER_THAN_LIGHT  # beyond 2x the limit
 
 
-def test_decide_pays_the_remeasure_from_the_budget() -> None:
+def test_a_remeasure_has_a_budget_of_its_own_and_the_first_pays_what_came_before() -> None:
     est = gemm()
     budgets: list[float] = []
 
     def measure_once(budget_s: float) -> Measurement:
         budgets.append(budget_s)
-        return dataclasses.replace(at(est, 0.3), wall_s=0.4)
+        return dataclasses.replace(at(est, 0.3), wall_s=budget_s)
 
-    r = decide(est, measure_once, 0.7, budget_s=1.0)
-    assert budgets == [1.0, pytest.approx(0.6)]
+    # the copies and the latency floor took 0.3 s of the 1 s budget: the first measurement gets the
+    # rest, the second (a miss is doubted) a budget of its own, the same
+    r = decide(est, measure_once, 0.7, budget_s=1.0, spent_s=0.3)
+    assert budgets == [pytest.approx(0.7), 1.0]
     assert r.measurements == 2
-    assert r.wall_s == pytest.approx(0.8)
+    assert r.wall_s == pytest.approx(2.0)  # what came before counts: twice the budget at most
 
 
-def test_decide_does_not_remeasure_without_budget_or_in_report_mode() -> None:
+def test_decide_does_not_remeasure_in_report_mode_or_a_pass() -> None:
     est = gemm()
     calls: list[float] = []
 
-    def spent(budget_s: float) -> Measurement:
+    def missed(budget_s: float) -> Measurement:
         calls.append(budget_s)
         return dataclasses.replace(at(est, 0.3), wall_s=1.5)
 
-    assert decide(est, spent, 0.7, budget_s=1.0).measurements == 1
-    assert decide(est, spent, 0.7, budget_s=10.0, remeasure=False).measurements == 1
-    assert len(calls) == 2
+    assert decide(est, missed, 0.7, budget_s=10.0, remeasure=False).measurements == 1
+    passed = decide(est, lambda b: dataclasses.replace(at(est, 0.9), wall_s=b), 0.7, budget_s=1.0)
+    assert passed.measurements == 1
+    assert len(calls) == 1
 
 
 def test_of_two_paired_measurements_the_one_that_attained_most_is_judged() -> None:
@@ -411,16 +415,17 @@ def test_a_paired_compute_ceiling_never_exceeds_the_theoretical_peak() -> None:
     assert j.attained == pytest.approx(0.8)
 
 
-def test_a_sliver_of_budget_buys_no_remeasure() -> None:
+def test_copies_that_took_the_whole_budget_leave_the_first_measurement_a_sliver() -> None:
     est = gemm()
     calls: list[float] = []
 
     def measure_once(budget_s: float) -> Measurement:
         calls.append(budget_s)
-        return dataclasses.replace(at(est, 0.3), wall_s=0.8)
+        return dataclasses.replace(at(est, 0.9), wall_s=0.01)
 
-    assert decide(est, measure_once, 0.7, budget_s=1.0).measurements == 1
-    assert calls == [1.0]
+    # a sliver: the measurement takes its least, a warm-up call and a sample
+    assert decide(est, measure_once, 0.7, budget_s=1.0, spent_s=1.2).measurements == 1
+    assert calls == [MIN_FIRST_BUDGET_S]
 
 
 @pytest.mark.parametrize(("parallelism", "paired"), [(None, True), (1.0, False), (1.9, True)])

@@ -18,18 +18,21 @@ class Policy:
     setting here: the measurement's cache plan decides it (:class:`~pytest_roofline.timing.cache.CachePlan`).
     """
 
-    #: warm-up runs until at least this much wall time *and* ``warmup_calls`` calls have passed
+    #: warm-up runs until at least this much wall time (at most a quarter of ``max_time_s``) *and*
+    #: ``warmup_calls`` calls have passed; a kernel too slow for the budget, one call
     warmup_s: float = 0.025
     warmup_calls: int = 2
     #: take at least this many samples when the time budget affords them; a slow kernel gets as
-    #: many as ``max_time_s`` allows, never fewer than
-    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` (low confidence)
+    #: many as ``max_time_s`` allows, at least
+    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` where they run past it by at most a
+    #: fifth of it, and one (low confidence)
     min_samples: int = 10
     #: hard cap on the number of samples
     max_samples: int = 10_000
-    #: wall-time budget for one measurement (warm-up, flushes and probes included), in seconds;
-    #: overrun by at most the two warm-up calls and the
-    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` samples
+    #: wall-time budget for one measurement (warm-up, rotation's untimed cycle, flushes and probes
+    #: included), in seconds; overrun by at most a fifth of it for the floor (a second warm-up call,
+    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` samples), or by the one warm-up call
+    #: and one sample every measurement takes (:mod:`pytest_roofline.timing.budget`)
     max_time_s: float = 1.0
     #: stop once the 95% confidence half-width of the median is within this fraction of it
     target_rel_ci: float = 0.01

@@ -64,8 +64,9 @@ WAITED_SHARE = 0.15
 #: (measured on the 2-core VM beside one busy process: 2.4x to 11x by matrix size): a miss by more
 #: than this is still a miss, so a suite's deliberately bad variants keep failing under pytest-xdist
 WAITED_SLACK = 10.0
-#: a re-measure runs only when at least this share of the time budget is left for it
-REMEASURE_SHARE = 0.25
+#: what is left of the first measurement's budget once what came before it (rotation's copies) took
+#: the rest: with it, the measurement takes its least, a warm-up call and a sample
+MIN_FIRST_BUDGET_S = 1e-3
 
 
 class Verdict(str, enum.Enum):
@@ -123,7 +124,8 @@ class Result:
     #: whether a miss was measured a second time (see :func:`result_of` for which is judged)
     remeasured: bool = False
     nodeid: str = ""
-    #: measurements taken for this result, and the wall time all of them cost
+    #: measurements taken for this result, and the wall time all of them cost, with what came
+    #: before the first (rotation's copies)
     measurements: int = 1
     wall_s: float = 0.0
     #: what an empty call costs on this timer (0: not known)
@@ -378,10 +380,12 @@ def result_of(
     peak: TheoreticalPeak | None = None,
     latency_floor_s: float = 0.0,
     inference: Inference | None = None,
+    spent_s: float = 0.0,
 ) -> Result:
     """The result of one or more measurements of one kernel: a conclusive verdict over an
     inconclusive one, then the one that attained most (with paired ceilings not always the
-    fastest: each was judged against its own window's ceiling)."""
+    fastest: each was judged against its own window's ceiling). ``spent_s``: what the measurement
+    cost before its first timing (:func:`decide`), part of the result's ``wall_s``."""
 
     def judged_one(m: Measurement) -> Judgement:
         return judge(
@@ -400,7 +404,7 @@ def result_of(
         remeasured=len(measurements) > 1,
         nodeid=nodeid,
         measurements=len(measurements),
-        wall_s=sum(m.wall_s for m in measurements),
+        wall_s=spent_s + sum(m.wall_s for m in measurements),
         latency_floor_s=latency_floor_s,
         inference=inference,
     )
@@ -412,6 +416,7 @@ def decide(
     min_fraction: float,
     *,
     budget_s: float,
+    spent_s: float = 0.0,
     remeasure: bool = True,
     name: str = "",
     nodeid: str = "",
@@ -424,29 +429,30 @@ def decide(
     """Measure, and before calling a miss (or an inconclusive result, or a result ``suspect`` doubts:
     a regression against the baseline) measure once more, judging the better of the two.
 
-    ``measure_once(budget_s)`` measures within ``budget_s`` seconds. The second measurement is paid
-    from what the first left of ``budget_s``, and is skipped when that is less than
-    :data:`REMEASURE_SHARE` of it, or when ``remeasure`` is false (report mode: nothing fails, so
-    nothing is worth a second look).
+    ``measure_once(budget_s)`` measures within ``budget_s`` seconds (its floor may overrun them a
+    little: :mod:`pytest_roofline.timing.budget`). ``spent_s``: what the measurement already cost
+    before its first timing (rotation's copies), paid from the first measurement's budget and
+    counted in the result's ``wall_s``. The second
+    measurement has a budget of its own, ``budget_s`` again, so a result in doubt gets as careful a
+    second look as the first, and a result costs at most twice ``budget_s``; none is taken when
+    ``remeasure`` is false (report mode: nothing fails, so nothing is worth a second look), where
+    a result costs at most ``budget_s``.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    first = measure_once(budget_s)
+    first = measure_once(max(budget_s - spent_s, MIN_FIRST_BUDGET_S))
     measurements = [first]
 
     def result() -> Result:
         return result_of(
             estimate, measurements, min_fraction, name=name, nodeid=nodeid, reference=reference, peak=peak,
-            latency_floor_s=latency_floor_s, inference=inference,
+            latency_floor_s=latency_floor_s, inference=inference, spent_s=spent_s,
         )  # fmt: skip
 
-    left = budget_s - first.wall_s
-    # a sliver of budget buys a warm-up, two probes and three samples: noise, not a second look
-    affordable = left >= REMEASURE_SHARE * budget_s
-    if remeasure and affordable:
+    if remeasure:
         first_result = result()
         doubted = first_result.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
         if doubted or (suspect is not None and suspect(first_result)):
-            measurements.append(measure_once(left))
+            measurements.append(measure_once(budget_s))
     return result()
 
 
@@ -505,7 +511,7 @@ def _measured(result: Result) -> str:
     if result.measurements > 1:
         notes.append(f"best of {result.measurements} measurements")
     if m.low_confidence:
-        notes.append("low confidence: the time budget allowed only these samples")
+        notes.append(f"low confidence: {m.budget_note or 'the time budget allowed only these samples'}")
     notes.append(cache_words(result))
     return f"measured {units.seconds(m.time_s)} ({', '.join(notes)})"
 

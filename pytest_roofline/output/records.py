@@ -159,6 +159,8 @@ class MeasurementRecord:
     diagnosis: JsonObject | None = None
     threads: int | None = None
     thread_wait_share: float | None = None
+    #: why the time budget held fewer calls than the measurement wanted, None where it did not
+    budget_note: str | None = None
     #: set when the session ends, for tests that failed as expected
     xfailed: bool = False
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
@@ -212,6 +214,7 @@ class MeasurementRecord:
             latency_bound=result.latency_bound, cache=m.cache_note, cache_state=m.cache,
             memory_level=est.memory_level, cold_method=m.cold_method,
             rotation_copies=m.rotation_copies or None, low_confidence=m.low_confidence,
+            budget_note=m.budget_note or None,
             excluded_samples=m.excluded, transient_samples=m.transient, ceiling=ceiling,
             stats=m.stats,
             samples_s=tuple(m.samples_s),
@@ -328,6 +331,7 @@ class MeasurementRecord:
             cache_state=str(data.get("cache_state") or ("cold" if data.get("flushed") else "warm")),
             memory_level=str(data.get("memory_level") or "dram"), cold_method=data.get("cold_method"),
             rotation_copies=data.get("rotation_copies"), low_confidence=data.get("low_confidence") is True,
+            budget_note=data.get("budget_note") or None,
             excluded_samples=int(data.get("excluded_samples") or 0),
             transient_samples=int(data.get("transient_samples") or 0),
             ceiling=CeilingRecord.from_json(ceiling) if isinstance(ceiling, Mapping) else None,
@@ -422,7 +426,8 @@ RECORD_FIELDS = (
     "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
-    "rotation_copies", "low_confidence", "excluded_samples", "transient_samples", "ceiling", "contention",
+    "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples", "ceiling",
+    "contention",
     "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
     "samples_s", "reason", "inferred",
 )  # fmt: skip

@@ -258,9 +258,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stat", "--roofline-stat", parse_stat, "median",
             "statistic the verdict uses: median, min or mean (default: median)", "STAT"),
     Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
-            "wall-time budget per measured kernel in seconds, warm-up, flushes, probes and a "
-            "re-measure included; at least 3 samples are always taken "
-            f"(default: {DEFAULT_MAX_TIME})", "SECONDS"),
+            "wall-time budget per measurement in seconds: copies, warm-up, flushes and probes "
+            "included; a re-measure (enforce mode) has one of its own; a kernel too slow for it "
+            f"gets one warm-up call and one sample (default: {DEFAULT_MAX_TIME})", "SECONDS"),
     Setting("cache", "--roofline-cache", parse_cache, "cold",
             "cold: every call finds its data out of the cache, as the floor assumes (copies of the "
             "arguments rotated, else a flush before every call); warm: the data stay in the cache, "

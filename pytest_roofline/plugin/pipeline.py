@@ -37,9 +37,6 @@ Failing = Callable[..., AbstractContextManager[object]]
 
 #: a probe this much faster than at calibration means the calibration was taken under load
 _STALE_SPEED = 1.3
-#: what is left of a measurement's budget once rotation's copies took the rest: the engine's warm-up
-#: and its three samples then overrun it, as they would any budget too short for them
-_MIN_BUDGET_S = 1e-3
 
 
 def _propagating(*errors: type[Exception]) -> AbstractContextManager[object]:
@@ -101,25 +98,30 @@ def measure_call(
         # the copies, warm-up, probes, sampling, a re-measure: one window of the device's, so that
         # copies made for one worker's kernel never run beside another's timing
         with devices.measuring(request.device_spec):
+            budget_s = request.policy.max_time_s
             plan = plan_cache(
                 request.cache, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn,
                 args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
-                budget_s=request.policy.max_time_s, clock=backend.clock, asked=request.cache_asked,
+                budget_s=budget_s, clock=backend.clock, asked=request.cache_asked,
             )  # fmt: skip
             try:
-                # the copies rotation made are part of what the measurement costs: paid from its budget
-                budget_s = max(request.policy.max_time_s - plan.made_s, _MIN_BUDGET_S)
+                # what the process makes once for all its measurements is no one measurement's: the
+                # copies' pool (made_s leaves it out), the flush buffer, the probe's arrays, and the
+                # latency floor, bounded apart (a quarter of the budget of the test that measures it)
+                if plan.state == "cold":
+                    _prepare_flush(backend, est.bandwidth)
                 with failing_the_test(RooflineError):  # a stream= the backend cannot take
                     measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
-                        latency_floor_s = _latency_floor_s(backend, flushed=plan.flush)
+                        latency_floor_s = _latency_floor_s(backend, flushed=plan.flush, budget_s=budget_s)
                     result = decide(
                         est,
                         measure_once,
                         request.min_fraction,
                         budget_s=budget_s,
+                        spent_s=plan.made_s,  # rotation's copies: this measurement's, paid from its budget
                         remeasure=remeasure,
                         name=request.name,
                         nodeid=nodeid,
@@ -194,14 +196,14 @@ def _measurer(
         snapshot = take_snapshot
 
     on_stream = _stream_of(backend, request.stream)
+    probe = None
+    if reference is not None:  # built inside the device lock, in the budget: it allocates its arrays
+        from ..timing.probes import probe_for
+
+        probe = probe_for(reference)
 
     def measure_once(budget_s: float) -> Measurement:
         __tracebackhide__ = True
-        probe = None
-        if reference is not None:  # built here, inside the device lock: it allocates its arrays
-            from ..timing.probes import probe_for
-
-            probe = probe_for(reference)
         budgeted = dataclasses.replace(policy, max_time_s=budget_s)
         with on_stream(request.stream), watching(backend) as watcher:
             m = measure(
@@ -244,11 +246,24 @@ def _cpu_peak() -> CpuPeak | None:
 # - what a backend can do beyond timing: asked of the backend at hand -
 
 
-def _latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
+def _latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float | None = None) -> float:
     """What an empty call costs on the backend's timer (:func:`..timing.latency_floors.latency_floor_s`)."""
     from ..timing.latency_floors import latency_floor_s
 
-    return latency_floor_s(backend, flushed=flushed)
+    return latency_floor_s(backend, flushed=flushed, budget_s=budget_s)
+
+
+def _prepare_flush(backend: Backend, bandwidth: float) -> None:
+    """Before a cold measurement: the backend's flush buffer made (once a process, outside any budget)
+    where it makes one on first use, and what a flush should cost before the engine has seen one:
+    the buffer it reads, at the device's bandwidth (:func:`..timing.budget.expect_flush`)."""
+    from ..timing.base import PreparesFlush, SizesFlush
+    from ..timing.budget import expect_flush
+
+    if isinstance(backend, PreparesFlush):
+        backend.prepare_flush()
+    if isinstance(backend, SizesFlush) and bandwidth > 0:
+        expect_flush(backend, backend.flush_bytes / bandwidth)
 
 
 def _release_memory(backend: Backend) -> None:

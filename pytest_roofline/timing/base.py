@@ -10,9 +10,10 @@ with ``isinstance`` (never by the backend's class or name): :class:`HostReadings
 code and reads the OS during its windows), :class:`WatchesClocks` (its device's clocks during a
 measurement), :class:`TakesStreams` (a caller's ``stream=``), :class:`HoldsLaunches` (a caller's
 ``block=``), :class:`MeasuresLatencyFloor` (what an empty call costs on its timer),
-:class:`ReleasesMemory` (device memory it holds between measurements), and, asked by the engine,
-:class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that replay a
-captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
+:class:`ReleasesMemory` (device memory it holds between measurements), :class:`SizesFlush` (the
+bytes its flush reads), :class:`PreparesFlush` (its flush buffer made ahead), and, asked by the
+engine, :class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that
+replay a captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
 implements.
 """
 
@@ -38,7 +39,8 @@ from pytest_roofline.model.stats import Stat as Stat
 
 Kernel = Callable[..., object]
 
-#: a measurement never judges on fewer samples, whatever its time budget
+#: a measurement takes at least this many samples where they run past its time budget by at most a
+#: fifth of it (:mod:`.budget`); fewer, never less than one, only where the kernel is too slow for that
 MIN_SAMPLES_FLOOR = 3
 
 
@@ -150,6 +152,23 @@ class FlushesCache(Protocol):
     with ``flush=True``, which a graph-mode backend would have to capture (nothing, and refused)."""
 
     def flush_cache(self) -> None: ...
+
+
+@runtime_checkable
+class SizesFlush(Protocol):
+    """A backend whose flush reads a buffer of a known size (``cpu.CpuBackend``, ``cuda.CudaBackend``):
+    before the engine has seen one, the plugin expects a flush to cost that buffer at the device's
+    bandwidth (:func:`.budget.expect_flush`), which chooses between it and rotation's untimed cycle."""
+
+    flush_bytes: int
+
+
+@runtime_checkable
+class PreparesFlush(Protocol):
+    """A backend that makes its flush buffer on first use (``cpu.CpuBackend``): the plugin has it made
+    before a cold measurement, so that making it (once a process) is no measurement's cost."""
+
+    def prepare_flush(self) -> object: ...
 
 
 @runtime_checkable

@@ -138,12 +138,19 @@ class CpuBackend:
         """
         import numpy as np
 
+        #: the read's result, kept so that the read is one nothing can skip
+        self.flush_checksum = int(np.bitwise_or.reduce(self.prepare_flush()))
+
+    def prepare_flush(self) -> npt.NDArray[np.uint64]:
+        """The flush buffer, made and written on first use (once a process: the plugin makes it
+        before a cold measurement, so that no measurement pays for it)."""
         if self._flush_buffer is None:
+            import numpy as np
+
             buffer = np.empty(self.flush_bytes // 8, dtype=np.uint64)
             buffer.fill(0x0101010101010101)
             self._flush_buffer = buffer
-        #: the read's result, kept so that the read is one nothing can skip
-        self.flush_checksum = int(np.bitwise_or.reduce(self._flush_buffer))
+        return self._flush_buffer
 
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool

@@ -3,11 +3,15 @@
 :func:`measure` checks its arguments, then runs three phases against a :class:`Backend`:
 
 1. **Warm-up** (never sampled): rounds of 1, 1, 2, 4, ... back-to-back calls, each round capped
-   so it does not overshoot the warm-up time, until at least ``policy.warmup_s`` of wall time
-   *and* ``policy.warmup_calls`` calls have passed, and always at least two rounds. The per-call
-   estimate comes from the largest round after the first, never from the first call, which may
-   pay for compilation, page faults or lazy loading (a JIT kernel's 1 s first call must not hide
-   its 1 µs calls), so even a slow kernel warms up in two calls.
+   so it does not overshoot the warm-up time, until at least ``policy.warmup_s`` of wall time (at
+   most :data:`~.budget.WARMUP_SHARE` of the budget) *and* ``policy.warmup_calls`` calls have
+   passed, and always at least two rounds. The per-call estimate comes from the largest round after
+   the first, never from the first call, which may pay for compilation, page faults or lazy loading
+   (a JIT kernel's 1 s first call must not hide its 1 µs calls). Where the first call leaves the
+   budget too little for a second and the floor's samples (:func:`.budget.floor_fits`), the next
+   call is taken as a sample is: as long as the first, the kernel is that slow, the warm-up was one
+   call and that call is the first sample; far shorter, the first paid a one-off, and the warm-up
+   goes on.
 2. **Batching**: when that estimate is below ``policy.batch_factor`` x ``backend.resolution_s``,
    each sample times ``k = ceil(batch_factor x resolution / per_call)`` calls (at most
    :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``, unless the measurement
@@ -17,15 +21,18 @@
    average out, and the cache note says so. With a :class:`~.rotation.Rotation` every call takes the
    next set of the arguments, so a batch is k cold calls (k at most the sets: no window calls one
    set twice); its warm-up runs at least one whole cycle of the sets untimed (fresh copies are in
-   the cache).
+   the cache), or one flush where that is cheaper (:func:`_flush_instead`).
    A graph-mode backend (:class:`~.base.ReplaysGraphs`) replays the calls it captured in every
    window, so there k is the whole cycle, one call per set (FlashInfer #4468: a graph that captured
    fewer sets than the rotation made timed the same few, warm, every replay); a cycle of more than
    :data:`MAX_GRAPH_COPIES` sets is flushed before every replay instead, and the cache note says
    which.
 3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
-   cannot afford them, never fewer than :data:`MIN_SAMPLES_FLOOR`), each later one sized from
-   the samples the confidence interval still needs and the time budget left. After each round,
+   cannot afford them; one, in a flushed measurement, until the flush's cost on the backend is
+   known), each later one sized from the samples the confidence interval still needs and what the
+   time budget affords at what a sample has cost (:mod:`.budget`: the floor of
+   :data:`MIN_SAMPLES_FLOOR` samples may overrun it by :data:`OVERRUN_SHARE` of it; never fewer
+   than one sample, low confidence, ``Measurement.budget_note`` saying why). After each round,
    when the first half of the samples since the last cut ran slower than the second half beyond
    doubt, by 5% or more (:func:`.transient.slower_start`), that first half is cut, if the cut
    falls within the first 250 ms of sampling (:data:`.transient.SETTLE_WITHIN_S`): the machine
@@ -35,8 +42,9 @@
    it, over at least 6 samples and, for a kernel of 10 µs or more a
    call, ``policy.min_time_s`` of sampling (:attr:`StopReason.PRECISION`);
    ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
-   for the whole measurement (warm-up, flushes and probes included) spent, or too little of it
-   left for another sample (:attr:`StopReason.TIME`).
+   for the whole measurement (warm-up, rotation's untimed cycle, flushes and probes included, the
+   last probe's cost kept for it) spent, or too little of it left for another sample
+   (:attr:`StopReason.TIME`).
 
 With a :class:`~.base.Probe`, a reference kernel is timed before the first round, after every round
 that ends at least ``policy.probe_interval_s`` after the last probe (rounds are cut to that length),
@@ -79,7 +87,15 @@ from pytest_roofline.model.measurement import Measurement as Measurement
 from pytest_roofline.model.measurement import ProbeRun as ProbeRun
 from pytest_roofline.model.measurement import StopReason as StopReason
 from pytest_roofline.model.policy import Policy
-from pytest_roofline.timing.base import Backend, FlushesCache, Kernel, Probe, ReplaysGraphs
+from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, FlushesCache, Kernel, Probe, ReplaysGraphs
+from pytest_roofline.timing.budget import (
+    OVERRUN_SHARE,
+    WARMUP_SHARE,
+    budget_note,
+    floor_fits,
+    saw_flush,
+    seen_flush_s,
+)
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
 from pytest_roofline.timing.calls import (
     KernelCall,
@@ -89,7 +105,7 @@ from pytest_roofline.timing.calls import (
     check_call,
     run_windows,
 )
-from pytest_roofline.timing.sampling import MIN_TIME_FROM_S, Sampler, ceil_count
+from pytest_roofline.timing.sampling import MIN_TIME_FROM_S, Sampler, Seed, ceil_count
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.contention import Snapshot
@@ -99,7 +115,9 @@ __all__ = [
     "DEFAULT_POLICY",
     "MAX_CALLS_PER_SAMPLE",
     "MAX_GRAPH_COPIES",
+    "MIN_SAMPLES_FLOOR",
     "MIN_TIME_FROM_S",
+    "OVERRUN_SHARE",
     "ColdMethod",
     "Measurement",
     "ProbeRun",
@@ -118,8 +136,9 @@ MAX_CALLS_PER_SAMPLE = 1_000_000
 #: window replays; a cycle of more copies is flushed instead (capturing and instantiating a graph of
 #: that many nodes costs more than the flushes)
 MAX_GRAPH_COPIES = 1024
-#: rotation's untimed cycle runs in full when it costs at most this share of the time budget; past
-#: it, a flush evicts the fresh copies instead (it costs a pass over twice the cache)
+#: before a flush's cost on the backend is known, rotation's untimed cycle runs in full where it
+#: costs at most this share of the time budget (or what the warm-up runs anyway); past it, a flush
+#: evicts the fresh copies instead (a pass over twice the cache)
 CYCLE_SHARE = 0.1
 DEFAULT_POLICY = Policy()
 
@@ -234,10 +253,12 @@ def _measure(
     __tracebackhide__ = True
     rotation, flush = cache.rotation, cache.flush
     start = backend.clock()
-    warm = _warm_up(backend, call, policy, cycle=rotation.copies if rotation else 0)
-    warmup_s = backend.clock() - start
-    batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
     replayed = rotation is not None and _replays_graphs(backend)
+    warm = _warm_up(
+        backend, call, policy, cycle=rotation.copies if rotation else 0, flush=flush, cut=not replayed
+    )
+    warmup_s = (warm.seed.start if warm.seed is not None else backend.clock()) - start
+    batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
     if rotation is not None:  # each call of a window on a copy of its own
         # a graph replays the calls it captured: fewer than the whole cycle would touch the same few
         # copies in every window, warm after the first (FlashInfer #4468), so it captures them all
@@ -245,9 +266,12 @@ def _measure(
     # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
     # without them
     k = 1 if setup or flush else batched
+    if warm.seed is not None and k != 1:  # a batched sample is k calls: the seed was one more warm-up call
+        warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
+        warmup_s = backend.clock() - start
     sampler = Sampler(backend, call, policy, k, flush, probe, budget_start=start, rewarm=cache.rewarm)
     before = snapshot() if snapshot is not None else None
-    samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s))
+    samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s), seed=warm.seed)
     readings = sampler.readings()
     contention = None
     if snapshot is not None and before is not None:
@@ -291,7 +315,19 @@ def _measure(
         setup=setup,
         rotation_copies=rotation.copies if rotation is not None else 0,
         rotation_bytes=rotation.cycle_bytes if rotation is not None else 0,
+        budget_note=_budget_note(policy, warm.calls, len(samples), sampler.per_sample_s, reason),
     )
+
+
+def _budget_note(
+    policy: Policy, warmup_calls: int, samples: int, per_sample_s: float, reason: StopReason
+) -> str:
+    """Why the budget cut the measurement short of its wanted calls, or "" where it did not."""
+    wanted_warmup = min(policy.warmup_calls, DEFAULT_POLICY.warmup_calls)
+    short = samples < policy.min_samples or warmup_calls < wanted_warmup
+    if reason is not StopReason.TIME or not short:
+        return ""
+    return budget_note(policy.max_time_s, warmup_calls, samples, per_sample_s, policy.min_samples)
 
 
 def _cache_note(
@@ -347,35 +383,62 @@ def _default_backend() -> Backend:
 
 @dataclass(frozen=True, slots=True)
 class _WarmUp:
-    """What the warm-up did: calls, the per-call estimate, a call's wall cost in the last round, and
-    whether a flush stood in for the rest of rotation's untimed cycle."""
+    """What the warm-up did: calls, the per-call estimate, a call's wall cost in the last round,
+    whether a flush stood in for the rest of rotation's untimed cycle, and the first sample where
+    the budget held one warm-up call (:class:`~.sampling.Seed`)."""
 
     calls: int
     per_call_s: float
     cost_s: float
     flushed_for_cycle: bool = False
+    seed: Seed | None = None
 
 
-def _warm_up(backend: Backend, call: KernelCall, policy: Policy, *, cycle: int = 0) -> _WarmUp:
+def _warm_up(
+    backend: Backend,
+    call: KernelCall,
+    policy: Policy,
+    *,
+    cycle: int = 0,
+    flush: bool = False,
+    cut: bool = True,
+) -> _WarmUp:
     """Run the warm-up rounds; return the calls made, the per-call estimate in seconds, and what a
     call cost in wall time in the last round (setup and the backend's bookkeeping included).
 
     ``cycle``: the rotation's copies, each called once here, untimed: fresh copies are in the cache.
-    Where the rest of that cycle would cost more than :data:`CYCLE_SHARE` of the time budget (86
-    copies of a 15 ms GEMM), one flush evicts what the copies left in the cache instead: the calls
-    after it take copies untouched since they were made.
+    One flush evicts what the copies left in the cache instead where the rest of that cycle would
+    cost more than a flush does on this backend (once one was seen), or, before, more than
+    :data:`CYCLE_SHARE` of the time budget (86 copies of a 15 ms GEMM): the calls after it take
+    copies untouched since they were made.
+
+    Where the first call leaves too little of the budget for a second and the floor's samples
+    (:func:`.budget.floor_fits`), the next call is taken as a sample is (after its flush, with
+    ``flush``): as long again, the kernel is that slow, and it is the first sample (``seed``), the
+    warm-up one call; far shorter, the first call paid a one-off (a compilation), and the warm-up
+    goes on. ``cut``: False where a sample is not one call (a graph replays the whole cycle).
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if cycle > policy.warmup_calls:
         policy = dataclasses.replace(policy, warmup_calls=cycle)
+    if policy.warmup_s > WARMUP_SHARE * policy.max_time_s:  # a short budget warms up for less
+        policy = dataclasses.replace(policy, warmup_s=WARMUP_SHARE * policy.max_time_s)
     start = backend.clock()
     calls = rounds = 0
     size = 1
     largest = 0  # calls in the largest round after the first
-    per_call_s = cost_s = 0.0
+    per_call_s = cost_s = first_s = 0.0
+    flushed_for_cycle = deciding = False
     while True:
         round_start = backend.clock()
-        (window,), _ = call.run(backend, calls=size, samples=1, flush=False)
+        if deciding:  # one call, as a sample is taken
+            (window,), (preempted,) = call.run(backend, calls=1, samples=1, flush=flush)
+            if window >= first_s / 2:  # as long as the first: the kernel's own time, a sample
+                seed = Seed(window, preempted, round_start, backend.clock())
+                return _WarmUp(calls, first_s, cost_s, flushed_for_cycle, seed)
+            deciding = False  # far shorter: the first call paid a one-off, and this one warmed up too
+        else:
+            (window,), _ = call.run(backend, calls=size, samples=1, flush=False)
         cost_s = (backend.clock() - round_start) / size
         calls += size
         rounds += 1
@@ -383,17 +446,23 @@ def _warm_up(backend: Backend, call: KernelCall, policy: Policy, *, cycle: int =
             largest, per_call_s = size, window / size
         elapsed = backend.clock() - start
         if rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s:
-            return _WarmUp(calls, per_call_s, cost_s)
-        if (
-            rounds > 1
-            and calls < cycle
-            and (cycle - calls) * max(per_call_s, cost_s) > CYCLE_SHARE * policy.max_time_s
-        ):
-            _flush_alone(backend)
-            cycle = 0
-            policy = dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
-            if elapsed >= policy.warmup_s:
-                return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle=True)
+            return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
+        if rounds == 1 and cut and not floor_fits(elapsed, cost_s, policy.max_time_s):
+            first_s, deciding = window, True
+            if calls < cycle:  # the next call may be a sample: on a copy out of the cache
+                _flush_alone(backend)
+                flushed_for_cycle, cycle = True, 0
+                policy = dataclasses.replace(policy, warmup_calls=DEFAULT_POLICY.warmup_calls)
+            continue
+        if rounds > 1 and calls < cycle:
+            rest_s = (cycle - calls) * max(per_call_s, cost_s)
+            if _flush_instead(backend, rest_s, policy.warmup_s - elapsed, policy.max_time_s):
+                _flush_alone(backend)
+                flushed_for_cycle, cycle = True, 0
+                policy = dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
+                elapsed = backend.clock() - start
+                if elapsed >= policy.warmup_s:
+                    return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
         if rounds > 1:
             size *= 2
             per_call_cost = max(per_call_s, cost_s)
@@ -403,6 +472,16 @@ def _warm_up(backend: Backend, call: KernelCall, policy: Policy, *, cycle: int =
             size = max(size, policy.warmup_calls - calls, 1)
 
 
+def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_time_s: float) -> bool:
+    """Whether one flush should stand in for the ``rest_s`` of rotation's untimed cycle: where that
+    costs more than a flush on this backend (once one was seen; else more than :data:`CYCLE_SHARE`
+    of the budget), and more than the warm-up still to run, which the cycle's calls are part of.
+    Decided by what each costs, not by the budget, where that is known: a budget a little larger
+    must not buy the dearer of the two."""
+    flush_s = seen_flush_s(backend)
+    return rest_s > max(CYCLE_SHARE * max_time_s if flush_s is None else flush_s, warmup_left_s)
+
+
 def _replays_graphs(backend: Backend) -> bool:
     return isinstance(backend, ReplaysGraphs) and backend.graph is True
 
@@ -410,11 +489,13 @@ def _replays_graphs(backend: Backend) -> bool:
 def _flush_alone(backend: Backend) -> None:
     """A flush outside any timed call: the backend's own where it has one (a graph-mode backend would
     have to capture a window of nothing, which holds no GPU work and is refused), else a window of an
-    empty call with its flush."""
+    empty call with its flush. What it took is remembered (:func:`.budget.saw_flush`)."""
+    start = backend.clock()
     if isinstance(backend, FlushesCache):
         backend.flush_cache()
     else:
         run_windows(backend, _nothing, (), calls=1, samples=1, flush=True)
+    saw_flush(backend, backend.clock() - start)
 
 
 def _nothing() -> None:

@@ -12,7 +12,7 @@ Nothing here imports CuPy; the CPU measurement imports the engine lazily.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -109,13 +109,26 @@ def measure_latency_floor(
     )
 
 
-@functools.cache
-def cpu_latency_floor(*, flushed: bool = False, backend: Backend | None = None) -> LatencyFloor:
+#: the CPU latency floors measured in this process, by (flushed, backend)
+_CPU_FLOORS: dict[tuple[bool, Backend | None], LatencyFloor] = {}
+
+
+def cpu_latency_floor(
+    *, flushed: bool = False, backend: Backend | None = None, max_time_s: float | None = None
+) -> LatencyFloor:
     """This process's CPU latency floor: a Python call's own cost, measured once; ``flushed``: right
     after a cache flush, what a kernel timed cold by a flush is judged against, flushed by
     ``backend`` (the one the kernel is timed with, its flush sized by the cache this process sees;
-    default: the engine's)."""
-    if flushed:
-        floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)
-        return LatencyFloor(floor.device, floor.floor_s, note=f"{floor.note}, each right after a cache flush")
-    return measure_latency_floor()
+    default: the engine's). ``max_time_s``: the most its measurement may take, where it is paid from
+    a test's time budget (its policy's own, at most)."""
+    key = (flushed, backend if flushed else None)
+    if key not in _CPU_FLOORS:
+        policy = CPU_FLUSHED_LATENCY_POLICY if flushed else CPU_LATENCY_POLICY
+        if max_time_s is not None and max_time_s < policy.max_time_s:
+            policy = dataclasses.replace(policy, max_time_s=max_time_s)
+        floor = measure_latency_floor(backend if flushed else None, policy=policy, flushed=flushed)
+        if flushed:
+            note = f"{floor.note}, each right after a cache flush"
+            floor = LatencyFloor(floor.device, floor.floor_s, note=note)
+        _CPU_FLOORS[key] = floor
+    return _CPU_FLOORS[key]

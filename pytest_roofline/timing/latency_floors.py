@@ -11,12 +11,18 @@ from __future__ import annotations
 
 from pytest_roofline.timing.base import Backend, MeasuresLatencyFloor
 
+#: a floor measured for a test (the first of its kind in the process) takes at most this share of
+#: that test's time budget, which pays for it
+MAX_FLOOR_SHARE = 0.25
 
-def latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
+
+def latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float | None = None) -> float:
     """What an empty call costs on ``backend``'s timer, in seconds (an empty Python call on the CPU,
     an empty kernel launch on a GPU, in the backend's mode: graph or eager, held or not); 0 where it
     is not known. ``flushed``: the kernel is timed right after a cache flush, and so is the CPU's
-    empty call."""
+    empty call. ``budget_s``: the time budget of the measurement that pays for it, if it is
+    measured now: the CPU's (a flush before each of its samples) then takes at most
+    :data:`MAX_FLOOR_SHARE` of it."""
     if isinstance(backend, MeasuresLatencyFloor):
         return backend.latency_floor_s(flushed=flushed)
     from pytest_roofline.timing.cpu import CpuBackend
@@ -24,7 +30,9 @@ def latency_floor_s(backend: Backend, *, flushed: bool = False) -> float:
     if isinstance(backend, CpuBackend):
         from pytest_roofline.timing.latency import cpu_latency_floor
 
-        return cpu_latency_floor(flushed=flushed, backend=backend if flushed else None).floor_s
+        most = None if budget_s is None else MAX_FLOOR_SHARE * budget_s
+        flusher = backend if flushed else None
+        return cpu_latency_floor(flushed=flushed, backend=flusher, max_time_s=most).floor_s
     from pytest_roofline.timing.cuda.backend import CudaBackend
 
     if isinstance(backend, CudaBackend):

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from pytest_roofline.model.measurement import ProbeRun as ProbeRun
 from pytest_roofline.model.measurement import StopReason as StopReason
 from pytest_roofline.model.stats import Stats
-from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, Policy, Probe
+from pytest_roofline.timing.base import Backend, Policy, Probe
+from pytest_roofline.timing.budget import samples_within, saw_flush, seen_flush_s
 from pytest_roofline.timing.calls import KernelCall, run_windows
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
@@ -69,35 +70,57 @@ class Sampler:
         self._probe_preempted: list[bool] = []
         self._probe_wall = 0.0
         self._last_probe = -math.inf
+        #: what the last probe cost: kept in the budget for the probe that ends the measurement
+        self._probe_s = 0.0
+        #: what a sample cost when sampling stopped, flush and bookkeeping included
+        self.per_sample_s = 0.0
+        self._rewarm_due = False
 
-    def run(self, per_call_s: float) -> tuple[list[float], Stats, StopReason]:
-        """Sample until a stopping rule holds; ``per_call_s`` is what one call is expected to cost."""
+    def run(self, per_call_s: float, seed: Seed | None = None) -> tuple[list[float], Stats, StopReason]:
+        """Sample until a stopping rule holds; ``per_call_s`` is what one call is expected to cost.
+
+        ``seed``: a first sample already taken, as a sample is (:class:`Seed`), where the warm-up held
+        only one call and the next one decided whether it was a sample.
+        """
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         backend, policy = self.backend, self.policy
-        self._time_probe()
-        start = backend.clock()
         samples: list[float] = []
         flags: list[bool] = []
         rounds: list[_Round] = []
+        if seed is not None:
+            samples.append(seed.window / self.k)
+            flags.append(seed.preempted)
+            self.preempted += seed.preempted
+            rounds.append(_Round(0, 1, seed.start, seed.end))
+        self._time_probe()
+        start = seed.start if seed is not None else backend.clock()
         # samples[self.transient:] are those since the last cut (transient.slower_start), from kept_at
         self.kept_at = start
-        # the first round: min_samples, or what the budget affords (never below the floor)
-        guess_s = max(per_call_s * self.k, 1e-12)
-        left = policy.max_time_s - (start - self.budget_start)
-        size = max(MIN_SAMPLES_FLOOR, min(policy.min_samples, math.floor(left / guess_s + 1e-9)))
-        size = min(size, policy.max_samples)
+        # what a sample is expected to cost: a flush's, where a flush comes before each, once known
+        flush_s = seen_flush_s(backend) if self.flush else 0.0
+        per_sample_s = max(per_call_s * self.k + (flush_s or 0.0), 1e-12)
+        # the first round: min_samples, or what the budget affords; one sample where the flush's
+        # cost is not known yet (it may be most of a sample's), so the next round knows it
+        size = 1 if flush_s is None else self._within(0, policy.min_samples, per_sample_s)
+        size = 0 if seed is not None else min(size, policy.max_samples)
         while True:
-            taken = len(samples) - self.transient
-            size = self._cut_for_probe(size, (backend.clock() - self.kept_at) / taken if taken else guess_s)
-            round_start = backend.clock()
-            windows, hits = self.call.run(
-                backend, calls=self.k, samples=size, flush=self.flush, after=self._read_backend
-            )
-            rounds.append(_Round(len(samples), size, round_start, backend.clock()))
-            for window, preempted in zip(windows, hits, strict=True):
-                samples.append(window / self.k)
-                flags.append(preempted)
-                self.preempted += preempted
+            if size:
+                taken = len(samples) - self.transient
+                size = self._cut_for_probe(
+                    size, (backend.clock() - self.kept_at) / taken if taken else per_sample_s
+                )
+                self._rewarm()
+                round_start = backend.clock()
+                windows, hits = self.call.run(
+                    backend, calls=self.k, samples=size, flush=self.flush, after=self._read_backend
+                )
+                rounds.append(_Round(len(samples), size, round_start, backend.clock()))
+                for window, preempted in zip(windows, hits, strict=True):
+                    samples.append(window / self.k)
+                    flags.append(preempted)
+                    self.preempted += preempted
+                if self.flush:  # what the round spent outside its windows is its flushes, mostly
+                    saw_flush(backend, (backend.clock() - round_start - math.fsum(windows)) / size)
             # a cut needs room to sample after it; preempted windows are load, not a slow start
             clean_at = [i for i in range(self.transient, len(samples)) if not flags[i]]
             clean = [samples[i] for i in clean_at]
@@ -121,19 +144,31 @@ class Sampler:
                 self._time_probe()
             if reason is None:
                 now = backend.clock()
-                # the budget counts from the start of the measurement, warm-up included, so that
-                # --roofline-max-time bounds what a measurement costs; samples are priced on their own
-                spent_s = now - self.budget_start
                 elapsed_s = now - self.kept_at
-                size = _next_round(len(kept), stats.ci_rel, elapsed_s, spent_s, policy, short_s=short_s)
+                # what a sample costs, flush and bookkeeping included, predicts the next ones: the
+                # last round's (and its probe's), or the average since the cut where that is less (a
+                # round that paid a one-off, a first flush's buffer, must not stop the measurement)
+                last = rounds[-1]
+                per_sample_s = min((now - last.start) / last.size, elapsed_s / max(len(kept), 1))
+                wanted = _next_round(len(kept), stats.ci_rel, elapsed_s, policy, short_s=short_s)
+                # min_samples in all where the budget affords them, after a first round of one
+                wanted = max(wanted, policy.min_samples - len(samples))
+                size = self._within(len(kept), wanted, per_sample_s)
                 size = min(size, policy.max_samples - len(samples))
-                if len(kept) < MIN_SAMPLES_FLOOR:  # never judge on fewer, whatever the budget
-                    size = max(size, MIN_SAMPLES_FLOOR - len(kept))
                 if size == 0:
                     reason = StopReason.PRECISION if precise_but_short else StopReason.TIME
             if reason is not None:
+                self.per_sample_s = per_sample_s
                 self._time_probe(last=True)
                 return samples, stats, reason
+
+    def _within(self, n: int, wanted: int, per_sample_s: float) -> int:
+        """Of ``wanted`` more samples after ``n``, those the budget affords (:func:`.budget.samples_within`),
+        with the last probe's cost kept for the probe that ends the measurement: the budget counts from
+        the start of the measurement, warm-up included, so that --roofline-max-time bounds its cost."""
+        policy = self.policy
+        left_s = policy.max_time_s - (self.backend.clock() - self.budget_start) - self._probe_s
+        return samples_within(n, wanted, left_s, per_sample_s, policy.max_time_s)
 
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
@@ -184,12 +219,20 @@ class Sampler:
         self._probe_rates.append(probe.work / max(window, 1e-12))
         self._probe_times.append(self.backend.clock())
         self._probe_preempted.append(preempted)
-        if self.rewarm and not last:
-            # the probe streamed through the cache: one untimed call warms it again, so a warm
-            # measurement's next sample is not partly cold (after setup, like every call)
-            self.call.run(self.backend, calls=1, samples=1, flush=False)
         self._last_probe = self.backend.clock()
-        self._probe_wall += self._last_probe - t0
+        self._probe_s = self._last_probe - t0
+        self._probe_wall += self._probe_s
+        self._rewarm_due = self.rewarm and not last
+
+    def _rewarm(self) -> None:
+        """The probe streamed through the cache: one untimed call warms it again before the next
+        round, so a warm measurement's next sample is not partly cold (after setup, like every call);
+        none where no round follows. Its time is the probe's."""
+        if self._rewarm_due:
+            t0 = self.backend.clock()
+            self.call.run(self.backend, calls=1, samples=1, flush=False)
+            self._probe_wall += self.backend.clock() - t0
+            self._rewarm_due = False
 
     def probe_run(self) -> ProbeRun | None:
         """The probe's rates beside the kept samples: the last one timed before them, and all after."""
@@ -205,6 +248,17 @@ class Sampler:
             stats=Stats.from_samples(_trusted(rates, clean, floor=2)),
             wall_s=self._probe_wall,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A first sample the warm-up took as a sample is taken (one call, after its flush): its window,
+    whether it was preempted, and the clock around it."""
+
+    window: float
+    preempted: bool
+    start: float
+    end: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,17 +309,12 @@ def _trusted(samples: list[float], clean: list[float], *, floor: int = _MIN_PREC
     return clean
 
 
-def _next_round(
-    n: int, ci_rel: float, elapsed_s: float, spent_s: float, policy: Policy, *, short_s: float = 0.0
-) -> int:
-    """Samples to take next; 0 when the time budget cannot afford one more.
+def _next_round(n: int, ci_rel: float, elapsed_s: float, policy: Policy, *, short_s: float = 0.0) -> int:
+    """Samples the statistics want next (the budget decides how many of them are taken).
 
-    ``elapsed_s`` is what the ``n`` samples so far cost; ``spent_s`` is the whole measurement's;
-    ``short_s`` what the samples still lack of ``policy.min_time_s``.
+    ``elapsed_s`` is what the ``n`` samples so far cost; ``short_s`` what they still lack of
+    ``policy.min_time_s``.
     """
-    remaining_s = policy.max_time_s - spent_s
-    if remaining_s <= 0:
-        return 0
     ratio = ci_rel / policy.target_rel_ci
     # the interval of the median narrows like 1/sqrt(n): about n * ratio² samples reach the target
     growth = ratio * ratio * _ROUND_MARGIN
@@ -273,12 +322,7 @@ def _next_round(
     if short_s > 0 and elapsed_s > 0:  # the rest of the minimum span, at what samples have cost
         wanted = max(wanted, ceil_count(short_s * n / elapsed_s))
     size = min(max(wanted, math.ceil(n * _MIN_ROUND_GROWTH)), n)
-    size = max(size, _MIN_PRECISION_SAMPLES - n)
-    # what a sample has cost so far, flush and bookkeeping included, predicts the next ones
-    affordable = remaining_s * n / elapsed_s if elapsed_s > 0 else math.inf
-    if affordable < size:
-        size = math.floor(affordable)
-    return max(0, min(size, policy.max_samples - n))
+    return max(size, _MIN_PRECISION_SAMPLES - n, 0)
 
 
 def ceil_count(x: float) -> int:

@@ -1,0 +1,118 @@
+"""A measurement's time budget: what fits in it, what may run past it, and what a flush costs.
+
+``policy.max_time_s`` bounds the whole measurement, warm-up, flushes, probes and samples included.
+Within it, a measurement wants two warm-up calls and at least :data:`MIN_SAMPLES_FLOOR` samples (its
+floor); it starts nothing it expects to end past the budget, except its floor, which may run past
+it by at most :data:`OVERRUN_SHARE` of it in all, and, whatever the budget, one warm-up call and one
+sample: the least a kernel can be judged on. A kernel too long for its budget so gets fewer calls,
+and :func:`budget_note` says so.
+
+The engine chooses between rotation's untimed cycle and a flush by what each costs. What a flush
+costs on a backend is learnt from the flushes this process has seen on it (:func:`saw_flush`): the
+least, as the first may have paid for making its buffer; before the first, what the plugin expects
+(:func:`expect_flush`: the buffer at the device's bandwidth). :func:`seen_flush_s` answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import weakref
+
+from pytest_roofline.model.units import seconds
+from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR
+
+__all__ = [
+    "OVERRUN_SHARE",
+    "WARMUP_SHARE",
+    "budget_note",
+    "expect_flush",
+    "floor_fits",
+    "samples_within",
+    "saw_flush",
+    "seen_flush_s",
+]
+
+#: a measurement's floor (its second warm-up call, :data:`MIN_SAMPLES_FLOOR` samples) may run past
+#: its time budget by at most this share of it; past that it takes fewer, never less than one
+#: warm-up call and one sample
+OVERRUN_SHARE = 0.2
+
+#: the warm-up runs for ``policy.warmup_s``, or this share of the budget where that is less
+WARMUP_SHARE = 0.25
+
+#: the least a flush took on a backend, per backend object (a backend that cannot be weakly
+#: referenced is not remembered: its flushes cost what the rule without them guesses) ...
+_FLUSH_S: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
+#: ... and, before its first, what one is expected to cost
+_EXPECTED_S: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
+
+
+def floor_fits(elapsed_s: float, call_s: float, max_time_s: float) -> bool:
+    """Whether, after ``elapsed_s`` and one warm-up call costing ``call_s``, a second warm-up call and
+    the floor's samples (at about the same cost each) end within the budget and its overrun."""
+    return elapsed_s + call_s * (1 + MIN_SAMPLES_FLOOR) <= (1 + OVERRUN_SHARE) * max_time_s
+
+
+def samples_within(n: int, wanted: int, left_s: float, per_sample_s: float, max_time_s: float) -> int:
+    """Of ``wanted`` more samples, after ``n``, how many to take with ``left_s`` of the budget left
+    (negative: already past it), each costing about ``per_sample_s``: those expected to end within
+    the budget; up to the floor of :data:`MIN_SAMPLES_FLOOR`, those that run past it by at most
+    :data:`OVERRUN_SHARE` of ``max_time_s`` together (past what a first call that paid a one-off, a
+    compilation, already overran it by: three 1 ms samples after a 1.5 s first call are still taken);
+    and at least one sample in all."""
+    if per_sample_s <= 0:
+        return max(wanted, MIN_SAMPLES_FLOOR - n, 1 - n, 0)
+    size = min(wanted, max(_count(left_s / per_sample_s), 0))
+    if n + size < MIN_SAMPLES_FLOOR:
+        over = _count((max(left_s, 0.0) + OVERRUN_SHARE * max_time_s) / per_sample_s)
+        size = max(size, min(MIN_SAMPLES_FLOOR - n, over))
+    return max(size, 1 - n, 0)
+
+
+def budget_note(max_time_s: float, warmup_calls: int, samples: int, per_sample_s: float, wanted: int) -> str:
+    """Why a measurement got fewer calls than it wanted: ``the 1 s time budget held 1 warm-up call
+    and 1 sample of 410 ms (10 wanted): a longer max_time gives more``."""
+    calls = f"{warmup_calls} warm-up call{'s' if warmup_calls != 1 else ''}"
+    taken = f"{samples} sample{'s' if samples != 1 else ''}"
+    return (
+        f"the {seconds(max_time_s)} time budget held {calls} and {taken} of {seconds(per_sample_s)}"
+        f" ({wanted} wanted): a longer max_time gives more"
+    )
+
+
+def saw_flush(backend: object, flush_s: float) -> None:
+    """A flush on ``backend`` took ``flush_s`` (wall time, outside any window)."""
+    if math.isfinite(flush_s) and flush_s >= 0:
+        known = _get(_FLUSH_S, backend)
+        _put(_FLUSH_S, backend, flush_s if known is None else min(known, flush_s))
+
+
+def expect_flush(backend: object, flush_s: float) -> None:
+    """Before a flush on ``backend`` was seen, expect one to take ``flush_s``."""
+    if math.isfinite(flush_s) and flush_s >= 0:
+        _put(_EXPECTED_S, backend, flush_s)
+
+
+def seen_flush_s(backend: object) -> float | None:
+    """The least a flush has taken on ``backend`` in this process, or before its first what one is
+    expected to take; None where neither is known."""
+    seen = _get(_FLUSH_S, backend)
+    return seen if seen is not None else _get(_EXPECTED_S, backend)
+
+
+def _get(known: weakref.WeakKeyDictionary[object, float], backend: object) -> float | None:
+    try:
+        return known.get(backend)
+    except TypeError:  # not weakly referenceable: nothing is remembered
+        return None
+
+
+def _put(known: weakref.WeakKeyDictionary[object, float], backend: object, flush_s: float) -> None:
+    with contextlib.suppress(TypeError):  # not weakly referenceable: nothing is remembered
+        known[backend] = flush_s
+
+
+def _count(x: float) -> int:
+    """``math.floor`` of a count, with a tolerance: 2.9999999999 samples are 3."""
+    return math.floor(x + 1e-9) if math.isfinite(x) else (0 if x < 0 else 1 << 62)
