@@ -15,6 +15,7 @@ from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.stats import Stats
 from pytest_roofline.model.verdict import (
     FTL_LIMIT_DATASHEET,
+    FEW_SAMPLES_CI,
     FTL_LIMIT_MEASURED,
     MIN_FIRST_BUDGET_S,
     Judgement,
@@ -155,6 +156,28 @@ def test_judge_against_the_budget_and_the_speed_of_light(attained: float, verdic
     j = judge(est, at(est, attained), 0.7)
     assert j.attained == pytest.approx(attained)
     assert j.verdict is verdict
+
+
+@pytest.mark.parametrize(
+    ("n", "attained", "verdict"),
+    [
+        (1, 0.65, Verdict.INCONCLUSIVE),  # one sample 7% short: within what a run's noise explains
+        (2, 0.65, Verdict.INCONCLUSIVE),
+        (1, 0.5, Verdict.MISS),  # far beyond it: a miss, however few the samples
+        (1, 0.9, Verdict.PASS),
+        (6, 0.65, Verdict.MISS),  # six samples have an interval of their own (±0.4% here)
+    ],
+)
+def test_too_few_samples_for_an_interval_are_given_a_runs_noise(
+    n: int, attained: float, verdict: Verdict
+) -> None:
+    # a slow kernel under a short budget: its one or two samples' spread says nothing of its noise
+    est = gemm()
+    m = dataclasses.replace(at(est, attained), samples_s=(est.floor_s / attained,) * n)
+    m = dataclasses.replace(m, stats=dataclasses.replace(m.stats, n=n, ci_rel=0.0, ci_half=0.0))
+    j = judge(est, m, 0.7)
+    assert j.verdict is verdict
+    assert j.ci_rel == (pytest.approx(FEW_SAMPLES_CI) if n < 6 else 0.0)
 
 
 def test_measured_ceilings_allow_more_noise() -> None:

@@ -21,6 +21,11 @@ STATS: tuple[Stat, ...] = ("median", "min", "mean")
 Z_95 = 1.96
 
 
+#: below this many samples even ``[min, max]`` covers the median less than 95% of the time
+#: (1 - 2^(1-n)): their interval says less than it seems (:func:`median_ci_ranks`)
+MIN_PRECISION_SAMPLES = 6
+
+
 def median_ci_ranks(n: int) -> tuple[int, int]:
     """1-based ranks ``(lo, hi)`` of the order statistics bounding a 95% interval for the median.
 

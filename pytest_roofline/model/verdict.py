@@ -27,7 +27,7 @@ from . import units
 from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .core import Estimate, Precision, Source
 from .measurement import Measurement
-from .stats import Stats
+from .stats import MIN_PRECISION_SAMPLES, Stats
 
 if TYPE_CHECKING:
     from .inference import Inference
@@ -64,6 +64,11 @@ WAITED_SHARE = 0.15
 #: (measured on the 2-core VM beside one busy process: 2.4x to 11x by matrix size): a miss by more
 #: than this is still a miss, so a suite's deliberately bad variants keep failing under pytest-xdist
 WAITED_SLACK = 10.0
+#: the relative half-width a kernel's time is given when its samples are too few for an interval of
+#: their own (:data:`.stats.MIN_PRECISION_SAMPLES`: a slow kernel under a short budget): two standard
+#: deviations of attained between runs of identical code (``output.comparison.RUN_NOISE``), so a
+#: miss on one or two samples is a miss only beyond what a run's noise explains
+FEW_SAMPLES_CI = 0.16
 #: what is left of the first measurement's budget once what came before it (rotation's copies) took
 #: the rest: with it, the measurement takes its least, a warm-up call and a sample
 MIN_FIRST_BUDGET_S = 1e-3
@@ -290,7 +295,8 @@ def _judge(
             math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time", latency_bound
         )
     attained = floor_s / m.time_s
-    ci = math.hypot(m.stats.ci_rel, ceiling.ci_rel if ceiling is not None else 0.0)
+    kernel_ci = m.stats.ci_rel if m.stats.n >= MIN_PRECISION_SAMPLES else max(m.stats.ci_rel, FEW_SAMPLES_CI)
+    ci = math.hypot(kernel_ci, ceiling.ci_rel if ceiling is not None else 0.0)
     # multiplicative: a ratio's interval, never below zero however noisy the measurement
     lo, hi = attained / (1 + ci), attained * (1 + ci)
 

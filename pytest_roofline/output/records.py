@@ -276,22 +276,12 @@ class MeasurementRecord:
 
     def to_json(self) -> JsonObject:
         """Plain JSON-ready values in the newest schema (every float finite or None)."""
-        data: JsonObject = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in _OPTIONAL and value is None:
-                continue  # only a saved baseline's records have runs before them; only a GPU's an index
-            if f.name == "verdict":
-                value = str(value)
-            elif isinstance(value, Stats):
-                value = _stats_json(value)
-            elif isinstance(value, CeilingRecord):
-                value = value.to_json()
-            elif isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            data[f.name] = value
+        data: JsonObject = {
+            f.name: _json_value(value)
+            for f in fields(self)
+            # only a saved baseline's records have runs before them
+            if (value := getattr(self, f.name)) is not None or f.name not in _OPTIONAL
+        }
         data["passed"] = self.passed
         data["reason"] = None  # a skipped record's; in every record, so every record has every field
         return {name: data[name] for name in (*RECORD_FIELDS, *_OPTIONAL) if name in data}
@@ -346,6 +336,21 @@ class MeasurementRecord:
             device_from=data.get("device_from") if isinstance(data.get("device_from"), str) else None,
             inferred=_optional_json(data.get("inferred")),
         )  # fmt: skip
+
+
+def _json_value(value: object) -> object:
+    """A record field's value as JSON: its verdict a string, its statistics and ceiling objects."""
+    if isinstance(value, Verdict):
+        return str(value)
+    if isinstance(value, Stats):
+        return _stats_json(value)
+    if isinstance(value, CeilingRecord):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
 
 
 def _clocks_json(m: Measurement) -> JsonObject | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pytest_roofline.model.measurement import ProbeRun as ProbeRun
 from pytest_roofline.model.measurement import StopReason as StopReason
-from pytest_roofline.model.stats import Stats
+from pytest_roofline.model.stats import MIN_PRECISION_SAMPLES, Stats
 from pytest_roofline.timing.base import Backend, Policy, Probe
 from pytest_roofline.timing.budget import samples_within, saw_flush, seen_flush_s
 from pytest_roofline.timing.calls import KernelCall, run_windows
@@ -29,9 +29,8 @@ if TYPE_CHECKING:
 MIN_TIME_FROM_S = 10e-6
 
 
-#: below six samples even [min, max] covers the median less than 95% of the time (1 - 2^(1-n)),
-#: so a tight spread over fewer samples is luck, not precision
-_MIN_PRECISION_SAMPLES = 6
+#: a tight spread over fewer samples is luck, not precision
+_MIN_PRECISION_SAMPLES = MIN_PRECISION_SAMPLES
 #: a planned round aims this much past the samples the interval is predicted to need
 _ROUND_MARGIN = 1.1
 #: rounds grow the sample count by at least this fraction (fewer, cheaper checks) and at most double it
