@@ -14,8 +14,8 @@ from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.stats import Stats
 from pytest_roofline.model.verdict import (
-    FTL_LIMIT_DATASHEET,
     FEW_SAMPLES_CI,
+    FTL_LIMIT_DATASHEET,
     FTL_LIMIT_MEASURED,
     MIN_FIRST_BUDGET_S,
     Judgement,
