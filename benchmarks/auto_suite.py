@@ -90,7 +90,12 @@ SCIPY = [
            "op='elementwise', n=N, flops_per_element=9, dtype='fp32'"),
     Kernel("scipy.sparse CSR @ vector",
            "sparse = pytest.importorskip('scipy.sparse')\n"
-           "    A = sparse.random(N // 16, N // 16, density=16 / (N // 16), format='csr', dtype=np.float32)\n"
+           # 16 nonzeros a row, built directly: sparse.random draws from all rows x cols index pairs,
+           # 512 GiB of them at the full size
+           "    rows = N // 16\n"
+           "    cols = np.random.default_rng(0).integers(0, rows, size=N, dtype=np.int32)\n"
+           "    starts = np.arange(0, N + 1, 16, dtype=np.int32)\n"
+           "    A = sparse.csr_matrix((np.ones(N, np.float32), cols, starts), shape=(rows, rows))\n"
            "    v = vec(N // 16)",
            "A.dot, v",
            "op='custom', flops=2 * A.nnz, dtype='fp32',"

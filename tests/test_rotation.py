@@ -59,14 +59,14 @@ def rotating(r: Rotation | NoRotation) -> CachePlan:
     return CachePlan("rotation", rotation=r)
 
 
-def test_copies_cover_four_times_the_cache_and_each_call_takes_the_next() -> None:
+def test_copies_cover_six_times_the_cache_and_each_call_takes_the_next() -> None:
     x, y, out = (np.ones(2**12) for _ in range(3))  # 96 KiB a set
     kernel = Calls()
     r = plan(kernel, x, y, kwargs={"out": out})
     assert isinstance(r, Rotation)
     assert r.set_bytes == 3 * 2**15
-    assert r.copies == 43  # sets of 96 KiB: 4x the 1 MiB cache
-    assert r.cycle_bytes >= cycle_target(LLC) == 4 * LLC
+    assert r.copies == 64  # sets of 96 KiB: 6x the 1 MiB cache
+    assert r.cycle_bytes >= cycle_target(LLC) == 6 * LLC
     for _ in range(2 * r.copies):
         r.kernel()
     # the caller's own arrays first, then a fresh copy of every input and output at every call
@@ -148,20 +148,20 @@ def test_a_strided_view_is_not_rotated() -> None:
 
 
 def test_memory_caps_the_copies() -> None:
-    x = np.ones(2**14)  # 128 KiB: 32 copies for 4x a 1 MiB cache need 3.875 MiB more
-    assert plan(lambda a: None, x, free_bytes=free(40 * MiB)).copies == 32  # type: ignore[union-attr]
-    # 10% of 30 MiB free: 3 MiB, 23 more copies (24 would leave no room to align the first): a
-    # cycle of 3 MiB, 3x the cache: fewer copies
-    smaller = plan(lambda a: None, x, free_bytes=free(30 * MiB))
+    x = np.ones(2**14)  # 128 KiB: 48 copies for 6x a 1 MiB cache need 5.875 MiB more
+    assert plan(lambda a: None, x, free_bytes=free(80 * MiB)).copies == 48  # type: ignore[union-attr]
+    # 10% of 50 MiB free: 5 MiB, 39 more copies (40 would leave no room to align the first): a
+    # cycle of 5 MiB, 5x the cache: fewer copies
+    smaller = plan(lambda a: None, x, free_bytes=free(50 * MiB))
     assert isinstance(smaller, Rotation)
-    assert smaller.copies == 24
-    assert smaller.copy_bytes <= 3 * MiB
-    # 10% of 10 MiB: 8 more copies, a cycle of 1.1 MiB, less than twice the cache: a flush instead
-    capped = plan(lambda a: None, x, free_bytes=free(10 * MiB))
+    assert smaller.copies == 40
+    assert smaller.copy_bytes <= 5 * MiB
+    # 10% of 30 MiB: 23 more copies, a cycle of 3 MiB, less than 4x the cache: a flush instead
+    capped = plan(lambda a: None, x, free_bytes=free(30 * MiB))
     assert isinstance(capped, NoRotation)
     assert (
         capped.reason
-        == "memory allows 1 MiB of copies, too few to cycle through 2x the 1 MiB cache in sets of 128 KiB"
+        == "memory allows 3 MiB of copies, too few to cycle through 4x the 1 MiB cache in sets of 128 KiB"
     )
     big = plan(lambda a: None, np.ones(2**18), free_bytes=free(10 * MiB))  # 2 MiB: not one copy fits
     assert isinstance(big, NoRotation)
@@ -172,7 +172,7 @@ def test_memory_caps_the_copies() -> None:
 def test_a_small_or_unknown_cache_still_cycles_64_mib() -> None:
     assert 64 * MiB == MIN_CYCLE_BYTES
     assert rot.cycle_target(None) == rot.cycle_target(MiB // 8) == rot.MIN_CYCLE_BYTES  # (1 MiB here)
-    assert rot.cycle_target(32 * MiB) == 128 * MiB
+    assert rot.cycle_target(32 * MiB) == 192 * MiB
 
 
 class FakeDeviceArray:
@@ -199,8 +199,8 @@ def test_device_arrays_are_copied_by_their_own_method_within_the_devices_memory(
     r = plan(lambda w: None, a, op_bytes=a.nbytes, llc_bytes=50 * MiB, free_bytes=free_bytes)
     assert isinstance(r, Rotation)
     assert asked == [True]
-    assert r.copies == 7  # 4 x 50 MiB over 32 MiB a copy
-    assert a.copies == 6
+    assert r.copies == 10  # 6 x 50 MiB over 32 MiB a copy
+    assert a.copies == 9
 
 
 def test_a_copy_that_fails_falls_back() -> None:
@@ -310,10 +310,10 @@ def test_a_short_cycle_runs_untimed_in_full() -> None:
 
 
 def test_a_few_bytes_would_need_too_many_copies_and_are_flushed_instead() -> None:
-    r = plan(lambda a: None, np.ones(2), llc_bytes=32 * MiB)  # 16 bytes a set; 8M sets for 4x the cache
+    r = plan(lambda a: None, np.ones(2), llc_bytes=32 * MiB)  # 16 bytes a set; 12M sets for 6x the cache
     assert isinstance(r, NoRotation)
     assert r.reason == (
-        "262144 sets of 1 objects each (at most 262144 made), too few to cycle through 2x the 32 MiB cache"
+        "262144 sets of 1 objects each (at most 262144 made), too few to cycle through 4x the 32 MiB cache"
         " in sets of 16 B"
     )
     assert isinstance(plan(lambda a: None, np.ones(0)), NoRotation)  # no bytes at all

@@ -40,7 +40,7 @@ from ..timing.host_caches import CacheInfo as CacheInfo
 from ..timing.host_caches import cpu_caches as cpu_caches
 from ..timing.host_caches import parse_cache_size as parse_cache_size
 
-#: buffers fill these shares of a level (below LEVEL_FILL: the level holds them with the rest)
+#: buffers fill these shares of a level: all of them served by it, with room for the rest (code, stack)
 FILLS = (0.5, 0.7)
 #: no measuring buffer is larger than this, whatever the level (a large L3 is measured in its
 #: first 64 MiB)

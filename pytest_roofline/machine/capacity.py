@@ -17,7 +17,8 @@ fitting, and finds it the way the Empirical Roofline Toolkit and likwid-bench ma
    dominates is cut; a non-increasing fit irons out the rest of the noise. A plateau is a run of
    points within :data:`PLATEAU_TOL` of its first that spans at least :data:`MIN_PLATEAU_OCTAVES`;
    two plateaus whose rates differ by at least :data:`MIN_STEP` meet at a knee, the footprint where
-   the fit has come :data:`KNEE_SHARE` of the way (in log) from the one to the other.
+   the fit has come :data:`KNEE_SHARE` of the way (in log) from the one to the other: where the
+   level stops serving the footprint.
 3. **Levels** (:func:`capacities`, pure): sysfs is the first guess. The last level takes the last
    knee past the smaller levels' reach (a cache in two partitions steps twice; what still hits is
    cache), the others the knee nearest their reported size, each within :data:`WINDOW` of it. A knee
@@ -73,9 +74,13 @@ MIN_STEP = 1.25
 #: holds more than it says (a victim L3 adds the L2s)
 WINDOW = {"per core": (4.0, 4.0), "shared": (64.0, 4.0)}
 #: a knee is where the rate has come this share of the way (in log) down to the next plateau: where
-#: the level stops holding all of the footprint (half-way down lies well past that: the level still
-#: holds part of a footprint up to about twice its size)
-KNEE_SHARE = 0.25
+#: the level serves little of the footprint any more. Not where it stops holding all of it (a quarter
+#: of the way down): a victim or non-LRU cache still serves part of a footprint well past that point
+#: (an EPYC VM's L3 stepped down from 16 MiB and still served a third of a 24 MiB footprint), and
+#: every use of a capacity needs where the level stops serving: rotation's cycle and the flush must
+#: outlast it, and a warm op within it is partly served by it. Nearer the next plateau than this, a
+#: sweep's noise moves the point by doublings (docs/methodology.md)
+KNEE_SHARE = 0.75
 #: the sweep goes on to this many times the last level's knee: a cache in two partitions steps twice
 PAST_KNEE = 4.0
 #: figures are kept to two significant digits: the sweep's points are STEP apart

@@ -302,9 +302,11 @@ class Figure:
 
 PeakTable = Mapping[tuple[Precision, Unit], Figure]
 
-#: a warm op is served by the smallest cache level whose capacity holds its bytes with this much
-#: room to spare: the rest of the level holds the stack, the code and other data
-LEVEL_FILL = 0.75
+#: a warm op is judged at the smallest cache level whose capacity, times this, holds its bytes. The
+#: whole capacity: a level serves part of an op that spills past it (the capacity a sweep finds is
+#: where the level stops serving, :mod:`pytest_roofline.machine.capacity`), and an op judged at the
+#: next level's slower roof while part of it still hits would read faster than light
+LEVEL_FILL = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +334,7 @@ class MemoryLevel:
             )
 
     def holds(self, nbytes: float) -> bool:
-        """Whether ``nbytes`` fit in this level with room to spare (:data:`LEVEL_FILL`)."""
+        """Whether this level serves ``nbytes``, all or in part (:data:`LEVEL_FILL`)."""
         return nbytes <= LEVEL_FILL * self.capacity_bytes
 
 

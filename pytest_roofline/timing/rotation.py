@@ -36,6 +36,7 @@ out of the cache like any other.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
@@ -46,22 +47,35 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, flat, gpu_of, nbytes_of, scan_call
+from .arguments import (
+    MAX_SCANNED,
+    Entries,
+    Found,
+    Items,
+    Slot,
+    Template,
+    flat,
+    gpu_of,
+    is_array,
+    nbytes_of,
+    scan_call,
+)
 from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memory, settle, units_of
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.base import Kernel
 
 #: the shortest cycle, in multiples of the effective last-level cache, after which a rotated kernel's
-#: time stops changing: every copy is out of the cache when its turn comes (``benchmarks/cold_cycle.py``
-#: measures it; ``docs/methodology.md``); an op past twice the cache evicts its own data too
-#: (:data:`~.flushing.NO_FLUSH_MULTIPLE`)
-COLD_CYCLE_MULTIPLE = 2
-#: the margin over it: a neighbour's data takes part of a shared cache, and a cycle just long enough
-#: on a quiet machine leaves copies in it on a busy one
-CYCLE_MARGIN = 2
+#: time stops changing: every copy is out of the cache when its turn comes. A cache that replaces
+#: lines in no strict LRU order still holds some of a cycle of twice its size
+#: (``benchmarks/cold_cycle.py`` measures it; ``docs/methodology.md``)
+COLD_CYCLE_MULTIPLE = 4
+#: the margin over it: a calibration taken beside a busy neighbour finds a smaller cache than a quiet
+#: machine has (a neighbour's data only evicts ours sooner, so the margin is for the figure, not the
+#: neighbour)
+CYCLE_MARGIN = 1.5
 #: so one cycle through the copies aims at this many times the effective last-level cache ...
-CYCLE_MULTIPLE = COLD_CYCLE_MULTIPLE * CYCLE_MARGIN
+CYCLE_MULTIPLE = round(COLD_CYCLE_MULTIPLE * CYCLE_MARGIN)
 #: ... and, where memory is short, touches no less than the shortest cold cycle
 MIN_CYCLE_MULTIPLE = COLD_CYCLE_MULTIPLE
 #: and at least this much (a small or unknown cache)
@@ -176,7 +190,12 @@ def plan_rotation(
     calls = _calls(kernel, positional, keywords, columns, copies, rebuilt=rebuilt)
     calls[0] = functools.partial(fn, *args, **(kwargs or {}))  # the caller's own objects, as given
     gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
-    rotating = _Rotating(calls, gpu_arrays) if setup is None else _Resetting(calls, gpu_arrays, setup, made)
+    outputs = _Outputs(cycle_target(llc_bytes), copies)
+    rotating = (
+        _Rotating(calls, gpu_arrays, outputs)
+        if setup is None
+        else _Resetting(calls, gpu_arrays, outputs, setup, made)
+    )
     return Rotation(
         kernel=rotating,
         copies=copies,
@@ -407,21 +426,61 @@ def _released() -> Callable[[], object]:
     raise RuntimeError("this rotation's copies were released: its measurement is over")
 
 
+class _Outputs:
+    """What the kernel's calls return, each kept until a cycle of them has been made. An output the
+    kernel allocates itself (``torch.add(x, y)``, ``np.multiply(x, 2)``) would otherwise land in the
+    block its last call freed, still in the cache, and be written at the cache's speed: faster than
+    the floor's DRAM. Kept, the block handed out is the one freed a cycle ago, out of the cache."""
+
+    __slots__ = ("_cycle_bytes", "_ring", "_sets")
+
+    def __init__(self, cycle_bytes: int, sets: int) -> None:
+        self._cycle_bytes, self._sets = cycle_bytes, sets
+        self._ring: collections.deque[object] | None = None
+
+    def __call__(self, result: object) -> object:
+        ring = self._ring
+        if ring is None:  # the first call: how many of its results a cycle holds
+            nbytes = sum(map(nbytes_of, _arrays_returned(result)))
+            kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
+            ring = self._ring = collections.deque(maxlen=kept)
+        ring.append(result)  # and the one a cycle ago goes
+        return result
+
+    def clear(self) -> None:
+        self._ring = None
+
+
+def _arrays_returned(result: object) -> list[object]:
+    """The arrays a call returned: the result, or those in a tuple or list of them."""
+    if isinstance(result, (tuple, list)):
+        return [value for value in result if is_array(value)]
+    return [result] if is_array(result) else []
+
+
 class _Rotating:
     """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
 
-    __slots__ = ("_gpu_arrays", "_next")
+    __slots__ = ("_gpu_arrays", "_next", "_outputs")
 
-    def __init__(self, calls: Sequence[Callable[[], object]], gpu_arrays: Sequence[object]) -> None:
+    def __init__(
+        self,
+        calls: Sequence[Callable[[], object]],
+        gpu_arrays: Sequence[object],
+        outputs: _Outputs | None = None,
+    ) -> None:
         self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
         #: the caller's arrays on a GPU, whose copies' memory goes back to it on release
         self._gpu_arrays = list(gpu_arrays)
+        #: what the calls returned, kept for a cycle (None: nothing kept)
+        self._outputs = outputs if outputs is not None else _Outputs(0, 0)
 
     def __call__(self, *_: object) -> object:
-        return self._next()()
+        return self._outputs(self._next()())
 
     def release(self) -> None:
         self._next = _released
+        self._outputs.clear()
         release_device_memory(self._gpu_arrays)
 
 
@@ -434,10 +493,11 @@ class _Resetting(_Rotating):
         self,
         calls: Sequence[Callable[[], object]],
         gpu_arrays: Sequence[object],
+        outputs: _Outputs,
         setup: Callable[[], object],
         made: _Made,
     ) -> None:
-        super().__init__(calls, gpu_arrays)
+        super().__init__(calls, gpu_arrays, outputs)
         self._calls, self._setup, self._made = list(calls), setup, made
         self._turn = 0
         self._last: int | None = None
@@ -447,7 +507,7 @@ class _Resetting(_Rotating):
             _released()
         turn = self._last = self._turn
         self._turn = (turn + 1) % len(self._calls)
-        return self._calls[turn]()
+        return self._outputs(self._calls[turn]())
 
     def reset(self) -> None:
         last, self._last = self._last, None
