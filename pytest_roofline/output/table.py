@@ -260,8 +260,8 @@ class Cut(Enum):
 
     #: keeps its start: ``layernorm rows=8192 co…``
     HEAD = "head"
-    #: keeps its end: ``…test_layernorm[numpy-fused]``
-    TAIL = "tail"
+    #: keeps its start and its end, the parameters: ``test_lay…[numpy-fused]``
+    ENDS = "ends"
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +285,7 @@ def _measured(read: Callable[[MeasurementRecord], str]) -> Callable[[Row], str]:
 
 #: the terminal table's columns, in their order
 TABLE_COLUMNS: tuple[Column, ...] = (
-    Column("test", "test", lambda row: row.test, keep=0, cut=Cut.TAIL),
+    Column("test", "test", lambda row: row.test, keep=0, cut=Cut.ENDS),
     Column("op", "op and shape", lambda row: _op_cell(row.record), keep=0, cut=Cut.HEAD),
     Column("dtype", "dtype", _measured(_dtype_cell), keep=7, cut=None),
     Column("bound", "bound", _measured(bound_cell), keep=4, cut=None),
@@ -390,10 +390,16 @@ def _width(lines: Sequence[str]) -> int:
 
 
 def _shorten(text: str, width: int, cut: Cut) -> str:
-    """``text`` in ``width`` characters, as ``cut`` says."""
+    """``text`` in ``width`` characters, as ``cut`` says. A test id keeps its parameters (from the
+    test name's first ``[``) at its end, in up to half the room, and its start in the rest."""
     if len(text) <= width:
         return text
-    return f"{text[: width - 1]}…" if cut is Cut.HEAD else f"…{text[len(text) - (width - 1) :]}"
+    room = width - 1
+    if cut is Cut.HEAD:
+        return f"{text[:room]}…"
+    opening, half = text.find("[", text.rfind("::") + 1), room // 2
+    end = min(len(text) - opening, half) if opening >= 0 else half
+    return f"{text[: room - end]}…{text[len(text) - end :]}"
 
 
 def summary_counts(records: Sequence[Record | Mapping[str, Any]]) -> str:
