@@ -2,7 +2,7 @@
 
     roofline floor gemm M=4096 N=4096 K=4096 dtype=bf16 --device h100-sxm
     roofline devices
-    roofline ops
+    roofline ops [--markdown]
     roofline calibrate [--device D] [--force | --reset]
     roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices] [--markdown PATH]
     roofline merge SHARD.json ... -o RUN.json [--save BASELINE.json] [--markdown PATH]
@@ -281,10 +281,13 @@ def _peak(device: Device, precision: Precision, unit: Unit) -> str:
     return f"{figure.value / 1e12:g}{mark}"
 
 
-def _ops(args: argparse.Namespace) -> str:
-    from tabulate import tabulate
+#: the columns of ``roofline ops`` and of the op table in docs/floor.md (``roofline ops --markdown``)
+_OP_HEADERS = ("op", "parameters (and dtype)", "FLOPs", "complex", "bytes (× size of dtype)", "unit")
 
-    rows = [
+
+def _op_rows() -> list[list[str]]:
+    """Every registered op as a row of :data:`_OP_HEADERS`, read from the registry."""
+    return [
         [
             spec.name,
             ", ".join(map(str, spec.params)),
@@ -295,7 +298,24 @@ def _ops(args: argparse.Namespace) -> str:
         ]
         for spec in all_ops()
     ]
-    headers = ["op", "parameters (and dtype)", "FLOPs", "complex", "bytes (× size of dtype)", "unit"]
+
+
+def ops_markdown() -> str:
+    """The op table as docs/floor.md holds it: a Markdown table, a pipe in a formula escaped."""
+    lines = [_markdown_row(_OP_HEADERS), "|" + "---|" * len(_OP_HEADERS)]
+    lines += [_markdown_row([cell.replace("|", "\\|") for cell in row]) for row in _op_rows()]
+    return "\n".join(lines)
+
+
+def _markdown_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _ops(args: argparse.Namespace) -> str:
+    if args.markdown:
+        return ops_markdown()
+    from tabulate import tabulate
+
     note = (
         "\nMatrix-shaped ops use tensor units where the device has them for the dtype; fp32 only with "
         "--math tf32.\nFLOPs are real FLOPs: on complex data the count is multiplied as `complex` says "
@@ -306,7 +326,7 @@ def _ops(args: argparse.Namespace) -> str:
         f"dtypes: {', '.join(p.label for p in Precision)}.\n"
         "`roofline floor OP key=value ... dtype=D` computes a floor."
     )
-    return tabulate(rows, headers=headers) + note + _sources()
+    return tabulate(_op_rows(), headers=_OP_HEADERS) + note + _sources()
 
 
 def _sources() -> str:
@@ -550,6 +570,9 @@ def build_parser() -> argparse.ArgumentParser:
     devices = commands.add_parser("devices", help="list the device table")
     devices.set_defaults(run=_devices)
     ops = commands.add_parser("ops", help="list the ops, their parameters and formulas")
+    ops.add_argument(
+        "--markdown", action="store_true", help="print the table as Markdown (docs/floor.md holds it)"
+    )
     ops.set_defaults(run=_ops)
     calibrate = commands.add_parser("calibrate", help="measure this machine's ceilings (cached)")
     calibrate.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")

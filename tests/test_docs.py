@@ -54,6 +54,37 @@ def test_the_readme_is_a_front_page() -> None:
     assert any(line.startswith("pip install pytest-roofline") for line in lines)
 
 
+# -- the op tables: the registry's ---------------------------------------------------------------------
+
+
+def test_the_op_table_in_floor_md_is_the_one_the_registry_prints() -> None:
+    # a fresh process: the registry as the package alone fills it, no test's op in it
+    command = [sys.executable, "-m", "pytest_roofline", "ops", "--markdown"]
+    printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    table = printed.strip()
+    assert table.count("\n") >= 20, printed  # a row for each op, the LLM kernels and llm too
+    page = (ROOT / "docs" / "floor.md").read_text(encoding="utf-8")
+    assert table in page, "docs/floor.md's op table is stale: paste `roofline ops --markdown` over it"
+
+
+#: a row of docs/llm.md's kernel table: `name(param, param=default, ...)` | `alias`, `alias` |
+LLM_ROW = re.compile(r"^\| `(\w+)\(([^)]*)\)` \|([^|]*)\|")
+
+
+def test_the_llm_kernel_table_names_each_ops_parameters_and_aliases() -> None:
+    from pytest_roofline.model.ops import get_op
+
+    lines = (ROOT / "docs" / "llm.md").read_text(encoding="utf-8").splitlines()
+    rows = [row for row in map(LLM_ROW.match, lines) if row]
+    assert len(rows) >= 8
+    for row in rows:
+        spec = get_op(row[1])
+        assert spec.name == row[1]  # the op's own name, not an alias
+        params = tuple(part.split("=")[0].strip() for part in row[2].split(","))
+        assert params == spec.param_names, spec.name
+        assert tuple(re.findall(r"`(\w+)`", row[3])) == spec.aliases, spec.name
+
+
 # -- examples that run ---------------------------------------------------------------------------------
 
 #: the line right before a fence whose example the test suite runs (docs/development.md)

@@ -5,6 +5,7 @@ against hand counts, its floor as the sum of the ops' floors, ``roofline llm`` f
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -508,6 +509,25 @@ def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert "llama-3-8b: one decode step at its floor (not shown, no FLOPs: embed_tokens, kv_cache_write)" in (
         svg
     )
+
+
+def test_ops_at_one_spot_on_the_plot_share_one_label(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    out = tmp_path / "step.svg"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):  # each label one <text> element
+        code, _, err = run(
+            capsys, "mixtral-8x7b", "--device", "h100-sxm", "--batch", "64", "--plot", str(out)
+        )
+    assert (code, err) == (0, "")
+    texts = [text.strip() for text in re.findall(r">([^<>]+)</text>", out.read_text()) if text.strip()]
+    # the three GEMMs of one intensity and the three norms of one shape: one label each, not three
+    # printed over each other
+    assert "qkv_proj, o_proj, lm_head" in texts
+    assert "input_layernorm, post_attention_layernorm, norm" in texts
+    assert {"qkv_proj", "o_proj", "lm_head", "norm"}.isdisjoint(texts)
+    assert {"experts", "router", "rotary_emb", "attention"} <= set(texts)  # the others, one each
 
 
 def test_json_with_plot_keeps_stdout_for_the_json_and_roofline_plot_reads_it(

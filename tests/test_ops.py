@@ -38,6 +38,7 @@ BUILTIN = [
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let a test register, replace and unregister ops without leaking into the next test."""
     monkeypatch.setattr(op_registry, "_REGISTRY", dict(op_registry._REGISTRY))
+    monkeypatch.setattr(op_registry, "_ALIASES", dict(op_registry._ALIASES))
 
 
 def cost(op: str, dtype: str = "fp32", **params: Any) -> Cost:
@@ -670,6 +671,55 @@ def test_register_replace_redefines() -> None:
     new = register_op("axpby", ["n", Param("k", 1)], _axpby, replace=True)
     assert get_op("axpby") is new
     assert new.param_names == ("n", "k")
+
+
+def axpby_spec(**changes: Any) -> OpSpec:
+    """axpby declared as the catalogues declare their ops: every field given."""
+    fields: dict[str, Any] = {
+        "name": "axpby", "params": (Param("n"),), "cost_fn": _axpby, "flops_formula": "3·n",
+        "bytes_formula": "3·n", "matrix": False, "complex_flops": None, "real": True, "packed": False,
+        "needs_dtype": False, "aliases": ("waxpby",), "cross_check": None, "source": "BLAS-like",
+    }  # fmt: skip
+    return OpSpec(**{**fields, **changes})
+
+
+@pytest.mark.usefixtures("registry")
+def test_an_op_spec_with_every_field_registers_as_it_is() -> None:
+    spec = axpby_spec()
+    assert register_op(spec) is spec
+    assert get_op("waxpby") is spec
+    assert estimate("axpby", dtype="fp32", device=H100, n=1000).bytes == 12000
+    with pytest.raises(OpError, match="axpby takes no complex data"):
+        estimate("axpby", dtype="complex64", device=H100, n=1000)
+    with pytest.raises(OpError, match="op 'axpby' is already registered"):
+        register_op(axpby_spec())
+
+
+@pytest.mark.parametrize("missing", ["complex_flops", "matrix", "real", "packed", "aliases", "cross_check"])
+def test_an_op_spec_missing_a_field_is_an_error_where_it_is_declared(missing: str) -> None:
+    fields = {name: getattr(axpby_spec(), name) for name in OpSpec.__dataclass_fields__ if name != missing}
+    with pytest.raises(TypeError, match=f"missing 1 required keyword-only argument: '{missing}'"):
+        OpSpec(**fields)
+
+
+@pytest.mark.usefixtures("registry")
+def test_an_op_spec_is_registered_with_no_other_field_beside_it() -> None:
+    with pytest.raises(
+        OpError, match="op 'axpby': an OpSpec holds every field; give register_op only replace="
+    ):
+        register_op(axpby_spec(), matrix=True)  # type: ignore[call-overload]
+    with pytest.raises(OpError, match=r"op 'axpby': an OpSpec's params must be Param objects; got \('n',\)"):
+        register_op(axpby_spec(params=("n",)))
+    with pytest.raises(OpError, match="op 'axpby': complex_flops must be a positive number or None; got 0"):
+        register_op(axpby_spec(complex_flops=0))
+    assert "axpby" not in op_names()
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_wrong_keyword_of_register_op_is_named_with_the_closest() -> None:
+    with pytest.raises(OpError, match=r"register_op has no keyword 'matrx' \(did you mean 'matrix'\?\)"):
+        register_op("axpby", ["n"], _axpby, matrx=True)  # type: ignore[call-overload]
+    assert "axpby" not in op_names()
 
 
 @pytest.mark.usefixtures("registry")

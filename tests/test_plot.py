@@ -140,6 +140,71 @@ def test_an_id_with_dollars_is_drawn_as_text_not_mathtext(tmp_path: Path) -> Non
         assert re.search(rf">{re.escape(text)}\s*</text>", svg), text
 
 
+# -- the points' labels: one per spot, none over another ------------------------------------------
+
+
+def svg_texts(path: Path) -> list[str]:
+    """The texts of an SVG drawn with svg.fonttype none (one <text> element each)."""
+    return [text.strip() for text in re.findall(r">([^<>]+)</text>", path.read_text()) if text.strip()]
+
+
+@needs_matplotlib
+def test_points_at_one_spot_share_one_label_in_roofline_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import matplotlib
+
+    twins = [record(test, "pass", 2e9, 2.4e7, 0.025) for test in ("test_gemm[a]", "test_gemm[b]")]
+    results = results_file(
+        tmp_path, measurements=[{**r, "attained": 0.5, "label": "x"} for r in [*twins, RECORDS[1]]]
+    )
+    out = tmp_path / "roofline.svg"
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        assert run_plot(capsys, results, "-o", out)[0] == 0
+    texts = svg_texts(out)
+    assert "test_gemm[a], test_gemm[b]" in texts
+    assert {"test_gemm[a]", "test_gemm[b]"}.isdisjoint(texts)
+    assert "test_axpy" in texts  # at its own spot: its own label
+
+
+@needs_matplotlib
+def test_points_at_one_spot_share_one_label_in_the_runs_plot(rl: pytest.Pytester) -> None:
+    import matplotlib
+    from conftest import GEMM
+
+    body = f'roofline(lambda: None, op="gemm", {GEMM}, dtype="fp32")'
+    rl.makepyfile(test_twins=f"def test_one(roofline):\n    {body}\n\ndef test_two(roofline):\n    {body}\n")
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        result = rl.runpytest("--roofline-plot=plot.svg")
+    result.assert_outcomes(passed=2)
+    texts = svg_texts(rl.path / "plot.svg")
+    assert "test_one, test_two" in texts
+    assert {"test_one", "test_two"}.isdisjoint(texts)
+
+
+@needs_matplotlib
+def test_labels_of_points_close_together_do_not_overlap(tmp_path: Path) -> None:
+    from matplotlib.text import Annotation
+
+    from pytest_roofline.output.plot import POINT_LABEL, figure
+
+    # points a few points apart on the memory roof (20 GB/s): their labels would be drawn on one
+    # another; and one at the ridge, under the roof's own label
+    intensities = (0.50, 0.53, 0.56, 0.60, 5.0)
+    close = [record(f"test_kernel_{i}", "pass", 2e9 * x, 2e9, 0.1) for i, x in enumerate(intensities)]
+    drawn = figure(close, [DEVICE])
+    drawn.draw_without_rendering()  # laid out again, as a save lays it out
+    labels = [t for t in drawn.findobj(Annotation) if t.get_label() == POINT_LABEL]
+    assert sorted(t.get_text() for t in labels) == [f"test_kernel_{i}" for i in range(5)]
+    boxes = [t.get_window_extent() for t in labels]
+    roofs = [t.get_window_extent() for ax in drawn.axes for t in ax.texts if t.get_text() and t not in labels]
+    assert roofs  # DRAM's and the fp64 roof's labels
+    for i, box in enumerate(boxes):
+        assert not any(box.overlaps(other) for other in [*boxes[i + 1 :], *roofs]), labels[i].get_text()
+        assert drawn.bbox.contains(box.x0, box.y0)  # in the figure, not cut by its edge
+        assert drawn.bbox.contains(box.x1, box.y1)
+
+
 # -- the roofline plot command: every fault one line, exit 2 ---------------------------------------
 
 

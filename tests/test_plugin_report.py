@@ -506,6 +506,117 @@ def test_the_report_fits_the_terminal(
     assert ("achieved" in lines[start]) is (columns == 200)  # the achieved rate, when there is room
 
 
+#: a module whose test ids are longer than a narrow terminal's table has room for
+LONG_IDS = f"""
+import pytest
+
+@pytest.mark.parametrize("variant", ["numpy-fused", "numpy-unfused"])
+def test_bias_relu_of_a_rather_long_name(roofline, variant):
+    roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+"""
+LONG_MODULE = "test_kernels_in_a_module_with_a_long_name"
+
+
+def test_the_report_in_a_ci_log_has_every_column_and_whole_test_ids(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS")
+    rl.makepyfile(**{LONG_MODULE: LONG_IDS})
+    result = rl.runpytest_subprocess("--roofline-report", "--color=no")  # its stdout a pipe: no terminal
+    result.assert_outcomes(passed=2)
+    rows = table(result)
+    assert rows[0] == list(TABLE_HEADERS)  # floor, measured, achieved and ceiling among them
+    assert [row[0] for row in rows[1:]] == [
+        f"{LONG_MODULE}.py::test_bias_relu_of_a_rather_long_name[{variant}]"
+        for variant in ("numpy-fused", "numpy-unfused")
+    ]
+    # the floor, measured, achieved and ceiling cells: what a cut row loses first
+    assert all(row[5:9] == ["2000 µs", "2500 µs ± 0.0%", "80.0 GB/s", "100 GB/s"] for row in rows[1:])
+    assert max(map(len, result.stdout.lines)) > 80  # a whole row, however wide
+
+
+def run_in_a_terminal(path: Path, columns: int, *args: str) -> list[str]:
+    """The lines ``pytest ARGS`` prints in ``path`` with its stdout a terminal ``columns`` wide (a
+    pseudo-terminal) and no COLUMNS in its environment."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "PYTEST_ADDOPTS")}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    process = subprocess.Popen(
+        command, cwd=path, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower
+    )
+    os.close(follower)
+    output = b""
+    try:
+        while select.select([leader], [], [], 120)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the run ended and closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+    finally:
+        process.kill()
+        process.wait()
+        os.close(leader)
+    return output.decode().replace("\r\n", "\n").splitlines()
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminal on this platform")
+def test_the_report_in_an_80_column_terminal_fits_it_ids_keeping_their_start_and_end(
+    rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS")
+    rl.makepyfile(**{LONG_MODULE: LONG_IDS})
+    lines = run_in_a_terminal(rl.path, 80, "--roofline-report", "--color=no")
+    assert any("2 passed" in line for line in lines), "\n".join(lines)
+    start = next(i for i, line in enumerate(lines) if line.startswith("test ") and "verdict" in line)
+    rows = lines[start : start + 4]
+    assert max(map(len, rows)) <= 80, "\n".join(rows)
+    assert "floor" not in rows[0]  # the columns that did not fit left out
+    for row, variant in zip(rows[2:], ("numpy-fused", "numpy-unfused"), strict=True):
+        test = row.split("  ")[0]
+        assert "…" in test
+        assert test.startswith("test_kernels_in")
+        assert test.endswith(f"{variant}]")
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminal on this platform")
+def test_the_table_fits_columns_where_set_else_a_terminal_and_is_whole_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import fcntl
+    import io
+    import pty
+    import struct
+    import sys
+    import termios
+
+    from pytest_roofline.plugin.summary import table_width
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 97, 0, 0))
+    with open(follower, "w") as terminal, open(tmp_path / "log", "w") as log:
+        monkeypatch.setattr(sys, "__stdout__", terminal)
+        monkeypatch.setenv("COLUMNS", "123")
+        assert table_width() == 123  # set by the user: it wins, as in pytest
+        monkeypatch.delenv("COLUMNS")
+        assert table_width() == 97
+        for stdout in (log, io.StringIO(), None):  # a file, no file descriptor at all, no stdout
+            monkeypatch.setattr(sys, "__stdout__", stdout)
+            assert table_width() is None
+    os.close(leader)
+
+
 def test_the_columns_option_chooses_them(rl: pytest.Pytester) -> None:
     rl.makepyfile(test_suite=SUITE)
     result = rl.runpytest("--roofline-report", "--roofline-columns=test,achieved,verdict")

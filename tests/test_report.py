@@ -414,6 +414,16 @@ def test_the_table_fits_the_terminal(width: int) -> None:
         assert "…" in lines[2]  # the long test ids lose their middle
 
 
+def test_a_test_id_cut_to_fit_keeps_its_start_and_its_end() -> None:
+    rs = [{**r, "nodeid": "tests/kernels/test_a_rather_long_module_name.py::TestClass::" + r["nodeid"][6:]}
+          for r in records()]  # fmt: skip
+    tests = [line.split("  ")[0] for line in format_table(rs, width=80)[2:]]
+    # the module's start, then the parameters (or the function's end): never only one of them
+    assert tests == [
+        "test_a_rathe…[small]", "test_a_rat…test_gemm", "test_a_rat…test_tf32", "test_a_rat…:test_gpu",
+    ]  # fmt: skip
+
+
 def test_columns_can_be_chosen() -> None:
     lines = format_table(records(), columns=("test", "achieved", "verdict"))
     assert lines[0].split() == ["test", "achieved", "verdict"]

@@ -114,6 +114,51 @@ def test_every_exception_the_package_defines_is_a_roofline_error() -> None:
     assert not strays, f"not RooflineErrors: {strays}"
 
 
+def _called(node: ast.AST) -> str:
+    """The name a call calls (``register_op`` of ``register_op(...)`` or ``op_registry.register_op(...)``)."""
+    if not isinstance(node, ast.Call):
+        return ""
+    return node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+
+
+def test_every_op_is_registered_through_register_op() -> None:
+    """Each op the package defines is one ``register_op(OpSpec(...))``, every field given by keyword
+    (the spec has no defaults: one left out fails at import), and no module but the registry's own
+    writes the registry: a catalogue has no side table to forget."""
+    from pytest_roofline.model.ops import all_ops
+
+    declared: dict[str, str] = {}
+    strays = []
+    for name in sorted(ALL - {"pytest_roofline.model.op_registry"}):
+        _, tree = source(name)
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+        registered = [call.args[0] for call in calls if _called(call) == "register_op" and call.args]
+        for spec in (call for call in calls if _called(call) == "OpSpec"):
+            if spec not in registered or spec.args:
+                strays.append(f"{name}:{spec.lineno}: an OpSpec not given to register_op by keywords")
+                continue
+            fields = {k.arg: k.value for k in spec.keywords}
+            op = fields.get("name")
+            assert isinstance(op, ast.Constant), f"{name}:{spec.lineno}: the op's name is not written out"
+            assert op.value not in declared, (
+                f"{op.value} is declared twice: in {declared[op.value]} and {name}"
+            )
+            declared[op.value] = name
+        for node in registered:
+            if isinstance(node, ast.Constant):
+                strays.append(f"{name}:{node.lineno}: register_op({node.value!r}, ...): declare an OpSpec")
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Name, ast.Attribute)) and "_REGISTRY" in (
+                getattr(node, "id", ""),
+                getattr(node, "attr", ""),
+            ):
+                strays.append(f"{name}:{node.lineno}: touches the op registry's table")
+    assert not strays
+    ours = {spec.name: spec.cost_fn.__module__ for spec in all_ops() if spec.cost_fn.__module__ in ALL}
+    assert ours == declared  # every op the package registers, each declared where its cost function is
+    assert len(declared) >= 20
+
+
 @pytest.mark.parametrize("name", ["Result", "Verdict", "Roofline", "RooflineError", "RooflineUsageError"])
 def test_the_types_a_user_meets_are_exported(name: str) -> None:
     assert name in pytest_roofline.__all__

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .core import Cost
-from .op_registry import CostFunction, OpError, Param, ParamKind, Params, register_op
+from .op_registry import OpError, OpSpec, Param, Params, register_op
 from .operands import block_scales, operand_dtypes, scale_bytes, storage
 
 
@@ -58,6 +58,32 @@ def _check_groups(op: str, p: Params) -> None:
         raise OpError(f"{op}: group_size={group} does not divide K={k}; scales come one per group along K")
 
 
+register_op(OpSpec(
+    name="gemm",
+    params=(Param("M"), Param("N"), Param("K"), Param("batch", 1), *operand_dtypes("abc"),
+            *block_scales()),
+    cost_fn=_gemm,
+    flops_formula="2·batch·M·N·K",
+    bytes_formula="batch·(M·K·a + K·N·b + M·N·c + scales) (a, b, c: each operand's size, dtype's unless "
+    "given; scales: K·N/group_size of scale_dtype)",
+    # complex_flops: a complex multiply-add is 8 real FLOPs, a real one 2
+    matrix=True, complex_flops=4, real=True, packed=True, needs_dtype=False,
+    aliases=(), cross_check=_check_groups,
+    source="W4A16 as Marlin and GPTQ store it: int4 weights, one fp16 scale per group_size along K",
+))  # fmt: skip
+
+
+register_op(OpSpec(
+    name="gemv", params=(Param("M"), Param("K"), *operand_dtypes("abc"), *block_scales()), cost_fn=_gemv,
+    flops_formula="2·M·K",
+    bytes_formula="M·K·a + K·b + M·c + scales (a: the matrix, b: x, c: y; scales: M·K/group_size of "
+    "scale_dtype)",
+    matrix=True, complex_flops=4, real=True, packed=True, needs_dtype=False,
+    aliases=(), cross_check=_check_groups,
+    source="",
+))  # fmt: skip
+
+
 def _dot(p: Params, size: float) -> Cost:
     """s = x · y over n elements.
 
@@ -66,6 +92,15 @@ def _dot(p: Params, size: float) -> Cost:
     """
     n = p["n"]
     return Cost(flops=2 * n, bytes=(2 * n + 1) * size)
+
+
+register_op(OpSpec(
+    name="dot", params=(Param("n"),), cost_fn=_dot,
+    flops_formula="2·n", bytes_formula="2·n + 1",
+    matrix=False, complex_flops=4, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
 
 
 def _elementwise(p: Params, size: float) -> Cost:
@@ -79,12 +114,39 @@ def _elementwise(p: Params, size: float) -> Cost:
     return Cost(flops=n * p["flops_per_element"], bytes=n * (p["inputs"] + p["outputs"]) * size)
 
 
+def _check_elementwise(op: str, p: Params) -> None:
+    if p["inputs"] + p["outputs"] == 0:
+        raise OpError(f"{op}: inputs and outputs cannot both be 0")
+
+
+register_op(OpSpec(
+    name="elementwise",
+    params=(Param("n"), Param("inputs", 1, "count"), Param("outputs", 1, "count"),
+            Param("flops_per_element", 1, "amount")),
+    cost_fn=_elementwise,
+    flops_formula="n·flops_per_element", bytes_formula="n·(inputs + outputs)",
+    # complex_flops 1: flops_per_element counts real FLOPs, as given
+    matrix=False, complex_flops=1.0, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=_check_elementwise,
+    source="",
+))  # fmt: skip
+
+
 def _copy(p: Params, size: float) -> Cost:
     """dst = src over n elements.
 
     FLOPs 0; bytes 2·n·size (read once, written once; write-allocate traffic is not counted, as in STREAM).
     """
     return Cost(flops=0, bytes=2 * p["n"] * size)
+
+
+register_op(OpSpec(
+    name="copy", params=(Param("n"),), cost_fn=_copy,
+    flops_formula="0", bytes_formula="2·n",
+    matrix=False, complex_flops=1.0, real=True, packed=True, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
 
 
 def _transpose(p: Params, size: float) -> Cost:
@@ -95,6 +157,15 @@ def _transpose(p: Params, size: float) -> Cost:
     return Cost(flops=0, bytes=2 * p["rows"] * p["cols"] * size)
 
 
+register_op(OpSpec(
+    name="transpose", params=(Param("rows"), Param("cols")), cost_fn=_transpose,
+    flops_formula="0", bytes_formula="2·rows·cols",
+    matrix=False, complex_flops=1.0, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
+
+
 def _reduction(p: Params, size: float) -> Cost:
     """A sum (or max, ...) of n elements into ``outputs`` results.
 
@@ -103,6 +174,16 @@ def _reduction(p: Params, size: float) -> Cost:
     """
     n = p["n"]
     return Cost(flops=n, bytes=(n + p["outputs"]) * size)
+
+
+register_op(OpSpec(
+    name="reduction", params=(Param("n"), Param("outputs", 1)), cost_fn=_reduction,
+    flops_formula="n", bytes_formula="n + outputs",
+    # complex_flops: a complex add is 2 real FLOPs, a real one 1
+    matrix=False, complex_flops=2, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
 
 
 def _softmax(p: Params, size: float) -> Cost:
@@ -116,6 +197,16 @@ def _softmax(p: Params, size: float) -> Cost:
     return Cost(flops=5 * rc, bytes=2 * rc * size)
 
 
+register_op(OpSpec(
+    name="softmax", params=(Param("rows"), Param("cols")), cost_fn=_softmax,
+    flops_formula="5·rows·cols", bytes_formula="2·rows·cols",
+    # no complex form: complex numbers have no maximum
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
+
+
 def _layernorm(p: Params, size: float) -> Cost:
     """Row-wise LayerNorm of a rows × cols matrix with affine gamma and beta.
 
@@ -126,6 +217,15 @@ def _layernorm(p: Params, size: float) -> Cost:
     return Cost(flops=8 * r * c, bytes=(2 * r * c + 2 * c) * size)
 
 
+register_op(OpSpec(
+    name="layernorm", params=(Param("rows"), Param("cols")), cost_fn=_layernorm,
+    flops_formula="8·rows·cols", bytes_formula="2·rows·cols + 2·cols",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
+
+
 def _rmsnorm(p: Params, size: float) -> Cost:
     """Row-wise RMSNorm of a rows × cols matrix with a gain vector.
 
@@ -133,6 +233,15 @@ def _rmsnorm(p: Params, size: float) -> Cost:
     """
     r, c = p["rows"], p["cols"]
     return Cost(flops=4 * r * c, bytes=(2 * r * c + c) * size)
+
+
+register_op(OpSpec(
+    name="rmsnorm", params=(Param("rows"), Param("cols")), cost_fn=_rmsnorm,
+    flops_formula="4·rows·cols", bytes_formula="2·rows·cols + cols",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
 
 
 def _attention(p: Params, size: float) -> Cost:
@@ -206,6 +315,27 @@ def _check_attention(op: str, p: Params) -> None:
         )
 
 
+register_op(OpSpec(
+    name="attention",
+    params=(Param("batch"), Param("heads"), Param("seq_q"), Param("seq_k"), Param("head_dim"),
+            Param("causal", False, "flag"), Param("kv_heads", None), Param("head_dim_v", None),
+            Param("window", None), Param("pass", None, "choice", ("fwd", "bwd", "fwd+bwd")),
+            Param("shared_kv", False, "flag"), *operand_dtypes(("q", "kv", "o"))),
+    cost_fn=_attention,
+    flops_formula="2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v) (avg_k = seq_k; causal: (max(0, "
+    "seq_k − seq_q) + seq_k)/2, capped by window; bwd ×2.5, fwd+bwd ×3.5)",
+    bytes_formula="batch·(heads·seq_q·(head_dim·q + head_dim_v·o) + kv_heads·keys·(head_dim + "
+    "head_dim_v)·kv) (keys = seq_k, or window + seq_q − 1; shared_kv: the cache once, no head_dim_v; "
+    "bwd: Q K V dO read, dQ dK dV written)",
+    # no complex form: its softmax needs real scores
+    matrix=True, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=_check_attention,
+    source="FlashAttention's benchmark (flash_attn/utils/benchmark.py, causal bottom-right from FA 2.1) "
+    "and FlashInfer's (bench_batch_decode: GQA K/V at kv_heads); not vLLM's perf metrics, which count "
+    "prefill attention without the causal halving",
+))  # fmt: skip
+
+
 def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
@@ -227,6 +357,27 @@ def _conv2d(p: Params, size: float) -> Cost:
     )
 
 
+def _check_conv2d(op: str, p: Params) -> None:
+    for axis, length, kernel in (("H", p["H"], p["R"]), ("W", p["W"], p["S"])):
+        if _conv_out(length, kernel, p["stride"], p["padding"]) < 1:
+            raise OpError(
+                f"{op}: the filter ({'R' if axis == 'H' else 'S'}={kernel}) does not fit in "
+                f"{axis}={length} with padding={p['padding']}; the output would be empty"
+            )
+
+
+register_op(OpSpec(
+    name="conv2d",
+    params=(Param("N"), Param("C"), Param("H"), Param("W"), Param("K"), Param("R"), Param("S"),
+            Param("stride", 1), Param("padding", 0, "count")),
+    cost_fn=_conv2d,
+    flops_formula="2·N·K·P·Q·C·R·S", bytes_formula="N·C·H·W + K·C·R·S + N·K·P·Q",
+    matrix=True, complex_flops=4, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=_check_conv2d,
+    source="",
+))  # fmt: skip
+
+
 def _fft(p: Params, size: float) -> Cost:
     """``batch`` complex-to-complex FFTs of n points each.
 
@@ -240,6 +391,16 @@ def _fft(p: Params, size: float) -> Cost:
     return Cost(flops=5 * b * n * math.log2(n), bytes=2 * b * n * size)
 
 
+register_op(OpSpec(
+    name="fft", params=(Param("n"), Param("batch", 1)), cost_fn=_fft,
+    flops_formula="5·batch·n·log2(n)", bytes_formula="2·batch·n",
+    # complex data only; the formula counts real FLOPs already
+    matrix=False, complex_flops=1.0, real=False, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="",
+))  # fmt: skip
+
+
 def _custom(p: Params, size: float) -> Cost:
     """Any kernel whose work you counted yourself.
 
@@ -249,101 +410,19 @@ def _custom(p: Params, size: float) -> Cost:
     return Cost(flops=p["flops"], bytes=p["bytes"])
 
 
-def _check_conv2d(op: str, p: Params) -> None:
-    for axis, length, kernel in (("H", p["H"], p["R"]), ("W", p["W"], p["S"])):
-        if _conv_out(length, kernel, p["stride"], p["padding"]) < 1:
-            raise OpError(
-                f"{op}: the filter ({'R' if axis == 'H' else 'S'}={kernel}) does not fit in "
-                f"{axis}={length} with padding={p['padding']}; the output would be empty"
-            )
-
-
 def _check_custom(op: str, p: Params) -> None:
     if not p["flops"] and not p["bytes"]:
         raise OpError(f"{op} needs flops or bytes greater than 0: with neither there is nothing to bound")
 
 
-def _check_elementwise(op: str, p: Params) -> None:
-    if p["inputs"] + p["outputs"] == 0:
-        raise OpError(f"{op}: inputs and outputs cannot both be 0")
-
-
-def _register_builtins() -> None:
-    count: ParamKind = "count"
-    builtin: list[tuple[str, list[Param], CostFunction, bool, str, str]] = [
-        ("gemm",
-         [Param("M"), Param("N"), Param("K"), Param("batch", 1), *operand_dtypes("abc"), *block_scales()],
-         _gemm, True, "2·batch·M·N·K",
-         "batch·(M·K·a + K·N·b + M·N·c + scales) (a, b, c: each operand's size, dtype's unless given; "
-         "scales: K·N/group_size of scale_dtype)"),
-        ("gemv", [Param("M"), Param("K"), *operand_dtypes("abc"), *block_scales()], _gemv, True, "2·M·K",
-         "M·K·a + K·b + M·c + scales (a: the matrix, b: x, c: y; scales: M·K/group_size of scale_dtype)"),
-        ("dot", [Param("n")], _dot, False, "2·n", "2·n + 1"),
-        ("elementwise",
-         [Param("n"), Param("inputs", 1, count), Param("outputs", 1, count),
-          Param("flops_per_element", 1, "amount")],
-         _elementwise, False, "n·flops_per_element", "n·(inputs + outputs)"),
-        ("copy", [Param("n")], _copy, False, "0", "2·n"),
-        ("transpose", [Param("rows"), Param("cols")], _transpose, False, "0", "2·rows·cols"),
-        ("reduction", [Param("n"), Param("outputs", 1)], _reduction, False, "n", "n + outputs"),
-        ("softmax", [Param("rows"), Param("cols")], _softmax, False, "5·rows·cols", "2·rows·cols"),
-        ("layernorm", [Param("rows"), Param("cols")], _layernorm, False,
-         "8·rows·cols", "2·rows·cols + 2·cols"),
-        ("rmsnorm", [Param("rows"), Param("cols")], _rmsnorm, False, "4·rows·cols", "2·rows·cols + cols"),
-        ("attention",
-         [Param("batch"), Param("heads"), Param("seq_q"), Param("seq_k"), Param("head_dim"),
-          Param("causal", False, "flag"), Param("kv_heads", None), Param("head_dim_v", None),
-          Param("window", None), Param("pass", None, "choice", ("fwd", "bwd", "fwd+bwd")),
-          Param("shared_kv", False, "flag"),
-          *operand_dtypes(("q", "kv", "o"))],
-         _attention, True,
-         "2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v) (avg_k = seq_k; causal: (max(0, seq_k − "
-         "seq_q) + seq_k)/2, capped by window; bwd ×2.5, fwd+bwd ×3.5)",
-         "batch·(heads·seq_q·(head_dim·q + head_dim_v·o) + kv_heads·keys·(head_dim + head_dim_v)·kv) "
-         "(keys = seq_k, or window + seq_q − 1; shared_kv: the cache once, no head_dim_v; "
-         "bwd: Q K V dO read, dQ dK dV written)"),
-        ("conv2d",
-         [Param("N"), Param("C"), Param("H"), Param("W"), Param("K"), Param("R"), Param("S"),
-          Param("stride", 1), Param("padding", 0, count)],
-         _conv2d, True, "2·N·K·P·Q·C·R·S", "N·C·H·W + K·C·R·S + N·K·P·Q"),
-        ("fft", [Param("n"), Param("batch", 1)], _fft, False, "5·batch·n·log2(n)", "2·batch·n"),
-        ("custom",
-         [Param("flops", 0, "amount"), Param("bytes", 0, "amount"),
-          Param("unit", "vector", "choice", ("vector", "tensor"))],
-         _custom, False, "flops", "bytes (in bytes, not elements)"),
-    ]  # fmt: skip
-    cross_checks = {
-        "conv2d": _check_conv2d, "custom": _check_custom, "elementwise": _check_elementwise,
-        "gemm": _check_groups, "gemv": _check_groups, "attention": _check_attention,
-    }  # fmt: skip
-    sources = {
-        "attention": "FlashAttention's benchmark (flash_attn/utils/benchmark.py, causal bottom-right from "
-        "FA 2.1) and FlashInfer's (bench_batch_decode: GQA K/V at kv_heads); not vLLM's perf metrics, "
-        "which count prefill attention without the causal halving",
-        "gemm": "W4A16 as Marlin and GPTQ store it: int4 weights, one fp16 scale per group_size along K",
-    }
-    # real FLOPs per counted FLOP on complex data: multiply-adds 4, sums 2; elementwise and custom
-    # count real FLOPs as given, fft's formula is already real FLOPs. Softmax, attention and the
-    # norms need ordered or real values: no complex form
-    complex_flops: dict[str, float | None] = {
-        "gemm": 4, "gemv": 4, "dot": 4, "conv2d": 4, "reduction": 2,
-        "attention": None, "softmax": None, "layernorm": None, "rmsnorm": None,
-    }  # fmt: skip
-    for name, params, fn, matrix, flops, nbytes in builtin:
-        register_op(
-            name,
-            params,
-            fn,
-            matrix=matrix,
-            flops=flops,
-            bytes=nbytes,
-            check=cross_checks.get(name),
-            complex_flops=complex_flops.get(name, 1.0),
-            real=name != "fft",
-            packed=name in ("gemm", "gemv", "copy", "custom"),
-            source=sources.get(name, ""),
-            replace=True,
-        )
-
-
-_register_builtins()
+register_op(OpSpec(
+    name="custom",
+    params=(Param("flops", 0, "amount"), Param("bytes", 0, "amount"),
+            Param("unit", "vector", "choice", ("vector", "tensor"))),
+    cost_fn=_custom,
+    flops_formula="flops", bytes_formula="bytes (in bytes, not elements)",
+    # its unit parameter picks the peak; complex data: real FLOPs, as given
+    matrix=False, complex_flops=1.0, real=True, packed=True, needs_dtype=False,
+    aliases=(), cross_check=_check_custom,
+    source="",
+))  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .core import Cost
 from .llm import LlmError, load_config, step_ops
-from .op_registry import OpError, Param, Params, register_op
+from .op_registry import OpError, OpSpec, Param, Params, register_op
 
 
 def _llm(p: Params, size: float) -> Cost:
@@ -36,17 +36,15 @@ def _check_llm(op: str, p: Params) -> None:
         raise OpError(f"{op}: {exc}") from None
 
 
-def _register() -> None:
-    register_op(
-        "llm",
-        [Param("config", kind="text"), Param("phase", "decode", "choice", ("decode", "prefill")),
-         Param("batch", 1), Param("context", 0, "count"), Param("prompt", None),
-         Param("weight_dtype", None, "dtype"), Param("kv_dtype", None, "dtype"), Param("tp", 1)],
-        _llm, matrix=True, flops="Σ ops (roofline llm CONFIG)",
-        bytes="Σ ops; the floor is the sum of the ops' floors", check=_check_llm, complex_flops=None,
-        source="one step of a Hugging Face config.json, op by op (roofline llm)", needs_dtype=True,
-        replace=True,
-    )  # fmt: skip
-
-
-_register()
+register_op(OpSpec(
+    name="llm",
+    params=(Param("config", kind="text"), Param("phase", "decode", "choice", ("decode", "prefill")),
+            Param("batch", 1), Param("context", 0, "count"), Param("prompt", None),
+            Param("weight_dtype", None, "dtype"), Param("kv_dtype", None, "dtype"), Param("tp", 1)),
+    cost_fn=_llm,
+    flops_formula="Σ ops (roofline llm CONFIG)",
+    bytes_formula="Σ ops; the floor is the sum of the ops' floors",
+    matrix=True, complex_flops=None, real=True, packed=False, needs_dtype=True,
+    aliases=(), cross_check=_check_llm,
+    source="one step of a Hugging Face config.json, op by op (roofline llm)",
+))  # fmt: skip

@@ -9,7 +9,7 @@ reader would count by hand (an exp is one). No pytest, no numpy.
 from __future__ import annotations
 
 from .core import Cost
-from .op_registry import OpError, Param, Params, register_op
+from .op_registry import OpError, OpSpec, Param, Params, register_op
 from .operands import SCALE_SIZES, scale_bytes, storage
 
 #: bytes of an index as PyTorch passes them (token ids, slot mappings, labels: int64)
@@ -29,6 +29,15 @@ def _swiglu(p: Params, size: float) -> Cost:
     return Cost(flops=5 * rc, bytes=3 * rc * size)
 
 
+register_op(OpSpec(
+    name="swiglu", params=(Param("rows"), Param("cols")), cost_fn=_swiglu,
+    flops_formula="5·rows·cols", bytes_formula="3·rows·cols",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=("silu_and_mul", "gelu_and_mul"), cross_check=None,
+    source="vLLM csrc/activation_kernels.cu: x[:, :d] activated times x[:, d:]",
+))  # fmt: skip
+
+
 def _add_rmsnorm(p: Params, size: float) -> Cost:
     """residual += x; x = rmsnorm(residual) · weight, in place: vLLM's fused_add_rms_norm.
 
@@ -37,6 +46,15 @@ def _add_rmsnorm(p: Params, size: float) -> Cost:
     """
     r, c = p["rows"], p["cols"]
     return Cost(flops=5 * r * c, bytes=(4 * r * c + c) * size)
+
+
+register_op(OpSpec(
+    name="add_rmsnorm", params=(Param("rows"), Param("cols")), cost_fn=_add_rmsnorm,
+    flops_formula="5·rows·cols", bytes_formula="4·rows·cols + cols",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=("fused_add_rms_norm",), cross_check=None,
+    source="vLLM csrc/layernorm_kernels.cu: x and residual read and written in place",
+))  # fmt: skip
 
 
 def _rope(p: Params, size: float) -> Cost:
@@ -49,6 +67,19 @@ def _rope(p: Params, size: float) -> Cost:
     """
     t, heads, rot = p["tokens"], p["heads"] + (p["kv_heads"] or p["heads"]), p["rotary_dim"] or p["head_dim"]
     return Cost(flops=3 * t * heads * rot, bytes=(2 * t * heads * rot + t * rot) * size)
+
+
+register_op(OpSpec(
+    name="rope",
+    params=(Param("tokens"), Param("heads"), Param("head_dim"), Param("kv_heads", None),
+            Param("rotary_dim", None)),
+    cost_fn=_rope,
+    flops_formula="3·tokens·(heads + kv_heads)·rotary_dim",
+    bytes_formula="2·tokens·(heads + kv_heads)·rotary_dim + tokens·rotary_dim",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=("rotary_embedding",), cross_check=None,
+    source="vLLM csrc/pos_encoding_kernels.cu: q and k in place, cos/sin cache",
+))  # fmt: skip
 
 
 def _moe(p: Params, size: float) -> Cost:
@@ -85,6 +116,22 @@ def _check_moe(op: str, p: Params) -> None:
         raise OpError(f"{op}: group_size={group} does not divide hidden={p['hidden']}")
 
 
+register_op(OpSpec(
+    name="moe",
+    params=(Param("tokens"), Param("experts"), Param("top_k"), Param("hidden"), Param("intermediate"),
+            Param("gated", True, "flag"), Param("active", None), Param("w_dtype", None, "dtype"),
+            Param("group_size", None), Param("scale_dtype", None, "choice", tuple(SCALE_SIZES))),
+    cost_fn=_moe,
+    flops_formula="2·tokens·top_k·hidden·intermediate·(3 gated | 2)",
+    bytes_formula="active·hidden·intermediate·(3 | 2)·w + 2·tokens·hidden + 12·tokens·top_k (bytes)",
+    matrix=True, complex_flops=None, real=True, packed=True, needs_dtype=False,
+    aliases=("fused_moe",), cross_check=_check_moe,
+    source="vLLM fused_moe (model_executor/layers/fused_moe). active = min(tokens·top_k, experts), "
+    "balanced routing: the most experts any routing hits, the upper bound of the weight traffic; a "
+    "skewed routing hits fewer (as few as top_k): pass active= when the test knows its routing",
+))  # fmt: skip
+
+
 def _kv_cache_write(p: Params, size: float) -> Cost:
     """Write this step's K and V into the paged cache: vLLM's reshape_and_cache.
 
@@ -97,6 +144,18 @@ def _kv_cache_write(p: Params, size: float) -> Cost:
     return Cost(flops=0, bytes=elements * (size + storage(p, "kv", size)) + INDEX_BYTES * p["tokens"])
 
 
+register_op(OpSpec(
+    name="kv_cache_write",
+    params=(Param("tokens"), Param("kv_heads"), Param("head_dim"), Param("kv_dtype", None, "dtype"),
+            Param("shared_kv", False, "flag")),
+    cost_fn=_kv_cache_write,
+    flops_formula="0", bytes_formula="2·tokens·kv_heads·head_dim·(1 + kv) + 8·tokens (bytes)",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=("reshape_and_cache", "reshape_and_cache_flash", "concat_and_cache_mla"), cross_check=None,
+    source="vLLM csrc/cache_kernels.cu: k and v scattered to their slots",
+))  # fmt: skip
+
+
 def _embedding(p: Params, size: float) -> Cost:
     """out[tokens, hidden] = table[ids]: a gather.
 
@@ -105,6 +164,15 @@ def _embedding(p: Params, size: float) -> Cost:
     """
     t, h = p["tokens"], p["hidden"]
     return Cost(flops=0, bytes=INDEX_BYTES * t + (min(t, p["vocab"]) + t) * h * size)
+
+
+register_op(OpSpec(
+    name="embedding", params=(Param("tokens"), Param("vocab"), Param("hidden")), cost_fn=_embedding,
+    flops_formula="0", bytes_formula="(min(tokens, vocab) + tokens)·hidden + 8·tokens (bytes)",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="a gather: VocabParallelEmbedding",
+))  # fmt: skip
 
 
 _QUANTIZED = {"fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
@@ -122,6 +190,18 @@ def _quantize(p: Params, size: float) -> Cost:
     return Cost(flops=2 * rc, bytes=rc * (size + _QUANTIZED[p["to"]]) + scales * FP32_BYTES)
 
 
+register_op(OpSpec(
+    name="quantize",
+    params=(Param("rows"), Param("cols"), Param("to", "fp8_e4m3", "choice", tuple(_QUANTIZED)),
+            Param("per", "token", "choice", ("token", "tensor"))),
+    cost_fn=_quantize,
+    flops_formula="2·rows·cols", bytes_formula="rows·cols·(1 + 1 byte) + 4·scales (bytes)",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=("scaled_fp8_quant", "scaled_int8_quant"), cross_check=None,
+    source="vLLM csrc/quantization: dynamic per-token or per-tensor scales",
+))  # fmt: skip
+
+
 def _cross_entropy(p: Params, size: float) -> Cost:
     """Softmax cross-entropy of rows × vocab logits against integer labels (Liger's fused kernel).
 
@@ -133,66 +213,10 @@ def _cross_entropy(p: Params, size: float) -> Cost:
     return Cost(flops=4 * r * v, bytes=r * v * size + r * (INDEX_BYTES + FP32_BYTES))
 
 
-def _register() -> None:
-    register_op(
-        "swiglu", [Param("rows"), Param("cols")], _swiglu, flops="5·rows·cols", bytes="3·rows·cols",
-        aliases=("silu_and_mul", "gelu_and_mul"), complex_flops=None,
-        source="vLLM csrc/activation_kernels.cu: x[:, :d] activated times x[:, d:]", replace=True,
-    )  # fmt: skip
-    register_op(
-        "add_rmsnorm", [Param("rows"), Param("cols")], _add_rmsnorm, flops="5·rows·cols",
-        bytes="4·rows·cols + cols", aliases=("fused_add_rms_norm",), complex_flops=None,
-        source="vLLM csrc/layernorm_kernels.cu: x and residual read and written in place", replace=True,
-    )  # fmt: skip
-    register_op(
-        "rope",
-        [Param("tokens"), Param("heads"), Param("head_dim"), Param("kv_heads", None),
-         Param("rotary_dim", None)],
-        _rope, flops="3·tokens·(heads + kv_heads)·rotary_dim",
-        bytes="2·tokens·(heads + kv_heads)·rotary_dim + tokens·rotary_dim", aliases=("rotary_embedding",),
-        complex_flops=None, source="vLLM csrc/pos_encoding_kernels.cu: q and k in place, cos/sin cache",
-        replace=True,
-    )  # fmt: skip
-    register_op(
-        "moe",
-        [Param("tokens"), Param("experts"), Param("top_k"), Param("hidden"), Param("intermediate"),
-         Param("gated", True, "flag"), Param("active", None), Param("w_dtype", None, "dtype"),
-         Param("group_size", None), Param("scale_dtype", None, "choice", tuple(SCALE_SIZES))],
-        _moe, matrix=True, flops="2·tokens·top_k·hidden·intermediate·(3 gated | 2)",
-        bytes="active·hidden·intermediate·(3 | 2)·w + 2·tokens·hidden + 12·tokens·top_k (bytes)",
-        check=_check_moe, complex_flops=None, packed=True, aliases=("fused_moe",),
-        source="vLLM fused_moe (model_executor/layers/fused_moe). active = min(tokens·top_k, experts), "
-        "balanced routing: the most experts any routing hits, the upper bound of the weight traffic; a "
-        "skewed routing hits fewer (as few as top_k): pass active= when the test knows its routing",
-        replace=True,
-    )  # fmt: skip
-    register_op(
-        "kv_cache_write",
-        [Param("tokens"), Param("kv_heads"), Param("head_dim"), Param("kv_dtype", None, "dtype"),
-         Param("shared_kv", False, "flag")],
-        _kv_cache_write, flops="0", bytes="2·tokens·kv_heads·head_dim·(1 + kv) + 8·tokens (bytes)",
-        aliases=("reshape_and_cache", "reshape_and_cache_flash", "concat_and_cache_mla"),
-        complex_flops=None,
-        source="vLLM csrc/cache_kernels.cu: k and v scattered to their slots", replace=True,
-    )  # fmt: skip
-    register_op(
-        "embedding", [Param("tokens"), Param("vocab"), Param("hidden")], _embedding, flops="0",
-        bytes="(min(tokens, vocab) + tokens)·hidden + 8·tokens (bytes)", complex_flops=None,
-        source="a gather: VocabParallelEmbedding", replace=True,
-    )  # fmt: skip
-    register_op(
-        "quantize",
-        [Param("rows"), Param("cols"), Param("to", "fp8_e4m3", "choice", tuple(_QUANTIZED)),
-         Param("per", "token", "choice", ("token", "tensor"))],
-        _quantize, flops="2·rows·cols", bytes="rows·cols·(1 + 1 byte) + 4·scales (bytes)",
-        aliases=("scaled_fp8_quant", "scaled_int8_quant"), complex_flops=None,
-        source="vLLM csrc/quantization: dynamic per-token or per-tensor scales", replace=True,
-    )  # fmt: skip
-    register_op(
-        "cross_entropy", [Param("rows"), Param("vocab")], _cross_entropy, flops="4·rows·vocab",
-        bytes="rows·vocab + 12·rows (bytes)", complex_flops=None,
-        source="Liger-Kernel's fused cross-entropy: logits read once", replace=True,
-    )  # fmt: skip
-
-
-_register()
+register_op(OpSpec(
+    name="cross_entropy", params=(Param("rows"), Param("vocab")), cost_fn=_cross_entropy,
+    flops_formula="4·rows·vocab", bytes_formula="rows·vocab + 12·rows (bytes)",
+    matrix=False, complex_flops=None, real=True, packed=False, needs_dtype=False,
+    aliases=(), cross_check=None,
+    source="Liger-Kernel's fused cross-entropy: logits read once",
+))  # fmt: skip

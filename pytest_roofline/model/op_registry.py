@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from ..errors import RooflineUsageError
 from .core import Cost, Precision, Unit, did_you_mean, parse_dtype
@@ -134,34 +134,41 @@ def _as_real(value: object) -> float | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OpSpec:
-    """An operation: its parameters, its cost function and whether it is matrix-shaped."""
+    """An operation, every field given: a field left out is an error where the op is declared, never a
+    default that is wrong for it (an op that forgot ``complex_flops`` would take complex data).
+
+    The catalogues declare each op as one ``register_op(OpSpec(...))``; :func:`register_op` also
+    builds one from keywords, with defaults for a user's op.
+    """
 
     name: str
     params: tuple[Param, ...]
+    #: ``cost(params, itemsize)``: the op's Cost; its docstring states the formula and what it assumes
     cost_fn: CostFunction
+    #: short formulas for ``roofline ops`` and the docs' table
+    flops_formula: str
+    bytes_formula: str
     #: matrix-shaped ops may run on tensor units; the rest use the vector peak
-    matrix: bool = False
-    flops_formula: str = ""
-    bytes_formula: str = ""
-    #: rules across parameters (a conv2d filter fits its input, a custom op has work), or None
-    cross_check: CrossCheck | None = None
+    matrix: bool
     #: real FLOPs per counted FLOP on complex data, or None where the op has no complex form. A
     #: formula counts real arithmetic; a complex multiply-add is 8 real FLOPs where a real one is
     #: 2 (4 for multiply-add ops), a complex add 2 where a real one is 1 (2 for sums)
-    complex_flops: float | None = 1.0
+    complex_flops: float | None
     #: whether the op takes real (and integer) data; False for ops defined on complex data (fft)
-    real: bool = True
+    real: bool
     #: whether ``dtype`` may be a packed sub-byte integer (int4): ops whose kernels have such a form
-    packed: bool = False
+    packed: bool
     #: the kernel names users know it by (``silu_and_mul`` for ``swiglu``)
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...]
+    #: rules across parameters (a conv2d filter fits its input, a custom op has work), or None
+    cross_check: CrossCheck | None
     #: where its counting convention comes from, or how it is derived (``roofline ops`` prints it)
-    source: str = ""
+    source: str
     #: whether the cost function needs the dtype's name, not only its size (a whole model's step):
     #: it then finds it in ``params["dtype"]``
-    needs_dtype: bool = False
+    needs_dtype: bool
 
     @property
     def doc(self) -> str:
@@ -283,24 +290,40 @@ _REGISTRY: dict[str, OpSpec] = {}
 _ALIASES: dict[str, str] = {}
 
 
+@overload
+def register_op(spec: OpSpec, /, *, replace: bool = ...) -> OpSpec: ...
+
+
+@overload
 def register_op(
     name: str,
     params: Sequence[str | Param],
     cost: CostFunction,
     *,
-    matrix: bool = False,
-    flops: str = "",
-    bytes: str = "",
-    check: CrossCheck | None = None,
-    complex_flops: float | None = 1.0,
-    real: bool = True,
-    packed: bool = False,
-    aliases: Sequence[str] = (),
-    source: str = "",
-    needs_dtype: bool = False,
+    matrix: bool = ...,
+    flops: str = ...,
+    bytes: str = ...,
+    check: CrossCheck | None = ...,
+    complex_flops: float | None = ...,
+    real: bool = ...,
+    packed: bool = ...,
+    aliases: Sequence[str] = ...,
+    source: str = ...,
+    needs_dtype: bool = ...,
+    replace: bool = ...,
+) -> OpSpec: ...
+
+
+def register_op(
+    name: str | OpSpec,
+    params: Sequence[str | Param] | None = None,
+    cost: CostFunction | None = None,
+    *,
     replace: bool = False,
+    **fields: Any,
 ) -> OpSpec:
-    """Add an op to the catalogue.
+    """Add an op to the catalogue: an :class:`OpSpec` with every field given (as the catalogues
+    declare theirs), or its name, parameters and cost function with the other fields as keywords.
 
     ``params`` are Param objects or plain names (a required positive integer each). ``cost`` is
     called as ``cost(params, itemsize)`` with checked parameters (``itemsize`` in bytes, 0.5 for
@@ -315,17 +338,71 @@ def register_op(
     >>> spec = register_op("axpby", ["n"], lambda p, size: Cost(3 * p["n"], 3 * p["n"] * size),
     ...                    flops="3·n", bytes="3·n", replace=True)
     """
+    if isinstance(name, OpSpec):
+        if params is not None or cost is not None or fields:
+            raise OpError(
+                f"op {name.name!r}: an OpSpec holds every field; give register_op only replace= beside it"
+            )
+        spec = name
+    else:
+        for keyword in fields.keys() - (_spec.__kwdefaults__ or {}):
+            known = [*(_spec.__kwdefaults__ or {}), "replace"]
+            raise OpError(f"register_op has no keyword {keyword!r}{did_you_mean(keyword, known)}")
+        spec = _spec(name, params, cost, **fields)
+    _check_spec(spec, replace)
+    _REGISTRY[spec.name] = spec
+    _ALIASES.update(dict.fromkeys(spec.aliases, spec.name))
+    return spec
+
+
+def _spec(
+    name: str,
+    params: Sequence[str | Param] | None,
+    cost: CostFunction | None,
+    *,
+    matrix: bool = False,
+    flops: str = "",
+    bytes: str = "",
+    check: CrossCheck | None = None,
+    complex_flops: float | None = 1.0,
+    real: bool = True,
+    packed: bool = False,
+    aliases: Sequence[str] = (),
+    source: str = "",
+    needs_dtype: bool = False,
+) -> OpSpec:
+    """A user's op from :func:`register_op`'s keywords: the defaults of its fields are these."""
+    return OpSpec(
+        name=name,
+        params=tuple(p if isinstance(p, Param) else Param(p) for p in params or ()),
+        cost_fn=cost,  # type: ignore[arg-type]  # _check_spec refuses one that is not callable
+        flops_formula=flops,
+        bytes_formula=bytes,
+        matrix=matrix,
+        complex_flops=complex_flops,
+        real=real,
+        packed=packed,
+        aliases=tuple(aliases),
+        cross_check=check,
+        source=source,
+        needs_dtype=needs_dtype,
+    )
+
+
+def _check_spec(spec: OpSpec, replace: bool) -> None:
+    """An OpError naming the op and the field that cannot be registered, if one cannot."""
+    name, complex_flops = spec.name, spec.complex_flops
     if not isinstance(name, str) or not name.isidentifier():
         raise OpError(f"op name must be an identifier; got {name!r}")
     if name in _REGISTRY and not replace:
         raise OpError(f"op {name!r} is already registered; pass replace=True to redefine it")
-    for alias in aliases:
+    for alias in spec.aliases:
         owner = _ALIASES.get(alias)
         taken = alias in _REGISTRY or owner not in (None, name)
         if not alias.isidentifier() or (taken and not replace):
             raise OpError(f"op {name!r}: alias {alias!r} is not an identifier or names another op already")
-    if not callable(cost):
-        raise OpError(f"cost for op {name!r} must be callable; got {cost!r}")
+    if not callable(spec.cost_fn):
+        raise OpError(f"cost for op {name!r} must be callable; got {spec.cost_fn!r}")
     if complex_flops is not None and not (
         isinstance(complex_flops, (int, float))
         and not isinstance(complex_flops, bool)
@@ -333,12 +410,13 @@ def register_op(
         and complex_flops > 0
     ):
         raise OpError(f"op {name!r}: complex_flops must be a positive number or None; got {complex_flops!r}")
-    if complex_flops is None and not real:
+    if complex_flops is None and not spec.real:
         raise OpError(f"op {name!r} takes neither real data (real=False) nor complex (complex_flops=None)")
-    checked = tuple(p if isinstance(p, Param) else Param(p) for p in params)
-    names = [p.name for p in checked]
+    if not all(isinstance(p, Param) for p in spec.params):
+        raise OpError(f"op {name!r}: an OpSpec's params must be Param objects; got {spec.params!r}")
+    names = spec.param_names
     if len(set(names)) != len(names):
-        raise OpError(f"op {name!r} lists a parameter twice: {names}")
+        raise OpError(f"op {name!r} lists a parameter twice: {list(names)}")
     for param_name in names:
         if not param_name.isidentifier():
             raise OpError(f"op {name!r}: parameter names must be identifiers; got {param_name!r}")
@@ -347,24 +425,6 @@ def register_op(
                 f"op {name!r}: {param_name!r} cannot be a parameter: every caller already uses it "
                 f"(reserved: {', '.join(sorted(RESERVED_NAMES))})"
             )
-    spec = OpSpec(
-        name,
-        checked,
-        cost,
-        matrix=matrix,
-        flops_formula=flops,
-        bytes_formula=bytes,
-        cross_check=check,
-        complex_flops=complex_flops,
-        real=real,
-        packed=packed,
-        aliases=tuple(aliases),
-        source=source,
-        needs_dtype=needs_dtype,
-    )
-    _REGISTRY[name] = spec
-    _ALIASES.update(dict.fromkeys(aliases, name))
-    return spec
 
 
 def restore_op(spec: OpSpec) -> None:

@@ -2,12 +2,13 @@
 
 Each device used gets a panel: its DRAM-bandwidth slope and a flat roof for each precision and unit
 that a measurement was judged against, labelled, with the ridge point marked; each measurement is a
-point coloured by its verdict and labelled by its test; with a baseline, an arrow runs from where
-the test stood then. matplotlib is imported only here, only when a plot is asked for (the ``plot``
-extra); :func:`require_matplotlib` says so as a clear error. Ops that do no arithmetic (a copy) have
-no place on a FLOP/s axis: the caption counts them, and those whose figures cannot be drawn (a NaN, a
-negative byte count: :func:`fault` says which) too. Every text from the data is drawn as it is, never
-as mathtext or TeX: a test id may hold a ``$``.
+point coloured by its verdict and labelled by its test (points drawn over each other share one
+label, and a label goes where it covers no other text or point); with a baseline, an arrow runs
+from where the test stood then. matplotlib is imported only here, only when a plot is asked for
+(the ``plot`` extra); :func:`require_matplotlib` says so as a clear error. Ops that do no
+arithmetic (a copy) have no place on a FLOP/s axis: the caption counts them, and those whose
+figures cannot be drawn (a NaN, a negative byte count: :func:`fault` says which) too. Every text
+from the data is drawn as it is, never as mathtext or TeX: a test id may hold a ``$``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from ..model import units
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.text import Annotation
+    from matplotlib.transforms import Bbox
 
 Record = Mapping[str, Any]
 
@@ -79,6 +83,8 @@ COLOURS = {
     "faster-than-light": "#CC79A7",
 }
 _ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
+#: the artist label of a point's label, where a test finds them in a :func:`figure`
+POINT_LABEL = "point-label"
 #: for every Text drawn from the data: a ``$`` in a test id is a dollar, not the start of mathtext
 _AS_IS: dict[str, Any] = {"parse_math": False, "usetex": False}
 
@@ -172,6 +178,24 @@ def draw(
     """Draw the plot to ``path`` (.svg or .png), atomically; returns the path written. ``records`` and
     ``devices``: typed records, :class:`Point` s or their JSON; ``baseline``: records with a time."""
     target = check_path(path)
+    drawn = figure(records, devices, baseline=baseline, title=title)
+    image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
+    drawn.savefig(image, format=target.suffix[1:].lower(), dpi=150)
+    try:
+        files.write(target, image.getvalue())
+    except OSError as exc:
+        raise PlotError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    return target
+
+
+def figure(
+    records: Sequence[object],
+    devices: Sequence[object],
+    *,
+    baseline: Mapping[tuple[str, str], object] | None = None,
+    title: str = "",
+) -> Figure:
+    """The plot as a matplotlib Figure, laid out, its point labels apart (what :func:`draw` saves)."""
     require_matplotlib()
     from matplotlib.figure import Figure
 
@@ -181,11 +205,12 @@ def draw(
     shown = [r for r in shown_all if r.get("verdict") != "skipped"]
     measured = [r for r in shown if fault(r) is None and r["flops"] > 0]
     panels = [d for d in devices if any(r.get("device") == d["key"] for r in measured)] or list(devices[:1])
-    figure = Figure(figsize=(8.0 * max(1, len(panels)), 5.6), layout="constrained")
-    axes = figure.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    drawn = Figure(figsize=(8.0 * max(1, len(panels)), 5.6), layout="constrained")
+    axes = drawn.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    labels: list[tuple[Annotation, float]] = []
     for ax, device in zip(axes, panels, strict=False):
         on_device = [r for r in measured if r.get("device") == device["key"]]
-        _panel(ax, device, on_device, old_times)
+        labels += _panel(ax, device, on_device, old_times)
     flopless = sum(1 for r in shown if fault(r) is None and r["flops"] == 0)
     faulty = sum(1 for r in shown if fault(r) is not None)
     caption = title or "pytest-roofline"
@@ -193,19 +218,16 @@ def draw(
         caption += f"  ({flopless} measurement(s) with no FLOPs, e.g. copies, are not on a FLOP/s axis)"
     if faulty:
         caption += f"  ({faulty} measurement(s) could not be drawn)"
-    figure.suptitle(caption, fontsize=11, **_AS_IS)
-    image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
-    figure.savefig(image, format=target.suffix[1:].lower(), dpi=150)
-    try:
-        files.write(target, image.getvalue())
-    except OSError as exc:
-        raise PlotError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    return target
+    drawn.suptitle(caption, fontsize=11, **_AS_IS)
+    _lead_apart(drawn, labels)
+    return drawn
 
 
 def _panel(
     ax: Axes, device: Record, records: Sequence[Record], baseline: Mapping[tuple[str, str], Record]
-) -> None:
+) -> list[tuple[Annotation, float]]:
+    """One device's roofs and points; the points' labels, one per spot (:func:`_spots`), each with
+    the size of its spot's marker."""
     bandwidth = float(device["bandwidth"])
     # the math's precision: peak_precision since schema 2, precision before
     used = {(r.get("peak_precision", r.get("precision")), r.get("unit")) for r in records}
@@ -216,7 +238,11 @@ def _panel(
     low = 10 ** math.floor(math.log10(min(intensities) / 4)) if intensities else 1e-2
     high = 10 ** math.ceil(math.log10(max(intensities) * 4)) if intensities else 1e3
     top = max([p["flops"] for p in roofs], default=bandwidth)
-    xs = [low, high]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    floor_y = min([r["flops"] / r["time_s"] for r in records] + [bandwidth * low])
+    ax.set_ylim(floor_y / 3, top * 3)
     # the memory roof, up to the highest compute roof
     ax.plot([low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.6)
     ax.text(
@@ -249,14 +275,16 @@ def _panel(
         ax.plot(
             [x], [y], marker="o", markersize=size, color=colour, markeredgecolor="white", linestyle="none"
         )
-        ax.annotate(
-            _short(r), (x, y), xytext=(5, -3), textcoords="offset points", fontsize=7, va="top", **_AS_IS
+    labels = [
+        (
+            ax.annotate(
+                ", ".join(spot.names), (spot.x, spot.y), xytext=(5, -3), textcoords="offset points",
+                fontsize=7, va="top", label=POINT_LABEL, in_layout=False, **_AS_IS,
+            ),  # placed by _lead_apart, after the layout (which it therefore leaves as it is)
+            spot.size,
         )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(*xs)
-    floor_y = min([r["flops"] / r["time_s"] for r in records] + [bandwidth * low])
-    ax.set_ylim(floor_y / 3, top * 3)
+        for spot in _spots(ax, records)
+    ]  # fmt: skip
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(str(device.get("name", device["key"])), fontsize=10, **_AS_IS)
@@ -268,6 +296,110 @@ def _panel(
     ]
     if handles:
         ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
+    return labels
+
+
+@dataclass(slots=True)
+class _Spot:
+    """Where markers are drawn over each other: the first one's place (and in points on the
+    panel), the largest one's size, and the names of them all."""
+
+    x: float
+    y: float
+    at: tuple[float, float]
+    size: float
+    names: list[str]
+
+    def holds(self, at: tuple[float, float], size: float) -> bool:
+        """Whether a marker of ``size`` centred at ``at`` (in points) has its centre in this spot's
+        marker, or this spot's centre in it."""
+        return math.hypot(at[0] - self.at[0], at[1] - self.at[1]) <= max(size, self.size) / 2
+
+
+def _spots(ax: Axes, records: Sequence[Record]) -> list[_Spot]:
+    """The spots the points are drawn at: a point joins the first spot whose marker its centre lies
+    in (``roofline llm``'s qkv_proj, o_proj and lm_head share one intensity and rate), so that their
+    names read as one label, not printed over each other."""
+    to_points = 72 / ax.figure.dpi if ax.figure is not None else 1.0
+    spots: list[_Spot] = []
+    for r in records:
+        x, y = r["flops"] / r["bytes"], r["flops"] / r["time_s"]
+        at_x, at_y = ax.transData.transform((x, y)) * to_points
+        at, size, name = (float(at_x), float(at_y)), float(r.get("size", 7)), _short(r)
+        spot = next((spot for spot in spots if spot.holds(at, size)), None)
+        if spot is None:
+            spots.append(_Spot(x, y, at, size, [name]))
+            continue
+        spot.size = max(spot.size, size)
+        if name not in spot.names:
+            spot.names.append(name)
+    return spots
+
+
+#: where a point's label may go, in this order: right of it and below, left and above (on a roof's
+#: slope both sides of the line are free), left and below, right and above; its near corner at
+#: (x · reach, y · 3) points from the point, reach clear of the point's marker
+_PLACES = ((1, -1), (-1, 1), (-1, -1), (1, 1))
+
+
+def _lead_apart(drawn: Figure, labels: Sequence[tuple[Annotation, float]]) -> None:
+    """Place each point's label, top point first, where it overlaps no marker and no text placed
+    before it (the roofs' labels, the labels of points above) and stays inside its panel: the first
+    such place beside its point, else the first place inside the panel, moved down below what is in
+    its way. The figure is laid out first: a label's extent depends on it, and a label takes no
+    part in it (a moved label moves no point)."""
+    gap = 1.0  # points between two texts
+    to_points = 72 / drawn.dpi
+
+    def top_first(pair: tuple[Annotation, float]) -> tuple[float, float]:
+        x, y = pair[0].axes.transData.transform(pair[0].xy) if pair[0].axes is not None else (0.0, 0.0)
+        return (-y, x)
+
+    drawn.draw_without_rendering()
+    fixed = [t for ax in drawn.axes for t in ax.texts if t.get_text() and t.get_label() != POINT_LABEL]
+    placed = [text.get_window_extent() for text in fixed]  # the roofs' labels stay
+    placed += [_marker(label, size, drawn.dpi) for label, size in labels]
+    for label, size in sorted(labels, key=top_first):
+        reach = max(5.0, size / 2 + 1.5)  # clear of its marker, however large
+        inside = [place for place in _PLACES if _within(_put(label, reach, place), label)]
+        free = (place for place in inside if not _clashes(_put(label, reach, place), placed))
+        box = _put(label, reach, next(free, None) or (inside or _PLACES)[0])
+        for _ in range(len(placed)):  # each step moves it below every text it still overlaps
+            clashes = _clashes(box, placed)
+            if not clashes:
+                break
+            dx, dy = label.xyann
+            label.xyann = (dx, dy - (box.y1 - min(other.y0 for other in clashes)) * to_points - gap)
+            box = label.get_window_extent()
+        placed.append(box)
+
+
+def _marker(label: Annotation, size: float, dpi: float) -> Bbox:
+    """Where the marker of a label's point is drawn, in pixels."""
+    from matplotlib.transforms import Bbox
+
+    x, y = label.axes.transData.transform(label.xy) if label.axes is not None else label.xy
+    radius = size / 2 * dpi / 72
+    return Bbox.from_extents(x - radius, y - radius, x + radius, y + radius)
+
+
+def _put(label: Annotation, reach: float, place: tuple[int, int]) -> Bbox:
+    """Move ``label`` to ``place`` (one of :data:`_PLACES`) beside its point; its extent there."""
+    across, up = place
+    label.xyann = (across * reach, up * 3.0)
+    label.set_horizontalalignment("left" if across > 0 else "right")
+    label.set_verticalalignment("top" if up < 0 else "bottom")
+    return label.get_window_extent()
+
+
+def _within(box: Bbox, label: Annotation) -> bool:
+    """Whether ``box`` lies across its panel's width: a label past the edge would be cut."""
+    panel = label.axes.bbox if label.axes is not None else box
+    return bool(panel.x0 <= box.x0 and box.x1 <= panel.x1)
+
+
+def _clashes(box: Bbox, placed: Sequence[Bbox]) -> list[Bbox]:
+    return [other for other in placed if box.overlaps(other)]
 
 
 def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float, top: float) -> None:

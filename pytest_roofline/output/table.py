@@ -4,7 +4,9 @@ No pytest here (the plugin's summary writes these lines)."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any, TypeVar
 
 from ..model import units
@@ -98,30 +100,6 @@ def _caches(d: DeviceRecord) -> str:
     return "; ".join(parts)
 
 
-#: every column of the terminal table, in its order: name -> header
-COLUMNS: dict[str, str] = {
-    "test": "test",
-    "op": "op and shape",
-    "dtype": "dtype",
-    "bound": "bound",
-    "intensity": "FLOP/B",
-    "floor": "floor",
-    "time": "measured (± noise)",
-    "achieved": "achieved",
-    "ceiling": "ceiling",
-    "attained": "attained",
-    "budget": "budget",
-    "machine": "machine",
-    "verdict": "verdict",
-}
-TABLE_HEADERS = tuple(COLUMNS.values())
-#: what a narrow terminal keeps first; the rest join, in this order, while the table fits
-ESSENTIAL = ("test", "op", "attained", "budget", "verdict")
-PRIORITY = (*ESSENTIAL, "achieved", "ceiling", "time", "bound", "machine", "floor", "dtype", "intensity")
-#: the op and test columns are shortened to no fewer characters than this to fit
-MIN_TEST_WIDTH = 20
-
-
 def ordered(records: Sequence[AnyRecord]) -> list[AnyRecord]:
     """The table's order: memory-bound rows first, then compute-bound, then skipped, each in run order."""
     rank = {"memory": 0, "compute": 1}
@@ -137,53 +115,62 @@ def ordered(records: Sequence[AnyRecord]) -> list[AnyRecord]:
 def table_rows(
     records: Sequence[Record | Mapping[str, Any]], devices: Iterable[DeviceRecord | Mapping[str, Any]] = ()
 ) -> list[list[str]]:
-    """One row per record, in :func:`ordered` order; readable without color (MISS is upper case).
+    """One row per record, in :func:`ordered` order, a cell per column of :data:`TABLE_COLUMNS`;
+    readable without color (MISS is upper case).
 
     Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
     which judged the row (``figures #2``), as the device headers number them.
     """
-    rows = []
     numbers = _figures_numbers(devices)
     typed = [as_record(r) for r in records]
     prefix = _common_directory([r.nodeid for r in typed])
+    rows = []
     for r in ordered(typed):
-        test = r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else "")
-        if not isinstance(r, MeasurementRecord):
-            rows.append([test, r.label, *[""] * (len(COLUMNS) - 3), str(r.verdict)])  # why: skipped_notes
-            continue
-        rows.append(_row(r, test, numbers))
+        row = Row(r, r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else ""), numbers)
+        rows.append([column.read(row) for column in TABLE_COLUMNS])
     return rows
 
 
-def _row(r: MeasurementRecord, test: str, numbers: Mapping[str, tuple[int, int]]) -> list[str]:
+def _time_cell(r: MeasurementRecord) -> str:
     noise = f"{units.seconds(r.time_s)} ± {(r.stats.ci_rel if r.stats else 0.0) * 100:.1f}%"
     if r.cache_state == "warm":
         noise += " warm"
         if r.memory_level != "dram":
             noise += f" {r.memory_level.upper()}"
+    return noise
+
+
+def _attained_cell(r: MeasurementRecord) -> str:
     attained = "inf" if r.attained is None else units.percent(r.attained)
-    if r.attained_ci_rel:
-        attained += f" ±{r.attained_ci_rel * 100:.0f}%"
-    verdict = str(r.verdict)
-    if r.verdict is not Verdict.PASS and r.mode in ("report", "measure"):
-        verdict += f" ({r.mode})"  # recorded, but it did not fail the test
-    elif r.xfailed:
+    return attained + (f" ±{r.attained_ci_rel * 100:.0f}%" if r.attained_ci_rel else "")
+
+
+def _verdict_cell(record: Record) -> str:
+    verdict = str(record.verdict)
+    if not isinstance(record, MeasurementRecord):
+        return verdict  # why: skipped_notes
+    if record.verdict is not Verdict.PASS and record.mode in ("report", "measure"):
+        verdict += f" ({record.mode})"  # recorded, but it did not fail the test
+    elif record.xfailed:
         verdict += " (xfail)"  # the test expected to miss: a bad variant on display
-    return [
-        test,
-        r.label if r.inferred else f"{r.op} {r.shape}".strip(),  # "auto: gemm M=4096 N=4096 K=4096 bf16"
-        r.dtype + (f"→{r.peak_precision}" if r.peak_precision != r.dtype else ""),
-        bound_cell(r),
-        "inf" if r.intensity is None else units.intensity(r.intensity),
-        units.seconds(r.floor_s),
-        noise,
-        achieved_cell(r),
-        ceiling_cell(r),
-        attained,
-        budget_percent(r.min_fraction),
-        _machine(r, numbers),
-        verdict,
-    ]
+    return verdict
+
+
+def _dtype_cell(r: MeasurementRecord) -> str:
+    """``bf16``, or ``complex64→fp32`` where the math's precision is another."""
+    return r.dtype + (f"→{r.peak_precision}" if r.peak_precision != r.dtype else "")
+
+
+def _intensity_cell(r: MeasurementRecord) -> str:
+    return "inf" if r.intensity is None else units.intensity(r.intensity)
+
+
+def _op_cell(record: Record) -> str:
+    """``gemm M=4096 N=4096 K=4096``, or the label of an inferred call (``auto: gemm ...``) or of a
+    skipped row."""
+    if not isinstance(record, MeasurementRecord) or record.inferred:
+        return record.label
+    return f"{record.op} {record.shape}".strip()
 
 
 def achieved_cell(record: MeasurementRecord) -> str:
@@ -233,9 +220,12 @@ def machine_cell(record: MeasurementRecord | Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _machine(record: MeasurementRecord, numbers: Mapping[str, tuple[int, int]]) -> str:
+def _machine(row: Row) -> str:
     """The machine cell, after the GPU the row ran on (``GPU 3``, as the run numbers them) when the
     record names one."""
+    record, numbers = row.record, row.figures
+    if not isinstance(record, MeasurementRecord):
+        return ""
     gpu = f"GPU {record.device_index}" if record.device_index is not None else ""
     return ", ".join(part for part in (gpu, _with_figures(machine_cell(record), record, numbers)) if part)
 
@@ -253,6 +243,70 @@ def _common_directory(nodeids: Sequence[str]) -> str:
         return ""
     common = posixpath.commonpath(directories)  # node ids use "/" on every platform
     return f"{common}/" if common else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What a column reads: a record, its test as the table names it (the shared directory left
+    out), and each device's figures numbers where a device had several sets this run."""
+
+    record: Record
+    test: str
+    figures: Mapping[str, tuple[int, int]]
+
+
+class Cut(Enum):
+    """How a cell too wide for the terminal is shortened."""
+
+    #: keeps its start: ``layernorm rows=8192 co…``
+    HEAD = "head"
+    #: keeps its start and its end, the parameters: ``test_lay…[numpy-fused]``
+    ENDS = "ends"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the terminal table: its name (``--roofline-columns``), its header, how it reads
+    a row, and how it fits a narrow terminal."""
+
+    name: str
+    header: str
+    read: Callable[[Row], str]
+    #: 0 for a column a narrow terminal always keeps; the others join by this rank while the table fits
+    keep: int
+    #: how a kept column's cells are shortened when the kept columns alone are too wide, or None: never
+    cut: Cut | None
+
+
+def _measured(read: Callable[[MeasurementRecord], str]) -> Callable[[Row], str]:
+    """A column that only a measurement fills: a skipped row's cell is empty."""
+    return lambda row: read(row.record) if isinstance(row.record, MeasurementRecord) else ""
+
+
+#: the terminal table's columns, in their order
+TABLE_COLUMNS: tuple[Column, ...] = (
+    Column("test", "test", lambda row: row.test, keep=0, cut=Cut.ENDS),
+    Column("op", "op and shape", lambda row: _op_cell(row.record), keep=0, cut=Cut.HEAD),
+    Column("dtype", "dtype", _measured(_dtype_cell), keep=7, cut=None),
+    Column("bound", "bound", _measured(bound_cell), keep=4, cut=None),
+    Column("intensity", "FLOP/B", _measured(_intensity_cell), keep=8, cut=None),
+    Column("floor", "floor", _measured(lambda r: units.seconds(r.floor_s)), keep=6, cut=None),
+    Column("time", "measured (± noise)", _measured(_time_cell), keep=3, cut=None),
+    Column("achieved", "achieved", _measured(achieved_cell), keep=1, cut=None),
+    Column("ceiling", "ceiling", _measured(ceiling_cell), keep=2, cut=None),
+    Column("attained", "attained", _measured(_attained_cell), keep=0, cut=None),
+    Column("budget", "budget", _measured(lambda r: budget_percent(r.min_fraction)), keep=0, cut=None),
+    Column("machine", "machine", _machine, keep=5, cut=None),
+    Column("verdict", "verdict", lambda row: _verdict_cell(row.record), keep=0, cut=None),
+)  # fmt: skip
+#: every column's name -> its header, in the table's order
+COLUMNS: dict[str, str] = {column.name: column.header for column in TABLE_COLUMNS}
+TABLE_HEADERS = tuple(COLUMNS.values())
+#: what a narrow terminal keeps first; the rest join, in this order, while the table fits
+ESSENTIAL = tuple(column.name for column in TABLE_COLUMNS if column.keep == 0)
+PRIORITY = (*ESSENTIAL, *(c.name for c in sorted(TABLE_COLUMNS, key=lambda c: c.keep) if c.keep))
+#: the op and test columns are shortened to no fewer characters than this to fit
+MIN_TEST_WIDTH = 20
 
 
 def skipped_notes(records: Sequence[Record | Mapping[str, Any]]) -> list[str]:
@@ -299,21 +353,21 @@ def format_table(
     rows = table_rows(records, devices)
     if columns is not None or width is None:
         return _tabulate(rows, tuple(columns or COLUMNS))
-    chosen: list[str] = list(ESSENTIAL)
-    for name in PRIORITY[len(ESSENTIAL) :]:
-        if _width(_tabulate(rows, _in_order([*chosen, name]))) <= width:
-            chosen.append(name)
+    chosen = [column.name for column in TABLE_COLUMNS if column.keep == 0]
+    for column in sorted((c for c in TABLE_COLUMNS if c.keep), key=lambda c: c.keep):
+        if _width(_tabulate(rows, _in_order([*chosen, column.name]))) <= width:
+            chosen.append(column.name)
     lines = _tabulate(rows, _in_order(chosen))
-    # the essential columns alone are too wide: the op keeps its name and first parameters, then the
-    # test its end (the function and its parameters say more than the module's path)
-    for name, keep_head in (("op", True), ("test", False)):
+    # the essential columns alone are too wide: the columns that may be cut give way, those that keep
+    # their head first (the op loses its last parameters: detail), then the others (the test)
+    cuttable = [(at, c.cut) for at, c in enumerate(TABLE_COLUMNS) if c.cut is not None and c.name in chosen]
+    for at, cut in sorted(cuttable, key=lambda column: column[1] is not Cut.HEAD):
         excess = _width(lines) - width
         if excess <= 0:
             break
-        at = list(COLUMNS).index(name)
         longest = max(len(row[at]) for row in rows) if rows else 0
         room = max(MIN_TEST_WIDTH, longest - excess)
-        rows = [[*row[:at], _shorten(row[at], room, keep_head), *row[at + 1 :]] for row in rows]
+        rows = [[*row[:at], _shorten(row[at], room, cut), *row[at + 1 :]] for row in rows]
         lines = _tabulate(rows, _in_order(chosen))
     return lines
 
@@ -335,11 +389,17 @@ def _width(lines: Sequence[str]) -> int:
     return max(map(len, lines), default=0)
 
 
-def _shorten(text: str, width: int, keep_head: bool) -> str:
-    """``layernorm rows=8192 co…`` (the head kept) or ``…test_layernorm[numpy-fused]`` (the tail)."""
+def _shorten(text: str, width: int, cut: Cut) -> str:
+    """``text`` in ``width`` characters, as ``cut`` says. A test id keeps its parameters (from the
+    test name's first ``[``) at its end, in up to half the room, and its start in the rest."""
     if len(text) <= width:
         return text
-    return f"{text[: width - 1]}…" if keep_head else f"…{text[len(text) - (width - 1) :]}"
+    room = width - 1
+    if cut is Cut.HEAD:
+        return f"{text[:room]}…"
+    opening, half = text.find("[", text.rfind("::") + 1), room // 2
+    end = min(len(text) - opening, half) if opening >= 0 else half
+    return f"{text[: room - end]}…{text[len(text) - end :]}"
 
 
 def summary_counts(records: Sequence[Record | Mapping[str, Any]]) -> str:

@@ -4,7 +4,9 @@ what the run gathered (:class:`.run_state.RunState`)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
     """The notes, then (with ``--roofline-report``) the device headers and the table, colored by
     verdict; then what the run's gate and JSON file have to say. Every line but the table's rows
-    (sized to the terminal already) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
+    (sized by :func:`table_width`) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
     settings, records = state.settings, state.records
     write = _Writer(tr)
     if state.spread:
@@ -69,6 +71,21 @@ class _Writer:
             self._tr.write_line(part, **markup)
 
 
+def table_width() -> int | None:
+    """The width the report's table fits: ``COLUMNS`` where it is set (as pytest reads it), else the
+    terminal's; None where stdout is no terminal (a CI log scrolls: every column, whole test ids)."""
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    stdout = sys.__stdout__  # the process's own, as shutil.get_terminal_size reads it (not capture's)
+    if stdout is None:
+        return None
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns or 80  # a terminal that reports no width: 80
+    except (ValueError, OSError):  # a closed stdout, or no terminal
+        return None
+
+
 def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) -> None:
     from ..model.verdict import Verdict
     from ..output.table import format_device_headers, format_table, ordered, skipped_notes, summary_counts
@@ -79,8 +96,7 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
         write(line)
     if records:
         columns = settings.columns
-        width = None if columns else shutil.get_terminal_size().columns  # COLUMNS, as pytest reads it
-        lines = format_table(records, devices, width=width, columns=columns)
+        lines = format_table(records, devices, width=None if columns else table_width(), columns=columns)
         for line in lines[:2]:
             tr.write_line(line, bold=True)
         for line, record in zip(lines[2:], ordered(records), strict=True):
