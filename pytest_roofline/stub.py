@@ -74,7 +74,7 @@ class Untimed:
     ) -> None:
         __tracebackhide__ = True
         from .errors import RooflineError
-        from .timing.engine import SetupError, call_once, check_call
+        from .timing.calls import SetupError, call_once, check_call
 
         try:
             check_call(kwargs, setup)

@@ -19,7 +19,7 @@ from pytest_roofline.timing.base import (
     WatchesClocks,
 )
 from pytest_roofline.timing.cpu import CpuBackend
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.latency_floors import latency_floor_s
 
 CAPABILITIES = (HostReadings, WatchesClocks, TakesStreams, HoldsLaunches, MeasuresLatencyFloor)

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_roofline.machine import calibrate
 from pytest_roofline.machine.cachelevels import AddSweep, level_details, levels_of, rates_from_details
-from pytest_roofline.machine.calibrate import Ceilings
+from pytest_roofline.machine.calibration_cache import Ceilings
 from pytest_roofline.machine.capacity import (
     PAST_KNEE,
     Sweep,
@@ -365,7 +365,7 @@ def test_a_cache_from_before_the_sweep_gains_capacities_once(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(calibrate, "_cpu_memo", {})
     caches = fake_sysfs(tmp_path / "sys", SYSFS_480)
-    monkeypatch.setattr("pytest_roofline.machine.cachelevels.cpu_caches", lambda: caches)
+    monkeypatch.setattr("pytest_roofline.timing.host_caches.cpu_caches", lambda: caches)
     old = Ceilings(
         bandwidth=Figure(DRAM, Source.MEASURED),
         peaks={(p, Unit.VECTOR): Figure(1e11, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},

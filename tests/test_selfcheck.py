@@ -437,18 +437,20 @@ def few_cases() -> list[gpu.GpuCase]:
 def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
     device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_roofline.timing import cuda
+    from pytest_roofline.machine.selfcheck import gpu_run
+    from pytest_roofline.timing.cuda.backend import CudaBackend
 
     monkeypatch.setattr(gpu, "CASES", tuple(few_cases()))
     monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run.CASES", tuple(few_cases()))
     built: list[dict[str, object]] = []
 
-    class CountedBackend(cuda.CudaBackend):
+    class CountedBackend(CudaBackend):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             built.append(kwargs)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(cuda, "CudaBackend", CountedBackend)
+    monkeypatch.setattr(gpu, "CudaBackend", CountedBackend)
+    monkeypatch.setattr(gpu_run, "CudaBackend", CountedBackend)
     out = tmp_path / "check.json"
 
     code = cli.main(["selfcheck", "--fake", "--device", device, "--json", str(out)])
@@ -578,7 +580,7 @@ def test_bad_options_are_one_line_and_exit_2_before_anything_runs(
         raise AssertionError("measured despite a bad option")
 
     monkeypatch.setattr(cpu, "run_cpu", never)
-    monkeypatch.setattr("pytest_roofline.timing.cuda.device_count", lambda: 0)
+    monkeypatch.setattr("pytest_roofline.timing.cuda.loading.device_count", lambda: 0)
 
     code = cli.main(["selfcheck", *argv])
 

@@ -61,7 +61,7 @@ from .calibration_cache import Ceilings, plain_rate
 if TYPE_CHECKING:
     import numpy as np
 
-    from .cachelevels import CacheInfo
+    from ..timing.host_caches import CacheInfo
     from .capacity import Sweep
     from .cpupeak import CpuPeak
 
@@ -129,8 +129,9 @@ def measure_cpu(
     """
     import numpy as np
 
+    from ..timing.host_caches import cpu_caches
     from ..timing.host_memory import available_memory
-    from .cachelevels import cpu_caches, level_details, measure_capacities, measure_level_rates
+    from .cachelevels import level_details, measure_capacities, measure_level_rates
     from .capacity import capacity_details, roof_caches
 
     if array_bytes is not None and (not isinstance(array_bytes, int) or array_bytes < 8):

@@ -11,28 +11,6 @@ measurement found (:mod:`.measurement`), under which settings (:mod:`.policy`) a
 
 Nothing here imports a layer above (timing, machine, analysis, output, plugin): those produce the
 values this package defines (a :class:`~.measurement.Measurement`) and read what it computes.
-
-The core types are importable from here too (``from pytest_roofline.model import Device``), as
-they were when this package was one module; on first use, so that importing one of the modules
-above (the plugin's idle path imports :mod:`.units`) does not import them all.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-#: the names of :mod:`.core` this package answers for
-CORE_NAMES = frozenset(
-    {
-        "Bound", "Cost", "Device", "Estimate", "Figure", "MemoryLevel", "Precision", "Source", "Unit",
-        "at_level", "did_you_mean", "parse_dtype", "roofline",
-    }
-)  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name not in CORE_NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import core
-
-    return getattr(core, name)

@@ -22,11 +22,11 @@ if TYPE_CHECKING:
     from ..machine.cpupeak import CpuPeak
     from ..model.ceilings import ProbeReference
     from ..model.core import Device, Estimate
+    from ..model.measurement import Measurement
     from ..model.verdict import Result
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.clocks import ClockWatcher
-    from ..timing.engine import Measurement
     from .request import KernelCall, Request
     from .run_devices import Devices
     from .run_state import RunState
@@ -76,7 +76,7 @@ def measure_call(
     """
     __tracebackhide__ = True
     settings = state.settings
-    from ..timing.engine import SetupError
+    from ..timing.calls import SetupError
 
     with failing_the_test(RooflineError):
         device = devices.device(request.device_spec)

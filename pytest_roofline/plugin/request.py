@@ -31,7 +31,7 @@ from .placement import place
 
 if TYPE_CHECKING:
     from ..model.inference import Inference
-    from ..model.ops import OpSpec
+    from ..model.op_registry import OpSpec
     from ..model.policy import Policy
     from .options import SessionSettings
 

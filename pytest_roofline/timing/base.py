@@ -30,12 +30,7 @@ if TYPE_CHECKING:
     from pytest_roofline.timing.clocks import ClockWatcher
     from pytest_roofline.timing.contention import ThreadWait
 
-# the settings and the statistic are the model's; imported from here before they moved down
-from pytest_roofline.model.policy import Policy as Policy
-from pytest_roofline.model.policy import check_count
-from pytest_roofline.model.policy import check_positive as check_positive
-from pytest_roofline.model.stats import STATS as STATS
-from pytest_roofline.model.stats import Stat as Stat
+from pytest_roofline.model.policy import check_count, check_positive
 
 Kernel = Callable[..., object]
 

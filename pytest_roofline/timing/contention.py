@@ -26,25 +26,10 @@ from pathlib import Path
 
 # what the readings mean is the model's; their names are importable from here, where they were first
 from pytest_roofline.model.conditions import (
-    BUSY_LOAD_PER_CORE,
-    BUSY_PREEMPTED,
-    BUSY_STEAL,
-    HEAVY_LOAD_PER_CORE,
-    HEAVY_PREEMPTED,
-    HEAVY_STEAL,
     Contention,
-    Level,
 )
 
 __all__ = [
-    "BUSY_LOAD_PER_CORE",
-    "BUSY_PREEMPTED",
-    "BUSY_STEAL",
-    "HEAVY_LOAD_PER_CORE",
-    "HEAVY_PREEMPTED",
-    "HEAVY_STEAL",
-    "Contention",
-    "Level",
     "Snapshot",
     "between",
     "involuntary_switches",

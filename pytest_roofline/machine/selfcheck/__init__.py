@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InvalidValueError, UnavailableError
-from .compare import AGREES, DISAGREES, Report
+from .compare import Report
 
 if TYPE_CHECKING:
     from .gpu import GpuCase
 
-__all__ = ["AGREES", "DISAGREES", "Report", "selfcheck"]
+__all__ = ["selfcheck"]
 
 
 def selfcheck(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...model.core import Device, Source
 from ...model.units import byte_rate, flop_rate, seconds
+from ...timing.cuda.backend import CudaBackend
 from .compare import DISAGREES, Report, Verdict, compare, verdict
 from .gpu import (
     CASES,
@@ -51,7 +52,8 @@ def run_gpu(
     import cupy
     from cupyx.profiler import benchmark
 
-    from ...timing.cuda import CudaBackend, cuda_device, latency_floor
+    from ...timing.cuda.device import cuda_device
+    from ...timing.cuda.launch_latency import latency_floor
     from .gpu import optional_timers
 
     say = progress or _stderr
