@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .errors import RooflineError, RooflineUsageError, RooflineWarning
     from .machine.detect import detect_device, get_device
-    from .machine.estimate import estimate
+    from .machine.public_estimate import estimate
     from .model.core import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
     from .model.devices import DeviceError, DeviceProperties, register_device, unregister_device
     from .model.measurement import Measurement
@@ -59,7 +59,7 @@ _LAZY = {
     "Result": "model.verdict",
     "Verdict": "model.verdict",
     "Roofline": "plugin.fixture",
-    "estimate": "machine.estimate",
+    "estimate": "machine.public_estimate",
     "detect_device": "machine.detect",
     "get_device": "machine.detect",
     "Measurement": "model.measurement",

@@ -79,7 +79,7 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _floor(args: argparse.Namespace) -> str:
-    from .machine.estimate import estimate
+    from .machine.public_estimate import estimate
     from .model.ops import get_op
 
     get_op(args.op)  # a misspelled op first: it is the likelier mistake
@@ -452,7 +452,7 @@ def _analyze(args: argparse.Namespace) -> str:
 
 
 def _analyze_estimate(args: argparse.Namespace) -> Estimate:
-    from .machine.estimate import estimate
+    from .machine.public_estimate import estimate
     from .model.ops import get_op
 
     op, *assignments = args.op

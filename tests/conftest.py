@@ -31,10 +31,10 @@ import pytest_roofline.model.ops  # (its catalogues register into the registry o
 import pytest_roofline.output.jsonfile
 import pytest_roofline.timing.cuda.backend
 import pytest_roofline.timing.cuda.blocking
-import pytest_roofline.timing.cuda.ceilings
 import pytest_roofline.timing.cuda.device
 import pytest_roofline.timing.cuda.launch_latency
 import pytest_roofline.timing.cuda.loading
+import pytest_roofline.timing.cuda.measured_ceilings
 
 pytest_plugins = ["pytester"]
 

@@ -30,8 +30,8 @@ from pytest_roofline.machine.files import cache_dir
 from pytest_roofline.model.core import CacheSize, Device, Figure, MemoryLevel, Precision, Source, Unit
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.timing.cpu import cpu_model_name, last_level_cache_bytes
-from pytest_roofline.timing.cuda import ceilings as measured_ceilings
 from pytest_roofline.timing.cuda import device as cuda_dev
+from pytest_roofline.timing.cuda import measured_ceilings
 from pytest_roofline.timing.host_caches import CacheInfo
 
 P, V, TC = Precision, Unit.VECTOR, Unit.TENSOR
@@ -765,7 +765,7 @@ def test_format_calibration_of_a_gpu(cache: Path, h100: Device) -> None:
 
 
 def with_probes(fake: FakeMeasure, *, rate: float = 10e9) -> FakeMeasure:
-    from pytest_roofline.model.ceilings import ProbeReference
+    from pytest_roofline.model.paired_ceilings import ProbeReference
 
     c = fake.ceilings
     fake.ceilings = dataclasses.replace(

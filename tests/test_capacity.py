@@ -310,8 +310,8 @@ def test_the_flush_buffer_is_twice_the_share_the_process_gets(tmp_path: Path) ->
 
 
 def test_the_flushed_latency_floor_flushes_as_the_kernel_is_flushed() -> None:
+    from pytest_roofline.timing.backend_latency import latency_floor_s
     from pytest_roofline.timing.cpu import CpuBackend
-    from pytest_roofline.timing.latency_floors import latency_floor_s
 
     backend = CpuBackend(llc_bytes=lambda: 1 * MiB, resolution_s=1e-6)  # a 1 MiB share: 2 MiB flushes
     assert backend.flush_checksum == 0

@@ -797,8 +797,8 @@ def test_a_calibration_taken_under_load_is_scaled_by_the_probe_beside_the_kernel
     than light."""
     from pytest_roofline.machine.calibrate import calibrate_cpu
     from pytest_roofline.machine.calibration_cache import Ceilings
-    from pytest_roofline.model.ceilings import ProbeReference
     from pytest_roofline.model.core import Figure, Precision, Source, Unit
+    from pytest_roofline.model.paired_ceilings import ProbeReference
 
     low = Figure(1e3, Source.MEASURED)
     probes = {

@@ -232,3 +232,14 @@ def test_importing_the_package_installs_no_import_hook() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert done.stdout.strip() == "True", f"import hooks added: {done.stdout}"
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says what it holds, once: two ``estimate.py`` (or ``ceilings.py``) make a reader
+    (and a traceback) guess which one is meant."""
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name != "__init__.py":
+            by_name.setdefault(path.stem, []).append(str(path.relative_to(PACKAGE)))
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert not shared, f"modules of one name: {shared}"

@@ -395,7 +395,7 @@ def test_long_windows_are_each_read_for_preemption(clock: FakeClock) -> None:
 def test_the_flushed_latency_floor_times_an_empty_call_right_after_each_flush() -> None:
     from fakes import FakeBackend
 
-    from pytest_roofline.timing.latency import CPU_FLUSHED_LATENCY_POLICY, measure_latency_floor
+    from pytest_roofline.timing.cpu_latency import CPU_FLUSHED_LATENCY_POLICY, measure_latency_floor
 
     backend = FakeBackend(5e-6, flush_s=0.05)
     floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)

@@ -17,8 +17,7 @@ from pytest_roofline.model.core import Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import WARM
-from pytest_roofline.timing.cuda import blocking, loading
-from pytest_roofline.timing.cuda import ceilings as measured_ceilings
+from pytest_roofline.timing.cuda import blocking, loading, measured_ceilings
 from pytest_roofline.timing.cuda import device as cuda_dev
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.engine import measure

@@ -18,8 +18,7 @@ from fake_cupy import FakeCupy
 
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import WARM
-from pytest_roofline.timing.cuda import blocking, launch_latency, loading
-from pytest_roofline.timing.cuda import ceilings as measured_ceilings
+from pytest_roofline.timing.cuda import blocking, launch_latency, loading, measured_ceilings
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 from pytest_roofline.timing.engine import measure

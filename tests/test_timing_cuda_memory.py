@@ -8,7 +8,7 @@ import pytest
 from fake_cupy import FakeCupy
 
 from pytest_roofline.model.policy import Policy
-from pytest_roofline.timing.cuda import ceilings as measured_ceilings
+from pytest_roofline.timing.cuda import measured_ceilings
 from pytest_roofline.timing.cuda.backend import MIN_FLUSH_BYTES, CudaBackend
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)

@@ -15,15 +15,15 @@ from fake_cupy import FakeCudaError, FakeCupy
 from fake_torch import FakeTorch
 
 from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cpu_latency import (
+    cpu_latency_floor,
+    measure_latency_floor,
+)
 from pytest_roofline.timing.cuda import blocking, launch_latency, loading
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.blocking import MAX_HELD_CALLS
 from pytest_roofline.timing.cuda.loading import CupyInstallError
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.timing.latency import (
-    cpu_latency_floor,
-    measure_latency_floor,
-)
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 

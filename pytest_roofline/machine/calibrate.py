@@ -383,14 +383,14 @@ def calibrate_cuda(
 
     Keyed by what identifies the model, not the slot: name, table key, SM count, L2 size and the
     CuPy version, so identical GPUs share one calibration. ``measure`` replaces
-    ``timing.cuda.ceilings.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
+    ``timing.cuda.measured_ceilings.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
     ``l2_capacity`` ``timing.l2.l2_rate_at``, the kernel the L2's capacity is swept with (by default
     both only when ``measure`` is not replaced). The L2 roof is cached in a file of its own
     (:func:`cuda_l2_roof`), so the ceilings measured with or without it never shadow it: whoever
     measured it first (``roofline calibrate``, the plugin), every later calibration finds it.
     """
-    from ..timing.cuda.ceilings import CEILINGS_METHOD, measure_ceilings, tf32_requested
     from ..timing.cuda.device import cuda_device
+    from ..timing.cuda.measured_ceilings import CEILINGS_METHOD, measure_ceilings, tf32_requested
     from ..timing.host_caches import CacheInfo
     from ..timing.l2 import L2_METHOD, l2_rate_at, measure_l2_roof
     from .capacity import capacities_from_details, sweep_details

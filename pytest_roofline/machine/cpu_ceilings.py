@@ -53,9 +53,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ..model.ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from ..model.core import Figure, Precision, Source, Unit
 from ..model.devices import GB, MiB
+from ..model.paired_ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from .calibration_cache import Ceilings, plain_rate
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ Core types (:mod:`.core`: precisions, units, devices, costs, the estimate); the 
 step model :mod:`.llm`); the device table (:mod:`.devices`); ``estimate()`` (:mod:`.estimate`, with
 the choice of compute unit in :mod:`.unit_choice`); statistics over samples (:mod:`.stats`); what a
 measurement found (:mod:`.measurement`), under which settings (:mod:`.policy`) and conditions
-(:mod:`.conditions`); ceilings measured beside a kernel (:mod:`.ceilings`); user ceilings files
+(:mod:`.conditions`); ceilings measured beside a kernel (:mod:`.paired_ceilings`); user ceilings files
 (:mod:`.peaks`); the verdict (:mod:`.verdict`) and the units reports print (:mod:`.units`).
 
 Nothing here imports a layer above (timing, machine, analysis, output, plugin): those produce the

@@ -1,7 +1,7 @@
 """The verdict: how close a measured time came to the floor, and the message a kernel engineer reads.
 
 attained = floor / time. Where a probe ran beside the kernel (the CPU's default), the floor is
-computed at the ceiling measured in that same window (:mod:`pytest_roofline.model.ceilings`), so a busy
+computed at the ceiling measured in that same window (:mod:`pytest_roofline.model.paired_ceilings`), so a busy
 machine slows kernel and ceiling alike. The verdict has three outcomes and a guard:
 
 - **pass** / **miss**: attained at or above the budget, or below it, beyond the noise;
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidValueError
 from . import units
-from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .core import Estimate, Precision, Source
 from .measurement import Measurement
+from .paired_ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .stats import MIN_PRECISION_SAMPLES, Stats
 
 if TYPE_CHECKING:

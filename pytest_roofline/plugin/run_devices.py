@@ -206,7 +206,7 @@ class Devices:
         index = target.index or 0
         if self.settings.peaks == "measured":  # a visible GPU, or the table entry of one
             from ..machine.calibrate import calibrate_cuda
-            from ..timing.cuda.ceilings import measure_ceilings
+            from ..timing.cuda.measured_ceilings import measure_ceilings
 
             # calibration's matmuls are held as the kernels are
             measure = functools.partial(measure_ceilings, block=self.settings.cuda_block)

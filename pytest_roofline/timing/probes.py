@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from ..model.ceilings import BANDWIDTH, ProbeReference
+from ..model.paired_ceilings import BANDWIDTH, ProbeReference
 from .base import Probe
 
 if TYPE_CHECKING:

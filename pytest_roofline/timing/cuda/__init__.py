@@ -4,7 +4,7 @@ A package of one concern per module: :mod:`.loading` (CuPy, imported on first CU
 device checks), :mod:`.device` (what the driver reports), :mod:`.backend` (:class:`CudaBackend`),
 :mod:`.streams`, :mod:`.blocking`, :mod:`.graphs` and :mod:`.flush` (what the backend does around a
 window), :mod:`.kernels` (the CUDA C it launches), :mod:`.memory` (CuPy's pool given back),
-:mod:`.ceilings` (measured bandwidth and matmul FLOP/s) and :mod:`.launch_latency` (the latency
+:mod:`.measured_ceilings` (measured bandwidth and matmul FLOP/s) and :mod:`.launch_latency` (the latency
 floor). No module here imports :mod:`cupy` at import time: importing the package, or calling
 :func:`.loading.device_count` without CuPy, costs nothing and raises nothing.
 

@@ -8,11 +8,11 @@ from contextlib import suppress
 from typing import Any
 
 from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cpu_latency import LatencyFloor
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block, default_block
 from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
 from pytest_roofline.timing.cuda.loading import compiling, require_cupy, require_device, using_device
-from pytest_roofline.timing.latency import LatencyFloor
 
 #: the latency floor's own measurement: short, warm, never flushed
 LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25)
