@@ -25,10 +25,9 @@ A CPU has no datasheet we can trust here, so its ceilings are measured with nump
   numpy cannot fuse STREAM's triad, so it runs as the two passes it really is and both passes'
   bytes are counted; counting STREAM's 3 arrays would overstate bandwidth by 5/3. The read-only
   BLAS ``dot`` is there because a floor must never be above the true best time: it pays no
-  write-allocate and BLAS runs it on every core, so it outruns every single-threaded STREAM
-  kernel (on the reference 2-core Xeon: about 24 GB/s against copy's 18), and a numpy kernel
-  under test can do the same. Arrays are touched once, untimed, before any kernel is timed (page
-  faults); the best rate over all runs is kept.
+  write-allocate and BLAS runs it on every core, so it can outrun every single-threaded STREAM
+  kernel (docs/methodology.md), and a numpy kernel under test can do the same. Arrays are touched
+  once, untimed, before any kernel is timed (page faults); the best rate over all runs is kept.
 - *Compute* is ``np.matmul`` FLOP/s (2·n³ per call) for fp64 and fp32, with n chosen from a small
   probe so that one call takes about :data:`MATMUL_TARGET_S`; best of a few calls. Narrower
   float formats (tf32, fp16, bf16, fp8) take fp32's figure, marked :attr:`Source.DERIVED`:

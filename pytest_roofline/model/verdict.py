@@ -61,8 +61,8 @@ MULTITHREADED = 1.5
 #: their time was slowed by another job in a way no probe follows (see :func:`_threads_waited`)
 WAITED_SHARE = 0.15
 #: how much more than that waiting alone explains a multi-threaded kernel may slow beside another job
-#: (measured on the 2-core VM beside one busy process: 2.4x to 11x by matrix size): a miss by more
-#: than this is still a miss, so a suite's deliberately bad variants keep failing under pytest-xdist
+#: (by how much depends on its shape: docs/methodology.md): a miss by more than this is still a
+#: miss, so a suite's deliberately bad variants keep failing under pytest-xdist
 WAITED_SLACK = 10.0
 #: the relative half-width a kernel's time is given when its samples are too few for an interval of
 #: their own (:data:`.stats.MIN_PRECISION_SAMPLES`: a slow kernel under a short budget): two standard
@@ -269,7 +269,7 @@ def _judge(
         pass  # judged against the calibrated ceiling: the machine's best, which load cannot raise
     elif _single_threaded_compute(estimate, m):
         # The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded
-        # kernel keeps much more of its speed than they do (measured: the probe slowed 3x more).
+        # kernel keeps much more of its speed than they do (docs/methodology.md).
         # Its ceiling beside it is the share of its core it got: a neighbour on that core halves both.
         if m.cpu_share and estimate.peak_flops is not None:
             ceiling = PairedCeiling(
@@ -362,8 +362,8 @@ def _threads_waited(estimate: Estimate, m: Measurement) -> str:
 
     Beside a job that takes a core, threads that synchronize (BLAS) slow by far more than the
     share of the time they wait for a core, and by how much depends on the kernel's own shape
-    (measured on a 2-core VM beside one spinning process: 512³ sgemm 11x, 768³ dgemm 2.4x), so
-    no matmul probe of another shape follows them. A memory-bound kernel's probe still does.
+    (docs/methodology.md), so no matmul probe of another shape follows them. A memory-bound
+    kernel's probe still does.
     """
     if estimate.bound != "compute" or estimate.device.kind != "cpu":
         return ""
