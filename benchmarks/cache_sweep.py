@@ -39,17 +39,18 @@ from pytest_roofline.machine.calibrate import cpu_calibration, cpu_device_with_l
 from pytest_roofline.machine.calibration_report import cache_rows
 from pytest_roofline.machine.capacity import samples_from_details
 from pytest_roofline.machine.cpupeak import cpu_peak
-from pytest_roofline.model.ceilings import resource_of
 from pytest_roofline.model.core import Device, Estimate, Source, at_level
 from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.paired_ceilings import resource_of
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.units import seconds as format_seconds
 from pytest_roofline.model.verdict import Result, result_of
 from pytest_roofline.plugin.run_devices import cpu_backend_for
-from pytest_roofline.timing import Policy, measure
 from pytest_roofline.timing.base import Backend
 from pytest_roofline.timing.cache import plan_cache
 from pytest_roofline.timing.contention import take_snapshot
-from pytest_roofline.timing.latency import cpu_latency_floor
+from pytest_roofline.timing.cpu_latency import cpu_latency_floor
+from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.probes import probe_for
 
 STATES = ("cold", "warm", "pytest-benchmark")

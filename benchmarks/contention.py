@@ -37,13 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
 
 from pytest_roofline.machine.calibrate import cpu_calibration  # noqa: E402
-from pytest_roofline.model.ceilings import resource_of  # noqa: E402
 from pytest_roofline.model.estimate import estimate  # noqa: E402
+from pytest_roofline.model.paired_ceilings import resource_of  # noqa: E402
+from pytest_roofline.model.policy import Policy  # noqa: E402
 from pytest_roofline.model.verdict import Verdict, judge  # noqa: E402
-from pytest_roofline.timing import Policy, measure  # noqa: E402
 from pytest_roofline.timing.cache import plan_cache  # noqa: E402
 from pytest_roofline.timing.contention import take_snapshot  # noqa: E402
 from pytest_roofline.timing.cpu import CpuBackend  # noqa: E402
+from pytest_roofline.timing.engine import measure  # noqa: E402
 from pytest_roofline.timing.probes import probe_for  # noqa: E402
 
 NEIGHBOUR = ROOT.parent / "shared" / "tools" / "neighbour.py"

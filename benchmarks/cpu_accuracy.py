@@ -33,10 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from reference import pytest_benchmark_median
 
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import median_ci_ranks
 from pytest_roofline.model.units import seconds as format_seconds
-from pytest_roofline.timing import CachePlan, Policy, measure
+from pytest_roofline.timing.cache import CachePlan
 from pytest_roofline.timing.cpu import CpuBackend, last_level_cache_bytes
+from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.flushing import choose_flush
 
 METHODS = ("warm", "cold", "pytest-benchmark", "timeit")

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
 
 from pytest_roofline.errors import RooflineError  # noqa: E402
 from pytest_roofline.machine.selfcheck import selfcheck  # noqa: E402
-from pytest_roofline.machine.selfcheck.gpu import CASES, GpuCase  # noqa: E402
+from pytest_roofline.machine.selfcheck.gpu_check import CASES, GpuCase  # noqa: E402
 from pytest_roofline.timing.base import Kernel  # noqa: E402
 
 

@@ -28,8 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from cpu_accuracy import timeit_median  # this folder is on the path: the script runs from it
 
-from pytest_roofline.timing import FLUSHED, WARM, Policy, measure, sampling
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing import sampling
+from pytest_roofline.timing.cache import FLUSHED, WARM
 from pytest_roofline.timing.cpu import CpuBackend
+from pytest_roofline.timing.engine import measure
 
 BINS_S = (0.0, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6)
 

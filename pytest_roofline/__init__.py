@@ -13,20 +13,22 @@ run, and a run that measures nothing should pay for nothing.
 
 from __future__ import annotations
 
-import sys
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .errors import RooflineError, RooflineUsageError, RooflineWarning
     from .machine.detect import detect_device, get_device
-    from .machine.estimate import estimate
+    from .machine.public_estimate import estimate
     from .model.core import Cost, Device, Estimate, Figure, MemoryLevel, Precision, Source, Unit, parse_dtype
     from .model.devices import DeviceError, DeviceProperties, register_device, unregister_device
-    from .model.ops import OpError, OpSpec, Param, get_op, op_names, register_op, unregister_op
+    from .model.measurement import Measurement
+    from .model.op_registry import OpError, OpSpec, Param
+    from .model.ops import get_op, op_names, register_op, unregister_op
+    from .model.policy import Policy
     from .model.verdict import Result, Verdict
     from .plugin.fixture import Roofline
-    from .timing import Measurement, Policy, measure
+    from .timing.engine import measure
 
 #: public name -> the module that defines it
 _LAZY = {
@@ -46,9 +48,10 @@ _LAZY = {
     "DeviceProperties": "model.devices",
     "register_device": "model.devices",
     "unregister_device": "model.devices",
-    "OpError": "model.ops",
-    "OpSpec": "model.ops",
-    "Param": "model.ops",
+    "OpError": "model.op_registry",
+    "OpSpec": "model.op_registry",
+    "Param": "model.op_registry",
+    # defined in model.op_registry; taken from model.ops, whose import registers the built-in ops
     "get_op": "model.ops",
     "op_names": "model.ops",
     "register_op": "model.ops",
@@ -56,12 +59,12 @@ _LAZY = {
     "Result": "model.verdict",
     "Verdict": "model.verdict",
     "Roofline": "plugin.fixture",
-    "estimate": "machine.estimate",
+    "estimate": "machine.public_estimate",
     "detect_device": "machine.detect",
     "get_device": "machine.detect",
-    "Measurement": "timing",
-    "Policy": "timing",
-    "measure": "timing",
+    "Measurement": "model.measurement",
+    "Policy": "model.policy",
+    "measure": "timing.engine",
 }
 
 __all__ = [
@@ -99,66 +102,6 @@ __all__ = [
     "unregister_device",
     "unregister_op",
 ]
-
-
-# - the import paths modules had before they were grouped by layer, kept working for one release -
-
-#: old module path -> where the module lives now
-_MOVED = {
-    f"pytest_roofline.{old}": f"pytest_roofline.{new}"
-    for old, new in {
-        "stats": "model.stats", "units": "model.units", "ops": "model.ops", "llm_ops": "model.llm_ops",
-        "llm": "model.llm", "devices": "model.devices", "floor": "model.estimate", "peaks": "model.peaks",
-        "ceilings": "model.ceilings", "verdict": "model.verdict",
-        "contention": "timing.contention", "probes": "timing.probes",
-        "calibrate": "machine.calibrate", "cachelevels": "machine.cachelevels",
-        "cpupeak": "machine.cpupeak", "detect": "machine.detect", "devicelock": "machine.devicelock",
-        "compiler": "analysis.compiler", "ptx": "analysis.ptx", "sass": "analysis.sass",
-        "occupancy": "analysis.occupancy", "kernelfacts": "analysis.kernelfacts",
-        "diagnosis": "analysis.diagnosis",
-        "report": "output.report", "markdown": "output.markdown", "plot": "output.plot",
-        "baseline": "output.baseline", "comparison": "output.comparison",
-        "hookspecs": "plugin.hookspecs", "hookcalls": "plugin.hookcalls", "options": "plugin.options",
-        "marker": "plugin.marker", "fixture": "plugin.fixture", "session": "plugin.session",
-        "request": "plugin.request", "failing": "plugin.failing",
-        "summary": "plugin.summary", "gating": "plugin.gate", "resolution": "plugin.run_devices",
-    }.items()
-}  # fmt: skip
-
-
-class _MovedModules:
-    """A finder (on ``sys.meta_path``) and loader for the old paths only: ``import pytest_roofline.ops``
-    gives the module now at ``pytest_roofline.model.ops`` (the same object), with a DeprecationWarning."""
-
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> Any:
-        if fullname not in _MOVED:
-            return None
-        from importlib.util import spec_from_loader
-
-        return spec_from_loader(fullname, self)  # type: ignore[arg-type]
-
-    def create_module(self, spec: Any) -> Any:
-        import warnings
-
-        new = _MOVED[spec.name]
-        warnings.warn(
-            f"{spec.name} has moved to {new}; the old path goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        module: Any = import_module(new)
-        module._roofline_own_spec = module.__spec__  # the machinery replaces it next; exec_module restores it
-        return module
-
-    def exec_module(self, module: Any) -> None:
-        """The module at the new path has run already; the import machinery has just set its
-        ``__spec__`` to the old path's, which would break its own relative imports made at call time
-        (``__package__ != __spec__.parent``): it gets its own back."""
-        module.__spec__ = module.__dict__.pop("_roofline_own_spec", module.__spec__)
-
-
-if not any(type(finder).__name__ == "_MovedModules" for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name: str) -> Any:

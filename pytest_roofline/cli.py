@@ -32,7 +32,9 @@ from .errors import RooflineUsageError
 from .model import units
 from .model.core import Device, Estimate, Precision, Unit
 from .model.devices import table
-from .model.ops import SCALE_SIZES, OpSpec, all_ops
+from .model.op_registry import OpSpec
+from .model.operands import SCALE_SIZES
+from .model.ops import all_ops
 
 if TYPE_CHECKING:
     from .analysis.diagnosis import Diagnosis
@@ -77,7 +79,7 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _floor(args: argparse.Namespace) -> str:
-    from .machine.estimate import estimate
+    from .machine.public_estimate import estimate
     from .model.ops import get_op
 
     get_op(args.op)  # a misspelled op first: it is the likelier mistake
@@ -226,7 +228,7 @@ def _devices(args: argparse.Namespace) -> str:
 def _cpu_line() -> str:
     """What bounds the measured cpu row: its theoretical peak, or why that is unknown."""
     from .machine import cpupeak
-    from .machine.cachelevels import cpu_caches
+    from .timing.host_caches import cpu_caches
 
     peak = cpupeak.system_peak()
     limit = f"theoretical peak unknown ({peak})" if isinstance(peak, str) else peak.describe()
@@ -254,7 +256,7 @@ def _visible_key(spec: str) -> str | None:
     """The table key of the GPU ``spec`` names, or None when the table does not know it."""
     from .machine.detect import parse_target
     from .model.devices import DeviceError
-    from .timing.cuda import cuda_device
+    from .timing.cuda.device import cuda_device
 
     try:
         key = cuda_device(parse_target(spec).index or 0).key
@@ -418,7 +420,8 @@ def _complex_cell(spec: OpSpec) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> str:
-    from .machine.calibrate import calibrate_cpu, calibrate_cuda, format_calibration
+    from .machine.calibrate import calibrate_cpu, calibrate_cuda
+    from .machine.calibration_report import format_calibration
     from .machine.detect import parse_target
 
     target = parse_target(args.device)
@@ -469,7 +472,7 @@ def _analyze(args: argparse.Namespace) -> str:
 
 
 def _analyze_estimate(args: argparse.Namespace) -> Estimate:
-    from .machine.estimate import estimate
+    from .machine.public_estimate import estimate
     from .model.ops import get_op
 
     op, *assignments = args.op

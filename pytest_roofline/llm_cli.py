@@ -82,7 +82,7 @@ def _count(low: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> str:
-    from .machine.estimate import resolve_device
+    from .machine.public_estimate import resolve_device
 
     config = load_config(args.config)
     options = {

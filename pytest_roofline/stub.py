@@ -4,8 +4,13 @@ A suite written for the plugin keeps running without it: the ``speed_of_light`` 
 registered (so ``--strict-markers`` accepts it), the options and ini keys are still accepted (and
 ignored), and the ``roofline`` fixture calls the kernel once, untimed, as mode ``off`` does.
 
-Loaded beside the plugin in every run, it does nothing unless the plugin is blocked, and imports
-nothing but pytest: what it needs is imported once it knows the plugin is off.
+Loaded beside the plugin in every run, it does nothing unless the plugin is blocked, and its import
+imports only pytest. Once it knows the plugin is off, it imports two light modules of the plugin:
+:mod:`.plugin.options` (the options to accept) and :mod:`.plugin.marker` (the marker's signature, and
+its reading for ``roofline.estimate``); importing them runs ``pytest_roofline/plugin/__init__.py``,
+which defines the plugin's hooks and, blocked, registers none. A ``roofline(...)`` call then imports
+the engine's call checks (:mod:`.timing.calls`), and ``roofline.estimate`` the model's floor
+(:mod:`.model.estimate`). None of these imports numpy.
 """
 
 from __future__ import annotations
@@ -74,7 +79,7 @@ class Untimed:
     ) -> None:
         __tracebackhide__ = True
         from .errors import RooflineError
-        from .timing.engine import SetupError, call_once, check_call
+        from .timing.calls import SetupError, call_once, check_call
 
         try:
             check_call(kwargs, setup)

@@ -26,10 +26,15 @@ from pathlib import Path
 import numpy  # noqa: F401  # (numpy, above all, refuses to be imported twice in one process)
 import pytest
 
-import pytest_roofline.machine.calibrate  # (pytest caches the RooflineWarning class a -W filter names)
+import pytest_roofline.machine.calibrate
 import pytest_roofline.model.ops  # (its catalogues register into the registry once)
 import pytest_roofline.output.jsonfile
-import pytest_roofline.timing.cuda
+import pytest_roofline.timing.cuda.backend
+import pytest_roofline.timing.cuda.blocking
+import pytest_roofline.timing.cuda.device
+import pytest_roofline.timing.cuda.launch_latency
+import pytest_roofline.timing.cuda.loading
+import pytest_roofline.timing.cuda.measured_ceilings
 
 pytest_plugins = ["pytester"]
 
@@ -41,7 +46,7 @@ FLOOR_S = 2e-3
 DEFAULT_TIME_S = 2.5e-3
 #: an in-process run inherits this suite's filterwarnings = error: these arguments let the
 #: RooflineWarning of a marked test that measures nothing (an estimate alone, say) stay a warning
-NO_MEASUREMENT_WARNS = ("-W", "default::pytest_roofline.machine.calibrate.RooflineWarning")
+NO_MEASUREMENT_WARNS = ("-W", "default::pytest_roofline.errors.RooflineWarning")
 
 _HEADER = f"""
 import os
@@ -118,7 +123,7 @@ def rl(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
 def no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
     """No profiler, sanitizer or CUDA_LAUNCH_BLOCKING in the environment, whatever the machine's (the
     blocking kernel and CUPTI would step aside for them)."""
-    from pytest_roofline.timing.cuda import PROFILER_ENVIRONMENT
+    from pytest_roofline.timing.cuda.blocking import PROFILER_ENVIRONMENT
 
     for name in (*PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
         monkeypatch.delenv(name, raising=False)
@@ -127,4 +132,4 @@ def no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has no CUDA device, whatever machine runs the tests."""
-    monkeypatch.setattr(pytest_roofline.timing.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(pytest_roofline.timing.cuda.loading, "device_count", lambda: 0)

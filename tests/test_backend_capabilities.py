@@ -10,6 +10,7 @@ import pytest
 from fake_cupy import FakeCupy
 from fakes import FakeBackend
 
+from pytest_roofline.timing.backend_latency import latency_floor_s
 from pytest_roofline.timing.base import (
     Backend,
     HoldsLaunches,
@@ -19,8 +20,7 @@ from pytest_roofline.timing.base import (
     WatchesClocks,
 )
 from pytest_roofline.timing.cpu import CpuBackend
-from pytest_roofline.timing.cuda import CudaBackend
-from pytest_roofline.timing.latency_floors import latency_floor_s
+from pytest_roofline.timing.cuda.backend import CudaBackend
 
 CAPABILITIES = (HostReadings, WatchesClocks, TakesStreams, HoldsLaunches, MeasuresLatencyFloor)
 

@@ -17,29 +17,22 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_roofline.errors import RooflineWarning
 from pytest_roofline.machine import calibrate, cpupeak
-from pytest_roofline.machine.cachelevels import CacheInfo, level_details
-from pytest_roofline.machine.calibrate import (
-    CPU_NOTE,
-    MAX_KERNEL_RUNS,
-    Calibration,
-    Ceilings,
-    RooflineWarning,
-    cache_dir,
-    calibrate_cpu,
-    calibrate_cuda,
-    cpu_device,
-    cpu_identity,
-    cpu_model_name,
-    format_calibration,
-    measure_cpu,
-)
+from pytest_roofline.machine.cachelevels import level_details
+from pytest_roofline.machine.calibrate import calibrate_cpu, calibrate_cuda, cpu_device, cpu_identity
+from pytest_roofline.machine.calibration_cache import Calibration, Ceilings
+from pytest_roofline.machine.calibration_report import format_calibration
 from pytest_roofline.machine.capacity import Sweep, capacity_details
+from pytest_roofline.machine.cpu_ceilings import CPU_NOTE, MAX_KERNEL_RUNS, measure_cpu
 from pytest_roofline.machine.cpupeak import CpuPeak
+from pytest_roofline.machine.files import cache_dir
 from pytest_roofline.model.core import CacheSize, Device, Figure, MemoryLevel, Precision, Source, Unit
 from pytest_roofline.model.devices import lookup
-from pytest_roofline.timing import cuda
-from pytest_roofline.timing.cpu import last_level_cache_bytes
+from pytest_roofline.timing.cpu import cpu_model_name, last_level_cache_bytes
+from pytest_roofline.timing.cuda import device as cuda_dev
+from pytest_roofline.timing.cuda import measured_ceilings
+from pytest_roofline.timing.host_caches import CacheInfo
 
 P, V, TC = Precision, Unit.VECTOR, Unit.TENSOR
 
@@ -561,7 +554,7 @@ def test_measure_cpu_checks_its_arguments(kwargs: dict[str, Any], match: str) ->
 @pytest.fixture
 def h100(monkeypatch: pytest.MonkeyPatch) -> Device:
     device = lookup("h100-sxm")
-    monkeypatch.setattr(cuda, "cuda_device", lambda index=0: device)
+    monkeypatch.setattr(cuda_dev, "cuda_device", lambda index=0: device)
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(__version__="13.6.0"))
     monkeypatch.delenv("CUPY_TF32", raising=False)
     return device
@@ -618,7 +611,7 @@ def test_calibrate_cuda_defaults_to_the_backend_measurement(
     cache: Path, h100: Device, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     measure = FakeCudaMeasure()
-    monkeypatch.setattr(cuda, "measure_ceilings", measure)
+    monkeypatch.setattr(measured_ceilings, "measure_ceilings", measure)
     l2_indices: list[int] = []
 
     def l2_roof(index: int) -> Figure:
@@ -772,7 +765,7 @@ def test_format_calibration_of_a_gpu(cache: Path, h100: Device) -> None:
 
 
 def with_probes(fake: FakeMeasure, *, rate: float = 10e9) -> FakeMeasure:
-    from pytest_roofline.model.ceilings import ProbeReference
+    from pytest_roofline.model.paired_ceilings import ProbeReference
 
     c = fake.ceilings
     fake.ceilings = dataclasses.replace(
@@ -970,7 +963,7 @@ def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
     monkeypatch.setattr(calibrate, "measure_capacities", lambda caches: swept)
     monkeypatch.setattr(calibrate, "measure_cpu", fake)
     monkeypatch.setattr(
-        "pytest_roofline.machine.cachelevels.cpu_caches", lambda: (CacheInfo(1, 48 * 2**10, True),)
+        "pytest_roofline.timing.host_caches.cpu_caches", lambda: (CacheInfo(1, 48 * 2**10, True),)
     )
     measured: list[int] = []
 

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_roofline.machine import calibrate
 from pytest_roofline.machine.cachelevels import AddSweep, level_details, levels_of, rates_from_details
-from pytest_roofline.machine.calibrate import Ceilings
+from pytest_roofline.machine.calibration_cache import Ceilings
 from pytest_roofline.machine.capacity import (
     PAST_KNEE,
     Sweep,
@@ -310,8 +310,8 @@ def test_the_flush_buffer_is_twice_the_share_the_process_gets(tmp_path: Path) ->
 
 
 def test_the_flushed_latency_floor_flushes_as_the_kernel_is_flushed() -> None:
+    from pytest_roofline.timing.backend_latency import latency_floor_s
     from pytest_roofline.timing.cpu import CpuBackend
-    from pytest_roofline.timing.latency_floors import latency_floor_s
 
     backend = CpuBackend(llc_bytes=lambda: 1 * MiB, resolution_s=1e-6)  # a 1 MiB share: 2 MiB flushes
     assert backend.flush_checksum == 0
@@ -365,7 +365,7 @@ def test_a_cache_from_before_the_sweep_gains_capacities_once(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(calibrate, "_cpu_memo", {})
     caches = fake_sysfs(tmp_path / "sys", SYSFS_480)
-    monkeypatch.setattr("pytest_roofline.machine.cachelevels.cpu_caches", lambda: caches)
+    monkeypatch.setattr("pytest_roofline.timing.host_caches.cpu_caches", lambda: caches)
     old = Ceilings(
         bandwidth=Figure(DRAM, Source.MEASURED),
         peaks={(p, Unit.VECTOR): Figure(1e11, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},

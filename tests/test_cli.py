@@ -171,9 +171,9 @@ def test_floor_device_cuda_without_a_gpu_says_so(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # --device accepts "cuda[:N]": with no GPU visible the error must say that, not "unknown device"
-    from pytest_roofline.timing import cuda
+    from pytest_roofline.timing.cuda import loading
 
-    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(loading, "device_count", lambda: 0)
     code, out, err = run(capsys, "floor", "copy", "n=1000", "dtype=fp32", "--device", "cuda:0")
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert "no such CUDA device" in err
@@ -220,7 +220,7 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
 ) -> None:
     from pytest_roofline.machine import detect
     from pytest_roofline.model.devices import DeviceError, lookup
-    from pytest_roofline.timing import cuda
+    from pytest_roofline.timing.cuda import device as cuda_dev
 
     def cuda_device(index: int) -> Device:
         if gpu is None:
@@ -229,7 +229,7 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
 
     monkeypatch.setattr(detect, "auto_spec", lambda: auto)
     monkeypatch.setattr(detect, "parse_target", lambda spec: detect.Target(spec, "cuda", 0, True))
-    monkeypatch.setattr(cuda, "cuda_device", cuda_device)
+    monkeypatch.setattr(cuda_dev, "cuda_device", cuda_device)
     monkeypatch.setattr(cpupeak, "system_peak", lambda: PEAK)
     code, out, err = run(capsys, "devices")
     assert (code, err) == (0, "")
@@ -425,13 +425,14 @@ def test_a_warning_is_one_line_on_stderr(
 
 
 def test_devices_names_the_cpus_cache_levels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_roofline.machine import cachelevels, calibrate
-    from pytest_roofline.machine.cachelevels import CacheInfo
+    from pytest_roofline.machine import calibrate
+    from pytest_roofline.timing import host_caches
+    from pytest_roofline.timing.host_caches import CacheInfo
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # not calibrated yet: what sysfs says
     monkeypatch.setattr(calibrate, "_cpu_memo", {})
     caches = (CacheInfo(1, 48 * 2**10, True), CacheInfo(3, 32 * 2**20, False))
-    monkeypatch.setattr(cachelevels, "cpu_caches", lambda: caches)
+    monkeypatch.setattr(host_caches, "cpu_caches", lambda: caches)
     out = cli._devices(argparse.Namespace())
     levels = "l1 48 KiB per core, l3 32 MiB"
     assert (

@@ -18,7 +18,8 @@ from pytest_roofline.machine.detect import (
 )
 from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError, lookup
-from pytest_roofline.timing import cuda
+from pytest_roofline.timing.cuda import device as cuda_dev
+from pytest_roofline.timing.cuda import loading
 
 FAKE_CPU = Device(
     key="cpu",
@@ -52,8 +53,8 @@ class Gpus:
 @pytest.fixture
 def gpus(monkeypatch: pytest.MonkeyPatch) -> Gpus:
     fake = Gpus()
-    monkeypatch.setattr(cuda, "device_count", fake.device_count)
-    monkeypatch.setattr(cuda, "cuda_device", fake.cuda_device)
+    monkeypatch.setattr(loading, "device_count", fake.device_count)
+    monkeypatch.setattr(cuda_dev, "cuda_device", fake.cuda_device)
     return fake
 
 
@@ -189,7 +190,7 @@ def test_auto_spec(gpus: Gpus) -> None:
 
 
 def test_auto_spec_with_the_real_backend_and_no_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cuda, "device_count", lambda: 0)  # what the backend answers without CuPy
+    monkeypatch.setattr(loading, "device_count", lambda: 0)  # what the backend answers without CuPy
     assert auto_spec() == "cpu"
 
 

@@ -15,9 +15,9 @@ from pytest_roofline.analysis.occupancy import KIB, occupancy
 from pytest_roofline.analysis.ptx import InstructionMix, StridedAccess
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.measurement import Measurement, StopReason
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import Stats
 from pytest_roofline.model.verdict import Judgement, Result, Verdict
-from pytest_roofline.timing.base import Policy
 
 MEMORY = Standing(
     op="elementwise", bound="memory", dtype="fp32", unit="vector", intensity=0.17, ridge=20.0,

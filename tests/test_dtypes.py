@@ -16,16 +16,17 @@ from fakes import FakeBackend
 
 from pytest_roofline import cli
 from pytest_roofline.machine.cpupeak import CpuPeak
-from pytest_roofline.model.ceilings import PairedCeiling, paired_floor_s
 from pytest_roofline.model.core import Cost, Device, Figure, Precision, Source, Unit, parse_dtype, roofline
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.model.ops import OpError, check_params, get_op, register_op
+from pytest_roofline.model.op_registry import OpError, check_params
+from pytest_roofline.model.ops import get_op, register_op
+from pytest_roofline.model.paired_ceilings import PairedCeiling, paired_floor_s
 from pytest_roofline.model.peaks import load_peaks_file, parse_peak_key
-from pytest_roofline.model.verdict import Verdict, failure_message, judge, result_of
-from pytest_roofline.output.report import result_record
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.model.verdict import Result, Verdict, failure_message, judge, result_of
+from pytest_roofline.output.records import JsonObject, MeasurementRecord
 from pytest_roofline.output.table import table_rows
-from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.engine import measure
 
@@ -33,6 +34,10 @@ P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
 H100 = lookup("h100-sxm")
 SQUARE = {"M": 64, "N": 64, "K": 64}
+
+
+def result_record(result: Result, *, nodeid: str, mode: str) -> JsonObject:
+    return MeasurementRecord.from_result(result, nodeid=nodeid, mode=mode).to_json()
 
 
 def cost(op: str, dtype: object, **params: Any) -> Cost:

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 from fakes import FakeBackend, Run
 
-from pytest_roofline.timing import FLUSHED, WARM, Measurement, Policy, StopReason, engine, measure
+from pytest_roofline.model.measurement import Measurement, StopReason
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing import engine
+from pytest_roofline.timing.cache import FLUSHED, WARM
+from pytest_roofline.timing.calls import SetupError, call_once
 from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import CpuBackend
+from pytest_roofline.timing.engine import measure
 
 
 def noop() -> None:
@@ -460,7 +465,7 @@ def test_what_setup_returns_is_checked(
 ) -> None:
     calls: list[object] = []
     backend = FakeBackend(1e-3)
-    with pytest.raises(engine.SetupError) as info:
+    with pytest.raises(SetupError) as info:
         measure(
             lambda *a, **kw: calls.append(a), *args, kwargs=kwargs, setup=lambda: returns, backend=backend
         )
@@ -481,9 +486,9 @@ def test_a_setup_exception_propagates_unchanged() -> None:
 
 def test_call_once_runs_setup_then_the_kernel_with_its_arguments() -> None:
     log: list[object] = []
-    engine.call_once(lambda *a, **kw: log.append((a, kw)), (1,), {"k": 2}, setup=lambda: log.append("setup"))
+    call_once(lambda *a, **kw: log.append((a, kw)), (1,), {"k": 2}, setup=lambda: log.append("setup"))
     assert log == ["setup", ((1,), {"k": 2})]
-    engine.call_once(lambda *a, **kw: log.append((a, kw)), setup=lambda: ((3,), {}))
+    call_once(lambda *a, **kw: log.append((a, kw)), setup=lambda: ((3,), {}))
     assert log[-1] == ((3,), {})
 
 

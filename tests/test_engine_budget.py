@@ -8,9 +8,12 @@ from collections.abc import Callable, Sequence
 import pytest
 from fakes import FakeBackend, FakeClock
 
-from pytest_roofline.timing import FLUSHED, WARM, CachePlan, Policy, StopReason, measure
+from pytest_roofline.model.measurement import StopReason
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Probe
+from pytest_roofline.timing.cache import FLUSHED, WARM, CachePlan
 from pytest_roofline.timing.contention import Snapshot
+from pytest_roofline.timing.engine import measure
 
 
 def noop() -> None:

@@ -17,11 +17,11 @@ from pytest_roofline.errors import (
     UnavailableError,
 )
 from pytest_roofline.model.devices import DeviceError
-from pytest_roofline.model.ops import OpError
+from pytest_roofline.model.op_registry import OpError
 from pytest_roofline.output.baseline import BaselineError
 from pytest_roofline.plugin.failing import failing_the_test
-from pytest_roofline.timing.cuda import CupyInstallError
-from pytest_roofline.timing.engine import SetupError
+from pytest_roofline.timing.calls import SetupError
+from pytest_roofline.timing.cuda.loading import CupyInstallError
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ def test_a_users_mistake_through_the_public_api_is_a_usage_error() -> None:
 
 
 def test_the_warning_is_one_class_wherever_it_is_imported_from() -> None:
-    from pytest_roofline.machine.calibrate import RooflineWarning
+    from pytest_roofline.errors import RooflineWarning
 
     assert RooflineWarning is rl.RooflineWarning
     assert not issubclass(RooflineWarning, RooflineError)  # a warning is a category, not an error

@@ -420,7 +420,7 @@ def test_an_is_meta_that_is_not_true_is_no_meta_tensor(rl: pytest.Pytester) -> N
 
 def test_two_threads_measuring_at_once_take_turns() -> None:
     from pytest_roofline import measure
-    from pytest_roofline.timing import Policy
+    from pytest_roofline.model.policy import Policy
 
     overlap = Overlap()
 
@@ -542,7 +542,7 @@ def test_a_markdown_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path: Path) -> 
 
 
 def _write_json(path: Path) -> None:
-    from pytest_roofline.output.report import write_json_atomic
+    from pytest_roofline.output.jsonfile import write_json_atomic
 
     write_json_atomic(path, {"a": 1})
 

@@ -434,7 +434,7 @@ def test_the_llm_op_floors_the_sum_of_the_ops_floors() -> None:
 
 
 def test_the_llm_op_checks_its_config(tmp_path: Path) -> None:
-    from pytest_roofline.model.ops import OpError
+    from pytest_roofline.model.op_registry import OpError
 
     with pytest.raises(OpError, match=r"^llm: .*nope.json: no such config file"):
         estimate("llm", config=str(tmp_path / "nope.json"), dtype="bf16", device=H100)
@@ -654,7 +654,7 @@ def test_the_marker_takes_the_new_keywords(pytester: pytest.Pytester) -> None:
             pass
         """
     )
-    quiet = "ignore::pytest_roofline.machine.calibrate.RooflineWarning"  # estimates alone measure nothing
+    quiet = "ignore::pytest_roofline.errors.RooflineWarning"  # estimates alone measure nothing
     result = pytester.runpytest("-p", "no:cacheprovider", "-W", quiet)
     result.assert_outcomes(passed=3, errors=2)
     result.stdout.fnmatch_lines(
@@ -695,7 +695,7 @@ def test_nowhere():
 """
     )
     monkeypatch.chdir(tests.parent.parent)  # started from elsewhere: the configs are not in the cwd
-    quiet = "ignore::pytest_roofline.machine.calibrate.RooflineWarning"  # estimates alone measure nothing
+    quiet = "ignore::pytest_roofline.errors.RooflineWarning"  # estimates alone measure nothing
     result = pytester.runpytest(
         str(tests), "-p", "no:cacheprovider", "-W", quiet, f"--rootdir={pytester.path}"
     )

@@ -13,7 +13,7 @@ from pytest_roofline import cli
 from pytest_roofline.model.core import Cost, parse_dtype
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.model.ops import OpError, check_params, get_op
+from pytest_roofline.model.op_registry import OpError, check_params, get_op
 from pytest_roofline.plugin.request import dtype_of_arguments
 
 H100 = lookup("h100-sxm")

@@ -10,8 +10,9 @@ import pytest
 
 import pytest_roofline
 from pytest_roofline.machine import calibrate, cpupeak, detect
-from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
-from pytest_roofline.machine.estimate import estimate, resolve_device
+from pytest_roofline.machine.calibrate import calibrate_cpu
+from pytest_roofline.machine.calibration_cache import Ceilings
+from pytest_roofline.machine.public_estimate import estimate, resolve_device
 from pytest_roofline.model import estimate as model_estimate
 from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError, lookup

@@ -14,7 +14,6 @@ from pytest_roofline.analysis.occupancy import (
     ARCHES,
     KIB,
     ArchError,
-    arch_of_compute_capability,
     arch_of_device,
     limits_for,
     normalize_arch,
@@ -131,12 +130,10 @@ def test_impossible_launches_are_named(kwargs: dict[str, object], message: str) 
         occupancy("sm_90", **args)  # type: ignore[arg-type]
 
 
-def test_device_and_compute_capability_to_arch() -> None:
+def test_a_table_device_to_its_arch() -> None:
     assert arch_of_device("h100-sxm") == "sm_90"
     assert arch_of_device("a10") == "sm_86"
     assert arch_of_device("cpu") is None
-    assert arch_of_compute_capability("86") == "sm_86"
-    assert arch_of_compute_capability((8, 9)) == "sm_89"
 
 
 def test_every_table_gpu_has_an_architecture_with_limits() -> None:

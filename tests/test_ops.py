@@ -11,18 +11,10 @@ import pytest
 from pytest_roofline.model import op_registry, ops
 from pytest_roofline.model.core import Cost, Device, Precision, Source, Unit, parse_dtype
 from pytest_roofline.model.devices import lookup
-from pytest_roofline.model.estimate import estimate, select_unit
-from pytest_roofline.model.ops import (
-    REQUIRED,
-    OpError,
-    OpSpec,
-    Param,
-    check_params,
-    get_op,
-    op_names,
-    register_op,
-    unregister_op,
-)
+from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.op_registry import REQUIRED, OpError, OpSpec, Param, check_params
+from pytest_roofline.model.ops import get_op, op_names, register_op, unregister_op
+from pytest_roofline.model.unit_choice import select_unit
 
 P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR

@@ -13,6 +13,7 @@ from fakes import FakeBackend
 
 from pytest_roofline.errors import RooflineError
 from pytest_roofline.model.devices import lookup
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, Verdict
 from pytest_roofline.plugin import pipeline
 from pytest_roofline.plugin.gate import Gate
@@ -20,7 +21,6 @@ from pytest_roofline.plugin.options import SessionSettings
 from pytest_roofline.plugin.pipeline import measure_call
 from pytest_roofline.plugin.request import KernelCall, Request
 from pytest_roofline.plugin.run_state import RunState
-from pytest_roofline.timing.base import Policy
 
 #: fp32 copy of 2**24 elements: 128 MB moved, past an H100's 50 MB L2, so measured without flushes
 N = 1 << 24

@@ -747,7 +747,8 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
 ) -> None:
     """No fake hooks: the measured CPU (from a seeded cache, so nothing calibrates for seconds) and
     the real host timer. Generous budgets: nothing here asserts on how fast this machine is."""
-    from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.machine.calibrate import calibrate_cpu
+    from pytest_roofline.machine.calibration_cache import Ceilings
     from pytest_roofline.model.core import Figure, Precision, Source, Unit
 
     cache = pytester.path / "cache"
@@ -794,9 +795,10 @@ def test_a_calibration_taken_under_load_is_scaled_by_the_probe_beside_the_kernel
     their ratio still holds. With paired ceilings the probe timed beside the kernel scales the
     figure back to what the machine does now; the cached figure alone calls the copy faster
     than light."""
-    from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
-    from pytest_roofline.model.ceilings import ProbeReference
+    from pytest_roofline.machine.calibrate import calibrate_cpu
+    from pytest_roofline.machine.calibration_cache import Ceilings
     from pytest_roofline.model.core import Figure, Precision, Source, Unit
+    from pytest_roofline.model.paired_ceilings import ProbeReference
 
     low = Figure(1e3, Source.MEASURED)
     probes = {

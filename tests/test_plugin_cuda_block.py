@@ -7,7 +7,7 @@ import pytest
 from conftest import fake_conftest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import cuda
+from pytest_roofline.timing.cuda import blocking
 
 COPY_TEST = """
 import pytest
@@ -117,7 +117,7 @@ def test_a_bad_block_keyword_is_an_error_naming_it(recorded: pytest.Pytester, ma
 def test_the_session_setting_reaches_the_cuda_backend(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], ini: str, held: bool
 ) -> None:
-    for name in (*cuda.PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
+    for name in (*blocking.PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
         monkeypatch.delenv(name, raising=False)
     fake = FakeCupy().install(monkeypatch)
     pytester.makepyfile(COPY_TEST.format(marker="", call=""))

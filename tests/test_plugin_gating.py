@@ -222,7 +222,7 @@ def histories(path: Path) -> dict[str, list[float]]:
 def test_saving_onto_a_baseline_appends_this_run_to_each_tests_history(
     rl: pytest.Pytester, baseline: Path
 ) -> None:
-    from pytest_roofline.output.comparison import HISTORY_RUNS
+    from pytest_roofline.output.baseline import HISTORY_RUNS
 
     assert histories(baseline) == {"test_slow": [], "test_steady": []}
     result = rl.runpytest("--roofline-save=base.json")

@@ -143,7 +143,7 @@ def test_with_the_plugin_on_the_stub_does_nothing(pytester: pytest.Pytester) -> 
     pytester.makepyfile(
         """
         import pytest
-        from pytest_roofline.plugin import Roofline
+        from pytest_roofline import Roofline
 
         def test_the_plugins_fixture(roofline, pytestconfig):
             assert isinstance(roofline, Roofline)

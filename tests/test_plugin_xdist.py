@@ -22,7 +22,8 @@ XDIST = ("-p", "xdist", "-n", "2")
 
 def seed_cpu_calibration(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """A calibration cache for the subprocess, so the real CPU device needs no seconds of calibrating."""
-    from pytest_roofline.machine.calibrate import Ceilings, calibrate_cpu
+    from pytest_roofline.machine.calibrate import calibrate_cpu
+    from pytest_roofline.machine.calibration_cache import Ceilings
     from pytest_roofline.model.core import Figure, Precision, Source, Unit
 
     cache = pytester.path / "cache"
@@ -293,9 +294,9 @@ _TWO_GPUS = """
 
 import dataclasses
 
-import pytest_roofline.timing.cuda
+import pytest_roofline.timing.cuda.loading
 
-pytest_roofline.timing.cuda.device_count = lambda: 2  # this machine has two GPUs, as far as we know
+pytest_roofline.timing.cuda.loading.device_count = lambda: 2  # this machine has two GPUs, as far as we know
 
 
 def pytest_roofline_device(config, spec):  # replaces the one above: a fake device per GPU, named after it

@@ -200,4 +200,3 @@ def test_sass_counts_per_function() -> None:
     assert (counts["STG"], counts["STG.128"], counts["DFMA/DADD/DMUL"], counts["IMMA"]) == (1, 1, 1, 0)
     assert sass.counts(SASS, "other") == {**dict.fromkeys(sass.PATTERNS, 0), "FFMA": 1}
     assert sass.counts(SASS, "missing") is None
-    assert sass.functions(SASS) == ("gemm", "other")

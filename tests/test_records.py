@@ -11,6 +11,7 @@ from fakes import FakeBackend
 
 from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, Verdict, result_of
 from pytest_roofline.output.baseline import load_baseline
 from pytest_roofline.output.jsonfile import payload
@@ -21,7 +22,6 @@ from pytest_roofline.output.records import (
     SkippedRecord,
     record_from_json,
 )
-from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.engine import measure
 
 DEVICE = Device(

@@ -20,10 +20,17 @@ from fakes import FakeBackend
 
 from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.estimate import estimate
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, result_of
-from pytest_roofline.output.jsonfile import SCHEMA_VERSION, environment, payload, write_json_atomic
-from pytest_roofline.output.records import figures_id
-from pytest_roofline.output.report import device_record, result_record, skipped_record
+from pytest_roofline.output.jsonfile import environment, payload, write_json_atomic
+from pytest_roofline.output.records import (
+    SCHEMA_VERSION,
+    DeviceRecord,
+    JsonObject,
+    MeasurementRecord,
+    SkippedRecord,
+    figures_id,
+)
 from pytest_roofline.output.table import (
     TABLE_HEADERS,
     format_device_header,
@@ -36,7 +43,6 @@ from pytest_roofline.output.table import (
     summary_counts,
     table_rows,
 )
-from pytest_roofline.timing.base import Policy
 from pytest_roofline.timing.cache import FLUSHED, WARM
 from pytest_roofline.timing.engine import measure
 
@@ -57,6 +63,18 @@ def a_result(op: str, seconds: float, *, name: str = "", flush: bool = True, **p
     est = estimate(op, dtype="fp32", device=DEVICE, **params)
     m = measure(lambda: None, policy=Policy(), cache=FLUSHED if flush else WARM, backend=FakeBackend(seconds))
     return result_of(est, [m], 0.5, name=name)
+
+
+def result_record(result: Result, *, nodeid: str, mode: str) -> JsonObject:
+    return MeasurementRecord.from_result(result, nodeid=nodeid, mode=mode).to_json()
+
+
+def skipped_record(*, nodeid: str, label: str, reason: str) -> JsonObject:
+    return SkippedRecord(nodeid=nodeid, label=label, reason=reason).to_json()
+
+
+def device_record(device: Device) -> JsonObject:
+    return DeviceRecord.of(device).to_json()
 
 
 def records() -> list[dict[str, Any]]:

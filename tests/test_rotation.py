@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from fakes import FakeBackend, Run
 
-from pytest_roofline.timing import CachePlan, Policy, measure
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing import rotation as rot
+from pytest_roofline.timing.cache import CachePlan
 from pytest_roofline.timing.copies import HostPool
+from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.rotation import (
     MAX_ROTATION_BYTES,
     MIN_CYCLE_BYTES,

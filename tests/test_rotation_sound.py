@@ -21,12 +21,13 @@ from fake_cupy import FakeCupy
 from fake_torch import FakeParameter, FakeTensor, FakeTorch
 from fakes import FakeBackend
 
-from pytest_roofline.timing import CachePlan, Policy, measure
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing import copies as copies_module
 from pytest_roofline.timing import rotation as rot
 from pytest_roofline.timing.arguments import check_has_data
-from pytest_roofline.timing.cache import plan_cache
+from pytest_roofline.timing.cache import CachePlan, plan_cache
 from pytest_roofline.timing.copies import HostPool, over_pool
+from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.rotation import NoRotation, Rotation, plan_rotation
 
 MiB = 2**20

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_roofline import cli
 from pytest_roofline.errors import InvalidValueError
-from pytest_roofline.machine.selfcheck import compare, cpu, gpu, interleave
+from pytest_roofline.machine.selfcheck import compare, cpu_check, gpu_check, interleave
 from pytest_roofline.machine.selfcheck.compare import CaseResult, Rule, Timing
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import Stats, median_ci_ranks
@@ -262,12 +262,13 @@ def test_a_rounds_share_splits_the_budget_and_keeps_at_least_one_call() -> None:
 def test_do_bench_may_read_higher_by_the_l2_written_back_over_dram_bandwidth() -> None:
     l2, bandwidth = 50 * 2**20, 3.35e12
 
-    rule = gpu.rules(l2, bandwidth)["triton do_bench (cold)"]
+    rule = gpu_check.rules(l2, bandwidth)["triton do_bench (cold)"]
 
-    assert (rule.reference, rule.floor) == (gpu.COLD, gpu.COLD_FLOOR)
+    assert (rule.reference, rule.floor) == (gpu_check.COLD, gpu_check.COLD_FLOOR)
     assert rule.allowance_s == pytest.approx(l2 / bandwidth)
     assert "15.7 µs" in rule.allowance_note
-    assert gpu.rules(l2, bandwidth)["torch.cuda.Event"] == Rule(gpu.WARM, gpu.WARM_FLOOR, gpu.MIN_JUDGED_S)
+    warm = Rule(gpu_check.WARM, gpu_check.WARM_FLOOR, gpu_check.MIN_JUDGED_S)
+    assert gpu_check.rules(l2, bandwidth)["torch.cuda.Event"] == warm
 
 
 # -- the CPU path, end to end on one fake clock ------------------------------------------------
@@ -297,32 +298,32 @@ class TickingClock:
         return run
 
 
-def fake_engine(clock: TickingClock, **rounds: int) -> cpu.Timer:
+def fake_engine(clock: TickingClock, **rounds: int) -> cpu_check.Timer:
     backend = CpuBackend(
         clock_ns=clock.now_ns, thread_clock_ns=clock.now_ns, process_clock_ns=clock.now_ns,
         resolution_s=1e-6, device_name="fake cpu", switches=lambda: 0, schedstats=lambda: None,
     )  # fmt: skip
-    return cpu.engine_timer(backend, **rounds)
+    return cpu_check.engine_timer(backend, **rounds)
 
 
-def on_clock(clock: TickingClock, *, off: float = 1.0, **rounds: int) -> list[tuple[str, cpu.Timer]]:
+def on_clock(clock: TickingClock, *, off: float = 1.0, **rounds: int) -> list[tuple[str, cpu_check.Timer]]:
     """The engine and timeit on ``clock``; timeit's reads ``off`` times as long (1.0: the same)."""
     return [
-        (cpu.ENGINE, fake_engine(clock, **rounds)),
-        ("timeit", cpu.timeit_timer(lambda: clock.now() * off, **rounds)),
+        (cpu_check.ENGINE, fake_engine(clock, **rounds)),
+        ("timeit", cpu_check.timeit_timer(lambda: clock.now() * off, **rounds)),
     ]
 
 
-def one_kernel(clock: TickingClock) -> tuple[cpu.CpuCase, ...]:
-    return (cpu.CpuCase("fake 1 ms", lambda: (clock.kernel(), ())),)
+def one_kernel(clock: TickingClock) -> tuple[cpu_check.CpuCase, ...]:
+    return (cpu_check.CpuCase("fake 1 ms", lambda: (clock.kernel(), ())),)
 
 
 @pytest.fixture
 def one_clock(monkeypatch: pytest.MonkeyPatch) -> TickingClock:
     """Every CPU timer on one ticking clock, over one kernel of exactly 1 ms."""
     clock = TickingClock()
-    monkeypatch.setattr(cpu, "CASES", one_kernel(clock))
-    monkeypatch.setattr(cpu, "_stderr", lambda line: None)
+    monkeypatch.setattr(cpu_check, "CASES", one_kernel(clock))
+    monkeypatch.setattr(cpu_check, "_stderr", lambda line: None)
     return clock
 
 
@@ -332,10 +333,10 @@ def test_the_cpu_check_agrees_when_every_timer_reads_the_same_clock(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    bench = cpu.pytest_benchmark_timer(one_clock.now)
+    bench = cpu_check.pytest_benchmark_timer(one_clock.now)
     assert bench is not None  # pytest-benchmark is a test dependency
     timers = [*on_clock(one_clock), ("pytest-benchmark", bench)]
-    monkeypatch.setattr(cpu, "default_timers", lambda *rounds: timers)
+    monkeypatch.setattr(cpu_check, "default_timers", lambda *rounds: timers)
     out = tmp_path / "check.json"
 
     code = cli.main(["selfcheck", "--device", "cpu", "--json", str(out)])
@@ -346,7 +347,7 @@ def test_the_cpu_check_agrees_when_every_timer_reads_the_same_clock(
     assert f"in {ROUNDS} alternating rounds" in text
     data = json.loads(out.read_text())
     (kernel,) = data["kernels"]
-    assert set(kernel["timers"]) == {cpu.ENGINE, "timeit", "pytest-benchmark"}
+    assert set(kernel["timers"]) == {cpu_check.ENGINE, "timeit", "pytest-benchmark"}
     for name in ("timeit", "pytest-benchmark"):
         assert kernel["timers"][name]["median_s"] == pytest.approx(KERNEL_S, rel=1e-4)
         assert kernel["timers"][name]["rounds"] == ROUNDS
@@ -359,7 +360,7 @@ def test_the_cpu_check_agrees_when_every_timer_reads_the_same_clock(
 def run_length(**rounds: int) -> int:
     """Nanoseconds the engine and timeit take on a steady fake 1 ms kernel: to put a step at half."""
     clock = TickingClock()
-    cpu.run_cpu(one_kernel(clock), on_clock(clock, **rounds), progress=lambda line: None, **rounds)
+    cpu_check.run_cpu(one_kernel(clock), on_clock(clock, **rounds), progress=lambda line: None, **rounds)
     return clock.ns
 
 
@@ -368,9 +369,9 @@ def test_a_drift_that_slows_both_timers_alike_cancels_in_the_interleaved_rounds(
 ) -> None:
     # the machine runs 30% slow in the second half of the run, for every timer alike
     clock = TickingClock(slow_from_ns=run_length() // 2)
-    monkeypatch.setattr(cpu, "CASES", one_kernel(clock))
-    monkeypatch.setattr(cpu, "default_timers", lambda *rounds: on_clock(clock))
-    monkeypatch.setattr(cpu, "_stderr", lambda line: None)
+    monkeypatch.setattr(cpu_check, "CASES", one_kernel(clock))
+    monkeypatch.setattr(cpu_check, "default_timers", lambda *rounds: on_clock(clock))
+    monkeypatch.setattr(cpu_check, "_stderr", lambda line: None)
 
     code = cli.main(["selfcheck", "--device", "cpu"])
 
@@ -379,7 +380,7 @@ def test_a_drift_that_slows_both_timers_alike_cancels_in_the_interleaved_rounds(
     assert code == 0
     # the same fake timed the old way, one timer after the other (one round each), reads the drift
     sequential = TickingClock(slow_from_ns=run_length(rounds=1) // 2)
-    report = cpu.run_cpu(
+    report = cpu_check.run_cpu(
         one_kernel(sequential), on_clock(sequential, rounds=1), progress=lambda line: None, rounds=1
     )
     (comparison,) = report.comparisons
@@ -392,9 +393,9 @@ def test_the_cpu_check_fails_when_a_timer_reads_ten_percent_long(
     drift: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     clock = TickingClock(slow_from_ns=run_length() // 2 if drift else None)
-    monkeypatch.setattr(cpu, "CASES", one_kernel(clock))
-    monkeypatch.setattr(cpu, "default_timers", lambda *rounds: on_clock(clock, off=1.10))
-    monkeypatch.setattr(cpu, "_stderr", lambda line: None)
+    monkeypatch.setattr(cpu_check, "CASES", one_kernel(clock))
+    monkeypatch.setattr(cpu_check, "default_timers", lambda *rounds: on_clock(clock, off=1.10))
+    monkeypatch.setattr(cpu_check, "_stderr", lambda line: None)
 
     code = cli.main(["selfcheck", "--device", "cpu"])
 
@@ -408,11 +409,11 @@ def test_the_cpu_check_fails_when_a_timer_reads_ten_percent_long(
 
 
 def test_the_cpu_kernels_build_and_the_default_timers_are_named() -> None:
-    for case in cpu.CASES:
+    for case in cpu_check.CASES:
         fn, args = case.setup()
         fn(*args)
-    names = [name for name, _ in cpu.default_timers()]
-    assert names == [cpu.ENGINE, "timeit", "pytest-benchmark"]
+    names = [name for name, _ in cpu_check.default_timers()]
+    assert names == [cpu_check.ENGINE, "timeit", "pytest-benchmark"]
 
 
 # -- the GPU path, on the fakes ----------------------------------------------------------------
@@ -428,8 +429,8 @@ def quiet_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 FEW = ["copy 256 MiB d2d", "scale 8 MiB"]
 
 
-def few_cases() -> list[gpu.GpuCase]:
-    return [case for case in gpu.CASES if case.name in FEW]
+def few_cases() -> list[gpu_check.GpuCase]:
+    return [case for case in gpu_check.CASES if case.name in FEW]
 
 
 @pytest.mark.usefixtures("quiet_gpu")
@@ -437,18 +438,20 @@ def few_cases() -> list[gpu.GpuCase]:
 def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
     device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_roofline.timing import cuda
+    from pytest_roofline.machine.selfcheck import gpu_run
+    from pytest_roofline.timing.cuda.backend import CudaBackend
 
-    monkeypatch.setattr(gpu, "CASES", tuple(few_cases()))
+    monkeypatch.setattr(gpu_check, "CASES", tuple(few_cases()))
     monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run.CASES", tuple(few_cases()))
     built: list[dict[str, object]] = []
 
-    class CountedBackend(cuda.CudaBackend):
+    class CountedBackend(CudaBackend):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             built.append(kwargs)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(cuda, "CudaBackend", CountedBackend)
+    monkeypatch.setattr(gpu_check, "CudaBackend", CountedBackend)
+    monkeypatch.setattr(gpu_run, "CudaBackend", CountedBackend)
     out = tmp_path / "check.json"
 
     code = cli.main(["selfcheck", "--fake", "--device", device, "--json", str(out)])
@@ -458,7 +461,7 @@ def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
     assert [k["kernel"] for k in data["kernels"]] == FEW
     timers = data["kernels"][0]["timers"]
     expected = {
-        *gpu.ENGINE_TIMERS,
+        *gpu_check.ENGINE_TIMERS,
         "cupyx benchmark",
         "torch.cuda.Event",
         "triton do_bench (cold)",
@@ -469,7 +472,7 @@ def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
     assert data["rounds"] == ROUNDS
     assert all(entry["rounds"] == ROUNDS for kernel in data["kernels"] for entry in kernel["timers"].values())
     # each engine timer builds its backend once for all its rounds (and the header's, once)
-    assert len(built) == 1 + len(gpu.ENGINE_TIMERS) * len(FEW)
+    assert len(built) == 1 + len(gpu_check.ENGINE_TIMERS) * len(FEW)
     # PyTorch's and Triton's events are on the GPU the kernel runs on: they see its work (on another
     # GPU's stream they would see none and read 0)
     for name in ("torch.cuda.Event", "triton do_bench (cold)"):
@@ -485,13 +488,13 @@ def test_the_gpu_check_runs_on_the_fakes_with_every_timer_on_the_device_asked(
 def test_a_gpu_timer_that_disagrees_on_the_fakes_fails_the_check(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = gpu.torch_events
+    real = gpu_check.torch_events
 
     def slow(*args: object) -> Stats:
         found = real(*args)  # type: ignore[arg-type]
         return Stats.from_samples(t * 1.2 for t in (found.min, found.median, found.max))
 
-    monkeypatch.setattr(gpu, "torch_events", slow)
+    monkeypatch.setattr(gpu_check, "torch_events", slow)
 
     code = cli.main(["selfcheck", "--fake"])
 
@@ -510,7 +513,7 @@ def test_a_gpu_kernel_that_cannot_be_built_fails_the_check(capsys: pytest.Captur
     def broken(cupy: object) -> tuple[object, tuple[object, ...]]:
         raise AttributeError("the fake has no such call")
 
-    text, status = selfcheck("auto", fake=True, gpu_cases=[gpu.GpuCase("broken", broken)])
+    text, status = selfcheck("auto", fake=True, gpu_cases=[gpu_check.GpuCase("broken", broken)])
 
     assert status == 1
     assert "failed (1)" in text
@@ -521,16 +524,16 @@ def test_the_graph_replay_captures_once_and_replays_each_round(monkeypatch: pyte
     from fake_cupy import FakeCupy
 
     world = FakeCupy(kernel_ms=0.2).install(monkeypatch)
-    replay = gpu.graph_replay(world.cupy, world.kernel, (), rounds=5)
+    replay = gpu_check.graph_replay(world.cupy, world.kernel, (), rounds=5)
 
     found = [replay() for _ in range(5)]
 
     assert world.count("begin_capture") == 1
-    pairs = interleave.share_count(gpu.EVENT_PAIRS, 5)
+    pairs = interleave.share_count(gpu_check.EVENT_PAIRS, 5)
     assert [s.n for s in found] == [pairs] * 5
     assert all(s.median == pytest.approx(0.2e-3) for s in found)
     # each round: one untimed replay, then its pairs
-    assert [entry[2] for entry in world.entries("launch")] == [gpu.GRAPH_CALLS] * (5 * (1 + pairs))
+    assert [entry[2] for entry in world.entries("launch")] == [gpu_check.GRAPH_CALLS] * (5 * (1 + pairs))
 
 
 def test_do_bench_takes_every_call_and_falls_back_to_its_median(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -547,7 +550,7 @@ def test_do_bench_takes_every_call_and_falls_back_to_its_median(monkeypatch: pyt
         assert return_mode in ("min", "max", "mean", "median")  # Triton before "all"
         return 0.25
 
-    found = gpu.triton_do_bench(torch, old_do_bench, 0, lambda: None, (), 10)
+    found = gpu_check.triton_do_bench(torch, old_do_bench, 0, lambda: None, (), 10)
 
     # each round takes a tenth of do_bench's default budgets (25 ms warm-up, 100 ms timed)
     assert calls == [("all", 2.5, 10.0), ("median", 2.5, 10.0)]
@@ -577,8 +580,8 @@ def test_bad_options_are_one_line_and_exit_2_before_anything_runs(
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("measured despite a bad option")
 
-    monkeypatch.setattr(cpu, "run_cpu", never)
-    monkeypatch.setattr("pytest_roofline.timing.cuda.device_count", lambda: 0)
+    monkeypatch.setattr(cpu_check, "run_cpu", never)
+    monkeypatch.setattr("pytest_roofline.timing.cuda.loading.device_count", lambda: 0)
 
     code = cli.main(["selfcheck", *argv])
 
@@ -595,7 +598,7 @@ def test_the_json_is_not_written_when_the_check_does_not_finish(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the GPU fell off the bus")
 
-    monkeypatch.setattr(cpu, "run_cpu", interrupted)
+    monkeypatch.setattr(cpu_check, "run_cpu", interrupted)
     out = tmp_path / "check.json"
     out.write_text("an earlier run's")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import inspect
 import pkgutil
+import subprocess
+import sys
 from importlib import import_module
 from pathlib import Path
 
@@ -165,23 +167,124 @@ def test_the_types_a_user_meets_are_exported(name: str) -> None:
     assert getattr(pytest_roofline, name).__name__ == name
 
 
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("pytest_roofline.ops", "pytest_roofline.model.ops"),
-        ("pytest_roofline.calibrate", "pytest_roofline.machine.calibrate"),
-        ("pytest_roofline.report", "pytest_roofline.output.report"),
-        ("pytest_roofline.session", "pytest_roofline.plugin.session"),
-        ("pytest_roofline.floor", "pytest_roofline.model.estimate"),
-    ],
-)
-def test_an_old_module_path_still_imports_for_a_release_and_says_where_it_went(old: str, new: str) -> None:
-    import sys
+# - what a module holds is its own: no re-export layer (issue 32) -
 
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} has moved to {new}"):
-        module = import_module(old)
-    assert module is import_module(new)  # the same module: a patch through either path is seen by both
-    # and it keeps its own spec: with the old one, its relative imports inside functions (made at call
-    # time) raise "ImportWarning: __package__ != __spec__.parent" under -W error
-    assert module.__spec__.name == new
+#: the one module that gathers rather than defines: importing it registers every catalogue
+#: (:mod:`.builtin_ops`, :mod:`.llm_ops`, the ``llm`` op, which looks the others up and so sits above
+#: the registry), and a lookup must see them all; the registry below cannot import them (a cycle)
+GATHERS = {"pytest_roofline.model.ops"}
+
+
+def top_level(tree: ast.Module) -> tuple[set[str], set[str], list[str]]:
+    """The public names a module defines, the names it imports, and its ``__all__`` (empty if none),
+    at module level (under ``if`` and ``try`` too)."""
+    defined: set[str] = set()
+    imports: set[str] = set()
+    exported: list[str] = []
+    for statement in tree.body:
+        nodes = list(ast.walk(statement)) if isinstance(statement, (ast.If, ast.Try)) else [statement]
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    defined.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value:
+                    exported = [e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant)]
+            elif isinstance(node, ast.ImportFrom | ast.Import):
+                imports.update(a.asname or a.name.partition(".")[0] for a in node.names)
+    return {n for n in defined if not n.startswith("_")}, imports, exported
+
+
+@pytest.mark.parametrize("name", sorted(ALL - {"pytest_roofline"} - GATHERS))
+def test_a_module_exports_only_what_it_defines(name: str) -> None:
+    """No ``from x import Name as Name``, no ``__all__`` entry defined elsewhere, no module-level
+    ``__getattr__`` forwarding names (only the package's own: the public API, each name from the module
+    that defines it), and no module that only imports: a name is imported from where it lives."""
+    _, tree = source(name)
+    defined, imports, exported = top_level(tree)
+    aliases = [
+        a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.asname is not None and a.asname == a.name
+    ]
+    assert not aliases, f"{name} re-exports {aliases} (`from ... import X as X`)"
+    foreign = [n for n in exported if n not in defined]
+    assert not foreign, f"{name}'s __all__ names what it does not define: {foreign}"
+    forwards = any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__" for node in tree.body)
+    assert not forwards, f"{name} forwards attributes to other modules (a module-level __getattr__)"
+    only_imports = all(
+        isinstance(node, ast.Import | ast.ImportFrom)
+        or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))  # the docstring
+        or (isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__")
+        for node in tree.body
+    )
+    public_imports = {n for n in imports if not n.startswith("_") and n != "annotations"}
+    assert not (only_imports and public_imports), f"{name} only imports names that live elsewhere"
+
+
+def test_every_import_in_the_package_names_the_module_that_defines_the_name() -> None:
+    """``from pytest_roofline.x import Name`` where ``x`` merely imported ``Name`` would keep a layer of
+    re-exports alive unseen: every import names the defining module (or a submodule)."""
+    strays = []
+    for name in sorted(ALL - {"pytest_roofline"}):
+        path, tree = source(name)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = package.split(".")
+            target = (
+                ".".join([*base[: len(base) - node.level + 1], *([node.module] if node.module else [])])
+                if node.level
+                else node.module or ""
+            )
+            if target not in ALL or target in GATHERS or target == "pytest_roofline":
+                continue
+            defined = top_level(source(target)[1])[0]
+            strays.extend(
+                f"{name}: {a.name} from {target}"
+                for a in node.names
+                if f"{target}.{a.name}" not in ALL and a.name not in defined
+            )
+    assert not strays, "imported from a module that does not define them:\n" + "\n".join(strays)
+
+
+def test_the_public_api_names_the_module_that_defines_each_name() -> None:
+    from importlib import import_module as load
+
+    lazy = pytest_roofline._LAZY  # type: ignore[attr-defined]
+    for public, module in lazy.items():
+        value = getattr(load(f"pytest_roofline.{module}"), public)
+        home = getattr(value, "__module__", None)
+        if f"pytest_roofline.{module}" in GATHERS:  # the catalogue's lookups, with the catalogue loaded
+            assert home == "pytest_roofline.model.op_registry", f"{public}: defined in {home}"
+        else:
+            assert home == f"pytest_roofline.{module}", f"{public}: _LAZY says {module}, defined in {home}"
+
+
+def test_importing_the_package_installs_no_import_hook() -> None:
+    """Every pytest run imports the package (its entry points): it leaves ``sys.meta_path`` and
+    ``sys.path_hooks`` as it found them."""
+    code = (
+        "import sys\n"
+        "finders, hooks = list(sys.meta_path), list(sys.path_hooks)\n"
+        "import pytest_roofline, pytest_roofline.plugin, pytest_roofline.stub\n"
+        "print(sys.meta_path == finders and sys.path_hooks == hooks)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert done.stdout.strip() == "True", f"import hooks added: {done.stdout}"
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says what it holds, once: two ``estimate.py`` (or ``ceilings.py``) make a reader
+    (and a traceback) guess which one is meant."""
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name != "__init__.py":
+            by_name.setdefault(path.stem, []).append(str(path.relative_to(PACKAGE)))
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert not shared, f"modules of one name: {shared}"

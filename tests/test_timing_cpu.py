@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 from fakes import FakeClock
 
-from pytest_roofline.timing import WARM, Backend, Policy, StopReason, cpu, measure
+from pytest_roofline.model.measurement import StopReason
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing import cpu
+from pytest_roofline.timing.base import Backend
+from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.contention import ThreadWait
 from pytest_roofline.timing.cpu import (
     FALLBACK_LLC_BYTES,
@@ -18,6 +22,7 @@ from pytest_roofline.timing.cpu import (
     CpuBackend,
     last_level_cache_bytes,
 )
+from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.host_caches import parse_cache_size
 
 KiB = 2**10
@@ -167,7 +172,7 @@ def test_llc_size_is_read_lazily() -> None:
 def test_importing_and_constructing_does_not_import_numpy() -> None:
     code = (
         "import sys\n"
-        "from pytest_roofline.timing import measure\n"
+        "from pytest_roofline.timing.engine import measure\n"
         "from pytest_roofline.timing.cpu import CpuBackend\n"
         "CpuBackend()\n"
         "assert 'numpy' not in sys.modules, 'numpy was imported'\n"
@@ -390,7 +395,7 @@ def test_long_windows_are_each_read_for_preemption(clock: FakeClock) -> None:
 def test_the_flushed_latency_floor_times_an_empty_call_right_after_each_flush() -> None:
     from fakes import FakeBackend
 
-    from pytest_roofline.timing.latency import CPU_FLUSHED_LATENCY_POLICY, measure_latency_floor
+    from pytest_roofline.timing.cpu_latency import CPU_FLUSHED_LATENCY_POLICY, measure_latency_floor
 
     backend = FakeBackend(5e-6, flush_s=0.05)
     floor = measure_latency_floor(backend, policy=CPU_FLUSHED_LATENCY_POLICY, flushed=True)

@@ -15,10 +15,11 @@ from fake_cupy import HIP_ATTRIBUTES, FakeCudaError, FakeCupy, MiB, install_fake
 
 from pytest_roofline.model.core import Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError
-from pytest_roofline.timing import cuda
-from pytest_roofline.timing.base import Policy
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import WARM
-from pytest_roofline.timing.cuda import CudaBackend, blocking
+from pytest_roofline.timing.cuda import blocking, loading, measured_ceilings
+from pytest_roofline.timing.cuda import device as cuda_dev
+from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.engine import measure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -337,7 +338,7 @@ def test_graph_mode_is_refused_on_rocm(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_properties_are_read_and_the_bytes_name_decoded(fake: FakeCupy) -> None:
-    props = cuda.device_properties(0)
+    props = cuda_dev.device_properties(0)
 
     assert props.name == "NVIDIA H100 80GB HBM3"
     assert (props.kind, props.major, props.minor, props.multiprocessors) == ("cuda", 9, 0, 132)
@@ -349,7 +350,7 @@ def test_properties_are_read_and_the_bytes_name_decoded(fake: FakeCupy) -> None:
 def test_nul_padded_names_are_trimmed(monkeypatch: pytest.MonkeyPatch) -> None:
     FakeCupy(properties={"name": b"NVIDIA L4\x00\x00\x00", "major": 8, "minor": 9}).install(monkeypatch)
 
-    assert cuda.device_properties(0).name == "NVIDIA L4"
+    assert cuda_dev.device_properties(0).name == "NVIDIA L4"
 
 
 def test_clocks_missing_from_the_dict_are_read_as_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -363,7 +364,7 @@ def test_clocks_missing_from_the_dict_are_read_as_attributes(monkeypatch: pytest
     }
     fake = FakeCupy(properties=props, attributes=attributes).install(monkeypatch)
 
-    got = cuda.device_properties(0)
+    got = cuda_dev.device_properties(0)
 
     assert (got.clock_khz, got.memory_clock_khz, got.bus_width_bits) == (2_617_000, 14_001_000, 512)
     assert got.l2_bytes == 128 * MiB
@@ -378,13 +379,13 @@ def test_a_zero_clock_is_read_as_an_attribute_too(monkeypatch: pytest.MonkeyPatc
         properties={**H100_PROPERTIES, "clockRate": 0}, attributes={"cudaDevAttrClockRate": 1_755_000}
     ).install(monkeypatch)
 
-    assert cuda.device_properties(0).clock_khz == 1_755_000
+    assert cuda_dev.device_properties(0).clock_khz == 1_755_000
 
 
 def test_an_attribute_the_driver_refuses_reads_as_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     FakeCupy(properties={"name": b"NVIDIA Mystery", "major": 9, "minor": 0}).install(monkeypatch)
 
-    props = cuda.device_properties(0)
+    props = cuda_dev.device_properties(0)
 
     assert (props.clock_khz, props.memory_clock_khz, props.l2_bytes) == (0, 0, 0)
 
@@ -405,16 +406,16 @@ def test_rocm_is_told_by_is_hip_and_uses_the_symbolic_attribute_names(
     attributes = {"cudaDevAttrClockRate": 2_100_000, "cudaDevAttrMemoryClockRate": 1_300_000}
     fake = FakeCupy(properties=props, attributes=attributes, is_hip=True).install(monkeypatch)
 
-    got = cuda.device_properties(0)
+    got = cuda_dev.device_properties(0)
 
     assert (got.kind, got.arch_name) == ("rocm", "gfx942:sramecc+:xnack-")
     assert (got.clock_khz, got.memory_clock_khz) == (2_100_000, 1_300_000)
     assert fake.cupy.cuda.runtime.cudaDevAttrClockRate == HIP_ATTRIBUTES["cudaDevAttrClockRate"]
-    assert cuda.cuda_device(0).key == "mi300x"
+    assert cuda_dev.cuda_device(0).key == "mi300x"
 
 
 def test_cuda_device_finds_the_table_entry(fake: FakeCupy) -> None:
-    device = cuda.cuda_device(0)
+    device = cuda_dev.cuda_device(0)
 
     assert device.key == "h100-sxm"
     assert device.peak(Precision.FP16, Unit.TENSOR) is not None
@@ -425,7 +426,7 @@ def test_cuda_device_derives_an_unknown_gpu(monkeypatch: pytest.MonkeyPatch) -> 
 
     FakeCupy(properties={**H100_PROPERTIES, "name": b"NVIDIA H100 Prototype"}).install(monkeypatch)
 
-    device = cuda.cuda_device(0)
+    device = cuda_dev.cuda_device(0)
 
     assert device.bandwidth.source is Source.DERIVED
     assert device.bandwidth.value == pytest.approx(2 * 2_619_000e3 * 5120 / 8)
@@ -441,19 +442,19 @@ def test_backend_names_its_device(fake: FakeCupy) -> None:
 def test_device_count_without_cupy_is_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` raise ImportError
 
-    assert cuda.device_count() == 0
+    assert loading.device_count() == 0
 
 
 def test_device_count_when_the_driver_fails_is_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     FakeCupy(count_error=FakeCudaError("cudaErrorNoDevice: no CUDA-capable device")).install(monkeypatch)
 
-    assert cuda.device_count() == 0
+    assert loading.device_count() == 0
 
 
 def test_device_count_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     FakeCupy(device_count=4).install(monkeypatch)
 
-    assert cuda.device_count() == 4
+    assert loading.device_count() == 4
 
 
 def test_importing_the_module_does_not_import_cupy() -> None:
@@ -467,7 +468,10 @@ def test_importing_the_module_does_not_import_cupy() -> None:
                     raise AssertionError("cupy imported at module import time")
 
         sys.meta_path.insert(0, NoCupy())
-        import pytest_roofline.timing.cuda
+        import pkgutil
+        import pytest_roofline.timing.cuda as package
+        for module in pkgutil.iter_modules(package.__path__, "pytest_roofline.timing.cuda."):
+            __import__(module.name)
         """
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
@@ -480,7 +484,7 @@ def test_missing_cupy_is_a_clear_runtime_error(monkeypatch: pytest.MonkeyPatch) 
         CudaBackend()
 
     assert excinfo.value.__suppress_context__  # no ImportError traceback chained in front of it
-    for call in (cuda.device_properties, cuda.cuda_device, cuda.measure_ceilings):
+    for call in (cuda_dev.device_properties, cuda_dev.cuda_device, measured_ceilings.measure_ceilings):
         with pytest.raises(RuntimeError, match="needs CuPy"):
             call(0)
 
@@ -498,7 +502,7 @@ def test_a_failing_driver_is_a_device_error(monkeypatch: pytest.MonkeyPatch) -> 
     FakeCupy(count_error=FakeCudaError("cudaErrorInsufficientDriver")).install(monkeypatch)
 
     with pytest.raises(DeviceError, match=r"no CUDA device is visible .*cudaErrorInsufficientDriver"):
-        cuda.device_properties(0)
+        cuda_dev.device_properties(0)
 
 
 @pytest.mark.parametrize("index", [2, -1, "0", True])
@@ -516,13 +520,13 @@ def test_ceilings_come_from_a_copy_and_matmuls(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("CUPY_TF32", raising=False)
     fake = FakeCupy(kernel_ms=1.0).install(monkeypatch)
 
-    bandwidth, peaks = cuda.measure_ceilings(0)  # the default policy
+    bandwidth, peaks = measured_ceilings.measure_ceilings(0)  # the default policy
 
     copy_bytes = 512 * MiB  # max(4 × 50 MiB L2, 512 MiB)
     assert bandwidth.value == pytest.approx(2 * copy_bytes / 1e-3)
     assert bandwidth.source is Source.MEASURED
     assert "read + write" in bandwidth.note
-    n = max(cuda.MATMUL_SIZES)  # each call takes 1 ms on the fake: the larger size is the faster rate
+    n = max(measured_ceilings.MATMUL_SIZES)  # each call takes 1 ms on the fake: the larger size is faster
     assert set(peaks) == {
         (Precision.FP64, Unit.TENSOR),  # cc 9.0: CuPy asks cuBLAS for tensor ops (DMMA) from cc 8.0
         (Precision.FP32, Unit.VECTOR),
@@ -543,7 +547,7 @@ def test_fp64_matmul_is_a_vector_peak_before_compute_capability_8(monkeypatch: p
     props = {**H100_PROPERTIES, "name": b"Tesla V100-SXM2-32GB", "major": 7, "minor": 0}
     FakeCupy(kernel_ms=1.0, properties=props).install(monkeypatch)
 
-    _, peaks = cuda.measure_ceilings(0, FAST)
+    _, peaks = measured_ceilings.measure_ceilings(0, FAST)
 
     assert (Precision.FP64, Unit.VECTOR) in peaks
     assert (Precision.FP64, Unit.TENSOR) not in peaks
@@ -552,10 +556,10 @@ def test_fp64_matmul_is_a_vector_peak_before_compute_capability_8(monkeypatch: p
 def test_ceiling_matmuls_take_random_inputs_of_both_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCupy(kernel_ms=1.0).install(monkeypatch)
 
-    cuda.measure_ceilings(0, FAST)
+    measured_ceilings.measure_ceilings(0, FAST)
 
     assert ("load", "curand") in fake.log
-    for n in cuda.MATMUL_SIZES:
+    for n in measured_ceilings.MATMUL_SIZES:
         assert ("alloc", n * n * 8) in fake.log  # an fp64 operand of each size
 
 
@@ -564,7 +568,7 @@ def test_ceiling_copy_is_four_times_a_large_l2(monkeypatch: pytest.MonkeyPatch) 
 
     FakeCupy(kernel_ms=1.0, properties={**H100_PROPERTIES, "l2CacheSize": 256 * MiB}).install(monkeypatch)
 
-    bandwidth, _ = cuda.measure_ceilings(0, FAST)
+    bandwidth, _ = measured_ceilings.measure_ceilings(0, FAST)
 
     assert bandwidth.value == pytest.approx(2 * 1024 * MiB / 1e-3)
 
@@ -573,7 +577,7 @@ def test_fp32_matmul_is_tf32_when_cupy_tf32_is_set(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("CUPY_TF32", "1")
     FakeCupy(kernel_ms=1.0).install(monkeypatch)
 
-    _, peaks = cuda.measure_ceilings(0, FAST)
+    _, peaks = measured_ceilings.measure_ceilings(0, FAST)
 
     assert (Precision.TF32, Unit.TENSOR) in peaks
     assert (Precision.FP32, Unit.VECTOR) not in peaks
@@ -583,7 +587,7 @@ def test_bf16_is_measured_where_cupy_supports_it(monkeypatch: pytest.MonkeyPatch
     FakeCupy(kernel_ms=1.0, bfloat16=True).install(monkeypatch)
     install_fake_ml_dtypes(monkeypatch)
 
-    _, peaks = cuda.measure_ceilings(0, FAST)
+    _, peaks = measured_ceilings.measure_ceilings(0, FAST)
 
     assert peaks[(Precision.BF16, Unit.TENSOR)].source is Source.MEASURED
 
@@ -592,7 +596,7 @@ def test_bf16_is_skipped_where_cupy_cannot_matmul_it(monkeypatch: pytest.MonkeyP
     FakeCupy(kernel_ms=1.0, bfloat16=False).install(monkeypatch)
     install_fake_ml_dtypes(monkeypatch)
 
-    _, peaks = cuda.measure_ceilings(0, FAST)
+    _, peaks = measured_ceilings.measure_ceilings(0, FAST)
 
     assert (Precision.BF16, Unit.TENSOR) not in peaks
 
@@ -600,7 +604,7 @@ def test_bf16_is_skipped_where_cupy_cannot_matmul_it(monkeypatch: pytest.MonkeyP
 # -- a real GPU ---------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
+@pytest.mark.skipif(loading.device_count() == 0, reason="no CUDA device")
 @pytest.mark.parametrize("graph", [False, True], ids=["events", "graph"])
 def test_a_real_measurement(graph: bool) -> None:
     import cupy
@@ -615,7 +619,7 @@ def test_a_real_measurement(graph: bool) -> None:
     m = measure(scale, policy=Policy(max_time_s=0.2), backend=backend)
 
     assert m.backend == "cuda"
-    assert m.device == cuda.device_properties(0).name
+    assert m.device == cuda_dev.device_properties(0).name
     assert 0 < m.time_s < 0.01  # 8 MiB of traffic: microseconds, not milliseconds
     assert all(s > 0 for s in m.samples_s)
     assert bool((out == 2 * x).all())

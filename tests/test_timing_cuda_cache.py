@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import Policy, measure
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import plan_cache
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda.backend import CudaBackend
+from pytest_roofline.timing.engine import measure
 
 MiB = 2**20
 L2 = 50 * MiB
@@ -156,8 +157,8 @@ def l2_read_ms(steps: list[tuple[float, float]], dram: float) -> Any:
 def test_the_l2_capacity_is_swept_with_the_l2_roofs_kernel(
     monkeypatch: pytest.MonkeyPatch, steps: list[tuple[float, float]], lo: int, hi: int
 ) -> None:
-    from pytest_roofline.machine.cachelevels import CacheInfo
     from pytest_roofline.machine.capacity import capacities_from_details, samples_from_details, sweep_details
+    from pytest_roofline.timing.host_caches import CacheInfo
     from pytest_roofline.timing.l2 import l2_rate_at
 
     fake = FakeCupy(l2_read_ms=l2_read_ms(steps, dram=2e12)).install(monkeypatch)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.loading import KernelCompileError
 
 COPY_TEST = """

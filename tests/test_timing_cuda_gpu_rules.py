@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import cuda
-from pytest_roofline.timing.base import Policy
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import WARM
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda import blocking, launch_latency, loading, measured_ceilings
+from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 from pytest_roofline.timing.engine import measure
 
@@ -28,7 +28,7 @@ FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 @pytest.fixture(autouse=True)
 def _no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in getattr(cuda, "PROFILER_ENVIRONMENT", ()):
+    for name in getattr(blocking, "PROFILER_ENVIRONMENT", ()):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
 
@@ -108,7 +108,7 @@ def test_a_first_call_that_grows_the_pool_is_never_held(fake: FakeCupy) -> None:
 
 
 def test_the_latency_floors_first_empty_kernel_is_never_held(fake: FakeCupy) -> None:
-    floor = cuda.latency_floor(0)
+    floor = launch_latency.latency_floor(0)
 
     assert timeouts(fake) == []
     assert floor.floor_s > 0
@@ -117,7 +117,7 @@ def test_the_latency_floors_first_empty_kernel_is_never_held(fake: FakeCupy) -> 
 def test_calibrations_first_matmul_is_never_held(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCupy(kernel_ms=1.0).install(monkeypatch)
 
-    cuda.measure_ceilings(0, FAST)
+    measured_ceilings.measure_ceilings(0, FAST)
 
     assert timeouts(fake) == []
 
@@ -149,14 +149,14 @@ def test_each_probe_that_cannot_tell_spins_longer(fake: FakeCupy) -> None:
     syncs = fake.synchronizing()
 
     backend = CudaBackend()
-    for _ in range(cuda.PROBE_TRIES + 1):
+    for _ in range(blocking.PROBE_TRIES + 1):
         backend.run(syncs, (), calls=1, samples=1, flush=False)
 
     delays = [entry[2] for entry in fake.entries("delay") if entry[2] > 0]  # 0: the warm launch
-    assert len(delays) == cuda.PROBE_TRIES  # then no more probes: it synchronizes
-    assert delays[0] == int(cuda.PROBE_DELAY_S * 1e9)
+    assert len(delays) == blocking.PROBE_TRIES  # then no more probes: it synchronizes
+    assert delays[0] == int(blocking.PROBE_DELAY_S * 1e9)
     assert all(a < b for a, b in itertools.pairwise(delays))
-    assert max(delays) <= int(cuda.PROBE_MAX_DELAY_S * 1e9)
+    assert max(delays) <= int(blocking.PROBE_MAX_DELAY_S * 1e9)
     assert backend.synchronizes(syncs) is True
 
 
@@ -196,7 +196,7 @@ def test_a_call_of_a_hundred_launches_never_overfills_the_queue_behind_a_hold(
 
     assert timeouts(fake) == []
     assert backend.synchronizes(block) is False  # held, and never taken for one that synchronizes
-    assert m.calls_per_sample > cuda.MAX_HELD_CALLS
+    assert m.calls_per_sample > blocking.MAX_HELD_CALLS
     assert fake.count("block") > 1
 
 
@@ -262,7 +262,7 @@ def warmed(fake: FakeCupy, **options: Any) -> CudaBackend:
     backend = CudaBackend(**options)
     backend.run(fake.kernel, (), calls=1, samples=1, flush=False)
     backend.run(fake.kernel, (), calls=1, samples=1, flush=False)
-    backend.run(fake.kernel, (), calls=cuda.MAX_HELD_CALLS, samples=1, flush=False)  # the queue takes 32
+    backend.run(fake.kernel, (), calls=blocking.MAX_HELD_CALLS, samples=1, flush=False)  # the queue takes 32
     assert backend.synchronizes(fake.kernel) is False
     return backend
 
@@ -271,12 +271,12 @@ def test_only_the_head_of_a_long_window_is_held(fake: FakeCupy) -> None:
     backend = warmed(fake)
     fake.log.clear()
 
-    backend.run(fake.kernel, (), calls=cuda.MAX_HELD_CALLS + 5, samples=2, flush=False)
+    backend.run(fake.kernel, (), calls=blocking.MAX_HELD_CALLS + 5, samples=2, flush=False)
 
     window = fake.entries("block", "record", "kernel", "release")
     head = window[: window.index(("release", 1))]
-    assert head.count(("kernel", "null")) == cuda.MAX_HELD_CALLS
-    assert window.count(("kernel", "null")) == 2 * (cuda.MAX_HELD_CALLS + 5)
+    assert head.count(("kernel", "null")) == blocking.MAX_HELD_CALLS
+    assert window.count(("kernel", "null")) == 2 * (blocking.MAX_HELD_CALLS + 5)
 
 
 def test_warm_up_rounds_are_never_held(fake: FakeCupy) -> None:
@@ -420,12 +420,12 @@ def test_a_dot_prints_edges_are_not_counted_as_nodes(fake: FakeCupy, verbose: bo
 
 
 def test_the_latency_floor_is_measured_per_mode(fake: FakeCupy) -> None:
-    eager = cuda.latency_floor(0)
-    graph = cuda.latency_floor(0, graph=True)
-    unheld = cuda.latency_floor(0, block="off")
+    eager = launch_latency.latency_floor(0)
+    graph = launch_latency.latency_floor(0, graph=True)
+    unheld = launch_latency.latency_floor(0, block="off")
 
     assert len({id(eager), id(graph), id(unheld)}) == 3
-    assert cuda.latency_floor(0, graph=True) is graph
+    assert launch_latency.latency_floor(0, graph=True) is graph
     assert "(graph replay, held)" in graph.note
     assert "(eager, unheld)" in unheld.note
     assert fake.count("launch") > 0  # the graph's empty launches were replayed
@@ -435,9 +435,9 @@ def test_the_clocks_ramp_before_the_latency_floor(fake: FakeCupy, monkeypatch: p
     shares = iter([0.3, 0.6, 0.95])
     monkeypatch.setattr("pytest_roofline.timing.clocks.sm_clock_share", lambda index, bus: next(shares))
 
-    floor = cuda.latency_floor(0)
+    floor = launch_latency.latency_floor(0)
 
-    ramp = [entry[2] for entry in fake.entries("delay") if entry[2] == int(cuda.RAMP_STEP_S * 1e9)]
+    ramp = [entry[2] for entry in fake.entries("delay") if entry[2] == int(launch_latency.RAMP_STEP_S * 1e9)]
     assert len(ramp) == 2  # busy until the SM clock read 95% of its maximum
     assert "SM clock at 95% of its maximum" in floor.note
 
@@ -445,16 +445,16 @@ def test_the_clocks_ramp_before_the_latency_floor(fake: FakeCupy, monkeypatch: p
 def test_without_nvml_the_gpu_is_kept_busy_a_fixed_stretch(fake: FakeCupy, monkeypatch) -> None:
     monkeypatch.setattr("pytest_roofline.timing.clocks.sm_clock_share", lambda index, bus: None)
 
-    note = cuda.ramp_clocks(CudaBackend())
+    note = launch_latency.ramp_clocks(CudaBackend())
 
     assert note == "clocks unwatched (no NVML): the GPU kept busy 100 ms first"
-    assert sum(1 for entry in fake.entries("delay") if entry[2] == int(cuda.RAMP_STEP_S * 1e9)) == 5
+    assert sum(1 for entry in fake.entries("delay") if entry[2] == int(launch_latency.RAMP_STEP_S * 1e9)) == 5
 
 
 # -- a real GPU ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(cuda.device_count() == 0, reason="no CUDA device")
+@pytest.mark.skipif(loading.device_count() == 0, reason="no CUDA device")
 def test_a_real_kernel_that_synchronizes_is_timed_unheld_without_a_stall() -> None:
     import time
 
@@ -469,6 +469,6 @@ def test_a_real_kernel_that_synchronizes_is_timed_unheld_without_a_stall() -> No
     start = time.perf_counter()
     m = measure(syncs, policy=Policy(max_time_s=0.3), backend=backend)
 
-    assert time.perf_counter() - start < cuda.BLOCK_TIMEOUT_S / 2  # never held: no timeout waited out
+    assert time.perf_counter() - start < blocking.BLOCK_TIMEOUT_S / 2  # never held: no timeout waited out
     assert backend.synchronizes(syncs) is True
     assert m.time_s > 0

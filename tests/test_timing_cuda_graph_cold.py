@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing.base import Policy
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import CachePlan
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.engine import MAX_GRAPH_COPIES, measure
 from pytest_roofline.timing.rotation import Rotation
 

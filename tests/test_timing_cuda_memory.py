@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import cuda
-from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.cuda import MIN_FLUSH_BYTES, CudaBackend
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cuda import measured_ceilings
+from pytest_roofline.timing.cuda.backend import MIN_FLUSH_BYTES, CudaBackend
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
@@ -37,7 +37,7 @@ def flush_buffers(fake: FakeCupy) -> list[object]:
 
 
 def test_calibration_gives_its_buffers_back_to_the_driver(fake: FakeCupy) -> None:
-    cuda.measure_ceilings(0, FAST)
+    measured_ceilings.measure_ceilings(0, FAST)
 
     assert fake.pool_free == 0  # the copies and matmul operands, a few GiB, are the driver's again
     assert fake.pool_used == 0

@@ -14,23 +14,23 @@ import pytest
 from fake_cupy import FakeCudaError, FakeCupy
 from fake_torch import FakeTorch
 
-from pytest_roofline.timing import cuda
-from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.cuda import MAX_HELD_CALLS, CudaBackend, CupyInstallError
-from pytest_roofline.timing.engine import measure
-from pytest_roofline.timing.latency import (
-    LatencyFloor,
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cpu_latency import (
     cpu_latency_floor,
-    judged_floor,
     measure_latency_floor,
 )
+from pytest_roofline.timing.cuda import blocking, launch_latency, loading
+from pytest_roofline.timing.cuda.backend import CudaBackend
+from pytest_roofline.timing.cuda.blocking import MAX_HELD_CALLS
+from pytest_roofline.timing.cuda.loading import CupyInstallError
+from pytest_roofline.timing.engine import measure
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 
 @pytest.fixture(autouse=True)
 def _no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in cuda.PROFILER_ENVIRONMENT:
+    for name in blocking.PROFILER_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
 
@@ -46,7 +46,7 @@ def warm(backend: CudaBackend, fn: Any, args: tuple[object, ...] = ()) -> CudaBa
     MAX_HELD_CALLS calls shows the launch queue takes that many."""
     backend.run(fn, args, calls=1, samples=1, flush=False)
     backend.run(fn, args, calls=1, samples=1, flush=False)
-    backend.run(fn, args, calls=cuda.MAX_HELD_CALLS, samples=1, flush=False)
+    backend.run(fn, args, calls=blocking.MAX_HELD_CALLS, samples=1, flush=False)
     assert backend.synchronizes(fn, args) is False
     return backend
 
@@ -75,7 +75,7 @@ def test_several_cupy_packages_are_one_clear_error_not_zero_gpus(monkeypatch: py
     FakeCupy(duplicate=("cupy-cuda12x", "cupy-cuda13x")).install(monkeypatch)
 
     with pytest.raises(CupyInstallError) as excinfo:
-        cuda.device_count()
+        loading.device_count()
 
     message = str(excinfo.value)
     assert "several CuPy packages are installed side by side (cupy-cuda12x, cupy-cuda13x)" in message
@@ -86,7 +86,7 @@ def test_several_cupy_packages_are_one_clear_error_not_zero_gpus(monkeypatch: py
     with pytest.raises(CupyInstallError, match="several CuPy packages"):
         CudaBackend()
     with pytest.raises(CupyInstallError):
-        cuda.device_count()
+        loading.device_count()
 
 
 def test_other_import_warnings_of_cupy_are_given_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,7 +98,7 @@ def test_other_import_warnings_of_cupy_are_given_again(monkeypatch: pytest.Monke
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert cuda.device_count() == 1
+        assert loading.device_count() == 1
     assert [str(w.message) for w in caught] == ["CUDA path could not be detected"]
 
 
@@ -367,7 +367,7 @@ def test_a_raising_kernel_still_releases_the_stream(fake: FakeCupy) -> None:
 
     def breaks_when_held() -> None:
         fake.kernel()
-        if next(calls) >= 2 + cuda.MAX_HELD_CALLS:  # the warm-up's calls pass
+        if next(calls) >= 2 + blocking.MAX_HELD_CALLS:  # the warm-up's calls pass
             raise ZeroDivisionError
 
     backend = warm(CudaBackend(), breaks_when_held)
@@ -424,8 +424,8 @@ def test_block_options_are_checked(fake: FakeCupy, name: str, bad: object) -> No
 def test_latency_floor_is_an_empty_kernel_measured_once_per_device(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeCupy(kernel_ms=0.0015).install(monkeypatch)
 
-    first = cuda.latency_floor(0)
-    again = cuda.latency_floor(0)
+    first = launch_latency.latency_floor(0)
+    again = launch_latency.latency_floor(0)
 
     assert again is first
     assert first.floor_s == pytest.approx(1.5e-6)
@@ -433,23 +433,7 @@ def test_latency_floor_is_an_empty_kernel_measured_once_per_device(monkeypatch: 
     assert first.device == "NVIDIA H100 80GB HBM3"
     names = sorted(name for _, name in fake.raw_kernels)
     assert names == ["roofline_block", "roofline_delay", "roofline_empty"]
-    assert cuda.latency_floor(0, refresh=True) is not first
-
-
-def test_judged_floor_is_the_larger_and_says_latency_bound() -> None:
-    latency = LatencyFloor(device="gpu", floor_s=2e-6)
-
-    assert judged_floor(40e-9, latency).floor_s == 2e-6
-    assert judged_floor(40e-9, latency).latency_bound
-    assert not judged_floor(1e-3, latency).latency_bound
-    assert judged_floor(1e-3, 2e-6).floor_s == 1e-3
-    assert judged_floor(1e-9, None) == judged_floor(1e-9, 0.0)
-
-
-@pytest.mark.parametrize(("floor", "latency"), [(-1.0, 0.0), (float("nan"), 0.0), (1.0, -2.0), (1.0, "2us")])
-def test_judged_floor_checks_its_input(floor: float, latency: Any) -> None:
-    with pytest.raises(ValueError, match=r"must be a finite number >= 0"):
-        judged_floor(floor, latency)
+    assert launch_latency.latency_floor(0, refresh=True) is not first
 
 
 def test_cpu_latency_floor_is_an_empty_python_call_through_the_engine() -> None:
@@ -499,4 +483,4 @@ def test_one_extra_per_cuda_major_and_cuda_an_alias_of_cuda12() -> None:
     assert extras["cuda"] == extras["cuda12"]
     assert not any("cupy" in r for r in project["dependencies"])
     for extra in ("cuda12", "cuda13"):  # what the error without CuPy tells users to install exists
-        assert f"[{extra}]" in cuda.NEED_CUPY
+        assert f"[{extra}]" in loading.NEED_CUPY

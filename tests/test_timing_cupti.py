@@ -7,9 +7,9 @@ import pytest
 from fake_cupti import ActivityKind, FakeCupti
 from fake_cupy import FakeCupy
 
-from pytest_roofline.timing import cuda
-from pytest_roofline.timing.base import Policy
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cuda import blocking
+from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cupti import KernelInterval, busy_s
 from pytest_roofline.timing.engine import measure
 
@@ -18,7 +18,7 @@ FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 @pytest.fixture(autouse=True)
 def _no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (*cuda.PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
+    for name in (*blocking.PROFILER_ENVIRONMENT, "CUDA_LAUNCH_BLOCKING"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -8,17 +8,12 @@ from collections.abc import Callable, Sequence
 import pytest
 from fakes import FakeBackend
 
-from pytest_roofline.timing import (
-    FLUSHED,
-    WARM,
-    CachePlan,
-    Measurement,
-    Policy,
-    StopReason,
-    measure,
-    sampling,
-)
+from pytest_roofline.model.measurement import Measurement, StopReason
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing import sampling
 from pytest_roofline.timing.base import Probe
+from pytest_roofline.timing.cache import FLUSHED, WARM, CachePlan
+from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.sampling import _Round, _time_of
 from pytest_roofline.timing.transient import MIN_HALF, MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 

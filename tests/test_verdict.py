@@ -7,11 +7,12 @@ import math
 
 import pytest
 
-from pytest_roofline.model.ceilings import ProbeReference
 from pytest_roofline.model.core import Device, Estimate, Figure, Precision, Source, Unit
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.measurement import Measurement, StopReason
+from pytest_roofline.model.paired_ceilings import ProbeReference
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import Stats
 from pytest_roofline.model.verdict import (
     FEW_SAMPLES_CI,
@@ -29,7 +30,6 @@ from pytest_roofline.model.verdict import (
     judge,
     result_of,
 )
-from pytest_roofline.timing.base import Policy
 
 
 def measurement(time_s: float, *, n: int = 57, ci_rel: float = 0.004, flushed: bool = True) -> Measurement:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 torch = pytest.importorskip("torch")
 F = pytest.importorskip("torch.nn.functional")
@@ -63,8 +63,10 @@ _HELD_SYNC = """
 import time
 import cupy
 from pytest_roofline.errors import MeasurementError
-from pytest_roofline.timing import WARM, Policy, measure
-from pytest_roofline.timing.cuda import CudaBackend
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cache import WARM
+from pytest_roofline.timing.cuda.backend import CudaBackend
+from pytest_roofline.timing.engine import measure
 
 x = cupy.arange(1 << 16, dtype=cupy.float32)
 

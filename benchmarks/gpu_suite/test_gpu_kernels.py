@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 torch = pytest.importorskip("torch")
 F = pytest.importorskip("torch.nn.functional")

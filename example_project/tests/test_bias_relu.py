@@ -11,7 +11,7 @@ from types import ModuleType
 import numpy as np
 from budgets import BIAS_RELU_SHAPE, BUDGETS
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 ROWS, COLS = BIAS_RELU_SHAPE
 ITEMSIZE = np.dtype(np.float32).itemsize

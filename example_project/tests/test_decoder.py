@@ -15,7 +15,7 @@ import pytest
 from budgets import BUDGETS, DECODER_BATCH, DECODER_CONTEXT
 from kernels import numpy_decoder
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 CONFIG = Path(__file__).resolve().parents[1] / "tiny_decoder.json"
 

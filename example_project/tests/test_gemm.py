@@ -24,7 +24,7 @@ from budgets import (
 )
 from kernels import numpy_backend
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 Matrix = npt.NDArray[np.float32]
 

@@ -13,7 +13,7 @@ import numpy.typing as npt
 import pytest
 from budgets import BUDGETS, LAYERNORM_NAIVE_SHAPE, LAYERNORM_SHAPE, misses_roofline
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 pytestmark = pytest.mark.speed_of_light("layernorm", dtype="float32")
 

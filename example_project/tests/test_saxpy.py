@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from budgets import BUDGETS, SAXPY_N, SAXPY_STRIDE, SAXPY_STRIDED_N, misses_roofline
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 A = 0.5
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from budgets import BUDGETS, CUPY_TRANSPOSE_SHAPE, TRANSPOSE_NAIVE_SHAPE, TRANSPOSE_SHAPE, misses_roofline
 
-from pytest_roofline.plugin import Roofline
+from pytest_roofline import Roofline
 
 
 @pytest.mark.speed_of_light("transpose", dtype="float32")

@@ -103,12 +103,6 @@ def arch_of_device(key: str) -> str | None:
     return DEVICE_ARCH.get(key)
 
 
-def arch_of_compute_capability(cc: str | tuple[int, int]) -> str:
-    """``"90"`` (CuPy's ``Device.compute_capability``) or ``(9, 0)`` -> ``"sm_90"``."""
-    text = f"{cc[0]}{cc[1]}" if isinstance(cc, tuple) else str(cc)
-    return normalize_arch(text)
-
-
 _ARCH = re.compile(r"^(?:sm_?|compute_)?(\d{2,3})([af]?)$")
 
 

@@ -35,10 +35,6 @@ _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)", re.MULTILINE)
 _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
 
 
-def functions(sass: str) -> tuple[str, ...]:
-    return tuple(_FUNCTION.findall(sass))
-
-
 def counts(sass: str, kernel: str) -> dict[str, int] | None:
     """Each pattern's count in ``kernel``'s SASS, or None when the listing has no such function."""
     headers = list(_FUNCTION.finditer(sass))

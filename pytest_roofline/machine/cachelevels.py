@@ -33,12 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..model.core import Figure, MemoryLevel, Source
-
-# the OS's description of the levels is read in the timing layer (the CPU backend sizes its flush by it)
-from ..timing.host_caches import SYSFS_CACHE as SYSFS_CACHE
-from ..timing.host_caches import CacheInfo as CacheInfo
-from ..timing.host_caches import cpu_caches as cpu_caches
-from ..timing.host_caches import parse_cache_size as parse_cache_size
+from ..timing.host_caches import CacheInfo
 
 #: buffers fill these shares of a level: all of them served by it, with room for the rest (code, stack)
 FILLS = (0.5, 0.7)

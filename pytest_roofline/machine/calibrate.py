@@ -42,51 +42,27 @@ from .calibration_cache import (
     read_figure,
     write_ceilings,
 )
-from .calibration_report import format_calibration
 from .cpu_ceilings import (
-    CPU_BUDGET_S,
     CPU_NOTE,
-    LLC_MULTIPLE,
-    MATMUL_TARGET_S,
-    MAX_KERNEL_RUNS,
-    PROBE_RATIO_RANGE,
-    Clock,
     measure_cpu,
     sanity_problems,
 )
 from .files import cache_dir, can_lock, lock, open_lock_file
 
 if TYPE_CHECKING:
-    from .cachelevels import CacheInfo
+    from ..timing.host_caches import CacheInfo
     from .cpupeak import CpuPeak
 
 __all__ = [
-    "CPU_BUDGET_S",
-    "CPU_NOTE",
-    "LLC_MULTIPLE",
-    "MATMUL_TARGET_S",
-    "MAX_KERNEL_RUNS",
-    "PROBE_RATIO_RANGE",
-    "Calibration",
-    "Ceilings",
-    "Clock",
-    "RooflineWarning",
-    "cache_dir",
     "calibrate_cpu",
     "calibrate_cuda",
     "cpu_calibration",
     "cpu_device",
     "cpu_device_with_levels",
     "cpu_identity",
-    "cpu_model_name",
     "cuda_l2_roof",
-    "format_calibration",
     "gpu_l2_levels",
-    "keep_best",
-    "measure_capacities",
-    "measure_cpu",
     "raise_probe_bests",
-    "sanity_problems",
 ]
 
 _LOCK_TIMEOUT_S = 60.0
@@ -238,7 +214,8 @@ def _with_capacities(ceilings: Ceilings) -> Ceilings:
     the sweep wrote the cache (the same ceilings, unchanged, when they are there or the OS names no
     level). A level roof measured at a size the sweep did not confirm is dropped, to be measured again
     at the size this process sees when a warm measurement needs it."""
-    from .cachelevels import cpu_caches, level_details, rates_from_details
+    from ..timing.host_caches import cpu_caches
+    from .cachelevels import level_details, rates_from_details
     from .capacity import capacities_from_details, capacity_details
 
     caches = cpu_caches()
@@ -257,7 +234,8 @@ def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
     """Cached ceilings with the roofs of this CPU's cache levels, at the sizes this process sees:
     the levels that have none (a release before them wrote the cache, or their size changed) are
     measured now (the same ceilings, unchanged, when none is missing or the OS names no level)."""
-    from .cachelevels import cpu_caches, level_details, measure_level_rates, rates_from_details
+    from ..timing.host_caches import cpu_caches
+    from .cachelevels import level_details, measure_level_rates, rates_from_details
     from .capacity import capacities_from_details, roof_caches
 
     rates = rates_from_details(ceilings.details)
@@ -272,7 +250,7 @@ def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
 def _usable_caches(ceilings: Ceilings) -> tuple[CacheInfo, ...]:
     """The cache levels a warm measurement may be served by, at the size this process sees them; the
     sizes sysfs says where the calibration has no sweep."""
-    from .cachelevels import cpu_caches
+    from ..timing.host_caches import cpu_caches
     from .capacity import capacities_from_details, usable_caches
 
     found = capacities_from_details(ceilings.details)
@@ -405,27 +383,28 @@ def calibrate_cuda(
 
     Keyed by what identifies the model, not the slot: name, table key, SM count, L2 size and the
     CuPy version, so identical GPUs share one calibration. ``measure`` replaces
-    ``timing.cuda.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
+    ``timing.cuda.measured_ceilings.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
     ``l2_capacity`` ``timing.l2.l2_rate_at``, the kernel the L2's capacity is swept with (by default
     both only when ``measure`` is not replaced). The L2 roof is cached in a file of its own
     (:func:`cuda_l2_roof`), so the ceilings measured with or without it never shadow it: whoever
     measured it first (``roofline calibrate``, the plugin), every later calibration finds it.
     """
-    from ..timing import cuda
+    from ..timing.cuda.device import cuda_device
+    from ..timing.cuda.measured_ceilings import CEILINGS_METHOD, measure_ceilings, tf32_requested
+    from ..timing.host_caches import CacheInfo
     from ..timing.l2 import L2_METHOD, l2_rate_at, measure_l2_roof
-    from .cachelevels import CacheInfo
     from .capacity import capacities_from_details, sweep_details
 
-    base = cuda.cuda_device(index)
+    base = cuda_device(index)
     key: dict[str, object] = {
         **_gpu_identity(base),
-        "tf32": cuda.tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
+        "tf32": tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
         # how the ceilings are measured: a calibration taken another way (constant 4096² inputs, fp64
         # keyed vector though cuBLAS ran it on tensor cores) is measured again, not reused
-        "method": cuda.CEILINGS_METHOD,
+        "method": CEILINGS_METHOD,
         "l2_method": L2_METHOD,
     }
-    measure_fn = measure or cuda.measure_ceilings
+    measure_fn = measure or measure_ceilings
     l2_fn = l2 if l2 is not None or measure is not None else measure_l2_roof
     l2_cache = (CacheInfo(2, base.llc_bytes, per_core=False),) if base.llc_bytes else ()
     sweep_fn = l2_capacity if l2_capacity is not None or measure is not None else l2_rate_at
@@ -478,10 +457,10 @@ def cuda_l2_roof(
     blocking setting) when the file has none, or when ``force`` (keeping the better of the two) or
     ``reset`` asks. None for a GPU whose L2 size is unknown, or when there is none and nothing to
     measure it with."""
-    from ..timing import cuda
+    from ..timing.cuda.device import cuda_device
     from ..timing.l2 import L2_METHOD
 
-    base = cuda.cuda_device(index)
+    base = cuda_device(index)
     if not base.llc_bytes:
         return None
     key: dict[str, object] = {**_gpu_identity(base), "method": L2_METHOD}

@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import RooflineError, RooflineWarning
-from ..model.ceilings import BANDWIDTH, ProbeReference
 from ..model.core import Device, Figure, PeakTable, Source, Unit
 from ..model.devices import GB, MiB, slug
+from ..model.paired_ceilings import BANDWIDTH, ProbeReference
 from ..model.peaks import parse_peak_key, peak_key
 from .files import writing_atomically
 

@@ -25,10 +25,9 @@ A CPU has no datasheet we can trust here, so its ceilings are measured with nump
   numpy cannot fuse STREAM's triad, so it runs as the two passes it really is and both passes'
   bytes are counted; counting STREAM's 3 arrays would overstate bandwidth by 5/3. The read-only
   BLAS ``dot`` is there because a floor must never be above the true best time: it pays no
-  write-allocate and BLAS runs it on every core, so it outruns every single-threaded STREAM
-  kernel (on the reference 2-core Xeon: about 24 GB/s against copy's 18), and a numpy kernel
-  under test can do the same. Arrays are touched once, untimed, before any kernel is timed (page
-  faults); the best rate over all runs is kept.
+  write-allocate and BLAS runs it on every core, so it can outrun every single-threaded STREAM
+  kernel (docs/methodology.md), and a numpy kernel under test can do the same. Arrays are touched
+  once, untimed, before any kernel is timed (page faults); the best rate over all runs is kept.
 - *Compute* is ``np.matmul`` FLOP/s (2·n³ per call) for fp64 and fp32, with n chosen from a small
   probe so that one call takes about :data:`MATMUL_TARGET_S`; best of a few calls. Narrower
   float formats (tf32, fp16, bf16, fp8) take fp32's figure, marked :attr:`Source.DERIVED`:
@@ -53,15 +52,15 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ..model.ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from ..model.core import Figure, Precision, Source, Unit
 from ..model.devices import GB, MiB
+from ..model.paired_ceilings import BANDWIDTH, RESOURCES, ProbeReference
 from .calibration_cache import Ceilings, plain_rate
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .cachelevels import CacheInfo
+    from ..timing.host_caches import CacheInfo
     from .capacity import Sweep
     from .cpupeak import CpuPeak
 
@@ -129,8 +128,9 @@ def measure_cpu(
     """
     import numpy as np
 
+    from ..timing.host_caches import cpu_caches
     from ..timing.host_memory import available_memory
-    from .cachelevels import cpu_caches, level_details, measure_capacities, measure_level_rates
+    from .cachelevels import level_details, measure_capacities, measure_level_rates
     from .capacity import capacity_details, roof_caches
 
     if array_bytes is not None and (not isinstance(array_bytes, int) or array_bytes < 8):

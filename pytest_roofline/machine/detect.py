@@ -132,9 +132,9 @@ def target_device(target: Target) -> Device:
 
         return calibrate.cpu_device()
     if target.kind == "cuda":
-        from ..timing import cuda
+        from ..timing.cuda.device import cuda_device
 
-        return cuda.cuda_device(target.index or 0)
+        return cuda_device(target.index or 0)
     return lookup(target.spec)
 
 
@@ -153,20 +153,21 @@ def get_device(name_or_key: str) -> Device:
 
 
 def _cuda_count() -> int:
-    from ..timing import cuda
+    from ..timing.cuda.loading import device_count
 
-    return cuda.device_count()
+    return device_count()
 
 
 def _local_index(device: Device) -> int | None:
     """The first visible GPU that is ``device`` (same table key), or None."""
     if device.kind == "cpu":
         return None
-    from ..timing import cuda
+    from ..timing.cuda.device import cuda_device
+    from ..timing.cuda.loading import device_count
 
-    for index in range(cuda.device_count()):
+    for index in range(device_count()):
         try:
-            if cuda.cuda_device(index).key == device.key:
+            if cuda_device(index).key == device.key:
                 return index
         except (DeviceError, RuntimeError):  # a GPU the table cannot describe is not this one
             continue

@@ -6,33 +6,11 @@ Core types (:mod:`.core`: precisions, units, devices, costs, the estimate); the 
 step model :mod:`.llm`); the device table (:mod:`.devices`); ``estimate()`` (:mod:`.estimate`, with
 the choice of compute unit in :mod:`.unit_choice`); statistics over samples (:mod:`.stats`); what a
 measurement found (:mod:`.measurement`), under which settings (:mod:`.policy`) and conditions
-(:mod:`.conditions`); ceilings measured beside a kernel (:mod:`.ceilings`); user ceilings files
+(:mod:`.conditions`); ceilings measured beside a kernel (:mod:`.paired_ceilings`); user ceilings files
 (:mod:`.peaks`); the verdict (:mod:`.verdict`) and the units reports print (:mod:`.units`).
 
 Nothing here imports a layer above (timing, machine, analysis, output, plugin): those produce the
 values this package defines (a :class:`~.measurement.Measurement`) and read what it computes.
-
-The core types are importable from here too (``from pytest_roofline.model import Device``), as
-they were when this package was one module; on first use, so that importing one of the modules
-above (the plugin's idle path imports :mod:`.units`) does not import them all.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-#: the names of :mod:`.core` this package answers for
-CORE_NAMES = frozenset(
-    {
-        "Bound", "Cost", "Device", "Estimate", "Figure", "MemoryLevel", "Precision", "Source", "Unit",
-        "at_level", "did_you_mean", "parse_dtype", "roofline",
-    }
-)  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name not in CORE_NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import core
-
-    return getattr(core, name)

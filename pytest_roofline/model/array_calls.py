@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .arrays import (
+from .array_operands import (
     Mapped,
     broadcast_shape,
     counted,

@@ -228,14 +228,6 @@ class ClockLog:
     def max_temperature_c(self) -> int | None:
         return max((s.temperature_c for s in self.samples), default=None)
 
-    @property
-    def sm_clock_fraction(self) -> float | None:
-        """The lowest SM clock seen over the maximum: what share of its peak clock the GPU kept."""
-        low = self.min_sm_mhz
-        if low is None or not self.max_sm_mhz:
-            return None
-        return low / self.max_sm_mhz
-
     def summary(self) -> str:
         if not self.watched:
             return f"clocks not watched ({self.note})"

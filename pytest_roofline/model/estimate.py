@@ -7,12 +7,8 @@ from typing import Any
 
 from .core import Device, Estimate, parse_dtype, roofline
 from .devices import DeviceError, lookup
-from .ops import check_params, get_op
-
-# which unit bounds an op is a concern of its own; importable from here, where it was first
-from .unit_choice import MATH_MODES as MATH_MODES
-from .unit_choice import Math as Math
-from .unit_choice import check_math as check_math
+from .op_registry import check_params
+from .ops import get_op
 from .unit_choice import select_unit
 
 

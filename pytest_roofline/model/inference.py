@@ -28,7 +28,8 @@ from ..errors import InvalidValueError
 from . import units
 from .array_calls import map_array_call
 from .core import Precision, parse_dtype
-from .ops import OpError, get_op
+from .op_registry import OpError
+from .ops import get_op
 from .torch_calls import map_torch_call
 
 Tier = Literal["catalogue", "flop_counter", "arguments"]
@@ -80,12 +81,6 @@ class Inference:
     @property
     def flops_known(self) -> bool:
         return self.flops_from != "unknown"
-
-    @property
-    def bytes_inferred(self) -> bool:
-        """Whether the bytes were counted from the arrays the kernel holds, which may be more than it
-        moves."""
-        return self.bytes_from == "arguments"
 
     def marker(self, min_fraction: float | None = None) -> str:
         """The explicit marker that gives the same floor, ready to paste over the test."""

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .arrays import Mapped, counted, elementwise, inputs_read, operand, operand_dtypes, product
+from .array_operands import Mapped, counted, elementwise, inputs_read, operand, operand_dtypes, product
 from .core import Precision, parse_dtype
 
 Handler = Callable[[Any, Sequence[object], Mapping[str, object], "Precision | None"], "Mapped | None"]

@@ -1,7 +1,7 @@
 """The verdict: how close a measured time came to the floor, and the message a kernel engineer reads.
 
 attained = floor / time. Where a probe ran beside the kernel (the CPU's default), the floor is
-computed at the ceiling measured in that same window (:mod:`pytest_roofline.model.ceilings`), so a busy
+computed at the ceiling measured in that same window (:mod:`pytest_roofline.model.paired_ceilings`), so a busy
 machine slows kernel and ceiling alike. The verdict has three outcomes and a guard:
 
 - **pass** / **miss**: attained at or above the budget, or below it, beyond the noise;
@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidValueError
 from . import units
-from .ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .core import Estimate, Precision, Source
 from .measurement import Measurement
+from .paired_ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .stats import MIN_PRECISION_SAMPLES, Stats
 
 if TYPE_CHECKING:
@@ -61,8 +61,8 @@ MULTITHREADED = 1.5
 #: their time was slowed by another job in a way no probe follows (see :func:`_threads_waited`)
 WAITED_SHARE = 0.15
 #: how much more than that waiting alone explains a multi-threaded kernel may slow beside another job
-#: (measured on the 2-core VM beside one busy process: 2.4x to 11x by matrix size): a miss by more
-#: than this is still a miss, so a suite's deliberately bad variants keep failing under pytest-xdist
+#: (by how much depends on its shape: docs/methodology.md): a miss by more than this is still a
+#: miss, so a suite's deliberately bad variants keep failing under pytest-xdist
 WAITED_SLACK = 10.0
 #: the relative half-width a kernel's time is given when its samples are too few for an interval of
 #: their own (:data:`.stats.MIN_PRECISION_SAMPLES`: a slow kernel under a short budget): two standard
@@ -269,7 +269,7 @@ def _judge(
         pass  # judged against the calibrated ceiling: the machine's best, which load cannot raise
     elif _single_threaded_compute(estimate, m):
         # The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded
-        # kernel keeps much more of its speed than they do (measured: the probe slowed 3x more).
+        # kernel keeps much more of its speed than they do (docs/methodology.md).
         # Its ceiling beside it is the share of its core it got: a neighbour on that core halves both.
         if m.cpu_share and estimate.peak_flops is not None:
             ceiling = PairedCeiling(
@@ -362,8 +362,8 @@ def _threads_waited(estimate: Estimate, m: Measurement) -> str:
 
     Beside a job that takes a core, threads that synchronize (BLAS) slow by far more than the
     share of the time they wait for a core, and by how much depends on the kernel's own shape
-    (measured on a 2-core VM beside one spinning process: 512³ sgemm 11x, 768³ dgemm 2.4x), so
-    no matmul probe of another shape follows them. A memory-bound kernel's probe still does.
+    (docs/methodology.md), so no matmul probe of another shape follows them. A memory-bound
+    kernel's probe still does.
     """
     if estimate.bound != "compute" or estimate.device.kind != "cpu":
         return ""

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValueError
 from ..model import units
-from .baseline import HISTORY_RUNS, Baseline, BaselineRecord, Key, machine
+from .baseline import Baseline, BaselineRecord, Key, machine
 
-__all__ = ["HISTORY_RUNS", "Change", "Comparison", "compare", "compare_all", "machine"]
+__all__ = ["Change", "Comparison", "compare", "compare_all"]
 
 DEFAULT_THRESHOLD = 0.10
 #: how far a test's attained fraction moves between runs of unchanged code (each run's own noise

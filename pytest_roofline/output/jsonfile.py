@@ -26,7 +26,7 @@ from .records import (
     as_record,
 )
 
-__all__ = ["SCHEMA_VERSION", "device_judgements", "environment", "payload", "write_json_atomic"]
+__all__ = ["device_judgements", "environment", "payload", "write_json_atomic"]
 
 
 def environment() -> JsonObject:

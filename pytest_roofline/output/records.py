@@ -22,9 +22,9 @@ from typing import Any
 
 from ..model.core import CacheSize, Device
 from ..model.devices import describe_peaks
+from ..model.measurement import Measurement
 from ..model.stats import Stats
 from ..model.verdict import Result, Verdict
-from ..timing.engine import Measurement
 
 #: a JSON object as ``json`` reads and writes it
 JsonObject = dict[str, Any]

@@ -23,24 +23,14 @@ from .options import SETTINGS, SessionSettings, check_peaks_kind
 
 if TYPE_CHECKING:
     from ..model.core import Device
-    from ..model.ops import OpSpec
+    from ..model.op_registry import OpSpec
     from .fixture import Roofline
     from .session import RooflineSession
 
-#: users annotate the fixture's argument with ``pytest_roofline.plugin.Roofline``
-__all__ = ["Roofline", "roofline", "roofline_mode"]
 
 SETTINGS_KEY = pytest.StashKey[SessionSettings]()
 #: set once the run needs a session (:func:`session_of`)
 SESSION_KEY = pytest.StashKey["RooflineSession"]()
-
-
-def __getattr__(name: str) -> Any:
-    if name == "Roofline":  # the annotation users import: the fixture module, on demand
-        from .fixture import Roofline
-
-        return Roofline
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

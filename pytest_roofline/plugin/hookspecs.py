@@ -14,7 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ..model.core import Device
-    from ..model.ops import OpSpec
+    from ..model.op_registry import OpSpec
     from ..model.verdict import Result
     from ..timing.base import Backend
 

@@ -19,7 +19,7 @@ import pytest
 from ..errors import InvalidValueError
 
 if TYPE_CHECKING:
-    from ..model.ops import OpSpec
+    from ..model.op_registry import OpSpec
 
 MARKER = "speed_of_light"
 FIXTURE = "roofline"
@@ -138,7 +138,7 @@ def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
     parametrized = parametrize_values(item)
     if "math" in marker.keywords and "dtype" not in marker.keywords and "dtype" in parametrized:
         from ..model.core import parse_dtype
-        from ..model.estimate import check_math
+        from ..model.unit_choice import check_math
 
         try:
             precision = parse_dtype(parametrized["dtype"])
@@ -147,7 +147,8 @@ def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
         check_math(marker.keywords["math"], precision)
     if marker.op is None:
         return
-    from ..model.ops import check_params, get_op
+    from ..model.op_registry import check_params
+    from ..model.ops import get_op
 
     spec = get_op(marker.op)
     given = located(item, spec.name, {**op_params(spec, parametrized), **marker.params})
@@ -185,7 +186,7 @@ def located(item: pytest.Item, op: str, params: Mapping[str, Any]) -> dict[str, 
     if op != "llm" or not isinstance(config, str):
         return dict(params)
     from ..model.llm import LlmError, locate_config
-    from ..model.ops import OpError
+    from ..model.op_registry import OpError
 
     folders = [("the test's folder", item.path.parent), ("rootdir", item.config.rootpath)]
     try:
@@ -204,7 +205,8 @@ def check_op_params(
     required parameter missing while one of them is a close match says so.
     """
     from ..model.core import did_you_mean
-    from ..model.ops import OpError, check_params, get_op
+    from ..model.op_registry import OpError, check_params
+    from ..model.ops import get_op
 
     spec = get_op(op)
     params = spec.canonical(params)
@@ -295,7 +297,7 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
     """The marker's (or a call's) keywords; the device only for its spelling (whether it is on this
     machine is the session's question)."""
     from ..model.core import parse_dtype
-    from ..model.estimate import check_math
+    from ..model.unit_choice import check_math
     from ..model.verdict import check_fraction
 
     if "dtype" in kw:

@@ -102,7 +102,7 @@ class Measurer:
                 " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
             )
         from ..timing.arguments import check_has_data
-        from ..timing.engine import SetupError, call_once, check_call
+        from ..timing.calls import SetupError, call_once, check_call
 
         with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all

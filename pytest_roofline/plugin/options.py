@@ -193,7 +193,7 @@ def parse_plot_path(text: str) -> str:
 
 
 def parse_columns(text: str) -> tuple[str, ...]:
-    from ..output.report import parse_columns as columns
+    from ..output.table import parse_columns as columns
 
     try:
         return columns(text)

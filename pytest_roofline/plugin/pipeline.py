@@ -20,13 +20,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from ..machine.cpupeak import CpuPeak
-    from ..model.ceilings import ProbeReference
     from ..model.core import Device, Estimate
+    from ..model.measurement import Measurement
+    from ..model.paired_ceilings import ProbeReference
     from ..model.verdict import Result
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.clocks import ClockWatcher
-    from ..timing.engine import Measurement
     from .request import KernelCall, Request
     from .run_devices import Devices
     from .run_state import RunState
@@ -76,7 +76,7 @@ def measure_call(
     """
     __tracebackhide__ = True
     settings = state.settings
-    from ..timing.engine import SetupError
+    from ..timing.calls import SetupError
 
     with failing_the_test(RooflineError):
         device = devices.device(request.device_spec)
@@ -225,8 +225,8 @@ def _probe_reference(est: Estimate, devices: Devices, state: RunState) -> ProbeR
     if state.settings.ceilings != "paired" or not devices.measured_cpu or est.device.kind != "cpu":
         return None
     from ..machine.calibrate import cpu_calibration
-    from ..model.ceilings import resource_of
     from ..model.core import Source
+    from ..model.paired_ceilings import resource_of
 
     # a peaks file's figure is the user's, not the probe's
     if est.bounding_figure.source is not Source.MEASURED:
@@ -247,8 +247,8 @@ def _cpu_peak() -> CpuPeak | None:
 
 
 def _latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float | None = None) -> float:
-    """What an empty call costs on the backend's timer (:func:`..timing.latency_floors.latency_floor_s`)."""
-    from ..timing.latency_floors import latency_floor_s
+    """What an empty call costs on the backend's timer (:func:`..timing.backend_latency.latency_floor_s`)."""
+    from ..timing.backend_latency import latency_floor_s
 
     return latency_floor_s(backend, flushed=flushed, budget_s=budget_s)
 

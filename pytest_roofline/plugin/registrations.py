@@ -10,7 +10,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ..model.core import Device
-    from ..model.ops import OpSpec
+    from ..model.op_registry import OpSpec
 
 
 class Registrations:
@@ -22,7 +22,8 @@ class Registrations:
         self.devices: dict[str, Device | None] = {}
 
     def add_op(self, *args: Any, **kwargs: Any) -> OpSpec:
-        from ..model.ops import OpError, op_names, register_op
+        from ..model.op_registry import OpError
+        from ..model.ops import op_names, register_op
 
         name = args[0] if args else kwargs.get("name")
         previous = None

@@ -31,7 +31,7 @@ from .placement import place
 
 if TYPE_CHECKING:
     from ..model.inference import Inference
-    from ..model.ops import OpSpec
+    from ..model.op_registry import OpSpec
     from ..model.policy import Policy
     from .options import SessionSettings
 
@@ -288,7 +288,7 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
     """The dtype of the first argument that has one, when neither the marker nor the call gives it:
     the positional arguments, then ``kwargs``' values, then a ``functools.partial``'s (the kernel
     itself, or a partial inside it)."""
-    from ..model.arrays import argument_precision
+    from ..model.array_operands import argument_precision
 
     for where, arg in arguments_of(kernel):
         dtype = getattr(arg, "dtype", None)

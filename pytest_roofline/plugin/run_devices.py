@@ -152,7 +152,7 @@ class Devices:
             from ..machine.detect import worker_device_spec
 
             def cuda_count() -> int:
-                from ..timing.cuda import device_count
+                from ..timing.cuda.loading import device_count
 
                 return device_count()
 
@@ -206,7 +206,7 @@ class Devices:
         index = target.index or 0
         if self.settings.peaks == "measured":  # a visible GPU, or the table entry of one
             from ..machine.calibrate import calibrate_cuda
-            from ..timing.cuda import measure_ceilings
+            from ..timing.cuda.measured_ceilings import measure_ceilings
 
             # calibration's matmuls are held as the kernels are
             measure = functools.partial(measure_ceilings, block=self.settings.cuda_block)
@@ -215,7 +215,7 @@ class Devices:
             from ..model.devices import lookup
 
             return lookup(target.spec)
-        from ..timing.cuda import cuda_device
+        from ..timing.cuda.device import cuda_device
 
         return cuda_device(index)
 
@@ -245,7 +245,7 @@ class Devices:
             if self._cpu_backend is None:  # one per session: its flush buffer is 2x the LLC
                 self._cpu_backend = cpu_backend_for(device)
             return self._cpu_backend
-        from ..timing.cuda import CudaBackend
+        from ..timing.cuda.backend import CudaBackend
 
         return CudaBackend(target.index or 0, block=self.settings.cuda_block)
 
@@ -305,7 +305,7 @@ def device_skip_reason(spec: str, *, why: str = "") -> str:
 
     cuda = CUDA_SPEC.fullmatch(spec.strip().lower())
     if cuda:
-        from ..timing.cuda import device_count
+        from ..timing.cuda.loading import device_count
 
         index, count = int(cuda["index"] or 0), device_count()
         if index < count:

@@ -30,12 +30,11 @@ from .fixture import BodyTimer, MeasurementCheck
 from .marker import FIXTURE, check_fixtureless, has_marker, read_marker
 from .measurer import Measurer
 from .options import SessionSettings
-from .pipeline import watching
 from .registrations import Registrations
 from .request import MARKER_KEY
 from .run_devices import Devices, device_skip_reason
 from .run_state import RunState
-from .transport import DEVICES_ATTR, NOTES_ATTR, RECORDS_ATTR, RecordTransport
+from .transport import RecordTransport
 
 if TYPE_CHECKING:
     from ..model.core import Device
@@ -44,8 +43,6 @@ if TYPE_CHECKING:
 
 #: the key of a pytest-xdist worker's output that carries the node ids it deselected
 DESELECTED_OUTPUT = "roofline_deselected"
-#: names this module held before the session was split, kept importable from here
-__all__ = ["DEVICES_ATTR", "NOTES_ATTR", "RECORDS_ATTR", "RooflineSession", "watching"]
 
 
 class RooflineSession:

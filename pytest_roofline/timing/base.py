@@ -30,12 +30,7 @@ if TYPE_CHECKING:
     from pytest_roofline.timing.clocks import ClockWatcher
     from pytest_roofline.timing.contention import ThreadWait
 
-# the settings and the statistic are the model's; imported from here before they moved down
-from pytest_roofline.model.policy import Policy as Policy
-from pytest_roofline.model.policy import check_count
-from pytest_roofline.model.policy import check_positive as check_positive
-from pytest_roofline.model.stats import STATS as STATS
-from pytest_roofline.model.stats import Stat as Stat
+from pytest_roofline.model.policy import check_count, check_positive
 
 Kernel = Callable[..., object]
 
@@ -55,7 +50,7 @@ class Probe:
     """A reference kernel timed beside the kernel under test, so both see the same load.
 
     Its rate (``work`` per second) tracks how fast the machine runs *now*: the verdict scales the
-    calibrated ceiling by it (:mod:`pytest_roofline.model.ceilings`). ``resource`` names what it
+    calibrated ceiling by it (:mod:`pytest_roofline.model.paired_ceilings`). ``resource`` names what it
     measures: ``"bandwidth"`` (bytes per call) or a precision's compute (``"fp64"``, FLOPs).
     """
 
@@ -195,7 +190,7 @@ class MeasuresLatencyFloor(Protocol):
     seconds), measured once and kept. With ``--roofline-latency-floor on`` a kernel whose roofline
     floor is below it is judged latency-bound. ``flushed``: the kernel is timed right after a cache
     flush. The plugin's own backends have their floors measured by
-    :func:`pytest_roofline.timing.latency_floors.latency_floor_s`; another backend without this
+    :func:`pytest_roofline.timing.backend_latency.latency_floor_s`; another backend without this
     capability has none (0)."""
 
     def latency_floor_s(self, *, flushed: bool = False) -> float: ...

@@ -26,9 +26,6 @@ from typing import Any
 
 # what a log means is the model's; its names are importable from here, where they were first
 from pytest_roofline.model.conditions import (
-    SLOWDOWN_REASONS,
-    THROTTLE_CLOCK_SHARE,
-    THROTTLE_REASONS,
     ClockLog,
     ClockSample,
 )
@@ -36,11 +33,6 @@ from pytest_roofline.model.conditions import (
 from ..errors import InvalidValueError
 
 __all__ = [
-    "SLOWDOWN_REASONS",
-    "THROTTLE_CLOCK_SHARE",
-    "THROTTLE_REASONS",
-    "ClockLog",
-    "ClockSample",
     "ClockWatcher",
     "sm_clock_share",
     "unwatched_note",

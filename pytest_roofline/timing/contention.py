@@ -26,25 +26,10 @@ from pathlib import Path
 
 # what the readings mean is the model's; their names are importable from here, where they were first
 from pytest_roofline.model.conditions import (
-    BUSY_LOAD_PER_CORE,
-    BUSY_PREEMPTED,
-    BUSY_STEAL,
-    HEAVY_LOAD_PER_CORE,
-    HEAVY_PREEMPTED,
-    HEAVY_STEAL,
     Contention,
-    Level,
 )
 
 __all__ = [
-    "BUSY_LOAD_PER_CORE",
-    "BUSY_PREEMPTED",
-    "BUSY_STEAL",
-    "HEAVY_LOAD_PER_CORE",
-    "HEAVY_PREEMPTED",
-    "HEAVY_STEAL",
-    "Contention",
-    "Level",
     "Snapshot",
     "between",
     "involuntary_switches",
@@ -77,8 +62,7 @@ _read_switches = _switch_reader()
 def involuntary_switches() -> int:
     """This thread's involuntary context switches so far (the process's where threads are not counted).
 
-    Cheap enough to read around every timed window: about 0.8 µs a call on the 2-core reference VM
-    (``python -m timeit -s "import resource" "resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw"``).
+    Read around every timed window, so it must cost little next to a window (docs/methodology.md).
     Always 0 where :mod:`resource` is missing (Windows): no window is then seen preempted.
     """
     return _read_switches()
@@ -203,8 +187,8 @@ def thread_schedstats(tasks: Path = _TASKS) -> dict[str, tuple[int, int]] | None
 
     Linux's ``/proc/self/task/<tid>/schedstat``; None where the OS does not say (macOS, Windows, a
     kernel without scheduler statistics). A thread that ends between the listing and its read is
-    left out. Read around every backend run, so through ``os`` calls, not pathlib: about 15 µs a
-    thread here, against 60 (a 20 µs kernel's suite test read it ~50 times).
+    left out. Read around every backend run (tens of times in a small kernel's test), so through
+    ``os`` calls, which cost a fraction of pathlib's (docs/methodology.md).
     """
     base = os.fspath(tasks)
     try:
@@ -243,9 +227,7 @@ def thread_wait(
 
     Beside a job that takes a core, a single-threaded kernel waits for none (the scheduler gives it
     the other), while two BLAS threads wait for a core half the time and, synchronizing, run
-    several times slower than that alone would make them (measured on a 2-core VM: a 512³ matmul
-    went from 4.4 ms to 23 ms beside one spinning process, its threads waiting 0.46–0.51 of their
-    time; a single-threaded add waited 0.00–0.03).
+    several times slower than that alone would make them (docs/methodology.md).
     """
     if wall_ns <= 0:
         return None

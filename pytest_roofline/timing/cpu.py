@@ -30,9 +30,8 @@ if TYPE_CHECKING:
 #: a window is preempted when the OS switched this thread out and it ran less than this share of it
 PREEMPTED_SHARE = 0.05
 #: windows shorter than this are not read for preemption one by one. The reads are system calls,
-#: which cost the window after them: a 20 µs matmul read 1.117x timeit's time with them, 1.031x
-#: without (9 interleaved pairs). And a window this short that is preempted lasts several times
-#: its length (a slice is milliseconds), an outlier the median passes over.
+#: which slow the window after them (docs/methodology.md). And a window this short that is
+#: preempted lasts several times its length (a slice is milliseconds), an outlier the median passes over.
 PER_WINDOW_FROM_S = 1e-3
 #: last-level cache size assumed when the OS does not say
 FALLBACK_LLC_BYTES = 64 * 2**20

@@ -80,16 +80,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-# a measurement's result is the model's, which the verdict reads; importable from here, where it was first
 from pytest_roofline.errors import InvalidTypeError, InvalidValueError
-from pytest_roofline.model.measurement import ColdMethod as ColdMethod
-from pytest_roofline.model.measurement import Measurement as Measurement
-from pytest_roofline.model.measurement import ProbeRun as ProbeRun
-from pytest_roofline.model.measurement import StopReason as StopReason
+from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.policy import Policy
-from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR, Backend, FlushesCache, Kernel, Probe, ReplaysGraphs
+from pytest_roofline.timing.base import Backend, FlushesCache, Kernel, Probe, ReplaysGraphs
 from pytest_roofline.timing.budget import (
-    OVERRUN_SHARE,
     WARMUP_SHARE,
     budget_note,
     floor_fits,
@@ -99,13 +94,11 @@ from pytest_roofline.timing.budget import (
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
 from pytest_roofline.timing.calls import (
     KernelCall,
-    SetupError,
-    call_once,
     check_backend,
     check_call,
     run_windows,
 )
-from pytest_roofline.timing.sampling import MIN_TIME_FROM_S, Sampler, Seed, ceil_count
+from pytest_roofline.timing.sampling import Sampler, Seed, ceil_count
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.contention import Snapshot
@@ -115,16 +108,6 @@ __all__ = [
     "DEFAULT_POLICY",
     "MAX_CALLS_PER_SAMPLE",
     "MAX_GRAPH_COPIES",
-    "MIN_SAMPLES_FLOOR",
-    "MIN_TIME_FROM_S",
-    "OVERRUN_SHARE",
-    "ColdMethod",
-    "Measurement",
-    "ProbeRun",
-    "SetupError",
-    "StopReason",
-    "call_once",
-    "check_call",
     "measure",
     "measuring_alone",
 ]

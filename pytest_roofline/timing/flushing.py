@@ -1,11 +1,10 @@
 """When to flush the cache before a sample: only when the kernel's own bytes could sit in it.
 
-A flush costs a write of the flush buffer before every sample (3-8 ms on a 32 MiB L3), which is
-most of the time a small kernel's measurement takes. It buys nothing once the op's bytes are
-well past the last-level cache: the kernel then evicts its own data. Measured on the reference
-2-core VM (``benchmarks/flush_policy.py``: flushed against unflushed ``np.add``, interleaved):
-flushed/unflushed 1.84 at 0.25x the L3, 1.12 at 1x, 0.98-1.06 from 2x on. So an op whose bytes
-reach :data:`NO_FLUSH_MULTIPLE` x the last-level cache is timed unflushed, and the result says why.
+A flush costs a write of the flush buffer before every sample, which is most of the time a small
+kernel's measurement takes. It buys nothing once the op's bytes are well past the last-level cache:
+the kernel then evicts its own data (``benchmarks/flush_policy.py``; docs/methodology.md). So an op
+whose bytes reach :data:`NO_FLUSH_MULTIPLE` x the last-level cache is timed unflushed, and the
+result says why.
 The cache is the one this process sees (``Device.llc_bytes``, the calibration's effective figure):
 on a VM whose sysfs claims ten times the share it gets, the threshold would otherwise sit ten times
 too high and every op below it pay a flush or a rotation it does not need.

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.arrays import argument_precision, shape_of
+from ..model.array_operands import argument_precision, shape_of
 from ..model.core import Precision
 from ..model.inference import ArrayUse, Inference, catalogue_call, flattened, from_arrays, with_given
 

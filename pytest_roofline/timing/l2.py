@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_roofline.model.core import Figure, Source
-from pytest_roofline.timing.base import Policy
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, L2_READ_SOURCE, L2_READ_THREADS
 
 #: the buffer fills this share of the L2

@@ -2,10 +2,9 @@
 
 - ``copy``: ``np.copyto`` between two float64 arrays of :func:`copy_probe_bytes` each (2x the
   last-level cache, within 32-256 MiB), counted as 2 arrays of traffic (STREAM's convention). It
-  is single-threaded on purpose: on a shared 2-core machine a neighbour slows a single-threaded
-  numpy kernel and a single-threaded probe alike (measured: ``np.add`` over 8 Mi float64 moved
-  0.51x alone, 1.01x relative to this probe), while a multi-threaded probe waits for its slowest
-  thread and overstates the slowdown.
+  is single-threaded on purpose: on a shared machine a neighbour slows a single-threaded numpy
+  kernel and a single-threaded probe alike (docs/methodology.md), while a multi-threaded probe
+  waits for its slowest thread and overstates the slowdown.
 - ``matmul``: ``np.matmul`` of two n x n matrices of the precision (2 n^3 FLOPs), n chosen by the
   calibration (:func:`matmul_probe_n`) so one call takes a few milliseconds.
 
@@ -17,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from ..model.ceilings import BANDWIDTH, ProbeReference
+from ..model.paired_ceilings import BANDWIDTH, ProbeReference
 from .base import Probe
 
 if TYPE_CHECKING:

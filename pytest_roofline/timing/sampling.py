@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_roofline.model.measurement import ProbeRun as ProbeRun
-from pytest_roofline.model.measurement import StopReason as StopReason
+from pytest_roofline.model.measurement import ProbeRun, StopReason
+from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import MIN_PRECISION_SAMPLES, Stats
-from pytest_roofline.timing.base import Backend, Policy, Probe
+from pytest_roofline.timing.base import Backend, Probe
 from pytest_roofline.timing.budget import samples_within, saw_flush, seen_flush_s
 from pytest_roofline.timing.calls import KernelCall, run_windows
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start

@@ -1,13 +1,11 @@
 """Whether a measurement's samples began before the kernel settled: the start of the series is slower.
 
-A fixed warm-up cannot know how long a machine takes to settle on a new kernel. Measured on the
-reference 2-core VM (docs/methodology.md): right after other work (another kernel, a cold
-measurement's flushes, a second's sleep) a 25 µs ``np.add`` ran 31-46% slow over its first 25 ms,
-7-11% slow over the next 25, and steady from about 50-100 ms on; run right after itself it ran
-steady from the first sample. A slowdown that even is invisible to the confidence interval, so
-the engine asks the samples instead: when the first half of the samples since the last cut is
-slower than the second half beyond doubt, and by :data:`MIN_SHIFT` or more, the first half was
-warm-up, and is left out.
+A fixed warm-up cannot know how long a machine takes to settle on a new kernel: right after other
+work (another kernel, a cold measurement's flushes, a sleep) a small kernel runs slow for tens of
+milliseconds, and run right after itself it is steady from the first sample (docs/methodology.md).
+A slowdown that even is invisible to the confidence interval, so the engine asks the samples
+instead: when the first half of the samples since the last cut is slower than the second half
+beyond doubt, and by :data:`MIN_SHIFT` or more, the first half was warm-up, and is left out.
 """
 
 from __future__ import annotations
@@ -19,15 +17,12 @@ from pytest_roofline.model.stats import median_ci_ranks, quantile_of_sorted
 #: the fewest samples in each half for a comparison: below six, a median's 95% interval is [min, max]
 MIN_HALF = 6
 #: the least gap between the halves' medians worth a cut, whatever the precision asked for: on a
-#: shared machine the speed drifts, and a cut that chased drift would pick the faster stretches.
-#: Measured on the reference VM (12 measurements of a 25 µs np.add, each right after the last):
-#: the halves differed by 2% or less in half of them and by more than 5% in three (8%, 8%, 25%);
-#: right after a cold measurement the first half ran 10-32% slower in four of 12
+#: shared machine the speed drifts, and a cut that chased drift would pick the faster stretches;
+#: a settled kernel's halves differ by less than this in most measurements (docs/methodology.md)
 MIN_SHIFT = 0.05
-#: a cut reaches no later than this into the sampling: the slowdowns measured on the reference VM
-#: ended within 100 ms of the other work (within about 200 ms in an earlier session's runs), and
-#: a slower stretch later in a long measurement is the machine's drift, which a cut would turn
-#: into a bias towards its faster stretches
+#: a cut reaches no later than this into the sampling: past the slowdowns measured after other work
+#: (docs/methodology.md), a slower stretch later in a long measurement is the machine's drift, which
+#: a cut would turn into a bias towards its faster stretches
 SETTLE_WITHIN_S = 0.25
 
 

@@ -1,10 +1,10 @@
 """``roofline selfcheck``: does the engine's timer agree with the other timers on this machine?
 
 A user with a new GPU or CI runner runs it once to see whether to trust the numbers. On a GPU
-(:mod:`.gpu`, :mod:`.gpu_run`): the engine beside ``cupyx.profiler.benchmark``, ``torch.cuda.Event``
+(:mod:`.gpu_check`, :mod:`.gpu_run`): the engine beside ``cupyx.profiler.benchmark``, ``torch.cuda.Event``
 pairs and Triton's ``do_bench`` where installed, warm beside warm and cold beside do_bench's cold,
 graph replay beside a CUDA graph replayed between events; then the latency floor, the clocks NVML
-saw and the measured ceilings against the device table. On the CPU (:mod:`.cpu`): the engine beside
+saw and the measured ceilings against the device table. On the CPU (:mod:`.cpu_check`): the engine beside
 :mod:`timeit` and pytest-benchmark. A kernel's timers run in alternating rounds
 (:mod:`.interleave`), and each ratio is the median of the rounds' paired ratios. One table of
 ratios and a verdict line (:mod:`.compare`): ``agrees within 2.1%``, exit status 0, or
@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InvalidValueError, UnavailableError
-from .compare import AGREES, DISAGREES, Report
+from .compare import Report
 
 if TYPE_CHECKING:
-    from .gpu import GpuCase
+    from .gpu_check import GpuCase
 
-__all__ = ["AGREES", "DISAGREES", "Report", "selfcheck"]
+__all__ = ["selfcheck"]
 
 
 def selfcheck(
@@ -61,7 +61,7 @@ def _report(
 
     target = parse_target(device)
     if target.kind == "cpu":
-        from .cpu import run_cpu
+        from .cpu_check import run_cpu
 
         return run_cpu(progress=progress)
     if target.index is None:  # a table device with no hardware here

@@ -1,4 +1,4 @@
-"""The GPU self-check as a whole: the kernels of :mod:`.gpu` under one NVML clock watcher, then the
+"""The GPU self-check as a whole: the kernels of :mod:`.gpu_check` under one NVML clock watcher, then the
 latency floor, what the clocks did, and the measured ceilings against the device table."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...model.core import Device, Source
 from ...model.units import byte_rate, flop_rate, seconds
+from ...timing.cuda.backend import CudaBackend
 from .compare import DISAGREES, Report, Verdict, compare, verdict
-from .gpu import (
+from .gpu_check import (
     CASES,
     COLD_FLOOR,
     ENGINE_TIMERS,
@@ -51,8 +52,9 @@ def run_gpu(
     import cupy
     from cupyx.profiler import benchmark
 
-    from ...timing.cuda import CudaBackend, cuda_device, latency_floor
-    from .gpu import optional_timers
+    from ...timing.cuda.device import cuda_device
+    from ...timing.cuda.launch_latency import latency_floor
+    from .gpu_check import optional_timers
 
     say = progress or _stderr
     cases = CASES if cases is None else cases

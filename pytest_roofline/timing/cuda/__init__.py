@@ -4,18 +4,16 @@ A package of one concern per module: :mod:`.loading` (CuPy, imported on first CU
 device checks), :mod:`.device` (what the driver reports), :mod:`.backend` (:class:`CudaBackend`),
 :mod:`.streams`, :mod:`.blocking`, :mod:`.graphs` and :mod:`.flush` (what the backend does around a
 window), :mod:`.kernels` (the CUDA C it launches), :mod:`.memory` (CuPy's pool given back),
-:mod:`.ceilings` (measured bandwidth and matmul FLOP/s) and :mod:`.launch_latency` (the latency
-floor). Every name importable from
-``pytest_roofline.timing.cuda`` before the split still is. No module here imports :mod:`cupy` at
-import time: importing the package, or calling :func:`device_count` without CuPy, costs nothing
-and raises nothing.
+:mod:`.measured_ceilings` (measured bandwidth and matmul FLOP/s) and :mod:`.launch_latency` (the latency
+floor). No module here imports :mod:`cupy` at import time: importing the package, or calling
+:func:`.loading.device_count` without CuPy, costs nothing and raises nothing.
 
-Timing (:class:`CudaBackend`) records a ``cupy.cuda.Event`` pair around each window on one
-stream, queues every window of a :meth:`~CudaBackend.run` back to back (cache flush between
+Timing (:class:`~.backend.CudaBackend`) records a ``cupy.cuda.Event`` pair around each window on one
+stream, queues every window of a :meth:`~.backend.CudaBackend.run` back to back (cache flush between
 them, outside the events) and synchronizes the host once, on the last end event: a host sync
 per sample would inflate a 4 µs kernel by an order of magnitude. A blocking kernel holds the
 stream while a sampling window is queued, never on a kernel's first call, never past what the
-launch queue takes (``block=``, :data:`BLOCK_SETTINGS`); with cupti-python installed, CUPTI's
+launch queue takes (``block=``, :data:`~.blocking.BLOCK_SETTINGS`); with cupti-python installed, CUPTI's
 kernel records time the windows instead (:mod:`pytest_roofline.timing.cupti`).
 
 Every CuPy call in this package is written against CuPy's documented API (docs.cupy.dev) and its source
@@ -56,83 +54,7 @@ any other timing stream is made PyTorch's current one for the windows (``torch.c
 
 Importing CuPy: CuPy warns (a ``UserWarning``) when several of its packages are installed side by
 side (``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
-(:class:`CupyInstallError`), never a silent fallback to the CPU.
+(:class:`~.loading.CupyInstallError`), never a silent fallback to the CPU.
 """
 
 from __future__ import annotations
-
-from pytest_roofline.timing.cuda.backend import EVENT_RESOLUTION_S, MIN_FLUSH_BYTES, TIMERS, CudaBackend
-from pytest_roofline.timing.cuda.blocking import (
-    BLOCK_SETTINGS,
-    BLOCK_TIMEOUT_S,
-    MAX_HELD_CALLS,
-    PROBE_DELAY_S,
-    PROBE_MAX_DELAY_S,
-    PROBE_TRIES,
-    PROFILER_ENVIRONMENT,
-    blocking_environment,
-    check_block,
-    set_default_block,
-)
-from pytest_roofline.timing.cuda.ceilings import (
-    CEILINGS_METHOD,
-    MATMUL_N,
-    MATMUL_SIZES,
-    MIN_COPY_BYTES,
-    measure_ceilings,
-    tf32_requested,
-)
-from pytest_roofline.timing.cuda.device import cuda_device, device_properties
-from pytest_roofline.timing.cuda.launch_latency import (
-    LATENCY_EVENT_SAMPLES,
-    LATENCY_POLICY,
-    RAMP_CLOCK_SHARE,
-    RAMP_MAX_S,
-    RAMP_STEP_S,
-    latency_floor,
-    ramp_clocks,
-)
-from pytest_roofline.timing.cuda.loading import (
-    NEED_CUPY,
-    NO_DEVICE,
-    CupyInstallError,
-    device_count,
-    using_device,
-)
-
-__all__ = [
-    "BLOCK_SETTINGS",
-    "BLOCK_TIMEOUT_S",
-    "CEILINGS_METHOD",
-    "EVENT_RESOLUTION_S",
-    "LATENCY_EVENT_SAMPLES",
-    "LATENCY_POLICY",
-    "MATMUL_N",
-    "MATMUL_SIZES",
-    "MAX_HELD_CALLS",
-    "MIN_COPY_BYTES",
-    "MIN_FLUSH_BYTES",
-    "NEED_CUPY",
-    "NO_DEVICE",
-    "PROBE_DELAY_S",
-    "PROBE_MAX_DELAY_S",
-    "PROBE_TRIES",
-    "PROFILER_ENVIRONMENT",
-    "RAMP_CLOCK_SHARE",
-    "RAMP_MAX_S",
-    "RAMP_STEP_S",
-    "TIMERS",
-    "CudaBackend",
-    "CupyInstallError",
-    "blocking_environment",
-    "check_block",
-    "cuda_device",
-    "device_count",
-    "device_properties",
-    "latency_floor",
-    "measure_ceilings",
-    "ramp_clocks",
-    "set_default_block",
-    "tf32_requested",
-    "using_device",
-]

@@ -18,7 +18,8 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from pytest_roofline.model.devices import DeviceProperties
-from pytest_roofline.timing.base import Kernel, check_positive, check_window_counts
+from pytest_roofline.model.policy import check_positive
+from pytest_roofline.timing.base import Kernel, check_window_counts
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.cuda.blocking import (
     BLOCK_TIMEOUT_S,
@@ -74,8 +75,8 @@ class CudaBackend:
     allocates with ``cudaMalloc`` or calls a library that refuses capture) is a RuntimeError that
     says so. In a pytest run, serve such a backend from the ``pytest_roofline_backend`` hook.
 
-    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None: the
-    session's ``--roofline-cuda-block``, :func:`set_default_block`): before a sampling window's
+    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None:
+    ``auto``; the plugin passes the session's ``--roofline-cuda-block``): before a sampling window's
     start event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host
     memory, and the host releases it once the window's first calls are queued (nvbench's
     ``blocking_kernel``), so the window times the GPU's work, not the host's launch rate: as many

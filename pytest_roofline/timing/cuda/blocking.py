@@ -217,7 +217,7 @@ class AsyncProbe:
 _ASYNC = -1
 _SYNCS = -2
 
-#: what ``block=None`` means in this process (:func:`set_default_block`)
+#: what ``block=None`` means (a session passes its ``--roofline-cuda-block`` as ``block=``)
 _default_block = "auto"
 
 
@@ -232,15 +232,8 @@ def check_block(setting: object) -> str:
     raise InvalidValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
 
 
-def set_default_block(setting: str) -> None:
-    """What ``block=None`` means in this process: the session's ``--roofline-cuda-block``, so that
-    the latency floor and calibration follow it too."""
-    global _default_block
-    _default_block = check_block(setting)
-
-
 def default_block() -> str:
-    """What ``block=None`` means in this process now (:func:`set_default_block`)."""
+    """What ``block=None`` means."""
     return _default_block
 
 

@@ -7,12 +7,12 @@ import time
 from contextlib import suppress
 from typing import Any
 
-from pytest_roofline.timing.base import Policy
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.cpu_latency import LatencyFloor
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block, default_block
 from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
 from pytest_roofline.timing.cuda.loading import compiling, require_cupy, require_device, using_device
-from pytest_roofline.timing.latency import LatencyFloor
 
 #: the latency floor's own measurement: short, warm, never flushed
 LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25)
@@ -44,7 +44,7 @@ def latency_floor(
     launches) or eager, held by the blocking kernel or not (``block``); measured after the GPU's
     clocks ramp up (:func:`ramp_clocks`). ``event_pair_s``: the median of an event pair around
     nothing. A kernel whose roofline floor is below ``floor_s`` is latency-bound
-    (:func:`pytest_roofline.timing.latency.judged_floor`); the verdict never lets it raise
+    (:func:`pytest_roofline.model.verdict.judge`); the verdict never lets it raise
     attained past the measured time, so a latency floor is never grounds for faster than light.
     Cached per device and mode; ``refresh=True`` measures again.
     """

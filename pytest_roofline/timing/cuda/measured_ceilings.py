@@ -8,7 +8,8 @@ import os
 from typing import Any
 
 from pytest_roofline.model.core import Figure, Precision, Source, Unit
-from pytest_roofline.timing.base import Kernel, Policy
+from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.base import Kernel
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
 

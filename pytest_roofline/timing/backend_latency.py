@@ -28,7 +28,7 @@ def latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float 
     from pytest_roofline.timing.cpu import CpuBackend
 
     if isinstance(backend, CpuBackend):
-        from pytest_roofline.timing.latency import cpu_latency_floor
+        from pytest_roofline.timing.cpu_latency import cpu_latency_floor
 
         most = None if budget_s is None else MAX_FLOOR_SHARE * budget_s
         flusher = backend if flushed else None

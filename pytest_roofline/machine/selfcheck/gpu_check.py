@@ -5,7 +5,7 @@ microseconds over 8 MiB, and a 4 KiB one short enough to be launch-bound), in al
 (:mod:`.interleave`: each timer takes a round's share of the budget below in every round), the
 per-call time of:
 
-- the engine over :class:`~pytest_roofline.timing.cuda.CudaBackend`, warm (``cache=WARM``) on the
+- the engine over :class:`~pytest_roofline.timing.cuda.backend.CudaBackend`, warm (``cache=WARM``) on the
   default stream: the reference of every warm ratio; with events (where CUPTI would time by default),
   on a side stream, with ``block="off"`` and ``block="on"``; cold (``cache=FLUSHED``: a read of twice
   the L2 before each call); in graph mode (kernels that can be captured: no cuBLAS);
@@ -33,6 +33,7 @@ from typing import Any
 from ...model.policy import Policy
 from ...model.stats import Stats
 from ...timing.base import Kernel
+from ...timing.cuda.backend import CudaBackend
 from .compare import SETUP, CaseResult, Rule, Timing
 from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share, share_count
 
@@ -146,7 +147,7 @@ def time_case(
 ) -> CaseResult:
     """Every timer's rounds for ``case`` on GPU ``index``, ``rounds`` of them, interleaved;
     ``extra``: ``torch`` and ``do_bench`` where they are available."""
-    from ...timing.cuda import CudaBackend, using_device
+    from ...timing.cuda.loading import using_device
 
     with using_device(index):
         try:

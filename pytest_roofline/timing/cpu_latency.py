@@ -1,11 +1,12 @@
-"""The latency floor: the shortest time any call can show on a timer, and judging against it.
+"""The latency floor: the shortest time any call can show on a timer, and the CPU's, measured.
 
 A roofline floor of 40 ns (a 64-element saxpy on an H100) says nothing about a kernel: no launch
 is that short. The latency floor is what an *empty* call costs as the engine measures it (an empty
-kernel launch on a GPU, :func:`pytest_roofline.timing.cuda.latency_floor`; a Python call that does
-nothing on the CPU, :func:`cpu_latency_floor`), measured once per device and process. A kernel whose
-roofline floor is below it is latency-bound: :func:`judged_floor` judges it against
-``max(roofline floor, latency floor)`` and says so.
+kernel launch on a GPU, :func:`pytest_roofline.timing.cuda.launch_latency.latency_floor`; a Python
+call that does nothing on the CPU, :func:`cpu_latency_floor`), measured once per device and process.
+A kernel whose roofline floor is below it is latency-bound: the verdict
+(:func:`pytest_roofline.model.verdict.judge`) raises its floor to the latency floor, never past the
+measured time, and says so.
 
 Nothing here imports CuPy; the CPU measurement imports the engine lazily.
 """
@@ -27,10 +28,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CPU_FLUSHED_LATENCY_POLICY",
     "CPU_LATENCY_POLICY",
-    "Judged",
     "LatencyFloor",
     "cpu_latency_floor",
-    "judged_floor",
     "measure_latency_floor",
 ]
 
@@ -54,39 +53,6 @@ class LatencyFloor:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.floor_s) and self.floor_s >= 0):
             raise InvalidValueError(f"floor_s must be a finite number >= 0; got {self.floor_s!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """The floor a verdict uses: the larger of the roofline floor and the latency floor."""
-
-    floor_s: float
-    roofline_floor_s: float
-    latency_floor_s: float
-    #: the latency floor is the larger: no implementation of this size can reach its roofline floor
-    latency_bound: bool
-
-
-def judged_floor(roofline_floor_s: float, latency: LatencyFloor | float | None) -> Judged:
-    """``max(roofline_floor_s, latency floor)``, and whether the latency floor decided it.
-
-    ``latency`` is a :class:`LatencyFloor`, its ``floor_s``, or ``None`` (unknown: the roofline
-    floor alone, never latency-bound).
-    """
-    if not (isinstance(roofline_floor_s, (int, float)) and math.isfinite(roofline_floor_s)) or (
-        roofline_floor_s < 0
-    ):
-        raise InvalidValueError(f"roofline_floor_s must be a finite number >= 0; got {roofline_floor_s!r}")
-    latency_s = 0.0 if latency is None else latency.floor_s if isinstance(latency, LatencyFloor) else latency
-    if not (isinstance(latency_s, (int, float)) and math.isfinite(latency_s) and latency_s >= 0):
-        raise InvalidValueError(f"latency floor must be a finite number >= 0 seconds; got {latency!r}")
-    bound = latency_s > roofline_floor_s
-    return Judged(
-        floor_s=max(roofline_floor_s, latency_s),
-        roofline_floor_s=roofline_floor_s,
-        latency_floor_s=latency_s,
-        latency_bound=bound,
-    )
 
 
 def _nothing() -> None:
