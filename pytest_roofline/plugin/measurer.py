@@ -15,12 +15,13 @@ import pytest
 from ..errors import RooflineError
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE
-from .request import KernelCall, Request, check_takes, kernel_call, resolve
+from .request import Request, check_takes, kernel_call, resolve
 from .run_devices import device_skip_reason, names_a_table_device
 
 if TYPE_CHECKING:
     from ..model.core import Estimate
     from ..model.verdict import Result
+    from ..timing.calls import KernelCall
     from .options import SessionSettings
     from .run_devices import Devices
     from .run_state import RunState
@@ -102,11 +103,11 @@ class Measurer:
                 " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
             )
         from ..timing.arguments import check_has_data
-        from ..timing.engine import SetupError, call_once, check_call
+        from ..timing.calls import KernelCall, SetupError, call_once, check_call
 
         with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
-            call, kernel = kernel_call(item, KernelCall(fn, args, kwargs, setup), call, keywords or {})
+            call, kernel = kernel_call(item, KernelCall(fn, tuple(args), kwargs, setup), call, keywords or {})
         with failing_the_test(RooflineError):
             check_has_data(fn, args, kernel.kwargs)
         with failing_the_test(RooflineError):

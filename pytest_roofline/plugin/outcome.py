@@ -17,7 +17,8 @@ from .failing import fail_test
 if TYPE_CHECKING:
     from ..analysis.diagnosis import Diagnosis
     from ..model.verdict import Result
-    from .request import KernelCall, Request
+    from ..timing.calls import KernelCall
+    from .request import Request
     from .run_state import RunState
     from .transport import RecordTransport
 

@@ -33,22 +33,11 @@ if TYPE_CHECKING:
     from ..model.inference import Inference
     from ..model.ops import OpSpec
     from ..model.policy import Policy
+    from ..timing.calls import KernelCall
     from .options import SessionSettings
 
 #: the test's markers, read and checked at setup
 MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
-
-
-@dataclass(frozen=True, slots=True)
-class KernelCall:
-    """What a ``roofline(...)`` call runs: the kernel, its arguments and keywords, and its setup."""
-
-    fn: Callable[..., object]
-    args: tuple[object, ...] = ()
-    kwargs: Mapping[str, object] | None = None
-    setup: Callable[[], object] | None = None
-    #: the call's keywords that went to the kernel, being neither the op's nor the fixture's
-    forwarded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

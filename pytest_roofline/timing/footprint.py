@@ -50,7 +50,7 @@ def infer_call(
     ``nbytes`` are what the caller gave (each None where not given). ``setup`` runs once first."""
     from .calls import KernelCall
 
-    kernel, call_args = KernelCall(fn, args, kwargs or {}, setup).prepare()
+    kernel, call_args = KernelCall(fn, tuple(args), kwargs, setup).prepare()
     target, positional, keywords = flattened(kernel, call_args, {})
     found = catalogue_call(target, positional, keywords, dtype)
     if found is not None:
