@@ -183,11 +183,11 @@ class MeasurementRecord:
         *,
         nodeid: str,
         mode: str,
-        diagnosis: JsonObject | None = None,
         device_index: int | None = None,
         device_from: str | None = None,
     ) -> MeasurementRecord:
-        """The one place a record is made from a judged measurement."""
+        """The one place a record is made from a judged measurement (the bottleneck diagnosis, asked
+        for and worked out after the verdict, is added to it: ``dataclasses.replace``)."""
         est, m = result.estimate, result.measurement
         c = result.ceiling
         ceiling = None
@@ -219,7 +219,7 @@ class MeasurementRecord:
             stats=m.stats,
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
-            clocks=_clocks_json(m), diagnosis=diagnosis,
+            clocks=_clocks_json(m),
             threads=m.threads, thread_wait_share=m.wait_share, device_index=device_index,
             device_from=device_from,
             inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
