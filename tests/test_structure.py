@@ -140,3 +140,72 @@ def test_an_old_module_path_still_imports_for_a_release_and_says_where_it_went(o
     # and it keeps its own spec: with the old one, its relative imports inside functions (made at call
     # time) raise "ImportWarning: __package__ != __spec__.parent" under -W error
     assert module.__spec__.name == new
+
+
+# -- data converted once (issue 32) -------------------------------------------------------------------
+
+
+def calls_of(name: str) -> list[tuple[str, str]]:
+    """Where the package calls ``name`` (``MeasurementRecord`` or ``MeasurementRecord.from_result``):
+    each call's module and the function around it (``""`` at module level)."""
+    found = []
+    for module in sorted(ALL):
+        _, tree = source(module)
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == name:
+                around = [f.name for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
+                found.append((module, around[-1] if around else ""))
+    return found
+
+
+def test_one_class_is_named_kernelcall() -> None:
+    classes = [
+        module
+        for module in sorted(ALL)
+        for node in ast.walk(source(module)[1])
+        if isinstance(node, ast.ClassDef) and node.name == "KernelCall"
+    ]
+    assert classes == ["pytest_roofline.timing.calls"]
+
+
+def test_a_result_becomes_a_record_in_one_place() -> None:
+    assert calls_of("MeasurementRecord") == []  # made by its own class methods alone
+    # (output/report.py re-exports the names from before the layers: it goes with the compatibility layer)
+    shim = "pytest_roofline.output.report"
+    made = [call for call in calls_of("MeasurementRecord.from_result") if call[0] != shim]
+    assert made == [("pytest_roofline.plugin.measurer", "of")]
+
+
+def test_a_record_becomes_comparable_once() -> None:
+    """This run's records each make theirs with the record; a file's rows each become one."""
+    assert calls_of("BaselineRecord") == [("pytest_roofline.output.records", "_comparable")]
+    assert calls_of("BaselineRecord.from_record") == [("pytest_roofline.output.baseline", "parse_baseline")]
+
+
+def test_the_regression_threshold_is_checked_in_one_place() -> None:
+    """``ratio < 1 - threshold``: the rule's, which the gate and ``roofline compare`` both ask."""
+    found = [
+        module
+        for module in sorted(ALL)
+        for node in ast.walk(source(module)[1])
+        if isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Sub)
+        and "threshold" in ast.unparse(node.right)
+    ]
+    assert found == ["pytest_roofline.output.comparison"]
+    for module in ("pytest_roofline.plugin.gate", "pytest_roofline.cli"):
+        assert "RegressionRule" in {n.id for n in ast.walk(source(module)[1]) if isinstance(n, ast.Name)}
+
+
+def test_only_timing_arrays_reads_an_array_protocol() -> None:
+    """What an array is, its bytes and where it lives, is one module's answer (timing/arrays.py)."""
+    protocols = {"__array_interface__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__"}
+    readers = set()
+    for module in sorted(ALL):
+        for node in ast.walk(source(module)[1]):
+            named = isinstance(node, ast.Constant) and node.value in protocols
+            read = isinstance(node, ast.Attribute) and node.attr in protocols
+            if named or (read and isinstance(node.ctx, ast.Load)):
+                readers.add(module)
+    assert readers == {"pytest_roofline.timing.arrays"}
