@@ -155,14 +155,9 @@ class RegressionRule:
     across_devices: bool = False
 
     def dropped(self, ratio: float) -> bool:
-        """A drop beyond the threshold: a regression, or inconclusive where the noise could explain it."""
+        """A drop beyond the threshold: a regression, or inconclusive where the noise could explain it;
+        in the gate, a reason to measure again before the verdict."""
         return ratio < 1 - self.threshold
-
-    def suspects(self, old: BaselineRecord | None, new: BaselineRecord, *, tests: int = 1) -> bool:
-        """Whether ``new`` fell beyond the threshold against ``old``: worth a second measurement before
-        the verdict (a drop the machine caused for a moment does not last)."""
-        ratio = self.compare(old, new, tests=tests).ratio
-        return ratio is not None and self.dropped(ratio)
 
     def compare(
         self, old: BaselineRecord | None, new: BaselineRecord | None, *, source: str = "", tests: int = 1

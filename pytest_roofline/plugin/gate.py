@@ -74,12 +74,10 @@ class Gate:
             raise pytest.fail.Exception(f"roofline: regression: {c.message()}", pytrace=False)
 
     def suspects(self, record: MeasurementRecord) -> bool:
-        """Whether ``record`` fell beyond the threshold against its baseline record
-        (:meth:`.RegressionRule.suspects`)."""
-        baseline, new = self.baseline, record.comparable
-        if baseline is None or new is None:
-            return False
-        return self.rule.suspects(baseline.record_for(new), new, tests=len(baseline.records))
+        """Whether ``record`` fell beyond the threshold against its baseline record: worth a second
+        measurement before the verdict (a drop the machine caused for a moment does not last)."""
+        c = self._compare(record)
+        return c is not None and c.ratio is not None and self.rule.dropped(c.ratio)
 
     def _compare(self, record: MeasurementRecord) -> Comparison | None:
         baseline, new = self.baseline, record.comparable

@@ -186,20 +186,18 @@ class _Records:
         self._mode = mode
         self._device_index = device_index
         self._device_from = device_from
-        self._made: list[tuple[Result, MeasurementRecord]] = []
+        self._last: tuple[Result, MeasurementRecord] | None = None
 
     def of(self, result: Result) -> MeasurementRecord:
-        for made, record in self._made:
-            if made is result:
-                return record
-        from ..output.records import MeasurementRecord
+        if self._last is None or self._last[0] is not result:
+            from ..output.records import MeasurementRecord
 
-        record = MeasurementRecord.from_result(
-            result, nodeid=self._nodeid, mode=self._mode, device_index=self._device_index,
-            device_from=self._device_from,
-        )  # fmt: skip
-        self._made.append((result, record))
-        return record
+            record = MeasurementRecord.from_result(
+                result, nodeid=self._nodeid, mode=self._mode, device_index=self._device_index,
+                device_from=self._device_from,
+            )  # fmt: skip
+            self._last = (result, record)
+        return self._last[1]
 
 
 def _runs_nothing(fn: object) -> str | None:
