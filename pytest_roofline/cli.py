@@ -25,8 +25,7 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import RooflineUsageError
 from .model import units
@@ -353,30 +352,29 @@ def _sources() -> str:
 def _compare(args: argparse.Namespace) -> tuple[str, int]:
     """Two JSON reports compared test by test; exit status 1 when one regressed."""
     from .output.baseline import load_baseline, refuse_interrupted
-    from .output.comparison import Change, compare_all, format_table, other_gpu_lines, summary_line
+    from .output.comparison import Change, RegressionRule, format_table, other_gpu_lines, summary_line
+    from .output.store import read_run
 
-    old, new = load_baseline(args.old), load_baseline(args.new, "compared")
+    old = load_baseline(args.old)
+    run = read_run(args.new, "compared") if args.markdown else None  # its rows, for the summary
+    new = run.baseline if run is not None else load_baseline(args.new, "compared")
     if not args.interrupted:
         refuse_interrupted(old, "--interrupted")
     for note in (*old.notes, *new.notes):
         warnings.warn(note, stacklevel=1)
     # a run cut short did not reach the tests it lacks: they are not run, not vanished
     not_run = {nodeid for nodeid, _ in old.records} if new.interruption is not None else set()
-    comparisons = compare_all(
-        old, new.stored.values(), threshold=args.threshold, across_devices=args.across_devices,
-        not_run=not_run,
-    )  # fmt: skip
+    rule = RegressionRule(args.threshold, args.across_devices)  # the gate's rule
+    comparisons = rule.compare_all(old, new.stored.values(), not_run=not_run)
     lines = [f"baseline: {old.describe()}", f"compared: {new.describe()}", ""]
     lines += format_table(comparisons) if comparisons else ["(no measurements in either file)"]
     regressed = [c for c in comparisons if c.change is Change.REGRESSION]
     lines += ["", summary_line(comparisons), *other_gpu_lines(comparisons), *(c.message() for c in regressed)]
     if any(c.change is Change.OTHER_DEVICE for c in comparisons):
         lines.append("measurements on another device are not compared: --across-devices compares them")
-    if args.markdown:
+    if run is not None:
         from .output.markdown import append_section, section
-        from .output.store import read_run
 
-        run = read_run(args.new, "compared")
         text = section(run.records, run.devices, comparisons=comparisons, baseline=old.describe())
         append_section(args.markdown, text)
     return "\n".join(lines), 1 if regressed else 0
@@ -384,7 +382,7 @@ def _compare(args: argparse.Namespace) -> tuple[str, int]:
 
 def _plot(args: argparse.Namespace) -> str:
     """The roofline plot of a saved JSON report (and arrows from a baseline's)."""
-    from .output.baseline import load_baseline
+    from .output.baseline import load_baseline, parse_baseline, read_json
     from .output.plot import PlotError, check_devices, check_path, draw, fault, require_matplotlib
 
     check_path(args.output)
@@ -396,8 +394,9 @@ def _plot(args: argparse.Namespace) -> str:
             raise CliError(f"--baseline: {args.results} is one roofline llm step, which has no baseline")
         return plot_step(args.results, args.output)
     where = f"results {args.results}"
-    load_baseline(args.results, "results")  # every fault in the file, named, before drawing
-    data = json.loads(Path(args.results).read_text(encoding="utf-8"))
+    data = read_json(args.results, "results")
+    parse_baseline(data, where, args.results)  # every fault in the file, named, before drawing
+    data = cast("dict[str, Any]", data)  # parse_baseline refused anything else
     try:
         devices = check_devices(data.get("devices", []))
     except PlotError as exc:

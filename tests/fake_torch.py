@@ -345,6 +345,9 @@ class FakeTensor:
     def __dlpack__(self, **kwargs: object) -> object:
         return object()
 
+    def __setitem__(self, key: object, value: object) -> None:  # a tensor takes item assignment
+        self.values = value
+
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         if self.device.type != "cuda":

@@ -144,3 +144,11 @@ def test_placement_of_a_call_names_each_place_and_its_first_array(machine: tuple
     assert placement == Placement(host="argument 1", gpus={1: "argument 2"})
     assert placement.has_arrays
     assert not placement_of(lambda: None, (), None).has_arrays  # a closure keeps its own
+
+
+def test_a_list_that_holds_itself_ends_the_walk() -> None:
+    """Every walk of a call's arguments stops at the same depth (placement recursed until it crashed)."""
+    x = np.ones(4)
+    nest: list[object] = [x]
+    nest.append(nest)
+    assert placement_of(print, (nest,), None) == Placement(host="argument 0[0]")

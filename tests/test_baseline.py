@@ -14,8 +14,8 @@ from pytest_roofline.output.comparison import (
     FALSE_ALARMS,
     RUN_NOISE,
     Change,
+    RegressionRule,
     compare,
-    compare_all,
     confidence_z,
     counts,
     run_noise,
@@ -227,7 +227,7 @@ def test_new_and_vanished_tests_are_listed() -> None:
     kept, gone = measured(0.5), BaselineRecord.from_record(record("t.py::test_gone"))
     baseline = Baseline("b.json", None, {"cpu": "AMD EPYC"}, {kept.key: kept, gone.key: gone})
     fresh = BaselineRecord.from_record(record("t.py::test_new"))
-    result = compare_all(baseline, [measured(0.5), fresh])
+    result = RegressionRule().compare_all(baseline, [measured(0.5), fresh])
     assert [(c.test, c.change) for c in result] == [
         ("t.py::test_a", Change.UNCHANGED),
         ("t.py::test_new", Change.NEW),
@@ -254,6 +254,26 @@ def two_reports(tmp_path: Path, new_attained: float, **new: Any) -> tuple[str, s
     old_path.write_text(json.dumps(report(record(), record("t.py::test_b"))))
     new_path.write_text(json.dumps(report(record(attained=new_attained, **new), record("t.py::test_b"))))
     return str(old_path), str(new_path)
+
+
+def test_compare_reads_each_file_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``--markdown`` the new run's rows are wanted too: they come from the one read of it."""
+    old, new = two_reports(tmp_path, 0.5)
+    reads: list[str] = []
+    read_text = Path.read_text
+
+    def counted(path: Path, *args: object, **kwargs: object) -> str:
+        if path.suffix == ".json":
+            reads.append(path.name)
+        return read_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    status, _, err = compare_cli(capsys, old, new, "--markdown", str(tmp_path / "summary.md"))
+    assert (status, err) == (0, "")
+    assert sorted(reads) == ["new.json", "old.json"]
+    assert "| vs baseline |" in (tmp_path / "summary.md").read_text()
 
 
 def test_compare_exits_1_on_a_regression_and_says_which(

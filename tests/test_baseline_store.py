@@ -353,6 +353,7 @@ def test_compare_never_exits_1_for_a_crash(
         raise ZeroDivisionError("float division by zero")
 
     # the module cli.py imports now (an in-process pytester run may have left a stale attribute path)
-    monkeypatch.setattr(importlib.import_module("pytest_roofline.output.comparison"), "compare_all", broken)
+    rule = importlib.import_module("pytest_roofline.output.comparison").RegressionRule
+    monkeypatch.setattr(rule, "compare_all", broken)
     assert cli.main(["compare", str(path), str(path)]) == 2
     assert "ZeroDivisionError" in capsys.readouterr().err  # a bug keeps its traceback

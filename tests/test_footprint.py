@@ -133,6 +133,15 @@ def test_the_dtype_is_the_first_floating_arrays() -> None:
         first_call(lambda s: None, (np.array(["a"]),), {})
 
 
+def test_a_cuda_tensor_that_requires_grad_is_read_without_touching_its_cuda_array_interface() -> None:
+    """PyTorch raises RuntimeError from it (an ``nn.Parameter``): the inference read it, and raised too."""
+    from fake_torch import FakeParameter, FakeTensor
+
+    weight = FakeParameter(FakeTensor((64, 64), device="cuda", index=1))
+    inferred = infer_call(lambda w: None, (weight,), None, flops=1.0, nbytes=4.0)
+    assert inferred.dtype == "fp32"
+
+
 # - device arrays: compared on the device -
 
 

@@ -74,14 +74,14 @@ def test_int4_is_packed_two_to_a_byte_and_has_no_peak() -> None:
 
 
 def test_a_uint8_array_is_never_read_as_packed_int4() -> None:
-    from pytest_roofline.plugin.request import KernelCall
+    from pytest_roofline.timing.calls import KernelCall
 
     call = KernelCall(fn=print, args=(np.zeros(4, np.uint8),), kwargs=None, setup=None)
     assert str(dtype_of_arguments("gemm", call)) == "uint8"
 
 
 def test_an_array_dtype_named_int4_is_refused_as_one_byte_per_value() -> None:
-    from pytest_roofline.plugin.request import KernelCall
+    from pytest_roofline.timing.calls import KernelCall
 
     class Int4Array:  # ml_dtypes' int4: one value per byte, named "int4"
         dtype = "int4"

@@ -22,12 +22,13 @@ from pytest_roofline.output.records import MeasurementRecord
 from pytest_roofline.plugin.gate import Gate
 from pytest_roofline.plugin.options import SessionSettings
 from pytest_roofline.plugin.pipeline import measure_call
-from pytest_roofline.plugin.request import KernelCall, Request
+from pytest_roofline.plugin.request import Request
 from pytest_roofline.plugin.run_state import RunState
 from pytest_roofline.timing import budget as budget_module
 from pytest_roofline.timing import cpu_latency as latency_module
 from pytest_roofline.timing.budget import OVERRUN_SHARE, samples_within, saw_flush, seen_flush_s
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
+from pytest_roofline.timing.calls import KernelCall
 from pytest_roofline.timing.engine import measure
 from pytest_roofline.timing.rotation import Rotation, _Rotating
 

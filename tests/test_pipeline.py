@@ -19,8 +19,9 @@ from pytest_roofline.plugin import pipeline
 from pytest_roofline.plugin.gate import Gate
 from pytest_roofline.plugin.options import SessionSettings
 from pytest_roofline.plugin.pipeline import measure_call
-from pytest_roofline.plugin.request import KernelCall, Request
+from pytest_roofline.plugin.request import Request
 from pytest_roofline.plugin.run_state import RunState
+from pytest_roofline.timing.calls import KernelCall
 
 #: fp32 copy of 2**24 elements: 128 MB moved, past an H100's 50 MB L2, so measured without flushes
 N = 1 << 24

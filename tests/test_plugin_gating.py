@@ -74,6 +74,35 @@ def test_a_kernel_made_2x_slower_fails_that_test_only(rl: pytest.Pytester, basel
     )
 
 
+def reads_of(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Path]:
+    """Every read of a file named ``name`` from now on."""
+    reads: list[Path] = []
+    read_text = Path.read_text
+
+    def counted(path: Path, *args: object, **kwargs: object) -> str:
+        if path.name == name:
+            reads.append(path)
+        return read_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    return reads
+
+
+def test_the_gate_reads_no_baseline_the_options_read_already(
+    rl: pytest.Pytester, baseline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The option's check reads it (pytest parses its command line twice, so twice), and the gate
+    compares with what the check read, reading nothing more."""
+    reads = reads_of(monkeypatch, "base.json")
+    rl.runpytest("--roofline-compare=base.json").assert_outcomes(passed=2)
+    assert len(reads) == 2
+    # saved into as well: the option's check, then the save's read before the tests (whose baseline
+    # the gate compares with) and its read at the end (another run may have saved into it since)
+    reads.clear()
+    rl.runpytest("--roofline-compare=base.json", "--roofline-save=base.json").assert_outcomes(passed=2)
+    assert len(reads) == 4
+
+
 def test_report_mode_reports_a_regression_without_failing(rl: pytest.Pytester, baseline: Path) -> None:
     suite(rl, slow=5e-3)
     result = rl.runpytest("--roofline-compare=base.json", "--roofline-mode=report")

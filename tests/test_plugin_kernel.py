@@ -86,6 +86,18 @@ def test_the_dtype_is_read_from_arguments_then_kwargs_then_a_partial(
     rl.runpytest().assert_outcomes(passed=1)
 
 
+def test_the_dtype_of_a_bound_methods_object_is_its_kernels() -> None:
+    """``roofline(x.sum, op=...)``: ``x`` is the data, as placement reads it too (timing/arrays.py)."""
+    import numpy as np
+
+    from pytest_roofline.plugin.request import dtype_of_arguments
+    from pytest_roofline.timing.calls import KernelCall
+
+    assert str(dtype_of_arguments("copy", KernelCall(np.ones(8, np.float16).sum))) == "fp16"
+    # a class is no data (NumPy's scalar types have a dtype attribute, a descriptor)
+    assert str(dtype_of_arguments("copy", KernelCall(print, (np.float32, np.ones(2))))) == "fp64"
+
+
 @pytest.mark.parametrize("how", ["roofline", "roofline.measure"])
 def test_a_keyword_that_is_neither_the_ops_nor_the_fixtures_goes_to_the_kernel(
     rl: pytest.Pytester, how: str

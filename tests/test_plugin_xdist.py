@@ -225,6 +225,30 @@ def pytest_runtest_logreport(report):  # on the controller (or a serial run): re
     ]
 
 
+def test_a_serial_run_keeps_the_records_it_made_as_they_are() -> None:
+    """No JSON round trip in one process: the record a measurement made is the one the run keeps,
+    and the report carries its JSON all the same, for other plugins (docs/json.md)."""
+    from pytest_roofline.output.records import SkippedRecord
+    from pytest_roofline.plugin.gate import Gate
+    from pytest_roofline.plugin.options import SessionSettings
+    from pytest_roofline.plugin.run_state import RunState
+    from pytest_roofline.plugin.transport import RECORDS_ATTR, RecordTransport
+
+    settings = SessionSettings(
+        report=False, json=None, device="cpu", min_fraction=0.5, mode="enforce", stat="median",
+        max_time=1.0, cache="cold", peaks="table",
+    )  # fmt: skip
+    state = RunState(settings, Gate(settings, reporting=True))
+    transport = RecordTransport(state, worker=False)
+    record = SkippedRecord(nodeid="t.py::test_x", label="copy", reason="no such device here")
+    transport.send(record)
+    report = pytest.TestReport("t.py::test_x", ("t.py", 0, "test_x"), {}, "passed", None, "call")
+    transport.carry(report)
+    (kept,) = state.records
+    assert kept is record
+    assert getattr(report, RECORDS_ATTR) == [record.to_json()]
+
+
 def test_a_workers_notes_reach_the_controllers_summary(rl: pytest.Pytester) -> None:
     """A lock that cannot be made (here: a temp dir that does not exist) is one note, not a crash."""
     rl.makeconftest(

@@ -202,6 +202,29 @@ def test_a_container_the_kernel_changes_is_flushed_and_keeps_every_change(kernel
     assert (state["pos"] + len(state["log"])) - sum(before) == m.warmup_calls + m.stats.n
 
 
+def test_a_numpy_scalar_is_a_value_not_an_array_to_copy() -> None:
+    """A scalar is passed in a register: rotation copies the arrays beside it, as every other part of
+    the package reads them (timing/arrays.py), and passes the scalar as it is."""
+    from pytest_roofline.timing.arguments import scan_call
+
+    x, y = np.ones(1000), np.zeros(1000)
+    found, *_ = scan_call(np.multiply, (np.float64(2.0), x), {"out": y})
+    assert found.places == ["argument 1", "kwargs['out']"]
+
+
+def test_a_list_that_holds_itself_is_passed_as_it_is() -> None:
+    """Its arrays are not copied (a copy could not hold itself), and the search ends (it recursed
+    until it crashed)."""
+    from pytest_roofline.timing.arguments import scan_call
+
+    x = np.ones(1000)
+    nest: list[object] = [x]
+    nest.append(nest)
+    check_has_data(print, (nest,), None)
+    found, *_ = scan_call(print, (nest,), None)
+    assert (found.arrays, found.kept) == ([], ["argument 0 (a list holding other objects)"])
+
+
 def test_a_container_holding_other_objects_is_passed_as_it_is() -> None:
     class Config:
         pass

@@ -288,3 +288,69 @@ def test_no_two_modules_share_a_name() -> None:
             by_name.setdefault(path.stem, []).append(str(path.relative_to(PACKAGE)))
     shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
     assert not shared, f"modules of one name: {shared}"
+
+
+# -- data converted once (issue 32) -------------------------------------------------------------------
+
+
+def calls_of(name: str) -> list[tuple[str, str]]:
+    """Where the package calls ``name`` (``MeasurementRecord`` or ``MeasurementRecord.from_result``):
+    each call's module and the function around it (``""`` at module level)."""
+    found = []
+    for module in sorted(ALL):
+        _, tree = source(module)
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == name:
+                around = [f.name for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
+                found.append((module, around[-1] if around else ""))
+    return found
+
+
+def test_one_class_is_named_kernelcall() -> None:
+    classes = [
+        module
+        for module in sorted(ALL)
+        for node in ast.walk(source(module)[1])
+        if isinstance(node, ast.ClassDef) and node.name == "KernelCall"
+    ]
+    assert classes == ["pytest_roofline.timing.calls"]
+
+
+def test_a_result_becomes_a_record_in_one_place() -> None:
+    assert calls_of("MeasurementRecord") == []  # made by its own class methods alone
+    assert calls_of("MeasurementRecord.from_result") == [("pytest_roofline.plugin.measurer", "of")]
+
+
+def test_a_record_becomes_comparable_once() -> None:
+    """This run's records each make theirs with the record; a file's rows each become one."""
+    assert calls_of("BaselineRecord") == [("pytest_roofline.output.records", "_comparable")]
+    assert calls_of("BaselineRecord.from_record") == [("pytest_roofline.output.baseline", "parse_baseline")]
+
+
+def test_the_regression_threshold_is_checked_in_one_place() -> None:
+    """``ratio < 1 - threshold``: the rule's, which the gate and ``roofline compare`` both ask."""
+    found = [
+        module
+        for module in sorted(ALL)
+        for node in ast.walk(source(module)[1])
+        if isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Sub)
+        and "threshold" in ast.unparse(node.right)
+    ]
+    assert found == ["pytest_roofline.output.comparison"]
+    for module in ("pytest_roofline.plugin.gate", "pytest_roofline.cli"):
+        assert "RegressionRule" in {n.id for n in ast.walk(source(module)[1]) if isinstance(n, ast.Name)}
+
+
+def test_only_timing_arrays_reads_an_array_protocol() -> None:
+    """What an array is, its bytes and where it lives, is one module's answer (timing/arrays.py)."""
+    protocols = {"__array_interface__", "__cuda_array_interface__", "__dlpack__", "__dlpack_device__"}
+    readers = set()
+    for module in sorted(ALL):
+        for node in ast.walk(source(module)[1]):
+            named = isinstance(node, ast.Constant) and node.value in protocols
+            read = isinstance(node, ast.Attribute) and node.attr in protocols
+            if named or (read and isinstance(node.ctx, ast.Load)):
+                readers.add(module)
+    assert readers == {"pytest_roofline.timing.arrays"}

@@ -632,3 +632,18 @@ def test_a_passing_result_the_gate_suspects_is_measured_again_and_the_better_jud
     unsuspected = decide(est, lambda b: dataclasses.replace(at(est, 0.9), wall_s=0.1), 0.7, budget_s=1.0,
                          suspect=lambda r: False)  # fmt: skip
     assert unsuspected.measurements == 1
+
+
+def test_with_no_second_measurement_the_result_suspect_judged_is_the_result() -> None:
+    """So the record made of it for the gate's judgement is the test's one record (plugin/measurer.py)."""
+    est = gemm()
+    judged: list[Result] = []
+
+    def suspect(r: Result) -> bool:
+        judged.append(r)
+        return False
+
+    passed = dataclasses.replace(at(est, 0.9), wall_s=0.1)
+    r = decide(est, lambda b: passed, 0.7, budget_s=1.0, suspect=suspect)
+    assert judged == [r]
+    assert judged[0] is r

@@ -454,11 +454,13 @@ def decide(
             latency_floor_s=latency_floor_s, inference=inference, spent_s=spent_s,
         )  # fmt: skip
 
-    if remeasure:
-        first_result = result()
-        doubted = first_result.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
-        if doubted or (suspect is not None and suspect(first_result)):
-            measurements.append(measure_once(budget_s))
+    if not remeasure:
+        return result()
+    first_result = result()
+    doubted = first_result.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
+    if not doubted and (suspect is None or not suspect(first_result)):
+        return first_result  # the very result ``suspect`` judged: its caller's record of it stands
+    measurements.append(measure_once(budget_s))
     return result()
 
 

@@ -11,10 +11,11 @@ measured twice on one device. A history longer than a baseline keeps is trimmed,
 A baseline is a **store**: it keeps one record per test and device (:data:`StoreKey`), so the same
 test measured on an H100 and an A100 keeps both, each compared with its own (:meth:`Baseline.record_for`).
 
-A file is read here field by field (schema 1, the last release's, or 2: the fields a comparison
-reads are the same in both), checking each, rather than through :meth:`.MeasurementRecord.from_json`:
-a file is untrusted input, and its faults must be errors naming them. This run's records, typed
-already, become comparable through :meth:`BaselineRecord.of`.
+A file is checked here field by field (schema 1, the last release's, or 2: the fields a comparison
+reads are the same in both) before anything reads it: a file is untrusted input, and its faults must
+be errors naming them. Each of its rows then becomes one :class:`BaselineRecord`; this run's
+records, typed already, each carry theirs (:attr:`.MeasurementRecord.comparable`), made once with
+the record.
 """
 
 from __future__ import annotations
@@ -22,15 +23,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import RooflineUsageError
-
-if TYPE_CHECKING:  # the gate imports this module in every run: the model waits until a record is read
-    from .records import MeasurementRecord, Record
 
 #: the JSON schemas this module reads: schema 1, whose measurements name the math's precision
 #: ``precision`` (no comparison reads it), and the newest, :data:`.records.SCHEMA_VERSION`
@@ -113,19 +111,6 @@ class BaselineRecord:
         return f"{self.nodeid}[{self.name}]" if self.name else self.nodeid
 
     @classmethod
-    def of(cls, record: MeasurementRecord) -> BaselineRecord:
-        """This run's record, as a comparison reads it."""
-        ci = record.attained_ci_rel
-        return cls(
-            nodeid=record.nodeid, name=record.name, attained=record.attained or 0.0,
-            ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0,
-            time_s=record.time_s, device=record.device, device_name=record.device_name or record.device,
-            verdict=str(record.verdict), op=record.op, label=record.label,
-            disturbed=_disturbed_by(str(record.verdict), record.contention_level, record.thread_wait_share),
-            history=record.history or (), remeasured=record.remeasured, device_index=record.device_index,
-        )  # fmt: skip
-
-    @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> BaselineRecord:
         """A measured record of a JSON file (schema 1 or 2, the fields a comparison reads are the
         same in both), assumed checked."""
@@ -148,24 +133,15 @@ class BaselineRecord:
         )
 
 
-def comparable(record: Record | Mapping[str, Any]) -> BaselineRecord | None:
-    """A record (this run's, or a file's as JSON) as a comparison reads it; None for one that
-    measured no finite fraction."""
-    if isinstance(record, Mapping):
-        if record.get("verdict") == _UNMEASURED or not record.get("attained") or not record.get("time_s"):
-            return None
-        return BaselineRecord.from_record(record)
-    from .records import MeasurementRecord
-
-    if isinstance(record, MeasurementRecord) and record.attained and record.time_s:
-        return BaselineRecord.of(record)
-    return None  # a skipped record, or one with no finite fraction
-
-
 def machine(record: BaselineRecord) -> str:
     """What a record was measured on: a table device by its key (the model: every GPU of a node of one
     model has the same); a CPU by its model too, since every CPU's key is ``cpu``."""
-    return f"cpu:{record.device_name}" if record.device == "cpu" else record.device
+    return machine_of(record.device, record.device_name)
+
+
+def machine_of(device: str, device_name: str) -> str:
+    """:func:`machine` of a device's key and name."""
+    return f"cpu:{device_name}" if device == "cpu" else device
 
 
 def _index(value: object) -> int | None:
@@ -173,14 +149,14 @@ def _index(value: object) -> int | None:
 
 
 def _disturbed(record: Mapping[str, Any]) -> bool:
-    """:func:`_disturbed_by` of a JSON record."""
+    """:func:`disturbed_by` of a JSON record."""
     contention = record.get("contention")
     level = contention.get("level") if isinstance(contention, Mapping) else None
     wait = record.get("thread_wait_share")
-    return _disturbed_by(record.get("verdict"), level, wait if isinstance(wait, (int, float)) else None)
+    return disturbed_by(record.get("verdict"), level, wait if isinstance(wait, (int, float)) else None)
 
 
-def _disturbed_by(verdict: object, contention_level: object, thread_wait_share: float | None) -> bool:
+def disturbed_by(verdict: object, contention_level: object, thread_wait_share: float | None) -> bool:
     """The machine's load could have slowed it: a verdict already inconclusive, busy or heavy
     contention, or threads that waited for a core longer than their share (slowed by another job)."""
     from ..model.verdict import WAITED_SHARE, Verdict
@@ -257,6 +233,22 @@ def read_json(path: str | Path, what: str) -> object:
 
 def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
     """The baseline in ``data`` (a decoded JSON report), read from ``path`` (``where`` says so in errors)."""
+    report, rows, trimmed = check_report(data, where)
+    entries = []
+    for index, row in enumerate(rows):
+        if row.get("verdict") == _UNMEASURED:
+            continue
+        try:
+            entries.append(BaselineRecord.from_record(row))
+        except OverflowError:  # a nested number past the largest float (a top-level one is checked)
+            raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
+    return baseline_of(report, entries, where, path, trimmed=trimmed)
+
+
+def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """``data`` checked as a report this version reads, as the module says: the report, its rows
+    (every measured row checked, and its history trimmed to the :data:`HISTORY_RUNS` a baseline
+    keeps), and how many histories were trimmed. :class:`BaselineError` names the first fault."""
     if not isinstance(data, dict):
         raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {_kind(data)} at the top)")
     schema = data.get("schema")
@@ -269,39 +261,50 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
     measurements = data.get("measurements")
     if not isinstance(measurements, list):
         raise BaselineError(f"{where}: 'measurements' must be a list; got {_kind(measurements)}")
-    stored: dict[StoreKey, BaselineRecord] = {}
-    rows: dict[StoreKey, int] = {}
+    rows: list[dict[str, Any]] = []
+    at: dict[StoreKey, int] = {}
     trimmed = 0
-    for index, record in enumerate(measurements):
-        if not isinstance(record, dict):
-            raise BaselineError(f"{where}: measurement {index} is a {_kind(record)}, not an object")
-        if record.get("verdict") == _UNMEASURED:
-            continue
-        _check_record(record, f"{where}: measurement {index}")
-        try:
-            entry = BaselineRecord.from_record(record)
-        except OverflowError:  # a nested number past the largest float (a top-level one is checked)
-            raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
-        if len(entry.history) >= HISTORY_RUNS:  # a hand-made file, or an older version's longer one
-            entry = replace(entry, history=entry.history[-(HISTORY_RUNS - 1) :])
-            trimmed += 1
-        if entry.store_key in rows:
-            raise BaselineError(
-                f"{where}: measurements {rows[entry.store_key]} and {index}: {entry.test} is measured twice"
-                f" on {entry.device_name}; a baseline keeps one record per test, name and device (name"
-                " each call of a test that measures several: name=...)"
-            )
-        rows[entry.store_key] = index
-        stored[entry.store_key] = entry
+    for index, row in enumerate(measurements):
+        if not isinstance(row, dict):
+            raise BaselineError(f"{where}: measurement {index} is a {_kind(row)}, not an object")
+        if row.get("verdict") != _UNMEASURED:
+            _check_record(row, f"{where}: measurement {index}")
+            if len(row.get("history") or ()) >= HISTORY_RUNS:  # a hand-made file, or an older version's
+                row = {**row, "history": row["history"][-(HISTORY_RUNS - 1) :]}
+                trimmed += 1
+            device_name = str(row.get("device_name") or row["device"])
+            key = (row["nodeid"], row["name"], machine_of(row["device"], device_name))
+            if key in at:
+                test = f"{row['nodeid']}[{row['name']}]" if row["name"] else row["nodeid"]
+                raise BaselineError(
+                    f"{where}: measurements {at[key]} and {index}: {test} is measured twice on {device_name};"
+                    " a baseline keeps one record per test, name and device (name each call of a test that"
+                    " measures several: name=...)"
+                )
+            at[key] = index
+        rows.append(row)
+    return data, rows, trimmed
+
+
+def baseline_of(
+    report: Mapping[str, Any],
+    entries: Iterable[BaselineRecord],
+    where: str,
+    path: str = "",
+    *,
+    trimmed: int = 0,
+) -> Baseline:
+    """The baseline of a checked ``report`` (:func:`check_report`) whose measured rows are ``entries``."""
+    stored = {entry.store_key: entry for entry in entries}
     records: dict[Key, BaselineRecord] = {}
     for entry in stored.values():
         records.setdefault(entry.key, entry)
     devices = {r.device: r.device_name for r in stored.values()}
-    environment = data.get("environment")
+    environment = report.get("environment")
     created = environment.get("created") if isinstance(environment, dict) else None
     interruption = None
-    if data.get("interrupted") is True:
-        reason = data.get("interruption")
+    if report.get("interrupted") is True:
+        reason = report.get("interruption")
         interruption = reason if isinstance(reason, str) and reason else "cut short"
     created = created if isinstance(created, str) else None
     notes: tuple[str, ...] = ()

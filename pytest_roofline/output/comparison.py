@@ -27,7 +27,7 @@ from ..errors import InvalidValueError
 from ..model import units
 from .baseline import Baseline, BaselineRecord, Key, machine
 
-__all__ = ["Change", "Comparison", "compare", "compare_all"]
+__all__ = ["Change", "Comparison", "RegressionRule", "compare"]
 
 DEFAULT_THRESHOLD = 0.10
 #: how far a test's attained fraction moves between runs of unchanged code (each run's own noise
@@ -143,6 +143,80 @@ class Comparison:
         return self.old, self.new
 
 
+@dataclass(frozen=True, slots=True)
+class RegressionRule:
+    """When a measurement regressed against its baseline record, as the module says: what the gate
+    fails a test on and what ``roofline compare`` exits 1 for, both asking this rule."""
+
+    #: the drop of attained, as a fraction, beyond which a measurement is suspect (a regression when
+    #: beyond the run-to-run noise too)
+    threshold: float = DEFAULT_THRESHOLD
+    #: compare a record with one measured on another machine (otherwise: :attr:`Change.OTHER_DEVICE`)
+    across_devices: bool = False
+
+    def dropped(self, ratio: float) -> bool:
+        """A drop beyond the threshold: a regression, or inconclusive where the noise could explain it;
+        in the gate, a reason to measure again before the verdict."""
+        return ratio < 1 - self.threshold
+
+    def compare(
+        self, old: BaselineRecord | None, new: BaselineRecord | None, *, source: str = "", tests: int = 1
+    ) -> Comparison:
+        """Compare one test's record with its baseline record (``None`` where one side has none).
+
+        ``tests``: how many tests the baseline compares in all; each is held to the confidence that
+        keeps the whole suite's false alarms to :data:`FALSE_ALARMS` of runs."""
+        threshold = self.threshold
+        if new is None and old is None:
+            raise ValueError("compare needs at least one record")
+        key = (new or old).key  # type: ignore[union-attr]
+        if old is None:
+            return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
+        if new is None:
+            return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
+        ratio = new.attained / reference(old)
+        noise = run_noise(old.runs)
+        sd = min(_log_sd(old, new, noise), MAX_LOG_SD)
+        ci = math.exp(_Z95 * sd) - 1
+        z = confidence_z(tests)
+        noise_drop = 1 - math.exp(-z * sd)
+        noise_of = (len(old.runs), noise, noise_drop)
+        if machine(old) != machine(new) and not self.across_devices:
+            return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source, *noise_of)
+        if self.dropped(ratio):
+            # a measurement the machine's load could have disturbed (contention the OS saw, threads
+            # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms
+            # nothing (the baseline's side: when it is a single run; a median of several runs stands)
+            old_disturbed = old.disturbed and len(old.runs) < 3
+            confirmed = ratio < 1 - noise_drop and not new.disturbed and not old_disturbed
+            change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
+        elif ratio > 1 + threshold:
+            change = Change.IMPROVEMENT if ratio > 1 / (1 - noise_drop) else Change.INCONCLUSIVE
+        else:
+            change = Change.UNCHANGED
+        return Comparison(key, change, old, new, ratio, ci, threshold, source, *noise_of)
+
+    def compare_all(
+        self, baseline: Baseline, records: Iterable[BaselineRecord], *, not_run: Collection[str] = ()
+    ) -> list[Comparison]:
+        """Every record against the baseline, then the baseline's tests no record matched: vanished, or
+        not run when ``not_run`` holds the test's node id (deselected, or not reached)."""
+        source = baseline.describe()
+        tests = len(baseline.records)
+        seen: dict[Key, Comparison] = {}
+        for record in records:
+            seen[record.key] = self.compare(baseline.record_for(record), record, source=source, tests=tests)
+        missing = []
+        for key, old in baseline.records.items():
+            if key in seen:
+                continue
+            if key[0] in not_run:
+                missing.append(Comparison(key, Change.NOT_RUN, old, None, source=source))
+            else:
+                missing.append(self.compare(old, None, source=source))
+        return [*seen.values(), *missing]
+
+
 def compare(
     old: BaselineRecord | None,
     new: BaselineRecord | None,
@@ -152,38 +226,9 @@ def compare(
     source: str = "",
     tests: int = 1,
 ) -> Comparison:
-    """Compare one test's record with its baseline record (``None`` where one side has none).
-
-    ``tests``: how many tests the baseline compares in all; each is held to the confidence that keeps
-    the whole suite's false alarms to :data:`FALSE_ALARMS` of runs."""
-    if new is None and old is None:
-        raise ValueError("compare needs at least one record")
-    key = (new or old).key  # type: ignore[union-attr]
-    if old is None:
-        return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
-    if new is None:
-        return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
-    ratio = new.attained / reference(old)
-    noise = run_noise(old.runs)
-    sd = min(_log_sd(old, new, noise), MAX_LOG_SD)
-    ci = math.exp(_Z95 * sd) - 1
-    z = confidence_z(tests)
-    noise_drop = 1 - math.exp(-z * sd)
-    noise_of = (len(old.runs), noise, noise_drop)
-    if machine(old) != machine(new) and not across_devices:
-        return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source, *noise_of)
-    if ratio < 1 - threshold:
-        # a measurement the machine's load could have disturbed (contention the OS saw, threads
-        # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms nothing
-        # (the baseline's side: when it is a single run; a median of several runs stands)
-        old_disturbed = old.disturbed and len(old.runs) < 3
-        confirmed = ratio < 1 - noise_drop and not new.disturbed and not old_disturbed
-        change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
-    elif ratio > 1 + threshold:
-        change = Change.IMPROVEMENT if ratio > 1 / (1 - noise_drop) else Change.INCONCLUSIVE
-    else:
-        change = Change.UNCHANGED
-    return Comparison(key, change, old, new, ratio, ci, threshold, source, *noise_of)
+    """One comparison under the rule of ``threshold`` and ``across_devices``
+    (:meth:`RegressionRule.compare`)."""
+    return RegressionRule(threshold, across_devices).compare(old, new, source=source, tests=tests)
 
 
 def reference(record: BaselineRecord) -> float:
@@ -218,33 +263,6 @@ def _log_sd(old: BaselineRecord, new: BaselineRecord, noise: float) -> float:
     new_var = max(noise, math.log1p(new.ci_rel) / _Z95) ** 2
     old_var = max(noise, math.log1p(old.ci_rel) / _Z95) ** 2
     return math.sqrt(new_var + old_var * share)
-
-
-def compare_all(
-    baseline: Baseline,
-    records: Iterable[BaselineRecord],
-    *,
-    threshold: float = DEFAULT_THRESHOLD,
-    across_devices: bool = False,
-    not_run: Collection[str] = (),
-) -> list[Comparison]:
-    """Every record against the baseline, then the baseline's tests no record matched: vanished, or
-    not run when ``not_run`` holds the test's node id (deselected, or not reached)."""
-    source = baseline.describe()
-    tests = len(baseline.records)
-    seen: dict[Key, Comparison] = {}
-    for record in records:
-        seen[record.key] = compare(
-            baseline.record_for(record), record, threshold=threshold, across_devices=across_devices,
-            source=source, tests=tests,
-        )  # fmt: skip
-    missing = []
-    for key, old in baseline.records.items():
-        if key in seen:
-            continue
-        c = compare(old, None, threshold=threshold, source=source)
-        missing.append(Comparison(key, Change.NOT_RUN, old, None, source=source) if key[0] in not_run else c)
-    return [*seen.values(), *missing]
 
 
 def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:

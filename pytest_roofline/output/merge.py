@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import RooflineUsageError
-from .baseline import Key, StoreKey, comparable
+from .baseline import Key, StoreKey
 from .records import DeviceRecord, JsonObject, Record
 from .store import RunFile, read_run
 
@@ -64,7 +64,7 @@ def merge_shards(paths: Sequence[str]) -> Merged:
     rows: list[Record] = []  # in the shards' order
     for shard in shards:
         for record in shard.records:
-            new = comparable(record)
+            new = record.comparable
             if new is None:
                 if record.key not in skipped:
                     skipped.add(record.key)
@@ -80,7 +80,7 @@ def merge_shards(paths: Sequence[str]) -> Merged:
                     f" {shard.path}: each test belongs to one shard (are their selections disjoint?)"
                 )
     measured_tests = {key[:2] for key in measured}
-    records = [r for r in rows if comparable(r) is not None or r.key not in measured_tests]
+    records = [r for r in rows if r.comparable is not None or r.key not in measured_tests]
     devices: dict[str, DeviceRecord] = {}
     for shard in shards:
         for device in shard.devices:

@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..model.core import CacheSize, Device
@@ -25,6 +25,7 @@ from ..model.devices import describe_peaks
 from ..model.measurement import Measurement
 from ..model.stats import Stats
 from ..model.verdict import Result, Verdict
+from .baseline import BaselineRecord, disturbed_by
 
 #: a JSON object as ``json`` reads and writes it
 JsonObject = dict[str, Any]
@@ -175,6 +176,12 @@ class MeasurementRecord:
     #: what was inferred of a call that named no op: its tier, what it read, the marker that pins it
     #: (:meth:`pytest_roofline.model.inference.Inference.to_record`); None where the op was given
     inferred: JsonObject | None = None
+    #: the record as a baseline comparison reads it (None: it measured no finite fraction), made
+    #: once with the record, whichever of the gate, the save and the merge reads it
+    comparable: BaselineRecord | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "comparable", _comparable(self) if self.attained and self.time_s else None)
 
     @classmethod
     def from_result(
@@ -183,11 +190,11 @@ class MeasurementRecord:
         *,
         nodeid: str,
         mode: str,
-        diagnosis: JsonObject | None = None,
         device_index: int | None = None,
         device_from: str | None = None,
     ) -> MeasurementRecord:
-        """The one place a record is made from a judged measurement."""
+        """The one place a record is made from a judged measurement (the bottleneck diagnosis, asked
+        for and worked out after the verdict, is added to it: ``dataclasses.replace``)."""
         est, m = result.estimate, result.measurement
         c = result.ceiling
         ceiling = None
@@ -219,7 +226,7 @@ class MeasurementRecord:
             stats=m.stats,
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
-            clocks=_clocks_json(m), diagnosis=diagnosis,
+            clocks=_clocks_json(m),
             threads=m.threads, thread_wait_share=m.wait_share, device_index=device_index,
             device_from=device_from,
             inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
@@ -279,6 +286,7 @@ class MeasurementRecord:
         data: JsonObject = {
             f.name: _json_value(value)
             for f in fields(self)
+            if f.init
             # only a saved baseline's records have runs before them
             if (value := getattr(self, f.name)) is not None or f.name not in _OPTIONAL
         }
@@ -338,6 +346,19 @@ class MeasurementRecord:
         )  # fmt: skip
 
 
+def _comparable(record: MeasurementRecord) -> BaselineRecord:
+    """``record`` as a comparison reads it."""
+    ci = record.attained_ci_rel
+    return BaselineRecord(
+        nodeid=record.nodeid, name=record.name, attained=record.attained or 0.0,
+        ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0,
+        time_s=record.time_s, device=record.device, device_name=record.device_name or record.device,
+        verdict=str(record.verdict), op=record.op, label=record.label,
+        disturbed=disturbed_by(str(record.verdict), record.contention_level, record.thread_wait_share),
+        history=record.history or (), remeasured=record.remeasured, device_index=record.device_index,
+    )  # fmt: skip
+
+
 def _json_value(value: object) -> object:
     """A record field's value as JSON: its verdict a string, its statistics and ceiling objects."""
     if isinstance(value, Verdict):
@@ -383,6 +404,11 @@ class SkippedRecord:
     @property
     def verdict(self) -> Verdict:
         return Verdict.SKIPPED
+
+    @property
+    def comparable(self) -> None:
+        """It measured nothing: no baseline compares with it."""
+        return None
 
     @property
     def key(self) -> tuple[str, str]:

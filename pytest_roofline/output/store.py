@@ -26,7 +26,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from .baseline import (
     HISTORY_RUNS,
@@ -34,11 +34,11 @@ from .baseline import (
     BaselineError,
     Key,
     StoreKey,
-    comparable,
-    parse_baseline,
+    baseline_of,
+    check_report,
     read_json,
 )
-from .comparison import Change, compare
+from .comparison import Change, RegressionRule
 from .records import DeviceRecord, JsonObject, MeasurementRecord, Record, record_from_json
 
 
@@ -58,21 +58,19 @@ def read_run(path: str | Path, what: str = "baseline") -> RunFile:
     """The report at ``path``, every row of it; :class:`.BaselineError` names ``what``, the file and
     the fault (a row this version cannot read back is one)."""
     where = f"{what} {path}"
-    data = read_json(path, what)
-    baseline = parse_baseline(data, where, str(path))
-    data = cast("dict[str, Any]", data)  # parse_baseline refused anything else
+    data, rows, trimmed = check_report(read_json(path, what), where)
     records: list[Record] = []
-    for index, row in enumerate(data["measurements"]):
+    for index, row in enumerate(rows):
         named = f"{where}: measurement {index}"
         if not isinstance(row.get("nodeid"), str):
             raise BaselineError(f"{named}: 'nodeid' is {row.get('nodeid')!r}, not a string")
         try:
-            record = record_from_json(row)
+            records.append(record_from_json(row))
         except (ValueError, TypeError, KeyError, OverflowError) as exc:
             raise BaselineError(f"{named} ({row['nodeid']}): cannot be read back ({exc})") from None
-        if isinstance(record, MeasurementRecord) and record.history:
-            record = replace(record, history=record.history[-(HISTORY_RUNS - 1) :])  # as the baseline
-        records.append(record)
+    # each measured row is compared as its record reads it: one BaselineRecord a row
+    entries = (r.comparable for r in records if r.comparable is not None)
+    baseline = baseline_of(data, entries, where, str(path), trimmed=trimmed)
     rows = data.get("devices") or []
     if not isinstance(rows, list) or not all(isinstance(d, dict) for d in rows):
         raise BaselineError(f"{where}: 'devices' must be a list of objects")
@@ -174,8 +172,9 @@ def merge_run(
     ``devices``) merged in, as the module says. ``regressed``: the tests whose measurement failed the
     run's own regression check; ``accept``: save a regressed measurement all the same."""
     merge = _Merge(store)
+    rule = RegressionRule(threshold)
     for record in records:
-        merge.add(record, threshold=threshold, regressed=record.key in regressed, accept=accept)
+        merge.add(record, rule=rule, regressed=record.key in regressed, accept=accept)
     return merge.saved(devices, path=path, interruption=interruption)
 
 
@@ -192,7 +191,7 @@ class _Merge:
         #: the tests with a measured row
         self.measured_tests: set[Key] = set()
         for index, row in enumerate(self.rows):
-            new = comparable(row) if row is not None else None
+            new = row.comparable if row is not None else None
             if new is not None:
                 self.at[new.store_key] = index
                 self.measured_tests.add(new.key)
@@ -212,8 +211,8 @@ class _Merge:
         self.apart_now: dict[str, None] = {}
         self.apart_other: dict[str, None] = {}
 
-    def add(self, record: Record, *, threshold: float, regressed: bool, accept: bool) -> None:
-        new = comparable(record)
+    def add(self, record: Record, *, rule: RegressionRule, regressed: bool, accept: bool) -> None:
+        new = record.comparable
         if new is None or not isinstance(record, MeasurementRecord):
             self._add_unmeasured(record)
             return
@@ -222,7 +221,7 @@ class _Merge:
         change = None
         if old is not None:
             tests = len(self.previous.records)
-            change = compare(old, new, threshold=threshold, tests=tests).change
+            change = rule.compare(old, new, tests=tests).change
             regressed = regressed or change is Change.REGRESSION
         if regressed and not accept:
             self.refused.append(new.test)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..output.baseline import Baseline, BaselineError, comparable, load_baseline, refuse_interrupted
-from ..output.comparison import Change, Comparison, compare, compare_all, other_gpu_lines, summary_line
+from ..output.baseline import Baseline, BaselineError, load_baseline, refuse_interrupted
+from ..output.comparison import Change, Comparison, RegressionRule, other_gpu_lines, summary_line
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -34,6 +34,8 @@ class Gate:
 
     def __init__(self, settings: SessionSettings, *, reporting: bool) -> None:
         self.settings = settings
+        #: what a regression is: the rule ``roofline compare`` asks too
+        self.rule = RegressionRule(settings.regression, settings.compare_across_devices)
         #: whether this process shows the run (not a pytest-xdist worker)
         self._reporting = reporting
         self._baseline: Baseline | None = None
@@ -51,7 +53,7 @@ class Gate:
             if self._store is not None:
                 self.notes.extend(f"roofline: {note}" for note in self._store.baseline.notes)
         if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
-            self._baseline = load_baseline(os.path.expanduser(settings.compare))
+            self._baseline = _compared_baseline(settings.compare, self._store)
             if reporting:
                 self.notes.extend(f"roofline: {note}" for note in self._baseline.notes)
             if not settings.compare_interrupted:
@@ -75,17 +77,15 @@ class Gate:
         """Whether ``record`` fell beyond the threshold against its baseline record: worth a second
         measurement before the verdict (a drop the machine caused for a moment does not last)."""
         c = self._compare(record)
-        return c is not None and c.ratio is not None and c.ratio < 1 - c.threshold
+        return c is not None and c.ratio is not None and self.rule.dropped(c.ratio)
 
     def _compare(self, record: MeasurementRecord) -> Comparison | None:
-        baseline, new = self.baseline, comparable(record)
+        baseline, new = self.baseline, record.comparable
         if baseline is None or new is None:
             return None
-        return compare(
-            baseline.record_for(new), new, threshold=self.settings.regression,
-            across_devices=self.settings.compare_across_devices, source=baseline.describe(),
-            tests=len(baseline.records),
-        )  # fmt: skip
+        return self.rule.compare(
+            baseline.record_for(new), new, source=baseline.describe(), tests=len(baseline.records)
+        )
 
     # - the end of the run, where it is shown -
 
@@ -108,16 +108,13 @@ class Gate:
             return
         baseline = self.baseline
         if baseline is not None:
-            measured = [r for r in map(comparable, records) if r is not None]
+            measured = [r.comparable for r in records if r.comparable is not None]
             not_run = set(deselected)
             if interruption is not None:
                 not_run.update(nodeid for nodeid, _ in baseline.records)
-            self.comparisons = compare_all(
-                baseline, measured, threshold=self.settings.regression,
-                across_devices=self.settings.compare_across_devices, not_run=not_run,
-            )  # fmt: skip
+            self.comparisons = self.rule.compare_all(baseline, measured, not_run=not_run)
         save = self.settings.save
-        if save and not any(comparable(r) is not None for r in records):
+        if save and not any(r.comparable is not None for r in records):
             self.notes.append(
                 f"roofline: --roofline-save: nothing was measured, so {save} was not written (an old"
                 " baseline there is kept)"
@@ -184,7 +181,7 @@ class Gate:
             return
         regressed = {c.key for c in self.comparisons if c.change is Change.REGRESSION}
         saved = merge_run(
-            store, records, devices, path=self.settings.save or path, threshold=self.settings.regression,
+            store, records, devices, path=self.settings.save or path, threshold=self.rule.threshold,
             interruption=interruption, regressed=regressed, accept=self.settings.accept,
         )  # fmt: skip
         data = saved.payload()
@@ -206,6 +203,15 @@ class Gate:
             elif c.change is Change.OTHER_DEVICE:
                 lines.append(f"  {c.test}: {c.summary()}; --roofline-compare-across-devices compares it")
         return lines
+
+
+def _compared_baseline(compare: str, store: RunFile | None) -> Baseline:
+    """The baseline of ``--roofline-compare``, read once: as the option read it when it checked it
+    (:class:`.options.BaselinePath`) or, where the run saves into the same file, as the save read it."""
+    if store is not None and os.path.realpath(store.path) == os.path.realpath(os.path.expanduser(compare)):
+        return store.baseline
+    read = getattr(compare, "baseline", None)
+    return read if isinstance(read, Baseline) else load_baseline(os.path.expanduser(compare))
 
 
 def _read_store(path: str) -> RunFile | None:

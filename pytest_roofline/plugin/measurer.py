@@ -15,12 +15,14 @@ import pytest
 from ..errors import RooflineError
 from .failing import fail_test, failing_the_test
 from .marker import FIXTURE
-from .request import KernelCall, Request, check_takes, kernel_call, resolve
+from .request import Request, check_takes, kernel_call, resolve
 from .run_devices import device_skip_reason, names_a_table_device
 
 if TYPE_CHECKING:
     from ..model.core import Estimate
     from ..model.verdict import Result
+    from ..output.records import MeasurementRecord
+    from ..timing.calls import KernelCall
     from .options import SessionSettings
     from .run_devices import Devices
     from .run_state import RunState
@@ -102,11 +104,11 @@ class Measurer:
                 " that does the work (asyncio.run(...) inside it, or list(...) of the generator)"
             )
         from ..timing.arguments import check_has_data
-        from ..timing.calls import SetupError, call_once, check_call
+        from ..timing.calls import KernelCall, SetupError, call_once, check_call
 
         with failing_the_test(RooflineError):
             check_call(kwargs, setup)  # what the fixture's caller passed: any value at all
-            call, kernel = kernel_call(item, KernelCall(fn, args, kwargs, setup), call, keywords or {})
+            call, kernel = kernel_call(item, KernelCall(fn, tuple(args), kwargs, setup), call, keywords or {})
         with failing_the_test(RooflineError):
             check_has_data(fn, args, kernel.kwargs)
         with failing_the_test(RooflineError):
@@ -120,10 +122,13 @@ class Measurer:
             with failing_the_test(SetupError):
                 call_once(fn, args, kernel.kwargs, kernel.setup)
             return None
-        from ..output.records import MeasurementRecord
         from .outcome import settle
         from .pipeline import measure_call
 
+        records = _Records(
+            item.nodeid, mode=self.settings.mode if can_fail else "measure",
+            device_index=self.devices.gpu_index(request.device_spec), device_from=request.device_from,
+        )  # fmt: skip
         gate = self.state.gate
         result = measure_call(
             request,
@@ -132,14 +137,12 @@ class Measurer:
             state=self.state,
             nodeid=item.nodeid,
             remeasure=can_fail and self.settings.mode == "enforce",
-            suspect=lambda r: gate.suspects(
-                MeasurementRecord.from_result(r, nodeid=item.nodeid, mode="enforce")
-            ),
+            suspect=lambda first: gate.suspects(records.of(first)),
             failing_the_test=failing_the_test,
         )
         settle(
-            item, result, request=request, kernel=kernel, can_fail=can_fail, state=self.state,
-            transport=self._transport, device_index=self.devices.gpu_index(request.device_spec),
+            item, result, records.of(result), request=request, kernel=kernel, can_fail=can_fail,
+            state=self.state, transport=self._transport,
         )  # fmt: skip
         return result
 
@@ -168,6 +171,33 @@ class Measurer:
         if reason:
             self._transport.send_skip(item.nodeid, op, reason)
             pytest.skip(reason)
+
+
+class _Records:
+    """The one record of each result of a measurement (:meth:`.MeasurementRecord.from_result`).
+
+    The gate judges the first result before the verdict (a suspected regression is measured again);
+    unless a second measurement follows, that result is the final one, and its record is the one the
+    test reports, sends and checks.
+    """
+
+    def __init__(self, nodeid: str, *, mode: str, device_index: int | None, device_from: str) -> None:
+        self._nodeid = nodeid
+        self._mode = mode
+        self._device_index = device_index
+        self._device_from = device_from
+        self._last: tuple[Result, MeasurementRecord] | None = None
+
+    def of(self, result: Result) -> MeasurementRecord:
+        if self._last is None or self._last[0] is not result:
+            from ..output.records import MeasurementRecord
+
+            record = MeasurementRecord.from_result(
+                result, nodeid=self._nodeid, mode=self._mode, device_index=self._device_index,
+                device_from=self._device_from,
+            )  # fmt: skip
+            self._last = (result, record)
+        return self._last[1]
 
 
 def _runs_nothing(fn: object) -> str | None:

@@ -13,9 +13,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from ..output.baseline import Baseline
 
 MODES = ("enforce", "report", "off")
 INCONCLUSIVE = ("warn", "fail", "skip")
@@ -159,16 +162,24 @@ def parse_json_path(text: str) -> str:
     return str(target)
 
 
+class BaselinePath(str):
+    """A ``--roofline-compare`` path, with the baseline read from it when the option was checked: the
+    gate compares with that one, so the file is read once."""
+
+    baseline: Baseline
+
+
 def parse_baseline_path(text: str) -> str:
     """A baseline we can read: the file exists and is a pytest-roofline JSON report (checked now, so a
     bad baseline is a usage error before any test runs)."""
     from ..output.baseline import BaselineError, load_baseline
 
+    path = BaselinePath(text)
     try:
-        load_baseline(Path(text).expanduser())
+        path.baseline = load_baseline(Path(text).expanduser())
     except BaselineError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return path
 
 
 def parse_regression(text: str) -> float:

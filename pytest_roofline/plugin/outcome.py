@@ -17,7 +17,9 @@ from .failing import fail_test
 if TYPE_CHECKING:
     from ..analysis.diagnosis import Diagnosis
     from ..model.verdict import Result
-    from .request import KernelCall, Request
+    from ..output.records import MeasurementRecord
+    from ..timing.calls import KernelCall
+    from .request import Request
     from .run_state import RunState
     from .transport import RecordTransport
 
@@ -25,32 +27,28 @@ if TYPE_CHECKING:
 def settle(
     item: pytest.Item,
     result: Result,
+    record: MeasurementRecord,
     *,
     request: Request,
     kernel: KernelCall,
     can_fail: bool,
     state: RunState,
     transport: RecordTransport,
-    device_index: int | None = None,
 ) -> None:
-    """Record ``result``, give it to ``pytest_roofline_result``, and in enforce mode fail the test
-    below budget (``can_fail=False``, ``roofline.measure``: never). ``device_index``: the GPU it ran
-    on, as the run numbers them (None on the CPU)."""
+    """Send ``record`` (``result``'s), give ``result`` to ``pytest_roofline_result``, and in enforce
+    mode fail the test below budget (``can_fail=False``, ``roofline.measure``: never)."""
     __tracebackhide__ = True
     from ..model.verdict import Verdict
-    from ..output.records import MeasurementRecord
 
     settings = state.settings
-    mode = settings.mode if can_fail else "measure"
     diagnosis = _diagnosis(kernel, result, when=settings.diagnose)
-    record = MeasurementRecord.from_result(
-        result, nodeid=item.nodeid, mode=mode, diagnosis=diagnosis.to_record() if diagnosis else None,
-        device_index=device_index, device_from=request.device_from,
-    )  # fmt: skip
     message = result.message()
     if diagnosis is not None:
+        import dataclasses
+
         from ..analysis.diagnosis import format_diagnosis
 
+        record = dataclasses.replace(record, diagnosis=diagnosis.to_record())
         message += "\n" + format_diagnosis(diagnosis)
     transport.send(record)
     prefix = f"roofline[{request.name}]" if request.name else "roofline"
@@ -72,7 +70,7 @@ def settle(
         if settings.inconclusive == "skip":
             pytest.skip(message)
         item.warn(RooflineWarning(message))
-    if mode == "enforce":  # within budget, but perhaps well below where the baseline stood
+    if record.mode == "enforce":  # within budget, but perhaps well below where the baseline stood
         state.gate.check(record)
 
 

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from ..model.verdict import Result
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
+    from ..timing.calls import KernelCall
     from ..timing.clocks import ClockWatcher
-    from .request import KernelCall, Request
+    from .request import Request
     from .run_devices import Devices
     from .run_state import RunState
 

@@ -4,8 +4,8 @@ precedence chain (the call > the marker > parametrize values > the session's set
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Iterator, Mapping
+import itertools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,22 +33,11 @@ if TYPE_CHECKING:
     from ..model.inference import Inference
     from ..model.op_registry import OpSpec
     from ..model.policy import Policy
+    from ..timing.calls import KernelCall
     from .options import SessionSettings
 
 #: the test's markers, read and checked at setup
 MARKER_KEY = pytest.StashKey["MarkerArgs | None"]()
-
-
-@dataclass(frozen=True, slots=True)
-class KernelCall:
-    """What a ``roofline(...)`` call runs: the kernel, its arguments and keywords, and its setup."""
-
-    fn: Callable[..., object]
-    args: tuple[object, ...] = ()
-    kwargs: Mapping[str, object] | None = None
-    setup: Callable[[], object] | None = None
-    #: the call's keywords that went to the kernel, being neither the op's nor the fixture's
-    forwarded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,56 +275,24 @@ def check_takes(kernel: KernelCall, op: str) -> None:
 
 def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
     """The dtype of the first argument that has one, when neither the marker nor the call gives it:
-    the positional arguments, then ``kwargs``' values, then a ``functools.partial``'s (the kernel
-    itself, or a partial inside it)."""
+    the positional arguments, then ``kwargs``' values, then the kernel's own (a ``functools.partial``'s,
+    a bound method's object), inside containers too (:mod:`..timing.arrays` walks them)."""
     from ..model.array_operands import argument_precision
 
-    for where, arg in arguments_of(kernel):
-        dtype = getattr(arg, "dtype", None)
-        if dtype is not None:
-            return argument_precision(op, where, dtype)
+    if kernel is not None:  # roofline.estimate runs nothing
+        from ..timing.arrays import arguments_given, arguments_of_kernel, dtype_of
+
+        given = arguments_given(kernel.args, kernel.kwargs)
+        for where, arg in itertools.chain(given, arguments_of_kernel(kernel.fn)):
+            dtype = dtype_of(arg)
+            if dtype is not None:
+                return argument_precision(op, where, dtype)
     late = (
         " (it cannot be read from the arguments setup returns: they are made while measuring)"
         if kernel is not None and kernel.setup is not None
         else ""
     )
     raise InvalidValueError(f"{op} needs dtype: pass dtype=... to the marker or the call{late}")
-
-
-def arguments_of(kernel: KernelCall | None) -> Iterator[tuple[str, object]]:
-    """Each argument the kernel will get, with where it comes from, in the order dtypes are read; the
-    items of a tuple, list or dict among them too, where rotation finds arrays."""
-    if kernel is None:  # roofline.estimate runs nothing
-        return
-    for i, arg in enumerate(kernel.args):
-        yield from _with_items(f"argument {i}", arg)
-    for key, value in (kernel.kwargs or {}).items():
-        yield from _with_items(f"kwargs[{key!r}]", value)
-    fn: object = kernel.fn
-    while isinstance(fn, functools.partial):
-        for i, arg in enumerate(fn.args):
-            yield from _with_items(f"argument {i} of the functools.partial", arg)
-        for key, value in fn.keywords.items():
-            yield from _with_items(f"keyword {key!r} of the functools.partial", value)
-        fn = fn.func
-
-
-def _with_items(where: str, value: object, depth: int = 0) -> Iterator[tuple[str, object]]:
-    """``value``, then, for a tuple (a named one too), a list or a dict, each item, depth first (to
-    a depth that no real argument reaches: a list that holds itself ends there)."""
-    yield where, value
-    if depth >= _ITEM_DEPTH:
-        return
-    if isinstance(value, (tuple, list)):
-        for i, item in enumerate(value):
-            yield from _with_items(f"{where}[{i}]", item, depth + 1)
-    elif type(value) is dict:
-        for key, item in value.items():
-            yield from _with_items(f"{where}[{key!r}]", item, depth + 1)
-
-
-#: how deep dtypes are looked for in nested arguments
-_ITEM_DEPTH = 8
 
 
 def check_name(name: object) -> str:

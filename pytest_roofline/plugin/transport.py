@@ -2,8 +2,10 @@
 
 Records travel on the test reports: each phase's report carries what was measured in it
 (``roofline_records``), so under pytest-xdist a worker's measurements reach the controller as each
-test finishes, and a serial run collects them the same way. The process that shows the run (the
-controller, or a serial run) gathers them into its :class:`.run_state.RunState`.
+test finishes. The process that shows the run (the controller, or a serial run) gathers them into
+its :class:`.run_state.RunState`: a worker's as the JSON they crossed as, its own as the typed
+records they were made as (a serial run's reports carry their JSON for other plugins to read, and
+never read it back).
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class RecordTransport:
         if report.when == "setup" and report.skipped and nodeid in self.absent:
             op, reason = self.absent.pop(nodeid)
             self.send_skip(nodeid, op, reason)
+        # what a pytest-xdist worker sent (read before this process puts its own on the report)
+        arrived = {attr: carried.get(attr) or () for attr in (RECORDS_ATTR, DEVICES_ATTR, NOTES_ATTR)}
+        own = self._unsent
         if self._unsent or state.device_records or len(state.notes) > self._sent_notes:
             self._attach(report)
         if self._worker:
@@ -82,19 +87,21 @@ class RecordTransport:
             state.records = [r for r in state.records if r.nodeid != nodeid]
         if carried.get("outcome") == "rerun":
             self._reran.add(nodeid)
-        if RECORDS_ATTR in carried or DEVICES_ATTR in carried:  # plain JSON, as it crossed from a worker
+        state.records.extend(own)  # typed as they were made: this process measured them
+        if arrived[RECORDS_ATTR] or arrived[DEVICES_ATTR]:  # plain JSON, as it crossed from a worker
             from ..output.records import DeviceRecord, record_from_json
 
-            state.records.extend(map(record_from_json, carried.get(RECORDS_ATTR) or ()))
-            for device in map(DeviceRecord.from_json, carried.get(DEVICES_ATTR) or ()):
+            state.records.extend(map(record_from_json, arrived[RECORDS_ATTR]))
+            for device in map(DeviceRecord.from_json, arrived[DEVICES_ATTR]):
                 version = device.version
                 state.device_records.setdefault(version, device)
                 self._sent_devices[version] = state.device_records[version]  # received: never sent on again
-        state.notes.extend(carried.get(NOTES_ATTR) or ())
+        state.notes.extend(arrived[NOTES_ATTR])
 
     def _attach(self, report: pytest.TestReport) -> None:
-        """Put on ``report`` what this process measured since the last one: plain JSON-ready values,
-        since reports are serialized for the trip to the controller."""
+        """Put on ``report`` what this process measured since the last one, as plain JSON-ready values:
+        a worker's reports are serialized for the trip to the controller, and in any process a
+        ``pytest_runtest_logreport`` hook reads ``report.roofline_records`` (docs/json.md)."""
         state = self._state
         if self._unsent:
             setattr(report, RECORDS_ATTR, [r.to_json() for r in self._unsent])

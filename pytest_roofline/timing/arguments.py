@@ -1,17 +1,14 @@
 """The arrays in a kernel's call, as rotation (:mod:`.rotation`) finds them, and templates that
 rebuild the call around copies of them.
 
-An array is anything that speaks an array protocol (``__array_interface__``,
-``__cuda_array_interface__`` or ``__dlpack__``) and has a ``copy`` (NumPy, CuPy) or ``clone``
-(PyTorch) method. Arrays are looked for in the positional arguments, ``kwargs``' values and
+What an array is, and which containers a call's arguments are looked for in, is :mod:`.arrays`'s
+answer; rotation takes the arrays it can copy (a ``copy`` (NumPy, CuPy) or ``clone`` (PyTorch)
+method). Arrays are looked for in the positional arguments, ``kwargs``' values and
 ``functools.partial`` arguments, and inside the tuples, named tuples, lists and dicts there that
 hold nothing but arrays and plain values (numbers, strings, None, dtypes): such a container is
 rebuilt around each set of copies. A container that holds anything else (an object that may keep
-arrays and state of its own) is passed as it is, in every set, and the arrays in it are not copied.
-
-Attributes are read with care: a PyTorch CUDA tensor that requires grad raises RuntimeError, not
-AttributeError, from ``__cuda_array_interface__`` (``torch/_tensor.py``), which ``hasattr`` does not
-swallow.
+arrays and state of its own), or that nests deeper than :data:`.arrays.MAX_DEPTH`, is passed as it
+is, in every set, and the arrays in it are not copied.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidValueError
+from .arrays import MAX_DEPTH, gpu_of, is_array, is_container, items_of, nbytes_of
 
 #: at most this many objects are looked at in a call's arguments: past it (a list of a million
 #: floats), the search stops and the kernel is not rotated
@@ -35,149 +33,11 @@ _PLAIN_MODULES = ("numpy", "numpy.dtypes")
 _PLAIN_TORCH = ("dtype", "device", "memory_format", "layout")
 
 
-def has_attribute(value: object, name: str) -> bool:
-    """``hasattr``, but an attribute whose getter raises something else than AttributeError (a torch
-    tensor that requires grad, asked for ``__cuda_array_interface__``) is there."""
-    try:
-        return hasattr(value, name)
-    except Exception:  # the getter's own error: the attribute exists, it cannot be read now
-        return True
-
-
-def is_array(value: object) -> bool:
-    """An array a copy can be made of: it speaks an array protocol and has ``copy`` or ``clone``."""
-    if isinstance(value, type):
-        return False
-    kind = type(value)
-    known = _ARRAY_TYPES[kind] if kind in _ARRAY_TYPES else _array_type(kind)
-    if known is not None:
-        return known
-    speaks = any(has_attribute(value, protocol) for protocol in _PROTOCOLS)  # an instance's own attribute
-    return speaks and (callable(getattr(value, "clone", None)) or callable(getattr(value, "copy", None)))
-
-
-_PROTOCOLS = ("__array_interface__", "__cuda_array_interface__", "__dlpack__")
-
-
-#: what :func:`_array_type` found, by type
-_ARRAY_TYPES: dict[type, bool | None] = {}
-
-
-def _array_type(kind: type) -> bool | None:
-    """Whether instances of ``kind`` are arrays, read from the class (so no getter runs: once per type,
-    as a call may pass thousands of arrays); None where an instance may say otherwise."""
-    if any(hasattr(kind, protocol) for protocol in _PROTOCOLS) and (
-        callable(getattr(kind, "clone", None)) or callable(getattr(kind, "copy", None))
-    ):
-        known: bool | None = True
-    elif getattr(kind, "__dictoffset__", 1) == 0 and not hasattr(kind, "__getattr__"):
-        known = False  # no attributes of its own (a number, a string, a slotted class): the class decides
-    else:
-        known = None
-    if len(_ARRAY_TYPES) > 1024:  # types made on the fly (a test's local classes)
-        _ARRAY_TYPES.clear()
-    _ARRAY_TYPES[kind] = known
-    return known
-
-
-def is_torch(value: object) -> bool:
-    """A PyTorch tensor (duck typed: torch may not be installed): ``clone``, ``detach`` and ``stride``."""
-    return all(callable(getattr(value, name, None)) for name in ("clone", "detach", "stride"))
-
-
-def gpu_of(value: object) -> int | None:
-    """The index of the CUDA (or ROCm) GPU that holds ``value``'s memory; None for any other memory."""
-    device = getattr(value, "device", None)
-    kind = getattr(device, "type", None)  # torch: device(type='cuda', index=0)
-    if isinstance(kind, str):
-        return int(getattr(device, "index", None) or 0) if kind == "cuda" else None
-    if has_attribute(value, "__cuda_array_interface__"):  # CuPy: a cupy.cuda.Device, its id
-        return int(getattr(device, "id", 0) or 0)
-    return None
-
-
-def nbytes_of(value: object) -> int:
-    nbytes = getattr(value, "nbytes", None)
-    if isinstance(nbytes, int) and not isinstance(nbytes, bool):
-        return nbytes
-    numel, size = getattr(value, "numel", None), getattr(value, "element_size", None)
-    if callable(numel) and callable(size):  # torch before nbytes
-        return int(numel()) * int(size())
-    return 0
-
-
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """Where an array's elements lie: its first element's address, shape, strides and item size
-    (strides and item size in one unit: bytes, or elements for PyTorch)."""
-
-    address: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    itemsize: int
-    #: bytes a stride unit spans (1, or the element size for PyTorch)
-    unit: int = 1
-
-    @property
-    def dense(self) -> bool:
-        """Every element side by side with no gap and none twice, in any axis order (C, Fortran,
-        ``channels_last``): a copy laid out alike is the same walk through memory."""
-        expected = self.itemsize
-        for size, stride in sorted(
-            ((n, s) for n, s in zip(self.shape, self.strides, strict=True) if n != 1), key=lambda d: d[1]
-        ):
-            if stride != expected:
-                return False
-            expected *= size
-        return True
-
-    def extent(self) -> tuple[int, int] | None:
-        """The bytes ``[low, high)`` from the lowest element to the end of the highest; None when empty."""
-        low = high = self.address
-        for size, stride in zip(self.shape, self.strides, strict=True):
-            if size == 0:
-                return None
-            step = (size - 1) * stride * self.unit
-            if step > 0:
-                high += step
-            else:
-                low += step
-        return low, high + self.itemsize * self.unit
-
-
-def layout_of(value: object) -> Layout | None:
-    """``value``'s layout, from the protocol its kind speaks best; None when it cannot be told."""
-    try:
-        if is_torch(value):
-            size = int(value.element_size())  # type: ignore[attr-defined]
-            shape = tuple(int(n) for n in value.shape)  # type: ignore[attr-defined]
-            steps = tuple(int(s) for s in value.stride())  # type: ignore[attr-defined]
-            return Layout(int(value.data_ptr()), shape, steps, 1, unit=size)  # type: ignore[attr-defined]
-        described = getattr(value, "__array_interface__", None)
-        if not isinstance(described, Mapping):
-            described = getattr(value, "__cuda_array_interface__", None)
-        if not isinstance(described, Mapping):
-            return None
-        shape = tuple(int(n) for n in described["shape"])
-        itemsize = int(str(described["typestr"])[2:])
-        given = described.get("strides")  # None: C order
-        strides = c_strides(shape, itemsize) if given is None else tuple(int(s) for s in given)
-        address = described["data"][0] if described.get("data") else 0
-        if not address:  # no memory to tell (an empty array), or a protocol without the address
-            return None
-        return Layout(int(address), shape, strides, itemsize)
-    except Exception:  # a foreign array's protocol that does not read as documented
-        return None
-
-
-def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
-    """The strides of ``shape`` laid out in C order."""
-    strides: list[int] = []
-    step = itemsize
-    for size in reversed(shape):
-        strides.insert(0, step)
-        step *= size
-    return tuple(strides)
+def copyable(value: object) -> bool:
+    """An array (:func:`.arrays.is_array`) a copy can be made of: it has ``copy`` or ``clone``."""
+    return is_array(value) and (
+        callable(getattr(value, "clone", None)) or callable(getattr(value, "copy", None))
+    )
 
 
 class Template:
@@ -309,7 +169,7 @@ class _Scanner:
         found.nodes += 1
         if not self._look(value, where):
             return Constant(value)
-        if is_array(value):
+        if copyable(value):
             found.used_bytes += nbytes_of(value)
             key = id(value)
             if key not in found._index:
@@ -326,9 +186,9 @@ class _Scanner:
                 for k, v in value.keywords.items()
             }
             return Partial(self.template(value.func, where), Items(tuple, args), Entries(keywords))
-        if not _container(value):
+        if not is_container(value):
             return Constant(value)
-        holds, plain = self._contents(value, where)
+        holds, plain = self._contents(value, where, depth=1)
         if not holds:
             return Constant(value)
         if not plain:
@@ -356,33 +216,22 @@ class _Scanner:
             found.meta = where or "an argument"
         return True
 
-    def _contents(self, value: object, where: str) -> tuple[bool, bool]:
+    def _contents(self, value: object, where: str, *, depth: int) -> tuple[bool, bool]:
         """Whether the container ``value`` holds arrays (at any depth), and whether everything else
-        in it is a plain value or such a container."""
-        assert isinstance(value, (tuple, list, dict))
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        holds, plain = False, True
-        for key, item in items:
+        in it is a plain value or such a container (one nested past :data:`.arrays.MAX_DEPTH` is not)."""
+        holds, plain = False, depth <= MAX_DEPTH
+        for key, item in items_of(value) if plain else ():
             place = f"{where}[{key!r}]"
             if not self._look(item, place):
                 return holds, False
-            if is_array(item):
+            if copyable(item):
                 holds = True
-            elif _container(item):
-                inner_holds, inner_plain = self._contents(item, place)
+            elif is_container(item):
+                inner_holds, inner_plain = self._contents(item, place, depth=depth + 1)
                 holds, plain = holds or inner_holds, plain and inner_plain
             elif not _plain(item):
                 plain = False
         return holds, plain
-
-
-def _container(value: object) -> bool:
-    """A container rotation may rebuild: a tuple, named tuple, list or dict, not a subclass (which may
-    need more than its items to be made again)."""
-    kind = type(value)
-    if kind in (tuple, list, dict):
-        return True
-    return isinstance(value, tuple) and callable(getattr(kind, "_make", None))
 
 
 def _plain(value: object) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import reprlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pytest_roofline.errors import InvalidTypeError, RooflineUsageError
 from pytest_roofline.timing.base import Backend, Kernel
@@ -24,7 +25,7 @@ def call_once(
     """One untimed call, ``setup`` first: what a run that times nothing does with a kernel."""
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     check_call(kwargs, setup)
-    kernel, call_args = KernelCall(fn, args, kwargs or {}, setup).prepare()
+    kernel, call_args = KernelCall(fn, tuple(args), kwargs, setup).prepare()
     return kernel(*call_args)
 
 
@@ -81,28 +82,31 @@ def run_windows(
     return windows, flags
 
 
+@dataclass(frozen=True, slots=True)
 class KernelCall:
-    """The kernel as the engine calls it: its arguments and keywords, and ``setup`` before every call.
+    """A kernel's call: the kernel, its arguments and keywords, and ``setup`` before every call.
 
-    Without setup, a round is one backend run of back-to-back calls. With setup, each call is a
-    backend run of its own, setup first: the backend opens and closes its window around that call
-    alone, so setup (host code) is never timed, on a CUDA stream either. A window of several calls
-    (a warm-up round) is then the sum of theirs.
+    What a ``roofline(...)`` call asks to run, and how the engine calls it. Without setup, a round
+    is one backend run of back-to-back calls. With setup, each call is a backend run of its own,
+    setup first: the backend opens and closes its window around that call alone, so setup (host
+    code) is never timed, on a CUDA stream either. A window of several calls (a warm-up round) is
+    then the sum of theirs.
     """
 
-    def __init__(
-        self,
-        fn: Kernel,
-        args: Sequence[object],
-        kwargs: Mapping[str, object],
-        setup: Callable[[], object] | None,
-    ) -> None:
-        self._raw = fn
-        # bound once: the backends call fn(*args), and a partial costs a C-level call, not a Python frame
-        self.fn: Kernel = functools.partial(fn, **kwargs) if kwargs else fn
-        self.args = tuple(args)
-        self.setup = setup
-        self._given = bool(args or kwargs)
+    fn: Kernel
+    args: tuple[object, ...] = ()
+    kwargs: Mapping[str, object] | None = None
+    setup: Callable[[], object] | None = None
+    #: the ``roofline(...)`` call's keywords that went to the kernel, being neither the op's nor the
+    #: fixture's
+    forwarded: tuple[str, ...] = ()
+    #: ``fn`` with ``kwargs`` bound, once: the backends call ``bound(*args)``, and a partial costs a
+    #: C-level call, not a Python frame
+    bound: Kernel = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        bound = functools.partial(self.fn, **self.kwargs) if self.kwargs else self.fn
+        object.__setattr__(self, "bound", bound)
 
     def run(
         self,
@@ -117,7 +121,7 @@ class KernelCall:
         backend run (the sampler reads the backend's view of the round there)."""
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         if self.setup is None:
-            result = run_windows(backend, self.fn, self.args, calls=calls, samples=samples, flush=flush)
+            result = run_windows(backend, self.bound, self.args, calls=calls, samples=samples, flush=flush)
             if after is not None:
                 after()
             return result
@@ -140,12 +144,12 @@ class KernelCall:
         """Run ``setup`` (if any) and return what to call next: the kernel and its positional arguments."""
         __tracebackhide__ = True  # a failing setup shows its own frames, not ours
         if self.setup is None:
-            return self.fn, self.args
+            return self.bound, self.args
         made = self.setup()
         if made is None:
-            return self.fn, self.args
+            return self.bound, self.args
         args, kwargs = self._arguments(made)
-        return (functools.partial(self._raw, **kwargs) if kwargs else self._raw), args
+        return (functools.partial(self.fn, **kwargs) if kwargs else self.fn), args
 
     def _arguments(self, made: object) -> tuple[tuple[object, ...], Mapping[str, object]]:
         if not (
@@ -158,7 +162,7 @@ class KernelCall:
                 "setup must return None, or (args, kwargs) for the kernel's next call (a tuple or list"
                 f" and a dict); got {_short(made)} ({type(made).__name__})"
             )
-        if self._given:
+        if self.args or self.kwargs:
             raise SetupError(
                 "setup returned the kernel's arguments, and the call gave arguments too:"
                 " give them in one place (the call's, with a setup that returns None, or setup's)"

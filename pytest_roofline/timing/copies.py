@@ -29,7 +29,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .arguments import Layout, c_strides, gpu_of, is_torch, layout_of, nbytes_of
+from .arrays import Layout, c_strides, gpu_of, is_torch, layout_of, nbytes_of
 
 if TYPE_CHECKING:
     import numpy as np

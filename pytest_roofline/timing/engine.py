@@ -211,14 +211,14 @@ def measure(
         )
     rotation = cache.rotation
     if rotation is None:
-        call = KernelCall(fn, args, kwargs or {}, setup)
+        call = KernelCall(fn, tuple(args), kwargs, setup)
     elif setup is not None and rotation.reset is None:
         raise InvalidValueError(
             "rotation and setup exclude each other unless the rotation was planned with that setup"
             " (plan_cache(..., setup=setup))"
         )
     else:
-        call = KernelCall(rotation.kernel, (), {}, rotation.reset)
+        call = KernelCall(rotation.kernel, setup=rotation.reset)
     with measuring_alone():  # the budget starts once this thread has the machine to itself
         return _measure(call, policy, backend, probe, snapshot, cache, setup=call.setup is not None)
 

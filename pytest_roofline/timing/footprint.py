@@ -26,11 +26,24 @@ import sys
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from ..model.array_operands import argument_precision, shape_of
 from ..model.core import Precision
 from ..model.inference import ArrayUse, Inference, catalogue_call, flattened, from_arrays, with_given
+from .arrays import (
+    Home,
+    arguments_given,
+    arguments_of_kernel,
+    dtype_of,
+    home_of,
+    is_array,
+    is_torch,
+    layout_of,
+    nbytes_of,
+    walk,
+)
 
 #: how deep closures are followed: the kernel's own, and those of the functions it captured
 _CLOSURE_DEPTH = 2
@@ -50,7 +63,7 @@ def infer_call(
     ``nbytes`` are what the caller gave (each None where not given). ``setup`` runs once first."""
     from .calls import KernelCall
 
-    kernel, call_args = KernelCall(fn, args, kwargs or {}, setup).prepare()
+    kernel, call_args = KernelCall(fn, tuple(args), kwargs, setup).prepare()
     target, positional, keywords = flattened(kernel, call_args, {})
     found = catalogue_call(target, positional, keywords, dtype)
     if found is not None:
@@ -94,7 +107,7 @@ def first_call(
     with _flop_counter(counting) as counter, _synchronized(kept):
         result = fn(*args, **kwargs)  # type: ignore[operator]
     uses = [
-        ArrayUse(where, _nbytes(value), None if was is None else not _same(value, was))
+        ArrayUse(where, nbytes_of(value), None if was is None else not _same(value, was))
         for (where, value), was in zip(kept, before, strict=True)
     ]
     returned = _Arrays()
@@ -103,12 +116,14 @@ def first_call(
     for where, value in returned.distinct():
         extent = _extent(value)
         if extent is None or not any(_within(extent, outer) for outer in extents):
-            uses.append(ArrayUse(where, _nbytes(value), True, returned=True))
+            uses.append(ArrayUse(where, nbytes_of(value), True, returned=True))
     return Footprint(tuple(uses), precision, None if counter is None else float(counter()))
 
 
 class _Arrays:
-    """The arrays reachable from a call, each once, with where each was found."""
+    """The arrays reachable from a call, each once, with where each was found: the call's arguments,
+    walked as :mod:`.arrays` walks them, and what the kernel captured (its closure cells and the
+    closures of functions found there, a PyTorch module's parameters and buffers)."""
 
     def __init__(self) -> None:
         self.found: list[tuple[str, object]] = []
@@ -116,42 +131,41 @@ class _Arrays:
         self.modules: list[object] = []
 
     def scan_call(self, fn: object, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
-        for i, arg in enumerate(args):
-            self.scan(arg, f"argument {i}", depth=0)
-        for key, value in kwargs.items():
-            self.scan(value, f"kwargs[{key!r}]", depth=0)
-        self.scan(fn, "the kernel", depth=0, captured=True)
+        for where, value in chain(arguments_given(args, kwargs), arguments_of_kernel(fn)):
+            self._add(where, value, depth=0)
+        self._captured(fn, "the kernel", depth=0)
 
-    def scan(self, value: object, where: str, *, depth: int, captured: bool = False) -> None:
+    def scan(self, value: object, where: str, *, depth: int) -> None:
+        for place, item in walk(value, where):
+            self._add(place, item, depth=depth)
+
+    def _add(self, where: str, value: object, *, depth: int) -> None:
         if id(value) in self._seen or isinstance(value, type):
             return
         self._seen.add(id(value))
-        if _is_array(value):
+        if is_array(value) and shape_of(value) is not None:  # a shape and a dtype: what is counted
             self.found.append((where, value))
-        elif isinstance(value, functools.partial):
-            for i, arg in enumerate(value.args):
-                self.scan(arg, f"argument {i} of the functools.partial", depth=depth)
-            for key, item in value.keywords.items():
-                self.scan(item, f"keyword {key!r} of the functools.partial", depth=depth)
-            self.scan(value.func, where, depth=depth, captured=True)
-        elif isinstance(value, (tuple, list)) and (
-            type(value) in (tuple, list) or hasattr(type(value), "_make")
-        ):
-            for i, item in enumerate(value):
-                self.scan(item, f"{where}[{i}]", depth=depth)
-        elif type(value) is dict:
-            for key, item in value.items():
-                self.scan(item, f"{where}[{key!r}]", depth=depth)
         elif _is_module(value):
             self._scan_module(value, where)
         elif isinstance(value, types.MethodType):
-            self.scan(value.__self__, where, depth=depth, captured=captured)
-            self.scan(value.__func__, where, depth=depth, captured=captured)
-        elif isinstance(value, types.BuiltinMethodType) and captured:  # x.sum: the array it is bound to
             self.scan(value.__self__, where, depth=depth)
-        elif isinstance(value, types.FunctionType) and (captured or depth) and depth < _CLOSURE_DEPTH:
-            names = value.__code__.co_freevars
-            for name, cell in zip(names, value.__closure__ or (), strict=False):
+            self._add(where, value.__func__, depth=depth)
+        elif isinstance(value, types.FunctionType) and depth:  # a function a closure captured
+            self._captured(value, where, depth=depth)
+
+    def _captured(self, fn: object, where: str, *, depth: int) -> None:
+        """What ``fn`` (the kernel, or a function a closure holds) captured: a module's parameters and
+        buffers, a function's closure cells (to :data:`_CLOSURE_DEPTH` closures down)."""
+        while isinstance(fn, functools.partial):  # its arguments are the call's (arguments_of_kernel)
+            fn = fn.func
+        if isinstance(fn, types.MethodType):  # its object is the call's too
+            fn = fn.__func__
+        if _is_module(fn) and id(fn) not in self._seen:
+            self._seen.add(id(fn))
+            self._scan_module(fn, where)
+        elif isinstance(fn, types.FunctionType) and depth < _CLOSURE_DEPTH:
+            names = fn.__code__.co_freevars
+            for name, cell in zip(names, fn.__closure__ or (), strict=False):
                 with contextlib.suppress(ValueError):  # an empty cell: a name not bound yet
                     self.scan(cell.cell_contents, f"captured {name!r}", depth=depth + 1)
 
@@ -168,7 +182,7 @@ class _Arrays:
         """The arrays found, leaving out those that lie inside another one found (its views)."""
         spans = [(_extent(value), where, value) for where, value in self.found]
         by_size = sorted(spans, key=lambda s: -(s[0][2] - s[0][1]) if s[0] is not None else 0)
-        kept: list[tuple[tuple[str, int, int] | None, str, object]] = []
+        kept: list[tuple[_Extent | None, str, object]] = []
         for extent, where, value in by_size:
             if extent is not None and any(k is not None and _within(extent, k) for k, _, _ in kept):
                 continue
@@ -179,7 +193,7 @@ class _Arrays:
     def precision(self) -> Precision | None:
         """The format of the first floating-point array found (else the first array's; None without
         one): with no op, the dtype picks the peak only."""
-        arrays = [(where, getattr(value, "dtype", None)) for where, value in self.found]
+        arrays = [(where, dtype_of(value)) for where, value in self.found]
         floating = [(where, dtype) for where, dtype in arrays if _floating(dtype)]
         for where, dtype in floating or arrays:
             return argument_precision("auto", where, dtype)
@@ -203,97 +217,34 @@ def _floating(dtype: object) -> bool:
     return not precision.integral
 
 
-def _is_array(value: object) -> bool:
-    """A mutable array of any library: a shape, a dtype, an array protocol and item assignment (a
-    NumPy scalar has the rest, but holds no memory a kernel could read)."""
-    if shape_of(value) is None or not callable(getattr(type(value), "__setitem__", None)):
-        return False
-    return any(
-        hasattr(value, name) for name in ("__array_interface__", "__cuda_array_interface__", "__dlpack__")
-    )
-
-
 def _is_module(value: object) -> bool:
     torch = sys.modules.get("torch")
     module = getattr(getattr(torch, "nn", None), "Module", None)
     return isinstance(module, type) and isinstance(value, module)
 
 
-def _nbytes(value: object) -> int:
-    nbytes = getattr(value, "nbytes", None)
-    if isinstance(nbytes, int) and not isinstance(nbytes, bool):
-        return nbytes
-    numel, size = getattr(value, "numel", None), getattr(value, "element_size", None)
-    return int(numel()) * int(size()) if callable(numel) and callable(size) else 0
+#: the bytes an array spans, in its memory: (where it lives, first byte, past the last byte)
+_Extent = tuple[Home, int, int]
 
 
-# - where an array lies: (memory space, first byte, past the last byte) -
+def _extent(value: object) -> _Extent | None:
+    """The bytes ``value`` spans (:meth:`.arrays.Layout.extent`: a strided view, from its lowest
+    element to its highest), or None when it cannot be told."""
+    layout = layout_of(value)
+    span = layout.extent() if layout is not None else None
+    return None if span is None else (home_of(value) or Home("host"), *span)
 
 
-def _extent(value: object) -> tuple[str, int, int] | None:
-    """The bytes ``value`` spans, in its memory space (``host`` or a device's), or None when it
-    cannot be told. A strided view spans from its lowest to its highest element."""
-    if _is_tensor(value):
-        device = value.device  # type: ignore[attr-defined]
-        space = "host" if device.type == "cpu" else f"{device.type}:{device.index}"
-        return _span(space, value.data_ptr(), tuple(value.shape), tuple(value.stride()),  # type: ignore[attr-defined]
-                     int(value.element_size()), scale=int(value.element_size()))  # type: ignore[attr-defined]  # fmt: skip
-    for protocol, space in (("__cuda_array_interface__", "device"), ("__array_interface__", "host")):
-        interface = getattr(value, protocol, None)
-        if isinstance(interface, Mapping):
-            try:
-                itemsize = int("".join(c for c in str(interface["typestr"]) if c.isdigit()))
-                shape = tuple(int(n) for n in interface["shape"])
-                strides = interface.get("strides")
-                return _span(
-                    space, int(interface["data"][0]), shape, tuple(strides) if strides else None, itemsize
-                )
-            except (KeyError, TypeError, ValueError, IndexError):
-                return None
-    return None
-
-
-def _span(
-    space: str,
-    start: int,
-    shape: tuple[int, ...],
-    strides: tuple[int, ...] | None,
-    itemsize: int,
-    scale: int = 1,
-) -> tuple[str, int, int] | None:
-    """The extent of an array at ``start`` (strides in bytes, or in items times ``scale``; None: C order)."""
-    if not all(shape):
-        return None
-    if strides is None:
-        steps: list[int] = []
-        step = itemsize
-        for n in reversed(shape):
-            steps.insert(0, step)
-            step *= n
-    else:
-        steps = [s * scale for s in strides]
-    low = sum(min(0, (n - 1) * s) for n, s in zip(shape, steps, strict=True))
-    high = sum(max(0, (n - 1) * s) for n, s in zip(shape, steps, strict=True))
-    return (space, start + low, start + high + itemsize)
-
-
-def _within(inner: tuple[str, int, int], outer: tuple[str, int, int]) -> bool:
+def _within(inner: _Extent, outer: _Extent) -> bool:
     return inner[0] == outer[0] and outer[1] <= inner[1] and inner[2] <= outer[2]
 
 
 # - whether the call changed an array -
 
 
-def _is_tensor(value: object) -> bool:
-    torch = sys.modules.get("torch")
-    tensor = getattr(torch, "Tensor", None)
-    return isinstance(tensor, type) and isinstance(value, tensor)
-
-
 def _on_device(value: object) -> bool:
-    if _is_tensor(value):
-        return bool(value.device.type != "cpu")  # type: ignore[attr-defined]
-    return hasattr(value, "__cuda_array_interface__")
+    home = home_of(value)
+    return home is not None and home.kind != "host"
 
 
 def _fingerprint(value: object) -> object | None:
@@ -310,7 +261,7 @@ def _fingerprint(value: object) -> object | None:
 def _same(value: object, before: object) -> bool:
     if isinstance(before, bytes):
         return hashlib.sha1(_host_bytes(value), usedforsecurity=False).digest() == before
-    if _is_tensor(value):
+    if is_torch(value):
         return bool(sys.modules["torch"].equal(_tensor_bytes(before), _tensor_bytes(value)))
     cupy = sys.modules["cupy"]
     return bool(cupy.array_equal(_cupy_bytes(cupy, before), _cupy_bytes(cupy, value)))
@@ -318,7 +269,7 @@ def _same(value: object, before: object) -> bool:
 
 def _host_bytes(value: object) -> Any:
     """A host array's bytes as a flat uint8 NumPy array (a copy only for a strided view)."""
-    if _is_tensor(value):
+    if is_torch(value):
         return _tensor_bytes(value).numpy()
     import numpy as np
 
@@ -336,7 +287,7 @@ def _cupy_bytes(cupy: Any, value: Any) -> Any:
 
 
 def _device_copy(value: Any) -> object:
-    if _is_tensor(value):
+    if is_torch(value):
         return value.detach().clone()
     cupy = sys.modules["cupy"]
     array = value if isinstance(value, cupy.ndarray) else cupy.asarray(value)
@@ -353,9 +304,9 @@ def _synchronized(arrays: Sequence[tuple[str, object]]) -> Iterator[None]:
 
 
 def _synchronize(devices: Sequence[object]) -> None:
-    if any(_is_tensor(v) for v in devices):
+    if any(is_torch(v) for v in devices):
         sys.modules["torch"].cuda.synchronize()
-    if any(not _is_tensor(v) for v in devices) and "cupy" in sys.modules:
+    if any(not is_torch(v) for v in devices) and "cupy" in sys.modules:
         sys.modules["cupy"].cuda.Device().synchronize()
 
 

@@ -47,19 +47,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .arguments import (
-    MAX_SCANNED,
-    Entries,
-    Found,
-    Items,
-    Slot,
-    Template,
-    flat,
-    gpu_of,
-    is_array,
-    nbytes_of,
-    scan_call,
-)
+from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, flat, scan_call
+from .arrays import gpu_of, is_array, nbytes_of
 from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memory, settle, units_of
 
 if TYPE_CHECKING:
