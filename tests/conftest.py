@@ -39,6 +39,7 @@ import pytest_roofline.timing.cuda.measured_ceilings
 pytest_plugins = ["pytester"]
 
 TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent  # a test file finds the checkout through this, wherever its folder is
 
 GEMM = "M=1000, N=1000, K=1000"
 COPY = "n=25_000_000"

@@ -15,6 +15,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import REPO_ROOT
 
 from pytest_roofline.analysis import compiler
 from pytest_roofline.analysis.compiler import CompileError, compile_source, find_tool
@@ -33,7 +34,7 @@ from pytest_roofline.analysis.kernelfacts import (
 from pytest_roofline.analysis.occupancy import ArchError
 from pytest_roofline.model.estimate import estimate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 KERNELS_DIR = ROOT / "example_project" / "kernels"
 needs_nvcc = pytest.mark.skipif(
     find_tool("nvcc") is None, reason="nvcc is not available: these tests read real compiler output"

@@ -7,10 +7,10 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO_ROOT
 from fake_cupy import HIP_ATTRIBUTES, FakeCudaError, FakeCupy, MiB, install_fake_ml_dtypes
 
 from pytest_roofline.model.core import Precision, Source, Unit
@@ -22,14 +22,14 @@ from pytest_roofline.timing.cuda import device as cuda_dev
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.engine import measure
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = REPO_ROOT
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
 
 @pytest.fixture(autouse=True)
 def _unheld(monkeypatch: pytest.MonkeyPatch) -> None:
     """Windows, flushes, streams and graphs here, unheld: the blocker and its probes have their own
-    tests (``test_timing_cuda_streams.py``, ``test_timing_cuda_gpu_rules.py``)."""
+    tests (``test_cuda_streams.py``, ``test_cuda_gpu_rules.py``)."""
     monkeypatch.setattr(blocking, "_default_block", "off")
 
 

@@ -354,3 +354,44 @@ def test_only_timing_arrays_reads_an_array_protocol() -> None:
             if named or (read and isinstance(node.ctx, ast.Load)):
                 readers.add(module)
     assert readers == {"pytest_roofline.timing.arrays"}
+
+
+# -- the tests mirror the layers (issue 32) -----------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parents[1]
+#: a folder per layer (``timing/cuda`` for the CUDA backend), ``cli`` for the ``roofline`` command and
+#: ``project`` for what spans the package: its structure, its docs, its error base, the benchmarks'
+#: scripts and the fakes checked against the real libraries
+TEST_FOLDERS = (*LAYERS, "timing/cuda", "cli", "project")
+
+
+def all_test_files() -> list[Path]:
+    return sorted(TESTS.rglob("test_*.py"))
+
+
+def test_every_test_file_is_in_a_layer_folder() -> None:
+    misplaced = [
+        str(p.relative_to(TESTS))
+        for p in all_test_files()
+        if str(p.parent.relative_to(TESTS)) not in TEST_FOLDERS
+    ]
+    assert not misplaced, f"test files outside {TEST_FOLDERS}: {misplaced}"
+    assert {str(p.parent.relative_to(TESTS)) for p in all_test_files()} == set(TEST_FOLDERS)
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """The folders are not packages (a test imports ``conftest`` and the fakes by name), so pytest
+    imports each test file by its bare name: two of one name would clash."""
+    by_name: dict[str, list[str]] = {}
+    for path in all_test_files():
+        by_name.setdefault(path.name, []).append(str(path.relative_to(TESTS)))
+    assert not {name: paths for name, paths in by_name.items() if len(paths) > 1}
+
+
+def test_a_test_file_is_one_concern_short_enough_to_read() -> None:
+    long = {
+        str(p.relative_to(TESTS)): n
+        for p in all_test_files()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"test files over {MAX_MODULE_LINES} lines (split them by concern): {long}"

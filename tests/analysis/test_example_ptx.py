@@ -21,9 +21,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import REPO_ROOT
 
 ARCHS = ("sm_80", "sm_90")
-CUDA_SRC = Path(__file__).resolve().parent.parent / "example_project" / "kernels" / "cuda_src.py"
+CUDA_SRC = REPO_ROOT / "example_project" / "kernels" / "cuda_src.py"
 
 #: How each claim shows in PTX. A predicate guard (``@%p1``) may precede an instruction.
 _GUARD = r"^\s*(?:@!?%\w+\s+)?"

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 from fakes import FakeClock
 
 from pytest_roofline.model.measurement import StopReason
@@ -177,7 +178,7 @@ def test_importing_and_constructing_does_not_import_numpy() -> None:
         "CpuBackend()\n"
         "assert 'numpy' not in sys.modules, 'numpy was imported'\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
 

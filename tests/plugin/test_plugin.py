@@ -142,7 +142,7 @@ def test_estimate_computes_a_floor_without_running_anything(rl: pytest.Pytester)
             assert roofline.device.name == "Fake Accelerator"
         """
     )
-    # a marked test that only estimates measures nothing, and is told so (test_plugin_kernel.py)
+    # a marked test that only estimates measures nothing, and is told so (test_kernel_calls.py)
     rl.runpytest(*NO_MEASUREMENT_WARNS).assert_outcomes(passed=2, warnings=1)
 
 

@@ -281,7 +281,7 @@ def test_the_command_line_over_the_ini_whichever_spelling(
 
 
 @pytest.mark.parametrize(
-    ("ini", "args", "message"),  # on the command line: test_plugin_options.py
+    ("ini", "args", "message"),  # on the command line: test_options.py
     [
         ("roofline_cache = warm\nroofline_no_flush = false", [],
          "ini roofline_no_flush means cache 'cold', but ini roofline_cache says 'warm': give one of them"),

@@ -17,8 +17,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "benchmarks" / "gpu_run.sh"
 SUITE = ROOT / "benchmarks" / "gpu_suite"
 GPU_STEPS = (

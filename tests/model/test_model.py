@@ -7,10 +7,10 @@ import math
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 
 from pytest_roofline.model.core import (
     ACCEPTED_DTYPES,
@@ -25,7 +25,7 @@ from pytest_roofline.model.core import (
     roofline,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 P = Precision
 V, TC = Unit.VECTOR, Unit.TENSOR
 

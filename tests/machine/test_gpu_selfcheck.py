@@ -11,8 +11,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import REPO_ROOT
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_selfcheck.py"
+SCRIPT = REPO_ROOT / "benchmarks" / "gpu_selfcheck.py"
 
 
 @pytest.fixture

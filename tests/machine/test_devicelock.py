@@ -2,7 +2,7 @@
 
 Exclusion is checked through a second open file description of the lock file (``flock`` locks
 belong to one, so a second one in the same process is refused while the first holds it): no
-threads, no sleeps, no timing. A real ``-n 2`` run is in test_plugin_xdist.py.
+threads, no sleeps, no timing. A real ``-n 2`` run is in tests/plugin/test_xdist.py.
 """
 
 from __future__ import annotations

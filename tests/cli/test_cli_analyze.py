@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from pytest_roofline import cli
 from pytest_roofline.analysis import compiler
 from pytest_roofline.analysis.compiler import find_tool
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 CUDA_SRC = ROOT / "example_project" / "kernels" / "cuda_src.py"
 TRANSPOSE = f"{CUDA_SRC}:TRANSPOSE_NAIVE_SRC"
 needs_nvcc = pytest.mark.skipif(

@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 import pytest
+from conftest import REPO_ROOT
 from fake_cupy import FakeCudaError, FakeCupy
 from fake_torch import FakeTorch
 
@@ -201,7 +202,7 @@ def test_graph_mode_without_the_torch_context_would_be_refused(fake: FakeCupy, m
     # the fake enforces what CUDA does: a torch op on the legacy stream while the (blocking) private
     # stream captures breaks the capture; this guards the test above against a fake that captures
     # anything. Beside a non-blocking capture stream the op would run at once, outside the graph
-    # (test_timing_cuda_gpu_rules.py).
+    # (test_cuda_gpu_rules.py).
     torch = FakeTorch(fake).install(monkeypatch)
     stream = fake.cupy.cuda.Stream(non_blocking=False)
     stream.begin_capture()
@@ -473,9 +474,8 @@ def test_engine_measures_through_holds_on_torchs_stream(monkeypatch: pytest.Monk
 
 def test_one_extra_per_cuda_major_and_cuda_an_alias_of_cuda12() -> None:
     tomllib = pytest.importorskip("tomllib")
-    from pathlib import Path
 
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
 
     assert [r.split(">")[0] for r in extras["cuda12"]] == ["cupy-cuda12x"]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from pytest_roofline import cli
 from pytest_roofline.machine import cpupeak
@@ -18,7 +19,7 @@ from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.devices import table
 from pytest_roofline.model.ops import all_ops, op_names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 PEAK = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)
 GEMM = ["floor", "gemm", "M=4096", "N=4096", "K=4096", "dtype=bf16", "--device", "h100-sxm"]
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: [text](target) outside code; targets with a scheme or an anchor alone are not files
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
