@@ -35,6 +35,7 @@ import pytest_roofline.timing.cuda.device
 import pytest_roofline.timing.cuda.launch_latency
 import pytest_roofline.timing.cuda.loading
 import pytest_roofline.timing.cuda.measured_ceilings
+from pytest_roofline.model.verdict import Result
 
 pytest_plugins = ["pytester"]
 
@@ -134,3 +135,13 @@ def no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has no CUDA device, whatever machine runs the tests."""
     monkeypatch.setattr(pytest_roofline.timing.cuda.loading, "device_count", lambda: 0)
+
+
+def results(reprec: pytest.HookRecorder) -> list[Result]:
+    """Every Result an inner run handed to ``pytest_roofline_result``, in order."""
+    return [call.result for call in reprec.getcalls("pytest_roofline_result")]
+
+
+def one_result(reprec: pytest.HookRecorder) -> Result:
+    (result,) = results(reprec)
+    return result

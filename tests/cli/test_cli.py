@@ -470,3 +470,32 @@ def test_devices_says_what_the_capacity_sweep_found(tmp_path: Path, monkeypatch:
         "\nthis CPU's cache levels: l1: 48 KiB per core (sysfs), not seen by the capacity sweep: not used;"
         " l3: 480 MiB (sysfs), 48 MiB effective, 27.0 GB/s.\n"
     ) in out
+
+
+# -- roofline compare's bad input ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json", "{good}"], "baseline missing.json: no such file"),
+        (["{good}", "missing.json"], "compared missing.json: no such file"),
+        (["{good}", "{good}", "--threshold", "-5%"],
+         "argument --threshold: expected a drop such as 10%*; got '-5%'"),
+        (["{bad}", "{good}"], "baseline *bad.json: not JSON (Expecting value, line 1)"),
+        (["{good}", "{good}", "--threshold", "5"], "argument --threshold: expected a drop such as 10%*"),
+        (["{good}"], "the following arguments are required: new"),
+    ],
+)
+def test_roofline_compare_of_any_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
+) -> None:
+    from pytest_roofline import cli
+
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"schema": 1, "measurements": []}))
+    bad.write_text("")
+    assert cli.main(["compare", *(a.format(good=good, bad=bad) for a in args)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    pytest.LineMatcher(err.splitlines()).fnmatch_lines([f"roofline: error: {message}"])

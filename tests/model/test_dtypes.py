@@ -719,3 +719,12 @@ def test_integer_and_complex_kernels_are_measured_and_reported(rl: pytest.Pytest
     )
     assert by_test["test_fft"]["peak_precision"] == "fp32"
     assert by_test["test_fft"]["flops"] == 5 * 4 * 2**20 * 20
+
+
+# -- torch's spellings -----------------------------------------------------------------------------
+
+
+def test_torchs_packed_fp4_is_fp4() -> None:
+    from pytest_roofline.model.core import Precision, parse_dtype
+
+    assert parse_dtype("torch.float4_e2m1fn_x2") is Precision.FP4

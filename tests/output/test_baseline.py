@@ -381,3 +381,50 @@ def test_a_run_noisier_than_the_run_to_run_noise_counts_its_own_interval() -> No
     steady, noisy = measured(0.50, 0.02), measured(0.35, 0.60)  # -30%, the new run itself ±60%
     assert compare(steady, measured(0.35, 0.02)).change is Change.REGRESSION
     assert compare(steady, noisy).change is Change.INCONCLUSIVE
+
+
+# -- what a comparison reads from a record ---------------------------------------------------------
+
+
+def test_a_threshold_reads_the_same_with_spaces_either_side() -> None:
+    from pytest_roofline.output.comparison import parse_threshold
+
+    assert parse_threshold("10% ") == parse_threshold(" 10%") == parse_threshold("10%") == pytest.approx(0.1)
+
+
+def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -> None:
+    from pytest_roofline.output.baseline import BaselineRecord
+    from pytest_roofline.output.comparison import Change, compare
+
+    old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
+    busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
+    quiet = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
+    assert compare(old, busy).change is Change.INCONCLUSIVE  # beside a busy neighbour: -98%, not confirmed
+    assert compare(old, quiet).change is Change.REGRESSION
+    disturbed_old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass", disturbed=True)
+    assert compare(disturbed_old, quiet).change is Change.INCONCLUSIVE  # the baseline's figure is the load's
+
+
+def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
+    from pytest_roofline.output.baseline import BaselineRecord
+    from pytest_roofline.output.comparison import Change, compare
+
+    old = BaselineRecord("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
+    other = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
+    same = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "AMD EPYC 7J13", "pass")
+    assert compare(old, other).change is Change.OTHER_DEVICE
+    assert compare(old, other, across_devices=True).change is Change.REGRESSION
+    assert compare(old, same).change is Change.REGRESSION
+
+
+@pytest.mark.parametrize(
+    "disturbance",
+    [{"contention": {"level": "heavy"}}, {"thread_wait_share": 0.5}, {"verdict": "inconclusive"}],
+)
+def test_a_record_the_load_could_have_slowed_is_disturbed(disturbance: dict[str, object]) -> None:
+    from pytest_roofline.output.baseline import BaselineRecord
+
+    record = {"nodeid": "t.py::t", "name": "", "attained": 0.5, "time_s": 1e-3, "device": "cpu",
+              "verdict": "pass", "contention": {"level": "quiet"}, "thread_wait_share": 0.01}  # fmt: skip
+    assert not BaselineRecord.from_record(record).disturbed
+    assert BaselineRecord.from_record({**record, **disturbance}).disturbed

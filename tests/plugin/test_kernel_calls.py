@@ -13,13 +13,6 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import COPY, GEMM, NO_MEASUREMENT_WARNS
 
-from pytest_roofline.model.verdict import Result
-
-
-def results(reprec: pytest.HookRecorder) -> list[Result]:
-    return [call.result for call in reprec.getcalls("pytest_roofline_result")]
-
-
 # -- keywords for the kernel -------------------------------------------------------------------------
 
 
@@ -562,3 +555,104 @@ def test_a_stream_that_is_not_one_is_a_clear_mistake(rl: pytest.Pytester) -> Non
             " __cuda_stream__, or an int handle; got 'side' (str)"
         ]
     )
+
+
+# -- kernels that cannot be timed as written -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kernel", "what"),
+    [
+        ("async def kernel():\n    pass", "a coroutine function (async def)"),
+        ("def kernel():\n    yield", "a generator function"),
+    ],
+)
+def test_a_kernel_that_does_no_work_when_called_is_an_error(
+    rl: pytest.Pytester, kernel: str, what: str
+) -> None:
+    rl.makepyfile(
+        f"""
+import pytest
+
+{kernel}
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32")
+def test_kernel(roofline):
+    roofline(kernel)
+"""
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*the kernel is {what}*calling it runs nothing*"])
+
+
+def test_a_loop_over_sizes_without_names_is_told_to_name_them(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+import pytest
+
+@pytest.mark.parametrize("named", [False, True])
+def test_sizes(roofline, named):
+    for n in (1000, 2000):
+        roofline(lambda: None, op="copy", n=n, dtype="fp32", name=f"n={n}" if named else None)
+"""
+    )
+    result = rl.runpytest("--roofline-save=base.json", "--roofline-mode=report")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*measured a second kernel under no name=*name=f'n={n}'*"])
+    # without a baseline to save or compare, the report takes both
+    rl.runpytest("--roofline-mode=report").assert_outcomes(passed=2)
+
+
+META = f"""
+import functools
+import pytest
+
+class Tensor:  # a tensor on torch's meta device, as the plugin sees it: a shape, no storage
+    is_meta = True
+    shape = (25_000_000,)
+    nbytes = 100_000_000
+    def __dlpack__(self):
+        raise RuntimeError("Cannot export a meta tensor")
+    def clone(self):
+        return Tensor()
+
+class Lookalike(Tensor):  # is_meta that is not True: a mock's attribute, say
+    is_meta = "yes"
+
+def kernel(*args, **kwargs):
+    pass
+
+@pytest.mark.speed_of_light("copy", {COPY}, dtype="fp32", min_fraction=0.3)
+def test_kernel(roofline):
+    roofline(CALL)
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        ("kernel, Tensor()", "argument 0"),
+        ("kernel, 1, [2, {'out': Tensor()}]", "argument 1[1]['out']"),
+        ("kernel, kwargs={'x': Tensor()}", "kwargs['x']"),
+        ("functools.partial(kernel, Tensor())", "argument 0 of the functools.partial"),
+        ("functools.partial(kernel, out=Tensor())", "keyword 'out' of the functools.partial"),
+        ("kernel, setup=lambda: ((Tensor(),), {})", "setup's argument 0"),
+        ("kernel, setup=lambda: ((), {'out': Tensor()})", "setup's kwargs['out']"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["enforce", "report"])
+def test_a_tensor_with_no_data_is_an_error_not_faster_than_light(
+    rl: pytest.Pytester, call: str, where: str, mode: str
+) -> None:
+    rl.makepyfile(META.replace("CALL", call))
+    result = rl.runpytest(f"--roofline-mode={mode}", "--roofline-json=out.json")
+    result.assert_outcomes(failed=1)
+    where = where.replace("[", "[[]")  # fnmatch's [ opens a set
+    result.stdout.fnmatch_lines([f"*roofline: {where} is a tensor on the meta device: it has a shape but*"])
+    assert json.loads((rl.path / "out.json").read_text())["measurements"] == []  # no time recorded
+
+
+def test_an_is_meta_that_is_not_true_is_no_meta_tensor(rl: pytest.Pytester) -> None:
+    rl.makepyfile(META.replace("CALL", "kernel, Lookalike(), kwargs={'x': object()}"))
+    rl.runpytest().assert_outcomes(passed=1)

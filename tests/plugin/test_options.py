@@ -587,3 +587,22 @@ def test_the_latency_floor_is_judged_unless_switched_off(
     assert result.latency_bound is judged
     assert result.latency_floor_s == (9e-3 if judged else 0.0)
     assert result.floor_s == (9e-3 if judged else result.estimate.floor_s)
+
+
+# -- values that broke later -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--roofline-max-time=1e308"], "expected a positive number of seconds, at most 86400, got '1e308'"),
+        (["--roofline-columns=test,test"], "column 'test' is named twice*"),
+    ],
+)
+def test_option_values_that_broke_later_are_usage_errors(
+    rl: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = rl.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
