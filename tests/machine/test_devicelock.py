@@ -7,29 +7,16 @@ threads, no sleeps, no timing. A real ``-n 2`` run is in tests/plugin/test_xdist
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
+from fakes import locked_elsewhere
 
 from pytest_roofline.machine.devicelock import PREFIX, DeviceLocks, lock_path, remove_lock_files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
 
-
-def locked_elsewhere(path: Path) -> bool:
-    """Whether another holder has ``path`` locked (tried from a fresh open file description)."""
-    import fcntl
-
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # also releases the lock this probe may have taken
-    return False
 
 
 def test_a_hold_locks_the_devices_file_until_it_ends(tmp_path: Path) -> None:

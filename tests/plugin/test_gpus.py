@@ -227,7 +227,7 @@ import time
 from pathlib import Path
 
 import torch
-from test_devicelock import locked_elsewhere
+from fakes import locked_elsewhere
 
 LOG = {log!r}
 LOCK = os.path.join(tempfile.gettempdir(), "pytest-roofline-{run}-cuda{{gpu}}.lock")
