@@ -256,6 +256,37 @@ def test_the_watchdog_releases_only_a_hold_not_released_in_time() -> None:
     assert calls == []
 
 
+
+def test_a_hold_the_host_still_queues_behind_is_given_more_time_not_released() -> None:
+    # a busy machine can keep the launching thread off its core past one watchdog period; a host
+    # that queued a call since the last look is slow, not waiting for the GPU (on a fake clock)
+    from pytest_roofline.timing.cuda.blocking import HOLD_LIMIT_S, _Watch
+
+    queued = [0]
+    watch = _Watch(lambda: None, 0.1, lambda: queued[0], started=0.0, deadline=0.1)
+    assert not watch.due(0.05)  # before its deadline
+    queued[0] = 3
+    assert not watch.due(0.1)  # three calls queued since: another period
+    assert watch.deadline == pytest.approx(0.2)
+    assert watch.due(0.2)  # none since: the host waits for the GPU
+
+    steady = _Watch(lambda: None, 0.1, lambda: queued[0], started=0.0, deadline=0.1)
+    for step in range(1, int(HOLD_LIMIT_S / 0.1)):
+        queued[0] += 1
+        assert not steady.due(step * 0.1 + 1e-9)
+    queued[0] += 1
+    assert steady.due(HOLD_LIMIT_S + 1e-6)  # still queueing at the limit: released, well before the GPU's
+
+
+def test_each_held_call_counts_as_the_hosts_progress(fake: FakeCupy) -> None:
+    backend = warmed(fake)
+    blocker = backend.holder()
+    before = blocker.queued
+
+    backend.run(fake.kernel, (), calls=blocking.MAX_HELD_CALLS + 5, samples=2, flush=False)
+
+    assert blocker.queued - before == 2 * blocking.MAX_HELD_CALLS  # the held head of each window
+
 def warmed(fake: FakeCupy, **options: Any) -> CudaBackend:
     """A backend that has seen ``fake.kernel`` and proved it asynchronous: its first call loads the
     kernel's module (the probe cannot tell), the second one passes."""
