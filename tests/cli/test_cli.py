@@ -433,7 +433,7 @@ def test_devices_names_the_cpus_cache_levels(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # not calibrated yet: what sysfs says
     monkeypatch.setattr(calibrate, "_cpu_memo", {})
     caches = (CacheInfo(1, 48 * 2**10, True), CacheInfo(3, 32 * 2**20, False))
-    monkeypatch.setattr(host_caches, "cpu_caches", lambda: caches)
+    monkeypatch.setattr(host_caches, "cpu_caches", lambda root=None: caches)
     out = cli._devices(argparse.Namespace())
     levels = "l1 48 KiB per core, l3 32 MiB"
     assert (
@@ -490,8 +490,6 @@ def test_devices_says_what_the_capacity_sweep_found(tmp_path: Path, monkeypatch:
 def test_roofline_compare_of_any_bad_input_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
 ) -> None:
-    from pytest_roofline import cli
-
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps({"schema": 1, "measurements": []}))
     bad.write_text("")

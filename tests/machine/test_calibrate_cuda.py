@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from fake_calibration import FakeMeasure, private_cache
+from fake_calibration import private_cache
 
 from pytest_roofline.machine.calibrate import calibrate_cuda
 from pytest_roofline.machine.calibration_report import format_calibration
@@ -25,14 +25,6 @@ P, V, TC = Precision, Unit.VECTOR, Unit.TENSOR
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return private_cache(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def fake() -> FakeMeasure:
-    return FakeMeasure()
-
-
-# -- a GPU ---------------------------------------------------------------------------------------
 
 
 @pytest.fixture

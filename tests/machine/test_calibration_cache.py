@@ -188,7 +188,6 @@ def test_cpu_device_is_memoized(cache: Path, fake: FakeMeasure, monkeypatch: pyt
 # -- corrupt files -----------------------------------------------------------------------------
 
 
-
 def test_corrupt_json_is_replaced_with_a_warning(cache: Path, fake: FakeMeasure) -> None:
     path, _ = cached_payload(cache, fake)
     path.write_text('{"schema": 1, "kind": "cpu", "key": {')
@@ -242,6 +241,15 @@ def test_wrong_schema_is_replaced_with_a_warning(
     assert fake.calls == 2
     assert not cal.from_cache
     assert calibrate_cpu(measure=fake).from_cache
+
+
+def test_a_schema_1_cache_is_recalibrated(cache: Path, fake: FakeMeasure) -> None:
+    path, payload = cached_payload(cache, fake)
+    payload["schema"] = 1
+    path.write_text(json.dumps(payload))
+    with pytest.warns(RooflineWarning, match="has schema 1 .* expected 2"):
+        cal = calibrate_cpu(measure=fake)
+    assert not cal.from_cache
 
 
 def test_a_json_array_is_corrupt(cache: Path, fake: FakeMeasure) -> None:

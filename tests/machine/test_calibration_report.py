@@ -29,9 +29,6 @@ def fake() -> FakeMeasure:
     return FakeMeasure()
 
 
-# -- format_calibration ------------------------------------------------------------------------
-
-
 PEAK = CpuPeak(2, 4e9, "cpufreq max", "AVX2+FMA", 16, 32)
 
 
@@ -76,8 +73,6 @@ def test_format_calibration_reads_this_machines_peak_by_default(
     monkeypatch.setattr(cpupeak, "system_peak", lambda: PEAK)
     text = format_calibration(calibrate_cpu(measure=fake))
     assert "\ntheoretical  128 GFLOP/s fp64, 256 GFLOP/s fp32  (2 cores × 4.00 GHz" in text
-
-
 
 
 def test_format_calibration_from_the_cache(cache: Path, fake: FakeMeasure) -> None:

@@ -365,7 +365,7 @@ def test_a_cache_from_before_the_sweep_gains_capacities_once(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(calibrate, "_cpu_memo", {})
     caches = fake_sysfs(tmp_path / "sys", SYSFS_480)
-    monkeypatch.setattr("pytest_roofline.timing.host_caches.cpu_caches", lambda: caches)
+    monkeypatch.setattr("pytest_roofline.timing.host_caches.cpu_caches", lambda root=None: caches)
     old = Ceilings(
         bandwidth=Figure(DRAM, Source.MEASURED),
         peaks={(p, Unit.VECTOR): Figure(1e11, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},

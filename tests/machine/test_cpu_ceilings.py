@@ -14,9 +14,6 @@ from pytest_roofline.model.core import Precision, Source, Unit
 P, V = Precision, Unit.VECTOR
 
 
-# -- the real measurement, small and fast ------------------------------------------------------
-
-
 def test_measure_cpu_for_real_with_tiny_sizes() -> None:
     ceilings = measure_cpu(array_bytes=1 << 16, matmul_n=32, matmul_runs=1, budget_s=0.05)
     assert ceilings.bandwidth.source is Source.MEASURED

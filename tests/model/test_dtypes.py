@@ -1,5 +1,6 @@
-"""Integer, bool and complex dtypes, and the fft op: spellings, bytes, FLOPs, peaks, an unknown
-compute side in every place it shows, and the bad input around them."""
+"""Integer, bool and complex dtypes, and the fft op: spellings, bytes, FLOPs, peaks, peaks files, and
+an unknown compute side in every place it shows (``tests/cli/test_cli_dtypes.py`` has the command
+line, ``tests/plugin/test_bad_input.py`` a marker's dtype mistakes)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import COPY
 from fakes import FakeBackend
 
-from pytest_roofline import cli
 from pytest_roofline.machine.cpupeak import CpuPeak
 from pytest_roofline.model.core import Cost, Device, Figure, Precision, Source, Unit, parse_dtype, roofline
 from pytest_roofline.model.devices import lookup
@@ -194,6 +193,10 @@ def test_numpy_string_dtype_is_not_numeric() -> None:
         pytest.skip("numpy < 2 has no StringDType")
     with pytest.raises(ValueError, match=r"is not numeric \(strings\)"):
         parse_dtype(np.zeros(2, dtype=string()))
+
+
+def test_torchs_packed_fp4_is_fp4() -> None:
+    assert parse_dtype("torch.float4_e2m1fn_x2") is Precision.FP4
 
 
 # -- bytes and FLOPs ---------------------------------------------------------------------------
@@ -536,195 +539,3 @@ def test_the_cpu_theoretical_peak_does_not_bound_integer_operations() -> None:
     assert judge(est, m, 0.5, peak=peak).verdict is not Verdict.FASTER_THAN_LIGHT
     fp32 = estimate("elementwise", dtype="fp32", device=cpu, n=1000, flops_per_element=10**6)
     assert judge(fp32, m, 0.5, peak=peak).verdict is Verdict.FASTER_THAN_LIGHT  # as before, for floats
-
-
-# -- the command line ----------------------------------------------------------------------------
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_floor_of_integer_work_says_the_compute_side_is_unknown(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "floor", "elementwise", "n=16777216", "dtype=int32", "--device", "h100-sxm")
-    assert (code, err) == (0, "")
-    assert out.splitlines()[1:] == [
-        "  FLOPs      16.8 MFLOP",
-        "  bytes      134 MB",
-        "  intensity  0.125 FLOP/byte",
-        "  ridge      unknown: h100-sxm has no int32 peak",
-        "  compute    unknown (give the peak as 'int32:vector' in --roofline-peaks FILE)",
-        "  memory     40.1 µs",
-        "  floor      40.1 µs  memory-bound (compute side unknown)",
-    ]
-    code, out, err = run(
-        capsys, "floor", "elementwise", "n=1024", "dtype=uint8", "--device", "h100-sxm", "--json"
-    )
-    data = json.loads(out)
-    assert (data["compute_s"], data["peak_flops"], data["ridge"], data["peak_source"], data["bound"]) == (
-        None, None, None, None, "memory",
-    )  # fmt: skip
-
-
-def test_floor_of_a_complex_gemm_and_an_fft(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys, "floor", "gemm", "M=4096", "N=4096", "K=4096", "dtype=complex64", "--device", "h100-sxm"
-    )
-    assert code == 0
-    assert "  FLOPs      550 GFLOP" in out
-    assert "= 66.9 TFLOP/s fp32 vector (datasheet)" in out
-    code, out, _ = run(capsys, "floor", "fft", "n=1048576", "batch=8", "dtype=c8", "--device", "h100-sxm")
-    assert code == 0
-    assert out.startswith("fft[n=1048576 batch=8 complex64] on NVIDIA H100 80GB HBM3 (h100-sxm)")
-
-
-def test_ops_lists_fft_the_complex_factors_and_the_dtypes(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "ops")
-    rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
-    assert re.search(r"2·batch·M·N·K +×4 +batch·", rows["gemm"])
-    assert re.search(r"  n +×2 +n \+ outputs", rows["reduction"])
-    assert re.search(r"5·rows·cols +no +2·rows·cols", rows["softmax"])
-    assert re.search(r"5·batch·n·log2\(n\) +×1 \(only\) +2·batch·n +vector", rows["fft"])
-    assert "a complex multiply-add is 8 real FLOPs" in out
-    assert "compute side unknown" in out
-    assert ", ".join(p.label for p in Precision) in out
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [(["floor", "copy", "n=8", "dtype=int46"], "unknown dtype 'int46' (did you mean 'int64'?)"),
-     (["floor", "copy", "n=8", "dtype=<U5"], "dtype '<U5' is not numeric (strings)"),
-     (["floor", "copy", "n=8", "dtype=i8"], "dtype 'i8' is ambiguous"),
-     (["floor", "fft", "n=8", "dtype=fp32"], "fft takes complex data only"),
-     (["floor", "softmax", "rows=8", "cols=8", "dtype=complex64"], "softmax takes no complex data"),
-     (["floor", "custom", "flops=8", "dtype=int32"], "custom[flops=8 int32] has no floor on h100-sxm: it")],
-)  # fmt: skip
-def test_bad_dtypes_are_one_line_and_exit_2(
-    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
-) -> None:
-    code, out, err = run(capsys, *argv, "--device", "h100-sxm")
-    assert (code, out) == (2, "")
-    assert err.startswith(f"roofline: error: {message}")
-    assert len(err.splitlines()) == 1
-
-
-# -- in a pytest run ------------------------------------------------------------------------------
-
-MARKER_MISTAKES = [
-    pytest.param('"copy", n=8, dtype="int46"', "unknown dtype 'int46' (did you mean 'int64'?); accepted: *",
-                 id="misspelled-integer"),
-    pytest.param('"copy", n=8, dtype="complx128"', "unknown dtype 'complx128' (did you mean 'complex128'?)*",
-                 id="misspelled-complex"),
-    pytest.param('"copy", n=8, dtype="u8"', "dtype 'u8' is ambiguous: *", id="ambiguous"),
-    pytest.param('"copy", n=8, dtype="<U5"', "dtype '<U5' is not numeric (strings)*", id="string"),
-    pytest.param('"fft", n=1024, dtype="fp32"', "fft takes complex data only*; dtype is fp32*",
-                 id="real-fft"),
-    pytest.param('"layernorm", rows=8, cols=8, dtype="complex64"', "layernorm takes no complex data*",
-                 id="complex-layernorm"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("fixture", [True, False], ids=["with-fixture", "marker-only"])
-def test_each_dtype_mistake_in_a_marker_is_an_error_at_setup(rl: pytest.Pytester, fixture: bool) -> None:
-    source = ["import pytest"]
-    for case in MARKER_MISTAKES:
-        marker, _ = case.values
-        body = "roofline(lambda: None)" if fixture else "pass"
-        args = "roofline" if fixture else ""
-        source.append(
-            f"@pytest.mark.speed_of_light({marker})\n"
-            f"def test_{case.id.replace('-', '_')}({args}):\n    {body}\n"
-        )
-    rl.makepyfile("\n\n".join(source))
-    result = rl.runpytest()
-    result.assert_outcomes(errors=len(MARKER_MISTAKES))
-    for case in MARKER_MISTAKES:
-        _, message = case.values
-        result.stdout.fnmatch_lines(
-            [f"*ERROR at setup of test_{case.id.replace('-', '_')} *", f"roofline: {message}"]
-        )
-    result.stdout.no_fnmatch_line("*Traceback*")
-    result.stdout.no_fnmatch_line("*INTERNALERROR*")
-
-
-def test_call_dtype_mistakes_fail_their_tests(rl: pytest.Pytester) -> None:
-    rl.makepyfile(
-        f"""
-        import numpy as np
-
-        def test_objects(roofline):
-            roofline(lambda a: None, np.array([None, 1]), op="copy", {COPY})
-
-        def test_strings(roofline):
-            roofline(lambda a: None, np.array(["ab"]), op="copy", {COPY})
-
-        def test_integer_fft(roofline):
-            roofline(lambda: None, op="fft", n=1024, dtype="int32")
-
-        def test_typo(roofline):
-            roofline.estimate("copy", {COPY}, dtype="unit8", device="h100-sxm")
-        """
-    )
-    result = rl.runpytest()
-    result.assert_outcomes(failed=4)
-    result.stdout.fnmatch_lines([
-        "roofline: copy: no dtype was given, and argument 0 has dtype object, which is not one: dtype "
-        "'object' is not numeric (Python objects)*; pass dtype=... to the marker or the call",
-        "roofline: copy: no dtype was given, and argument 0 has dtype <U2, which is not one: dtype '<U2' "
-        "is not numeric (strings)*",
-        "roofline: fft takes complex data only (complex32, complex64 or complex128); dtype is int32*",
-        "roofline: unknown dtype 'unit8' (did you mean 'uint8'?)*",
-    ])  # fmt: skip
-    result.stdout.no_fnmatch_line("*did you mean 'tf32'*")
-    result.stdout.no_fnmatch_line("*Traceback*")
-
-
-def test_integer_and_complex_kernels_are_measured_and_reported(rl: pytest.Pytester) -> None:
-    rl.makepyfile(
-        f"""
-        import numpy as np
-        import pytest
-
-        @pytest.mark.speed_of_light("elementwise", {COPY}, dtype="int32")
-        def test_int32(roofline):
-            roofline(lambda: None)
-
-        def test_inferred_int64(roofline):
-            roofline(lambda a: None, np.zeros(2, dtype=np.int64), op="copy", {COPY})
-
-        @pytest.mark.speed_of_light("fft", n=2**20, batch=4, dtype="complex64")
-        def test_fft(roofline):
-            roofline(lambda: None)
-        """
-    )
-    result = rl.runpytest("--roofline-mode", "report", "--roofline-report", "--roofline-json", "out.json")
-    result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(
-        [
-            "*test_int32 *elementwise n=25000000 * int32 * memory (compute unknown) *",
-            "*test_inferred_int64 *copy n=25000000 * int64 * memory  *",
-            "*test_fft *fft n=1048576 batch=4 * complex64→fp32 * memory  *",
-        ]
-    )
-    data = json.loads((rl.path / "out.json").read_text())
-    by_test = {m["nodeid"].rpartition("::")[2]: m for m in data["measurements"]}
-    assert by_test["test_int32"]["compute_s"] is None
-    assert by_test["test_int32"]["peak_flops"] is None
-    assert by_test["test_int32"]["bytes"] == 25_000_000 * 4 * 2
-    assert (by_test["test_inferred_int64"]["dtype"], by_test["test_inferred_int64"]["bytes"]) == (
-        "int64",
-        4e8,
-    )
-    assert by_test["test_fft"]["peak_precision"] == "fp32"
-    assert by_test["test_fft"]["flops"] == 5 * 4 * 2**20 * 20
-
-
-# -- torch's spellings -----------------------------------------------------------------------------
-
-
-def test_torchs_packed_fp4_is_fp4() -> None:
-    from pytest_roofline.model.core import Precision, parse_dtype
-
-    assert parse_dtype("torch.float4_e2m1fn_x2") is Precision.FP4

@@ -1,73 +1,32 @@
-"""A whole model's step: the config parser on each family (configs written here), the step's ops
-against hand counts, its floor as the sum of the ops' floors, ``roofline llm`` from end to end
-(table, JSON, plot, errors) and ``op="llm"`` in a marked test."""
+"""A whole model's step: the config parser on each family (the configs of ``tests/llm_configs.py``),
+configs as Hugging Face writes them, the step's ops against hand counts, and its floor as the sum of
+the ops' floors."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_configs import (
+    DEEPSEEK_V2_LITE,
+    DEEPSEEK_V3,
+    GEMMA2,
+    GEMMA3,
+    LLAMA,
+    MISTRAL,
+    MIXTRAL,
+    QWEN2,
+    QWEN2_MOE,
+)
 
-from pytest_roofline import cli
 from pytest_roofline.llm_cli import LINKS, floors
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.llm import LlmError, ModelConfig, load_config, parse_config, step_ops
 
 H100 = lookup("h100-sxm")
-
-LLAMA: dict[str, Any] = {
-    "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "torch_dtype": "bfloat16",
-}  # fmt: skip
-MISTRAL = {**LLAMA, "model_type": "mistral", "vocab_size": 32000, "sliding_window": 4096}
-QWEN2 = {
-    "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
-    "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "sliding_window": 131072,
-    "use_sliding_window": False, "max_window_layers": 28, "torch_dtype": "bfloat16",
-}  # fmt: skip
-GEMMA2 = {
-    "model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
-    "sliding_window": 4096, "torch_dtype": "float32",
-}  # fmt: skip
-GEMMA3 = {
-    "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
-    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
-    "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
-}  # fmt: skip
-MIXTRAL = {
-    **LLAMA,
-    "model_type": "mixtral",
-    "vocab_size": 32000,
-    "num_local_experts": 8,
-    "num_experts_per_tok": 2,
-}
-QWEN2_MOE = {
-    "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
-    "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936, "num_experts": 60,
-    "num_experts_per_tok": 4, "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
-    "decoder_sparse_step": 1, "mlp_only_layers": [0, 1], "torch_dtype": "bfloat16",
-}  # fmt: skip
-
-DEEPSEEK_V3 = {
-    "model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
-    "moe_intermediate_size": 2048,
-    "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256,
-    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536,
-    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-    "vocab_size": 129280, "torch_dtype": "bfloat16",
-}  # fmt: skip
-DEEPSEEK_V2_LITE = {
-    **DEEPSEEK_V3, "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
-    "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16,
-    "num_key_value_heads": 16,
-    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
-    "q_lora_rank": None, "vocab_size": 102400,
-}  # fmt: skip
 
 
 def by_name(config: ModelConfig, **options: Any) -> dict[str, Any]:
@@ -440,269 +399,3 @@ def test_the_llm_op_checks_its_config(tmp_path: Path) -> None:
         estimate("llm", config=str(tmp_path / "nope.json"), dtype="bf16", device=H100)
     with pytest.raises(OpError, match=r"^llm: phase must be one of 'decode', 'prefill'; got 'train'$"):
         estimate("llm", config="llama-3-8b", phase="train", dtype="bf16", device=H100)
-
-
-# -- roofline llm ------------------------------------------------------------------------------
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["llm", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(LLAMA))
-    code, out, err = run(capsys, str(path), "--device", "h100-sxm", "--context", "4096")
-    assert (code, err) == (0, "")
-    lines = out.splitlines()
-    assert lines[0].startswith(f"{tmp_path.name} (llama")  # a config.json is named by its directory
-    assert "(llama, 32 layers) on NVIDIA H100 80GB HBM3 (h100-sxm): decode, batch 1, context 4096" in lines[0]
-    for module in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "attention", "rotary_emb", "lm_head"):
-        assert any(line.startswith(module + " ") for line in lines), module
-    assert "step floor  4644 µs  (the sum of the ops' floors; 17.2 GFLOP, 15.6 GB)" in out
-    assert "decode      at most 215 tokens/s (1 per step)" in out
-    assert "bounded by  gate_up_proj (memory-bound, 48.3% of the step)" in out
-
-
-def test_prefill_prints_time_to_first_token(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "qwen2-7b", "--device", "h100-sxm", "--phase", "prefill", "--prompt", "512")
-    assert code == 0
-    assert "prefill     time to first token at least" in out
-    assert "(compute-bound" in out
-
-
-def test_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        capsys, "mixtral-8x7b", "--device", "h100-sxm", "--batch", "8", "--tp", "2", "--json"
-    )
-    assert (code, err) == (0, "")
-    data = json.loads(out)
-    for op in data["ops"]:
-        assert {"name", "op", "count", "flops", "bytes", "floor_s", "bound"} <= set(op)
-    assert {op["name"] for op in data["ops"]} >= {"experts", "router", "all_reduce", "lm_head"}
-    assert set(data["total"]) == {"flops", "bytes", "floor_s"}
-    assert data["total"]["floor_s"] == pytest.approx(sum(op["floor_s"] * op["count"] for op in data["ops"]))
-    assert data["tokens_per_s"] == pytest.approx(8 / data["total"]["floor_s"])
-    assert data["bounding_op"]["name"] == "experts"
-    assert data["link"]["bandwidth"] == 450e9
-    assert data["schema"] == "roofline-llm/1"
-
-
-def test_json_always_has_its_schema_and_link(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(capsys, "llama-3-8b", "--device", "l4", "--json")
-    data = json.loads(out)
-    assert (data["schema"], data["link"]) == ("roofline-llm/1", None)
-    _, out, _ = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--json")
-    assert json.loads(out)["link"]["bandwidth"] == 450e9  # tp 1 crosses no link, but the GPU has one
-
-
-def test_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    out = tmp_path / "step.svg"
-    code, printed, err = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--plot", str(out))
-    assert (code, err) == (0, "")
-    assert printed.splitlines()[-1] == f"roofline: wrote {out}"
-    svg = out.read_text()
-    assert "gate_up_proj" in svg
-    assert "llama-3-8b: one decode step at its floor (not shown, no FLOPs: embed_tokens, kv_cache_write)" in (
-        svg
-    )
-
-
-def test_ops_at_one_spot_on_the_plot_share_one_label(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    matplotlib = pytest.importorskip("matplotlib")
-    out = tmp_path / "step.svg"
-    with matplotlib.rc_context({"svg.fonttype": "none"}):  # each label one <text> element
-        code, _, err = run(
-            capsys, "mixtral-8x7b", "--device", "h100-sxm", "--batch", "64", "--plot", str(out)
-        )
-    assert (code, err) == (0, "")
-    texts = [text.strip() for text in re.findall(r">([^<>]+)</text>", out.read_text()) if text.strip()]
-    # the three GEMMs of one intensity and the three norms of one shape: one label each, not three
-    # printed over each other
-    assert "qkv_proj, o_proj, lm_head" in texts
-    assert "input_layernorm, post_attention_layernorm, norm" in texts
-    assert {"qkv_proj", "o_proj", "lm_head", "norm"}.isdisjoint(texts)
-    assert {"experts", "router", "rotary_emb", "attention"} <= set(texts)  # the others, one each
-
-
-def test_json_with_plot_keeps_stdout_for_the_json_and_roofline_plot_reads_it(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    pytest.importorskip("matplotlib")
-    drawn, step = tmp_path / "step.svg", tmp_path / "step.json"
-    code, out, err = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--json", "--plot", str(drawn))
-    assert (code, err) == (0, f"roofline: wrote {drawn}\n")
-    step.write_text(out)
-    replot = tmp_path / "again.svg"
-    assert cli.main(["plot", str(step), "-o", str(replot)]) == 0
-    assert capsys.readouterr().out == f"roofline: wrote {replot}\n"
-    assert "gate_up_proj" in replot.read_text()
-    data = json.loads(out)
-    data["ops"][0]["flops"] = "none"
-    step.write_text(json.dumps(data))
-    assert cli.main(["plot", str(step), "-o", str(replot)]) == 2
-    assert "ops[0].flops must be a number, 0 or more; got 'none'" in capsys.readouterr().err
-
-
-def test_a_slow_step_says_how_slow(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = tmp_path / "deep.json"
-    path.write_text(json.dumps({**LLAMA, "num_hidden_layers": 2**20}))
-    _, out, _ = run(capsys, str(path), "--device", "h100-sxm")
-    assert "decode      at most 0.00" in out  # a rate, not "at most 0 tokens/s"
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["nope.json"], "roofline: error: nope.json: no such config file"),
-        (["llama-3-8b", "--context", str(10**10)], "roofline: error: context must be at most 16,777,216"),
-        (["llama-3-8b", "--phase", "prefill"], "roofline: error: prefill needs prompt"),
-        (
-            ["llama-3-8b", "--tp", "2", "--device", "l4"],
-            "roofline: error: --tp 2: no interconnect figure for l4",
-        ),
-        (["llama-3-8b", "--batch", "0"], "roofline: error: argument --batch: must be at least 1; got 0"),
-        (
-            ["llama-3-8b", "--context", "x"],
-            "roofline: error: argument --context: expected an integer; got 'x'",
-        ),
-        (["llama-3-8b", "--kv-dtype", "fp9"], "roofline: error: kv_dtype: unknown dtype 'fp9'"),
-        (
-            ["llama-3-8b", "--plot", "out.txt"],
-            "roofline: error: out.txt: the plot is written as .svg or .png",
-        ),
-        (["llama-3-8b", "--device", "h100"], "roofline: error: "),
-    ],
-)
-def test_errors_are_one_line_and_exit_2(
-    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
-) -> None:
-    code, out, err = run(capsys, *argv, *(["--device", "h100-sxm"] if "--device" not in argv else []))
-    assert (code, out) == (2, "")
-    assert err.startswith(message)
-    assert err.count("\n") == 1
-
-
-def test_a_malformed_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_text('{"model_type": "llama"')
-    code, _, err = run(capsys, str(path), "--device", "h100-sxm")
-    assert code == 2
-    assert err.startswith(f"roofline: error: {path}: not JSON")
-
-
-# -- op="llm" in a test --------------------------------------------------------------------------
-
-
-def test_a_marked_test_gets_the_step_floor(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".json", config=json.dumps(LLAMA))
-    pytester.makepyfile(
-        """
-        import pytest
-
-        def test_step(roofline):
-            e = roofline.estimate("llm", config="config.json", phase="decode", batch=2, context=64,
-                                  dtype="bf16", kv_dtype="fp8", device="h100-sxm")
-            assert e.op == "llm"
-            assert e.label == "llm[config=config.json batch=2 context=64 kv_dtype=fp8_e4m3 bf16]"
-            assert 4e-3 < e.floor_s < 6e-3
-
-        @pytest.mark.speed_of_light("llm", config="missing.json", dtype="bf16")
-        def test_missing():
-            pass
-        """
-    )
-    result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*llm: missing.json: no such config file*"])
-
-
-def test_the_marker_takes_the_new_keywords(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-        import pytest
-
-        @pytest.mark.speed_of_light("attention", batch=8, heads=32, kv_heads=8, seq_q=1, seq_k=4096,
-                                    head_dim=128, causal=True, kv_dtype="fp8", dtype="bf16")
-        def test_decode_attention(roofline):
-            e = roofline.estimate(device="h100-sxm")
-            assert e.bytes == 8 * (2 * 32 * 128 * 2 + 2 * 8 * 4096 * 128)
-
-        @pytest.mark.speed_of_light("gemm", M=16, N=4096, K=4096, dtype="bf16", b_dtype="int4",
-                                    group_size=128)
-        def test_w4a16(roofline):
-            assert roofline.estimate(device="h100-sxm").bytes == 8_912_896
-
-        @pytest.mark.speed_of_light("fused_moe", tokens=16, experts=8, top_k=2, hidden=4096,
-                                    intermediate=14336, dtype="bf16")
-        def test_moe(roofline):
-            assert roofline.estimate(device="h100-sxm").op == "moe"
-
-        @pytest.mark.speed_of_light("attention", batch=1, heads=32, kv_heads=5, seq_q=1, seq_k=8,
-                                    head_dim=128, dtype="bf16")
-        def test_bad_kv_heads():
-            pass
-
-        @pytest.mark.speed_of_light("attention", batch=1, heads=32, seq_q=1, seq_k=8, head_dim=128,
-                                    dtype="bf16", pass_="backward")
-        def test_bad_pass():
-            pass
-        """
-    )
-    quiet = "ignore::pytest_roofline.errors.RooflineWarning"  # estimates alone measure nothing
-    result = pytester.runpytest("-p", "no:cacheprovider", "-W", quiet)
-    result.assert_outcomes(passed=3, errors=2)
-    result.stdout.fnmatch_lines(
-        [
-            "*attention: kv_heads=5 does not divide heads=32*",
-            "*attention: pass must be one of 'fwd', 'bwd', 'fwd+bwd'; got 'backward'*",
-        ]
-    )
-
-
-def test_a_config_is_found_beside_the_test_then_in_rootdir_wherever_pytest_starts(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytester.makeini("[pytest]\n")
-    tests = pytester.mkdir("tests")
-    (tests / "beside.json").write_text(json.dumps(LLAMA))
-    (pytester.path / "at_root.json").write_text(json.dumps({**LLAMA, "num_hidden_layers": 16}))
-    (tests / "test_step.py").write_text(
-        """
-import pathlib
-import pytest
-
-@pytest.mark.speed_of_light("llm", config="beside.json", dtype="bf16")
-def test_beside(roofline):
-    beside = pathlib.Path(__file__).parent / "beside.json"
-    assert roofline.estimate(device="h100-sxm").params["config"] == str(beside)
-
-def test_at_root(roofline):
-    e = roofline.estimate("llm", config="at_root.json", dtype="bf16", device="h100-sxm")
-    assert e.label == "llm[config=at_root.json bf16]"
-
-def test_a_path_object(roofline):
-    assert roofline.estimate("llm", config=pathlib.Path("beside.json"), dtype="bf16", device="h100-sxm")
-
-@pytest.mark.speed_of_light("llm", config="nowhere.json", dtype="bf16")
-def test_nowhere():
-    pass
-"""
-    )
-    monkeypatch.chdir(tests.parent.parent)  # started from elsewhere: the configs are not in the cwd
-    quiet = "ignore::pytest_roofline.errors.RooflineWarning"  # estimates alone measure nothing
-    result = pytester.runpytest(
-        str(tests), "-p", "no:cacheprovider", "-W", quiet, f"--rootdir={pytester.path}"
-    )
-    result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*llm: nowhere.json: no such config file; looked in the test's folder"
-            f" {tests} and rootdir {pytester.path}*"
-        ]
-    )

@@ -1,5 +1,5 @@
-"""An op's parameters checked: unknown ops and names with a "did you mean", sizes, counts, amounts, flags,
-choices, the cross-checks; ``OpSpec`` and ``Param`` themselves."""
+"""An op's parameters checked: unknown ops and names with a "did you mean", sizes, counts, amounts,
+flags, choices, the cross-checks, sizes and costs past what a float holds; ``OpSpec`` and ``Param``."""
 
 from __future__ import annotations
 
@@ -240,3 +240,32 @@ def test_param_check_returns_converted_values() -> None:
     assert type(Param("n").check("op", np.int64(3))) is int
     assert Param("f", False, "flag").check("op", np.bool_(False)) is False
     assert Param("u", "a", "choice", ("a", "b")).check("op", "b") == "b"
+
+
+# -- sizes and costs past what a float holds -------------------------------------------------------
+
+
+@pytest.mark.parametrize("param", ["M", "N", "K"])
+def test_a_size_past_a_64_bit_index_is_refused_naming_it_and_the_value_shortened(param: str) -> None:
+    sizes = {"M": 64, "N": 64, "K": 64, param: 10**200}  # 2·M·N·K would overflow a float
+    with pytest.raises(
+        OpError, match=rf"^gemm: {param} must be at most 2\*\*63 - 1 \(9.22e\+18\); got 1.00e\+200$"
+    ):
+        on_h100("gemm", **sizes)
+    assert on_h100("gemm", M=2**63 - 1, N=2**63 - 1, K=2**63 - 1).flops > 1e56  # the largest: finite
+
+
+def test_an_amount_past_the_largest_float_is_refused_naming_it() -> None:
+    with pytest.raises(
+        OpError, match=r"^custom: flops is past the largest float \(1.8e\+308\); got 1.00e\+400$"
+    ):
+        on_h100("custom", flops=10**400)
+
+
+def test_a_cost_that_overflows_says_so_briefly_with_the_parameters() -> None:
+    with pytest.raises(OpError) as info:
+        on_h100("elementwise", n=10**10, flops_per_element=1e300)
+    assert str(info.value) == (
+        "op 'elementwise' costs flops=inf; expected a finite number >= 0 (are the sizes right? "
+        "n=10000000000, inputs=1, outputs=1, flops_per_element=1e+300)"
+    )

@@ -1,3 +1,6 @@
+"""Sample statistics by hand: the median and its distribution-free 95% interval (the textbook ranks),
+one sample, identical samples, a zero median, and no samples at all."""
+
 from __future__ import annotations
 
 import dataclasses

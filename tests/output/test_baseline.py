@@ -18,6 +18,7 @@ from pytest_roofline.output.comparison import (
     compare,
     confidence_z,
     counts,
+    parse_threshold,
     run_noise,
 )
 
@@ -387,15 +388,10 @@ def test_a_run_noisier_than_the_run_to_run_noise_counts_its_own_interval() -> No
 
 
 def test_a_threshold_reads_the_same_with_spaces_either_side() -> None:
-    from pytest_roofline.output.comparison import parse_threshold
-
     assert parse_threshold("10% ") == parse_threshold(" 10%") == parse_threshold("10%") == pytest.approx(0.1)
 
 
 def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -> None:
-    from pytest_roofline.output.baseline import BaselineRecord
-    from pytest_roofline.output.comparison import Change, compare
-
     old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
     busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
     quiet = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
@@ -406,9 +402,6 @@ def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -
 
 
 def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
-    from pytest_roofline.output.baseline import BaselineRecord
-    from pytest_roofline.output.comparison import Change, compare
-
     old = BaselineRecord("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
     other = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
     same = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "AMD EPYC 7J13", "pass")
@@ -422,8 +415,6 @@ def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
     [{"contention": {"level": "heavy"}}, {"thread_wait_share": 0.5}, {"verdict": "inconclusive"}],
 )
 def test_a_record_the_load_could_have_slowed_is_disturbed(disturbance: dict[str, object]) -> None:
-    from pytest_roofline.output.baseline import BaselineRecord
-
     record = {"nodeid": "t.py::t", "name": "", "attained": 0.5, "time_s": 1e-3, "device": "cpu",
               "verdict": "pass", "contention": {"level": "quiet"}, "thread_wait_share": 0.01}  # fmt: skip
     assert not BaselineRecord.from_record(record).disturbed

@@ -6,6 +6,8 @@ setup (an error on the test), call mistakes when the fixture is called (a failur
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import COPY, GEMM
 
@@ -370,3 +372,114 @@ def test_each_kernel_argument_mistake_fails_its_own_test(
     result.stdout.no_fnmatch_line("*During handling of the above exception*")
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+# -- in a pytest run ------------------------------------------------------------------------------
+
+MARKER_MISTAKES = [
+    pytest.param('"copy", n=8, dtype="int46"', "unknown dtype 'int46' (did you mean 'int64'?); accepted: *",
+                 id="misspelled-integer"),
+    pytest.param('"copy", n=8, dtype="complx128"', "unknown dtype 'complx128' (did you mean 'complex128'?)*",
+                 id="misspelled-complex"),
+    pytest.param('"copy", n=8, dtype="u8"', "dtype 'u8' is ambiguous: *", id="ambiguous"),
+    pytest.param('"copy", n=8, dtype="<U5"', "dtype '<U5' is not numeric (strings)*", id="string"),
+    pytest.param('"fft", n=1024, dtype="fp32"', "fft takes complex data only*; dtype is fp32*",
+                 id="real-fft"),
+    pytest.param('"layernorm", rows=8, cols=8, dtype="complex64"', "layernorm takes no complex data*",
+                 id="complex-layernorm"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fixture", [True, False], ids=["with-fixture", "marker-only"])
+def test_each_dtype_mistake_in_a_marker_is_an_error_at_setup(rl: pytest.Pytester, fixture: bool) -> None:
+    source = ["import pytest"]
+    for case in MARKER_MISTAKES:
+        marker, _ = case.values
+        body = "roofline(lambda: None)" if fixture else "pass"
+        args = "roofline" if fixture else ""
+        source.append(
+            f"@pytest.mark.speed_of_light({marker})\n"
+            f"def test_{case.id.replace('-', '_')}({args}):\n    {body}\n"
+        )
+    rl.makepyfile("\n\n".join(source))
+    result = rl.runpytest()
+    result.assert_outcomes(errors=len(MARKER_MISTAKES))
+    for case in MARKER_MISTAKES:
+        _, message = case.values
+        result.stdout.fnmatch_lines(
+            [f"*ERROR at setup of test_{case.id.replace('-', '_')} *", f"roofline: {message}"]
+        )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+
+
+def test_call_dtype_mistakes_fail_their_tests(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        import numpy as np
+
+        def test_objects(roofline):
+            roofline(lambda a: None, np.array([None, 1]), op="copy", {COPY})
+
+        def test_strings(roofline):
+            roofline(lambda a: None, np.array(["ab"]), op="copy", {COPY})
+
+        def test_integer_fft(roofline):
+            roofline(lambda: None, op="fft", n=1024, dtype="int32")
+
+        def test_typo(roofline):
+            roofline.estimate("copy", {COPY}, dtype="unit8", device="h100-sxm")
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines([
+        "roofline: copy: no dtype was given, and argument 0 has dtype object, which is not one: dtype "
+        "'object' is not numeric (Python objects)*; pass dtype=... to the marker or the call",
+        "roofline: copy: no dtype was given, and argument 0 has dtype <U2, which is not one: dtype '<U2' "
+        "is not numeric (strings)*",
+        "roofline: fft takes complex data only (complex32, complex64 or complex128); dtype is int32*",
+        "roofline: unknown dtype 'unit8' (did you mean 'uint8'?)*",
+    ])  # fmt: skip
+    result.stdout.no_fnmatch_line("*did you mean 'tf32'*")
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_integer_and_complex_kernels_are_measured_and_reported(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        import numpy as np
+        import pytest
+
+        @pytest.mark.speed_of_light("elementwise", {COPY}, dtype="int32")
+        def test_int32(roofline):
+            roofline(lambda: None)
+
+        def test_inferred_int64(roofline):
+            roofline(lambda a: None, np.zeros(2, dtype=np.int64), op="copy", {COPY})
+
+        @pytest.mark.speed_of_light("fft", n=2**20, batch=4, dtype="complex64")
+        def test_fft(roofline):
+            roofline(lambda: None)
+        """
+    )
+    result = rl.runpytest("--roofline-mode", "report", "--roofline-report", "--roofline-json", "out.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_int32 *elementwise n=25000000 * int32 * memory (compute unknown) *",
+            "*test_inferred_int64 *copy n=25000000 * int64 * memory  *",
+            "*test_fft *fft n=1048576 batch=4 * complex64→fp32 * memory  *",
+        ]
+    )
+    data = json.loads((rl.path / "out.json").read_text())
+    by_test = {m["nodeid"].rpartition("::")[2]: m for m in data["measurements"]}
+    assert by_test["test_int32"]["compute_s"] is None
+    assert by_test["test_int32"]["peak_flops"] is None
+    assert by_test["test_int32"]["bytes"] == 25_000_000 * 4 * 2
+    assert (by_test["test_inferred_int64"]["dtype"], by_test["test_inferred_int64"]["bytes"]) == (
+        "int64",
+        4e8,
+    )
+    assert by_test["test_fft"]["peak_precision"] == "fp32"
+    assert by_test["test_fft"]["flops"] == 5 * 4 * 2**20 * 20

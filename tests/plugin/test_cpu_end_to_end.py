@@ -9,8 +9,6 @@ import json
 import pytest
 from fakes import seeded_capacities
 
-# -- the built-in device and timer, end to end on this CPU -------------------------------------------
-
 
 def test_the_builtin_cpu_device_and_host_timer_end_to_end(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

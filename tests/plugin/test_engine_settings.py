@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 from conftest import COPY, GEMM, one_result
 
-# -- the other settings reach the engine ---------------------------------------------------------
-
 
 @pytest.mark.parametrize(
     ("args", "marker", "expected"),

@@ -1,5 +1,6 @@
 """The ``roofline`` fixture through pytest: the frozen result and its fields, the kernel's arguments,
-the dtype read from them, several calls told apart, ``measure`` and ``estimate``, a kernel that raises.
+the dtype read from them, several calls told apart, ``measure`` and ``estimate``, a kernel that raises,
+two threads measuring through it at once.
 
 Every run goes through pytester with the fake device and the scripted timer of ``conftest.py``:
 floors of 2 ms for the standard shapes, 2.5 ms a call (80%) unless a test says otherwise.
@@ -8,7 +9,7 @@ floors of 2 ms for the standard shapes, 2.5 ms a call (80%) unless a test says o
 from __future__ import annotations
 
 import pytest
-from conftest import COPY, FLOOR_S, GEMM, NO_MEASUREMENT_WARNS, results
+from conftest import COPY, FLOOR_S, GEMM, NO_MEASUREMENT_WARNS, fake_conftest, results
 
 # -- the fixture --------------------------------------------------------------------------------
 
@@ -128,3 +129,70 @@ def test_estimate_computes_a_floor_without_running_anything(rl: pytest.Pytester)
     )
     # a marked test that only estimates measures nothing, and is told so (test_kernel_calls.py)
     rl.runpytest(*NO_MEASUREMENT_WARNS).assert_outcomes(passed=2, warnings=1)
+
+
+# -- two threads at once ---------------------------------------------------------------------------
+
+
+def test_a_kernel_that_raises_fails_its_own_test_with_its_own_traceback(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        f"""
+        def broken_kernel():
+            raise ZeroDivisionError("the kernel's own error")
+
+        def test_broken(roofline):
+            roofline(broken_kernel, op="copy", {COPY}, dtype="fp32")
+
+        def test_fine(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+        """
+    )
+    result = rl.runpytest("--roofline-report")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*def broken_kernel():*",
+            '*raise ZeroDivisionError("the kernel\'s own error")*',
+            "E*ZeroDivisionError: the kernel's own error",
+            "*roofline report*",
+            "*test_fine*copy n=25000000*pass*",
+            "1 measurement(s): 1 pass; mode enforce",
+        ]
+    )
+    # the plugin's own frames stay out of the way (pytest shows them with --full-trace)
+    for internal in ("verdict.py", "engine.py", "plugin.py", "session.py", "marker.py"):
+        result.stdout.no_fnmatch_line(f"*pytest_roofline*{internal}*")
+
+
+def test_two_threads_measuring_through_the_fixture_take_turns(rl: pytest.Pytester) -> None:
+    rl.makeconftest(
+        fake_conftest(
+            extra="""
+from fakes import Overlap
+
+OVERLAP = Overlap()
+
+class Watched(ScriptedBackend):
+    def run(self, *args, **kwargs):
+        with OVERLAP:
+            return super().run(*args, **kwargs)
+
+BACKEND = Watched((DEFAULT_TIME_S,), resolution_s=1e-9, device_name="fake accelerator")
+"""
+        )
+    )
+    rl.makepyfile(
+        f"""
+from conftest import OVERLAP
+from fakes import in_threads
+
+def test_two_at_once(roofline):
+    copy = lambda i: lambda: roofline.measure(lambda: None, op="copy", {COPY}, dtype="fp32", name=str(i))
+    first, second = in_threads(copy(1), copy(2))
+    assert first.time_s == second.time_s == 2.5e-3
+    assert OVERLAP.most == 1
+"""
+    )
+    result = rl.runpytest("--roofline-report")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*measurements on two threads at once waited for each other*"])

@@ -2,7 +2,9 @@
 
 Keywords for the kernel (``kwargs=``), an untimed ``setup=`` before every call, the dtype read from
 keywords and partials; a marker-only test whose body cannot run twice; a marked test that measures
-nothing; names that the report, the JSON and ``--junitxml`` can show.
+nothing; names that the report, the JSON and ``--junitxml`` can show (and a loop over sizes told to
+give them); ``stream=`` reaching the backend; kernels that cannot be timed as written (a coroutine or
+generator function, a tensor on the meta device).
 """
 
 from __future__ import annotations
@@ -467,7 +469,26 @@ def test_a_bad_name_fails_its_test_and_spoils_neither_the_report_nor_junitxml(rl
     assert "roofline[fine µs]_attained" in {p.get("name") for p in properties}
 
 
+def test_a_loop_over_sizes_without_names_is_told_to_name_them(rl: pytest.Pytester) -> None:
+    rl.makepyfile(
+        """
+import pytest
+
+@pytest.mark.parametrize("named", [False, True])
+def test_sizes(roofline, named):
+    for n in (1000, 2000):
+        roofline(lambda: None, op="copy", n=n, dtype="fp32", name=f"n={n}" if named else None)
+"""
+    )
+    result = rl.runpytest("--roofline-save=base.json", "--roofline-mode=report")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*measured a second kernel under no name=*name=f'n={n}'*"])
+    # without a baseline to save or compare, the report takes both
+    rl.runpytest("--roofline-mode=report").assert_outcomes(passed=2)
+
+
 # -- stream= reaches the backend --------------------------------------------------------------------
+
 
 STREAM_BACKEND = """
 
@@ -584,24 +605,6 @@ def test_kernel(roofline):
     result = rl.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*the kernel is {what}*calling it runs nothing*"])
-
-
-def test_a_loop_over_sizes_without_names_is_told_to_name_them(rl: pytest.Pytester) -> None:
-    rl.makepyfile(
-        """
-import pytest
-
-@pytest.mark.parametrize("named", [False, True])
-def test_sizes(roofline, named):
-    for n in (1000, 2000):
-        roofline(lambda: None, op="copy", n=n, dtype="fp32", name=f"n={n}" if named else None)
-"""
-    )
-    result = rl.runpytest("--roofline-save=base.json", "--roofline-mode=report")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*measured a second kernel under no name=*name=f'n={n}'*"])
-    # without a baseline to save or compare, the report takes both
-    rl.runpytest("--roofline-mode=report").assert_outcomes(passed=2)
 
 
 META = f"""

@@ -10,8 +10,6 @@ from __future__ import annotations
 import pytest
 from conftest import COPY, GEMM, one_result, results
 
-# -- the marker ---------------------------------------------------------------------------------
-
 
 def test_marker_alone_runs_the_body_once_normally_then_times_it(rl: pytest.Pytester) -> None:
     rl.makepyfile(
@@ -213,33 +211,3 @@ def test_parametrize_feeds_the_fixture_below_marker_and_call(rl: pytest.Pytester
         """
     )
     rl.runpytest().assert_outcomes(passed=1)
-
-
-def test_a_kernel_that_raises_fails_its_own_test_with_its_own_traceback(rl: pytest.Pytester) -> None:
-    rl.makepyfile(
-        f"""
-        def broken_kernel():
-            raise ZeroDivisionError("the kernel's own error")
-
-        def test_broken(roofline):
-            roofline(broken_kernel, op="copy", {COPY}, dtype="fp32")
-
-        def test_fine(roofline):
-            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
-        """
-    )
-    result = rl.runpytest("--roofline-report")
-    result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*def broken_kernel():*",
-            '*raise ZeroDivisionError("the kernel\'s own error")*',
-            "E*ZeroDivisionError: the kernel's own error",
-            "*roofline report*",
-            "*test_fine*copy n=25000000*pass*",
-            "1 measurement(s): 1 pass; mode enforce",
-        ]
-    )
-    # the plugin's own frames stay out of the way (pytest shows them with --full-trace)
-    for internal in ("verdict.py", "engine.py", "plugin.py", "session.py", "marker.py"):
-        result.stdout.no_fnmatch_line(f"*pytest_roofline*{internal}*")

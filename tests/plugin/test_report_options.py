@@ -265,7 +265,7 @@ def test_the_json_file_is_written_through_a_symlink_which_stays(rl: pytest.Pytes
 
 
 def test_a_json_fifo_nobody_reads_is_an_error_at_the_end_and_stays_a_fifo(rl: pytest.Pytester) -> None:
-    # made after the up-front check, which refuses a FIFO (test_gate_defects): the write must not hang
+    # made after the up-front check, which refuses a FIFO (test_gate_runs.py): the write must not hang
     made = "def test_fifo():\n    import os\n    os.mkfifo('out.json')\n"
     rl.makepyfile(test_suite=SUITE, test_aaa_fifo=made)
     result = rl.runpytest("--roofline-json=out.json", "--roofline-mode=report", "-p", "no:randomly")

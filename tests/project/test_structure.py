@@ -1,5 +1,6 @@
 """The package's shape, checked: layers that only look down, no import cycle, modules and classes a
-reader can hold in mind, one error base, and the types a user meets exported (issue 23)."""
+reader can hold in mind, one error base, and the types a user meets exported (issue 23); each op
+declared once, data converted once, and the tests in folders that mirror the layers (issue 32)."""
 
 from __future__ import annotations
 
@@ -365,32 +366,53 @@ TESTS = Path(__file__).resolve().parents[1]
 TEST_FOLDERS = (*LAYERS, "timing/cuda", "cli", "project")
 
 
+def folder(path: Path) -> str:
+    return path.parent.relative_to(TESTS).as_posix()
+
+
 def all_test_files() -> list[Path]:
-    return sorted(TESTS.rglob("test_*.py"))
+    files = sorted(TESTS.rglob("test_*.py"))
+    assert files, f"no test files below {TESTS}"
+    return files
 
 
 def test_every_test_file_is_in_a_layer_folder() -> None:
-    misplaced = [
-        str(p.relative_to(TESTS))
-        for p in all_test_files()
-        if str(p.parent.relative_to(TESTS)) not in TEST_FOLDERS
-    ]
+    misplaced = [p.relative_to(TESTS).as_posix() for p in all_test_files() if folder(p) not in TEST_FOLDERS]
     assert not misplaced, f"test files outside {TEST_FOLDERS}: {misplaced}"
-    assert {str(p.parent.relative_to(TESTS)) for p in all_test_files()} == set(TEST_FOLDERS)
+    assert {folder(p) for p in all_test_files()} == set(TEST_FOLDERS)
 
 
-def test_no_two_test_files_share_a_name() -> None:
+def test_no_two_modules_of_the_tests_share_a_name() -> None:
     """The folders are not packages (a test imports ``conftest`` and the fakes by name), so pytest
-    imports each test file by its bare name: two of one name would clash."""
+    imports each test file, and a test each support module, by its bare name: two of one name would
+    clash. (``conftest.py`` is the one exception: there is one, at the top.)"""
     by_name: dict[str, list[str]] = {}
-    for path in all_test_files():
-        by_name.setdefault(path.name, []).append(str(path.relative_to(TESTS)))
-    assert not {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    for path in sorted(TESTS.rglob("*.py")):
+        by_name.setdefault(path.name, []).append(path.relative_to(TESTS).as_posix())
+    assert by_name["conftest.py"] == ["conftest.py"]
+    assert not {name: paths for name, paths in by_name.items() if len(paths) > 1 and name != "conftest.py"}
 
 
-def test_a_test_file_is_one_concern_short_enough_to_read() -> None:
+def test_a_test_imports_only_the_modules_of_its_own_folder_or_the_top() -> None:
+    """A module of the tests is on the import path only while its own folder's tests are collected
+    (and the top folder's always): one imported from another folder works in a whole run, collected
+    in that order, and fails when a folder runs alone."""
+    modules = {path.stem: path.parent for path in TESTS.rglob("*.py")}
+    wrong = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                home = modules.get(name.partition(".")[0])
+                if home is not None and home not in (path.parent, TESTS):
+                    wrong.append(f"{path.relative_to(TESTS).as_posix()} imports {name}")
+    assert not wrong
+
+
+def test_a_test_file_is_short_enough_to_read() -> None:
     long = {
-        str(p.relative_to(TESTS)): n
+        p.relative_to(TESTS).as_posix(): n
         for p in all_test_files()
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }

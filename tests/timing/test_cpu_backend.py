@@ -1,3 +1,7 @@
+"""The CPU backend on a fake clock: back-to-back windows, the flush before each and outside it, the
+garbage collector paused inside, the clock's resolution and the machine facts it reads (the LLC from
+sysfs or sysctl), and preemption and thread waits read around each window."""
+
 from __future__ import annotations
 
 import gc

@@ -1,3 +1,7 @@
+"""The engine on a fake clock: warm-up, batching, the stopping rules, flushing and wall time, the
+result, keywords and ``setup=``, the checks before a measurement, the policy, and two threads
+measuring at once taking turns."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fakes import FakeBackend, Run
+from fakes import FakeBackend, Overlap, Run, in_threads
 
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.policy import Policy
@@ -620,3 +624,22 @@ def test_a_backend_that_cannot_count_threads_leaves_them_unknown() -> None:
         noop, policy=Policy(warmup_s=0.0, min_samples=3), backend=FakeBackend(1e-3, resolution_s=1e-6)
     )
     assert (m.threads, m.wait_share) == (None, None)
+
+
+# -- two threads at once ---------------------------------------------------------------------------
+
+
+def test_two_threads_measuring_at_once_take_turns() -> None:
+    from pytest_roofline import measure
+    from pytest_roofline.model.policy import Policy
+
+    overlap = Overlap()
+
+    class Watched(FakeBackend):
+        def run(self, *args: Any, **kwargs: Any) -> list[float]:
+            with overlap:
+                return super().run(*args, **kwargs)
+
+    policy = Policy(max_time_s=0.05)
+    in_threads(*(lambda: measure(lambda: None, policy=policy, backend=Watched(1e-3)) for _ in range(2)))
+    assert overlap.most == 1  # one thread's windows never open while the other's are

@@ -1,5 +1,6 @@
 """Cold by rotation: which arrays are copied, how many copies, when rotation gives way to a flush,
-and the engine's untimed first cycle. Fake arrays stand in for GPU ones; nothing here is timed."""
+and the engine's untimed first cycle; a rotation planned on another thread leaves this one's copies
+alone. Fake arrays stand in for GPU ones; nothing here is timed."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakes import FakeBackend, Run
+from fakes import FakeBackend, Run, in_threads
 
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing import rotation as rot
@@ -361,3 +362,27 @@ def test_an_object_speaking_no_array_protocol_is_not_an_array() -> None:
     r = plan(lambda x: None, Opaque(), op_bytes=MiB)
     assert isinstance(r, NoRotation)
     assert "no array among the kernel's arguments" in r.reason
+
+
+# -- another thread's rotation ---------------------------------------------------------------------
+
+
+def test_a_rotation_planned_on_another_thread_leaves_this_ones_copies_alone() -> None:
+    import numpy as np
+
+    from pytest_roofline.timing.rotation import Rotation, plan_rotation, release_host_pool
+
+    def plan(array: np.ndarray[Any, Any], seen: list[float]) -> Rotation:
+        kernel = functools.partial(lambda a: seen.append(float(a.sum())))
+        rotation = plan_rotation(kernel, (array,), None, op_bytes=array.nbytes, llc_bytes=2**20)
+        assert isinstance(rotation, Rotation)
+        return rotation
+
+    ones, zeros = np.ones(2**15), np.zeros(2**15)
+    seen: list[float] = []
+    mine = plan(ones, seen)
+    in_threads(lambda: plan(zeros, []))  # while mine is still in use
+    for _ in range(mine.copies):
+        mine.kernel()
+    assert seen == [ones.sum()] * mine.copies  # no copy of mine became one of the other thread's
+    release_host_pool()
