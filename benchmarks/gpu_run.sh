@@ -150,10 +150,10 @@ step_sanitizer() {
 # CuPy's) or without nvcc (analyze, kernel facts, the example's PTX)
 step_gpu_tests() {
     # shellcheck disable=SC2086
-    "$PY" -m pytest tests/test_timing_cuda.py tests/test_timing_cuda_gpu_rules.py \
-        tests/test_fake_cupy_signatures.py -k "real or match_cupy" $PLUGIN -p no:cacheprovider -q -rs || return $?
+    "$PY" -m pytest tests/timing/cuda/test_cuda_backend.py tests/timing/cuda/test_cuda_gpu_rules.py \
+        tests/project/test_fake_cupy_signatures.py -k "real or match_cupy" $PLUGIN -p no:cacheprovider -q -rs || return $?
     # shellcheck disable=SC2086
-    "$PY" -m pytest tests/test_cli_analyze.py tests/test_kernelfacts.py tests/test_example_ptx.py $PLUGIN \
+    "$PY" -m pytest tests/cli/test_cli_analyze.py tests/analysis/test_kernelfacts.py tests/analysis/test_example_ptx.py $PLUGIN \
         -p no:cacheprovider -q -rs -n 4
 }
 

@@ -18,6 +18,7 @@ re-measure). ``FAKE_ROOFLINE_SOURCE=measured`` makes the device's figures measur
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 # Imported here, before any in-process pytester run: pytester drops the modules a run imported
@@ -35,10 +36,19 @@ import pytest_roofline.timing.cuda.device
 import pytest_roofline.timing.cuda.launch_latency
 import pytest_roofline.timing.cuda.loading
 import pytest_roofline.timing.cuda.measured_ceilings
+from pytest_roofline.model.verdict import Result
+
+# matplotlib likewise, where the plot extra is installed: a run that draws imports its backends, and a
+# second import of them makes a second GridSpec class that the first Figure's checks do not know
+with contextlib.suppress(ImportError):
+    import matplotlib.backends.backend_agg
+    import matplotlib.backends.backend_svg
+    import matplotlib.figure  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
 TESTS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TESTS_DIR.parent  # a test file finds the checkout through this, wherever its folder is
 
 GEMM = "M=1000, N=1000, K=1000"
 COPY = "n=25_000_000"
@@ -133,3 +143,13 @@ def no_profiler(monkeypatch: pytest.MonkeyPatch) -> None:
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has no CUDA device, whatever machine runs the tests."""
     monkeypatch.setattr(pytest_roofline.timing.cuda.loading, "device_count", lambda: 0)
+
+
+def results(reprec: pytest.HookRecorder) -> list[Result]:
+    """Every Result an inner run handed to ``pytest_roofline_result``, in order."""
+    return [call.result for call in reprec.getcalls("pytest_roofline_result")]
+
+
+def one_result(reprec: pytest.HookRecorder) -> Result:
+    (result,) = results(reprec)
+    return result

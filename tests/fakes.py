@@ -5,12 +5,15 @@ implements the :class:`pytest_roofline.timing.base.Backend` protocol: every call
 advances the clock by a scripted duration, a flush advances it by ``flush_s``, and every request
 is recorded in ``runs`` (one :class:`Run` per ``run()``) and ``events`` (``"flush"``/``"window"``).
 ``Overlap`` and ``in_threads`` check that measurements on two threads take turns.
+``locked_elsewhere`` says whether another process holds a file's lock.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 Durations = float | Sequence[float] | Callable[[int], float]
@@ -203,3 +206,17 @@ def seeded_capacities() -> dict[str, float | int | str]:
     from pytest_roofline.model.core import CacheSize
 
     return capacity_details(Sweep((), (CacheSize(3, 32 * 2**20, 32 * 2**20),), 0.0, "seeded"))
+
+
+def locked_elsewhere(path: Path) -> bool:
+    """Whether another holder has ``path`` locked (tried from a fresh open file description)."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also releases the lock this probe may have taken
+    return False

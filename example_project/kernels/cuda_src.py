@@ -2,7 +2,7 @@
 
 Every source is a self-contained translation unit of ``extern "C"`` kernels, so the same string
 compiles with NVRTC at run time (:mod:`kernels.cupy_backend`) and with ``nvcc --ptx`` in the
-plugin's compile-time checks (``tests/test_example_ptx.py``). :data:`CUDA_SOURCES` lists every
+plugin's compile-time checks (``tests/analysis/test_example_ptx.py``). :data:`CUDA_SOURCES` lists every
 one with the kernels it defines and what its PTX must show.
 """
 

@@ -89,8 +89,8 @@ class CudaBackend:
     ``CUDA_LAUNCH_BLOCKING=1`` or a profiler or sanitizer (:data:`PROFILER_ENVIRONMENT`), and holds
     a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
     every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
-    A hold the host has not released after :data:`HOLD_WATCHDOG_S` is released by a watchdog
-    thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that window
+    A hold behind which the host has queued no call for :data:`HOLD_WATCHDOG_S` is released by a
+    watchdog thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that window
     ends: ``auto`` then times that kernel unheld, ``on`` raises.
     """
 
@@ -335,6 +335,8 @@ def _queue_windows(
             if graph is None:
                 for _ in range(held):
                     fn(*args)
+                    if blocker is not None:
+                        blocker.queued += 1
                 if blocker is not None and calls > held:
                     blocker.release()  # the GPU works through the held calls while the rest queue
                 for _ in range(calls - held):

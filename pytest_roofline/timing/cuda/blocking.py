@@ -12,7 +12,8 @@ How many calls a hold may take is bounded by launches, not calls: an unheld wind
 delay kernel shows how many calls of a kernel the launch queue takes while the GPU is busy (its
 calls returned before the delay ended), and a hold takes no more than the most such a probe showed
 (:data:`UNPROVEN_HELD_CALLS` before one has, :data:`MAX_HELD_CALLS` at most). A hold the host does
-not release within :data:`HOLD_WATCHDOG_S` is released by a watchdog thread (:class:`HoldWatchdog`),
+not release, with no call queued behind it for :data:`HOLD_WATCHDOG_S`, is released by a watchdog
+thread (:class:`HoldWatchdog`),
 and every window's hold is checked as it is released, so a kernel that waits for the GPU while held
 costs one short wait, not the GPU's timeout once per window.
 """
@@ -41,6 +42,9 @@ BLOCK_TIMEOUT_S = 10.0
 #: the GPU's timeout once per window (nvbench reads its timeout flag at every unblock,
 #: ``blocking_kernel.cuh``; its own timeout is 30 s, state.cuh)
 HOLD_WATCHDOG_S = 0.1
+#: the longest a hold is left while the host is still queueing calls behind it: well inside the
+#: GPU's own :data:`BLOCK_TIMEOUT_S`
+HOLD_LIMIT_S = 2.0
 #: calls queued behind one hold at most: the rest of a longer window is queued after the release,
 #: while the GPU works through these
 MAX_HELD_CALLS = 32
@@ -78,6 +82,32 @@ PROBE_MAX_DELAY_S = 0.1
 _MAX_KERNELS = 4096
 
 
+@dataclass(slots=True)
+class _Watch:
+    """One hold watched: released once it has gone :attr:`after_s` with no call queued behind it, or
+    :data:`HOLD_LIMIT_S` in all. A host still queueing calls is slow, not waiting for the GPU (a busy
+    machine can keep a launching thread off its core for longer than one period), so each call it
+    queues buys the hold another period."""
+
+    release: Callable[[], None]
+    after_s: float
+    #: how many calls the host has queued behind the hold so far (read from the watchdog's thread)
+    progress: Callable[[], int]
+    started: float
+    deadline: float
+    seen: int = 0
+
+    def due(self, now: float) -> bool:
+        """Whether the hold is to be released at ``now``; otherwise its next deadline is set."""
+        if now < self.deadline:
+            return False
+        queued = self.progress()
+        if queued == self.seen or now - self.started >= HOLD_LIMIT_S:
+            return True
+        self.seen, self.deadline = queued, now + self.after_s
+        return False
+
+
 class HoldWatchdog:
     """One thread that releases every hold the host has not released in time (a host that waits for
     the GPU inside a held window cannot release it; only another thread can). Idle, it keeps no
@@ -85,17 +115,21 @@ class HoldWatchdog:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._watches: dict[int, tuple[float, Callable[[], None]]] = {}
+        self._watches: dict[int, _Watch] = {}
         self._fired: set[int] = set()
         self._tokens = itertools.count(1)
         self._thread: threading.Thread | None = None
 
-    def arm(self, release: Callable[[], None], after_s: float) -> int:
-        """Call ``release()`` from the watchdog's thread ``after_s`` from now, unless :meth:`disarm`
-        comes first; a token for :meth:`disarm`."""
+    def arm(
+        self, release: Callable[[], None], after_s: float, progress: Callable[[], int] = lambda: 0
+    ) -> int:
+        """Call ``release()`` from the watchdog's thread once ``after_s`` pass in which ``progress()``
+        (the calls queued behind the hold) does not grow, unless :meth:`disarm` comes first; a token
+        for :meth:`disarm`."""
         with self._cond:
             token = next(self._tokens)
-            self._watches[token] = (time.monotonic() + after_s, release)
+            now = time.monotonic()
+            self._watches[token] = _Watch(release, after_s, progress, now, now + after_s, progress())
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="roofline-hold-watchdog", daemon=True)
                 self._thread.start()
@@ -113,17 +147,14 @@ class HoldWatchdog:
     def _run(self) -> None:
         with self._cond:
             while True:
-                if not self._watches:
-                    self._cond.wait()
-                    continue
-                token, (deadline, release) = min(self._watches.items(), key=lambda item: item[1][0])
-                wait_s = deadline - time.monotonic()
-                if wait_s > 0:
-                    self._cond.wait(wait_s)
-                    continue
-                del self._watches[token]
-                self._fired.add(token)
-                release()
+                now = time.monotonic()
+                for token, watch in list(self._watches.items()):
+                    if watch.due(now):
+                        del self._watches[token]
+                        self._fired.add(token)
+                        watch.release()
+                deadlines = [watch.deadline for watch in self._watches.values()]
+                self._cond.wait(min(deadlines) - now if deadlines else None)
 
 
 #: the process's hold watchdog
@@ -149,6 +180,9 @@ class Blocker:
         self._watchdog_s = watchdog_s
         self._ticket = 0
         self._watch: int | None = None
+        #: calls queued behind this blocker's holds, counted by the backend: the watchdog's sign of a
+        #: host that is still queueing rather than waiting for the GPU
+        self.queued = 0
         #: whether the watchdog released a hold of this run
         self._released_late = False
 
@@ -172,7 +206,7 @@ class Blocker:
         self._ticket += 1
         args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
         self._kernel((1,), (1,), args, stream=stream)
-        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), self._watchdog_s)
+        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), self._watchdog_s, self._queued)
 
     def _release_ticket(self, ticket: int) -> Callable[[], None]:
         released, memory = self._released, self._memory  # the pinned memory lives while it is watched
@@ -182,6 +216,9 @@ class Blocker:
                 released.value = ticket
 
         return release
+
+    def _queued(self) -> int:
+        return self.queued
 
     def delay(self, stream: Any, seconds: float) -> None:
         self._delay((1,), (1,), (self._numpy.uint64(int(seconds * 1e9)),), stream=stream)
@@ -379,8 +416,9 @@ def kernel_key(fn: Kernel, args: Sequence[object]) -> tuple[int, ...]:
 def timeout_message(timeout_s: float) -> str:
     return (
         f"the blocking kernel's hold of the timing stream was not released by the host (after"
-        f" {HOLD_WATCHDOG_S:g} s a watchdog released it; the GPU gives up after {timeout_s:g} s): while a"
-        " window was queued the host waited for the GPU (a kernel that synchronizes, e.g. .get(),"
+        f" {HOLD_WATCHDOG_S:g} s with no call queued a watchdog released it; the GPU gives up after"
+        f" {timeout_s:g} s): while a window was queued the host waited for the GPU (a kernel that"
+        " synchronizes, e.g. .get(),"
         " .item() or a device-wide sync, or more launches than the launch queue takes), so this run's"
         " times are not the kernel's; time it unheld with"
         ' --roofline-cuda-block=off, or block="off" in its marker or roofline(...) call'

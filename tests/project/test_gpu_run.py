@@ -1,0 +1,231 @@
+"""``benchmarks/gpu_run.sh`` without a GPU: every step skips or fails clearly, the summary has a line per
+step, and the run is bounded (a hung step times out alone, a spent budget skips the rest). Also the
+GPU suite's helpers that run on no GPU: ncu's CSV read, the JSON check."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import REPO_ROOT
+
+ROOT = REPO_ROOT
+SCRIPT = ROOT / "benchmarks" / "gpu_run.sh"
+SUITE = ROOT / "benchmarks" / "gpu_suite"
+GPU_STEPS = (
+    "nvidia_smi", "calibrate", "selfcheck", "example", "audit", "suite", "ncu", "launch_blocking",
+    "sanitizer", "gpu_tests",
+)  # fmt: skip
+#: the script's own run here takes a second or two; this bounds a hang of the test itself
+RUN_TIMEOUT_S = 60
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout"
+)
+
+
+def run(out: Path | None, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "ROOFLINE_RUN_GPU": "0",
+        "ROOFLINE_RUN_NO_INSTALL": "1",
+        "PYTHON": sys.executable,
+    }
+    environment.pop("OUT", None)
+    environment.update(env)
+    argv = ["bash", str(SCRIPT), *([str(out)] if out is not None else [])]
+    return subprocess.run(
+        argv, capture_output=True, text=True, env=environment, timeout=RUN_TIMEOUT_S, check=False
+    )
+
+
+def summary(out: Path) -> dict[str, str]:
+    """Step name -> outcome, from summary.txt (``01-install   skipped: ...``)."""
+    found = {}
+    for line in (out / "summary.txt").read_text().splitlines():
+        tag, outcome = line.split(maxsplit=1)
+        found[tag.split("-", 1)[1]] = outcome
+    return found
+
+
+def test_without_a_gpu_every_gpu_step_is_skipped_saying_so_and_the_run_passes(tmp_path: Path) -> None:
+    done = run(tmp_path)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = summary(tmp_path)
+    assert list(steps) == ["install", "env", "nvidia_smi", "devices", *GPU_STEPS[1:]]
+    assert steps["install"] == "skipped: ROOFLINE_RUN_NO_INSTALL=1: the checkout on PYTHONPATH instead"
+    assert steps["env"].startswith("ok (")
+    assert steps["devices"].startswith("ok (")
+    for name in GPU_STEPS:
+        assert steps[name] == "skipped: no GPU (ROOFLINE_RUN_GPU=0)"
+    env_log = (tmp_path / "02-env.log").read_text()
+    assert "python -m pytest_roofline: runs" in env_log
+    assert f"pytest_roofline from {ROOT / 'pytest_roofline'}" in env_log
+    assert (
+        "pytest plugin: -p pytest_roofline.plugin" in env_log
+        or "pytest plugin: the roofline entry point" in env_log
+    )
+    assert "roofline ops" not in (tmp_path / "04-devices.log").read_text()  # the table, not an error
+    assert done.stdout.rstrip().endswith("gpu_run: no step failed")
+
+
+def test_a_failing_and_a_hanging_step_cost_one_step_each_and_fail_the_run(tmp_path: Path) -> None:
+    fake = tmp_path / "python"
+    # a python that hangs on --version (the env step) and fails the rest at once
+    fake.write_text('#!/usr/bin/env bash\ncase "$*" in --version) sleep 30 ;; *) exit 3 ;; esac\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+
+    done = run(out, PYTHON=str(fake), ROOFLINE_RUN_BUDGET_S="18")
+
+    assert done.returncode == 1
+    steps = summary(out)
+    assert steps["env"] == "timed out (10 s)"  # python --version hangs: the step's own limit
+    assert steps["devices"].startswith("skipped: out of time (")  # 18 s budget less the 10 spent
+    assert steps["calibrate"] == "skipped: no GPU (ROOFLINE_RUN_GPU=0)"
+    assert "gpu_run: 1 step(s) failed or timed out" in done.stdout
+
+
+def test_a_failing_step_says_its_exit_status(tmp_path: Path) -> None:
+    fake = tmp_path / "python"
+    fake.write_text("#!/usr/bin/env bash\nexit 3\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+
+    done = run(out, PYTHON=str(fake))
+
+    assert done.returncode == 1
+    steps = summary(out)
+    assert steps["env"].startswith("failed (rc 1, ")
+    assert steps["devices"].startswith("failed (rc 3, ")
+
+
+@pytest.mark.parametrize(
+    ("out", "env", "message"),
+    [
+        (None, {}, "usage: bash benchmarks/gpu_run.sh OUT_DIR (or set OUT)"),
+        ("out", {"ROOFLINE_RUN_BUDGET_S": "7min"}, "ROOFLINE_RUN_BUDGET_S must be a whole number of seconds"),
+    ],
+)
+def test_bad_usage_is_exit_2(tmp_path: Path, out: str | None, env: dict[str, str], message: str) -> None:
+    done = run(tmp_path / out if out else None, **env)
+
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_the_script_has_no_syntax_error() -> None:
+    subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+
+
+@pytest.fixture
+def load(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], ModuleType]:
+    """A gpu_suite helper script as a module (its sys.path edits undone after the test)."""
+    monkeypatch.setattr(sys, "path", [*sys.path])
+
+    def loader(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(f"gpu_suite_{name}", SUITE / f"{name}.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, module)  # a dataclass looks its module up
+        spec.loader.exec_module(module)
+        return module
+
+    return loader
+
+
+NCU_HEADER = (
+    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+    "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value",
+)  # fmt: skip
+
+
+def ncu_row(launch: int, kernel: str, metric: str, unit: str, value: str) -> tuple[str, ...]:
+    where = ("4242", "python3.12", "127.0.0.1")
+    launch_config = ("1", "7", "(256, 1, 1)", "(2112, 1, 1)", "0", "9.0", "Command line profiler metrics")
+    return (str(launch), *where, kernel, *launch_config, f"dram__bytes_{metric}.sum", unit, value)
+
+
+def ncu_log() -> str:
+    """What ``ncu --csv --log-file`` writes: its progress lines, then every metric of every launch quoted."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerows([
+        NCU_HEADER,
+        ncu_row(0, "saxpy_vec4", "read", "byte", "67,108,864"),
+        ncu_row(0, "saxpy_vec4", "write", "byte", "1,024"),
+        ncu_row(1, "saxpy_vec4", "read", "Mbyte", "67.2"),  # the last launch counts, in any unit
+        ncu_row(1, "layernorm_fused(const float *, float *)", "read", "byte", "33,587,200"),
+    ])  # fmt: skip
+    progress = '==PROF== Connected to process 4242 (/usr/bin/python3.12)\n==PROF== Profiling "saxpy_vec4"\n'
+    return progress + buffer.getvalue()
+
+
+def test_ncus_csv_is_read_last_launch_per_kernel_in_bytes(load: Callable[[str], ModuleType]) -> None:
+    counts = load("ncu_bytes").parse(ncu_log())
+
+    assert counts == {
+        ("saxpy_vec4", "dram__bytes_read.sum"): pytest.approx(67.2e6),
+        ("saxpy_vec4", "dram__bytes_write.sum"): 1024.0,
+        ("layernorm_fused", "dram__bytes_read.sum"): 33_587_200.0,
+    }
+
+
+def test_the_json_check_flags_faster_than_light_and_a_missing_gpu_backend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    def record(name: str, attained: float, backend: str) -> dict[str, object]:
+        return {
+            "nodeid": f"t.py::{name}", "backend": backend, "cache_state": "warm", "memory_level": "dram",
+            "time_s": 1e-3, "attained": attained, "calibrated_floor_s": attained * 1e-3, "verdict": "pass",
+            "op": "copy", "params": {"n": 1000}, "dtype": "fp32", "peak_precision": "fp32",
+            "device": "h100-sxm",
+        }  # fmt: skip
+
+    check = load("check_json")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"measurements": [record("ok", 0.8, "cuda")]}))
+    fast = tmp_path / "fast.json"
+    fast.write_text(json.dumps({"measurements": [record("fast", 1.7, "cpu")]}))
+
+    assert check.main([str(good), "--require-backend", "cuda"]) == 0
+    assert check.main([str(fast), "--require-backend", "cuda"]) == 1
+    out = capsys.readouterr().out
+    assert "faster than light: fast attained 1.700 (judged)" in out
+    assert "no measurement was timed by the cuda backend: ['cpu']" in out
+    assert check.main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_json_check_holds_a_run_to_its_acceptance_bounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    check = load("check_json")
+    results = tmp_path / "suite.json"
+    record = {
+        "nodeid": "t.py::test_gemv[warm]", "backend": "cuda", "cache_state": "warm", "memory_level": "dram",
+        "time_s": 2e-3, "attained": 0.9, "calibrated_floor_s": 1.8e-3, "verdict": "pass", "op": "copy",
+        "params": {"n": 1000}, "dtype": "fp32", "peak_precision": "fp32", "device": "h100-sxm",
+    }  # fmt: skip
+    results.write_text(json.dumps({"measurements": [record]}))
+
+    assert check.main([str(results), "--expect", "test_gemv[warm]@calibrated=0.85..1.05"]) == 0
+    assert check.main([str(results), "--expect", "test_gemv[warm]@judged=0.95..1.0"]) == 1
+    assert check.main([str(results), "--expect", "test_gemv[warm]@level=l2"]) == 1
+    out = capsys.readouterr().out
+    assert "expected test_gemv[warm]@judged=0.95..1.0: judged attained 0.900" in out
+    assert "expected test_gemv[warm]@level=l2: judged against dram" in out
+    with pytest.raises(SystemExit) as exit_:
+        check.main([str(results), "--expect", "test_gemv within 5%"])
+    assert exit_.value.code == 2
