@@ -4,12 +4,11 @@ fp32 matrix op use TF32 tensor units."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from .core import Precision, Unit
 from .op_registry import OpError, OpSpec
 
-Math = Literal["tf32", "ieee"]
 MATH_MODES: tuple[str, ...] = ("ieee", "tf32")
 
 

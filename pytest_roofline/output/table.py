@@ -302,9 +302,6 @@ TABLE_COLUMNS: tuple[Column, ...] = (
 #: every column's name -> its header, in the table's order
 COLUMNS: dict[str, str] = {column.name: column.header for column in TABLE_COLUMNS}
 TABLE_HEADERS = tuple(COLUMNS.values())
-#: what a narrow terminal keeps first; the rest join, in this order, while the table fits
-ESSENTIAL = tuple(column.name for column in TABLE_COLUMNS if column.keep == 0)
-PRIORITY = (*ESSENTIAL, *(c.name for c in sorted(TABLE_COLUMNS, key=lambda c: c.keep) if c.keep))
 #: the op and test columns are shortened to no fewer characters than this to fit
 MIN_TEST_WIDTH = 20
 

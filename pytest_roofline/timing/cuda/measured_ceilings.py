@@ -18,7 +18,6 @@ MIN_COPY_BYTES = 512 * 2**20
 #: square matmul sizes for the FLOP/s ceilings, the best of which is kept: 4096 saturates most GPUs,
 #: 8192 the largest (and an 8192² fp64 operand is 512 MiB, within any datacenter GPU's memory)
 MATMUL_SIZES = (4096, 8192)
-MATMUL_N = MATMUL_SIZES[0]
 #: names how :func:`measure_ceilings` measures, in the calibration cache's key: change it with the method
 CEILINGS_METHOD = "matmul random best of 4096,8192; fp64 tensor from cc 8.0"
 
