@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model.core import CacheSize, Device
 from ..model.devices import describe_peaks
@@ -26,6 +26,9 @@ from ..model.measurement import Measurement
 from ..model.stats import Stats
 from ..model.verdict import Result, Verdict
 from .baseline import BaselineRecord, disturbed_by
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 #: a JSON object as ``json`` reads and writes it
 JsonObject = dict[str, Any]
@@ -78,9 +81,7 @@ class CeilingRecord:
     probe_wall_s: float
 
     def to_json(self) -> JsonObject:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["probe_rates"] = list(self.probe_rates)
-        return data
+        return _fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CeilingRecord:
@@ -360,18 +361,24 @@ def _comparable(record: MeasurementRecord) -> BaselineRecord:
 
 
 def _json_value(value: object) -> object:
-    """A record field's value as JSON: its verdict a string, its statistics and ceiling objects."""
+    """A record field's value as JSON: its verdict a string, its statistics, a nested record (a
+    ceiling, a device's peaks, levels and caches) and a tuple of them plain."""
     if isinstance(value, Verdict):
         return str(value)
     if isinstance(value, Stats):
         return _stats_json(value)
-    if isinstance(value, CeilingRecord):
+    if isinstance(value, _NESTED):
         return value.to_json()
     if isinstance(value, tuple):
-        return list(value)
+        return [item.to_json() if isinstance(item, _NESTED) else item for item in value]
     if isinstance(value, Mapping):
         return dict(value)
     return value
+
+
+def _fields_json(record: DataclassInstance) -> JsonObject:
+    """A nested record's fields, in their order, as JSON."""
+    return {f.name: _json_value(getattr(record, f.name)) for f in fields(record)}
 
 
 def _clocks_json(m: Measurement) -> JsonObject | None:
@@ -483,7 +490,7 @@ class PeakRecord:
     ridge: float = 0.0
 
     def to_json(self) -> JsonObject:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return _fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PeakRecord:
@@ -505,10 +512,7 @@ class LevelRecord:
     note: str = ""
 
     def to_json(self) -> JsonObject:
-        return {
-            "name": self.name, "capacity_bytes": self.capacity_bytes, "per_core": self.per_core,
-            "bandwidth": self.bandwidth, "source": self.source, "note": self.note,
-        }  # fmt: skip
+        return _fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelRecord:
@@ -532,10 +536,7 @@ class CacheRecord:
     note: str = ""
 
     def to_json(self) -> JsonObject:
-        return {
-            "name": self.name, "reported_bytes": self.reported_bytes, "effective_bytes": self.effective_bytes,
-            "per_core": self.per_core, "found": self.found, "note": self.note,
-        }  # fmt: skip
+        return _fields_json(self)
 
     def to_cache(self) -> CacheSize:
         level = self.name[1:]
@@ -616,13 +617,7 @@ class DeviceRecord:
         return f"{self.key}@{self.figures}"
 
     def to_json(self) -> JsonObject:
-        return {
-            "key": self.key, "figures": self.figures, "name": self.name, "kind": self.kind,
-            "bandwidth": self.bandwidth, "bandwidth_source": self.bandwidth_source,
-            "bandwidth_note": self.bandwidth_note, "llc_bytes": self.llc_bytes, "cores": self.cores,
-            "peaks": [p.to_json() for p in self.peaks], "levels": [level.to_json() for level in self.levels],
-            "notes": list(self.notes), "caches": [cache.to_json() for cache in self.caches],
-        }  # fmt: skip
+        return _fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DeviceRecord:
@@ -636,6 +631,10 @@ class DeviceRecord:
             notes=tuple(map(str, data.get("notes") or ())),
             caches=tuple(CacheRecord.from_json(cache) for cache in data.get("caches") or ()),
         )  # fmt: skip
+
+
+#: the records that nest in another, each its fields as JSON
+_NESTED = (CeilingRecord, PeakRecord, LevelRecord, CacheRecord)
 
 
 def as_device_record(device: DeviceRecord | Mapping[str, Any]) -> DeviceRecord:
