@@ -90,8 +90,8 @@ class CudaBackend:
     a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
     every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
     A hold behind which the host has queued no call for :data:`HOLD_WATCHDOG_S` is released by a
-    watchdog thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that window
-    ends: ``auto`` then times that kernel unheld, ``on`` raises.
+    watchdog thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that
+    window ends: ``auto`` then times that kernel unheld, ``on`` raises.
     """
 
     name = "cuda"

@@ -13,9 +13,8 @@ delay kernel shows how many calls of a kernel the launch queue takes while the G
 calls returned before the delay ended), and a hold takes no more than the most such a probe showed
 (:data:`UNPROVEN_HELD_CALLS` before one has, :data:`MAX_HELD_CALLS` at most). A hold the host does
 not release, with no call queued behind it for :data:`HOLD_WATCHDOG_S`, is released by a watchdog
-thread (:class:`HoldWatchdog`),
-and every window's hold is checked as it is released, so a kernel that waits for the GPU while held
-costs one short wait, not the GPU's timeout once per window.
+thread (:class:`HoldWatchdog`), and every window's hold is checked as it is released, so a kernel
+that waits for the GPU while held costs one short wait, not the GPU's timeout once per window.
 """
 
 from __future__ import annotations
@@ -418,9 +417,8 @@ def timeout_message(timeout_s: float) -> str:
         f"the blocking kernel's hold of the timing stream was not released by the host (after"
         f" {HOLD_WATCHDOG_S:g} s with no call queued a watchdog released it; the GPU gives up after"
         f" {timeout_s:g} s): while a window was queued the host waited for the GPU (a kernel that"
-        " synchronizes, e.g. .get(),"
-        " .item() or a device-wide sync, or more launches than the launch queue takes), so this run's"
-        " times are not the kernel's; time it unheld with"
+        " synchronizes, e.g. .get(), .item() or a device-wide sync, or more launches than the launch"
+        " queue takes), so this run's times are not the kernel's; time it unheld with"
         ' --roofline-cuda-block=off, or block="off" in its marker or roofline(...) call'
         ' (CudaBackend(block="off")), or let --roofline-cuda-block=auto find out'
     )
