@@ -421,23 +421,17 @@ class _Outputs:
     block its last call freed, still in the cache, and be written at the cache's speed: faster than
     the floor's DRAM. Kept, the block handed out is the one freed a cycle ago, out of the cache."""
 
-    __slots__ = ("_cycle_bytes", "_ring", "_sets")
+    __slots__ = ("_cycle_bytes", "_sets")
 
     def __init__(self, cycle_bytes: int, sets: int) -> None:
         self._cycle_bytes, self._sets = cycle_bytes, sets
-        self._ring: collections.deque[object] | None = None
 
-    def __call__(self, result: object) -> object:
-        ring = self._ring
-        if ring is None:  # the first call: how many of its results a cycle holds
-            nbytes = sum(map(nbytes_of, _arrays_returned(result)))
-            kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
-            ring = self._ring = collections.deque(maxlen=kept)
-        ring.append(result)  # and the one a cycle ago goes
-        return result
-
-    def clear(self) -> None:
-        self._ring = None
+    def ring_for(self, result: object) -> collections.deque[object]:
+        """The ring for results like the first call's: as many as a cycle holds (appending the newest
+        drops the one a cycle ago)."""
+        nbytes = sum(map(nbytes_of, _arrays_returned(result)))
+        kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
+        return collections.deque(maxlen=kept)
 
 
 def _arrays_returned(result: object) -> list[object]:
@@ -450,7 +444,7 @@ def _arrays_returned(result: object) -> list[object]:
 class _Rotating:
     """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
 
-    __slots__ = ("_gpu_arrays", "_next", "_outputs")
+    __slots__ = ("_gpu_arrays", "_keep", "_next", "_outputs")
 
     def __init__(
         self,
@@ -461,15 +455,24 @@ class _Rotating:
         self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
         #: the caller's arrays on a GPU, whose copies' memory goes back to it on release
         self._gpu_arrays = list(gpu_arrays)
-        #: what the calls returned, kept for a cycle (None: nothing kept)
+        #: how the calls' results are kept for a cycle (None: nothing kept)
         self._outputs = outputs if outputs is not None else _Outputs(0, 0)
+        #: keeps a result: sizes the ring on the first call, then the ring's own append (no Python
+        #: frame of ours inside a timed window)
+        self._keep: Callable[[object], None] = self._first_result
+
+    def _first_result(self, result: object) -> None:
+        self._keep = self._outputs.ring_for(result).append
+        self._keep(result)
 
     def __call__(self, *_: object) -> object:
-        return self._outputs(self._next()())
+        result = self._next()()
+        self._keep(result)
+        return result
 
     def release(self) -> None:
         self._next = _released
-        self._outputs.clear()
+        self._keep = self._first_result  # the kept results go with the ring
         release_device_memory(self._gpu_arrays)
 
 
@@ -496,7 +499,9 @@ class _Resetting(_Rotating):
             _released()
         turn = self._last = self._turn
         self._turn = (turn + 1) % len(self._calls)
-        return self._outputs(self._calls[turn]())
+        result = self._calls[turn]()
+        self._keep(result)
+        return result
 
     def reset(self) -> None:
         last, self._last = self._last, None
