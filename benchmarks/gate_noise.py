@@ -41,8 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, not installed
 
-from pytest_roofline.output.baseline import comparable, load_baseline  # noqa: E402
-from pytest_roofline.output.comparison import Change, compare_all  # noqa: E402
+from pytest_roofline.output.baseline import load_baseline  # noqa: E402
+from pytest_roofline.output.comparison import Change, RegressionRule  # noqa: E402
+from pytest_roofline.output.records import record_from_json  # noqa: E402
 
 SUITE = """
 import os
@@ -82,8 +83,9 @@ def run(folder: Path, slow: float, *extra: str) -> Path:
 def verdicts(baseline_path: Path, report: Path) -> dict[str, Change]:
     """What the gate said of each test of ``report`` against the baseline."""
     baseline = load_baseline(baseline_path)
-    records = [r for r in map(comparable, json.loads(report.read_text())["measurements"]) if r]
-    return {c.test: c.change for c in compare_all(baseline, records) if c.new is not None}
+    measured = (record_from_json(m).comparable for m in json.loads(report.read_text())["measurements"])
+    records = [r for r in measured if r]
+    return {c.test: c.change for c in RegressionRule().compare_all(baseline, records) if c.new is not None}
 
 
 def attained(report: Path) -> dict[str, float]:

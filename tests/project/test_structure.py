@@ -417,3 +417,23 @@ def test_a_test_file_is_short_enough_to_read() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"test files over {MAX_MODULE_LINES} lines (split them by concern): {long}"
+
+
+def test_every_name_a_benchmark_imports_from_the_package_is_there() -> None:
+    """The benchmarks run by hand, not in this suite: a name moved or gone would surface only when
+    someone next measures with them."""
+    missing = []
+    for path in sorted((TESTS.parent / "benchmarks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and not node.level
+                and (node.module or "").startswith(PACKAGE.name)
+            ):
+                module = import_module(node.module or "")
+                missing += [
+                    f"{path.name}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if not hasattr(module, alias.name) and f"{node.module}.{alias.name}" not in ALL
+                ]
+    assert not missing
