@@ -9,8 +9,9 @@ imports only pytest. Once it knows the plugin is off, it imports two light modul
 :mod:`.plugin.options` (the options to accept) and :mod:`.plugin.marker` (the marker's signature, and
 its reading for ``roofline.estimate``); importing them runs ``pytest_roofline/plugin/__init__.py``,
 which defines the plugin's hooks and, blocked, registers none. A ``roofline(...)`` call then imports
-the engine's call checks (:mod:`.timing.calls`), and ``roofline.estimate`` the model's floor
-(:mod:`.model.estimate`). None of these imports numpy.
+the engine's call checks (:mod:`.timing.calls`) and the plugin's split of its keywords
+(:mod:`.plugin.request`), and ``roofline.estimate`` the model's floor (:mod:`.model.estimate`). None
+of these imports numpy.
 """
 
 from __future__ import annotations
@@ -73,20 +74,28 @@ class Untimed:
         self,
         fn: Callable[..., object],
         *args: object,
+        op: str | None = None,
+        dtype: object = None,
+        min_fraction: float | None = None,
+        name: str | None = None,
         kwargs: Mapping[str, object] | None = None,
         setup: Callable[[], object] | None = None,
-        **ignored: Any,
+        **keywords: Any,
     ) -> None:
         __tracebackhide__ = True
         from .errors import RooflineError
-        from .timing.calls import SetupError, call_once, check_call
+        from .plugin.request import kernel_call
+        from .timing.calls import KernelCall, SetupError, call_once, check_call
 
         try:
             check_call(kwargs, setup)
+            # the keywords neither the op's nor the fixture's go to the kernel, as with the plugin
+            call = {"op": op} if op is not None else {}
+            _, kernel = kernel_call(self._item, KernelCall(fn, tuple(args), kwargs, setup), call, keywords)
         except RooflineError as exc:
             _fail(f"roofline: {exc}")
         try:
-            call_once(fn, args, kwargs, setup)  # the kernel's and setup's own errors pass unchanged
+            call_once(fn, args, kernel.kwargs, setup)  # the kernel's and setup's own errors pass unchanged
         except SetupError as exc:
             _fail(f"roofline: {exc}")
 

@@ -51,6 +51,23 @@ def test_with_the_plugin_off_the_marker_and_the_fixture_still_work(pytester: pyt
     assert "roofline report" not in result.stdout.str()
 
 
+
+@pytest.mark.parametrize("mode", [OFF, ("--roofline-mode=off",)], ids=["plugin-off", "mode-off"])
+def test_a_kernel_keyword_reaches_the_kernel_with_the_plugin_off_as_in_mode_off(
+    pytester: pytest.Pytester, mode: tuple[str, ...]
+) -> None:
+    pytester.makepyfile(
+        """
+import numpy as np
+
+def test_out(roofline):
+    x, y, z = np.ones(4), np.ones(4), np.zeros(4)
+    roofline(np.add, x, y, out=z, op="elementwise", n=4, inputs=2, name="add")
+    assert (z == 2).all()
+"""
+    )
+    pytester.runpytest_subprocess(*mode, "-p", "no:randomly").assert_outcomes(passed=1)
+
 def test_without_the_stub_the_plugin_off_breaks_strict_markers(pytester: pytest.Pytester) -> None:
     # what the stub is for: the marker is unknown, and the fixture is missing
     pytester.makepyfile(SUITE)
