@@ -54,7 +54,8 @@ class Gate:
                 self.notes.extend(f"roofline: {note}" for note in self._store.baseline.notes)
         if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
             self._baseline = _compared_baseline(settings.compare, self._store)
-            if reporting:
+            # a compared file that is the save's too had its notes said with the store's
+            if reporting and (self._store is None or self._baseline is not self._store.baseline):
                 self.notes.extend(f"roofline: {note}" for note in self._baseline.notes)
             if not settings.compare_interrupted:
                 try:

@@ -302,6 +302,7 @@ def test_a_history_longer_than_a_baseline_keeps_is_trimmed_with_a_word(rl: pytes
             " the oldest*"
         ]
     )
+    assert result.stdout.str().count("earlier runs a baseline keeps") == 1  # compared and saved: one file
     assert histories(path) == {"a": 7}
 
 
