@@ -173,25 +173,15 @@ class Devices:
             from ..machine.devicelock import DeviceLocks
 
             self._locks = DeviceLocks(self._run_id, note=self.notes.append)
-        if spec not in self._lock_keys:
-            index = self.gpu_index(spec)  # the controller's: workers that see one GPU each all call it 0
-            self._lock_keys[spec] = f"cuda{index}" if index is not None else lock_key(spec)
+        if spec not in self._lock_keys:  # by the controller's index: workers that see one GPU all call it 0
+            self._lock_keys[spec] = lock_key(spec, self.gpu_index(spec))
         return measuring_alone(self._locks.hold(self._lock_keys[spec]))
 
     def gpu_index(self, spec: str) -> int | None:
         """The index of the GPU ``spec`` measures on, as the run numbers its GPUs (a spread worker's
         one GPU by the controller's index); None for the CPU and for a device only a hook knows."""
-        from ..model.devices import DeviceError
-
-        try:
-            target = target_of(spec)
-        except DeviceError:
-            return None
-        if target.kind == "cpu" or target.index is None:
-            return None
-        if self._worker_gpu is not None and target.index == 0:
-            return self._worker_gpu
-        return target.index
+        index = local_gpu(spec)
+        return self._worker_gpu if index == 0 and self._worker_gpu is not None else index
 
     def builtin_device(self, spec: str) -> Device:
         target = target_of(spec)
@@ -278,17 +268,18 @@ def local_gpu(spec: str) -> int | None:
     return target.index if target.kind != "cpu" and target.local else None
 
 
-def lock_key(spec: str) -> str:
-    """What ``spec`` measures on, as a device lock's name: ``cpu``, ``cuda<N>`` or the spec itself."""
+def lock_key(spec: str, gpu: int | None) -> str:
+    """What ``spec`` measures on, as a device lock's name: ``cuda<gpu>`` (``gpu`` as the run numbers
+    its GPUs), ``cpu``, or the spec itself."""
     from ..model.devices import DeviceError
 
+    if gpu is not None:
+        return f"cuda{gpu}"
     try:
         target = target_of(spec)
     except DeviceError:  # a device only a plugin's hook knows
         return spec.strip().lower()
-    if target.kind == "cpu":
-        return "cpu"
-    return f"cuda{target.index}" if target.index is not None else target.spec
+    return "cpu" if target.kind == "cpu" else target.spec
 
 
 def names_a_table_device(spec: str) -> bool:
