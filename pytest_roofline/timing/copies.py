@@ -290,9 +290,10 @@ def release_device_memory(arrays: Sequence[object]) -> None:
     and PyTorch's pools keep freed blocks, which the other library (and the next test) cannot use."""
     cupy_gpus = sorted({gpu for a in arrays if (gpu := gpu_of(a)) is not None and not is_torch(a)})
     if cupy_gpus and (cupy := sys.modules.get("cupy")):
-        for gpu in cupy_gpus:  # the default pool frees the current device's blocks only
-            with cupy.cuda.Device(gpu):
-                cupy.get_default_memory_pool().free_all_blocks()
+        from .cuda.memory import free_cached_blocks
+
+        for gpu in cupy_gpus:
+            free_cached_blocks(cupy, gpu)
     if any(gpu_of(a) is not None and is_torch(a) for a in arrays) and (torch := sys.modules.get("torch")):
         torch.cuda.empty_cache()
 

@@ -17,12 +17,13 @@ def available_memory(*, proc: Path = PROC, cgroup_root: Path = CGROUP_ROOT) -> i
     """Bytes this process may still allocate: the smaller of ``MemAvailable`` and its cgroup's room;
     None when neither can be read (not Linux)."""
     figures = [
-        figure for figure in (_mem_available(proc), _cgroup_room(proc, cgroup_root)) if figure is not None
+        figure for figure in (mem_available(proc), _cgroup_room(proc, cgroup_root)) if figure is not None
     ]
     return min(figures) if figures else None
 
 
-def _mem_available(proc: Path) -> int | None:
+def mem_available(proc: Path = PROC) -> int | None:
+    """The kernel's ``MemAvailable``, in bytes; None where it cannot be read."""
     try:
         for line in (proc / "meminfo").read_text(encoding="ascii").splitlines():
             if line.startswith("MemAvailable:"):

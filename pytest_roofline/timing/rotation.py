@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, flat, scan_call
 from .arrays import gpu_of, is_array, nbytes_of
 from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memory, settle, units_of
+from .host_memory import mem_available
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.base import Kernel
@@ -378,13 +379,9 @@ def free_memory(on_device: bool) -> int | None:
     """Bytes free on the host (``MemAvailable``) or on the current GPU (through the framework already
     loaded); None when it cannot be told."""
     if not on_device:
-        try:
-            with open("/proc/meminfo", encoding="ascii") as meminfo:
-                for line in meminfo:
-                    if line.startswith("MemAvailable:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, ValueError, IndexError):
-            pass
+        available = mem_available()
+        if available is not None:
+            return available
         try:
             return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (AttributeError, OSError, ValueError):
