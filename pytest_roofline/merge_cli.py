@@ -14,11 +14,7 @@ import argparse
 import os
 from typing import Any
 
-from .errors import RooflineUsageError
-
-
-class MergeUsageError(RooflineUsageError, ValueError):
-    """A mistake in ``roofline merge``'s command line: one line, exit 2."""
+from .errors import InvalidValueError
 
 
 def add_parser(commands: Any) -> None:
@@ -67,7 +63,7 @@ def run(args: argparse.Namespace) -> str:
     outputs = [("-o", args.output), ("--save", args.save), ("--markdown", args.markdown)]
     _check_outputs([(flag, path) for flag, path in outputs if path], args.shards)
     if args.save is None and (args.accept or args.threshold is not None):
-        raise MergeUsageError("--accept and --threshold judge what --save saves: give --save BASELINE.json")
+        raise InvalidValueError("--accept and --threshold judge what --save saves: give --save BASELINE.json")
     merged = merge_shards(args.shards)
     store = read_store(args.save) if args.save else None  # before writing anything: refused, untouched
     write_json_atomic(args.output, merged.payload())
@@ -101,8 +97,8 @@ def _check_outputs(outputs: list[tuple[str, str]], shards: list[str]) -> None:
     for flag, path in outputs:
         reason = problem(path)
         if reason:
-            raise MergeUsageError(f"{flag} {path}: cannot write it: {reason}")
+            raise InvalidValueError(f"{flag} {path}: cannot write it: {reason}")
         real = os.path.realpath(path)
         if real in seen and (os.path.isfile(real) or not os.path.exists(real)):  # not /dev/stdout
-            raise MergeUsageError(f"{flag} {path} is also {seen[real]}: give each file a path of its own")
+            raise InvalidValueError(f"{flag} {path} is also {seen[real]}: give each file a path of its own")
         seen[real] = flag

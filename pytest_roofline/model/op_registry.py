@@ -345,9 +345,10 @@ def register_op(
             )
         spec = name
     else:
-        for keyword in fields.keys() - (_spec.__kwdefaults__ or {}):
-            known = [*(_spec.__kwdefaults__ or {}), "replace"]
-            raise OpError(f"register_op has no keyword {keyword!r}{did_you_mean(keyword, known)}")
+        known = [*(_spec.__kwdefaults__ or {}), "replace"]
+        unknown = sorted(fields.keys() - set(known))
+        if unknown:
+            raise OpError(f"register_op has no keyword {unknown[0]!r}{did_you_mean(unknown[0], known)}")
         spec = _spec(name, params, cost, **fields)
     _check_spec(spec, replace)
     _REGISTRY[spec.name] = spec
