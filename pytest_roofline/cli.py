@@ -387,14 +387,14 @@ def _plot(args: argparse.Namespace) -> str:
 
     check_path(args.output)
     require_matplotlib()
-    from .llm_cli import is_step_file, plot_step
+    from .llm_cli import is_step, plot_step
 
-    if is_step_file(args.results):  # `roofline llm --json`'s output: one step's ops at their floors
+    data = read_json(args.results, "results")
+    if is_step(data):  # `roofline llm --json`'s output: one step's ops at their floors
         if args.baseline:
             raise CliError(f"--baseline: {args.results} is one roofline llm step, which has no baseline")
-        return plot_step(args.results, args.output)
+        return plot_step(cast("dict[str, Any]", data), args.results, args.output)
     where = f"results {args.results}"
-    data = read_json(args.results, "results")
     parse_baseline(data, where, args.results)  # every fault in the file, named, before drawing
     data = cast("dict[str, Any]", data)  # parse_baseline refused anything else
     try:

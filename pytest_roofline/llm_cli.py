@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .model import units
@@ -259,23 +258,17 @@ def draw_step(data: dict[str, Any], path: str) -> str:
     return str(draw(points, data["devices"], path, title=title))
 
 
-def is_step_file(path: str) -> bool:
-    """Whether ``path`` holds ``roofline llm --json``'s output (anything unreadable is for the
-    caller's own reading to name)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return False
+def is_step(data: object) -> bool:
+    """Whether ``data`` (a decoded JSON file) is ``roofline llm --json``'s output."""
     return isinstance(data, dict) and data.get("schema") == SCHEMA
 
 
-def plot_step(path: str, output: str) -> str:
-    """``roofline plot STEP.json -o OUT``: a saved step drawn as ``--plot`` draws it; a field it
-    needs that is missing or of the wrong kind is an LlmError naming it."""
+def plot_step(data: dict[str, Any], path: str, output: str) -> str:
+    """``roofline plot STEP.json -o OUT``: a saved step (``data``, read from ``path``) drawn as
+    ``--plot`` draws it; a field it needs that is missing or of the wrong kind is an LlmError naming it."""
     from .output.plot import PlotError, check_devices
 
     where = f"{path} (roofline llm --json)"
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
     for key in ("model", "phase", "device"):
         if not isinstance(data.get(key), str):
             raise LlmError(f"{where}: {key!r} must be a string; got {data.get(key)!r}")
