@@ -50,7 +50,6 @@ from .cpu_ceilings import (
 from .files import cache_dir, can_lock, lock, open_lock_file
 
 if TYPE_CHECKING:
-    from ..timing.host_caches import CacheInfo
     from .cpupeak import CpuPeak
 
 __all__ = [
@@ -218,8 +217,10 @@ def _with_capacities(ceilings: Ceilings) -> Ceilings:
     from .cachelevels import level_details, rates_from_details
     from .capacity import capacities_from_details, capacity_details
 
+    if capacities_from_details(ceilings.details):  # swept already: no need to read the OS's levels
+        return ceilings
     caches = cpu_caches()
-    if not caches or capacities_from_details(ceilings.details):
+    if not caches:
         return ceilings
     swept = measure_capacities(caches)
     confirmed = {cache.name for cache in swept.caches if cache.sizing_bytes == cache.reported_bytes}
@@ -245,16 +246,6 @@ def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
         return ceilings
     details = {**ceilings.details, **level_details({**rates, **measure_level_rates(missing)})}
     return dataclasses.replace(ceilings, details=details)
-
-
-def _usable_caches(ceilings: Ceilings) -> tuple[CacheInfo, ...]:
-    """The cache levels a warm measurement may be served by, at the size this process sees them; the
-    sizes sysfs says where the calibration has no sweep."""
-    from ..timing.host_caches import cpu_caches
-    from .capacity import capacities_from_details, usable_caches
-
-    found = capacities_from_details(ceilings.details)
-    return usable_caches(found) if found else cpu_caches()
 
 
 def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[], Ceilings]:
@@ -342,13 +333,17 @@ def _cpu_device(ceilings: Ceilings) -> Device:
         note = "fp32's matmul figure, not measured (numpy has no faster path for narrower formats)"
         for precision in _NARROW:
             peaks.setdefault((precision, Unit.VECTOR), Figure(fp32.value, Source.DERIVED, note))
+    from ..timing.host_caches import cpu_caches
     from .cachelevels import levels_of, rates_from_details
-    from .capacity import capacities_from_details
+    from .capacity import capacities_from_details, usable_caches
 
     name = cpu_model_name()
     rates = rates_from_details(ceilings.details)
-    levels = levels_of(_usable_caches(ceilings), rates, dram=ceilings.bandwidth.value)
     caches = capacities_from_details(ceilings.details)
+    # the levels a warm measurement may be served by, at the sizes this process sees (sysfs's where
+    # the calibration has no sweep)
+    served_by = usable_caches(caches) if caches else cpu_caches()
+    levels = levels_of(served_by, rates, dram=ceilings.bandwidth.value)
     return Device(
         key="cpu",
         name=name,
