@@ -103,13 +103,15 @@ def run(args: argparse.Namespace) -> str:
     device = resolve_device(args.device, measure=True)  # the user named it: measure the CPU if need be
     rows = floors(ops, device)
     summary = step_summary(config, options, rows, device)
+    if not (args.plot or args.json):
+        return format_step(rows, summary)
     data = step_json(rows, summary, device)
     wrote = f"roofline: wrote {draw_step(data, args.plot)}" if args.plot else ""
     if args.json:
         if wrote:  # stdout is the JSON's alone
             print(wrote, file=sys.stderr)
         return json.dumps(data, indent=2)
-    return format_step(rows, summary) + (f"\n{wrote}" if wrote else "")
+    return f"{format_step(rows, summary)}\n{wrote}"
 
 
 def floors(ops: list[StepOp], device: Device) -> list[Row]:
