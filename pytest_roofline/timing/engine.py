@@ -433,16 +433,12 @@ def _warm_up(
         if rounds == 1 and cut and not floor_fits(elapsed, cost_s, policy.max_time_s):
             first_s, deciding = window, True
             if calls < cycle:  # the next call may be a sample: on a copy out of the cache
-                _flush_alone(backend)
-                flushed_for_cycle, cycle = True, 0
-                policy = dataclasses.replace(policy, warmup_calls=DEFAULT_POLICY.warmup_calls)
+                policy, flushed_for_cycle, cycle = _flushed_for_cycle(backend, policy, calls), True, 0
             continue
         if rounds > 1 and calls < cycle:
             rest_s = (cycle - calls) * max(per_call_s, cost_s)
             if _flush_instead(backend, rest_s, policy.warmup_s - elapsed, policy.max_time_s):
-                _flush_alone(backend)
-                flushed_for_cycle, cycle = True, 0
-                policy = dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
+                policy, flushed_for_cycle, cycle = _flushed_for_cycle(backend, policy, calls), True, 0
                 elapsed = backend.clock() - start
                 if elapsed >= policy.warmup_s:
                     return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
@@ -453,6 +449,13 @@ def _warm_up(
                 # never run much past the warm-up time: a 2 s kernel warms up in 2 calls
                 size = min(size, ceil_count((policy.warmup_s - elapsed) / per_call_cost))
             size = max(size, policy.warmup_calls - calls, 1)
+
+
+def _flushed_for_cycle(backend: Backend, policy: Policy, calls: int) -> Policy:
+    """One flush in place of the rest of rotation's untimed cycle; the warm-up's policy then wants no
+    more calls than it has made, or the default's."""
+    _flush_alone(backend)
+    return dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
 
 
 def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_time_s: float) -> bool:
