@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 MIN_TIME_FROM_S = 10e-6
 
 
-#: a tight spread over fewer samples is luck, not precision
-_MIN_PRECISION_SAMPLES = MIN_PRECISION_SAMPLES
 #: a planned round aims this much past the samples the interval is predicted to need
 _ROUND_MARGIN = 1.1
 #: rounds grow the sample count by at least this fraction (fewer, cheaper checks) and at most double it
@@ -195,7 +193,7 @@ class Sampler:
         )
 
     def _stop(self, n: int, stats: Stats) -> StopReason | None:
-        if stats.n >= _MIN_PRECISION_SAMPLES and stats.ci_rel <= self.policy.target_rel_ci:
+        if stats.n >= MIN_PRECISION_SAMPLES and stats.ci_rel <= self.policy.target_rel_ci:
             return StopReason.PRECISION
         if n >= self.policy.max_samples:
             return StopReason.MAX_SAMPLES
@@ -301,7 +299,7 @@ class _Readings:
     wait_share: list[float]
 
 
-def _trusted(samples: list[float], clean: list[float], *, floor: int = _MIN_PRECISION_SAMPLES) -> list[float]:
+def _trusted(samples: list[float], clean: list[float], *, floor: int = MIN_PRECISION_SAMPLES) -> list[float]:
     """The unpreempted samples while there are enough of them (at least half, and ``floor``), else all."""
     if len(clean) == len(samples) or len(clean) < max(floor, len(samples) / 2):
         return samples
@@ -321,7 +319,7 @@ def _next_round(n: int, ci_rel: float, elapsed_s: float, policy: Policy, *, shor
     if short_s > 0 and elapsed_s > 0:  # the rest of the minimum span, at what samples have cost
         wanted = max(wanted, ceil_count(short_s * n / elapsed_s))
     size = min(max(wanted, math.ceil(n * _MIN_ROUND_GROWTH)), n)
-    return max(size, _MIN_PRECISION_SAMPLES - n, 0)
+    return max(size, MIN_PRECISION_SAMPLES - n, 0)
 
 
 def ceil_count(x: float) -> int:
