@@ -434,7 +434,7 @@ def calibrate_cuda(
         base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build,
         complete=with_capacity,
     )  # fmt: skip
-    roof = cuda_l2_roof(index, cache_dir=directory, measure=l2_fn, force=force, reset=reset)
+    roof = cuda_l2_roof(index, cache_dir=directory, measure=l2_fn, force=force, reset=reset, device=base)
     levels = gpu_l2_levels(calibration.device, roof or (kept[0] if kept else None))
     return dataclasses.replace(calibration, device=dataclasses.replace(calibration.device, levels=levels))
 
@@ -446,16 +446,18 @@ def cuda_l2_roof(
     measure: Callable[[int], Figure] | None = None,
     force: bool = False,
     reset: bool = False,
+    device: Device | None = None,
 ) -> Figure | None:
     """The L2 roof of GPU ``index`` (bytes/s), from a cache file of its own, one per GPU model, CuPy
     version and method; measured with ``measure`` (``timing.l2.measure_l2_roof`` with the caller's
     blocking setting) when the file has none, or when ``force`` (keeping the better of the two) or
     ``reset`` asks. None for a GPU whose L2 size is unknown, or when there is none and nothing to
-    measure it with."""
+    measure it with. ``device``: what the driver says of GPU ``index``, where the caller asked it
+    already."""
     from ..timing.cuda.device import cuda_device
     from ..timing.l2 import L2_METHOD
 
-    base = cuda_device(index)
+    base = device if device is not None else cuda_device(index)
     if not base.llc_bytes:
         return None
     key: dict[str, object] = {**_gpu_identity(base), "method": L2_METHOD}
