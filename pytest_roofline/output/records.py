@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -41,29 +41,42 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _float(value: object, default: float = 0.0) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _optional_float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+#: how a record reads a field of each type from JSON: a value missing, null or of another kind reads as
+#: "not known" (the field's :data:`_UNKNOWN`, else empty, zero or False); ``... | None`` fields of a
+#: plain type are taken as written
+_READ_AS: dict[str, Callable[[Any, Any], object]] = {
+    "str": lambda value, unknown: str(value or unknown or ""),
+    "int": lambda value, unknown: int(value or unknown or 0),
+    "float": lambda value, unknown: float(value) if _number(value) else unknown or 0.0,
+    "float | None": lambda value, _: float(value) if _number(value) else None,
+    "bool": lambda value, _: value is True,
+    "tuple[float, ...]": lambda value, _: tuple(map(float, value or ())),
+    "JsonObject | None": lambda value, _: dict(value) if isinstance(value, Mapping) else None,
+    "str | None": lambda value, _: value,
+    "int | None": lambda value, _: value,
+}
+#: what a field an older version did not write reads as, where that is not empty, zero or False
+_UNKNOWN: dict[str, object] = {
+    "bound": "memory", "stat": "median", "mode": "enforce", "memory_level": "dram", "calls_per_sample": 1,
+    "measurements": 1, "speed": 1.0, "share_of_best": 1.0, "found": "knee",
+}  # fmt: skip
+
+
+def _read_fields(cls: type[DataclassInstance], data: Mapping[str, Any], **read: object) -> dict[str, Any]:
+    """The arguments that make a ``cls`` of ``data``: ``read`` as given, each other field by the rule of
+    its type (:data:`_READ_AS`)."""
+    for f in fields(cls):
+        if f.init and f.name not in read:
+            read[f.name] = _READ_AS[str(f.type)](data.get(f.name), _UNKNOWN.get(f.name))
+    return read
 
 
 def _optional_index(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _optional_json(value: object) -> JsonObject | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def _stats_json(stats: Stats) -> JsonObject:
-    """The statistics of a measurement's trusted samples (seconds per call), as JSON."""
-    return {f.name: getattr(stats, f.name) for f in fields(stats)}
-
-
-def _stats_from_json(data: Mapping[str, Any]) -> Stats:
-    return Stats(int(data.get("n") or 0), *(_float(data.get(f.name)) for f in fields(Stats)[1:]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +98,8 @@ class CeilingRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CeilingRecord:
-        return cls(
-            resource=str(data.get("resource", "")), value=_float(data.get("value")),
-            calibrated=_float(data.get("calibrated")), speed=_float(data.get("speed"), 1.0),
-            share_of_best=_float(data.get("share_of_best"), 1.0), ci_rel=_float(data.get("ci_rel")),
-            probe=str(data.get("probe", "")), probe_rates=tuple(map(float, data.get("probe_rates") or ())),
-            probe_wall_s=_float(data.get("probe_wall_s")),
-        )  # fmt: skip
+        resource, probe = str(data.get("resource", "")), str(data.get("probe", ""))
+        return cls(**_read_fields(cls, data, resource=resource, probe=probe))
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,51 +308,22 @@ class MeasurementRecord:
         """A measured record of a JSON file (schema 1 or 2) or a report; a field an older version did
         not write takes the value that means "not known"."""
         peak_precision = data.get("peak_precision", data.get("precision"))  # schema 1's name
-        ceiling, stats = data.get("ceiling"), data.get("stats")
-        history = data.get("history")
-        return cls(
-            nodeid=str(data["nodeid"]), name=str(data.get("name") or ""), label=str(data.get("label") or ""),
-            op=str(data.get("op") or ""), shape=str(data.get("shape") or ""),
-            params=dict(data.get("params") or {}), dtype=str(data.get("dtype") or peak_precision or ""),
-            peak_precision=str(peak_precision or ""), unit=str(data.get("unit") or ""),
-            flops=_float(data.get("flops")), bytes=_float(data.get("bytes")),
-            intensity=_optional_float(data.get("intensity")), ridge=_optional_float(data.get("ridge")),
-            bound=str(data.get("bound") or "memory"), compute_s=_optional_float(data.get("compute_s")),
-            memory_s=_float(data.get("memory_s")), floor_s=_float(data.get("floor_s")),
-            peak_flops=_optional_float(data.get("peak_flops")), peak_source=data.get("peak_source"),
-            bandwidth=_float(data.get("bandwidth")), bandwidth_source=str(data.get("bandwidth_source") or ""),
-            time_s=_float(data.get("time_s")), stat=str(data.get("stat") or "median"),
-            attained=_optional_float(data.get("attained")), min_fraction=_float(data.get("min_fraction")),
-            verdict=Verdict(data.get("verdict", Verdict.PASS)), remeasured=data.get("remeasured") is True,
-            mode=str(data.get("mode") or "enforce"), device=str(data.get("device") or ""),
+        ceiling, stats, history = data.get("ceiling"), data.get("stats"), data.get("history")
+        device_from = data.get("device_from")
+        return cls(**_read_fields(
+            cls, data, nodeid=str(data["nodeid"]), params=dict(data.get("params") or {}),
+            dtype=str(data.get("dtype") or peak_precision or ""), peak_precision=str(peak_precision or ""),
+            verdict=Verdict(data.get("verdict", Verdict.PASS)),
             device_name=str(data.get("device_name") or data.get("device") or ""),
-            device_figures=data.get("device_figures"), backend=str(data.get("backend") or ""),
-            flushed=data.get("flushed") is True, stop_reason=str(data.get("stop_reason") or ""),
-            calls_per_sample=int(data.get("calls_per_sample") or 1), wall_s=_float(data.get("wall_s")),
-            measurements=int(data.get("measurements") or 1),
-            attained_ci_rel=_float(data.get("attained_ci_rel")), verdict_reason=data.get("verdict_reason"),
-            calibrated_floor_s=_optional_float(data.get("calibrated_floor_s")),
-            latency_floor_s=_optional_float(data.get("latency_floor_s")),
-            latency_bound=data.get("latency_bound") is True, cache=str(data.get("cache") or ""),
             # a file older than cache states: a flushed measurement was a cold one
             cache_state=str(data.get("cache_state") or ("cold" if data.get("flushed") else "warm")),
-            memory_level=str(data.get("memory_level") or "dram"), cold_method=data.get("cold_method"),
-            rotation_copies=data.get("rotation_copies"), low_confidence=data.get("low_confidence") is True,
             budget_note=data.get("budget_note") or None,
-            excluded_samples=int(data.get("excluded_samples") or 0),
-            transient_samples=int(data.get("transient_samples") or 0),
             ceiling=CeilingRecord.from_json(ceiling) if isinstance(ceiling, Mapping) else None,
-            stats=_stats_from_json(stats) if isinstance(stats, Mapping) else None,
-            samples_s=tuple(map(float, data.get("samples_s") or ())),
-            contention=_optional_json(data.get("contention")), clocks=_optional_json(data.get("clocks")),
-            diagnosis=_optional_json(data.get("diagnosis")), threads=data.get("threads"),
-            thread_wait_share=_optional_float(data.get("thread_wait_share")),
-            xfailed=data.get("xfailed") is True,
+            stats=Stats(**_read_fields(Stats, stats)) if isinstance(stats, Mapping) else None,
             history=tuple(map(float, history)) if isinstance(history, list) else None,
             device_index=_optional_index(data.get("device_index")),
-            device_from=data.get("device_from") if isinstance(data.get("device_from"), str) else None,
-            inferred=_optional_json(data.get("inferred")),
-        )  # fmt: skip
+            device_from=device_from if isinstance(device_from, str) else None,
+        ))  # fmt: skip
 
 
 def _comparable(record: MeasurementRecord) -> BaselineRecord:
@@ -365,8 +344,8 @@ def _json_value(value: object) -> object:
     ceiling, a device's peaks, levels and caches) and a tuple of them plain."""
     if isinstance(value, Verdict):
         return str(value)
-    if isinstance(value, Stats):
-        return _stats_json(value)
+    if isinstance(value, Stats):  # the statistics of the trusted samples (seconds per call)
+        return _fields_json(value)
     if isinstance(value, _NESTED):
         return value.to_json()
     if isinstance(value, tuple):
@@ -494,10 +473,8 @@ class PeakRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PeakRecord:
-        return cls(
-            str(data.get("precision", "")), str(data.get("unit", "")), _float(data.get("flops")),
-            str(data.get("source") or ""), str(data.get("note") or ""), _float(data.get("ridge")),
-        )  # fmt: skip
+        precision, unit = str(data.get("precision", "")), str(data.get("unit", ""))
+        return cls(**_read_fields(cls, data, precision=precision, unit=unit))
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,10 +493,7 @@ class LevelRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelRecord:
-        return cls(
-            str(data.get("name", "")), int(data.get("capacity_bytes") or 0), _float(data.get("bandwidth")),
-            data.get("per_core") is True, str(data.get("source") or ""), str(data.get("note") or ""),
-        )  # fmt: skip
+        return cls(**_read_fields(cls, data, name=str(data.get("name", ""))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,11 +523,8 @@ class CacheRecord:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CacheRecord:
         effective = data.get("effective_bytes")
-        return cls(
-            str(data.get("name", "")), int(data.get("reported_bytes") or 0),
-            int(effective) if isinstance(effective, int) and not isinstance(effective, bool) else None,
-            data.get("per_core") is True, str(data.get("found") or "knee"), str(data.get("note") or ""),
-        )  # fmt: skip
+        effective = int(effective) if isinstance(effective, int) and not isinstance(effective, bool) else None
+        return cls(**_read_fields(cls, data, name=str(data.get("name", "")), effective_bytes=effective))
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,16 +592,13 @@ class DeviceRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DeviceRecord:
-        return cls(
-            key=str(data.get("key", "")), figures=str(data.get("figures") or ""),
-            name=str(data.get("name") or data.get("key") or ""), kind=str(data.get("kind") or ""),
-            bandwidth=_float(data.get("bandwidth")), bandwidth_source=str(data.get("bandwidth_source") or ""),
-            bandwidth_note=str(data.get("bandwidth_note") or ""), llc_bytes=data.get("llc_bytes"),
-            cores=data.get("cores"), peaks=tuple(PeakRecord.from_json(p) for p in data.get("peaks") or ()),
+        return cls(**_read_fields(
+            cls, data, key=str(data.get("key", "")), name=str(data.get("name") or data.get("key") or ""),
+            peaks=tuple(PeakRecord.from_json(p) for p in data.get("peaks") or ()),
             levels=tuple(LevelRecord.from_json(level) for level in data.get("levels") or ()),
             notes=tuple(map(str, data.get("notes") or ())),
             caches=tuple(CacheRecord.from_json(cache) for cache in data.get("caches") or ()),
-        )  # fmt: skip
+        ))  # fmt: skip
 
 
 #: the records that nest in another, each its fields as JSON
