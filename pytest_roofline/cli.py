@@ -550,6 +550,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .llm_cli import add_parser as add_llm
+    from .merge_cli import add_parser as add_merge
+    from .merge_cli import threshold_option
+
     parser = _Parser(prog="roofline", description="Speed-of-light estimates and device ceilings.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     floor = commands.add_parser(
@@ -592,7 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("old", help="the baseline: a --roofline-json or --roofline-save file")
     compare.add_argument("new", help="the run to judge against it")
     compare.add_argument(
-        "--threshold", type=_threshold, default=0.1, metavar="DROP",
+        "--threshold", type=threshold_option, default=0.1, metavar="DROP",
         help="the drop of attained that is a regression, as 10%% or 0.1 (default: 10%%)",
     )  # fmt: skip
     compare.add_argument(
@@ -651,9 +655,6 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--dtype", help="the data's dtype, for --op (or dtype=... among its parameters)")
     analyze.add_argument("--json", action="store_true", help="print JSON instead of text")
     analyze.set_defaults(run=_analyze)
-    from .llm_cli import add_parser as add_llm
-    from .merge_cli import add_parser as add_merge
-
     add_llm(commands)
     selfcheck = commands.add_parser(
         "selfcheck",
@@ -677,15 +678,6 @@ def _selfcheck(args: argparse.Namespace) -> tuple[str, int]:
     from .machine.selfcheck import selfcheck
 
     return selfcheck(args.device, json_path=args.json, fake=args.fake)
-
-
-def _threshold(text: str) -> float:
-    from .output.comparison import parse_threshold
-
-    try:
-        return parse_threshold(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _negative_values(argv: Sequence[str]) -> list[str]:

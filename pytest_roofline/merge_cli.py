@@ -35,7 +35,7 @@ def add_parser(commands: Any) -> None:
         help="with --save: let a measurement that regressed replace its baseline record (default: refused)",
     )  # fmt: skip
     merge.add_argument(
-        "--threshold", type=_threshold, default=None, metavar="DROP",
+        "--threshold", type=threshold_option, default=None, metavar="DROP",
         help="with --save: the drop of attained that is a regression, as 10%% or 0.1 (default: 10%%)",
     )  # fmt: skip
     merge.add_argument(
@@ -44,7 +44,8 @@ def add_parser(commands: Any) -> None:
     merge.set_defaults(run=run)
 
 
-def _threshold(text: str) -> float:
+def threshold_option(text: str) -> float:
+    """The ``--threshold`` of ``merge`` and ``compare``: a bad drop is argparse's error, said in one line."""
     from .output.comparison import parse_threshold
 
     try:
