@@ -250,7 +250,7 @@ def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[st
     (every measured row checked, and its history trimmed to the :data:`HISTORY_RUNS` a baseline
     keeps), and how many histories were trimmed. :class:`BaselineError` names the first fault."""
     if not isinstance(data, dict):
-        raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {_kind(data)} at the top)")
+        raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {json_kind(data)} at the top)")
     schema = data.get("schema")
     if schema not in READABLE_SCHEMAS:
         readable = ", ".join(map(str, READABLE_SCHEMAS))
@@ -260,13 +260,13 @@ def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[st
         )
     measurements = data.get("measurements")
     if not isinstance(measurements, list):
-        raise BaselineError(f"{where}: 'measurements' must be a list; got {_kind(measurements)}")
+        raise BaselineError(f"{where}: 'measurements' must be a list; got {json_kind(measurements)}")
     rows: list[dict[str, Any]] = []
     at: dict[StoreKey, int] = {}
     trimmed = 0
     for index, row in enumerate(measurements):
         if not isinstance(row, dict):
-            raise BaselineError(f"{where}: measurement {index} is a {_kind(row)}, not an object")
+            raise BaselineError(f"{where}: measurement {index} is a {json_kind(row)}, not an object")
         if row.get("verdict") != _UNMEASURED:
             _check_record(row, f"{where}: measurement {index}")
             if len(row.get("history") or ()) >= HISTORY_RUNS:  # a hand-made file, or an older version's
@@ -386,7 +386,8 @@ def _expected(kind: type | tuple[type, ...]) -> str:
     return "number" if isinstance(kind, tuple) else "string"
 
 
-def _kind(value: object) -> str:
+def json_kind(value: object) -> str:
+    """A decoded JSON value's kind as a message names it: ``object``, ``list``, ``string``, ``null``."""
     return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
         type(value), type(value).__name__
     )

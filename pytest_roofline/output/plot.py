@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from ..errors import RooflineUsageError
 from ..machine import files
 from ..model import units
+from .baseline import json_kind
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -116,10 +117,10 @@ def check_devices(devices: object) -> list[Record]:
     """``devices`` as a report holds them, if each has what its panel draws; PlotError naming the first
     fault otherwise (a device is no measurement to leave out: its panel's every point would go too)."""
     if not isinstance(devices, list | tuple):
-        raise PlotError(f"'devices' must be a list of objects; got a {_kind(devices)}")
+        raise PlotError(f"'devices' must be a list of objects; got a {json_kind(devices)}")
     for index, device in enumerate(devices):
         if not isinstance(device, Mapping):
-            raise PlotError(f"device {index} is a {_kind(device)}, not an object")
+            raise PlotError(f"device {index} is a {json_kind(device)}, not an object")
         if "key" not in device:
             raise PlotError(f"device {index}: no 'key' field")
         named = f"device {index} ({device['key']})"
@@ -160,11 +161,6 @@ def _number(value: object) -> TypeGuard[float]:
 
 def _positive(value: object) -> bool:
     return _number(value) and value > 0
-
-
-def _kind(value: object) -> str:
-    kinds = {dict: "object", list: "list", str: "string", type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
 
 
 def draw(
