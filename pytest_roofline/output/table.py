@@ -203,20 +203,14 @@ def bound_cell(record: MeasurementRecord) -> str:
     return record.bound
 
 
-def machine_cell(record: MeasurementRecord | Mapping[str, Any]) -> str:
+def machine_cell(record: MeasurementRecord) -> str:
     """``62% of best`` (the probe beside the kernel against the best it has shown), and the
     contention the OS reported when it was more than quiet."""
-    if isinstance(record, MeasurementRecord):
-        share = record.ceiling.share_of_best if record.ceiling is not None else None
-        level = record.contention_level
-    else:  # a JSON record's two fields
-        share = (record.get("ceiling") or {}).get("share_of_best")
-        level = (record.get("contention") or {}).get("level")
     parts = []
-    if share is not None:
-        parts.append(f"{units.percent(share)} of best")
-    if level not in (None, "quiet"):
-        parts.append(str(level))
+    if record.ceiling is not None:
+        parts.append(f"{units.percent(record.ceiling.share_of_best)} of best")
+    if record.contention_level not in (None, "quiet"):
+        parts.append(str(record.contention_level))
     return ", ".join(parts)
 
 

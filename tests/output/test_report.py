@@ -242,16 +242,17 @@ def test_the_table_is_plain_text() -> None:
 
 
 def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
-    assert machine_cell({"ceiling": None, "contention": None}) == ""
-    assert (
-        machine_cell({"ceiling": {"share_of_best": 0.62}, "contention": {"level": "quiet"}})
-        == "62.0% of best"
-    )
-    assert machine_cell({"ceiling": {"share_of_best": 0.5}, "contention": {"level": "heavy"}}) == (
-        "50.0% of best, heavy"
-    )
-    # an inconclusive row shows the interval of attained next to it
     record = result_record(a_result("gemm", 2e-3, M=1000, N=1000, K=1000), nodeid="t.py::t", mode="enforce")
+
+    def cell(ceiling: JsonObject | None, contention: JsonObject | None) -> str:
+        return machine_cell(
+            MeasurementRecord.from_json({**record, "ceiling": ceiling, "contention": contention})
+        )
+
+    assert cell(None, None) == ""
+    assert cell({"share_of_best": 0.62}, {"level": "quiet"}) == "62.0% of best"
+    assert cell({"share_of_best": 0.5}, {"level": "heavy"}) == "50.0% of best, heavy"
+    # an inconclusive row shows the interval of attained next to it
     record.update(attained_ci_rel=0.04)
     assert table_rows([record])[0][9] == "100.0% ±4%"
 
