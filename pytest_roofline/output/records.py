@@ -411,11 +411,8 @@ class SkippedRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SkippedRecord:
-        return cls(
-            nodeid=str(data["nodeid"]), label=str(data.get("label") or data.get("op") or ""),
-            reason=str(data.get("reason") or ""), name=str(data.get("name") or ""),
-            xfailed=data.get("xfailed") is True,
-        )  # fmt: skip
+        label = str(data.get("label") or data.get("op") or "")
+        return cls(**_read_fields(cls, data, nodeid=str(data["nodeid"]), label=label))
 
 
 #: a row of the report: a measurement, or a test that measured nothing
