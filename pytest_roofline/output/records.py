@@ -68,7 +68,7 @@ _UNKNOWN: dict[str, object] = {
 
 def _read_fields(cls: type[DataclassInstance], data: Mapping[str, Any], **read: object) -> dict[str, Any]:
     """The arguments that make a ``cls`` of ``data``: ``read`` as given, each other field by the rule of
-    its type (:data:`_READ_AS`)."""
+    its type (:data:`_READ_AS`; a field of a type with no rule there needs its own, in ``read``)."""
     for f in fields(cls):
         if f.init and f.name not in read:
             read[f.name] = _READ_AS[str(f.type)](data.get(f.name), _UNKNOWN.get(f.name))
