@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import RooflineUsageError
 
@@ -359,7 +359,7 @@ def _check_record(record: Mapping[str, Any], where: str) -> None:
     if record["verdict"] not in verdicts:
         raise BaselineError(f"{named}: 'verdict' is {record['verdict']!r}, not one of {', '.join(verdicts)}")
     history = record.get("history", [])
-    if not isinstance(history, list) or not all(_positive(a) for a in history):
+    if not isinstance(history, list) or not all(positive_number(a) for a in history):
         raise BaselineError(f"{named}: 'history' is {_short(history)}, not a list of positive numbers")
     if not all(low <= a <= high for a in history):
         raise BaselineError(
@@ -373,13 +373,19 @@ def _short(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-1]}"
 
 
-def _positive(value: object) -> bool:
+def finite_number(value: object) -> TypeGuard[float]:
+    """Whether a JSON value is a finite number (a bool is none; an integer too large for a float is
+    not finite, where ``math.isfinite`` would raise OverflowError)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False
     try:
-        return math.isfinite(value) and value > 0
-    except OverflowError:  # an integer too large for a float
+        return math.isfinite(value)
+    except OverflowError:
         return False
+
+
+def positive_number(value: object) -> bool:
+    return finite_number(value) and value > 0
 
 
 def _expected(kind: type | tuple[type, ...]) -> str:

@@ -20,12 +20,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RooflineUsageError
 from ..machine import files
 from ..model import units
-from .baseline import json_kind
+from .baseline import finite_number, json_kind, positive_number
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -125,15 +125,17 @@ def check_devices(devices: object) -> list[Record]:
             raise PlotError(f"device {index}: no 'key' field")
         named = f"device {index} ({device['key']})"
         bandwidth = device.get("bandwidth")
-        if not _positive(bandwidth):
-            raise PlotError(f"{named}: 'bandwidth' is {bandwidth!r}; it must be a positive number")
+        if not positive_number(bandwidth):
+            raise PlotError(f"{named}: 'bandwidth' is {units.brief(bandwidth)}; it must be a positive number")
         peaks = device.get("peaks")
         if not isinstance(peaks, list) or not all(isinstance(p, Mapping) for p in peaks):
             raise PlotError(f"{named}: 'peaks' is {peaks!r}; it must be a list of objects")
         for peak in peaks:
             flops = peak.get("flops")
-            if not _number(flops) or flops < 0:
-                raise PlotError(f"{named}: a peak's 'flops' is {flops!r}; it must be a number, 0 or more")
+            if not finite_number(flops) or flops < 0:
+                raise PlotError(
+                    f"{named}: a peak's 'flops' is {units.brief(flops)}; it must be a number, 0 or more"
+                )
         levels = device.get("levels") or []
         if not isinstance(levels, list) or not all(isinstance(level, Mapping) for level in levels):
             raise PlotError(f"{named}: 'levels' is {levels!r}; it must be a list of objects")
@@ -147,20 +149,12 @@ def fault(record: Record) -> str | None:
         if name not in record:
             return f"no {name!r} field"
     flops = record["flops"]
-    if not _number(flops) or flops < 0:
-        return f"'flops' is {flops!r}; it must be a number, 0 or more"
+    if not finite_number(flops) or flops < 0:
+        return f"'flops' is {units.brief(flops)}; it must be a number, 0 or more"
     for name in ("bytes", "time_s", "size"):  # size: roofline llm's, by the op's share of the step
-        if name in record and not _positive(record[name]):
-            return f"{name!r} is {record[name]!r}; it must be a positive number"
+        if name in record and not positive_number(record[name]):
+            return f"{name!r} is {units.brief(record[name])}; it must be a positive number"
     return None
-
-
-def _number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _positive(value: object) -> bool:
-    return _number(value) and value > 0
 
 
 def draw(
@@ -403,7 +397,7 @@ def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float
     dashed beside DRAM's."""
     judged = {r.get("memory_level") for r in records if r.get("cache_state") == "warm"}
     for level in device.get("levels") or ():
-        if level.get("name") not in judged or not _positive(level.get("bandwidth")):
+        if level.get("name") not in judged or not positive_number(level.get("bandwidth")):
             continue
         bandwidth = float(level["bandwidth"])
         ax.plot(

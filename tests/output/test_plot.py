@@ -267,6 +267,10 @@ BAD_DEVICE = {**DEVICE, "bandwidth": 0}
         ({"devices": [BAD_DEVICE]}, "device 0 (cpu): 'bandwidth' is 0; it must be a positive number"),
         ({"devices": [{**DEVICE, "bandwidth": "fast"}]},
          "device 0 (cpu): 'bandwidth' is 'fast'; it must be a positive number"),
+        ({"devices": [{**DEVICE, "bandwidth": 10**400}]},  # too large for a float: no OverflowError
+         "device 0 (cpu): 'bandwidth' is 1.00e+400; it must be a positive number"),
+        ({"devices": [{**DEVICE, "peaks": [{"flops": -(10**400)}]}]},
+         "device 0 (cpu): a peak's 'flops' is -1.00e+400; it must be a number, 0 or more"),
         ({"devices": [{**DEVICE, "peaks": None}]},
          "device 0 (cpu): 'peaks' is None; it must be a list of objects"),
         ({"devices": [{k: v for k, v in DEVICE.items() if k != "key"}]}, "device 0: no 'key' field"),
