@@ -70,9 +70,9 @@ def pytest_configure(config: pytest.Config) -> None:
     check_peaks_kind(settings, device_hooks=served)
     # a LIST against the GPUs seen; not in a worker, which sees only its own: the controller checked
     if isinstance(settings.gpus, tuple) and not hasattr(config, "workerinput"):
-        from .gpus import check_gpus_setting
+        from .gpus import check_gpus
 
-        check_gpus_setting(settings.gpus, origin=settings.origins.get("gpus", "--roofline-gpus"))
+        check_gpus(settings.gpus, origin=settings.origins.get("gpus", "--roofline-gpus"))
     if _needs_session_now(config, settings):
         session_of(config).devices.check_session_device()
 

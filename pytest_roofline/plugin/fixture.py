@@ -158,8 +158,7 @@ class Roofline:
         measurer = self._measurer
         with failing_the_test(RooflineError):
             request = measurer.resolve(self._item, given(dict(params, op=op, dtype=dtype)))
-            floor = measurer.estimate(request, measuring=False)
-        return floor
+            return measurer.estimate(request)
 
     @property
     def device(self) -> Device:

@@ -38,7 +38,8 @@ class Gate:
         self.rule = RegressionRule(settings.regression, settings.compare_across_devices)
         #: whether this process shows the run (not a pytest-xdist worker)
         self._reporting = reporting
-        self._baseline: Baseline | None = None
+        #: the baseline of --roofline-compare, None without one
+        self.baseline: Baseline | None = None
         self.comparisons: list[Comparison] = []
         #: errors writing the outputs, shown with the summary (the run's status turns to failed)
         self.errors: list[str] = []
@@ -53,19 +54,15 @@ class Gate:
             if self._store is not None:
                 self.notes.extend(f"roofline: {note}" for note in self._store.baseline.notes)
         if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
-            self._baseline = _compared_baseline(settings.compare, self._store)
+            self.baseline = _compared_baseline(settings.compare, self._store)
             # a compared file that is the save's too had its notes said with the store's
-            if reporting and (self._store is None or self._baseline is not self._store.baseline):
-                self.notes.extend(f"roofline: {note}" for note in self._baseline.notes)
+            if reporting and (self._store is None or self.baseline is not self._store.baseline):
+                self.notes.extend(f"roofline: {note}" for note in self.baseline.notes)
             if not settings.compare_interrupted:
                 try:
-                    refuse_interrupted(self._baseline, "--roofline-compare-interrupted")
+                    refuse_interrupted(self.baseline, "--roofline-compare-interrupted")
                 except BaselineError as exc:
                     raise pytest.UsageError(str(exc)) from None
-
-    @property
-    def baseline(self) -> Baseline | None:
-        return self._baseline
 
     def check(self, record: MeasurementRecord) -> None:
         """Fail the current test if ``record`` regressed against its baseline record."""

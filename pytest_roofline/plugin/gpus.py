@@ -61,26 +61,6 @@ def visible_entries(count: int, environ: Mapping[str, str]) -> list[str]:
     return entries[:count]
 
 
-def describe_seen(count: int, environ: Mapping[str, str]) -> str:
-    """``GPUs seen: 0, 1 (CUDA_VISIBLE_DEVICES=2,3)``, for messages."""
-    seen = ", ".join(map(str, range(count))) if count else "none (CuPy missing or no GPU)"
-    narrowed = f" ({VISIBLE}={environ[VISIBLE]})" if VISIBLE in environ else ""
-    return f"GPUs seen: {seen}{narrowed}"
-
-
-def check_gpus(gpus: str | tuple[int, ...], count: int, *, origin: str, environ: Mapping[str, str]) -> None:
-    """A usage error naming ``--roofline-gpus`` LIST's first index that is not a GPU seen here."""
-    if isinstance(gpus, str):
-        return
-    missing = [i for i in gpus if i >= count]
-    if missing:
-        text = ",".join(map(str, gpus))
-        raise pytest.UsageError(
-            f"{origin} {text}: no GPU {missing[0]} here; {describe_seen(count, environ)}; give indices"
-            " of those, all, or none"
-        )
-
-
 def count_gpus() -> int:
     """The GPUs this process sees, numbered as CUDA numbers them (``CUDA_VISIBLE_DEVICES`` applied),
     at no cost to a run on a machine without them: through CuPy when something has loaded it
@@ -108,11 +88,19 @@ def count_gpus() -> int:
     return count.value
 
 
-def check_gpus_setting(gpus: str | tuple[int, ...], *, origin: str) -> None:
-    """``--roofline-gpus`` LIST against the GPUs this process sees (the controller, or a serial run:
-    a worker sees only its own); only a LIST is checked, so a run that gives none counts nothing."""
-    if not isinstance(gpus, str):
-        check_gpus(gpus, count_gpus(), origin=origin, environ=os.environ)
+def check_gpus(gpus: tuple[int, ...], *, origin: str) -> None:
+    """A usage error naming ``--roofline-gpus`` LIST's first index that is not a GPU this process sees
+    (the controller, or a serial run: a worker sees only its own)."""
+    count = count_gpus()
+    missing = [i for i in gpus if i >= count]
+    if missing:
+        text = ",".join(map(str, gpus))
+        seen = ", ".join(map(str, range(count))) if count else "none (CuPy missing or no GPU)"
+        narrowed = f" ({VISIBLE}={os.environ[VISIBLE]})" if VISIBLE in os.environ else ""
+        raise pytest.UsageError(
+            f"{origin} {text}: no GPU {missing[0]} here; GPUs seen: {seen}{narrowed}; give indices"
+            " of those, all, or none"
+        )
 
 
 @dataclass(slots=True)
@@ -149,10 +137,8 @@ def spread_workers(
     seen = count()
     if seen == 0:
         return spread  # a machine without GPUs: nothing to say
-    # a LIST was checked at configure; "all" is every GPU seen
-    chosen = list(range(seen)) if isinstance(gpus, str) else [i for i in gpus if i < seen]
-    if not chosen:
-        return spread
+    # a LIST was checked at configure (:func:`check_gpus`); "all" is every GPU seen
+    chosen = list(range(seen)) if isinstance(gpus, str) else list(gpus)
     entries = visible_entries(seen, environ)
     placed: dict[int, list[str]] = {}
     kept: list[str] = []

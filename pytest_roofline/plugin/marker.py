@@ -122,11 +122,11 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
         from ..model.core import parse_dtype
 
         spec.check_dtype(parse_dtype(keywords["dtype"]))
-    _check_together(item, args)
+    _check_together(item, args, spec)
     return args
 
 
-def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
+def _check_together(item: pytest.Item, marker: MarkerArgs, spec: OpSpec | None) -> None:
     """What the marker and the test's parametrize values say together, before the test body runs.
 
     ``math`` against a parametrized dtype (a marker's own is checked with its keywords). And once
@@ -145,12 +145,10 @@ def _check_together(item: pytest.Item, marker: MarkerArgs) -> None:
         except ValueError:
             precision = None  # a parametrize value the call may still replace: the call checks it
         check_math(marker.keywords["math"], precision)
-    if marker.op is None:
+    if spec is None:
         return
     from ..model.op_registry import check_params
-    from ..model.ops import get_op
 
-    spec = get_op(marker.op)
     given = located(item, spec.name, {**op_params(spec, parametrized), **marker.params})
     required = [p.name for p in spec.params if p.required] or list(spec.param_names)
     if all(name in given for name in required):

@@ -2,8 +2,8 @@
 
 Every parser raises :class:`argparse.ArgumentTypeError`, which pytest turns into a usage error
 (exit 4) naming the option. :func:`resolve_setting` is the one precedence chain, command line >
-ini > default; a marker's keywords go over all three, test by test (``session.py``). No hooks
-here: ``plugin.py`` declares the options from :data:`SETTINGS`.
+ini > default; a marker's keywords go over all three, test by test (``request.py``). No hooks
+here: the plugin's ``__init__.py`` declares the options from :data:`SETTINGS`.
 """
 
 from __future__ import annotations

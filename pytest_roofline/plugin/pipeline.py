@@ -19,7 +19,6 @@ from ..errors import InvalidValueError, RooflineError
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..machine.cpupeak import CpuPeak
     from ..model.core import Device, Estimate
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
@@ -83,7 +82,9 @@ def measure_call(
         device = devices.device(request.device_spec)
         est = estimate_of(request, device)
         backend = devices.backend(request.device_spec, device)
+    from ..machine.cpupeak import cpu_peak
     from ..model.verdict import decide
+    from ..timing import backend_latency
     from ..timing.base import HostReadings
     from ..timing.cache import plan_cache
     from ..timing.engine import measuring_alone
@@ -92,10 +93,11 @@ def measure_call(
     # timing at once would each slow the other's kernel, and a rotation's copies must outlive it
     with measuring_alone() as waited:
         if request.cache == "warm":
-            est = _warm_estimate(est, request.device_spec, devices, failing_the_test)
+            with failing_the_test(RooflineError):
+                est = warm_floor(est, devices.with_cache_levels(request.device_spec))
         on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
         reference = _probe_reference(est, devices, state) if on_cpu else None
-        peak = _cpu_peak() if on_cpu and est.device.kind == "cpu" else None
+        peak = cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # the copies, warm-up, probes, sampling, a re-measure: one window of the device's, so that
         # copies made for one worker's kernel never run beside another's timing
         with devices.measuring(request.device_spec):
@@ -116,7 +118,9 @@ def measure_call(
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
-                        latency_floor_s = _latency_floor_s(backend, flushed=plan.flush, budget_s=budget_s)
+                        latency_floor_s = backend_latency.latency_floor_s(
+                            backend, flushed=plan.flush, budget_s=budget_s
+                        )
                     result = decide(
                         est,
                         measure_once,
@@ -150,14 +154,6 @@ def measure_call(
             " up for it, and `roofline calibrate --force` measures it again",
         )
     return result
-
-
-def _warm_estimate(est: Estimate, spec: str, devices: Devices, failing_the_test: Failing) -> Estimate:
-    """:func:`warm_floor` on the device of ``spec``, with the roofs of its cache levels."""
-    __tracebackhide__ = True
-    with failing_the_test(RooflineError):
-        device = devices.with_cache_levels(spec)
-    return warm_floor(est, device)
 
 
 def warm_floor(est: Estimate, device: Device) -> Estimate:
@@ -238,20 +234,7 @@ def _probe_reference(est: Estimate, devices: Devices, state: RunState) -> ProbeR
     return cpu_calibration().probes.get(resource_of(est))
 
 
-def _cpu_peak() -> CpuPeak | None:
-    from ..machine.cpupeak import cpu_peak
-
-    return cpu_peak()
-
-
 # - what a backend can do beyond timing: asked of the backend at hand -
-
-
-def _latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float | None = None) -> float:
-    """What an empty call costs on the backend's timer (:func:`..timing.backend_latency.latency_floor_s`)."""
-    from ..timing.backend_latency import latency_floor_s
-
-    return latency_floor_s(backend, flushed=flushed, budget_s=budget_s)
 
 
 def _prepare_flush(backend: Backend, bandwidth: float) -> None:
@@ -302,11 +285,11 @@ def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractC
     cannot take one is a ValueError naming both."""
     from ..timing.base import TakesStreams
 
-    if stream is None or not isinstance(backend, TakesStreams):
-        if stream is not None:
-            raise InvalidValueError(
-                f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
-                " which times no CUDA stream"
-            )
+    if stream is None:
         return lambda _: contextlib.nullcontext()
+    if not isinstance(backend, TakesStreams):
+        raise InvalidValueError(
+            f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
+            " which times no CUDA stream"
+        )
     return backend.on_stream

@@ -72,10 +72,9 @@ def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy
     """The measurement policy: the call's and the marker's keywords over the session's settings."""
     from ..model.policy import Policy
 
-    s = settings
     return Policy(
-        stat=keywords.get("stat", s.stat),
-        max_time_s=float(keywords.get("max_time", s.max_time)),
+        stat=keywords.get("stat", settings.stat),
+        max_time_s=float(keywords.get("max_time", settings.max_time)),
     )
 
 
@@ -107,7 +106,7 @@ def resolve(
     infer: bool = True,
 ) -> Request:
     """Call keywords over the marker over parametrize values over session settings; a dtype given
-    nowhere is read from the ``kernel``'s arguments (:func:`_dtype_of_arguments`). With no op, the
+    nowhere is read from the ``kernel``'s arguments (:func:`dtype_of_arguments`). With no op, the
     op is inferred from the kernel's call (:func:`_inferred`), unless ``infer`` is false (mode off,
     which estimates nothing: the request's op is then ``auto``).
 
@@ -123,16 +122,15 @@ def resolve(
             f"@pytest.mark.{MARKER}(op, ...) (`roofline ops` lists them)"
         )
     from ..model.ops import get_op
-    from ..model.verdict import check_fraction
 
     parametrized = parametrize_values(item)
     own = {k: call.pop(k) for k in KEYWORDS if k in call}
     keywords = overlay(marker.keywords, own)
+    dtype = keywords.get("dtype", parametrized.get("dtype"))
     inference = None
     if op is None:
         params = {**marker.params, **call}
         check_no_op_params(params, f"{FIXTURE}(...) with no op")
-        dtype = keywords.get("dtype", parametrized.get("dtype"))
         if infer and kernel is not None:
             inference = _inferred(kernel, params, dtype)
             op, params, dtype = inference.op, dict(inference.params), dtype or inference.dtype
@@ -146,11 +144,10 @@ def resolve(
         # here too for mode off, which estimates nothing; before the dtype, which a misspelled
         # parameter gone to the kernel would otherwise hide
         check_op_params(op, params, complete=True, forwarded=kernel.forwarded if kernel is not None else ())
-        dtype = keywords.get("dtype", parametrized.get("dtype"))
         if dtype is None:
             dtype = dtype_of_arguments(op, kernel)
     check_keywords({**keywords, "dtype": dtype} if dtype is not None else keywords)
-    min_fraction = check_fraction(keywords.get("min_fraction", settings.min_fraction))
+    min_fraction = float(keywords.get("min_fraction", settings.min_fraction))
     cache, cache_asked = cache_of(settings, keywords, own)
     placement = None
     if kernel is not None:

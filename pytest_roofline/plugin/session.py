@@ -91,7 +91,7 @@ class RooflineSession:
 
     def skip_absent_devices(self, items: list[pytest.Item]) -> None:
         """A test whose marker names a device that is not on this machine is skipped, with the reason
-        (``plugin.py`` calls this at the end of collection, after -k and -m have deselected).
+        (the plugin calls this at the end of collection, after -k and -m have deselected).
 
         Skipped through a mark, so pytest reports the test's own location; a marker with a mistake
         is left to :meth:`pytest_runtest_setup`, which fails the test with the message.

@@ -576,10 +576,10 @@ def test_report_mode_measures_a_miss_once_and_enforce_twice(pytester: pytest.Pyt
 def test_the_latency_floor_is_judged_unless_switched_off(
     rl: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], ini: str, judged: bool
 ) -> None:
-    import pytest_roofline.plugin.pipeline
+    from pytest_roofline.timing import backend_latency
 
     # an empty call on this timer costs 9 ms, above the fake copy's roofline floor
-    monkeypatch.setattr(pytest_roofline.plugin.pipeline, "_latency_floor_s", lambda backend, **how: 9e-3)
+    monkeypatch.setattr(backend_latency, "latency_floor_s", lambda backend, **how: 9e-3)
     rl.makepyfile(test_setting=MISS)
     if ini:
         rl.makeini(f"[pytest]\n{ini}\n")
