@@ -71,10 +71,6 @@ def nvcc_or_raise() -> str:
     return nvcc
 
 
-def default_cache_dir() -> Path:
-    return files.cache_dir() / "kernels"
-
-
 def _cache_key(source: str, arch: str, options: Sequence[str], nvcc: str) -> str:
     stat = os.stat(nvcc)
     ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
@@ -94,7 +90,7 @@ def compile_source(
     directory of your own in tests.
     """
     nvcc = nvcc_or_raise()
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = Path(cache_dir) if cache_dir is not None else files.cache_dir() / "kernels"
     entry = directory / _cache_key(source, arch, options, nvcc)
     cached = _read_cache(entry, arch)
     if cached is not None:

@@ -17,7 +17,7 @@ Entry points: :func:`diagnose` ``(result_or_standing, facts) -> Diagnosis``; a D
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidTypeError
@@ -79,10 +79,9 @@ class Standing:
     @classmethod
     def of_result(cls, result: Result) -> Standing:
         est = result.estimate
-        base = cls.of_estimate(est)
         time_s = result.time_s
-        return cls(
-            **{name: getattr(base, name) for name in _BASE_FIELDS},
+        return replace(
+            cls.of_estimate(est),
             attained=result.attained,
             time_s=time_s,
             bandwidth_fraction=(est.bytes / time_s) / est.bandwidth if time_s > 0 else None,
@@ -102,9 +101,6 @@ class Standing:
             )
         ridge = "" if self.ridge is None else f" against a ridge of {units.intensity(self.ridge)}"
         return f"{self.op} is {self.bound}-bound ({units.intensity(self.intensity)} FLOP/B{ridge})"
-
-
-_BASE_FIELDS = ("op", "bound", "dtype", "unit", "intensity", "ridge", "floor_s", "gpu", "tensor_available")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,22 +163,6 @@ def fp64_promotion(s: Standing | None, facts: Facts) -> Cause | None:
     )
 
 
-def _strided(s: Standing | None, facts: Facts, kind: str) -> tuple[list[StaticFacts], int, str] | None:
-    if s is not None and s.bound != "memory":
-        return None
-    culprits = [f for f in facts if any(a.kind == kind for a in f.strided)]
-    if not culprits:
-        return None
-    accesses = [a for f in culprits for a in f.strided if a.kind == kind]
-    strides = {a.stride for a in accesses}
-    moved = (
-        "a stride set at run time (a kernel parameter times threadIdx.x)"
-        if None in strides
-        else f"{max(s for s in strides if s is not None)} B"
-    )
-    return culprits, len(accesses), moved
-
-
 def uncoalesced_stores(s: Standing | None, facts: Facts) -> Cause | None:
     """Global stores whose neighbouring threads write far apart (a naive transpose's scatter)."""
     return _uncoalesced(
@@ -207,11 +187,20 @@ def _uncoalesced(
     s: Standing | None, facts: Facts, kind: str, rule: str, fix: str, weight: int
 ) -> Cause | None:
     """The cause both uncoalesced rules give: the strided accesses of ``kind``, cited."""
-    found = _strided(s, facts, kind)
-    if found is None:
+    if s is not None and s.bound != "memory":
         return None
-    culprits, n, moved = found
+    culprits = [f for f in facts if any(a.kind == kind for a in f.strided)]
+    if not culprits:
+        return None
+    accesses = [a for f in culprits for a in f.strided if a.kind == kind]
+    strides = {a.stride for a in accesses}
+    moved = (
+        "a stride set at run time (a kernel parameter times threadIdx.x)"
+        if None in strides
+        else f"{max(s for s in strides if s is not None)} B"
+    )
     lead = s.regime() + ", and " if s is not None else ""
+    n = len(accesses)
     fact = f"{lead}{n} global {kind}(s) in {_names(culprits)} move {moved} from one thread to the next"
     return Cause(rule, fact, fix, weight)
 

@@ -454,9 +454,7 @@ def facts_for(
     try:
         for k in kernels:
             facts.extend(_one(k, arch, block, cache_dir))
-    except ToolchainUnavailable as exc:
-        return Unavailable(str(exc))
-    except (CompileError, KernelFactsError, ArchError) as exc:
+    except (ToolchainUnavailable, CompileError, KernelFactsError, ArchError) as exc:
         return Unavailable(str(exc))
     return tuple(facts)
 

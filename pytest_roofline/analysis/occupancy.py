@@ -155,14 +155,6 @@ class Occupancy:
         """Active warps over the SM's maximum: the theoretical occupancy."""
         return self.active_warps / self.max_warps_per_sm
 
-    def describe(self) -> str:
-        each = ", ".join(f"{name} {n}" for name, n in self.limits)
-        return (
-            f"{self.blocks_per_sm} blocks/SM x {self.warps_per_block} warps = {self.active_warps} of "
-            f"{self.max_warps_per_sm} warps ({self.fraction:.0%}), limited by {self.limiter} "
-            f"(blocks/SM by {each})"
-        )
-
     def to_record(self) -> dict[str, object]:
         return {
             "arch": self.arch,

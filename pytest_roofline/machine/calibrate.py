@@ -6,9 +6,6 @@ once, measure and write it. The CPU is measured with numpy (:mod:`.cpu_ceilings`
 that breaks a sanity rule is taken once more, with a :class:`RooflineWarning`), a GPU by the CUDA
 backend (:func:`calibrate_cuda`). :func:`cpu_device` is this CPU, calibrated once per process;
 :func:`format_calibration` (:mod:`.calibration_report`) is what ``roofline calibrate`` prints.
-
-The names that lived here before the split (the cache file's, the CPU measurement's) are still
-importable from this module.
 """
 
 from __future__ import annotations
@@ -132,15 +129,14 @@ def _calibrate(
         except CorruptCache as exc:
             _warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
             cached = None
-        if cached is not None and complete is not None and (completed := complete(cached)) is not cached:
-            written = write_ceilings(
+        if cached is not None:
+            completed = cached if complete is None else complete(cached)
+            written = completed is cached or write_ceilings(
                 path, ceilings_payload(kind, key, completed, time.perf_counter() - start)
             )
             return Calibration(
                 build(completed), path if written else None, True, time.perf_counter() - start, cached.probes
             )
-        if cached is not None:
-            return Calibration(build(cached), path, True, time.perf_counter() - start, cached.probes)
     with _exclusive(path.with_name(f".{path.stem}.lock")):
         previous = None
         with contextlib.suppress(CorruptCache):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..model.core import Device, Figure, Precision, Unit
 from ..model.devices import GB, describe_cache, describe_peaks
-from .cpu_ceilings import size_text
+from .cachelevels import size_text
 
 if TYPE_CHECKING:
     from .calibration_cache import Calibration

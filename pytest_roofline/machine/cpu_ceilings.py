@@ -55,6 +55,7 @@ from ..errors import InvalidValueError
 from ..model.core import Figure, Precision, Source, Unit
 from ..model.devices import GB, MiB
 from ..model.paired_ceilings import BANDWIDTH, RESOURCES, ProbeReference
+from .cachelevels import size_text
 from .calibration_cache import Ceilings, plain_rate
 
 if TYPE_CHECKING:
@@ -75,7 +76,6 @@ __all__ = [
     "array_bytes_for",
     "measure_cpu",
     "sanity_problems",
-    "size_text",
 ]
 
 #: wall-time budget of a CPU calibration, in seconds; the first run of every kernel is always taken
@@ -117,8 +117,8 @@ def measure_cpu(
     """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy (see the
     module docstring).
 
-    ``caches`` are the levels sysfs lists (default: :func:`.cachelevels.cpu_caches`), the first guess
-    of the capacity sweep ``sweep(caches)`` (default: :func:`.cachelevels.measure_capacities`);
+    ``caches`` are the levels sysfs lists (default: :func:`..timing.host_caches.cpu_caches`), the
+    first guess of the capacity sweep ``sweep(caches)`` (default: :func:`.cachelevels.measure_capacities`);
     ``available()`` the memory the process may still take (default:
     :func:`..timing.host_memory.available_memory`). ``array_bytes`` defaults to 4× the effective
     last-level cache, within memory (:func:`array_bytes_for`); ``matmul_n`` to a size chosen so one
@@ -145,10 +145,8 @@ def measure_cpu(
     from ..timing import probes as probe_kernels
 
     free = available or available_memory
-    if sweep is None:
-        swept = measure_capacities(cpu_caches() if caches is None else caches, clock=clock, available=free)
-    else:
-        swept = sweep(cpu_caches() if caches is None else caches)
+    levels = cpu_caches() if caches is None else caches
+    swept = measure_capacities(levels, clock=clock, available=free) if sweep is None else sweep(levels)
     if array_bytes is None:
         from ..timing.cpu import last_level_cache_bytes
 
@@ -158,7 +156,7 @@ def measure_cpu(
     today = datetime.now(timezone.utc).date().isoformat()
     details: dict[str, float | int | str] = {}
     matmuls = ((Precision.FP64, np.float64), (Precision.FP32, np.float32))
-    sizes = {p: matmul_n or _matmulsize_text(dtype, matmul_target_s, clock) for p, dtype in matmuls}
+    sizes = {p: matmul_n or _matmul_size(dtype, matmul_target_s, clock) for p, dtype in matmuls}
     probe_n = {p: probe_kernels.matmul_probe_n(_matmul_rate(dtype, 256, 2, clock)) for p, dtype in matmuls}
     # Each figure's probe runs right after it, run by run, so each figure/probe ratio is taken under
     # one load; their median is what a probe rate measured later is scaled by.
@@ -222,7 +220,7 @@ def array_bytes_for(llc_bytes: int, available: int | None) -> int:
     return max(wanted, MIN_ARRAY_BYTES) // 8 * 8
 
 
-def _matmulsize_text(dtype: type[np.floating[Any]], target_s: float, clock: Clock, probe: int = 512) -> int:
+def _matmul_size(dtype: type[np.floating[Any]], target_s: float, clock: Clock, probe: int = 512) -> int:
     """The n (a multiple of 64, 256..8192) for which one n×n matmul takes about ``target_s``."""
     rate = _matmul_rate(dtype, probe, 2, clock)  # the first call also wakes BLAS's threads
     n = int((rate * target_s / 2) ** (1 / 3)) // 64 * 64
@@ -366,9 +364,3 @@ def sanity_problems(ceilings: Ceilings, peak: CpuPeak | None) -> list[str]:
                     f"{precision} matmul rounds disagree ({lo / 1e9:.1f} vs {hi / 1e9:.1f} GFLOP/s)"
                 )
     return problems
-
-
-def size_text(nbytes: int) -> str:
-    if nbytes >= 1 << 30:
-        return f"{nbytes / (1 << 30):.1f} GiB"
-    return f"{nbytes / MiB:.0f} MiB" if nbytes >= MiB else f"{nbytes / 1024:.0f} KiB"

@@ -163,9 +163,8 @@ def _local_index(device: Device) -> int | None:
     if device.kind == "cpu":
         return None
     from ..timing.cuda.device import cuda_device
-    from ..timing.cuda.loading import device_count
 
-    for index in range(device_count()):
+    for index in range(_cuda_count()):
         try:
             if cuda_device(index).key == device.key:
                 return index

@@ -17,6 +17,7 @@ Nothing here imports CuPy, PyTorch, Triton or NumPy until a check runs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +42,7 @@ def selfcheck(
     """Run the self-check on ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``); return what to print
     and the exit status. ``json_path``: also write the report there, whole or not at all (checked
     before anything runs). ``gpu_cases``: the kernels a GPU check times (default:
-    :data:`.gpu.CASES`). A bad argument is an :class:`InvalidValueError`, naming it."""
+    :data:`.gpu_check.CASES`). A bad argument is an :class:`InvalidValueError`, naming it."""
     if json_path is not None:
         from ..files import problem
 
@@ -95,15 +96,8 @@ def _fake_report(
         "--fake: the test suite's fake CuPy, cupyx, CUPTI, torch.cuda.Event and do_bench;"
         " no figure means anything"
     )
-    return Report(
-        device=report.device,
-        header=(note, *report.header),
-        results=report.results,
-        comparisons=report.comparisons,
-        notes=report.notes,
-        verdict=report.verdict,
-        details={**report.details, "fake": True},
-    )
+    details = {**report.details, "fake": True}
+    return dataclasses.replace(report, header=(note, *report.header), details=details)
 
 
 def _write_json(path: str, report: Report) -> None:

@@ -153,7 +153,7 @@ def time_case(
         try:
             fn, args = case.setup(cupy)
         except Exception as exc:  # a case that cannot be built is a finding, not the end of the run
-            return CaseResult(case.name, (_failed(SETUP, exc),))
+            return CaseResult(case.name, (Timing(SETUP, (), f"{type(exc).__name__}: {exc}"),))
         side = cupy.cuda.Stream(non_blocking=True)
 
         def engine(flush: bool = False, **options: Any) -> RoundTimer:
@@ -191,10 +191,6 @@ def time_case(
             timers.append((GRAPH, engine(graph=True)))
             timers.append(("graph replay, events", graph_replay(cupy, fn, args, rounds)))
         return interleave(case.name, timers, rounds)
-
-
-def _failed(timer: str, exc: Exception) -> Timing:
-    return Timing(timer, (), f"{type(exc).__name__}: {exc}")
 
 
 def _engine(fn: Kernel, args: tuple[object, ...], backend: Any, policy: Policy, *, flush: bool) -> Stats:

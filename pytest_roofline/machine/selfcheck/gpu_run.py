@@ -46,7 +46,7 @@ def run_gpu(
     rounds: int = ROUNDS,
 ) -> Report:
     """The self-check on GPU ``index``, each kernel's timers in ``rounds`` alternating rounds.
-    ``extra``: PyTorch and ``do_bench`` (default: those installed, :func:`.gpu.optional_timers`);
+    ``extra``: PyTorch and ``do_bench`` (default: those installed, :func:`.gpu_check.optional_timers`);
     ``calibration_dir``: where the ceilings are cached (default: the user's cache, so a calibration
     already taken is read, not taken again)."""
     import cupy
