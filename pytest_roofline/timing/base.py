@@ -117,7 +117,7 @@ class HostReadings(Protocol):
 class WatchesClocks(Protocol):
     """A backend whose device's clocks can be watched over a measurement (``cuda.CudaBackend``, through
     NVML): the plugin wraps every measurement in ``with backend.watch_clocks() as watcher:`` and reads
-    ``watcher.log`` (a :class:`~pytest_roofline.timing.clocks.ClockLog`)."""
+    ``watcher.log`` (a :class:`~pytest_roofline.model.conditions.ClockLog`)."""
 
     def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher: ...
 
