@@ -258,7 +258,10 @@ _default_block = "auto"
 
 
 def check_block(setting: object) -> str:
-    """``block=`` as one of :data:`BLOCK_SETTINGS` (True is ``on``, False ``off``); ValueError otherwise."""
+    """``block=`` as one of :data:`BLOCK_SETTINGS` (True is ``on``, False ``off``, None the default,
+    ``auto``); ValueError otherwise."""
+    if setting is None:
+        return _default_block
     if setting is True:
         return "on"
     if setting is False:
@@ -266,11 +269,6 @@ def check_block(setting: object) -> str:
     if isinstance(setting, str) and setting in BLOCK_SETTINGS:
         return setting
     raise InvalidValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
-
-
-def default_block() -> str:
-    """What ``block=None`` means."""
-    return _default_block
 
 
 def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cpu_latency import LatencyFloor
 from pytest_roofline.timing.cuda.backend import CudaBackend
-from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block, default_block
+from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block
 from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
 from pytest_roofline.timing.cuda.loading import compiling, require_cupy, require_device, using_device
 
@@ -88,7 +88,7 @@ def latency_floor(
 def _holds(cupy: Any, block: bool | str | None) -> bool:
     """Whether a backend built with ``block`` would hold windows (:attr:`CudaBackend.block`),
     without building one."""
-    mode = check_block(default_block() if block is None else block)
+    mode = check_block(block)
     if mode == "off" or getattr(cupy.cuda.runtime, "is_hip", False):
         return False
     return mode == "on" or blocking_environment() is None
