@@ -39,7 +39,7 @@ def matmul_probe_n(flops_per_s: float, target_s: float = PROBE_TARGET_S) -> int:
     return min(max(n, 64), 2048)
 
 
-def work(resource: str, kind: str, size: int) -> float:
+def work(kind: str, size: int) -> float:
     """Bytes (copy: two arrays of ``size`` bytes) or FLOPs (matmul: 2 n^3) of one probe call."""
     return 2.0 * size if kind == "copy" else 2.0 * size**3
 
@@ -47,7 +47,7 @@ def work(resource: str, kind: str, size: int) -> float:
 def probe_for(reference: ProbeReference) -> Probe:
     """The probe a calibration measured as ``reference``, ready to time."""
     fn = kernel(reference.resource, reference.kind, reference.size)
-    amount = work(reference.resource, reference.kind, reference.size)
+    amount = work(reference.kind, reference.size)
     return Probe(reference.name, reference.resource, amount, fn, warmup_calls=int(reference.kind == "matmul"))
 
 
