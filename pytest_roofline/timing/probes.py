@@ -33,9 +33,9 @@ def copy_probe_bytes(llc_bytes: int) -> int:
     return min(max(2 * llc_bytes, _COPY_MIN), _COPY_MAX) // 8 * 8
 
 
-def matmul_probe_n(flops_per_s: float, target_s: float = PROBE_TARGET_S) -> int:
-    """The n (a multiple of 32, 64..2048) for which one n x n matmul takes about ``target_s``."""
-    n = int((flops_per_s * target_s / 2) ** (1 / 3)) // 32 * 32
+def matmul_probe_n(flops_per_s: float) -> int:
+    """The n (a multiple of 32, 64..2048) for which one n x n matmul takes about :data:`PROBE_TARGET_S`."""
+    n = int((flops_per_s * PROBE_TARGET_S / 2) ** (1 / 3)) // 32 * 32
     return min(max(n, 64), 2048)
 
 

@@ -163,7 +163,7 @@ WATCHDOG = HoldWatchdog()
 class Blocker:
     """The blocking and delay kernels, and two counters in mapped pinned host memory."""
 
-    def __init__(self, cupy: Any, timeout_s: float, watchdog_s: float = HOLD_WATCHDOG_S) -> None:
+    def __init__(self, cupy: Any, timeout_s: float) -> None:
         import numpy
 
         self._numpy = numpy
@@ -176,7 +176,6 @@ class Blocker:
         self._kernel = cupy.RawKernel(BLOCK_SOURCE, "roofline_block")
         self._delay = cupy.RawKernel(BLOCK_SOURCE, "roofline_delay")
         self._timeout_s = timeout_s
-        self._watchdog_s = watchdog_s
         self._ticket = 0
         self._watch: int | None = None
         #: calls queued behind this blocker's holds, counted by the backend: the watchdog's sign of a
@@ -205,7 +204,7 @@ class Blocker:
         self._ticket += 1
         args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
         self._kernel((1,), (1,), args, stream=stream)
-        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), self._watchdog_s, self._queued)
+        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), HOLD_WATCHDOG_S, self._queued)
 
     def _release_ticket(self, ticket: int) -> Callable[[], None]:
         released, memory = self._released, self._memory  # the pinned memory lives while it is watched

@@ -94,10 +94,10 @@ def _holds(cupy: Any, block: bool | str | None) -> bool:
     return mode == "on" or blocking_environment() is None
 
 
-def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
+def ramp_clocks(backend: CudaBackend) -> str:
     """Keep the GPU busy (the delay kernel, :data:`RAMP_STEP_S` at a time) until NVML reports
-    :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or ``max_s`` passed; say what happened.
-    Without NVML: busy for ``max_s / 5``, the clocks unwatched."""
+    :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or :data:`RAMP_MAX_S` passed; say what happened.
+    Without NVML: busy for a fifth of that, the clocks unwatched."""
     from pytest_roofline.timing.clocks import sm_clock_share
 
     if backend.properties.kind == "rocm":  # the delay kernel reads %globaltimer, which ROCm lacks
@@ -111,12 +111,12 @@ def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
         stream = require_cupy().cuda.get_current_stream()
         share = sm_clock_share(backend.device, bus_id)
         if share is None:  # unwatched: a fixed stretch of busy GPU, one host sync
-            steps = max(1, round(max_s / 5 / RAMP_STEP_S))
+            steps = max(1, round(RAMP_MAX_S / 5 / RAMP_STEP_S))
             for _ in range(steps):
                 blocker.delay(stream, RAMP_STEP_S)
             stream.synchronize()
             return f"clocks unwatched (no NVML): the GPU kept busy {steps * RAMP_STEP_S * 1e3:.0f} ms first"
-        while share is not None and share < RAMP_CLOCK_SHARE and time.perf_counter() - start < max_s:
+        while share is not None and share < RAMP_CLOCK_SHARE and time.perf_counter() - start < RAMP_MAX_S:
             blocker.delay(stream, RAMP_STEP_S)
             stream.synchronize()
             share = sm_clock_share(backend.device, bus_id)
