@@ -24,7 +24,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,16 +285,15 @@ def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:
     return ""
 
 
-def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None:
+def blocking_environment() -> str | None:
     """Why the blocker must stay off in this process's environment, or None: under
     ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own
     launch would wait out its timeout (nvbench#45); a profiler or sanitizer serializes launches."""
-    env = os.environ if environ is None else environ
-    value = env.get("CUDA_LAUNCH_BLOCKING", "").strip()
+    value = os.environ.get("CUDA_LAUNCH_BLOCKING", "").strip()
     if value not in ("", "0"):
         return f"CUDA_LAUNCH_BLOCKING={value}: every launch is synchronous"
     for name in PROFILER_ENVIRONMENT:
-        if env.get(name):
+        if os.environ.get(name):
             return f"{name} is set: a profiler or sanitizer (nsys, ncu, compute-sanitizer) is attached"
     return None
 

@@ -34,7 +34,6 @@ def latency_floor(
     graph: bool = False,
     block: bool | str | None = None,
     refresh: bool = False,
-    policy: Policy | None = None,
 ) -> LatencyFloor:
     """The shortest time a kernel call can show on GPU ``index``, measured once per process, device
     and mode.
@@ -64,7 +63,7 @@ def latency_floor(
 
         ramp = ramp_clocks(backend)
         with compiling():  # the empty kernel's first launch compiles it
-            m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend, cache=WARM)
+            m = measure(launch, policy=LATENCY_POLICY, backend=backend, cache=WARM)
         # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
         eager = CudaBackend(index, block=block) if graph else backend
         eager.run(_nothing, (), calls=1, samples=1, flush=False)
