@@ -39,6 +39,11 @@ Kernel = Callable[..., object]
 MIN_SAMPLES_FLOOR = 3
 
 
+def empty_call() -> None:
+    """A call that does nothing: what a window holds when only its flush is wanted, and what the
+    latency floors time around nothing."""
+
+
 def check_window_counts(calls: int, samples: int) -> None:
     """What every backend's ``run`` checks first: at least one call in at least one window."""
     if calls < 1 or samples < 1:

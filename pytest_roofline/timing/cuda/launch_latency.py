@@ -8,6 +8,7 @@ from contextlib import suppress
 from typing import Any
 
 from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.base import empty_call
 from pytest_roofline.timing.cpu_latency import LatencyFloor
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block
@@ -66,9 +67,9 @@ def latency_floor(
             m = measure(launch, policy=LATENCY_POLICY, backend=backend, cache=WARM)
         # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
         eager = CudaBackend(index, block=block) if graph else backend
-        eager.run(_nothing, (), calls=1, samples=1, flush=False)
-        eager.run(_nothing, (), calls=1, samples=1, flush=False)
-        pairs = sorted(eager.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
+        eager.run(empty_call, (), calls=1, samples=1, flush=False)
+        eager.run(empty_call, (), calls=1, samples=1, flush=False)
+        pairs = sorted(eager.run(empty_call, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
     held = ", CUPTI" if backend.timer == "cupti" else ", held" if backend.block else ", unheld"
     mode = ("graph replay" if graph else "eager") + held
     found = LatencyFloor(
@@ -122,7 +123,3 @@ def ramp_clocks(backend: CudaBackend) -> str:
     elapsed_ms = (time.perf_counter() - start) * 1e3
     shown = f"{share:.0%}" if share is not None else "?"
     return f"SM clock at {shown} of its maximum after {elapsed_ms:.0f} ms busy"
-
-
-def _nothing() -> None:
-    pass
