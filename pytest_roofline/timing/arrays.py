@@ -383,10 +383,6 @@ class Placement:
     #: another device's name -> where the first array on it is
     other: Mapping[str, str] = field(default_factory=dict)
 
-    @property
-    def has_arrays(self) -> bool:
-        return bool(self.host or self.gpus or self.other)
-
 
 def placement_of(fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None) -> Placement:
     """Where the arrays of ``fn(*args, **kwargs)`` live (:func:`arguments_of_call` finds them), which

@@ -39,6 +39,11 @@ Kernel = Callable[..., object]
 MIN_SAMPLES_FLOOR = 3
 
 
+def empty_call() -> None:
+    """A call that does nothing: what a window holds when only its flush is wanted, and what the
+    latency floors time around nothing."""
+
+
 def check_window_counts(calls: int, samples: int) -> None:
     """What every backend's ``run`` checks first: at least one call in at least one window."""
     if calls < 1 or samples < 1:
@@ -117,7 +122,7 @@ class HostReadings(Protocol):
 class WatchesClocks(Protocol):
     """A backend whose device's clocks can be watched over a measurement (``cuda.CudaBackend``, through
     NVML): the plugin wraps every measurement in ``with backend.watch_clocks() as watcher:`` and reads
-    ``watcher.log`` (a :class:`~pytest_roofline.timing.clocks.ClockLog`)."""
+    ``watcher.log`` (a :class:`~pytest_roofline.model.conditions.ClockLog`)."""
 
     def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher: ...
 

@@ -24,11 +24,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-# what a log means is the model's; its names are importable from here, where they were first
-from pytest_roofline.model.conditions import (
-    ClockLog,
-    ClockSample,
-)
+from pytest_roofline.model.conditions import ClockLog, ClockSample
 
 from ..errors import InvalidValueError
 
@@ -36,7 +32,6 @@ __all__ = [
     "ClockWatcher",
     "sm_clock_share",
     "unwatched_note",
-    "watch_clocks",
 ]
 
 _NVML_CLOCK_SM = 1  # nvmlClockType_t: NVML_CLOCK_GRAPHICS 0, NVML_CLOCK_SM 1, NVML_CLOCK_MEM 2
@@ -79,6 +74,8 @@ def unwatched_note() -> str | None:
 class ClockWatcher:
     """Samples GPU clocks between ``with`` and its end; :attr:`log` holds what it saw."""
 
+    #: the GPU in NVML's numbering, or better by its PCI bus id (CUDA's and NVML's numbering differ
+    #: under ``CUDA_VISIBLE_DEVICES``)
     index: int = 0
     pci_bus_id: str | None = None
     interval_s: float = 0.02
@@ -154,13 +151,6 @@ class ClockWatcher:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.sample()
-
-
-def watch_clocks(index: int = 0, *, pci_bus_id: str | None = None, interval_s: float = 0.02) -> ClockWatcher:
-    """A watcher for GPU ``index`` (NVML's numbering) or, better, its ``pci_bus_id`` (CUDA's and
-    NVML's numbering differ under ``CUDA_VISIBLE_DEVICES``): ``with watch_clocks(0) as w: ...``,
-    then ``w.log``."""
-    return ClockWatcher(index=index, pci_bus_id=pci_bus_id, interval_s=interval_s)
 
 
 #: the clock-event reasons calls, newest first (NVML 12.5 renamed ...ThrottleReasons to ...EventReasons)

@@ -24,10 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# what the readings mean is the model's; their names are importable from here, where they were first
-from pytest_roofline.model.conditions import (
-    Contention,
-)
+from pytest_roofline.model.conditions import Contention
 
 __all__ = [
     "Snapshot",
@@ -56,16 +53,10 @@ def _switch_reader() -> Callable[[], int]:
     return read
 
 
-_read_switches = _switch_reader()
-
-
-def involuntary_switches() -> int:
-    """This thread's involuntary context switches so far (the process's where threads are not counted).
-
-    Read around every timed window, so it must cost little next to a window (docs/methodology.md).
-    Always 0 where :mod:`resource` is missing (Windows): no window is then seen preempted.
-    """
-    return _read_switches()
+#: this thread's involuntary context switches so far (the process's where threads are not counted),
+#: read around every timed window, so it must cost little next to a window (docs/methodology.md);
+#: always 0 where :mod:`resource` is missing (Windows): no window is then seen preempted
+involuntary_switches = _switch_reader()
 
 
 @dataclass(frozen=True, slots=True)

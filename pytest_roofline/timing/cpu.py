@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_roofline.timing.base import Kernel, check_window_counts
+from pytest_roofline.timing.host_caches import SYSFS_CACHE, cpu_caches
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,7 +37,6 @@ PER_WINDOW_FROM_S = 1e-3
 #: last-level cache size assumed when the OS does not say
 FALLBACK_LLC_BYTES = 64 * 2**20
 
-_SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 #: back-to-back clock reads whose minimum gap is the timer's own overhead
 _RESOLUTION_READS = 300
 
@@ -50,7 +50,7 @@ def last_level_cache_bytes() -> int:
     """
     size: int | None = None
     if sys.platform.startswith("linux"):
-        size = _linux_llc_bytes(_SYSFS_CACHE)
+        size = _linux_llc_bytes(SYSFS_CACHE)
     elif sys.platform == "darwin":
         size = _darwin_llc_bytes(_sysctl)
     return size or FALLBACK_LLC_BYTES
@@ -228,8 +228,6 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
 
 def _linux_llc_bytes(root: Path) -> int | None:
     """The largest data or unified level's size under ``root`` (sysfs), None where it says nothing."""
-    from pytest_roofline.timing.host_caches import cpu_caches
-
     caches = cpu_caches(root)
     return caches[-1].size_bytes if caches else None
 

@@ -55,19 +55,16 @@ class LatencyFloor:
             raise InvalidValueError(f"floor_s must be a finite number >= 0; got {self.floor_s!r}")
 
 
-def _nothing() -> None:
-    pass
-
-
 def measure_latency_floor(
     backend: Backend | None = None, policy: Policy = CPU_LATENCY_POLICY, *, flushed: bool = False
 ) -> LatencyFloor:
     """The per-call time of a Python function that does nothing, through ``backend`` (default: the
     CPU's); ``flushed``: each call right after a cache flush, else warm."""
+    from pytest_roofline.timing.base import empty_call
     from pytest_roofline.timing.cache import FLUSHED, WARM
     from pytest_roofline.timing.engine import measure
 
-    m = measure(_nothing, policy=policy, backend=backend, cache=FLUSHED if flushed else WARM)
+    m = measure(empty_call, policy=policy, backend=backend, cache=FLUSHED if flushed else WARM)
     return LatencyFloor(
         device=m.device,
         floor_s=m.time_s,

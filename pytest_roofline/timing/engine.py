@@ -83,7 +83,7 @@ from typing import TYPE_CHECKING
 from pytest_roofline.errors import InvalidTypeError, InvalidValueError
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.policy import Policy
-from pytest_roofline.timing.base import Backend, FlushesCache, Kernel, Probe, ReplaysGraphs
+from pytest_roofline.timing.base import Backend, FlushesCache, Kernel, Probe, ReplaysGraphs, empty_call
 from pytest_roofline.timing.budget import (
     WARMUP_SHARE,
     budget_note,
@@ -480,12 +480,8 @@ def _flush_alone(backend: Backend) -> None:
     if isinstance(backend, FlushesCache):
         backend.flush_cache()
     else:
-        run_windows(backend, _nothing, (), calls=1, samples=1, flush=True)
+        run_windows(backend, empty_call, (), calls=1, samples=1, flush=True)
     saw_flush(backend, backend.clock() - start)
-
-
-def _nothing() -> None:
-    """What a window holds when only its flush is wanted."""
 
 
 def _calls_per_sample(per_call_s: float, resolution_s: float, batch_factor: float) -> int:

@@ -33,13 +33,13 @@ def copy_probe_bytes(llc_bytes: int) -> int:
     return min(max(2 * llc_bytes, _COPY_MIN), _COPY_MAX) // 8 * 8
 
 
-def matmul_probe_n(flops_per_s: float, target_s: float = PROBE_TARGET_S) -> int:
-    """The n (a multiple of 32, 64..2048) for which one n x n matmul takes about ``target_s``."""
-    n = int((flops_per_s * target_s / 2) ** (1 / 3)) // 32 * 32
+def matmul_probe_n(flops_per_s: float) -> int:
+    """The n (a multiple of 32, 64..2048) for which one n x n matmul takes about :data:`PROBE_TARGET_S`."""
+    n = int((flops_per_s * PROBE_TARGET_S / 2) ** (1 / 3)) // 32 * 32
     return min(max(n, 64), 2048)
 
 
-def work(resource: str, kind: str, size: int) -> float:
+def work(kind: str, size: int) -> float:
     """Bytes (copy: two arrays of ``size`` bytes) or FLOPs (matmul: 2 n^3) of one probe call."""
     return 2.0 * size if kind == "copy" else 2.0 * size**3
 
@@ -47,7 +47,7 @@ def work(resource: str, kind: str, size: int) -> float:
 def probe_for(reference: ProbeReference) -> Probe:
     """The probe a calibration measured as ``reference``, ready to time."""
     fn = kernel(reference.resource, reference.kind, reference.size)
-    amount = work(reference.resource, reference.kind, reference.size)
+    amount = work(reference.kind, reference.size)
     return Probe(reference.name, reference.resource, amount, fn, warmup_calls=int(reference.kind == "matmul"))
 
 

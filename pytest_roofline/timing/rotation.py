@@ -171,7 +171,8 @@ def plan_rotation(
     made = _Made(units, copies - 1 + (setup is not None), clock)
     if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s):
         return NoRotation(why)
-    settle(found.arrays)
+    gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
+    settle(gpu_arrays)
     columns: list[list[object]] = [[array] for array in found.arrays]
     for unit, copier in zip(units, made.copiers, strict=True):
         for made_copy in copier.copies[: copies - 1]:
@@ -179,7 +180,6 @@ def plan_rotation(
                 columns[member].append(copy)
     calls = _calls(kernel, positional, keywords, columns, copies, rebuilt=rebuilt)
     calls[0] = functools.partial(fn, *args, **(kwargs or {}))  # the caller's own objects, as given
-    gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
     outputs = _Outputs(cycle_target(llc_bytes), copies)
     rotating = (
         _Rotating(calls, gpu_arrays, outputs)
@@ -348,7 +348,7 @@ def _calls(
     kernel's cycle has a hundred thousand of them."""
     if rebuilt:
         sets = ([column[i] for column in columns] for i in range(copies))
-        return [_bound(fn.build(arrays), args.build(arrays), kwargs.build(arrays)) for arrays in sets]
+        return [functools.partial(fn.build(a), *args.build(a), **kwargs.build(a)) for a in sets]
 
     def column(t: Template) -> Iterable[object]:
         return columns[t.index] if isinstance(t, Slot) else itertools.repeat(t.build([]))
@@ -402,10 +402,6 @@ def release_host_pool() -> None:
     """Free this thread's host buffer that rotation copies are carved from (the session's end); another
     thread's goes when that thread ends."""
     HostPool.release()
-
-
-def _bound(fn: Kernel, args: tuple[object, ...], kwargs: dict[str, object]) -> Callable[[], object]:
-    return functools.partial(fn, *args, **kwargs)
 
 
 def _released() -> Callable[[], object]:
@@ -476,7 +472,7 @@ class _Rotating:
 class _Resetting(_Rotating):
     """Rotation with ``setup=``: :meth:`reset`, run before every call, resets the set called last."""
 
-    __slots__ = ("_calls", "_last", "_made", "_setup", "_turn")
+    __slots__ = ("_last", "_made", "_sets", "_setup", "_turn")
 
     def __init__(
         self,
@@ -487,16 +483,15 @@ class _Resetting(_Rotating):
         made: _Made,
     ) -> None:
         super().__init__(calls, gpu_arrays, outputs)
-        self._calls, self._setup, self._made = list(calls), setup, made
+        self._sets, self._setup, self._made = len(calls), setup, made
         self._turn = 0
         self._last: int | None = None
 
     def __call__(self, *_: object) -> object:
-        if not self._calls:
-            _released()
+        call = self._next()
         turn = self._last = self._turn
-        self._turn = (turn + 1) % len(self._calls)
-        result = self._calls[turn]()
+        self._turn = (turn + 1) % self._sets
+        result = call()
         self._keep(result)
         return result
 
@@ -515,6 +510,5 @@ class _Resetting(_Rotating):
             )
 
     def release(self) -> None:
-        self._calls = []
         self._made.copiers = []
         super().release()

@@ -2,19 +2,12 @@
 
 A package of one concern per module: :mod:`.loading` (CuPy, imported on first CUDA use, and the
 device checks), :mod:`.device` (what the driver reports), :mod:`.backend` (:class:`CudaBackend`),
-:mod:`.streams`, :mod:`.blocking`, :mod:`.graphs` and :mod:`.flush` (what the backend does around a
-window), :mod:`.kernels` (the CUDA C it launches), :mod:`.memory` (CuPy's pool given back),
-:mod:`.measured_ceilings` (measured bandwidth and matmul FLOP/s) and :mod:`.launch_latency` (the latency
-floor). No module here imports :mod:`cupy` at import time: importing the package, or calling
-:func:`.loading.device_count` without CuPy, costs nothing and raises nothing.
-
-Timing (:class:`~.backend.CudaBackend`) records a ``cupy.cuda.Event`` pair around each window on one
-stream, queues every window of a :meth:`~.backend.CudaBackend.run` back to back (cache flush between
-them, outside the events) and synchronizes the host once, on the last end event: a host sync
-per sample would inflate a 4 µs kernel by an order of magnitude. A blocking kernel holds the
-stream while a sampling window is queued, never on a kernel's first call, never past what the
-launch queue takes (``block=``, :data:`~.blocking.BLOCK_SETTINGS`); with cupti-python installed, CUPTI's
-kernel records time the windows instead (:mod:`pytest_roofline.timing.cupti`).
+:mod:`.streams` (PyTorch's streams too), :mod:`.blocking`, :mod:`.graphs` and :mod:`.flush` (what the
+backend does around a window), :mod:`.kernels` (the CUDA C it launches), :mod:`.memory` (CuPy's pool
+given back), :mod:`.measured_ceilings` (measured bandwidth and matmul FLOP/s) and
+:mod:`.launch_latency` (the latency floor). No module here imports :mod:`cupy` at import time:
+importing the package, or calling :func:`.loading.device_count` without CuPy, costs nothing and
+raises nothing.
 
 Every CuPy call in this package is written against CuPy's documented API (docs.cupy.dev) and its source
 (github.com/cupy/cupy); ``tests/fake_cupy.py`` mirrors exactly these, with their signatures:
@@ -45,16 +38,6 @@ Every CuPy call in this package is written against CuPy's documented API (docs.c
   ``cupy.cuda.PinnedMemory(size, flags)`` with ``cupy.cuda.runtime.hostAllocMapped``
   (``cupy/cuda/pinned_memory.pyx``, ``cupy_backends/cuda/api/runtime.pxd``). Under unified
   addressing (every 64-bit CUDA platform) a mapped pinned pointer is valid in device code as is.
-
-PyTorch is never imported here. When it is already loaded (``"torch" in sys.modules``) and has
-initialized CUDA (``torch.cuda.is_initialized()``), the default timing stream is PyTorch's current
-stream for the device (``torch.cuda.current_stream(device).cuda_stream``, wrapped for CuPy), and
-any other timing stream is made PyTorch's current one for the windows (``torch.cuda.stream(...)``,
-``torch.cuda.ExternalStream(ptr, device)``), so PyTorch kernels launch where the events are.
-
-Importing CuPy: CuPy warns (a ``UserWarning``) when several of its packages are installed side by
-side (``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
-(:class:`~.loading.CupyInstallError`), never a silent fallback to the CPU.
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from pytest_roofline.timing.cuda.blocking import (
     KernelProbes,
     blocking_environment,
     check_block,
-    default_block,
     hold_refusal,
     kernel_key,
     timeout_message,
@@ -116,7 +115,7 @@ class CudaBackend:
             raise InvalidValueError(f"flush_bytes must be a positive integer; got {flush_bytes!r}")
         if not isinstance(graph, bool):
             raise InvalidValueError(f"graph must be True or False; got {graph!r}")
-        block_mode = check_block(default_block() if block is None else block)
+        block_mode = check_block(block)
         check_positive("block_timeout_s", block_timeout_s)
         props = device_properties(device)
         self.device = device

@@ -24,7 +24,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,7 +163,7 @@ WATCHDOG = HoldWatchdog()
 class Blocker:
     """The blocking and delay kernels, and two counters in mapped pinned host memory."""
 
-    def __init__(self, cupy: Any, timeout_s: float, watchdog_s: float = HOLD_WATCHDOG_S) -> None:
+    def __init__(self, cupy: Any, timeout_s: float) -> None:
         import numpy
 
         self._numpy = numpy
@@ -176,7 +176,6 @@ class Blocker:
         self._kernel = cupy.RawKernel(BLOCK_SOURCE, "roofline_block")
         self._delay = cupy.RawKernel(BLOCK_SOURCE, "roofline_delay")
         self._timeout_s = timeout_s
-        self._watchdog_s = watchdog_s
         self._ticket = 0
         self._watch: int | None = None
         #: calls queued behind this blocker's holds, counted by the backend: the watchdog's sign of a
@@ -205,7 +204,7 @@ class Blocker:
         self._ticket += 1
         args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
         self._kernel((1,), (1,), args, stream=stream)
-        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), self._watchdog_s, self._queued)
+        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), HOLD_WATCHDOG_S, self._queued)
 
     def _release_ticket(self, ticket: int) -> Callable[[], None]:
         released, memory = self._released, self._memory  # the pinned memory lives while it is watched
@@ -258,7 +257,10 @@ _default_block = "auto"
 
 
 def check_block(setting: object) -> str:
-    """``block=`` as one of :data:`BLOCK_SETTINGS` (True is ``on``, False ``off``); ValueError otherwise."""
+    """``block=`` as one of :data:`BLOCK_SETTINGS` (True is ``on``, False ``off``, None the default,
+    ``auto``); ValueError otherwise."""
+    if setting is None:
+        return _default_block
     if setting is True:
         return "on"
     if setting is False:
@@ -266,11 +268,6 @@ def check_block(setting: object) -> str:
     if isinstance(setting, str) and setting in BLOCK_SETTINGS:
         return setting
     raise InvalidValueError(f"block must be 'auto', 'on' or 'off' (or True / False); got {setting!r}")
-
-
-def default_block() -> str:
-    """What ``block=None`` means."""
-    return _default_block
 
 
 def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:
@@ -288,16 +285,15 @@ def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:
     return ""
 
 
-def blocking_environment(environ: Mapping[str, str] | None = None) -> str | None:
+def blocking_environment() -> str | None:
     """Why the blocker must stay off in this process's environment, or None: under
     ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own
     launch would wait out its timeout (nvbench#45); a profiler or sanitizer serializes launches."""
-    env = os.environ if environ is None else environ
-    value = env.get("CUDA_LAUNCH_BLOCKING", "").strip()
+    value = os.environ.get("CUDA_LAUNCH_BLOCKING", "").strip()
     if value not in ("", "0"):
         return f"CUDA_LAUNCH_BLOCKING={value}: every launch is synchronous"
     for name in PROFILER_ENVIRONMENT:
-        if env.get(name):
+        if os.environ.get(name):
             return f"{name} is set: a profiler or sanitizer (nsys, ncu, compute-sanitizer) is attached"
     return None
 

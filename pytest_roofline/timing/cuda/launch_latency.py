@@ -8,9 +8,10 @@ from contextlib import suppress
 from typing import Any
 
 from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.base import empty_call
 from pytest_roofline.timing.cpu_latency import LatencyFloor
 from pytest_roofline.timing.cuda.backend import CudaBackend
-from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block, default_block
+from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block
 from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
 from pytest_roofline.timing.cuda.loading import compiling, require_cupy, require_device, using_device
 
@@ -34,7 +35,6 @@ def latency_floor(
     graph: bool = False,
     block: bool | str | None = None,
     refresh: bool = False,
-    policy: Policy | None = None,
 ) -> LatencyFloor:
     """The shortest time a kernel call can show on GPU ``index``, measured once per process, device
     and mode.
@@ -64,12 +64,12 @@ def latency_floor(
 
         ramp = ramp_clocks(backend)
         with compiling():  # the empty kernel's first launch compiles it
-            m = measure(launch, policy=policy or LATENCY_POLICY, backend=backend, cache=WARM)
+            m = measure(launch, policy=LATENCY_POLICY, backend=backend, cache=WARM)
         # the event pair is timed eagerly (a graph of nothing is refused), seen unheld first as every kernel
         eager = CudaBackend(index, block=block) if graph else backend
-        eager.run(_nothing, (), calls=1, samples=1, flush=False)
-        eager.run(_nothing, (), calls=1, samples=1, flush=False)
-        pairs = sorted(eager.run(_nothing, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
+        eager.run(empty_call, (), calls=1, samples=1, flush=False)
+        eager.run(empty_call, (), calls=1, samples=1, flush=False)
+        pairs = sorted(eager.run(empty_call, (), calls=1, samples=LATENCY_EVENT_SAMPLES, flush=False))
     held = ", CUPTI" if backend.timer == "cupti" else ", held" if backend.block else ", unheld"
     mode = ("graph replay" if graph else "eager") + held
     found = LatencyFloor(
@@ -88,16 +88,16 @@ def latency_floor(
 def _holds(cupy: Any, block: bool | str | None) -> bool:
     """Whether a backend built with ``block`` would hold windows (:attr:`CudaBackend.block`),
     without building one."""
-    mode = check_block(default_block() if block is None else block)
+    mode = check_block(block)
     if mode == "off" or getattr(cupy.cuda.runtime, "is_hip", False):
         return False
     return mode == "on" or blocking_environment() is None
 
 
-def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
+def ramp_clocks(backend: CudaBackend) -> str:
     """Keep the GPU busy (the delay kernel, :data:`RAMP_STEP_S` at a time) until NVML reports
-    :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or ``max_s`` passed; say what happened.
-    Without NVML: busy for ``max_s / 5``, the clocks unwatched."""
+    :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or :data:`RAMP_MAX_S` passed; say what happened.
+    Without NVML: busy for a fifth of that, the clocks unwatched."""
     from pytest_roofline.timing.clocks import sm_clock_share
 
     if backend.properties.kind == "rocm":  # the delay kernel reads %globaltimer, which ROCm lacks
@@ -111,19 +111,15 @@ def ramp_clocks(backend: CudaBackend, *, max_s: float = RAMP_MAX_S) -> str:
         stream = require_cupy().cuda.get_current_stream()
         share = sm_clock_share(backend.device, bus_id)
         if share is None:  # unwatched: a fixed stretch of busy GPU, one host sync
-            steps = max(1, round(max_s / 5 / RAMP_STEP_S))
+            steps = max(1, round(RAMP_MAX_S / 5 / RAMP_STEP_S))
             for _ in range(steps):
                 blocker.delay(stream, RAMP_STEP_S)
             stream.synchronize()
             return f"clocks unwatched (no NVML): the GPU kept busy {steps * RAMP_STEP_S * 1e3:.0f} ms first"
-        while share is not None and share < RAMP_CLOCK_SHARE and time.perf_counter() - start < max_s:
+        while share is not None and share < RAMP_CLOCK_SHARE and time.perf_counter() - start < RAMP_MAX_S:
             blocker.delay(stream, RAMP_STEP_S)
             stream.synchronize()
             share = sm_clock_share(backend.device, bus_id)
     elapsed_ms = (time.perf_counter() - start) * 1e3
     shown = f"{share:.0%}" if share is not None else "?"
     return f"SM clock at {shown} of its maximum after {elapsed_ms:.0f} ms busy"
-
-
-def _nothing() -> None:
-    pass
