@@ -100,8 +100,6 @@ class Measurement:
     setup: bool = False
     #: argument sets the calls rotated through (0: not rotated)
     rotation_copies: int = 0
-    #: bytes one cycle through them touched
-    rotation_bytes: int = 0
     #: why the time budget held fewer calls than the measurement wanted (fewer warm-up calls, fewer
     #: samples than ``policy.min_samples``), in words; "" where it did not
     budget_note: str = ""

@@ -297,7 +297,6 @@ def _measure(
         wait_share=_middle(readings.wait_share),
         setup=setup,
         rotation_copies=rotation.copies if rotation is not None else 0,
-        rotation_bytes=rotation.cycle_bytes if rotation is not None else 0,
         budget_note=_budget_note(policy, warm.calls, len(samples), sampler.per_sample_s, reason),
     )
 
