@@ -411,13 +411,7 @@ def calibrate_cuda(
         bandwidth, peaks = measure_fn(index)
         return with_capacity(Ceilings(bandwidth=bandwidth, peaks=dict(peaks)))
 
-    kept: list[Figure] = []  # an L2 roof a release before its own file kept with the ceilings
-
     def build(ceilings: Ceilings) -> Device:
-        from .cachelevels import rates_from_details
-
-        if (rate := rates_from_details(ceilings.details).get("l2")) is not None:
-            kept.append(Figure(rate[0], Source.MEASURED, rate[1]))
         device = base.with_figures(peaks={**base.peaks, **ceilings.peaks}, bandwidth=ceilings.bandwidth)
         caches = capacities_from_details(ceilings.details)
         return dataclasses.replace(
@@ -431,7 +425,7 @@ def calibrate_cuda(
         complete=with_capacity,
     )  # fmt: skip
     roof = cuda_l2_roof(index, cache_dir=directory, measure=l2_fn, force=force, reset=reset, device=base)
-    levels = gpu_l2_levels(calibration.device, roof or (kept[0] if kept else None))
+    levels = gpu_l2_levels(calibration.device, roof)
     return dataclasses.replace(calibration, device=dataclasses.replace(calibration.device, levels=levels))
 
 
