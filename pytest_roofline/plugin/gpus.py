@@ -95,7 +95,7 @@ def check_gpus(gpus: tuple[int, ...], *, origin: str) -> None:
     missing = [i for i in gpus if i >= count]
     if missing:
         text = ",".join(map(str, gpus))
-        seen = ", ".join(map(str, range(count))) if count else "none (CuPy missing or no GPU)"
+        seen = ", ".join(map(str, range(count))) if count else "none (no GPU, or no CUDA driver)"
         narrowed = f" ({VISIBLE}={os.environ[VISIBLE]})" if VISIBLE in os.environ else ""
         raise pytest.UsageError(
             f"{origin} {text}: no GPU {missing[0]} here; GPUs seen: {seen}{narrowed}; give indices"

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from conftest import fake_conftest
 
-from pytest_roofline.plugin.gpus import count_gpus, spread_workers
+from pytest_roofline.plugin import gpus
+from pytest_roofline.plugin.gpus import check_gpus, count_gpus, spread_workers
 
 _MACHINE = """
 
@@ -311,6 +312,20 @@ def test_a_bad_list_is_a_usage_error_naming_the_value_and_the_gpus_seen(
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_a_list_on_a_machine_without_gpus_names_what_is_missing_without_blaming_cupy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the count comes from the CUDA driver when CuPy is not loaded: CuPy is not what is missing
+    monkeypatch.setattr(gpus, "count_gpus", lambda: 0)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with pytest.raises(pytest.UsageError) as error:
+        check_gpus((0,), origin="--roofline-gpus")
+    assert str(error.value) == (
+        "--roofline-gpus 0: no GPU 0 here; GPUs seen: none (no GPU, or no CUDA driver); give indices of"
+        " those, all, or none"
+    )
 
 
 # -- the spread, one worker spec at a time ---------------------------------------------------------
