@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..model.core import Figure, MemoryLevel, Source
-from ..model.devices import MiB
+from ..model.units import whole_binary_bytes
 from ..timing.host_caches import CacheInfo
 
 #: buffers fill these shares of a level: all of them served by it, with room for the rest (code, stack)
@@ -122,7 +122,7 @@ def measure_level_rates(
             total = min(int(cache.size_bytes * fill), MAX_BUFFER_BYTES)
             for name, rate in _kernel_rates(total // 8, clock).items():
                 if rate > best[0]:
-                    best = (rate, f"{name} {size_text(total)}")
+                    best = (rate, f"{name} {whole_binary_bytes(total)}")
         if best[0] > 0:
             rates[cache.name] = best
     return rates
@@ -158,12 +158,6 @@ def _best_call_s(fn: Callable[[], object], clock: Clock, repeats: int = REPEATS)
             fn()
         best = min(best, max(clock() - t0, 1e-9) / calls)
     return best
-
-
-def size_text(nbytes: int) -> str:
-    if nbytes >= 1 << 30:
-        return f"{nbytes / (1 << 30):.1f} GiB"
-    return f"{nbytes / MiB:.0f} MiB" if nbytes >= MiB else f"{nbytes / 1024:.0f} KiB"
 
 
 def levels_of(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..model.core import Device, Figure, Precision, Unit
 from ..model.devices import GB, describe_cache, describe_peaks
-from .cachelevels import size_text
+from ..model.units import whole_binary_bytes
 
 if TYPE_CHECKING:
     from .calibration_cache import Calibration
@@ -30,7 +30,7 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
         facts.append(f"{device.cores} {'cores' if device.kind == 'cpu' else 'SMs'}")
     if device.llc_bytes:
         seen = " (effective)" if device.caches and device.caches[-1].found == "knee" else ""
-        facts.append(f"{size_text(device.llc_bytes)} last-level cache{seen}")
+        facts.append(f"{whole_binary_bytes(device.llc_bytes)} last-level cache{seen}")
     bw = device.bandwidth
     rows = [
         ("device", f"{device.name} [{', '.join(facts)}]"),
@@ -71,7 +71,7 @@ def cache_rows(device: Device, *, why: bool = True) -> list[tuple[str, str]]:
             where = "per core" if level.per_core else "shared"
             rows.append(
                 (
-                    f"{level.name} ({size_text(level.capacity_bytes)}, {where})",
+                    f"{level.name} ({whole_binary_bytes(level.capacity_bytes)}, {where})",
                     f"{level.bandwidth.value / GB:,.1f} GB/s  {_source(level.bandwidth)}",
                 )
             )

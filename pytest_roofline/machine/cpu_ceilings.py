@@ -55,7 +55,7 @@ from ..errors import InvalidValueError
 from ..model.core import Figure, Precision, Source, Unit
 from ..model.devices import GB, MiB
 from ..model.paired_ceilings import BANDWIDTH, RESOURCES, ProbeReference
-from .cachelevels import size_text
+from ..model.units import whole_binary_bytes
 from .calibration_cache import Ceilings, plain_rate
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ def measure_cpu(
     details["array_bytes"] = array_bytes // 8 * 8
     details["bandwidth_kernel"] = best
     listed = ", ".join(f"{name} {rate / GB:.1f}" for name, rate in rates.items())
-    note = f"{best} kernel; all: {listed} GB/s over {size_text(array_bytes // 8 * 8)} float64 arrays"
+    note = f"{best} kernel; all: {listed} GB/s over {whole_binary_bytes(array_bytes // 8 * 8)} float64 arrays"
     return Ceilings(
         bandwidth=Figure(rates[best], Source.MEASURED, note), peaks=peaks, details=details, probes=found
     )

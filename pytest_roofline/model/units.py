@@ -86,6 +86,13 @@ def binary_bytes(value: float) -> str:
     return f"{value:g} B"
 
 
+def whole_binary_bytes(nbytes: int) -> str:
+    """A buffer's size in whole KiB or MiB (``29 MiB``), or GiB to a tenth, as calibration notes state it."""
+    if nbytes >= 1 << 30:
+        return f"{nbytes / (1 << 30):.1f} GiB"
+    return f"{nbytes / (1 << 20):.0f} MiB" if nbytes >= 1 << 20 else f"{nbytes / 1024:.0f} KiB"
+
+
 def brief(value: object, limit: int = 60) -> str:
     """``repr(value)``, short enough for a message: an integer of 16 digits or more as ``1.00e+200``
     (its 200 digits help nobody, and past 4300 Python will not print them), a long repr cut."""
