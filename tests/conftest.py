@@ -19,6 +19,8 @@ re-measure). ``FAKE_ROOFLINE_SOURCE=measured`` makes the device's figures measur
 from __future__ import annotations
 
 import contextlib
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 # Imported here, before any in-process pytester run: pytester drops the modules a run imported
@@ -153,3 +155,13 @@ def results(reprec: pytest.HookRecorder) -> list[Result]:
 def one_result(reprec: pytest.HookRecorder) -> Result:
     (result,) = results(reprec)
     return result
+
+
+@pytest.fixture
+def umask() -> Iterator[Callable[[int], None]]:
+    """Set this process's umask for the test; the old one comes back after (tests of file modes)."""
+    old = os.umask(0o022)
+    try:
+        yield os.umask
+    finally:
+        os.umask(old)

@@ -7,7 +7,7 @@ import re
 import stat
 import struct
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -333,18 +333,6 @@ def test_roofline_plot_leaves_out_a_measurement_it_cannot_draw_with_a_note(
     svg = out.read_text()
     assert "test_gemm" not in svg
     assert "2 measurement(s) could not be drawn" in svg
-
-
-@pytest.fixture
-def umask() -> Iterator[Callable[[int], None]]:
-    """Set this process's umask for the test; the old one comes back after."""
-    import os
-
-    old = os.umask(0o022)
-    try:
-        yield os.umask
-    finally:
-        os.umask(old)
 
 
 @needs_matplotlib

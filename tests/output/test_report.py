@@ -11,7 +11,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -296,16 +296,6 @@ def test_write_json_atomic_leaves_the_old_file_and_no_temporary_on_failure(tmp_p
 def test_write_json_atomic_to_a_missing_directory_names_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="missing"):
         write_json_atomic(tmp_path / "missing" / "out.json", {})
-
-
-@pytest.fixture
-def umask() -> Iterator[Callable[[int], None]]:
-    """Set this process's umask for the test; the old one comes back after."""
-    old = os.umask(0o022)
-    try:
-        yield os.umask
-    finally:
-        os.umask(old)
 
 
 @pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
