@@ -138,7 +138,9 @@ Elapsed times are scripted: ``elapsed_ms`` (a sequence, its last value repeating
 ``kernel_ms`` times the kernels that ran between the two events on the events' stream (a graph launch
 counts its kernels): work on another stream is not between a stream's events. ``l2_read_ms(nbytes)``,
 when given, times each timed launch of ``roofline_l2_read`` (more than one pass) over a buffer of
-``nbytes`` instead: a GPU whose L2 rate steps down past its capacity.
+``nbytes`` instead: a GPU whose L2 rate steps down past its capacity. ``idle_launch_ms`` is added
+to a pair whose start event was recorded on an idle GPU (right after a host sync): the host's launch
+that follows is inside that window, as on a GPU.
 """
 
 from __future__ import annotations
@@ -562,8 +564,12 @@ class FakeCupy:
         cache_writable: bool = True,
         persisting_set_aside: int | None = 0,
         visible_env: bool = False,
+        idle_launch_ms: float = 0.0,
     ) -> None:
         self.duplicate = tuple(duplicate)
+        #: what an event pair whose start found the GPU idle (nothing queued since a host sync) holds
+        #: beside its kernels: the host's launch of the first one (8 µs a call through cupyx on an H200)
+        self.idle_launch_ms = idle_launch_ms
         self.l2_read_ms = l2_read_ms
         #: per log position, the time of a kernel timed otherwise than ``kernel_ms`` (``l2_read_ms``)
         self.kernel_times: dict[int, float] = {}
@@ -669,6 +675,15 @@ class FakeCupy:
         monkeypatch.setitem(sys.modules, "cupyx", self.cupyx)
         monkeypatch.setitem(sys.modules, "cupyx.profiler", self.cupyx.profiler)
         return self
+
+    def idle_before(self, position: int) -> bool:
+        """Whether the GPU had nothing queued at log ``position``: a host sync since the last work."""
+        for entry in reversed(self.log[:position]):
+            if entry[0] == "synchronize":
+                return True
+            if entry[0] in ("kernel", "launch", "flush", "block"):
+                return False
+        return True
 
     def kernel(self, *args: object) -> None:
         """A stand-in kernel: logs that it ran, on the current stream, reading the fake arrays among
@@ -945,6 +960,8 @@ class FakeCupy:
                     total += world.kernel_times.get(position, world.kernel_ms)
                 elif entry[0] == "launch" and entry[1] == mine:
                     total += world.kernel_ms * entry[2]
+            if world.idle_launch_ms and world.idle_before(start.position):
+                total += world.idle_launch_ms
             return total
 
         cuda.Device = lambda device=None: FakeDevice(world, device)

@@ -9,7 +9,15 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from budgets import BUDGETS, SAXPY_N, SAXPY_STRIDE, SAXPY_STRIDED_N, misses_roofline
+from budgets import (
+    BUDGETS,
+    CUPY_SAXPY_STRIDE,
+    CUPY_SAXPY_STRIDED_N,
+    SAXPY_N,
+    SAXPY_STRIDE,
+    SAXPY_STRIDED_N,
+    misses_roofline,
+)
 
 from pytest_roofline import Roofline
 
@@ -41,19 +49,23 @@ def test_saxpy_contiguous(backend: ModuleType, roofline: Roofline, rng: np.rando
 
 
 @misses_roofline(
-    f"every {SAXPY_STRIDE}th float (one column of a row-major matrix): each cache line (CPU) or "
-    "sector (GPU) fetched carries one useful float, and on the CPU each sits on its own page, out "
-    "of the prefetchers' reach, so every access waits on DRAM"
+    f"one float in {SAXPY_STRIDE} on the CPU, one in {CUPY_SAXPY_STRIDE} on the GPU (one column of a "
+    "row-major matrix): each cache line (CPU) or sector (GPU) fetched carries one useful float, and "
+    "on the CPU each sits on its own page, out of the prefetchers' reach, so every access waits on DRAM"
 )
 def test_saxpy_strided(backend: ModuleType, roofline: Roofline, rng: np.random.Generator) -> None:
-    size = SAXPY_STRIDED_N * SAXPY_STRIDE
-    x = rng.random(size, dtype=np.float32)
-    y = rng.random(size, dtype=np.float32)
+    n, stride = (
+        (CUPY_SAXPY_STRIDED_N, CUPY_SAXPY_STRIDE)
+        if backend.NAME == "cupy"
+        else (SAXPY_STRIDED_N, SAXPY_STRIDE)
+    )
+    x = rng.random(n * stride, dtype=np.float32)
+    y = rng.random(n * stride, dtype=np.float32)
     dx, dy = backend.to_device(x), backend.to_device(y)
 
-    backend.saxpy_strided(A, dx, dy, SAXPY_STRIDE)
+    backend.saxpy_strided(A, dx, dy, stride)
     expected = y.copy()
-    expected[::SAXPY_STRIDE] += np.float32(A) * x[::SAXPY_STRIDE]
+    expected[::stride] += np.float32(A) * x[::stride]
     np.testing.assert_allclose(backend.to_host(dy), expected, rtol=1e-6)
 
     # The roofline counts the useful bytes only: n = the elements actually updated.
@@ -62,16 +74,16 @@ def test_saxpy_strided(backend: ModuleType, roofline: Roofline, rng: np.random.G
         A,
         dx,
         dy,
-        SAXPY_STRIDE,
+        stride,
         op="elementwise",
-        n=SAXPY_STRIDED_N,
+        n=n,
         inputs=2,
         outputs=1,
         flops_per_element=2,
         dtype="float32",
         device=backend.DEVICE,
         min_fraction=BUDGETS["saxpy"][backend.NAME],
-        name=f"saxpy_strided[stride={SAXPY_STRIDE}]",
+        name=f"saxpy_strided[stride={stride}]",
     )
 
 

@@ -91,9 +91,10 @@ def measure_l2_bandwidth(
     with compiling():  # the read's first launch compiles it
         m = measure(read, policy=policy or Policy(), backend=backend, cache=WARM)
     nbytes = n4 * 16 * L2_PASSES
+    share = f" ({fill:g} of the L2)" if fill != 1.0 else ""  # 1: a footprint of its own (a sweep, DRAM)
     return Figure(
         nbytes / m.time_s,
         Source.MEASURED,
-        f"ld.global.cg of {n4 * 16 / 2**20:.0f} MiB ({fill:g} of the L2) x {L2_PASSES} passes in one"
+        f"ld.global.cg of {n4 * 16 / 2**20:.0f} MiB{share} x {L2_PASSES} passes in one"
         f" launch, {m.stat} of {m.stats.n} samples",
     )

@@ -69,7 +69,7 @@ def test_calibrate_cuda_replaces_datasheet_figures(cache: Path, h100: Device) ->
         "llc_bytes": h100.llc_bytes,
         "cupy": "13.6.0",
         "tf32": False,
-        "method": "matmul random best of 4096,8192; fp64 tensor from cc 8.0",
+        "method": measured_ceilings.CEILINGS_METHOD,
         "l2_method": "ld.global.cg 0.4 of the L2 x64",
     }
 

@@ -536,6 +536,31 @@ def test_the_graph_replay_captures_once_and_replays_each_round(monkeypatch: pyte
     assert [entry[2] for entry in world.entries("launch")] == [gpu_check.GRAPH_CALLS] * (5 * (1 + pairs))
 
 
+@pytest.mark.usefixtures("quiet_gpu")
+def test_cupyx_times_back_to_back_calls_so_an_idle_gpus_launch_gap_is_a_sliver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the first H200 run: cupyx synchronizes after every repeat, so one call a repeat put the host's
+    # launch (8 µs) inside each window, and a 129 µs copy read 1.06x the engine's
+    from fake_cupy import FakeCupy
+
+    world = FakeCupy(kernel_ms=0.129, idle_launch_ms=0.008).install(monkeypatch)
+    copy = next(case for case in gpu_check.CASES if case.name == "copy 256 MiB d2d")
+
+    result = gpu_check.time_case(copy, 0, world.cupy, world.cupyx.profiler.benchmark, {}, rounds=3)
+
+    theirs, ours = result.timing("cupyx benchmark"), result.timing(gpu_check.WARM)
+    assert theirs is not None
+    assert ours is not None
+    assert theirs.stats is not None, theirs.error
+    assert ours.stats is not None, ours.error
+    assert ours.stats.median == pytest.approx(0.129e-3, rel=0.01)
+    # the gap spread over EVENT_CALLS calls: 8 / 20 µs on 129 µs, 0.3%, not 6%
+    assert theirs.stats.median / ours.stats.median == pytest.approx(1.0, abs=0.005)
+    gap = 0.008e-3 / gpu_check.EVENT_CALLS
+    assert theirs.stats.median == pytest.approx(0.129e-3 + gap, rel=1e-6)
+
+
 def test_do_bench_takes_every_call_and_falls_back_to_its_median(monkeypatch: pytest.MonkeyPatch) -> None:
     import contextlib
     import types

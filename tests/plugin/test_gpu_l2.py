@@ -38,5 +38,8 @@ def test_a_warm_gpu_kernel_within_the_l2_is_judged_against_its_roof(
     result.assert_outcomes(passed=1)
     (record,) = json.loads((pytester.path / "out.json").read_text())["measurements"]
     assert (record["cache_state"], record["memory_level"]) == ("warm", "l2")
-    assert [name for _, name in fake.raw_kernels].count("roofline_l2_read") == 1
+    # the L2 roof's read, once; with measured peaks the DRAM ceiling's read-only stream is the same
+    # kernel over a buffer past the L2
+    reads = 2 if peaks == "measured" else 1
+    assert [name for _, name in fake.raw_kernels].count("roofline_l2_read") == reads
     assert list((pytester.path / "cache").rglob("cuda-l2-*.json"))  # where roofline calibrate finds it

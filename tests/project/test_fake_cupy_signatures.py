@@ -39,8 +39,9 @@ USED = (
     "random.random",
 )
 METHODS = (
-    ("cuda.Event", "record"),
-    ("cuda.Event", "synchronize"),
+    # an instance's: the fake's cuda.Event is a factory function, CuPy's a class
+    ("cuda.Event()", "record"),
+    ("cuda.Event()", "synchronize"),
     ("cuda.Stream", "record"),
     ("cuda.Stream", "wait_event"),
     ("cuda.Stream", "begin_capture"),

@@ -1,5 +1,6 @@
-"""A GPU's measured ceilings: DRAM bandwidth by a device-to-device copy, and matmul FLOP/s per
-precision, each timed by the engine over :class:`~.backend.CudaBackend`."""
+"""A GPU's measured ceilings: DRAM bandwidth by a device-to-device copy and by a read-only stream (the
+faster of the two), and matmul FLOP/s per precision, each timed by the engine over
+:class:`~.backend.CudaBackend`."""
 
 from __future__ import annotations
 
@@ -12,14 +13,23 @@ from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.base import Kernel
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.cuda.loading import compiling, require_device, using_device
+from pytest_roofline.timing.l2 import measure_l2_bandwidth
 
 #: the copy for the bandwidth ceiling moves max(4 × L2, this) bytes each way
 MIN_COPY_BYTES = 512 * 2**20
 #: square matmul sizes for the FLOP/s ceilings, the best of which is kept: 4096 saturates most GPUs,
 #: 8192 the largest (and an 8192² fp64 operand is 512 MiB, within any datacenter GPU's memory)
 MATMUL_SIZES = (4096, 8192)
+#: the precisions whose tensor-core rates are one: every GPU with both runs fp16 and bf16 at the same
+#: dense rate (the A100, H100, H200, B200 and MI300X datasheets), so a library's slower path for one
+#: (cupy.matmul's bf16 read 766 of fp16's 817 TFLOP/s on the first H200 run, where torch.mm's bf16
+#: reached 814) does not lower the other's ceiling
+SHARED_RATE = ((Precision.FP16, Precision.BF16),)
 #: names how :func:`measure_ceilings` measures, in the calibration cache's key: change it with the method
-CEILINGS_METHOD = "matmul random best of 4096,8192; fp64 tensor from cc 8.0"
+CEILINGS_METHOD = (
+    "bandwidth best of copy and ld.global.cg read; matmul random best of 4096,8192; fp64 tensor from cc 8.0;"
+    " fp16 and bf16 tensor one rate"
+)
 
 
 def measure_ceilings(
@@ -27,13 +37,17 @@ def measure_ceilings(
 ) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
     """Measured DRAM bandwidth and matmul FLOP/s of GPU ``index``, each timed with the engine.
 
-    Bandwidth: ``cupy.copyto`` of a max(4 × L2, 512 MiB) buffer, counted as read + write.
+    Bandwidth: the faster of ``cupy.copyto`` of a max(4 × L2, 512 MiB) buffer, counted as read +
+    write, and the L2 roof's ``ld.global.cg`` read kernel over a buffer as large: HBM reads faster
+    than it mixes reads and writes (a copy is half writes), so a read-heavy kernel beat the copy's
+    figure on the first H200 run (a Triton add, two reads a write: 1.03 of it).
     FLOP/s: ``cupy.matmul`` of random square matrices (2·n³ FLOP), the best of n = 4096 and 8192
     (:data:`MATMUL_SIZES`): fp32 keyed vector, fp16 and, where CuPy with ml_dtypes supports it, bf16
     keyed tensor. fp64 is keyed *tensor* from compute capability 8.0: CuPy asks cuBLAS for
     ``CUBLAS_GEMM_DEFAULT_TENSOR_OP`` there for every dtype (``cupy/_core/_routines_linalg.pyx``,
     ``tensordot_core_v11``: ``compute_capability >= 80``), so an A100 or H100 runs it on FP64
     tensor cores (DMMA) at about twice the vector rate; the fp64 vector ceiling stays the table's.
+    fp16 and bf16 tensor take the faster of the two (:data:`SHARED_RATE`).
     Random inputs, since constant ones draw less power and can run at clocks no real operand sees.
     TF32 is not measured: CuPy reads ``CUPY_TF32`` once per process, on its first fp32 matmul, and
     has no public per-call switch; when it is set, the fp32 result is reported as TF32 tensor.
@@ -63,11 +77,17 @@ def _measure_ceilings(
         dst = cupy.empty(nbytes, dtype=cupy.uint8)
         m = measure(cupy.copyto, dst, src, policy=policy, backend=backend, cache=WARM)
         del src, dst
-        bandwidth = Figure(
-            2 * nbytes / m.time_s,
-            Source.MEASURED,
-            f"cupy.copyto of {nbytes / 2**20:.0f} MiB (read + write), {m.stat} of {m.stats.n} samples",
+        copy = 2 * nbytes / m.time_s
+        copy_note = f"cupy.copyto of {nbytes / 2**20:.0f} MiB (read + write), {m.stat} of {m.stats.n} samples"
+        read = measure_l2_bandwidth(
+            cupy, backend, l2_bytes=nbytes, sms=props.multiprocessors, policy=policy, fill=1.0
         )
+        if read.value > copy:
+            note = f"{read.note}; beside {copy_note}: {copy / 1e9:,.1f} GB/s"
+            bandwidth = Figure(read.value, Source.MEASURED, note)
+        else:
+            note = f"{copy_note}; beside a read-only stream: {read.value / 1e9:,.1f} GB/s"
+            bandwidth = Figure(copy, Source.MEASURED, note)
 
         fp32_key = (Precision.TF32, Unit.TENSOR) if tf32_requested() else (Precision.FP32, Unit.VECTOR)
         fp64_unit = Unit.TENSOR if props.kind == "cuda" and props.major >= 8 else Unit.VECTOR
@@ -94,7 +114,26 @@ def _measure_ceilings(
                     best = (rate, f"cupy.matmul {n}×{n}×{n} {precision}, random inputs, {samples}")
             assert best is not None  # MATMUL_SIZES is not empty
             peaks[(precision, unit)] = Figure(best[0], Source.MEASURED, best[1])
-    return bandwidth, peaks
+    return bandwidth, shared_rates(peaks)
+
+
+def shared_rates(peaks: dict[tuple[Precision, Unit], Figure]) -> dict[tuple[Precision, Unit], Figure]:
+    """``peaks`` with each :data:`SHARED_RATE` group's tensor ceilings raised to the group's fastest
+    measurement, the note saying whose it is."""
+    shared = dict(peaks)
+    for group in SHARED_RATE:
+        found = [(p, peaks[(p, Unit.TENSOR)]) for p in group if (p, Unit.TENSOR) in peaks]
+        if not found:
+            continue
+        fastest, best = max(found, key=lambda item: item[1].value)
+        for precision, figure in found:
+            if figure.value < best.value:
+                note = (
+                    f"{fastest}'s rate, the tensor cores' for both ({best.note}); {precision}'s own:"
+                    f" {figure.value / 1e12:,.1f} TFLOP/s"
+                )
+                shared[(precision, Unit.TENSOR)] = Figure(best.value, Source.MEASURED, note)
+    return shared
 
 
 def _random_matrix(cupy: Any, n: int, dtype: Any) -> Any:

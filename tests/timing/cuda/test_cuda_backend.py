@@ -7,13 +7,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from conftest import REPO_ROOT
 from fake_cupy import HIP_ATTRIBUTES, FakeCudaError, FakeCupy, MiB, install_fake_ml_dtypes
 
-from pytest_roofline.model.core import Precision, Source, Unit
+from pytest_roofline.model.core import Figure, Precision, Source, Unit
 from pytest_roofline.model.devices import DeviceError
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import WARM
@@ -516,16 +517,25 @@ def test_a_bad_device_index_is_a_device_error(monkeypatch: pytest.MonkeyPatch, i
 # -- measured ceilings --------------------------------------------------------------------------
 
 
+def _read_at(rate: float) -> Callable[[int], float]:
+    """``l2_read_ms`` of a GPU whose read-only stream moves ``rate`` bytes/s at any footprint."""
+    from pytest_roofline.timing.l2 import L2_PASSES
+
+    return lambda nbytes: nbytes * L2_PASSES / rate * 1e3
+
+
 def test_ceilings_come_from_a_copy_and_matmuls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUPY_TF32", raising=False)
-    fake = FakeCupy(kernel_ms=1.0).install(monkeypatch)
+    copy_bytes = 512 * MiB  # max(4 × 50 MiB L2, 512 MiB)
+    copy_rate = 2 * copy_bytes / 1e-3
+    fake = FakeCupy(kernel_ms=1.0, l2_read_ms=_read_at(0.9 * copy_rate)).install(monkeypatch)
 
     bandwidth, peaks = measured_ceilings.measure_ceilings(0)  # the default policy
 
-    copy_bytes = 512 * MiB  # max(4 × 50 MiB L2, 512 MiB)
-    assert bandwidth.value == pytest.approx(2 * copy_bytes / 1e-3)
+    assert bandwidth.value == pytest.approx(copy_rate)
     assert bandwidth.source is Source.MEASURED
     assert "read + write" in bandwidth.note
+    assert f"beside a read-only stream: {0.9 * copy_rate / 1e9:,.1f} GB/s" in bandwidth.note
     n = max(measured_ceilings.MATMUL_SIZES)  # each call takes 1 ms on the fake: the larger size is faster
     assert set(peaks) == {
         (Precision.FP64, Unit.TENSOR),  # cc 9.0: CuPy asks cuBLAS for tensor ops (DMMA) from cc 8.0
@@ -539,6 +549,47 @@ def test_ceilings_come_from_a_copy_and_matmuls(monkeypatch: pytest.MonkeyPatch) 
         assert "random inputs" in figure.note
     assert ("alloc", copy_bytes) in fake.log
     assert fake.count("flush") == 0  # these buffers dwarf L2: no flush by default
+
+
+def test_the_bandwidth_ceiling_is_a_read_only_stream_where_that_beats_the_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the first H200 run: the copy read 4.17 TB/s, and a Triton add (two reads a write) 4.29
+    copy_rate = 2 * 512 * MiB / 1e-3
+    FakeCupy(kernel_ms=1.0, l2_read_ms=_read_at(1.08 * copy_rate)).install(monkeypatch)
+
+    bandwidth, _ = measured_ceilings.measure_ceilings(0, FAST)
+
+    assert bandwidth.value == pytest.approx(1.08 * copy_rate, rel=1e-6)
+    assert bandwidth.note.startswith("ld.global.cg of 512 MiB x 64 passes in one launch")
+    assert "beside cupy.copyto of 512 MiB (read + write)" in bandwidth.note
+    assert f"{copy_rate / 1e9:,.1f} GB/s" in bandwidth.note
+
+
+def test_fp16_and_bf16_tensor_ceilings_take_the_faster_of_the_two() -> None:
+    fp16 = Figure(817e12, Source.MEASURED, "cupy.matmul 4096×4096×4096 fp16")
+    bf16 = Figure(766e12, Source.MEASURED, "cupy.matmul 4096×4096×4096 bf16")
+    fp32 = Figure(51e12, Source.MEASURED, "cupy.matmul fp32")
+    peaks = {
+        (Precision.FP16, Unit.TENSOR): fp16,
+        (Precision.BF16, Unit.TENSOR): bf16,
+        (Precision.FP32, Unit.VECTOR): fp32,
+    }
+
+    shared = measured_ceilings.shared_rates(peaks)
+
+    assert shared[(Precision.FP16, Unit.TENSOR)] == fp16
+    assert shared[(Precision.FP32, Unit.VECTOR)] == fp32
+    raised = shared[(Precision.BF16, Unit.TENSOR)]
+    assert raised.value == 817e12
+    assert raised.source is Source.MEASURED
+    assert raised.note == (
+        "fp16's rate, the tensor cores' for both (cupy.matmul 4096×4096×4096 fp16); bf16's own: 766.0 TFLOP/s"
+    )
+    # one of the two alone, or neither: as measured
+    alone = {(Precision.BF16, Unit.TENSOR): bf16}
+    assert measured_ceilings.shared_rates(alone) == alone
+    assert measured_ceilings.shared_rates({}) == {}
 
 
 def test_fp64_matmul_is_a_vector_peak_before_compute_capability_8(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -566,11 +617,14 @@ def test_ceiling_matmuls_take_random_inputs_of_both_sizes(monkeypatch: pytest.Mo
 def test_ceiling_copy_is_four_times_a_large_l2(monkeypatch: pytest.MonkeyPatch) -> None:
     from fake_cupy import H100_PROPERTIES
 
-    FakeCupy(kernel_ms=1.0, properties={**H100_PROPERTIES, "l2CacheSize": 256 * MiB}).install(monkeypatch)
+    slow_read = _read_at(1e9)
+    props = {**H100_PROPERTIES, "l2CacheSize": 256 * MiB}
+    FakeCupy(kernel_ms=1.0, properties=props, l2_read_ms=slow_read).install(monkeypatch)
 
     bandwidth, _ = measured_ceilings.measure_ceilings(0, FAST)
 
     assert bandwidth.value == pytest.approx(2 * 1024 * MiB / 1e-3)
+    assert "cupy.copyto of 1024 MiB" in bandwidth.note
 
 
 def test_fp32_matmul_is_tf32_when_cupy_tf32_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
