@@ -156,8 +156,9 @@ step_gpu_tests() {
     "$PY" -m pytest tests/timing/cuda/test_cuda_backend.py tests/timing/cuda/test_cuda_gpu_rules.py \
         tests/project/test_fake_cupy_signatures.py -k "real or match_cupy" $PLUGIN -p no:cacheprovider -q -rs || return $?
     # shellcheck disable=SC2086
+    # no pytest-benchmark beside xdist: it warns that it is disabled, and this suite makes warnings errors
     "$PY" -m pytest tests/cli/test_cli_analyze.py tests/analysis/test_kernelfacts.py tests/analysis/test_example_ptx.py $PLUGIN \
-        -p no:cacheprovider -q -rs -n 4
+        -p no:cacheprovider -p no:benchmark -q -rs -n 4
 }
 
 if [[ "${1:-}" == __step__ ]]; then  # a child: one step, in the repository, with the parent's environment

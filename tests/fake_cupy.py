@@ -59,8 +59,8 @@ GPU, until the 64-bit count at ``args[0]`` reaches its ticket ``args[1]``), ``ro
 logged ``("delay", stream, ns)`` (it spins, then returns), ``roofline_l2_flush`` is the backend's
 flush, logged ``("flush", stream)`` and in ``flush_reads`` (a read of the whole buffer), any other
 is a kernel;
-``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``) and
-``runtime.hostAllocMapped``.
+``cupy.cuda.PinnedMemory(size, flags=0)`` (real host memory, ``.ptr``; freeing it is a device-wide
+sync, as cudaFreeHost is) and ``runtime.hostAllocMapped``.
 
 The current device is real state, shared with the fake PyTorch (one CUDA runtime for both, as
 on a real machine): ``cupy.empty`` and the other allocations make their array on it, and an
@@ -1103,9 +1103,15 @@ class FakeCupy:
         class PinnedMemory:
             def __init__(self, size: int, flags: int = 0) -> None:
                 buffer = ctypes.create_string_buffer(size)
-                world._pinned.append(buffer)  # kept alive for the test
+                world._pinned.append(buffer)  # kept alive for the test, and while this object lives
+                self._buffer = buffer
                 self.size, self.flags = size, flags
                 self.ptr = ctypes.addressof(buffer)
+
+            def __del__(self) -> None:
+                # cudaFreeHost synchronizes the device: a PinnedMemory collected while a blocking
+                # kernel holds a stream waits behind it (seen on the third H200 run)
+                world.device_sync(("synchronize", "free_host"))
 
         class RawKernel:
             def __init__(

@@ -12,6 +12,7 @@ time the windows instead (:mod:`pytest_roofline.timing.cupti`).
 from __future__ import annotations
 
 import functools
+import gc
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -266,10 +267,11 @@ class CudaBackend:
         try:
             # a graph replay is one launch; eager, the hold takes what a probe showed the queue takes
             held = calls if graph is not None else self._probes.held_calls(key, calls)
-            pairs = _queue_windows(
-                cuda, fn, args, calls, samples, stream, graph, blocker,
-                held=held, flush=self._flush if flush else None, probe=probe,
-            )  # fmt: skip
+            with _collector_paused():
+                pairs = _queue_windows(
+                    cuda, fn, args, calls, samples, stream, graph, blocker,
+                    held=held, flush=self._flush if flush else None, probe=probe,
+                )  # fmt: skip
             # one host sync for every window: they were queued in order on this one stream
             pairs[-1][1].synchronize()
         except BaseException:
@@ -297,6 +299,22 @@ class CudaBackend:
             self._cupy, fn, args, calls, stream, self._activity
         )
         return graph
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while windows are queued, as ``timeit`` keeps it off
+    while timing: a finalizer it ran there that synchronizes (pinned memory's ``cudaFreeHost``, a
+    device-wide sync) would wait for a held GPU, and a probe would take the kernel for one that
+    synchronizes. Garbage made meanwhile is collected after."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _queue_windows(

@@ -160,15 +160,48 @@ class HoldWatchdog:
 WATCHDOG = HoldWatchdog()
 
 
+class PinnedSlots:
+    """Two counters' worth (16 bytes) of mapped pinned host memory per :class:`Blocker`, cut from
+    arenas that are never freed: freeing pinned memory (``cudaFreeHost``) synchronizes the device, so
+    a blocker collected while another backend's blocking kernel holds the GPU would wait for that
+    hold, and the watchdog would take its kernel for one that synchronizes (seen on an H200: a
+    4 KiB kernel then timed unheld at 7 µs, held at 1.9 µs; ``block="on"`` raised)."""
+
+    ARENA_BYTES = 4096
+    SLOT_BYTES = 16
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: per device: the arena's address and the bytes of it handed out
+        self._arenas: dict[int, tuple[int, int]] = {}
+        self._kept: list[Any] = []  # every arena, so that none is ever freed
+
+    def take(self, cupy: Any) -> int:
+        """A fresh slot's address, on the current device (where mapped memory is allocated)."""
+        device = int(cupy.cuda.runtime.getDevice())
+        with self._lock:
+            base, used = self._arenas.get(device, (0, self.ARENA_BYTES))
+            if used + self.SLOT_BYTES > self.ARENA_BYTES:
+                memory = cupy.cuda.PinnedMemory(self.ARENA_BYTES, cupy.cuda.runtime.hostAllocMapped)
+                self._kept.append(memory)
+                base, used = int(memory.ptr), 0
+            self._arenas[device] = (base, used + self.SLOT_BYTES)
+            return base + used
+
+
+#: the process's blocker counters
+PINNED_SLOTS = PinnedSlots()
+
+
 class Blocker:
-    """The blocking and delay kernels, and two counters in mapped pinned host memory."""
+    """The blocking and delay kernels, and two counters in mapped pinned host memory
+    (:data:`PINNED_SLOTS`)."""
 
     def __init__(self, cupy: Any, timeout_s: float) -> None:
         import numpy
 
         self._numpy = numpy
-        self._memory = cupy.cuda.PinnedMemory(16, cupy.cuda.runtime.hostAllocMapped)
-        ptr = int(self._memory.ptr)
+        ptr = PINNED_SLOTS.take(cupy)
         self._ptr = ptr
         self._released = ctypes.c_int64.from_address(ptr)
         self._timed_out = ctypes.c_int64.from_address(ptr + 8)
@@ -207,10 +240,10 @@ class Blocker:
         self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), HOLD_WATCHDOG_S, self._queued)
 
     def _release_ticket(self, ticket: int) -> Callable[[], None]:
-        released, memory = self._released, self._memory  # the pinned memory lives while it is watched
+        released = self._released  # its memory is never freed (PinnedSlots): safe to write later
 
         def release() -> None:
-            if memory is not None and released.value < ticket:
+            if released.value < ticket:
                 released.value = ticket
 
         return release

@@ -225,6 +225,53 @@ def test_a_kernel_that_synchronizes_while_held_stalls_one_window_not_each(fake: 
     assert timeouts(fake) == [("block_timeout", 1)]  # the first window's, then no more windows
 
 
+def test_a_backend_collected_while_another_holds_the_gpu_does_not_stall_the_hold(fake: FakeCupy) -> None:
+    # the third H200 run: a backend garbage-collected in another's held window freed its pinned
+    # release counters, and cudaFreeHost waited for the held GPU: the watchdog released the hold,
+    # block="on" raised, and block="auto" took the kernel for one that synchronizes (7 µs unheld
+    # instead of 1.9 held). The counters are never freed.
+    import gc
+
+    doomed = [CudaBackend(block="on")]
+    measure(fake.kernel, policy=FAST, backend=doomed[0], cache=WARM)  # its blocker built and used
+    freed = []
+
+    def kernel() -> None:
+        fake.kernel()
+        if doomed and fake.pending_blocks:  # inside a held window of the other backend
+            doomed.clear()
+            gc.collect()
+            freed.append(True)
+
+    measure(kernel, policy=FAST, backend=CudaBackend(block="on"), cache=WARM)
+
+    assert freed == [True]
+    assert timeouts(fake) == []
+    assert ("synchronize", "free_host") not in fake.log
+
+
+def test_the_cyclic_collector_is_off_while_windows_are_queued(fake: FakeCupy) -> None:
+    # a finalizer the collector runs that synchronizes (pinned memory in a reference cycle: its
+    # cudaFreeHost) would wait for the held GPU; when the collector runs is up to Python, so what is
+    # tested is that it cannot run there, and that it is back on after
+    import gc
+
+    backend = CudaBackend(block="on")
+    measure(fake.kernel, policy=FAST, backend=backend, cache=WARM)
+    seen: list[tuple[bool, bool]] = []
+
+    def kernel() -> None:
+        fake.kernel()
+        seen.append((bool(fake.pending_blocks), gc.isenabled()))
+
+    measure(kernel, policy=FAST, backend=backend, cache=WARM)
+
+    held = [enabled for pending, enabled in seen if pending]
+    assert held, "no call ran inside a held window"
+    assert not any(held)
+    assert gc.isenabled()
+
+
 def test_the_watchdog_releases_a_hold_the_host_waits_inside(monkeypatch: pytest.MonkeyPatch) -> None:
     # the host waits in a held window; only another thread can release it before the GPU gives up
     fake = FakeCupy(hold_wait_s=2.0).install(monkeypatch)
