@@ -19,8 +19,9 @@ implements.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -42,6 +43,21 @@ MIN_SAMPLES_FLOOR = 3
 def empty_call() -> None:
     """A call that does nothing: what a window holds when only its flush is wanted, and what the
     latency floors time around nothing."""
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside, as ``timeit`` keeps it off while timing: no
+    collection lands in a timed window, and on a GPU no finalizer it would run (pinned memory's
+    ``cudaFreeHost``, a device-wide sync) waits for a held stream. Garbage made meanwhile is
+    collected after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def check_window_counts(calls: int, samples: int) -> None:

@@ -7,17 +7,15 @@ stays cheap for a session that never times anything.
 from __future__ import annotations
 
 import functools
-import gc
 import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_roofline.timing.base import Kernel, check_window_counts
+from pytest_roofline.timing.base import Kernel, check_window_counts, gc_paused
 from pytest_roofline.timing.host_caches import SYSFS_CACHE, cpu_caches
 
 if TYPE_CHECKING:
@@ -169,7 +167,7 @@ class CpuBackend:
         for _ in range(samples):
             if flush:
                 self.flush()
-            with _gc_paused():
+            with gc_paused():
                 if rest is None:
                     before, cpu_before, process_before = switches(), thread_ns(), process_ns()
                 start = clock_ns()
@@ -203,17 +201,6 @@ class CpuBackend:
         self.last_parallelism = process_total / thread_total if thread_total > 0 else None
         self.last_cpu_share = thread_total / wall_total if wall_total > 0 else None
         return windows
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:

@@ -12,7 +12,6 @@ time the windows instead (:mod:`pytest_roofline.timing.cupti`).
 from __future__ import annotations
 
 import functools
-import gc
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -20,7 +19,7 @@ from typing import Any
 
 from pytest_roofline.model.devices import DeviceProperties
 from pytest_roofline.model.policy import check_positive
-from pytest_roofline.timing.base import Kernel, check_window_counts
+from pytest_roofline.timing.base import Kernel, check_window_counts, gc_paused
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.cuda.blocking import (
     BLOCK_TIMEOUT_S,
@@ -267,7 +266,7 @@ class CudaBackend:
         try:
             # a graph replay is one launch; eager, the hold takes what a probe showed the queue takes
             held = calls if graph is not None else self._probes.held_calls(key, calls)
-            with _collector_paused():
+            with gc_paused():  # no finalizer that synchronizes runs behind a hold
                 pairs = _queue_windows(
                     cuda, fn, args, calls, samples, stream, graph, blocker,
                     held=held, flush=self._flush if flush else None, probe=probe,
@@ -299,22 +298,6 @@ class CudaBackend:
             self._cupy, fn, args, calls, stream, self._activity
         )
         return graph
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while windows are queued, as ``timeit`` keeps it off
-    while timing: a finalizer it ran there that synchronizes (pinned memory's ``cudaFreeHost``, a
-    device-wide sync) would wait for a held GPU, and a probe would take the kernel for one that
-    synchronizes. Garbage made meanwhile is collected after."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _queue_windows(
