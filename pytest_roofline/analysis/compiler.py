@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -147,12 +148,14 @@ def _sass(cubin: Path) -> str | None:
 
 
 def demangle(symbols: Sequence[str]) -> dict[str, str]:
-    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by ``cu++filt``
-    (the CUDA toolkit's) or else ``c++filt`` (binutils'; device symbols use the same mangling).
+    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by ``c++filt``
+    (binutils'; device symbols use the host's mangling) or else ``cu++filt`` (the CUDA toolkit's),
+    whose EDG form is brought to binutils' (:func:`source_form`), so the names a user reads and
+    types are the same whichever tool a machine has.
 
     Best effort: without either tool, or when it fails, the symbols it did not read are left out.
     """
-    tool = find_tool("cu++filt") or find_tool("c++filt")
+    tool = find_tool("c++filt") or find_tool("cu++filt")
     if tool is None or not symbols:
         return {}
     try:
@@ -162,7 +165,64 @@ def demangle(symbols: Sequence[str]) -> dict[str, str]:
     lines = done.stdout.splitlines()
     if done.returncode != 0 or len(lines) != len(symbols):
         return {}
-    return {symbol: line.strip() for symbol, line in zip(symbols, lines, strict=True)}
+    return {symbol: source_form(line.strip()) for symbol, line in zip(symbols, lines, strict=True)}
+
+
+def source_form(text: str) -> str:
+    """A demangler's line as binutils' ``c++filt`` writes it. ``cu++filt`` (CUDA 13) writes
+    ``scale(float *, int)`` and leaves a function template's parameters as EDG's ``T1``, ``T2``
+    (``ns::scale<float>(T1 *)``): the spaces before ``*`` and ``&`` go, and each ``Tn`` in the
+    parameter list becomes the template's n-th argument (``ns::scale<float>(float*)``)."""
+    text = re.sub(r"\s+(?=[*&])", "", text)
+    opening = _parameters_start(text)
+    if opening is None:
+        return text
+    head, parameters = text[:opening], text[opening:]
+    arguments = _template_arguments(head)
+    if not arguments:
+        return text
+
+    def argument(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        return arguments[n - 1] if 1 <= n <= len(arguments) else match.group(0)
+
+    return head + re.sub(r"\bT(\d+)\b", argument, parameters)
+
+
+def _parameters_start(text: str) -> int | None:
+    """Where the parameter list's ``(`` is: the first outside template brackets, past any
+    ``(anonymous namespace)``."""
+    depth = 0
+    for i, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth == 0 and not text.startswith("(anonymous namespace)", i):
+            return i
+    return None
+
+
+def _template_arguments(name: str) -> list[str]:
+    """The arguments of the template ``name`` ends in (``scale<float, 4>`` -> float, 4), or none."""
+    if not name.endswith(">"):
+        return []
+    depth, start = 0, None
+    for i in range(len(name) - 1, -1, -1):
+        depth += {">": 1, "<": -1}.get(name[i], 0)
+        if depth == 0:
+            start = i
+            break
+    if start is None:
+        return []
+    inner, arguments, depth, begun = name[start + 1 : -1], [], 0, 0
+    for i, char in enumerate(inner):
+        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            arguments.append(inner[begun:i].strip())
+            begun = i + 1
+    arguments.append(inner[begun:].strip())
+    return arguments
 
 
 def _read_cache(entry: Path, arch: str) -> Compiled | None:

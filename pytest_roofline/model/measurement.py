@@ -53,8 +53,8 @@ class Measurement:
     samples_s: tuple[float, ...]
     #: back-to-back calls timed in one window (k)
     calls_per_sample: int
-    #: statistics of the trusted samples: those after the ``transient`` ones, less the preempted
-    #: ones while enough others remain
+    #: statistics of the trusted samples: those after the ``transient`` ones, less the ``slowed``
+    #: and the preempted ones while enough others remain
     stats: Stats
     #: the statistic the verdict uses, and its value in seconds per call
     stat: Stat
@@ -96,6 +96,21 @@ class Measurement:
     wait_share: float | None = None
     #: what a GPU's clocks did while it was measured (:mod:`.clocks`), when the backend watched them
     clocks: ClockLog | None = None
+    #: whether the clocks were asked about sample by sample (:mod:`.throttle`); then ``slowed``
+    #: samples ran at slowed clocks and were left out, and ``slowed_kept`` did and were kept, too few
+    #: others being left
+    clocks_per_sample: bool = False
+    slowed: int = 0
+    slowed_kept: int = 0
+
+    @property
+    def ran_slowed(self) -> bool:
+        """Whether samples the statistics use ran at slowed GPU clocks: per sample where the clocks
+        were asked about so, else whenever the clock log shows a slowdown."""
+        if self.clocks is None or not self.clocks.throttled:
+            return False
+        return self.slowed_kept > 0 if self.clocks_per_sample else True
+
     #: whether ``setup`` ran before every call (so one call per sample, never a batch)
     setup: bool = False
     #: argument sets the calls rotated through (0: not rotated)

@@ -330,7 +330,7 @@ def _judge(
         return judged(Verdict.FASTER_THAN_LIGHT)
     if attained > limit:
         return judged(Verdict.INCONCLUSIVE, f"above the {units.percent(limit)} limit, but within the noise")
-    if m.clocks is not None and m.clocks.throttled and lo < min_fraction:
+    if m.clocks is not None and m.ran_slowed and lo < min_fraction:
         # a GPU that slowed its clocks ran below the peaks it is judged against: not the kernel's miss
         return judged(Verdict.INCONCLUSIVE, f"the GPU slowed its clocks ({', '.join(m.clocks.reasons)})")
     if waited and lo < min_fraction <= hi * WAITED_SLACK:

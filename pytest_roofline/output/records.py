@@ -365,15 +365,22 @@ def _clocks_json(m: Measurement) -> JsonObject | None:
     log = m.clocks
     if log is None:
         return None
+    summary = log.summary()
+    if m.slowed:
+        summary += f"; {m.slowed} sample(s) at slowed clocks left out"
+    if m.slowed_kept:
+        summary += f"; {m.slowed_kept} sample(s) at slowed clocks kept (too few others)"
     return {
         "watched": log.watched,
-        "summary": log.summary(),
+        "summary": summary,
         "min_sm_mhz": log.min_sm_mhz,
         "max_sm_mhz": log.max_sm_mhz,
         "max_temperature_c": log.max_temperature_c,
         "throttled": log.throttled,
         "reasons": list(log.reasons),
         "samples": len(log.samples),
+        "slowed_samples_left_out": m.slowed,
+        "slowed_samples_kept": m.slowed_kept,
     }
 
 

@@ -184,6 +184,7 @@ def _measurer(
 
     from ..timing.clocks import unwatched_note
     from ..timing.engine import measure
+    from ..timing.throttle import Throttle
 
     policy = request.policy
     snapshot = None
@@ -203,9 +204,11 @@ def _measurer(
         __tracebackhide__ = True
         budgeted = dataclasses.replace(policy, max_time_s=budget_s)
         with on_stream(request.stream), watching(backend) as watcher:
+            # a watcher that can say which samples ran at slowed clocks has them left out
+            throttle = watcher if isinstance(watcher, Throttle) else None
             m = measure(
                 kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
-                backend=backend, probe=probe, snapshot=snapshot, cache=plan,
+                backend=backend, probe=probe, snapshot=snapshot, cache=plan, throttle=throttle,
             )  # fmt: skip
         if watcher is None:
             return m

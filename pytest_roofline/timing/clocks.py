@@ -10,11 +10,15 @@ end: SM and memory clocks (``nvmlDeviceGetClockInfo``), GPU temperature
 (``nvmlDeviceGetTemperature``) and the clock-event (throttle) reasons
 (``nvmlDeviceGetCurrentClocksEventReasons``, named ``...ThrottleReasons`` before NVML 12.5). A log
 whose samples show power or thermal slowdown is :attr:`ClockLog.throttled`: that measurement ran
-below the clocks the peaks assume and should be taken again, or reported inconclusive.
+below the clocks the peaks assume and should be taken again, or reported inconclusive. A watcher is
+also the engine's :class:`~.throttle.Throttle`: asked, after each sampling round, which of the
+round's samples ran slowed (:meth:`ClockWatcher.slowed`), it takes a reading then and reads the
+ones around each sample; :meth:`ClockWatcher.rest` lets the GPU recover.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib
 import threading
@@ -80,10 +84,13 @@ class ClockWatcher:
     pci_bus_id: str | None = None
     interval_s: float = 0.02
     clock: Callable[[], float] = time.perf_counter
+    #: how a rest waits (a test's fake clock advances instead)
+    sleep: Callable[[float], None] = time.sleep
     log: ClockLog = field(default_factory=lambda: ClockLog(False, "not started"))
     _nvml: Any = None
     _handle: Any = None
     _samples: list[ClockSample] = field(default_factory=list)
+    _max_sm_mhz: int | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -108,6 +115,8 @@ class ClockWatcher:
             self.log = ClockLog(False, f"NVML has no device {self.pci_bus_id or self.index}: {exc}")
             return self
         self._nvml = module
+        handle = self._handle
+        self._max_sm_mhz = _read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_SM))
         self.sample()
         self._thread = threading.Thread(target=self._run, name="roofline-clocks", daemon=True)
         self._thread.start()
@@ -129,7 +138,7 @@ class ClockWatcher:
             True,
             "pci " + self.pci_bus_id if self.pci_bus_id else f"NVML device {self.index}",
             samples,
-            max_sm_mhz=_read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_SM)),
+            max_sm_mhz=self._max_sm_mhz,
             max_mem_mhz=_read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_MEM)),
         )
 
@@ -151,6 +160,33 @@ class ClockWatcher:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.sample()
+
+    def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:
+        """For each ``(start, end)`` span of :attr:`clock`, whether the GPU's clocks were slowed
+        over it (:attr:`ClockLog.throttled` of the readings in it, the last before it and the first
+        after it); all False where nothing is watched. A reading is taken first: the spans have
+        just ended."""
+        if self._nvml is None:
+            return [False] * len(spans)
+        self.sample()
+        with self._lock:
+            readings = sorted(self._samples, key=lambda s: s.t_s)
+        times = [s.t_s for s in readings]
+        # a set of readings is throttled when one of them is: counted once, summed for each span
+        seen = [0]
+        for reading in readings:
+            one = ClockLog(True, samples=(reading,), max_sm_mhz=self._max_sm_mhz)
+            seen.append(seen[-1] + one.throttled)
+        slowed = []
+        for start, end in spans:
+            first = max(bisect.bisect_left(times, start) - 1, 0)
+            last = min(bisect.bisect_right(times, end) + 1, len(readings))
+            slowed.append(seen[last] > seen[first])
+        return slowed
+
+    def rest(self, seconds: float) -> None:
+        """Wait ``seconds`` with the GPU idle (the caller queues nothing meanwhile)."""
+        self.sleep(seconds)
 
 
 #: the clock-event reasons calls, newest first (NVML 12.5 renamed ...ThrottleReasons to ...EventReasons)

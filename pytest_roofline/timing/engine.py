@@ -102,6 +102,7 @@ from pytest_roofline.timing.sampling import Sampler, Seed, ceil_count
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.contention import Snapshot
+    from pytest_roofline.timing.throttle import Throttle
 
 __all__ = [
     "CYCLE_SHARE",
@@ -174,6 +175,7 @@ def measure(
     probe: Probe | None = None,
     snapshot: Callable[[], Snapshot] | None = None,
     cache: CachePlan = FLUSHED,
+    throttle: Throttle | None = None,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` under ``policy``; ``backend=None``: the process's :class:`CpuBackend`.
 
@@ -183,6 +185,8 @@ def measure(
     :data:`~.cache.WARM`, or :func:`~.cache.plan_cache`'s plan, whose rotation's copies the calls
     then take in turn instead of ``args``. ``probe``: a reference kernel timed beside this one.
     ``snapshot``: reads the OS's contention counters (:func:`.contention.take_snapshot`).
+    ``throttle``: a watch on the GPU's clocks (:class:`.clocks.ClockWatcher`); samples taken while
+    they were slowed are left out, and the GPU rests after a round that ended so (:mod:`.throttle`).
     Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
@@ -220,7 +224,9 @@ def measure(
     else:
         call = KernelCall(rotation.kernel, setup=rotation.reset)
     with measuring_alone():  # the budget starts once this thread has the machine to itself
-        return _measure(call, policy, backend, probe, snapshot, cache, setup=call.setup is not None)
+        return _measure(
+            call, policy, backend, probe, snapshot, cache, setup=call.setup is not None, throttle=throttle
+        )
 
 
 def _measure(
@@ -232,6 +238,7 @@ def _measure(
     cache: CachePlan,
     *,
     setup: bool,
+    throttle: Throttle | None = None,
 ) -> Measurement:
     __tracebackhide__ = True
     rotation, flush = cache.rotation, cache.flush
@@ -252,7 +259,9 @@ def _measure(
     if warm.seed is not None and k != 1:  # a batched sample is k calls: the seed was one more warm-up call
         warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
         warmup_s = backend.clock() - start
-    sampler = Sampler(backend, call, policy, k, flush, probe, budget_start=start, rewarm=cache.rewarm)
+    sampler = Sampler(
+        backend, call, policy, k, flush, probe, budget_start=start, rewarm=cache.rewarm, throttle=throttle
+    )
     before = snapshot() if snapshot is not None else None
     samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s), seed=warm.seed)
     readings = sampler.readings()
@@ -288,8 +297,11 @@ def _measure(
         cache_reason=cache.note,
         probe=sampler.probe_run(),
         contention=contention,
-        excluded=len(samples) - sampler.transient - stats.n,
+        excluded=len(samples) - sampler.transient - sampler.slowed - stats.n,
         transient=sampler.transient,
+        slowed=sampler.slowed,
+        slowed_kept=sampler.slowed_kept,
+        clocks_per_sample=throttle is not None,
         # the least any round showed: BLAS threads that a probe woke spin on for a while after it
         parallelism=min(parallelism) if (parallelism := readings.parallelism) else None,
         cpu_share=_middle(readings.cpu_share),

@@ -2,7 +2,9 @@
 
 :class:`Sampler` takes rounds of windows until the interval of the median is tight enough, the
 samples run out or the time budget does (:class:`StopReason`); a slower start is cut
-(:mod:`.transient`), and a probe is timed between rounds (:class:`ProbeRun`). The engine
+(:mod:`.transient`), a probe is timed between rounds (:class:`ProbeRun`), and samples taken while
+the GPU had slowed its clocks are left out, the GPU resting after a round that ended so
+(:mod:`.throttle`). The engine
 (:mod:`.engine`) warms up and batches first, then hands the kernel's call here.
 """
 
@@ -20,6 +22,7 @@ from pytest_roofline.model.stats import MIN_PRECISION_SAMPLES, Stats
 from pytest_roofline.timing.base import Backend, Probe
 from pytest_roofline.timing.budget import samples_within, saw_flush, seen_flush_s
 from pytest_roofline.timing.calls import KernelCall, run_windows
+from pytest_roofline.timing.throttle import SlowedSamples, Throttle
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
 if TYPE_CHECKING:
@@ -49,8 +52,15 @@ class Sampler:
         *,
         budget_start: float,
         rewarm: bool = False,
+        throttle: Throttle | None = None,
     ) -> None:
         self.backend, self.call, self.policy = backend, call, policy
+        #: which samples ran at slowed GPU clocks, and the GPU's rest before the next round
+        self.slow = SlowedSamples(throttle)
+        #: samples left out because the GPU's clocks were slowed over them, and those kept (too
+        #: few others were left to leave them out), counted over the samples since the last cut
+        self.slowed = 0
+        self.slowed_kept = 0
         self.k, self.flush, self.probe = k, flush, probe
         #: a probe streamed through the cache: a warm measurement calls the kernel once after it
         self.rewarm = rewarm
@@ -83,12 +93,14 @@ class Sampler:
         backend, policy = self.backend, self.policy
         samples: list[float] = []
         flags: list[bool] = []
+        slow = self.slow.flags
         rounds: list[_Round] = []
         if seed is not None:
             samples.append(seed.window / self.k)
             flags.append(seed.preempted)
             self.preempted += seed.preempted
             rounds.append(_Round(0, 1, seed.start, seed.end))
+            self.slow.judge(_spans(rounds[-1], samples, self.k), self._left_s())
         self._time_probe()
         start = seed.start if seed is not None else backend.clock()
         # samples[self.transient:] are those since the last cut (transient.slower_start), from kept_at
@@ -106,6 +118,7 @@ class Sampler:
                 size = self._cut_for_probe(
                     size, (backend.clock() - self.kept_at) / taken if taken else per_sample_s
                 )
+                self.slow.rest()
                 self._rewarm()
                 round_start = backend.clock()
                 windows, hits = self.call.run(
@@ -116,18 +129,22 @@ class Sampler:
                     samples.append(window / self.k)
                     flags.append(preempted)
                     self.preempted += preempted
+                self.slow.judge(_spans(rounds[-1], samples, self.k), self._left_s())
                 if self.flush:  # what the round spent outside its windows is its flushes, mostly
                     saw_flush(backend, (backend.clock() - round_start - math.fsum(windows)) / size)
-            # a cut needs room to sample after it; preempted windows are load, not a slow start
-            clean_at = [i for i in range(self.transient, len(samples)) if not flags[i]]
+            # a cut needs room to sample after it; preempted windows are load, not a slow start,
+            # and slowed ones the GPU's power state
+            steady_at, clean_at = self._trusted_at(samples, flags, slow)
             clean = [samples[i] for i in clean_at]
             room = len(samples) < policy.max_samples
             if room and slower_start(clean, min_shift=max(MIN_SHIFT, policy.target_rel_ci)):
                 half = len(clean_at) // 2
                 cut_at = _time_of(clean_at[half], rounds, samples, self.k)
                 if cut_at - start <= SETTLE_WITHIN_S:  # later, a slower stretch is drift
-                    self.transient, self.kept_at, clean = clean_at[half], cut_at, clean[half:]
-            kept = samples[self.transient :]
+                    self.transient, self.kept_at = clean_at[half], cut_at
+                    steady_at, clean_at = self._trusted_at(samples, flags, slow)
+                    clean = [samples[i] for i in clean_at]
+            kept = [samples[i] for i in steady_at]
             stats = Stats.from_samples(_trusted(kept, clean))
             reason = self._stop(len(samples), stats)
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
@@ -161,11 +178,30 @@ class Sampler:
 
     def _within(self, n: int, wanted: int, per_sample_s: float) -> int:
         """Of ``wanted`` more samples after ``n``, those the budget affords (:func:`.budget.samples_within`),
-        with the last probe's cost kept for the probe that ends the measurement: the budget counts from
-        the start of the measurement, warm-up included, so that --roofline-max-time bounds its cost."""
+        with the last probe's cost kept for the probe that ends the measurement and the GPU's rest
+        before the round: the budget counts from the start of the measurement, warm-up included, so
+        that --roofline-max-time bounds its cost."""
         policy = self.policy
-        left_s = policy.max_time_s - (self.backend.clock() - self.budget_start) - self._probe_s
+        left_s = self._left_s() - self.slow.rest_s
         return samples_within(n, wanted, left_s, per_sample_s, policy.max_time_s)
+
+    def _left_s(self) -> float:
+        spent_s = self.backend.clock() - self.budget_start
+        return self.policy.max_time_s - spent_s - self._probe_s
+
+    def _trusted_at(
+        self, samples: Sequence[float], flags: Sequence[bool], slow: Sequence[bool]
+    ) -> tuple[list[int], list[int]]:
+        """The indices since the last cut the statistics may use: those not slowed while at least
+        :data:`MIN_PRECISION_SAMPLES` remain (else all, the slowed kept and counted), and of those,
+        the ones not preempted."""
+        since = range(self.transient, len(samples))
+        steady_at = [i for i in since if not slow[i]]
+        if len(steady_at) < MIN_PRECISION_SAMPLES:
+            steady_at = list(since)
+        self.slowed = len(since) - len(steady_at)
+        self.slowed_kept = sum(slow[i] for i in steady_at)
+        return steady_at, [i for i in steady_at if not flags[i]]
 
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
@@ -266,6 +302,20 @@ class _Round:
     size: int
     start: float
     end: float
+
+
+def _spans(r: _Round, samples: Sequence[float], k: int) -> list[tuple[float, float]]:
+    """When each sample of round ``r`` ran: its windows laid end to end from the round's start, each
+    after an equal share of what the round spent outside them (its flushes, mostly, which come
+    before each window)."""
+    windows = [samples[i] * k for i in range(r.first, r.first + r.size)]
+    outside = max(0.0, r.end - r.start - math.fsum(windows)) / r.size
+    spans, at = [], r.start
+    for window in windows:
+        at += outside
+        spans.append((at, at + window))
+        at += window
+    return spans
 
 
 def _time_of(index: int, rounds: Sequence[_Round], samples: Sequence[float], k: int) -> float:

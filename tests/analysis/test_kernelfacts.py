@@ -427,3 +427,62 @@ def test_a_launch_that_cannot_run_is_refused_not_diagnosed(cache: Path) -> None:
     found = facts_for(CudaKernel("scale_fixed", bounded, block=128), arch="sm_90", cache_dir=cache)
     assert isinstance(found, Unavailable)
     assert found.reason.startswith("block=128 cannot run scale_fixed")
+
+
+# what CUDA 13's cu++filt printed on the GPU machine (benchmarks/gpu_runs/2026-11-26-h200/run4):
+# EDG's form, a space before '*' and a function template's parameters left as T1, T2
+CU_FILT_LINES = {
+    "_Z5scalePfi": "scale(float *, int)",
+    "_ZN2ns5scaleIfEEvPT_": "ns::scale<float>(T1 *)",
+    "_ZN2ns4pairIiLi4EEEvPT_PKS1_": "ns::pair<int, (int)4>(T1 *, const T1 *)",
+}
+
+
+def fake_tool(tmp_path: Path, name: str, lines: dict[str, str]) -> str:
+    """An executable ``name`` that prints, for each symbol argument, its line in ``lines``."""
+    script = tmp_path / name
+    table = repr(lines)
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nlines = {table}\nfor s in sys.argv[1:]: print(lines[s])\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_cu_filt_s_edg_form_is_read_as_binutils_writes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cu_filt = fake_tool(tmp_path, "cu++filt", CU_FILT_LINES)
+    monkeypatch.setattr(compiler, "find_tool", lambda name: cu_filt if name == "cu++filt" else None)
+
+    assert compiler.demangle(list(CU_FILT_LINES)) == {
+        "_Z5scalePfi": "scale(float*, int)",
+        "_ZN2ns5scaleIfEEvPT_": "ns::scale<float>(float*)",
+        "_ZN2ns4pairIiLi4EEEvPT_PKS1_": "ns::pair<int, (int)4>(int*, const int*)",
+    }
+
+
+def test_binutils_c_filt_is_preferred_where_both_are_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "cuda").mkdir()
+    cu_filt = fake_tool(tmp_path / "cuda", "cu++filt", CU_FILT_LINES)
+    c_filt = fake_tool(tmp_path, "c++filt", {"_Z5scalePfi": "scale(float const*, int)"})
+    monkeypatch.setattr(compiler, "find_tool", {"cu++filt": cu_filt, "c++filt": c_filt}.get)
+
+    assert compiler.demangle(["_Z5scalePfi"]) == {"_Z5scalePfi": "scale(float const*, int)"}
+
+
+@pytest.mark.parametrize(
+    ("line", "source"),
+    [
+        ("scale(float *, int)", "scale(float*, int)"),
+        ("void ns::scale<float>(float*)", "void ns::scale<float>(float*)"),  # binutils' form unchanged
+        ("(anonymous namespace)::k<int, 4>(T1 *, T1 &)", "(anonymous namespace)::k<int, 4>(int*, int&)"),
+        ("f<std::pair<int, float>>(T1 *)", "f<std::pair<int, float>>(std::pair<int, float>*)"),
+        ("k<float>(T2 *)", "k<float>(T2*)"),  # no second argument: left as it is
+        ("T1(T1 *)", "T1(T1*)"),  # not a template: a type named T1 stays
+    ],
+)
+def test_source_form(line: str, source: str) -> None:
+    assert compiler.source_form(line) == source

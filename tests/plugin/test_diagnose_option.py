@@ -7,6 +7,7 @@ its scripted backend: 20 ms a call of a 2 ms floor attains 10%.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from conftest import COPY, fake_conftest
@@ -108,11 +109,10 @@ def pytest_roofline_backend(config, device, spec):
 """
 
 
-def test_a_throttled_gpu_measurement_is_inconclusive_and_its_clocks_are_in_the_json(
-    pytester: pytest.Pytester,
-) -> None:
+def measured_slow(pytester: pytest.Pytester, backend: str, *args: str, **outcomes: int) -> dict[str, Any]:
+    """The JSON record of a 10% copy measured on ``backend`` (a conftest's text) with ``args``."""
     pytester.makeconftest(
-        fake_conftest(backend=False, extra=GPU) + "\nfrom fakes import ScriptedBackend\n" + CLOCKED
+        fake_conftest(backend=False, extra=GPU) + "\nfrom fakes import ScriptedBackend\n" + backend
     )
     pytester.makepyfile(
         f"""
@@ -123,10 +123,54 @@ def test_a_throttled_gpu_measurement_is_inconclusive_and_its_clocks_are_in_the_j
             roofline(lambda: None)
         """
     )
-    result = pytester.runpytest("--roofline-json=out.json", "-W", "ignore::UserWarning")
-    result.assert_outcomes(passed=1)  # inconclusive warns by default
-    record = json.loads((pytester.path / "out.json").read_text())["measurements"][0]
+    result = pytester.runpytest("--roofline-json=out.json", *args)
+    result.assert_outcomes(**outcomes)
+    record: dict[str, Any] = json.loads((pytester.path / "out.json").read_text())["measurements"][0]
+    return record
+
+
+def test_a_throttled_gpu_measurement_is_inconclusive_and_its_clocks_are_in_the_json(
+    pytester: pytest.Pytester,
+) -> None:
+    record = measured_slow(pytester, CLOCKED, "-W", "ignore::UserWarning", passed=1)  # inconclusive warns
     assert record["verdict"] == "inconclusive"
     assert record["verdict_reason"].startswith("the GPU slowed its clocks (")
     assert record["clocks"]["throttled"] is True
     assert (record["clocks"]["min_sm_mhz"], record["clocks"]["max_sm_mhz"]) == (1410, 1980)
+
+
+PER_SAMPLE = CLOCKED.replace(
+    "        yield types.SimpleNamespace(log=ClockLog(True, samples=samples, max_sm_mhz=1980,"
+    " max_mem_mhz=2619))",
+    """        log = ClockLog(True, samples=samples, max_sm_mhz=1980, max_mem_mhz=2619)
+        yield SlowedFirst(log)
+
+
+class SlowedFirst:
+    \"\"\"A clock watch that can tell sample by sample (timing.throttle.Throttle): each round's first
+    sample ran slowed.\"\"\"
+
+    def __init__(self, log):
+        self.log = log
+        self.rests = 0
+
+    def slowed(self, spans):
+        return [i == 0 for i in range(len(spans))]
+
+    def rest(self, seconds):
+        self.rests += 1""",
+)
+
+
+def test_a_miss_whose_slowed_samples_were_left_out_is_the_kernels(pytester: pytest.Pytester) -> None:
+    """Judged sample by sample, the slowdown the clock log shows touched no sample the median uses:
+    the miss stands, and the JSON says how many samples were left out."""
+    assert PER_SAMPLE != CLOCKED
+    record = measured_slow(pytester, PER_SAMPLE, failed=1)
+    assert record["verdict"] == "MISS"
+    clocks = record["clocks"]
+    assert clocks["throttled"] is True
+    assert clocks["slowed_samples_left_out"] > 0
+    assert clocks["slowed_samples_kept"] == 0
+    left_out = clocks["slowed_samples_left_out"]
+    assert clocks["summary"].endswith(f"; {left_out} sample(s) at slowed clocks left out")

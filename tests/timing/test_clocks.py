@@ -3,52 +3,15 @@
 from __future__ import annotations
 
 import sys
-import types
 
 import pytest
 from fake_cupy import FakeCupy
+from fake_nvml import FakeNvml
 
 from pytest_roofline.model.conditions import ClockLog, ClockSample
 from pytest_roofline.timing import clocks
 from pytest_roofline.timing.clocks import ClockWatcher, unwatched_note
 from pytest_roofline.timing.cuda.backend import CudaBackend
-
-
-class FakeNvml:
-    """nvidia-ml-py's calls the watcher makes; ``readings``: (sm, mem, temp, reasons) per sample, the last
-    repeating. Constants as nvml.h: NVML_CLOCK_SM 1, NVML_CLOCK_MEM 2, NVML_TEMPERATURE_GPU 0."""
-
-    def __init__(self, readings: list[tuple[int, int, int, int]], *, max_sm: int = 1980) -> None:
-        self.readings = readings
-        self.reads = 0
-        self.handles: list[object] = []
-        module = types.ModuleType("pynvml")
-        module.nvmlInit = lambda: None
-        module.nvmlDeviceGetHandleByIndex = lambda index: self._handle(("index", index))
-        module.nvmlDeviceGetHandleByPciBusId = lambda bus: self._handle(("pci", bus))
-        module.nvmlDeviceGetClockInfo = lambda handle, kind: self._now()[0 if kind == 1 else 1]
-        module.nvmlDeviceGetTemperature = lambda handle, sensor: self._now()[2]
-        module.nvmlDeviceGetCurrentClocksEventReasons = self._reasons
-        module.nvmlDeviceGetMaxClockInfo = lambda handle, kind: max_sm if kind == 1 else 2619
-        self.module = module
-
-    def _handle(self, key: object) -> object:
-        self.handles.append(key)
-        return key
-
-    def _now(self) -> tuple[int, int, int, int]:
-        return self.readings[min(self.reads, len(self.readings) - 1)]
-
-    def _reasons(self, handle: object) -> int:
-        value = self._now()[3]
-        self.reads += 1  # one sample reads the reasons last
-        return value
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
-        monkeypatch.setitem(sys.modules, "pynvml", self.module)
-        monkeypatch.setattr(clocks, "_nvml_state", None)
-        monkeypatch.setattr(clocks, "_said", False)
-        return self
 
 
 def test_a_steady_gpu_is_watched_and_not_throttled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,97 @@
+"""Samples taken while the GPU had slowed its clocks: left out, and the GPU let to recover.
+
+A GPU at its power limit lowers its SM clock within tens of milliseconds of sustained heavy work:
+on the H200 of ``benchmarks/gpu_runs/2026-11-26-h200/run4`` an 8192³ bf16 matmul ran its first 25
+samples in 1.39 ms, then fell to 1.63 ms as the SM clock went down to 74% of its maximum, and the
+median of the measurement was the slowed one. The peaks a kernel is judged against are the
+maximum clock's, so a sample at a slowed clock measures the GPU's power state, not the kernel.
+
+nvbench's rule (``nvbench/detail/measure_cold.cu``, ``record_measurements``): a sample whose SM
+clock is below 75% of the maximum (:data:`~pytest_roofline.model.conditions.THROTTLE_CLOCK_SHARE`)
+is discarded, and the GPU rests for ``throttle_recovery_delay`` (0.05 s), a pause that grows by one
+and a half times itself, by at most 0.5 s at a time, from the fourth slowed trial in a row on. The sampler
+(:mod:`.sampling`) does the same with a :class:`Throttle`: after each round it asks which of the
+round's samples ran slowed, leaves them out of the statistics while enough others remain, and
+rests before the next round when the round ended slowed. What watches the clocks (NVML, through
+:class:`~.clocks.ClockWatcher`) sees them every few milliseconds, not per sample: a sample counts as
+slowed when a reading from its span, or the last before it or first after it, shows the slowdown.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "MAX_RECOVERY_STEP_S",
+    "RECOVERY_S",
+    "Recovery",
+    "SlowedSamples",
+    "Throttle",
+]
+
+#: the first rest after a slowed round (nvbench's default ``throttle_recovery_delay``)
+RECOVERY_S = 0.05
+#: a rest grows by one and a half times itself, by at most this much at a time (nvbench's)
+MAX_RECOVERY_STEP_S = 0.5
+#: slowed rounds in a row that rest :data:`RECOVERY_S` before the rest grows (nvbench's ``> 2``)
+_STEADY_RESTS = 3
+
+
+@runtime_checkable
+class Throttle(Protocol):
+    """What the sampler asks of a watch on the GPU's clocks (:class:`~.clocks.ClockWatcher`)."""
+
+    def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:
+        """For each ``(start, end)`` span of the backend's clock, whether the GPU's clocks were
+        slowed over it."""
+        ...
+
+    def rest(self, seconds: float) -> None:
+        """Leave the GPU idle for ``seconds``, so that its clocks come back."""
+        ...
+
+
+class Recovery:
+    """How long the GPU rests after each round that ended slowed (nvbench's schedule)."""
+
+    def __init__(self) -> None:
+        self.rest_s = RECOVERY_S
+        self.in_a_row = 0
+
+    def after(self, ended_slowed: bool) -> float:
+        """The seconds to rest after a round: none when it did not end slowed."""
+        if not ended_slowed:
+            self.in_a_row = 0
+            return 0.0
+        if self.in_a_row >= _STEADY_RESTS:
+            self.rest_s += min(self.rest_s * 1.5, MAX_RECOVERY_STEP_S)
+        self.in_a_row += 1
+        return self.rest_s
+
+
+class SlowedSamples:
+    """The sampler's record of which samples ran at slowed clocks (:attr:`flags`, one per sample),
+    and the rest due before its next round; without a throttle, none ran slowed and none rests."""
+
+    def __init__(self, throttle: Throttle | None) -> None:
+        self.throttle = throttle
+        self.flags: list[bool] = []
+        #: the rest due before the next round, in seconds
+        self.rest_s = 0.0
+        self._recovery = Recovery()
+
+    def judge(self, spans: list[tuple[float, float]], left_s: float) -> None:
+        """Flags a round's samples, which ran over ``spans``; a round that ended slowed is followed
+        by a rest, of what the budget leaves (``left_s``) at most."""
+        if self.throttle is None:
+            self.flags.extend([False] * len(spans))
+            return
+        slowed = self.throttle.slowed(spans)
+        self.flags.extend(slowed)
+        self.rest_s = max(0.0, min(self._recovery.after(bool(slowed) and slowed[-1]), left_s))
+
+    def rest(self) -> None:
+        """The rest due, if any, before the next round."""
+        if self.rest_s > 0 and self.throttle is not None:
+            self.throttle.rest(self.rest_s)
+        self.rest_s = 0.0
