@@ -46,8 +46,10 @@ HEAT_CALLS = 1500
 @pytest.mark.speed_of_light("gemm", M=MM, N=MM, K=MM, dtype="bf16", min_fraction=0.70)
 def test_mm_bf16_8192_at_the_power_limit(roofline: Roofline) -> None:
     """The matmul measured right after 2 s of itself: the GPU starts at its power limit, where run 4
-    saw the SM clock fall to 74% and the median follow it. Samples at slowed clocks are left out
-    (pytest_roofline.timing.throttle); the JSON's clocks say how many."""
+    saw the SM clock fall to 74% and the median follow it. Samples at slowed clocks (under 75%) are
+    left out (pytest_roofline.timing.throttle); the JSON's clocks say how many, and how far the power
+    cap took the SM clock otherwise. A figure, not an acceptance bound: at the cap, with the clock at
+    77%, an H200 attained 0.69 of the datasheet floor (benchmarks/gpu_runs/2026-11-26-h200/README.md)."""
     a, b, c = randn(MM, MM), randn(MM, MM), torch.empty(MM, MM, device="cuda", dtype=torch.bfloat16)
     for _ in range(HEAT_CALLS):
         torch.mm(a, b, out=c)

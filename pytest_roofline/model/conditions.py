@@ -214,6 +214,20 @@ class ClockLog:
             return None
         return min(busy) / self.max_sm_mhz
 
+    def power_cap_note(self) -> str:
+        """What the software power cap did to the SM clock, where it was set and the measurement is not
+        throttled (``at the software power cap, the SM clock down to 77% of its maximum ...``); "".
+        A kernel that draws the power limit runs at that clock for as long as it runs."""
+        if "software power cap" not in self.events or self.throttled:
+            return ""
+        share = self.busy_sm_clock_share
+        if share is None:
+            return "at the software power cap"
+        return (
+            f"at the software power cap, the SM clock down to {share:.0%} of its maximum (throttled"
+            f" below {THROTTLE_CLOCK_SHARE:.0%})"
+        )
+
     def _bits(self) -> int:
         seen = 0
         for sample in self.samples:
@@ -237,6 +251,6 @@ class ClockLog:
         )
         if not self.reasons_watched:
             text += "; clock-event reasons unwatched (NVML answered neither call)"
-        elif "software power cap" in self.events and not self.throttled:
-            text += "; at the software power cap (clocks held: not throttled)"
+        elif note := self.power_cap_note():
+            text += "; " + note
         return text + (f"; throttled: {', '.join(self.reasons)}" if self.throttled else "")

@@ -544,6 +544,13 @@ def _contention(result: Result) -> str:
     return f" The OS reported {c.describe()}." if c is not None and c.level != "quiet" else ""
 
 
+def _power_cap(result: Result) -> str:
+    """`` The GPU ran at the software power cap, the SM clock down to 77% ...``, where it did."""
+    clocks = result.measurement.clocks
+    note = clocks.power_cap_note() if clocks is not None else ""
+    return f" The GPU ran {note}." if note else ""
+
+
 def failure_message(result: Result) -> str:
     """Everything a kernel engineer needs, in one paragraph.
 
@@ -596,5 +603,5 @@ def failure_message(result: Result) -> str:
     return (
         f"{_label(result)} attained {units.percent(result.attained)} of speed of light "
         f"(budget {budget_percent(result.min_fraction)}) on {device}: {floor}; {_measured(result)}, "
-        f"{_achieved(result)}; needs {needs:.1f}× faster.{_contention(result)}"
+        f"{_achieved(result)}; needs {needs:.1f}× faster.{_contention(result)}{_power_cap(result)}"
     )

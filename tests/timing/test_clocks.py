@@ -94,7 +94,9 @@ def test_a_software_power_cap_with_clocks_held_is_not_throttling(monkeypatch: py
 
     assert not watcher.log.throttled
     assert watcher.log.events == ("software power cap",)
-    assert "software power cap (clocks held: not throttled)" in watcher.log.summary()
+    assert watcher.log.summary().endswith(
+        "; at the software power cap, the SM clock down to 89% of its maximum (throttled below 75%)"
+    )
 
 
 def test_a_busy_sm_clock_below_75_percent_is_throttling_whatever_the_reasons(
