@@ -1,14 +1,16 @@
 """What a GPU run's ``--roofline-json`` says, in one table, and the checks the first GPU run is held to.
 
     python3 benchmarks/gpu_suite/check_json.py RESULTS.json [--require-backend cuda]
-        [--expect TEST@COLUMN=LO..HI ...] [--expect TEST@level=l2 ...]
+        [--as-designed cuda] [--expect TEST@COLUMN=LO..HI ...] [--expect TEST@level=l2 ...]
 
 Per measurement: the backend that timed it, cold or warm and the memory level that judged it, the
 time, attained as judged, attained at the device table's datasheet floor and at the calibrated floor.
 Exit status 1 when a measurement reads faster than light (attained above 1, judged or at the
 calibrated floor), when an ``--expect`` bound is not met (the first GPU run's acceptance:
 ``test_mm_bf16_8192@datasheet=0.70..1.0``), or, with ``--require-backend cuda``, when no measurement
-was timed on the GPU (the example project's CuPy half skipped); 2 when the file cannot be read.
+was timed on the GPU (the example project's CuPy half skipped), or, with ``--as-designed cuda``,
+when a measurement that backend timed did not end as designed: a good variant passes its budget, a
+bad one (marked xfail) misses it; 2 when the file cannot be read.
 """
 
 from __future__ import annotations
@@ -84,6 +86,21 @@ def check(data: dict[str, Any], expectations: list[str]) -> tuple[list[list[str]
     return table, failed
 
 
+def not_as_designed(data: dict[str, Any], backend: str) -> list[str]:
+    """The measurements ``backend`` timed that did not end as designed: a good variant that did not
+    pass its budget, a bad one (``xfailed``: marked to miss) that did not miss it."""
+    problems = []
+    for record in data.get("measurements", []):
+        if record.get("backend") != backend or record.get("verdict") == "skipped":
+            continue
+        bad, verdict = bool(record.get("xfailed")), record.get("verdict")
+        if verdict != ("MISS" if bad else "pass"):
+            designed = "a bad variant, designed to miss" if bad else "a good variant, designed to pass"
+            name = record["nodeid"].split("::")[-1]
+            problems.append(f"not as designed: {name} ({designed}) ended {verdict}")
+    return problems
+
+
 def _unmet(expectation: str, measured: dict[str, dict[str, Any]]) -> str:
     """Why ``TEST@COLUMN=BOUND`` does not hold ("" when it does)."""
     target, _, bound = expectation.partition("=")
@@ -109,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", help="a --roofline-json file")
     parser.add_argument("--require-backend", metavar="NAME", help="fail unless a measurement used it")
     parser.add_argument(
+        "--as-designed", metavar="NAME",
+        help="fail when a measurement this backend timed did not end as designed (good pass, bad miss)",
+    )  # fmt: skip
+    parser.add_argument(
         "--expect", action="append", default=[], metavar="TEST@COLUMN=LO..HI",
         help="an acceptance bound: COLUMN judged, datasheet or calibrated; or TEST@level=l2",
     )  # fmt: skip
@@ -132,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         failed.append(
             f"no measurement was timed by the {options.require_backend} backend: {sorted(backends)}"
         )
+    if options.as_designed:
+        failed += not_as_designed(data, options.as_designed)
     for line in failed:
         print(line)
     met = len(options.expect) - sum(line.startswith("expected ") for line in failed)

@@ -229,3 +229,35 @@ def test_the_json_check_holds_a_run_to_its_acceptance_bounds(
     with pytest.raises(SystemExit) as exit_:
         check.main([str(results), "--expect", "test_gemv within 5%"])
     assert exit_.value.code == 2
+
+
+def test_the_json_check_holds_one_backend_s_tests_to_their_design(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    """What GPU run 6 needed: the example's CUDA tests ended as designed, while a NumPy budget set on
+    the 2-core reference VM missed on the GPU host's 16-core Xeon; only the named backend is judged."""
+    check = load("check_json")
+
+    def record(name: str, backend: str, verdict: str, xfailed: bool) -> dict[str, object]:
+        return {
+            "nodeid": f"t.py::{name}", "backend": backend, "cache_state": "cold", "memory_level": "dram",
+            "time_s": 1e-3, "attained": 0.5, "verdict": verdict, "xfailed": xfailed, "op": "copy",
+            "params": {"n": 1000}, "dtype": "fp32", "peak_precision": "fp32", "device": "h100-sxm",
+        }  # fmt: skip
+
+    results = tmp_path / "example.json"
+    records = [
+        record("good[cupy]", "cuda", "pass", False),
+        record("bad[cupy]", "cuda", "MISS", True),
+        record("good[numpy]", "cpu", "MISS", False),
+    ]
+    results.write_text(json.dumps({"measurements": records}))
+    assert check.main([str(results), "--as-designed", "cuda"]) == 0
+    assert check.main([str(results), "--as-designed", "cpu"]) == 1
+    out = capsys.readouterr().out
+    assert "not as designed: good[numpy] (a good variant, designed to pass) ended MISS" in out
+
+    records[1] = record("bad[cupy]", "cuda", "inconclusive", True)
+    results.write_text(json.dumps({"measurements": records}))
+    assert check.main([str(results), "--as-designed", "cuda"]) == 1
+    assert "bad[cupy] (a bad variant, designed to miss) ended inconclusive" in capsys.readouterr().out
