@@ -48,8 +48,17 @@ def datasheet_attained(record: dict[str, Any]) -> float | None:
 
 def figures(record: dict[str, Any]) -> dict[str, Any]:
     """What a measurement is checked by: attained as judged, at the datasheet floor and at the
-    calibrated one, and the memory level that judged it."""
+    calibrated one, and the memory level that judged it.
+
+    The calibrated floor is at the faster of the calibration's ceiling and the one a probe measured
+    beside the kernel (a CPU's paired ceiling, the JSON's ``ceiling.speed`` above 1): a calibration
+    taken while the host was busy is slower than the machine, and a kernel measured on a quiet one
+    read 1.05 of it on GPU run 7's 16-core Xeon, where the plugin, pairing, judged it at 0.65."""
     calibrated, time_s = record.get("calibrated_floor_s"), record.get("time_s")
+    ceiling = record.get("ceiling")
+    speed = ceiling.get("speed") if isinstance(ceiling, dict) else None
+    if calibrated and isinstance(speed, (int, float)) and speed > 1:
+        calibrated /= speed
     return {
         "judged": record.get("attained"),
         "datasheet": datasheet_attained(record),

@@ -261,3 +261,29 @@ def test_the_json_check_holds_one_backend_s_tests_to_their_design(
     results.write_text(json.dumps({"measurements": records}))
     assert check.main([str(results), "--as-designed", "cuda"]) == 1
     assert "bad[cupy] (a bad variant, designed to miss) ended inconclusive" in capsys.readouterr().out
+
+
+def test_the_calibrated_figure_is_at_the_faster_of_the_calibration_and_the_paired_ceiling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    """GPU run 7: the host's CPU calibration was taken busy (1.31 TFLOP/s fp32), the probe beside a
+    BLAS GEMM read 2.12 (speed 1.62), and the GEMM attained 1.053 of the stale calibrated floor: not
+    faster than light, and the plugin, pairing, judged it at 0.649."""
+    check = load("check_json")
+    record = {
+        "nodeid": "t.py::test_numpy_blas_gemm", "backend": "cpu", "cache_state": "cold",
+        "memory_level": "dram", "time_s": 0.0015623475, "attained": 0.6492812798377842,
+        "calibrated_floor_s": 0.0016454828148147905, "verdict": "pass", "xfailed": False, "op": "gemm",
+        "params": {"M": 1024, "N": 1024, "K": 1024}, "dtype": "fp32", "peak_precision": "fp32",
+        "device": "cpu", "ceiling": {"resource": "fp32", "speed": 1.6221194537070078},
+    }  # fmt: skip
+    results = tmp_path / "example.json"
+    results.write_text(json.dumps({"measurements": [record]}))
+
+    assert check.main([str(results)]) == 0
+    assert check.figures(record)["calibrated"] == pytest.approx(0.649, abs=1e-3)
+    stale = {**record, "ceiling": {"resource": "fp32", "speed": 0.9}}  # a slower machine: as calibrated
+    assert check.figures(stale)["calibrated"] == pytest.approx(1.053, abs=1e-3)
+    results.write_text(json.dumps({"measurements": [{**record, "ceiling": None}]}))
+    assert check.main([str(results)]) == 1
+    assert "faster than light: test_numpy_blas_gemm attained 1.053 (calibrated)" in capsys.readouterr().out
