@@ -1,7 +1,7 @@
 """What a GPU run's ``--roofline-json`` says, in one table, and the checks the first GPU run is held to.
 
     python3 benchmarks/gpu_suite/check_json.py RESULTS.json [--require-backend cuda]
-        [--as-designed cuda] [--expect TEST@COLUMN=LO..HI ...] [--expect TEST@level=l2 ...]
+        [--as-designed cuda [--failed FILE]] [--expect TEST@COLUMN=LO..HI ...] [--expect TEST@level=l2 ...]
 
 Per measurement: the backend that timed it, cold or warm and the memory level that judged it, the
 time, attained as judged, attained at the device table's datasheet floor and at the calibrated floor.
@@ -10,7 +10,10 @@ calibrated floor), when an ``--expect`` bound is not met (the first GPU run's ac
 ``test_mm_bf16_8192@datasheet=0.70..1.0``), or, with ``--require-backend cuda``, when no measurement
 was timed on the GPU (the example project's CuPy half skipped), or, with ``--as-designed cuda``,
 when a measurement that backend timed did not end as designed: a good variant passes its budget, a
-bad one (marked xfail) misses it; 2 when the file cannot be read.
+bad one (marked xfail) misses it; with ``--failed FILE`` too (the node ids pytest reported failed
+or in error, one a line), when a failed test is anything but another backend's budget outcome (a
+NumPy budget set on another CPU, missed on the GPU host's): a CUDA test's own assertion, or a test
+that raised before measuring, fails the check; 2 when a file cannot be read.
 """
 
 from __future__ import annotations
@@ -51,14 +54,19 @@ def figures(record: dict[str, Any]) -> dict[str, Any]:
     calibrated one, and the memory level that judged it.
 
     The calibrated floor is at the faster of the calibration's ceiling and the one a probe measured
-    beside the kernel (a CPU's paired ceiling, the JSON's ``ceiling.speed`` above 1): a calibration
+    beside the kernel (a CPU's paired ceiling, the JSON's ``ceiling.speed`` above 1), its bounding
+    term scaled as the plugin scales it (``model.paired_ceilings.paired_floor_s``): a calibration
     taken while the host was busy is slower than the machine, and a kernel measured on a quiet one
     read 1.05 of it on GPU run 7's 16-core Xeon, where the plugin, pairing, judged it at 0.65."""
     calibrated, time_s = record.get("calibrated_floor_s"), record.get("time_s")
     ceiling = record.get("ceiling")
     speed = ceiling.get("speed") if isinstance(ceiling, dict) else None
-    if calibrated and isinstance(speed, (int, float)) and speed > 1:
-        calibrated /= speed
+    if calibrated and isinstance(ceiling, dict) and isinstance(speed, (int, float)) and speed > 1:
+        compute_s, memory_s = record.get("compute_s") or 0.0, record.get("memory_s") or 0.0
+        if ceiling.get("resource") == "bandwidth":
+            calibrated = max(memory_s / speed, compute_s)
+        else:
+            calibrated = max(compute_s / speed, memory_s)
     return {
         "judged": record.get("attained"),
         "datasheet": datasheet_attained(record),
@@ -93,6 +101,25 @@ def check(data: dict[str, Any], expectations: list[str]) -> tuple[list[list[str]
         if problem:
             failed.append(f"expected {expectation}: {problem}")
     return table, failed
+
+
+def failed_otherwise(data: dict[str, Any], backend: str, failed: list[str]) -> list[str]:
+    """Of the tests pytest reported failed, those that are not another backend's budget outcome:
+    a test of ``backend``, one whose record says it passed its budget (its own assertion failed
+    after), and one with no record (it raised before measuring, or errored)."""
+    records = {str(r.get("nodeid")): r for r in data.get("measurements", [])}
+    problems = []
+    for nodeid in failed:
+        record = records.get(nodeid)
+        if record is None or record.get("backend") == backend or record.get("verdict") not in _BUDGET_MISSES:
+            problems.append(f"failed: {nodeid}")
+        else:
+            print(f"a figure here: {nodeid} ({record.get('backend')}) ended {record.get('verdict')}")
+    return problems
+
+
+#: the verdicts of a test that failed on its budget alone
+_BUDGET_MISSES = ("MISS", "inconclusive")
 
 
 def not_as_designed(data: dict[str, Any], backend: str) -> list[str]:
@@ -139,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         help="fail when a measurement this backend timed did not end as designed (good pass, bad miss)",
     )  # fmt: skip
     parser.add_argument(
+        "--failed", metavar="FILE",
+        help="with --as-designed: the node ids pytest reported failed (another backend's budget: a figure)",
+    )  # fmt: skip
+    parser.add_argument(
         "--expect", action="append", default=[], metavar="TEST@COLUMN=LO..HI",
         help="an acceptance bound: COLUMN judged, datasheet or calibrated; or TEST@level=l2",
     )  # fmt: skip
@@ -164,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     if options.as_designed:
         failed += not_as_designed(data, options.as_designed)
+        if options.failed:
+            try:
+                ids = Path(options.failed).read_text(encoding="utf-8").split()
+            except OSError as exc:
+                print(f"check_json: cannot read {options.failed}: {exc}", file=sys.stderr)
+                return 2
+            failed += failed_otherwise(data, options.as_designed, ids)
     for line in failed:
         print(line)
     met = len(options.expect) - sum(line.startswith("expected ") for line in failed)

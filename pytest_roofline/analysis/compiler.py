@@ -150,12 +150,13 @@ def _sass(cubin: Path) -> str | None:
 def demangle(symbols: Sequence[str]) -> dict[str, str]:
     """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by ``c++filt``
     (binutils'; device symbols use the host's mangling) or else ``cu++filt`` (the CUDA toolkit's),
-    whose EDG form is brought to binutils' (:func:`source_form`), so the names a user reads and
-    types are the same whichever tool a machine has.
+    whose EDG form is brought towards binutils' (:func:`source_form`: the spacing and template
+    parameters; ``const int*`` against binutils' ``int const*`` still differ).
 
     Best effort: without either tool, or when it fails, the symbols it did not read are left out.
     """
-    tool = find_tool("c++filt") or find_tool("cu++filt")
+    binutils = find_tool("c++filt")
+    tool = binutils or find_tool("cu++filt")
     if tool is None or not symbols:
         return {}
     try:
@@ -165,14 +166,17 @@ def demangle(symbols: Sequence[str]) -> dict[str, str]:
     lines = done.stdout.splitlines()
     if done.returncode != 0 or len(lines) != len(symbols):
         return {}
-    return {symbol: source_form(line.strip()) for symbol, line in zip(symbols, lines, strict=True)}
+    # binutils' lines are its form already: a type of the user's named T1 stays T1
+    read = (lambda line: line) if binutils else source_form
+    return {symbol: read(line.strip()) for symbol, line in zip(symbols, lines, strict=True)}
 
 
 def source_form(text: str) -> str:
-    """A demangler's line as binutils' ``c++filt`` writes it. ``cu++filt`` (CUDA 13) writes
-    ``scale(float *, int)`` and leaves a function template's parameters as EDG's ``T1``, ``T2``
-    (``ns::scale<float>(T1 *)``): the spaces before ``*`` and ``&`` go, and each ``Tn`` in the
-    parameter list becomes the template's n-th argument (``ns::scale<float>(float*)``)."""
+    """A ``cu++filt`` line (CUDA 13) nearer binutils' form. It writes ``scale(float *, int)`` and
+    leaves a function template's parameters as EDG's ``T1``, ``T2`` (``ns::scale<float>(T1 *)``):
+    the spaces before ``*`` and ``&`` go, and each ``Tn`` in the parameter list becomes the
+    template's n-th argument (``ns::scale<float>(float*)``). Const placement and the casts of
+    non-type arguments (``(int)4``) are left as EDG writes them."""
     text = re.sub(r"\s+(?=[*&])", "", text)
     opening = _parameters_start(text)
     if opening is None:

@@ -221,8 +221,8 @@ class ClockLog:
         if "software power cap" not in self.events or self.throttled:
             return ""
         share = self.busy_sm_clock_share
-        if share is None:
-            return "at the software power cap"
+        if share is None or share >= 0.995:
+            return "at the software power cap (the SM clock held at its maximum)"
         return (
             f"at the software power cap, the SM clock down to {share:.0%} of its maximum (throttled"
             f" below {THROTTLE_CLOCK_SHARE:.0%})"

@@ -200,8 +200,11 @@ class Sampler:
         if len(steady_at) < MIN_PRECISION_SAMPLES:
             steady_at = list(since)
         self.slowed = len(since) - len(steady_at)
-        self.slowed_kept = sum(slow[i] for i in steady_at)
-        return steady_at, [i for i in steady_at if not flags[i]]
+        clean_at = [i for i in steady_at if not flags[i]]
+        # the samples the statistics use: as _trusted chooses between these two
+        used_at = steady_at if len(clean_at) < max(MIN_PRECISION_SAMPLES, len(steady_at) / 2) else clean_at
+        self.slowed_kept = sum(slow[i] for i in used_at)
+        return steady_at, clean_at
 
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
@@ -245,6 +248,7 @@ class Sampler:
         probe = self.probe
         if probe is None:
             return
+        self.slow.rest()  # a probe after a slowed round would read the slowed machine
         t0 = self.backend.clock()
         if not self._probe_rates and probe.warmup_calls:
             run_windows(self.backend, probe.fn, (), calls=probe.warmup_calls, samples=1, flush=False)
@@ -305,16 +309,17 @@ class _Round:
 
 
 def _spans(r: _Round, samples: Sequence[float], k: int) -> list[tuple[float, float]]:
-    """When each sample of round ``r`` ran: its windows laid end to end from the round's start, each
-    after an equal share of what the round spent outside them (its flushes, mostly, which come
-    before each window)."""
+    """When each sample of round ``r`` may have run: from the earliest its window can start (every
+    window before it back to back from the round's start) to the latest it can end (every window
+    after it back to back up to the round's end). Where the time outside the windows fell is not
+    known: a flush before each, or, on a held GPU, the queueing of them all before any runs."""
     windows = [samples[i] * k for i in range(r.first, r.first + r.size)]
-    outside = max(0.0, r.end - r.start - math.fsum(windows)) / r.size
-    spans, at = [], r.start
+    before, after = 0.0, math.fsum(windows)
+    spans = []
     for window in windows:
-        at += outside
-        spans.append((at, at + window))
-        at += window
+        after -= window
+        spans.append((r.start + before, max(r.end - after, r.start + before + window)))
+        before += window
     return spans
 
 

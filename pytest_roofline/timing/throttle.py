@@ -87,6 +87,8 @@ class SlowedSamples:
             self.flags.extend([False] * len(spans))
             return
         slowed = self.throttle.slowed(spans)
+        if len(slowed) != len(spans):
+            raise ValueError(f"{self.throttle!r} answered {len(slowed)} of {len(spans)} spans")
         self.flags.extend(slowed)
         self.rest_s = max(0.0, min(self._recovery.after(bool(slowed) and slowed[-1]), left_s))
 

@@ -486,3 +486,11 @@ def test_binutils_c_filt_is_preferred_where_both_are_installed(
 )
 def test_source_form(line: str, source: str) -> None:
     assert compiler.source_form(line) == source
+
+
+def test_binutils_lines_are_kept_as_written(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A user's type named T1 in binutils' line is that type, not an EDG template parameter."""
+    c_filt = fake_tool(tmp_path, "c++filt", {"_Z1fIiEvP2T1": "void f<int>(T1*)"})
+    monkeypatch.setattr(compiler, "find_tool", {"c++filt": c_filt}.get)
+
+    assert compiler.demangle(["_Z1fIiEvP2T1"]) == {"_Z1fIiEvP2T1": "void f<int>(T1*)"}

@@ -273,7 +273,8 @@ def test_the_calibrated_figure_is_at_the_faster_of_the_calibration_and_the_paire
     record = {
         "nodeid": "t.py::test_numpy_blas_gemm", "backend": "cpu", "cache_state": "cold",
         "memory_level": "dram", "time_s": 0.0015623475, "attained": 0.6492812798377842,
-        "calibrated_floor_s": 0.0016454828148147905, "verdict": "pass", "xfailed": False, "op": "gemm",
+        "calibrated_floor_s": 0.0016454828148147905, "compute_s": 0.0016454828148147905,
+        "memory_s": 0.00011495050588238887, "verdict": "pass", "xfailed": False, "op": "gemm",
         "params": {"M": 1024, "N": 1024, "K": 1024}, "dtype": "fp32", "peak_precision": "fp32",
         "device": "cpu", "ceiling": {"resource": "fp32", "speed": 1.6221194537070078},
     }  # fmt: skip
@@ -284,6 +285,41 @@ def test_the_calibrated_figure_is_at_the_faster_of_the_calibration_and_the_paire
     assert check.figures(record)["calibrated"] == pytest.approx(0.649, abs=1e-3)
     stale = {**record, "ceiling": {"resource": "fp32", "speed": 0.9}}  # a slower machine: as calibrated
     assert check.figures(stale)["calibrated"] == pytest.approx(1.053, abs=1e-3)
+    # only the bounding term is scaled, as the plugin does: memory here, 0.115 ms, stays
+    paired_bandwidth = {**record, "ceiling": {"resource": "bandwidth", "speed": 100.0}}
+    assert check.figures(paired_bandwidth)["calibrated"] == pytest.approx(1.053, abs=1e-3)
+    far = {**record, "ceiling": {"resource": "fp32", "speed": 100.0}}
+    assert check.figures(far)["calibrated"] == pytest.approx(0.00011495050588238887 / 0.0015623475)
     results.write_text(json.dumps({"measurements": [{**record, "ceiling": None}]}))
     assert check.main([str(results)]) == 1
     assert "faster than light: test_numpy_blas_gemm attained 1.053 (calibrated)" in capsys.readouterr().out
+
+
+def test_a_failed_test_is_a_figure_only_when_it_is_another_backend_s_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    """The example step tolerates a NumPy budget missed on the GPU host's CPU, never a CUDA test's own
+    failure, a test that passed its budget and failed after, or one that left no record."""
+    check = load("check_json")
+
+    def record(name: str, backend: str, verdict: str) -> dict[str, object]:
+        return {
+            "nodeid": f"t.py::{name}", "backend": backend, "cache_state": "cold", "memory_level": "dram",
+            "time_s": 1e-3, "attained": 0.5, "verdict": verdict, "xfailed": False, "op": "copy",
+            "params": {"n": 1000}, "dtype": "fp32", "peak_precision": "fp32", "device": "h100-sxm",
+        }  # fmt: skip
+
+    results, failed = tmp_path / "example.json", tmp_path / "failed.txt"
+    records = [record("good[cupy]", "cuda", "pass"), record("fused[numpy]", "cpu", "MISS")]
+    records.append(record("checked[numpy]", "cpu", "pass"))
+    results.write_text(json.dumps({"measurements": records}))
+    args = [str(results), "--as-designed", "cuda", "--failed", str(failed)]
+
+    failed.write_text("t.py::fused[numpy]\n")
+    assert check.main(args) == 0
+    assert "a figure here: t.py::fused[numpy] (cpu) ended MISS" in capsys.readouterr().out
+    for other in ("t.py::good[cupy]", "t.py::checked[numpy]", "t.py::raised_early"):
+        failed.write_text(f"t.py::fused[numpy]\n{other}\n")
+        assert check.main(args) == 1
+        assert f"failed: {other}" in capsys.readouterr().out
+    assert check.main([*args[:-1], str(tmp_path / "none.txt")]) == 2

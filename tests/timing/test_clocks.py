@@ -149,3 +149,10 @@ def test_reasons_neither_call_answers_are_unwatched_not_none(monkeypatch: pytest
 
     assert not watcher.log.reasons_watched
     assert "clock-event reasons unwatched" in watcher.log.summary()
+
+
+def test_a_power_cap_that_kept_the_sm_clock_at_its_maximum_says_so() -> None:
+    samples = (ClockSample(0.0, 1980, 2619, 60, 0x4), ClockSample(0.02, 1980, 2619, 61, 0x4))
+    log = ClockLog(True, samples=samples, max_sm_mhz=1980)
+    assert log.power_cap_note() == "at the software power cap (the SM clock held at its maximum)"
+    assert ClockLog(True, samples=samples[:1]).power_cap_note() == log.power_cap_note()  # no maximum read

@@ -14,6 +14,7 @@ from fakes import FakeBackend, FakeClock
 from pytest_roofline.model.conditions import ClockLog
 from pytest_roofline.model.measurement import Measurement
 from pytest_roofline.model.policy import Policy
+from pytest_roofline.timing.base import Probe
 from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.engine import measure
@@ -137,14 +138,23 @@ def test_a_steady_gpu_loses_no_sample_and_never_rests(monkeypatch: pytest.Monkey
 
 
 def test_the_rests_fit_in_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slowed from the first call, with samples noisy enough never to reach the precision asked: the
+    rests grow (nvbench's schedule) until the budget caps them, and the measurement stays in it."""
     backend, gpu, watcher = capped_setup(monkeypatch)
     gpu.sustain_s = 0.0
+    jitter = gpu.call_s
+    backend._durations = lambda i: jitter(i) * (1 + 0.02 * (i * 7919 % 101) / 100)
+    rests: list[float] = []
+    advance = watcher.sleep
+    watcher.sleep = lambda seconds: (rests.append(seconds), advance(seconds))[1]
 
     with watcher:
-        policy = Policy(max_time_s=0.2)
+        policy = Policy(max_time_s=0.5, target_rel_ci=1e-6)
         m = measure(lambda: None, backend=backend, cache=WARM, throttle=watcher, policy=policy)
 
-    assert m.wall_s <= 0.2 * 1.05
+    assert len(rests) >= 4
+    assert rests[3] > RECOVERY_S  # grown from the fourth slowed round in a row
+    assert m.wall_s <= 0.5 * 1.05
 
 
 def test_a_watcher_is_a_throttle() -> None:
@@ -190,3 +200,39 @@ def test_the_rest_grows_as_nvbench_s_from_the_fourth_slowed_round_in_a_row() -> 
     assert rests[6] - rests[5] == pytest.approx(MAX_RECOVERY_STEP_S)  # by at most 0.5 s a step
     assert recovery.after(False) == 0.0
     assert recovery.after(True) == rests[-1]  # nvbench keeps the grown rest; only the count restarts
+
+
+class Journal:
+    """A throttle that calls every span slowed and writes down its rests, beside the probe's calls."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:
+        return [True] * len(spans)
+
+    def rest(self, seconds: float) -> None:
+        self.events.append("rest")
+
+
+def test_a_probe_after_a_slowed_round_waits_for_the_rest() -> None:
+    """A probe timed on the slowed machine would read its ceiling low: the rest comes first."""
+    events: list[str] = []
+    backend = FakeBackend(1e-3, resolution_s=1e-7)
+    probe = Probe("copy", "bandwidth", 1e6, lambda: events.append("probe"))
+
+    measure(lambda: events.append("call"), backend=backend, cache=WARM, probe=probe, throttle=Journal(events),
+            policy=Policy(max_time_s=0.3, probe_interval_s=0.02))  # fmt: skip
+
+    first_rest = events.index("rest")
+    assert "probe" in events[first_rest:]
+    assert all(events[i - 1] == "rest" for i, e in enumerate(events) if e == "probe" and i > first_rest)
+
+
+def test_a_throttle_must_answer_every_span() -> None:
+    class Short(Journal):
+        def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:
+            return [True]
+
+    with pytest.raises(ValueError, match=r"answered 1 of 10 spans"):
+        measure(lambda: None, backend=FakeBackend(1e-3), cache=WARM, throttle=Short([]))
