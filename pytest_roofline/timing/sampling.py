@@ -14,7 +14,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pytest_roofline.model.measurement import ProbeRun, StopReason
 from pytest_roofline.model.policy import Policy
@@ -27,6 +27,8 @@ from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.contention import ThreadWait
+
+_T = TypeVar("_T")
 
 #: ``policy.min_time_s`` holds for kernels whose median call takes at least this long
 MIN_TIME_FROM_S = 10e-6
@@ -134,7 +136,7 @@ class Sampler:
                     saw_flush(backend, (backend.clock() - round_start - math.fsum(windows)) / size)
             # a cut needs room to sample after it; preempted windows are load, not a slow start,
             # and slowed ones the GPU's power state
-            steady_at, clean_at = self._trusted_at(samples, flags, slow)
+            steady_at, clean_at = self._usable_at(flags, slow)
             clean = [samples[i] for i in clean_at]
             room = len(samples) < policy.max_samples
             if room and slower_start(clean, min_shift=max(MIN_SHIFT, policy.target_rel_ci)):
@@ -142,10 +144,12 @@ class Sampler:
                 cut_at = _time_of(clean_at[half], rounds, samples, self.k)
                 if cut_at - start <= SETTLE_WITHIN_S:  # later, a slower stretch is drift
                     self.transient, self.kept_at = clean_at[half], cut_at
-                    steady_at, clean_at = self._trusted_at(samples, flags, slow)
-                    clean = [samples[i] for i in clean_at]
+                    steady_at, clean_at = self._usable_at(flags, slow)
             kept = [samples[i] for i in steady_at]
-            stats = Stats.from_samples(_trusted(kept, clean))
+            used_at = _trusted(steady_at, clean_at)
+            stats = Stats.from_samples([samples[i] for i in used_at])
+            self.slowed = len(samples) - self.transient - len(steady_at)
+            self.slowed_kept = sum(slow[i] for i in used_at)
             reason = self._stop(len(samples), stats)
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
             # and a suite of them would pay it per test
@@ -189,22 +193,15 @@ class Sampler:
         spent_s = self.backend.clock() - self.budget_start
         return self.policy.max_time_s - spent_s - self._probe_s
 
-    def _trusted_at(
-        self, samples: Sequence[float], flags: Sequence[bool], slow: Sequence[bool]
-    ) -> tuple[list[int], list[int]]:
+    def _usable_at(self, flags: Sequence[bool], slow: Sequence[bool]) -> tuple[list[int], list[int]]:
         """The indices since the last cut the statistics may use: those not slowed while at least
-        :data:`MIN_PRECISION_SAMPLES` remain (else all, the slowed kept and counted), and of those,
-        the ones not preempted."""
-        since = range(self.transient, len(samples))
+        :data:`MIN_PRECISION_SAMPLES` remain (else all, the slowed kept), and of those, the ones not
+        preempted (:func:`_trusted` chooses between the two)."""
+        since = range(self.transient, len(flags))
         steady_at = [i for i in since if not slow[i]]
         if len(steady_at) < MIN_PRECISION_SAMPLES:
             steady_at = list(since)
-        self.slowed = len(since) - len(steady_at)
-        clean_at = [i for i in steady_at if not flags[i]]
-        # the samples the statistics use: as _trusted chooses between these two
-        used_at = steady_at if len(clean_at) < max(MIN_PRECISION_SAMPLES, len(steady_at) / 2) else clean_at
-        self.slowed_kept = sum(slow[i] for i in used_at)
-        return steady_at, clean_at
+        return steady_at, [i for i in steady_at if not flags[i]]
 
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
@@ -354,8 +351,9 @@ class _Readings:
     wait_share: list[float]
 
 
-def _trusted(samples: list[float], clean: list[float], *, floor: int = MIN_PRECISION_SAMPLES) -> list[float]:
-    """The unpreempted samples while there are enough of them (at least half, and ``floor``), else all."""
+def _trusted(samples: list[_T], clean: list[_T], *, floor: int = MIN_PRECISION_SAMPLES) -> list[_T]:
+    """The unpreempted samples while there are enough of them (at least half, and ``floor``), else all
+    (samples, or their indices)."""
     if len(clean) == len(samples) or len(clean) < max(floor, len(samples) / 2):
         return samples
     return clean

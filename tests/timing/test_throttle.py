@@ -7,6 +7,8 @@ power limit and a call took 1.63 ms; the median was the slowed one.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from fake_nvml import FakeNvml, Reading
 from fakes import FakeBackend, FakeClock
@@ -83,7 +85,7 @@ def capped_setup(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeBackend, PowerCap
 def measured(backend: FakeBackend, watcher: ClockWatcher, *, throttle: bool) -> Measurement:
     with watcher:
         m = measure(lambda: None, backend=backend, cache=WARM, throttle=watcher if throttle else None)
-    return Measurement(**{**{f: getattr(m, f) for f in m.__dataclass_fields__}, "clocks": watcher.log})
+    return dataclasses.replace(m, clocks=watcher.log)
 
 
 def test_samples_at_the_power_limit_are_left_out_and_the_median_is_the_full_clocks(
