@@ -68,11 +68,13 @@ def measure_capacities(
     available: Callable[[], int | None] | None = None,
 ) -> Sweep:
     """The capacity of each of the ``caches`` sysfs lists, as this process sees it: a sweep of
-    :class:`AddSweep` up to where the last level's knee is clear (:func:`.capacity.sweep`), within
+    :class:`AddSweep` up to where the last level's knee is clear (:func:`.capacity.sweep`), taken
+    again where that knee lies below the reported size, the largest kept (:func:`.capacity.widest`),
+    each within
     ``budget_s``, :data:`MAX_SWEEP_BYTES` and :data:`SWEEP_MEMORY_SHARE` of ``available()`` memory
     (default: :func:`..timing.host_memory.available_memory`)."""
     from ..timing.host_memory import available_memory
-    from .capacity import Sweep, passed_at, sweep
+    from .capacity import Sweep, passed_at, repeated, sweep
 
     if not caches:
         return Sweep((), (), 0.0, "with no cache level to look for", AddSweep.kernel)
@@ -81,8 +83,10 @@ def measure_capacities(
     if memory is not None:
         reach = min(reach, SWEEP_MEMORY_SHARE * memory)
     measure = AddSweep(clock, max_bytes=int(reach))
-    return sweep(
-        caches, measure, max_bytes=int(reach), budget_s=budget_s, clock=clock, kernel=AddSweep.kernel
+    return repeated(
+        lambda: sweep(
+            caches, measure, max_bytes=int(reach), budget_s=budget_s, clock=clock, kernel=AddSweep.kernel
+        )
     )
 
 

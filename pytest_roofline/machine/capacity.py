@@ -19,7 +19,13 @@ fitting, and finds it the way the Empirical Roofline Toolkit and likwid-bench ma
    two plateaus whose rates differ by at least :data:`MIN_STEP` meet at a knee, the footprint where
    the fit has come :data:`KNEE_SHARE` of the way (in log) from the one to the other: where the
    level stops serving the footprint.
-3. **Levels** (:func:`capacities`, pure): sysfs is the first guess. The last level takes the last
+3. **Repeats** (:func:`widest`): the share of a last-level cache a process gets moves with what
+   runs beside it (a VM whose sysfs says 32 MiB swept 32 MiB quiet, 17 and 19 MiB beside other
+   work), so a sweep whose last level's knee lies below the reported size is taken again, up to
+   :data:`MAX_SWEEPS` in all (:func:`repeated`), and each level keeps the largest capacity any of them found, with every
+   figure in ``CacheSize.seen``: a cold measurement sized on a capacity too small is partly warm, and
+   reads faster than light.
+4. **Levels** (:func:`capacities`, pure): sysfs is the first guess. The last level takes the last
    knee past the smaller levels' reach (a cache in two partitions steps twice; what still hits is
    cache), the others the knee nearest their reported size, each within :data:`WINDOW` of it. A knee
    within one :data:`STEP` of the reported size is that size. A level the sweep went past without
@@ -28,6 +34,7 @@ fitting, and finds it the way the Empirical Roofline Toolkit and likwid-bench ma
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -49,11 +56,13 @@ __all__ = [
     "find_knees",
     "larger_capacities",
     "passed_at",
+    "repeated",
     "roof_caches",
     "samples_from_details",
     "sweep",
     "sweep_details",
     "usable_caches",
+    "widest",
 ]
 
 Sample = tuple[int, float]
@@ -110,15 +119,69 @@ class Sweep:
     #: the kernel swept, in words (``np.add``)
     kernel: str = ""
 
+    #: how many sweeps were taken (:func:`widest`): the samples are those of the one whose last level
+    #: came out largest
+    sweeps: int = 1
+
     def describe(self) -> str:
         """``np.add over 16 KiB..181 MiB, 24 footprints in 0.42 s, stopped past the l3's knee``."""
         if not self.samples:
             return f"{self.kernel} swept nothing ({self.stopped})"
         first, last = self.samples[0][0], self.samples[-1][0]
+        repeats = f"; the widest of {self.sweeps} sweeps" if self.sweeps > 1 else ""
         return (
             f"{self.kernel} over {_size_text(first)}..{_size_text(last)},"
-            f" {len(self.samples)} footprints in {self.seconds:.2f} s, stopped {self.stopped}"
+            f" {len(self.samples)} footprints in {self.seconds:.2f} s, stopped {self.stopped}{repeats}"
         )
+
+    def below_reported(self) -> bool:
+        """Whether the last level's knee lies more than a :data:`STEP` below its reported size: this
+        process saw less of it than the OS says, and how much less may move from sweep to sweep."""
+        if not self.caches:
+            return False
+        last = self.caches[-1]
+        return last.found == "knee" and last.sizing_bytes * STEP < last.reported_bytes
+
+
+#: a sweep whose last level came out below its reported size is taken again, up to this many in all
+MAX_SWEEPS = 3
+
+
+def repeated(take: Callable[[], Sweep]) -> Sweep:
+    """Sweeps taken by ``take()`` until one's last level agrees with its reported size, at most
+    :data:`MAX_SWEEPS`, as one (:func:`widest`)."""
+    sweeps = [take()]
+    while len(sweeps) < MAX_SWEEPS and sweeps[-1].below_reported():
+        sweeps.append(take())
+    return widest(sweeps)
+
+
+def widest(sweeps: Sequence[Sweep]) -> Sweep:
+    """Several sweeps of one machine as one: each level at the largest capacity a sweep found for it
+    (a knee beats none), with every sweep's knee in ``seen``; the samples those of the sweep whose last
+    level came out largest."""
+    if len(sweeps) == 1:
+        return sweeps[0]
+    levels = sorted({cache.level for s in sweeps for cache in s.caches})
+    merged = []
+    for level in levels:
+        found = [cache for s in sweeps for cache in s.caches if cache.level == level]
+        knees = [cache for cache in found if cache.found == "knee"]
+        best = max(knees, key=lambda cache: cache.sizing_bytes) if knees else found[0]
+        seen = tuple(cache.sizing_bytes for cache in knees)
+        note = best.note
+        if len(set(seen)) > 1:
+            sizes = ", ".join(_size_text(size) for size in seen)
+            note += f"; {len(sweeps)} sweeps saw {sizes}: the largest is used"
+        merged.append(dataclasses.replace(best, note=note, seen=seen))
+    last = max(levels) if levels else None
+    chosen = max(
+        sweeps,
+        key=lambda s: next((c.sizing_bytes for c in s.caches if c.level == last and c.found == "knee"), 0),
+    )
+    return dataclasses.replace(
+        chosen, caches=tuple(merged), seconds=sum(s.seconds for s in sweeps), sweeps=len(sweeps)
+    )
 
 
 def find_knees(samples: Iterable[Sample]) -> list[Knee]:
@@ -218,6 +281,8 @@ def capacity_details(swept: Sweep) -> dict[str, float | int | str]:
         details[f"capacity_{cache.name}_per_core"] = int(cache.per_core)
         details[f"capacity_{cache.name}_found"] = cache.found
         details[f"capacity_{cache.name}_note"] = cache.note
+        if cache.seen:
+            details[f"capacity_{cache.name}_seen"] = " ".join(map(str, cache.seen))
     return details
 
 
@@ -241,6 +306,7 @@ def capacities_from_details(details: Mapping[str, object]) -> tuple[CacheSize, .
                 per_core=details.get(f"capacity_l{level}_per_core") == 1,
                 found="knee" if how == "knee" else "unreached" if how == "unreached" else "unseen",
                 note=note if isinstance(note, str) else "",
+                seen=_sizes(details.get(f"capacity_l{level}_seen")),
             )
         )  # fmt: skip
     return tuple(sorted(found, key=lambda cache: cache.level))
@@ -259,7 +325,7 @@ def larger_capacities(
         if previous is not None and (cache.found != "knee" or previous.sizing_bytes > cache.sizing_bytes):
             for key in (
                 f"capacity_{cache.name}_{part}"
-                for part in ("reported", "effective", "per_core", "found", "note")
+                for part in ("reported", "effective", "per_core", "found", "note", "seen")
             ):
                 if key in old:
                     merged[key] = old[key]
@@ -430,6 +496,12 @@ def _size_text(nbytes: float) -> str:
     from ..model.units import binary_bytes
 
     return binary_bytes(_rounded(nbytes))
+
+
+def _sizes(text: object) -> tuple[int, ...]:
+    """``"17825792 33554432"`` read back (anything else: none)."""
+    parts = text.split() if isinstance(text, str) else []
+    return tuple(int(part) for part in parts) if all(part.isdigit() for part in parts) else ()
 
 
 def _positive_int(value: object) -> TypeGuard[int]:

@@ -356,6 +356,9 @@ class CacheSize:
     per_core: bool = False
     found: Literal["knee", "unseen", "unreached"] = "knee"
     note: str = ""
+    #: the capacity each sweep found, where it took several (one that disagreed with the OS was
+    #: repeated: the share a process gets moves with its neighbours); ``effective_bytes`` is the largest
+    seen: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:

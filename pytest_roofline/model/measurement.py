@@ -84,6 +84,10 @@ class Measurement:
     #: leading samples left out of the statistics because the kernel ran slower over them than
     #: over the samples after (:mod:`.transient`): the machine had not settled on it yet
     transient: int = 0
+    #: the samples the statistics use still ran slower first than last, beyond doubt, when sampling
+    #: stopped (a slower start no cut could take: past its reach, or too few samples after it): the
+    #: kernel had not settled, and its time is an upper bound
+    still_falling: bool = False
     #: the kernel's parallelism while sampled: process CPU time over the timing thread's (1 for a
     #: single-threaded kernel), the least of its rounds, when the backend can tell (``last_parallelism``)
     parallelism: float | None = None

@@ -239,18 +239,32 @@ def judge(
     measurement's probe rates it gives the ceiling of the window. ``peak``: the CPU's theoretical
     peak, above which a FLOP rate is a counting bug. ``inference``: what was inferred of a call
     that named no op; with its FLOPs unknown the floor is the memory floor alone, so attained is a
-    lower bound: a pass is a pass, and what would be a miss is inconclusive.
+    lower bound: a pass is a pass, and what would be a miss is inconclusive. So too where the
+    measurement's samples were still falling when it stopped (``Measurement.still_falling``): its
+    time is an upper bound.
     """
     judgement = _judge(estimate, measurement, min_fraction, reference=reference, peak=peak,
                        latency_floor_s=latency_floor_s)  # fmt: skip
-    if inference is None or inference.flops_known:
-        return judgement
     if judgement.verdict not in (Verdict.MISS, Verdict.INCONCLUSIVE):
         return judgement
     from .inference import UNKNOWN_FLOPS
 
-    reason = f"{UNKNOWN_FLOPS}; {judgement.reason}" if judgement.reason else UNKNOWN_FLOPS
+    # what makes attained a lower bound, each in words
+    lower_bound = [
+        *([UNKNOWN_FLOPS] if inference is not None and not inference.flops_known else []),
+        *([STILL_FALLING] if measurement.still_falling else []),
+    ]
+    if not lower_bound:
+        return judgement
+    reason = "; ".join([*lower_bound, *([judgement.reason] if judgement.reason else [])])
     return dataclasses.replace(judgement, verdict=Verdict.INCONCLUSIVE, reason=reason)
+
+
+#: why a measurement whose samples were still falling when it stopped judges no miss
+STILL_FALLING = (
+    "its samples were still getting faster when sampling stopped (the kernel had not settled):"
+    " a longer max_time gives it time to"
+)
 
 
 def _judge(

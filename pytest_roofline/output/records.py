@@ -159,6 +159,7 @@ class MeasurementRecord:
     low_confidence: bool
     excluded_samples: int
     transient_samples: int
+    still_falling: bool
     ceiling: CeilingRecord | None
     stats: Stats | None
     samples_s: tuple[float, ...]
@@ -231,7 +232,8 @@ class MeasurementRecord:
             memory_level=est.memory_level, cold_method=m.cold_method,
             rotation_copies=m.rotation_copies or None, low_confidence=m.low_confidence,
             budget_note=m.budget_note or None,
-            excluded_samples=m.excluded, transient_samples=m.transient, ceiling=ceiling,
+            excluded_samples=m.excluded, transient_samples=m.transient, still_falling=m.still_falling,
+            ceiling=ceiling,
             stats=m.stats,
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
@@ -447,7 +449,8 @@ RECORD_FIELDS = (
     "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
-    "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples", "ceiling",
+    "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples",
+    "still_falling", "ceiling",
     "contention",
     "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
     "samples_s", "reason", "inferred",

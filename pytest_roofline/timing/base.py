@@ -132,6 +132,8 @@ class HostReadings(Protocol):
     last_thread_wait: ThreadWait | None
     #: which windows of the last run the OS preempted (empty: it cannot tell)
     last_preempted: list[bool]
+    # The engine also reads ``last_page_faults`` where a backend has one (minor page faults per call
+    # of the last run; None: not known): a warm-up whose calls still fault has not settled.
 
 
 @runtime_checkable

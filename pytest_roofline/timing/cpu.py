@@ -71,7 +71,9 @@ class CpuBackend:
     it ran less than 95% of the window is marked preempted in :attr:`last_preempted` (windows of
     :data:`PER_WINDOW_FROM_S` or more: after a shorter first window the rest are read as a whole); and
     ``schedstats`` (default: :func:`~pytest_roofline.timing.contention.thread_schedstats`), read around
-    each :meth:`run`, for how many threads the kernel ran on and how long they waited for a core.
+    each :meth:`run`, for how many threads the kernel ran on and how long they waited for a core;
+    and ``page_faults`` (default: :func:`minor_page_faults`, the process's minor page faults), read
+    around each :meth:`run`, for :attr:`last_page_faults`.
     """
 
     name = "cpu"
@@ -87,6 +89,7 @@ class CpuBackend:
         thread_clock_ns: Callable[[], int] = time.thread_time_ns,
         process_clock_ns: Callable[[], int] = time.process_time_ns,
         schedstats: Callable[[], Mapping[str, tuple[int, int]] | None] | None = None,
+        page_faults: Callable[[], int | None] | None = None,
     ) -> None:
         self._clock_ns = clock_ns
         self._llc_bytes = llc_bytes
@@ -112,6 +115,10 @@ class CpuBackend:
         self.last_thread_wait: ThreadWait | None = None
         #: per window of the last :meth:`run`: whether this thread was preempted during it
         self.last_preempted: list[bool] = []
+        self._page_faults = minor_page_faults if page_faults is None else page_faults
+        #: the minor page faults per call of the last :meth:`run`, None where the OS does not say:
+        #: calls that fault are served memory the process never touched (a fresh output's pages)
+        self.last_page_faults: float | None = None
         #: the larger of the clock's stated resolution and the measured cost of reading it twice
         self.resolution_s = _measure_resolution_s(clock_ns) if resolution_s is None else resolution_s
         self.device_name = cpu_model_name() if device_name is None else device_name
@@ -160,6 +167,7 @@ class CpuBackend:
         preempted: list[bool] = []
         self.last_preempted = preempted
         thread_total = process_total = wall_total = 0
+        faults_before = self._page_faults()
         threads_before, round_start = self._schedstats(), clock_ns()
         # the first window is read on its own; when it is shorter than PER_WINDOW_FROM_S, the rest
         # of the run is read as a whole (from ``rest``: wall, thread and process clocks)
@@ -193,6 +201,12 @@ class CpuBackend:
             thread_total += thread_ns() - rest[1]
             process_total += process_ns() - rest[2]
         threads_after = self._schedstats()
+        faults_after = self._page_faults()
+        self.last_page_faults = (
+            None
+            if faults_before is None or faults_after is None
+            else (faults_after - faults_before) / (calls * samples)
+        )
         self.last_thread_wait = None
         if threads_before is not None and threads_after is not None:
             from pytest_roofline.timing.contention import thread_wait
@@ -201,6 +215,20 @@ class CpuBackend:
         self.last_parallelism = process_total / thread_total if thread_total > 0 else None
         self.last_cpu_share = thread_total / wall_total if wall_total > 0 else None
         return windows
+
+
+def minor_page_faults() -> int | None:
+    """The process's minor page faults so far (``getrusage``), None where the OS has no such count.
+
+    A minor fault is a page the process touches for the first time (or again, after the OS took it
+    back): a kernel whose calls fault is writing into memory it never owned, which costs more than
+    the bytes it moves, until the allocator serves its outputs from memory freed earlier.
+    """
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
 
 
 def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:

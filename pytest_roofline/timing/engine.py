@@ -124,6 +124,14 @@ MAX_GRAPH_COPIES = 1024
 #: costs at most this share of the time budget (or what the warm-up runs anyway); past it, a flush
 #: evicts the fresh copies instead (a pass over twice the cache)
 CYCLE_SHARE = 0.1
+#: the warm-up goes on past ``policy.warmup_s`` while a round's time per call falls by this share or
+#: more from the round before, or its calls still fault in pages (:func:`_settling`) ...
+SETTLING_SHIFT = 0.05
+#: ... at least this many minor page faults per call (a page or more of memory never touched) ...
+SETTLED_FAULTS = 1.0
+#: ... up to this share of the time budget: the samples must start on the settled kernel, or the
+#: first measurement of a process reads its first touches of fresh memory (issue: 7-10x too slow)
+SETTLE_SHARE = 0.5
 DEFAULT_POLICY = Policy()
 
 
@@ -299,6 +307,7 @@ def _measure(
         contention=contention,
         excluded=len(samples) - sampler.transient - sampler.slowed - stats.n,
         transient=sampler.transient,
+        still_falling=sampler.still_falling,
         slowed=sampler.slowed,
         slowed_kept=sampler.slowed_kept,
         clocks_per_sample=throttle is not None,
@@ -417,29 +426,43 @@ def _warm_up(
         policy = dataclasses.replace(policy, warmup_calls=cycle)
     if policy.warmup_s > WARMUP_SHARE * policy.max_time_s:  # a short budget warms up for less
         policy = dataclasses.replace(policy, warmup_s=WARMUP_SHARE * policy.max_time_s)
+    settle_until_s = max(policy.warmup_s, SETTLE_SHARE * policy.max_time_s)
+    sets = cycle  # the rotation's sets: a cycle of calls fills its ring of kept outputs
     start = backend.clock()
     calls = rounds = 0
     size = 1
     largest = 0  # calls in the largest round after the first
     per_call_s = cost_s = first_s = 0.0
-    flushed_for_cycle = deciding = False
+    flushed_for_cycle = deciding = settling = False
+    before: _Round | None = None  # the last round after the first: per-call time and faults
     while True:
         round_start = backend.clock()
         if deciding:  # one call, as a sample is taken
             (window,), (preempted,) = call.run(backend, calls=1, samples=1, flush=flush)
+            seed = Seed(window, preempted, round_start, backend.clock())
             if window >= first_s / 2:  # as long as the first: the kernel's own time, a sample
-                seed = Seed(window, preempted, round_start, backend.clock())
                 return _WarmUp(calls, first_s, cost_s, flushed_for_cycle, seed)
-            deciding = False  # far shorter: the first call paid a one-off, and this one warmed up too
+            # far shorter: the first call paid a one-off. Where even a budget of its own would hold
+            # no second warm-up call and the floor at this call's cost, the call is the first sample
+            # (the one-off was the warm-up: one call and one sample, as the budget promises)
+            cost_s = backend.clock() - round_start
+            if not floor_fits(0.0, cost_s, policy.max_time_s):
+                return _WarmUp(calls, window, cost_s, flushed_for_cycle, seed)
+            deciding = False  # this one warmed up too, and the warm-up goes on
         else:
             (window,), _ = call.run(backend, calls=size, samples=1, flush=False)
         cost_s = (backend.clock() - round_start) / size
         calls += size
         rounds += 1
+        this = _Round(window / size, _page_faults(backend))
         if rounds > 1 and size >= largest:
             largest, per_call_s = size, window / size
+        if rounds > 1:
+            settling = _settling(before, this, calls=calls, sets=sets)
+            before = this
         elapsed = backend.clock() - start
-        if rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s:
+        warmed = rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s
+        if warmed and (not settling or elapsed >= settle_until_s):
             return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
         if rounds == 1 and cut and not floor_fits(elapsed, cost_s, policy.max_time_s):
             first_s, deciding = window, True
@@ -448,18 +471,58 @@ def _warm_up(
             continue
         if rounds > 1 and calls < cycle:
             rest_s = (cycle - calls) * max(per_call_s, cost_s)
-            if _flush_instead(backend, rest_s, policy.warmup_s - elapsed, policy.max_time_s):
+            # calls that fault are filling the ring of kept outputs with memory never touched: a
+            # flush in place of the rest of the cycle would leave that to the samples, so the cycle
+            # runs on where the settling time holds it
+            filling = _faulting(this) and rest_s <= settle_until_s - elapsed
+            if not filling and _flush_instead(backend, rest_s, policy.warmup_s - elapsed, policy.max_time_s):
                 policy, flushed_for_cycle, cycle = _flushed_for_cycle(backend, policy, calls), True, 0
                 elapsed = backend.clock() - start
-                if elapsed >= policy.warmup_s:
+                if elapsed >= policy.warmup_s and not settling:
                     return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
         if rounds > 1:
             size *= 2
             per_call_cost = max(per_call_s, cost_s)
             if per_call_cost > 0:
-                # never run much past the warm-up time: a 2 s kernel warms up in 2 calls
-                size = min(size, ceil_count((policy.warmup_s - elapsed) / per_call_cost))
+                # never run much past the warm-up time (or, while settling, the settling time): a
+                # 2 s kernel warms up in 2 calls
+                until_s = settle_until_s if settling and elapsed >= policy.warmup_s else policy.warmup_s
+                size = min(size, ceil_count((until_s - elapsed) / per_call_cost))
             size = max(size, policy.warmup_calls - calls, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Round:
+    """What a warm-up round showed: its time per call, and its minor page faults per call (None: the
+    backend does not say)."""
+
+    per_call_s: float
+    faults: float | None
+
+
+def _page_faults(backend: Backend) -> float | None:
+    faults = getattr(backend, "last_page_faults", None)
+    return float(faults) if isinstance(faults, (int, float)) and not isinstance(faults, bool) else None
+
+
+def _faulting(r: _Round) -> bool:
+    return r.faults is not None and r.faults >= SETTLED_FAULTS
+
+
+def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> bool:
+    """Whether the warm-up has not settled yet, after the round ``now`` (``before``: the round before
+    it, the first round left out): its time per call still falling by :data:`SETTLING_SHIFT` or more,
+    or its calls still faulting in pages, while the rotation's first cycle of outputs is made (each
+    kept for a cycle: memory never touched, until a cycle's outputs are freed to the allocator), or
+    fewer of them each round. Calls that fault as much round after round once the cycle is made pay
+    for the kernel's own allocations (an output past the allocator's largest reused block): settled."""
+    if before is None:
+        return _faulting(now) and calls <= sets
+    if now.per_call_s < (1 - SETTLING_SHIFT) * before.per_call_s:
+        return True
+    if now.faults is None or now.faults < SETTLED_FAULTS:
+        return False
+    return calls <= sets or before.faults is None or now.faults < (1 - SETTLING_SHIFT) * before.faults
 
 
 def _flushed_for_cycle(backend: Backend, policy: Policy, calls: int) -> Policy:

@@ -83,6 +83,9 @@ class Sampler:
         self._probe_s = 0.0
         #: what a sample cost when sampling stopped, flush and bookkeeping included
         self.per_sample_s = 0.0
+        #: whether the samples the statistics use still ran slower first than last, beyond doubt,
+        #: when sampling stopped: the kernel had not settled (:mod:`.transient`)
+        self.still_falling = False
         self._rewarm_due = False
 
     def run(self, per_call_s: float, seed: Seed | None = None) -> tuple[list[float], Stats, StopReason]:
@@ -177,6 +180,9 @@ class Sampler:
                     reason = StopReason.PRECISION if precise_but_short else StopReason.TIME
             if reason is not None:
                 self.per_sample_s = per_sample_s
+                self.still_falling = slower_start(
+                    [samples[i] for i in clean_at], min_shift=max(MIN_SHIFT, policy.target_rel_ci)
+                )
                 self._time_probe(last=True)
                 return samples, stats, reason
 

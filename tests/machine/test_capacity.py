@@ -17,12 +17,14 @@ from pytest_roofline.machine import calibrate
 from pytest_roofline.machine.cachelevels import AddSweep, level_details, levels_of, rates_from_details
 from pytest_roofline.machine.calibration_cache import Ceilings
 from pytest_roofline.machine.capacity import (
+    MAX_SWEEPS,
     PAST_KNEE,
     Sweep,
     capacities_from_details,
     capacity_details,
     find_knees,
     larger_capacities,
+    repeated,
     samples_from_details,
     sweep,
 )
@@ -445,3 +447,64 @@ def test_available_memory_reads_cgroup_v1_and_survives_what_is_missing(tmp_path:
     (tmp_path / "cgroup" / "memory" / "runner" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
     assert available_memory(proc=proc, cgroup_root=tmp_path / "cgroup") is None  # v1's "no limit"
     assert available_memory(proc=tmp_path / "absent", cgroup_root=tmp_path / "cgroup") is None
+
+
+# -- a share that moves between sweeps -----------------------------------------------------------
+
+
+def test_a_sweep_below_sysfs_is_repeated_and_the_largest_share_is_kept(tmp_path: Path) -> None:
+    # this VM's sysfs says 32 MiB; sweeps found 32 MiB quiet, 17 MiB in CI and 19 MiB beside two workers
+    caches = fake_sysfs(tmp_path, SYSFS_32)
+    shares = iter([17 * MiB, 19 * MiB, 32 * MiB, 32 * MiB])
+    result = repeated(lambda: swept(caches, FakeTimer([(1 * MiB, 55e9), (next(shares), 27e9)])))
+    l3 = found(result)["l3"]
+    assert result.sweeps == 3
+    assert l3.effective_bytes == 32 * MiB
+    assert len(l3.seen) == 3
+    assert min(l3.seen) < 20 * MiB
+    assert "3 sweeps saw" in l3.note
+    assert result.describe().endswith("the widest of 3 sweeps")
+    # the calibration file keeps what each sweep saw
+    assert capacities_from_details(capacity_details(result))[-1].seen == l3.seen
+
+
+def test_a_sweep_that_agrees_with_sysfs_is_not_repeated(tmp_path: Path) -> None:
+    caches = fake_sysfs(tmp_path, SYSFS_32)
+    taken: list[Sweep] = []
+
+    def take() -> Sweep:
+        taken.append(swept(caches, FakeTimer([(1 * MiB, 55e9), (32 * MiB, 27e9)])))
+        return taken[-1]
+
+    result = repeated(take)
+    assert len(taken) == 1
+    assert result is taken[0]
+    assert found(result)["l3"].seen == ()
+
+
+def test_repeats_stop_after_three_sweeps(tmp_path: Path) -> None:
+    # the 480 MiB VM: every sweep sees about 40 MiB, below what sysfs says
+    caches = fake_sysfs(tmp_path, SYSFS_480)
+    taken: list[Sweep] = []
+
+    def take() -> Sweep:
+        taken.append(swept(caches, FakeTimer([(48 * KiB, 200e9), (2 * MiB, 55e9), (40 * MiB, 27e9)])))
+        return taken[-1]
+
+    result = repeated(take)
+    assert len(taken) == MAX_SWEEPS == 3
+    assert found(result)["l3"].effective_bytes == found(taken[0])["l3"].effective_bytes
+    assert "sweeps saw" not in found(result)["l3"].note  # the same each time: no spread to tell
+
+
+def test_cold_sizing_follows_the_largest_share_so_a_kernel_within_it_is_not_past_the_cache(
+    tmp_path: Path,
+) -> None:
+    # a 40 MiB op on the 32 MiB machine: past 2x a 17 MiB share (no flush, partly still cached:
+    # faster than light), within 2x the 32 MiB one (flushed or rotated)
+    caches = fake_sysfs(tmp_path, SYSFS_32)
+    shares = iter([17 * MiB, 32 * MiB])
+    result = repeated(lambda: swept(caches, FakeTimer([(1 * MiB, 55e9), (next(shares), 27e9)])))
+    llc = found(result)["l3"].sizing_bytes
+    assert choose_flush(40 * MiB, llc, requested=True).flush
+    assert not choose_flush(40 * MiB, 17 * MiB, requested=True).flush

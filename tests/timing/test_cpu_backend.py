@@ -408,3 +408,38 @@ def test_the_flushed_latency_floor_times_an_empty_call_right_after_each_flush() 
     assert sampling == ["flush", "window"] * (len(sampling) // 2)  # one empty call per flush
     assert floor.floor_s == pytest.approx(5e-6)
     assert all(run.calls == 1 for run in backend.runs)
+
+
+# -- page faults --------------------------------------------------------------------------------
+
+
+def test_a_run_says_how_many_pages_its_calls_faulted_in() -> None:
+    faults = iter([100, 100 + 6 * 420, 5000, 5000])
+    backend = CpuBackend(resolution_s=1e-6, device_name="Fake CPU", page_faults=lambda: next(faults))
+    backend.run(lambda: None, (), calls=3, samples=2, flush=False)
+    assert backend.last_page_faults == 420
+    backend.run(lambda: None, (), calls=1, samples=1, flush=False)
+    assert backend.last_page_faults == 0
+
+
+def test_an_os_without_a_fault_count_says_nothing() -> None:
+    backend = CpuBackend(resolution_s=1e-6, device_name="Fake CPU", page_faults=lambda: None)
+    backend.run(lambda: None, (), calls=1, samples=1, flush=False)
+    assert backend.last_page_faults is None
+
+
+def test_fresh_pages_fault_and_reused_ones_do_not() -> None:
+    import numpy as np
+
+    from pytest_roofline.timing.cpu import minor_page_faults
+
+    if minor_page_faults() is None:
+        pytest.skip("this OS keeps no count of page faults")
+    backend = CpuBackend(resolution_s=1e-6, device_name="Fake CPU")
+    kept: list[object] = []
+    backend.run(lambda: kept.append(np.ones(2**20)), (), calls=4, samples=1, flush=False)  # 8 MiB, kept
+    assert (backend.last_page_faults or 0) >= 1
+    out = np.ones(2**20)  # written once: its pages are the process's
+    backend.run(lambda: np.multiply(out, 2.0, out=out), (), calls=4, samples=1, flush=False)
+    assert backend.last_page_faults is not None
+    assert backend.last_page_faults < 1
