@@ -155,8 +155,10 @@ def _copyto(args: Sequence[object], kwargs: Mapping[str, object], main: Precisio
     if bound is None or "src" not in bound or bound.get("where", True) is not True:
         return None
     dst = operand(bound["dst"])
-    if dst is None or not dst.size:
+    if dst is None:
         return None
+    if not dst.size:
+        return Mapped("copy", {"n": 0}, dst.precision)
     src_value = bound["src"]
     if is_scalar(src_value):
         return counted(0, dst.nbytes, main or dst.precision, "copyto of a scalar: written only")
@@ -188,8 +190,10 @@ def _reduction(
     names = ("axis", "dtype", "out") if kind in ("sum", "mean") else ("axis", "out")
     bound = _bind(args, kwargs, names)
     a = operand(array)
-    if bound is None or a is None or not a.size:
+    if bound is None or a is None:
         return None
+    if not a.size:
+        return Mapped("reduction", {"n": 0}, a.precision)
     axes = _axes(bound.get("axis"), len(a.shape))
     if axes is None:
         return None

@@ -156,7 +156,6 @@ UNMAPPED: list[Any] = [
     pytest.param((np.dot, (np.ones((2, 3, 4)), np.ones((4, 5))), {}), id="dot-of-3d"),
     pytest.param((_user_add, (x, y), {}), id="same-name-other-function"),
     pytest.param((np.add, ([1.0, 2.0], y[:2]), {}), id="a-list"),
-    pytest.param((np.sum, (np.ones(0, f32),), {}), id="empty"),
     pytest.param((np.sum, (a,), {"axis": 5}), id="axis-out-of-range"),
     pytest.param((lambda: None, (), {}), id="a-lambda"),
 ]
@@ -166,6 +165,27 @@ UNMAPPED: list[Any] = [
 def test_a_call_that_does_not_fit_maps_to_nothing(call: Call) -> None:
     fn, args, kwargs = call
     assert catalogue_call(fn, args, kwargs) is None
+
+
+EMPTY: list[Any] = [
+    pytest.param((np.sqrt, (np.ones(0, f32),), {}), "elementwise: n", id="ufunc"),
+    pytest.param(
+        (np.add, (np.ones(0, f32), 1.0), {"out": np.ones(0, f64)}), "elementwise: n", id="ufunc-out"
+    ),
+    pytest.param((np.sum, (np.ones(0, f32),), {}), "reduction: n", id="sum"),
+    pytest.param((np.ones((0, 3), f32).max, (), {"axis": 0}), "reduction: n", id="max-method"),
+    pytest.param((np.copyto, (np.ones(0, f32), np.ones(0, f32)), {}), "copy: n", id="copyto"),
+    pytest.param((np.matmul, (np.ones((0, 3), f32), b[:3]), {}), "gemm: M", id="matmul"),
+]
+
+
+@pytest.mark.parametrize(("call", "culprit"), EMPTY)
+def test_a_known_call_on_an_empty_array_says_its_size_is_zero(call: Call, culprit: str) -> None:
+    """Issue 40: it fell to the arguments' tier, which said the kernel held no array."""
+    fn, args, kwargs = call
+    zero = f"the kernel's call is .* on an empty array: {culprit} must be a positive integer; got 0$"
+    with pytest.raises(ValueError, match=zero):
+        catalogue_call(fn, args, kwargs)
 
 
 def test_a_given_dtype_is_the_ops_and_keeps_each_operands_storage() -> None:
@@ -468,6 +488,10 @@ def test_arrays_give_the_bytes_and_no_flops() -> None:
     assert both.bytes_from == "given"
     with pytest.raises(ValueError, match="nothing to infer one from"):
         from_arrays((), Precision.FP32)
+    empty = (ArrayUse("argument 0", 0), ArrayUse("the return value", 0, returned=True))
+    zero = r"every array the kernel holds is empty \(argument 0, the return value\): their size must be"
+    with pytest.raises(ValueError, match=zero + " a positive integer; got 0$"):
+        from_arrays(empty, Precision.FP32)
     with pytest.raises(ValueError, match="no array to read a dtype from"):
         from_arrays((), None, flops=1.0)
 
