@@ -119,6 +119,27 @@ NUMPY: list[Any] = [
         ("custom", {"flops": N, "bytes": N + 8}, "int64"),
         id="sum-of-int8-is-int64",
     ),
+    pytest.param(
+        (np.sum, (np.ones((4, 250), f16),), {"axis": 1, "dtype": f64}),
+        ("custom", {"flops": N, "bytes": N * 2 + 4 * 8}, "fp64"),
+        id="sum-of-fp16-into-fp64",
+    ),
+    # issue 40: each fell to "FLOPs unknown"
+    pytest.param((a.dot, (b,), {}), ("gemm", {"M": 64, "N": 16, "K": 32}, "fp32"), id="dot-method"),
+    pytest.param((a.dot, (np.ones(32, f32),), {}), ("gemv", {"M": 64, "K": 32}, "fp32"), id="dot-method-1d"),
+    pytest.param(
+        (np.einsum, ("ij,jk->ik", a, b), {}), ("gemm", {"M": 64, "N": 16, "K": 32}, "fp32"), id="einsum"
+    ),
+    pytest.param(
+        (np.einsum, ("mk, kn", a, b), {"optimize": True}),
+        ("gemm", {"M": 64, "N": 16, "K": 32}, "fp32"),
+        id="einsum-implicit",
+    ),
+    pytest.param(
+        (np.einsum, ("bij,bjk->bik", np.ones((4, 8, 3), f16), np.ones((4, 3, 5), f16)), {}),
+        ("gemm", {"M": 8, "N": 5, "K": 3, "batch": 4}, "fp16"),
+        id="einsum-batched",
+    ),
 ]
 
 
@@ -135,6 +156,12 @@ def test_a_numpy_call_has_the_floor_of_its_explicit_marker(call: Call, explicit:
         dtype,
     )
     assert floor_of(inferred.op, dict(inferred.params), inferred.dtype) == floor_of(op, params, dtype)
+
+
+def test_a_sum_into_another_dtype_says_so() -> None:
+    inferred = catalogue_call(np.sum, (np.ones(N, f16),), {"dtype": f64})
+    assert inferred is not None
+    assert inferred.summary == f"custom flops={N} bytes={N * 2 + 8} fp64 (a sum of fp16 into fp64)"
 
 
 def test_elementwise_bytes_are_the_arrays_own() -> None:
@@ -158,6 +185,13 @@ UNMAPPED: list[Any] = [
     pytest.param((np.add, ([1.0, 2.0], y[:2]), {}), id="a-list"),
     pytest.param((np.sum, (a,), {"axis": 5}), id="axis-out-of-range"),
     pytest.param((lambda: None, (), {}), id="a-lambda"),
+    pytest.param((np.einsum, ("ij,kj->ik", a, b.T), {}), id="einsum-transposed"),
+    pytest.param((np.einsum, ("ij,jk->ki", a, b), {}), id="einsum-transposed-out"),
+    pytest.param((np.einsum, ("...ij,...jk->...ik", a, b), {}), id="einsum-ellipsis"),
+    pytest.param((np.einsum, ("ij,jk,kl->il", a, b, b.T), {}), id="einsum-three"),
+    pytest.param((np.einsum, (a, [0, 1], b, [1, 2]), {}), id="einsum-sublists"),
+    pytest.param((np.einsum, ("ij,jk->ik", a, b[:31]), {}), id="einsum-shapes-disagree"),
+    pytest.param((a.dot, (np.ones((2, 32, 4)),), {}), id="dot-method-of-3d"),
 ]
 
 
