@@ -13,8 +13,10 @@ less the umask, as any program's output would). A symlink is followed: the file 
 replaced, the link kept. A character device (``/dev/null``, a terminal) or a pipe is written in
 place, since renaming over one would destroy it; it is opened non-blocking, so a FIFO nobody reads
 is an error rather than a hang. Every error is an OSError naming the path the user gave, never a
-temporary file. :func:`problem` is the check made before a run, so that a path that cannot be
-written is a usage error before any test runs rather than a lost report at the end.
+temporary file. :func:`problem` is the check made before a run (and before a command works), so
+that a path that cannot be written is a usage error before any test runs rather than a lost report
+at the end; it creates and removes the temporary file a write would, and leaves an existing file as
+it is.
 """
 
 from __future__ import annotations
@@ -128,13 +130,17 @@ def problem(path: str | os.PathLike[str]) -> str | None:
         if existing is not None and not existing.st_mode & 0o222:
             # its mode, not os.access: root may write anything, and an atomic write replaces it anyway
             return "it is read-only"
-        directory = target.resolve().parent  # through a symlink: its target is what gets replaced
-        if directory.exists() and not directory.is_dir():
-            return f"{str(directory)!r} is not a directory"
-        if not directory.is_dir():
-            return f"directory {str(directory)!r} does not exist"
-        if not os.access(directory, os.W_OK):
-            return f"directory {str(directory)!r} is read-only"
+        real = target.resolve()  # through a symlink: its target is what gets replaced
+        if real.parent.exists() and not real.parent.is_dir():
+            return f"{str(real.parent)!r} is not a directory"
+        # what write() does first, tried: os.access says yes to root in /proc or on a read-only mount
+        try:
+            fd, tmp = _new_temporary(real)
+        except OSError as exc:
+            return _cannot_create(real.parent, exc)
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         return None
     mode = existing.st_mode
     if stat.S_ISDIR(mode):
@@ -181,9 +187,7 @@ def write(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         fd, tmp = _new_temporary(target)
     except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            raise OSError(exc.errno, f"directory {str(target.parent)!r} does not exist", str(path)) from None
-        raise _naming(path, exc) from None
+        raise OSError(exc.errno, _cannot_create(target.parent, exc), str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             if existing is not None:
@@ -221,6 +225,14 @@ def _new_temporary(target: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no unused temporary file name", str(target.parent))
+
+
+def _cannot_create(directory: Path, exc: OSError) -> str:
+    """Why no file could be created in ``directory``: that it does not exist, only where it does not
+    (/proc exists and answers ENOENT too), else the error's own words ("Read-only file system")."""
+    if exc.errno == errno.ENOENT and not directory.is_dir():
+        return f"directory {str(directory)!r} does not exist"
+    return f"no file can be created in {str(directory)!r}: {exc.strerror or exc}"
 
 
 def _write_in_place(path: str | os.PathLike[str], existing: os.stat_result, data: bytes) -> None:

@@ -5,8 +5,9 @@
   outputs written once, one FLOP per element (the catalogue's count; a transcendental function is
   one, as softmax counts its exp). Inputs broadcast to the output, or arrays in several formats,
   are counted as the arrays really are, with ``custom``;
-- ``matmul``, ``dot`` and ``@`` (``operator.matmul``): ``gemm`` (batch dimensions of a matrix
-  times a matrix fold into M), ``gemv`` or ``dot``;
+- ``matmul``, ``dot`` (a function, or an array's method) and ``@`` (``operator.matmul``): ``gemm``
+  (batch dimensions of a matrix times a matrix fold into M), ``gemv`` or ``dot``; ``einsum`` whose
+  subscripts are a matrix product (``ij,jk->ik``, ``ij,jk``, ``bij,bjk->bik``): ``gemm``;
 - ``copyto``: ``copy``; reductions (``sum``, ``max``, ``min``, ``mean``, as functions or methods of
   the array) over an axis or all of them: ``reduction``.
 
@@ -60,6 +61,8 @@ def map_array_call(
     name = getattr(fn, "__name__", "")
     if name in _REDUCTIONS and _library_array(owner):  # x.sum(axis=1)
         return _reduction(numpy, _REDUCTIONS[name], owner, args, kwargs, main)
+    if name == "dot" and _library_array(owner):  # a.dot(b)
+        return _dot(numpy, (owner, *args), kwargs, main)
     for library in _LIBRARIES:
         module = sys.modules.get(library)
         if module is None:
@@ -69,6 +72,8 @@ def map_array_call(
             return _matmul(numpy, args, kwargs, main)
         if known == "dot":
             return _dot(numpy, args, kwargs, main)
+        if known == "einsum":
+            return _einsum(numpy, args, kwargs, main)
         if known == "copyto":
             return _copyto(args, kwargs, main)
         if known in _REDUCTIONS:
@@ -82,7 +87,7 @@ def map_array_call(
 def _name_in(module: Any, fn: object) -> str | None:
     """The name under which ``module`` holds ``fn`` itself, among the functions mapped here."""
     names = vars(module)
-    return next((n for n in ("matmul", "dot", "copyto", *_REDUCTIONS) if names.get(n) is fn), None)
+    return next((n for n in ("matmul", "dot", "einsum", "copyto", *_REDUCTIONS) if names.get(n) is fn), None)
 
 
 def _library_array(value: object) -> bool:
@@ -138,6 +143,35 @@ def _dot(
     return None if c is None else product(a, b, c, main)
 
 
+def _einsum(
+    numpy: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
+) -> Mapped | None:
+    """``einsum`` of two operands whose subscripts are a matrix product, batched or not
+    (``ij,jk->ik``, ``ij,jk``, ``bij,bjk->bik``): ``matmul``'s op; any other einsum maps to nothing."""
+    if len(args) != 3 or not isinstance(args[0], str) or not _is_matmul(args[0]):
+        return None
+    kw = {k: v for k, v in kwargs.items() if k != "optimize"}  # the path of two operands is one product
+    return _matmul(numpy, args[1:], kw, main)
+
+
+def _is_matmul(subscripts: str) -> bool:
+    """Whether einsum's ``subscripts`` are ``...mk,...kn->...mn`` with the same batch letters on each
+    side and no letter repeated within an operand (the output implicit or explicit)."""
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
+    a, _, b = inputs.partition(",")
+    if not arrow:  # NumPy's implicit output: the letters seen once, in alphabetical order
+        output = "".join(sorted(c for c in set(a + b) if (a + b).count(c) == 1))
+    letters = a + b + output
+    if not letters.isalpha() or not letters.isascii() or len(a) < 2 or not len(a) == len(b) == len(output):
+        return False
+    batch = a[:-2]
+    m, k, n = a[-2], a[-1], b[-1]
+    return (
+        b == f"{batch}{k}{n}" and output == f"{batch}{m}{n}"
+        and len(set(batch + m + k + n)) == len(batch) + 3
+    )  # fmt: skip
+
+
 def _result(numpy: Any, out: object, dtype: object, operands: Sequence[object]) -> Precision | None:
     """The format of a product's result: ``out``'s, ``dtype=``'s, or the operands' promoted."""
     try:
@@ -155,8 +189,10 @@ def _copyto(args: Sequence[object], kwargs: Mapping[str, object], main: Precisio
     if bound is None or "src" not in bound or bound.get("where", True) is not True:
         return None
     dst = operand(bound["dst"])
-    if dst is None or not dst.size:
+    if dst is None:
         return None
+    if not dst.size:
+        return Mapped("copy", {"n": 0}, dst.precision)
     src_value = bound["src"]
     if is_scalar(src_value):
         return counted(0, dst.nbytes, main or dst.precision, "copyto of a scalar: written only")
@@ -188,8 +224,10 @@ def _reduction(
     names = ("axis", "dtype", "out") if kind in ("sum", "mean") else ("axis", "out")
     bound = _bind(args, kwargs, names)
     a = operand(array)
-    if bound is None or a is None or not a.size:
+    if bound is None or a is None:
         return None
+    if not a.size:
+        return Mapped("reduction", {"n": 0}, a.precision)
     axes = _axes(bound.get("axis"), len(a.shape))
     if axes is None:
         return None

@@ -161,8 +161,12 @@ def catalogue_call(
     try:
         checked = spec.check(mapped.params)
         spec.check_dtype(mapped.precision)
-    except OpError:  # a shape the op does not take (an empty array): the next tier answers
-        return None
+    except OpError as exc:
+        if any(p.kind == "size" and mapped.params.get(p.name) == 0 for p in spec.params):
+            raise InvalidValueError(
+                f"no op was given, and the kernel's call is {mapped.op} on an empty array: {exc}"
+            ) from None
+        return None  # a format the op does not take: the next tier answers
     summary = " ".join(part for part in (mapped.op, spec.shape(checked), mapped.precision.label) if part)
     if mapped.note:
         summary += f" ({mapped.note})"
@@ -189,6 +193,12 @@ def from_arrays(
         flops_from, work = "flop_counter", float(counted_flops)
     else:
         flops_from, work = "unknown", 0.0
+    if not total and not work and arrays:
+        names = ", ".join(a.where for a in arrays)
+        raise InvalidValueError(
+            f"no op was given, and every array the kernel holds is empty ({names}): their size must be a"
+            " positive integer; got 0"
+        )
     if not total and not work:
         raise InvalidValueError(
             "no op was given, and nothing to infer one from: the kernel is no call the catalogue knows and"

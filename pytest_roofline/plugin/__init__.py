@@ -73,6 +73,16 @@ def pytest_configure(config: pytest.Config) -> None:
         from .gpus import check_gpus
 
         check_gpus(settings.gpus, origin=settings.origins.get("gpus", "--roofline-gpus"))
+    if settings.accept and not settings.save and not hasattr(config, "workerinput"):  # said once
+        from ..errors import RooflineWarning
+
+        config.issue_config_time_warning(
+            RooflineWarning(
+                f"{settings.said('accept')} has no effect without --roofline-save: it lets a save"
+                " replace a regressed test's baseline, and nothing is saved"
+            ),
+            stacklevel=2,
+        )
     if _needs_session_now(config, settings):
         session_of(config).devices.check_session_device()
 

@@ -64,6 +64,11 @@ class Gate:
                 except BaselineError as exc:
                     raise pytest.UsageError(str(exc)) from None
 
+    @property
+    def _off(self) -> bool:
+        """``--roofline-mode off``: nothing is measured, so a baseline's tests are not run, not vanished."""
+        return self.settings.mode == "off"
+
     def check(self, record: MeasurementRecord) -> None:
         """Fail the current test if ``record`` regressed against its baseline record."""
         __tracebackhide__ = True
@@ -99,7 +104,8 @@ class Gate:
         """Compare, save, summarize and draw; called by the session once its records are complete.
 
         A baseline test not measured now is ``vanished``, unless it was ``deselected`` (``-k``, a
-        shard) or the run was cut short before it: then it is ``not run``. A run that measured
+        shard), the run was cut short before it or measured nothing (``--roofline-mode off``): then
+        it is ``not run``. A run that measured
         nothing (``--roofline-mode off``, no marked test selected) saves nothing; a save merges the
         run into the baseline (:mod:`..output.store`)."""
         if not self._reporting:
@@ -108,7 +114,7 @@ class Gate:
         if baseline is not None:
             measured = [r.comparable for r in records if r.comparable is not None]
             not_run = set(deselected)
-            if interruption is not None:
+            if interruption is not None or self._off:
                 not_run.update(nodeid for nodeid, _ in baseline.records)
             self.comparisons = self.rule.compare_all(baseline, measured, not_run=not_run)
         save = self.settings.save
@@ -191,6 +197,9 @@ class Gate:
         if not self.comparisons:
             return []
         source = self.baseline.describe() if self.baseline else ""
+        if self._off:
+            return [f"roofline: --roofline-mode=off measures nothing, so nothing was compared: the"
+                    f" baseline's {len(self.comparisons)} test(s) not run ({source})"]  # fmt: skip
         lines = [f"roofline: {summary_line(self.comparisons)} ({source})"]
         lines += [f"roofline: {line}" for line in other_gpu_lines(self.comparisons)]
         for c in self.comparisons:

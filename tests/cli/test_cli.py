@@ -335,6 +335,37 @@ def test_bad_input_is_one_line_and_exit_2(
     assert "Traceback" not in err
 
 
+#: every command that writes a file, each output named in a folder that exists and takes no new file
+WRITERS = [
+    ["plot", "run.json", "-o", "/proc/out.svg"],
+    ["llm", "llama-3-8b", "--plot", "/proc/out.svg"],
+    ["merge", "shard.json", "-o", "/proc/out.json"],
+    ["merge", "shard.json", "-o", "{tmp}/run.json", "--save", "/proc/out.json"],
+    ["merge", "shard.json", "-o", "{tmp}/run.json", "--markdown", "/proc/out.md"],
+    ["selfcheck", "--device", "cpu", "--json", "/proc/out.json"],
+]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a Linux /proc")
+@pytest.mark.parametrize("argv", WRITERS, ids=[" ".join(argv[:2]) + " " + argv[-2] for argv in WRITERS])
+def test_an_output_that_cannot_be_written_is_named_with_its_cause_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
+) -> None:
+    """Issue 40: /proc was said not to exist, after the self-check had run (and exited 1)."""
+    from pytest_roofline.machine.selfcheck import cpu_check
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("ran despite an output it cannot write")
+
+    monkeypatch.setattr(cpu_check, "run_cpu", never)
+    code, out, err = run(capsys, *(arg.format(tmp=tmp_path) for arg in argv))
+    assert (code, out) == (2, "")
+    assert err.startswith("roofline: error: ")
+    assert err.rstrip().endswith("no file can be created in '/proc': No such file or directory")
+    assert err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+
+
 def test_no_command_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys)
     assert code == 2

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_roofline.machine.files import can_lock, lock, open_lock_file, writing_atomically
+from pytest_roofline.machine import files
+from pytest_roofline.machine.files import can_lock, lock, open_lock_file, problem, write, writing_atomically
 
 
 def test_a_write_replaces_the_file_whole_and_makes_its_folder(tmp_path: Path) -> None:
@@ -66,3 +67,46 @@ def test_a_lock_file_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
 def test_windows_has_no_lock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "win32")
     assert not can_lock()
+
+
+# - the files a user names: the check before a run, and the message of a write that fails -
+
+
+def test_a_path_is_checked_by_creating_a_file_beside_it_and_an_existing_one_is_left_as_it_is(
+    tmp_path: Path,
+) -> None:
+    existing = tmp_path / "report.json"
+    existing.write_text("an earlier run's")
+    os.utime(existing, (1_000_000, 1_000_000))
+    assert problem(existing) is None
+    assert problem(tmp_path / "new.json") is None
+    assert existing.read_text() == "an earlier run's"
+    assert existing.stat().st_mtime == 1_000_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # no temporary file left
+
+
+def test_a_folder_that_refuses_new_files_is_named_with_the_real_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: os.access said yes (root, a read-only mount), and a write at the end failed."""
+    real_open = os.open
+
+    def read_only_mount(path: str, flags: int, mode: int = 0o777) -> int:
+        if flags & os.O_CREAT:
+            raise OSError(30, "Read-only file system", path)
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(files.os, "open", read_only_mount)
+    cause = f"no file can be created in {str(tmp_path)!r}: Read-only file system"
+    assert problem(tmp_path / "out.json") == cause
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a Linux /proc")
+def test_a_folder_that_exists_is_never_said_not_to() -> None:
+    """Issue 40: /proc answers ENOENT to a new file, and was said not to exist."""
+    cause = "no file can be created in '/proc': No such file or directory"
+    assert problem("/proc/nope.json") == cause
+    with pytest.raises(OSError, match="No such file or directory") as raised:
+        write("/proc/nope.json", b"{}")
+    assert (raised.value.strerror, raised.value.filename) == (cause, "/proc/nope.json")
+    assert problem("/no/such/folder/out.json") == "directory '/no/such/folder' does not exist"

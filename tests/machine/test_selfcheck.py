@@ -596,6 +596,13 @@ def test_do_bench_takes_every_call_and_falls_back_to_its_median(monkeypatch: pyt
             ["--json", "/nonexistent/folder/check.json"],
             "--json /nonexistent/folder/check.json: cannot write it",
         ),
+        pytest.param(  # issue 40: it ran the whole check, then said /proc did not exist, and exited 1
+            ["--json", "/proc/nope.json"],
+            "--json /proc/nope.json: cannot write it: no file can be created in '/proc': No such file or"
+            " directory",
+            marks=pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="a Linux /proc"),
+            id="json-in-proc",
+        ),
         (["--frobnicate"], "unrecognized arguments: --frobnicate"),
     ],
 )
@@ -615,6 +622,30 @@ def test_bad_options_are_one_line_and_exit_2_before_anything_runs(
     assert err.startswith("roofline: error: ")
     assert message in err
     assert len(err.splitlines()) == 1
+
+
+def test_a_json_that_cannot_be_written_at_the_end_exits_2_not_the_disagreement_1(
+    one_clock: TickingClock,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A path writable when checked and not by the end (a disk filled, a mount gone read-only)."""
+    from pytest_roofline.machine import files
+
+    monkeypatch.setattr(cpu_check, "default_timers", lambda *rounds: on_clock(one_clock))
+
+    def read_only(path: object, data: bytes) -> None:
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(files, "write", read_only)
+    out = tmp_path / "check.json"
+
+    code = cli.main(["selfcheck", "--device", "cpu", "--json", str(out)])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == f"roofline: error: --json {out}: cannot write it: Read-only file system\n"
 
 
 def test_the_json_is_not_written_when_the_check_does_not_finish(

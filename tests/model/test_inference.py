@@ -119,6 +119,27 @@ NUMPY: list[Any] = [
         ("custom", {"flops": N, "bytes": N + 8}, "int64"),
         id="sum-of-int8-is-int64",
     ),
+    pytest.param(
+        (np.sum, (np.ones((4, 250), f16),), {"axis": 1, "dtype": f64}),
+        ("custom", {"flops": N, "bytes": N * 2 + 4 * 8}, "fp64"),
+        id="sum-of-fp16-into-fp64",
+    ),
+    # issue 40: each fell to "FLOPs unknown"
+    pytest.param((a.dot, (b,), {}), ("gemm", {"M": 64, "N": 16, "K": 32}, "fp32"), id="dot-method"),
+    pytest.param((a.dot, (np.ones(32, f32),), {}), ("gemv", {"M": 64, "K": 32}, "fp32"), id="dot-method-1d"),
+    pytest.param(
+        (np.einsum, ("ij,jk->ik", a, b), {}), ("gemm", {"M": 64, "N": 16, "K": 32}, "fp32"), id="einsum"
+    ),
+    pytest.param(
+        (np.einsum, ("mk, kn", a, b), {"optimize": True}),
+        ("gemm", {"M": 64, "N": 16, "K": 32}, "fp32"),
+        id="einsum-implicit",
+    ),
+    pytest.param(
+        (np.einsum, ("bij,bjk->bik", np.ones((4, 8, 3), f16), np.ones((4, 3, 5), f16)), {}),
+        ("gemm", {"M": 8, "N": 5, "K": 3, "batch": 4}, "fp16"),
+        id="einsum-batched",
+    ),
 ]
 
 
@@ -135,6 +156,12 @@ def test_a_numpy_call_has_the_floor_of_its_explicit_marker(call: Call, explicit:
         dtype,
     )
     assert floor_of(inferred.op, dict(inferred.params), inferred.dtype) == floor_of(op, params, dtype)
+
+
+def test_a_sum_into_another_dtype_says_so() -> None:
+    inferred = catalogue_call(np.sum, (np.ones(N, f16),), {"dtype": f64})
+    assert inferred is not None
+    assert inferred.summary == f"custom flops={N} bytes={N * 2 + 8} fp64 (a sum of fp16 into fp64)"
 
 
 def test_elementwise_bytes_are_the_arrays_own() -> None:
@@ -156,9 +183,15 @@ UNMAPPED: list[Any] = [
     pytest.param((np.dot, (np.ones((2, 3, 4)), np.ones((4, 5))), {}), id="dot-of-3d"),
     pytest.param((_user_add, (x, y), {}), id="same-name-other-function"),
     pytest.param((np.add, ([1.0, 2.0], y[:2]), {}), id="a-list"),
-    pytest.param((np.sum, (np.ones(0, f32),), {}), id="empty"),
     pytest.param((np.sum, (a,), {"axis": 5}), id="axis-out-of-range"),
     pytest.param((lambda: None, (), {}), id="a-lambda"),
+    pytest.param((np.einsum, ("ij,kj->ik", a, b.T), {}), id="einsum-transposed"),
+    pytest.param((np.einsum, ("ij,jk->ki", a, b), {}), id="einsum-transposed-out"),
+    pytest.param((np.einsum, ("...ij,...jk->...ik", a, b), {}), id="einsum-ellipsis"),
+    pytest.param((np.einsum, ("ij,jk,kl->il", a, b, b.T), {}), id="einsum-three"),
+    pytest.param((np.einsum, (a, [0, 1], b, [1, 2]), {}), id="einsum-sublists"),
+    pytest.param((np.einsum, ("ij,jk->ik", a, b[:31]), {}), id="einsum-shapes-disagree"),
+    pytest.param((a.dot, (np.ones((2, 32, 4)),), {}), id="dot-method-of-3d"),
 ]
 
 
@@ -166,6 +199,27 @@ UNMAPPED: list[Any] = [
 def test_a_call_that_does_not_fit_maps_to_nothing(call: Call) -> None:
     fn, args, kwargs = call
     assert catalogue_call(fn, args, kwargs) is None
+
+
+EMPTY: list[Any] = [
+    pytest.param((np.sqrt, (np.ones(0, f32),), {}), "elementwise: n", id="ufunc"),
+    pytest.param(
+        (np.add, (np.ones(0, f32), 1.0), {"out": np.ones(0, f64)}), "elementwise: n", id="ufunc-out"
+    ),
+    pytest.param((np.sum, (np.ones(0, f32),), {}), "reduction: n", id="sum"),
+    pytest.param((np.ones((0, 3), f32).max, (), {"axis": 0}), "reduction: n", id="max-method"),
+    pytest.param((np.copyto, (np.ones(0, f32), np.ones(0, f32)), {}), "copy: n", id="copyto"),
+    pytest.param((np.matmul, (np.ones((0, 3), f32), b[:3]), {}), "gemm: M", id="matmul"),
+]
+
+
+@pytest.mark.parametrize(("call", "culprit"), EMPTY)
+def test_a_known_call_on_an_empty_array_says_its_size_is_zero(call: Call, culprit: str) -> None:
+    """Issue 40: it fell to the arguments' tier, which said the kernel held no array."""
+    fn, args, kwargs = call
+    zero = f"the kernel's call is .* on an empty array: {culprit} must be a positive integer; got 0$"
+    with pytest.raises(ValueError, match=zero):
+        catalogue_call(fn, args, kwargs)
 
 
 def test_a_given_dtype_is_the_ops_and_keeps_each_operands_storage() -> None:
@@ -468,6 +522,10 @@ def test_arrays_give_the_bytes_and_no_flops() -> None:
     assert both.bytes_from == "given"
     with pytest.raises(ValueError, match="nothing to infer one from"):
         from_arrays((), Precision.FP32)
+    empty = (ArrayUse("argument 0", 0), ArrayUse("the return value", 0, returned=True))
+    zero = r"every array the kernel holds is empty \(argument 0, the return value\): their size must be"
+    with pytest.raises(ValueError, match=zero + " a positive integer; got 0$"):
+        from_arrays(empty, Precision.FP32)
     with pytest.raises(ValueError, match="no array to read a dtype from"):
         from_arrays((), None, flops=1.0)
 

@@ -342,6 +342,22 @@ def test_tests_deselected_with_k_are_not_run_not_vanished(
     result.stdout.no_fnmatch_line("*vanished: test_kernels.py::test_b*")
 
 
+def test_mode_off_compares_nothing_and_calls_no_test_vanished(rl: pytest.Pytester) -> None:
+    """Issue 40: with --roofline-mode=off (docs/ci.md's runner without a GPU) every test was vanished."""
+    rl.makepyfile(test_kernels=kernels("a", "b"))
+    rl.runpytest("--roofline-save=base.json").assert_outcomes(passed=2)
+    result = rl.runpytest("--roofline-mode=off", "--roofline-compare=base.json")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["roofline: --roofline-mode=off measures nothing, so nothing was compared: the baseline's 2 test(s)"
+         " not run (*"]
+    )  # fmt: skip
+    assert result.stdout.str().count("roofline: --roofline-mode=off") == 1
+    result.stdout.no_fnmatch_line("*vanished:*")
+    result.stdout.no_fnmatch_line("*compared with the baseline:*")
+
+
 def test_compare_never_exits_1_for_a_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -231,6 +231,36 @@ def test_no_op_and_no_array_to_read_is_a_clear_error(rl: pytest.Pytester) -> Non
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
+def test_an_empty_array_is_said_to_be_of_size_zero(rl: pytest.Pytester) -> None:
+    """Issue 40: an empty array with no op was said to be no call the catalogue knows and no array."""
+    rl.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.speed_of_light(min_fraction=0.01)
+        def test_known(roofline):
+            roofline(np.sqrt, np.ones(0, np.float32))
+
+        @pytest.mark.speed_of_light(min_fraction=0.01)
+        def test_unknown(roofline):
+            x = np.ones(0, np.float32)
+            roofline(lambda: np.sqrt(x))
+        """
+    )
+    result = rl.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "roofline: no op was given, and the kernel's call is elementwise on an empty array:"
+            " elementwise: n must be a positive integer; got 0",
+            "roofline: no op was given, and every array the kernel holds is empty"
+            " (captured 'x', the return value): their size must be a positive integer; got 0",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*holds no array*")
+
+
 def test_what_workers_inferred_reaches_the_controller(rl: pytest.Pytester) -> None:
     """The inference rides on the record from a pytest-xdist worker: the controller's report, JSON
     and suggestions show it."""

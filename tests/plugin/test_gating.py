@@ -277,6 +277,31 @@ def test_a_test_that_changed_beyond_its_noise_starts_a_new_history(
     assert histories(baseline) == {"test_slow": [], "test_steady": [pytest.approx(0.8)] * 2}
 
 
+@pytest.mark.parametrize(
+    ("args", "ini", "said"),
+    [
+        (["--roofline-accept", "--roofline-compare=base.json"], "", "--roofline-accept"),
+        (["-p", "xdist", "-n", "2"], "roofline_accept = true", "ini roofline_accept"),
+    ],
+    ids=["flag", "ini-xdist"],
+)
+def test_accept_without_save_warns_once_that_it_has_no_effect(
+    rl: pytest.Pytester, baseline: Path, args: list[str], ini: str, said: str
+) -> None:
+    """Issue 40: --roofline-accept without --roofline-save did nothing, silently."""
+    rl.runpytest("--roofline-save=base.json").assert_outcomes(passed=2)
+    if ini:
+        rl.makeini(f"[pytest]\n{ini}\n")
+    run = rl.runpytest_subprocess if "xdist" in args else rl.runpytest
+    result = run(*args)
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(
+        [f"*RooflineWarning: {said} has no effect without --roofline-save: it lets a save replace*"]
+    )
+    assert result.stdout.str().count("has no effect without --roofline-save") == 1
+    assert "has no effect" not in rl.runpytest("--roofline-accept", "--roofline-save=base.json").stdout.str()
+
+
 def test_a_baseline_with_runs_judges_against_their_median_and_says_so(
     rl: pytest.Pytester, baseline: Path
 ) -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import InvalidValueError, UnavailableError
+from ...errors import InvalidValueError
 from .compare import Report
 
 if TYPE_CHECKING:
@@ -108,5 +108,5 @@ def _write_json(path: str, report: Report) -> None:
     data = json.dumps(report.to_json(), indent=2, default=str).encode()
     try:
         write(Path(path).expanduser(), data)
-    except OSError as exc:
-        raise UnavailableError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except OSError as exc:  # exit status 2, as the check up front: 1 says a timer disagreed
+        raise InvalidValueError(f"--json {path}: cannot write it: {exc.strerror or exc}") from None
