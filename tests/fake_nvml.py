@@ -10,17 +10,25 @@ import pytest
 
 from pytest_roofline.timing import clocks
 
-#: one NVML reading: SM MHz, memory MHz, temperature in °C, clock-event reason bits
-Reading = tuple[int, int, int, int]
+#: one NVML reading: SM MHz, memory MHz, temperature in °C, clock-event reason bits, and the power
+#: drawn in milliwatts where the GPU reports it (without, ``nvmlDeviceGetPowerUsage`` is not supported)
+Reading = tuple[int, int, int, int] | tuple[int, int, int, int, int]
 Readings = list[Reading] | Callable[[], Reading]
 
 
+class FakeNvmlError(Exception):
+    """pynvml's NVMLError_NotSupported: a call this GPU does not answer."""
+
+
 class FakeNvml:
-    """nvidia-ml-py's calls the watcher makes; ``readings``: (sm, mem, temp, reasons) per sample, the last
-    repeating, or a function giving the reading now (a fake GPU's state). Constants as nvml.h:
+    """nvidia-ml-py's calls the watcher makes; ``readings``: (sm, mem, temp, reasons[, power mW]) per
+    sample, the last repeating, or a function giving the reading now (a fake GPU's state);
+    ``power_limit_mw``: the enforced power limit (None: not supported). Constants as nvml.h:
     NVML_CLOCK_SM 1, NVML_CLOCK_MEM 2, NVML_TEMPERATURE_GPU 0."""
 
-    def __init__(self, readings: Readings, *, max_sm: int = 1980) -> None:
+    def __init__(
+        self, readings: Readings, *, max_sm: int = 1980, power_limit_mw: int | None = 700_000
+    ) -> None:
         self.readings = readings
         self.reads = 0
         self.handles: list[object] = []
@@ -32,6 +40,8 @@ class FakeNvml:
         module.nvmlDeviceGetTemperature = lambda handle, sensor: self._now()[2]
         module.nvmlDeviceGetCurrentClocksEventReasons = self._reasons
         module.nvmlDeviceGetMaxClockInfo = lambda handle, kind: max_sm if kind == 1 else 2619
+        module.nvmlDeviceGetPowerUsage = self._power
+        module.nvmlDeviceGetEnforcedPowerLimit = lambda handle: self._supported(power_limit_mw)
         self.module = module
 
     def _handle(self, key: object) -> object:
@@ -42,6 +52,16 @@ class FakeNvml:
         if callable(self.readings):
             return self.readings()
         return self.readings[min(self.reads, len(self.readings) - 1)]
+
+    def _power(self, handle: object) -> int:
+        reading = self._now()
+        return self._supported(reading[4] if len(reading) > 4 else None)
+
+    @staticmethod
+    def _supported(value: int | None) -> int:
+        if value is None:
+            raise FakeNvmlError("Not Supported")
+        return value
 
     def _reasons(self, handle: object) -> int:
         value = self._now()[3]

@@ -9,6 +9,8 @@ or not) is arithmetic on them, here.
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -166,6 +168,14 @@ class ClockSample:
     temperature_c: int
     #: the clock-event reason bits; None when neither NVML call answered
     reasons: int | None
+    #: the board's power draw in milliwatts (``nvmlDeviceGetPowerUsage``); None where NVML gave none
+    power_mw: int | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Taken while the GPU ran something: an SM clock read, and no GPU-idle reason (an idle GPU
+        drops its clocks, which says nothing of the kernel's)."""
+        return self.sm_mhz > 0 and not (self.reasons or 0) & _GPU_IDLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +188,8 @@ class ClockLog:
     #: the GPU's maximum SM and memory clocks (``nvmlDeviceGetMaxClockInfo``), when read
     max_sm_mhz: int | None = None
     max_mem_mhz: int | None = None
+    #: the power limit the GPU enforces, in milliwatts (``nvmlDeviceGetEnforcedPowerLimit``), when read
+    power_limit_mw: int | None = None
 
     @property
     def throttled(self) -> bool:
@@ -208,11 +220,11 @@ class ClockLog:
 
     @property
     def busy_sm_clock_share(self) -> float | None:
-        """The lowest SM clock over the maximum among samples not flagged GPU idle."""
-        busy = [s.sm_mhz for s in self.samples if s.sm_mhz and not (s.reasons or 0) & _GPU_IDLE]
-        if not busy or not self.max_sm_mhz:
+        """The lowest SM clock over the maximum among the busy samples (:attr:`ClockSample.busy`)."""
+        lowest = self.min_sm_mhz
+        if lowest is None or not self.max_sm_mhz:
             return None
-        return min(busy) / self.max_sm_mhz
+        return lowest / self.max_sm_mhz
 
     def power_cap_note(self) -> str:
         """What the software power cap did to the SM clock, where it was set and the measurement is not
@@ -220,12 +232,13 @@ class ClockLog:
         A kernel that draws the power limit runs at that clock for as long as it runs."""
         if "software power cap" not in self.events or self.throttled:
             return ""
+        cap = "at the software power cap" + (f", drawing {drawn}" if (drawn := self._drawn()) else "")
         share = self.busy_sm_clock_share
         if share is None or share >= 0.995:
-            return "at the software power cap (the SM clock held at its maximum)"
+            return f"{cap} (the SM clock held at its maximum)"
         return (
-            f"at the software power cap, the SM clock down to {share:.0%} of its maximum (throttled"
-            f" below {THROTTLE_CLOCK_SHARE:.0%})"
+            f"{cap}, the SM clock down to {share:.0%} of its maximum (throttled below"
+            f" {THROTTLE_CLOCK_SHARE:.0%})"
         )
 
     def _bits(self) -> int:
@@ -234,9 +247,45 @@ class ClockLog:
             seen |= sample.reasons or 0
         return seen
 
+    # - what the clocks held: the figures of the busy samples (those taken while the GPU was idle
+    #   show its idle clocks) -
+
+    def _busy(self, read: Callable[[ClockSample], int | None]) -> list[int]:
+        return [value for s in self.samples if s.busy and (value := read(s))]
+
+    @property
+    def median_sm_mhz(self) -> float | None:
+        """The SM clock the measurement held: the median of the busy samples'."""
+        return _median(self._busy(lambda s: s.sm_mhz))
+
     @property
     def min_sm_mhz(self) -> int | None:
-        return min((s.sm_mhz for s in self.samples), default=None)
+        return min(self._busy(lambda s: s.sm_mhz), default=None)
+
+    @property
+    def median_mem_mhz(self) -> float | None:
+        return _median(self._busy(lambda s: s.mem_mhz))
+
+    @property
+    def min_mem_mhz(self) -> int | None:
+        return min(self._busy(lambda s: s.mem_mhz), default=None)
+
+    @property
+    def median_power_w(self) -> float | None:
+        """The power the board drew while busy, in watts (the median of the samples')."""
+        median_mw = _median(self._busy(lambda s: s.power_mw))
+        return None if median_mw is None else median_mw / 1000
+
+    @property
+    def power_limit_w(self) -> float | None:
+        return None if self.power_limit_mw is None else self.power_limit_mw / 1000
+
+    def _drawn(self) -> str:
+        """``690 W of its 700 W limit`` (the busy samples' median), or "" where NVML gave no power."""
+        power, limit = self.median_power_w, self.power_limit_w
+        if power is None:
+            return ""
+        return f"{power:.0f} W" + (f" of its {limit:.0f} W limit" if limit else "")
 
     @property
     def max_temperature_c(self) -> int | None:
@@ -246,11 +295,44 @@ class ClockLog:
         if not self.watched:
             return f"clocks not watched ({self.note})"
         text = (
-            f"SM {self.min_sm_mhz} MHz at the lowest of {self.max_sm_mhz or '?'} MHz max,"
-            f" {self.max_temperature_c} °C at the hottest, {len(self.samples)} samples"
+            f"SM {_mhz(self.median_sm_mhz)} MHz median, {_mhz(self.min_sm_mhz)} at the lowest, of"
+            f" {self.max_sm_mhz or '?'} MHz max; memory {_mhz(self.median_mem_mhz)} MHz median,"
+            f" {_mhz(self.min_mem_mhz)} at the lowest"
         )
+        if drawn := self._drawn():
+            text += f"; drawing {drawn}"
+        text += f"; {self.max_temperature_c} °C at the hottest, {len(self.samples)} samples"
         if not self.reasons_watched:
             text += "; clock-event reasons unwatched (NVML answered neither call)"
         elif note := self.power_cap_note():
             text += "; " + note
         return text + (f"; throttled: {', '.join(self.reasons)}" if self.throttled else "")
+
+    def to_record(self) -> dict[str, Any]:
+        """Plain JSON-ready values, for the JSON report: what the clocks held (the busy samples'
+        median and lowest), the power drawn, and every clock-event reason seen."""
+        return {
+            "watched": self.watched,
+            "summary": self.summary(),
+            "median_sm_mhz": self.median_sm_mhz,
+            "min_sm_mhz": self.min_sm_mhz,
+            "max_sm_mhz": self.max_sm_mhz,
+            "median_mem_mhz": self.median_mem_mhz,
+            "min_mem_mhz": self.min_mem_mhz,
+            "max_mem_mhz": self.max_mem_mhz,
+            "median_power_w": self.median_power_w,
+            "power_limit_w": self.power_limit_w,
+            "max_temperature_c": self.max_temperature_c,
+            "events": list(self.events),
+            "throttled": self.throttled,
+            "reasons": list(self.reasons),
+            "samples": len(self.samples),
+        }
+
+
+def _median(values: list[int]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _mhz(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f}"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..errors import InvalidValueError
 from . import units
 from .core import Estimate, Precision, Source
+from .held_clock import HeldClock
 from .measurement import Measurement
 from .paired_ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .stats import MIN_PRECISION_SAMPLES, Stats
@@ -171,6 +172,22 @@ class Result:
     def latency_bound(self) -> bool:
         """Whether the latency floor, not the roofline floor, was judged against."""
         return self.judgement.latency_bound
+
+    @property
+    def attained_at_held_clock(self) -> float | None:
+        """Attained at the clock the GPU held (:mod:`.held_clock`): above attained where the power cap
+        slowed the clock its peak assumes; None where it is not known, and for a latency-bound
+        kernel (its floor was timed at the clock it held)."""
+        held = self.held_clock
+        return None if held is None else held.attained(self.attained)
+
+    @property
+    def held_clock(self) -> HeldClock | None:
+        """The clock the bounding figure assumes beside the one the GPU held; None where either is
+        not known, and for a latency-bound kernel (its floor was timed at the clock it held)."""
+        if self.latency_bound or not math.isfinite(self.attained):
+            return None
+        return HeldClock.of(self.estimate, self.measurement.clocks)
 
     @property
     def flops_unknown(self) -> bool:
@@ -559,10 +576,24 @@ def _contention(result: Result) -> str:
 
 
 def _power_cap(result: Result) -> str:
-    """`` The GPU ran at the software power cap, the SM clock down to 77% ...``, where it did."""
+    """`` The GPU ran at the software power cap, the SM clock down to 77% ...``, where it did, and what
+    the kernel attained at the clock it held: whether the cap, not the kernel, missed the budget."""
     clocks = result.measurement.clocks
     note = clocks.power_cap_note() if clocks is not None else ""
-    return f" The GPU ran {note}." if note else ""
+    if not note:
+        return ""
+    clock, attained = result.held_clock, result.attained_at_held_clock
+    if clock is None or attained is None:
+        return f" The GPU ran {note}."
+    verdict = (
+        "within the budget: the miss is the power cap's, not the kernel's"
+        if attained >= result.min_fraction
+        else "short of the budget at that clock too"
+    )
+    return (
+        f" The GPU ran {note}. At the clock it held ({clock.describe()}) it attained"
+        f" {units.percent(attained)}, {verdict}."
+    )
 
 
 def failure_message(result: Result) -> str:

@@ -168,6 +168,9 @@ class MeasurementRecord:
     contention: JsonObject | None = None
     clocks: JsonObject | None = None
     diagnosis: JsonObject | None = None
+    #: attained at the clock the GPU held (``Result.attained_at_held_clock``); None where it is not
+    #: known (the CPU, clocks not watched, a figure whose clock is not known)
+    attained_at_held_clock: float | None = None
     threads: int | None = None
     thread_wait_share: float | None = None
     #: why the time budget held fewer calls than the measurement wanted, None where it did not
@@ -237,7 +240,7 @@ class MeasurementRecord:
             stats=m.stats,
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
-            clocks=_clocks_json(m),
+            clocks=_clocks_json(m), attained_at_held_clock=result.attained_at_held_clock,
             threads=m.threads, thread_wait_share=m.wait_share, device_index=device_index,
             device_from=device_from,
             inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
@@ -367,23 +370,12 @@ def _clocks_json(m: Measurement) -> JsonObject | None:
     log = m.clocks
     if log is None:
         return None
-    summary = log.summary()
+    record = log.to_record()
     if m.slowed:
-        summary += f"; {m.slowed} sample(s) at slowed clocks left out"
+        record["summary"] += f"; {m.slowed} sample(s) at slowed clocks left out"
     if m.slowed_kept:
-        summary += f"; {m.slowed_kept} sample(s) at slowed clocks kept (too few others)"
-    return {
-        "watched": log.watched,
-        "summary": summary,
-        "min_sm_mhz": log.min_sm_mhz,
-        "max_sm_mhz": log.max_sm_mhz,
-        "max_temperature_c": log.max_temperature_c,
-        "throttled": log.throttled,
-        "reasons": list(log.reasons),
-        "samples": len(log.samples),
-        "slowed_samples_left_out": m.slowed,
-        "slowed_samples_kept": m.slowed_kept,
-    }
+        record["summary"] += f"; {m.slowed_kept} sample(s) at slowed clocks kept (too few others)"
+    return {**record, "slowed_samples_left_out": m.slowed, "slowed_samples_kept": m.slowed_kept}
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,8 +436,9 @@ def as_record(record: Record | Mapping[str, Any]) -> Record:
 RECORD_FIELDS = (
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "peak_precision", "unit", "flops",
     "bytes", "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops",
-    "peak_source", "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction",
-    "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name", "device_figures",
+    "peak_source", "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "attained_at_held_clock",
+    "min_fraction", "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name",
+    "device_figures",
     "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",

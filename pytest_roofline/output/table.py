@@ -113,10 +113,13 @@ def ordered(records: Sequence[AnyRecord]) -> list[AnyRecord]:
 
 
 def table_rows(
-    records: Sequence[Record | Mapping[str, Any]], devices: Iterable[DeviceRecord | Mapping[str, Any]] = ()
+    records: Sequence[Record | Mapping[str, Any]],
+    devices: Iterable[DeviceRecord | Mapping[str, Any]] = (),
+    *,
+    clocks: bool = False,
 ) -> list[list[str]]:
-    """One row per record, in :func:`ordered` order, a cell per column of :data:`TABLE_COLUMNS`;
-    readable without color (MISS is upper case).
+    """One row per record, in :func:`ordered` order, a cell per column of :data:`TABLE_COLUMNS`
+    (with ``clocks``, of :func:`table_columns`'s); readable without color (MISS is upper case).
 
     Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
     which judged the row (``figures #2``), as the device headers number them.
@@ -127,7 +130,7 @@ def table_rows(
     rows = []
     for r in ordered(typed):
         row = Row(r, r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else ""), numbers)
-        rows.append([column.read(row) for column in TABLE_COLUMNS])
+        rows.append([column.read(row) for column in table_columns(clocks)])
     return rows
 
 
@@ -230,6 +233,45 @@ def _with_figures(cell: str, record: MeasurementRecord, numbers: Mapping[str, tu
     return ", ".join(part for part in (cell, f"figures #{numbers[record.device_version][0]}") if part)
 
 
+def _clock_cell(read: Callable[[Mapping[str, Any]], str]) -> Callable[[Row], str]:
+    """A clock column's cell, read from the record's ``clocks``: empty where they were not watched (a
+    CPU has none)."""
+    return _measured(lambda r: read(r.clocks) if r.clocks and r.clocks.get("watched") else "")
+
+
+def _mhz_cell(clock: str) -> Callable[[Row], str]:
+    """``1500 (1485)``: the clock's median over the busy samples (the lowest)."""
+
+    def read(clocks: Mapping[str, Any]) -> str:
+        median, lowest = clocks.get(f"median_{clock}_mhz"), clocks.get(f"min_{clock}_mhz")
+        return "" if median is None else f"{median:.0f} ({lowest})"
+
+    return _clock_cell(read)
+
+
+def _power_cell(clocks: Mapping[str, Any]) -> str:
+    """``612 W of 700``: the median power drawn, and the enforced limit."""
+    power, limit = clocks.get("median_power_w"), clocks.get("power_limit_w")
+    if power is None:
+        return ""
+    return f"{power:.0f} W" + (f" of {limit:.0f}" if limit else "")
+
+
+def _events_cell(clocks: Mapping[str, Any]) -> str:
+    """``software power cap, 3 left out``: every clock-event reason seen and why the clocks counted as
+    slowed, then the samples at slowed clocks left out (and kept, too few others being left)."""
+    parts = list(dict.fromkeys([*clocks.get("events", ()), *clocks.get("reasons", ())]))
+    if left_out := clocks.get("slowed_samples_left_out"):
+        parts.append(f"{left_out} left out")
+    if kept := clocks.get("slowed_samples_kept"):
+        parts.append(f"{kept} slowed kept")
+    return ", ".join(parts)
+
+
+def _held_cell(r: MeasurementRecord) -> str:
+    return "" if r.attained_at_held_clock is None else units.percent(r.attained_at_held_clock)
+
+
 def _common_directory(nodeids: Sequence[str]) -> str:
     """``example_project/tests/`` when every test lives below it: the table leaves it out."""
     directories = [nodeid.split("::", 1)[0].rpartition("/")[0] for nodeid in nodeids]
@@ -293,7 +335,16 @@ TABLE_COLUMNS: tuple[Column, ...] = (
     Column("machine", "machine", _machine, keep=5, cut=None),
     Column("verdict", "verdict", lambda row: _verdict_cell(row.record), keep=0, cut=None),
 )  # fmt: skip
-#: every column's name -> its header, in the table's order
+#: the columns ``--roofline-report-clocks`` adds, before the verdict: a GPU's clocks, power and clock
+#: events over the measurement, and attained at the clock it held; never dropped to fit (asked for)
+CLOCK_COLUMNS: tuple[Column, ...] = (
+    Column("sm_clock", "SM MHz (min)", _mhz_cell("sm"), keep=0, cut=None),
+    Column("mem_clock", "mem MHz (min)", _mhz_cell("mem"), keep=0, cut=None),
+    Column("power", "power", _clock_cell(_power_cell), keep=0, cut=None),
+    Column("clock_events", "clock events", _clock_cell(_events_cell), keep=0, cut=None),
+    Column("held", "at held clock", _measured(_held_cell), keep=0, cut=None),
+)  # fmt: skip
+#: every column's name -> its header, in the table's order (``--roofline-columns`` chooses among them)
 COLUMNS: dict[str, str] = {column.name: column.header for column in TABLE_COLUMNS}
 TABLE_HEADERS = tuple(COLUMNS.values())
 #: the op and test columns are shortened to no fewer characters than this to fit
@@ -330,28 +381,39 @@ def parse_columns(text: str) -> tuple[str, ...]:
     return names
 
 
+def table_columns(clocks: bool = False) -> tuple[Column, ...]:
+    """The table's columns: :data:`TABLE_COLUMNS`, with ``clocks`` the :data:`CLOCK_COLUMNS` before
+    the verdict."""
+    return (*TABLE_COLUMNS[:-1], *CLOCK_COLUMNS, TABLE_COLUMNS[-1]) if clocks else TABLE_COLUMNS
+
+
 def format_table(
     records: Sequence[Record | Mapping[str, Any]],
     devices: Iterable[DeviceRecord | Mapping[str, Any]] = (),
     *,
     width: int | None = None,
     columns: Sequence[str] | None = None,
+    clocks: bool = False,
 ) -> list[str]:
     """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
     when no width is given): the essential ones, then others by priority while the table fits; if
     the essential ones alone are wider, the test and op columns lose their middles. ``devices``:
-    the run's device records, so that a row judged by one of several sets of figures says which."""
-    rows = table_rows(records, devices)
-    if columns is not None or width is None:
-        return _tabulate(rows, tuple(columns or COLUMNS))
-    chosen = [column.name for column in TABLE_COLUMNS if column.keep == 0]
-    for column in sorted((c for c in TABLE_COLUMNS if c.keep), key=lambda c: c.keep):
-        if _width(_tabulate(rows, _in_order([*chosen, column.name]))) <= width:
+    the run's device records, so that a row judged by one of several sets of figures says which.
+    ``clocks``: the :data:`CLOCK_COLUMNS` too, whatever the width."""
+    table = table_columns(clocks)
+    rows = table_rows(records, devices, clocks=clocks)
+    if columns is not None:  # as asked, then the clock columns
+        return _tabulate(rows, table, [*columns, *(column.name for column in CLOCK_COLUMNS if clocks)])
+    if width is None:  # every column
+        return _tabulate(rows, table, [column.name for column in table])
+    chosen = [column.name for column in table if column.keep == 0]
+    for column in sorted((c for c in table if c.keep), key=lambda c: c.keep):
+        if _width(_tabulate(rows, table, _in_order(table, [*chosen, column.name]))) <= width:
             chosen.append(column.name)
-    lines = _tabulate(rows, _in_order(chosen))
+    lines = _tabulate(rows, table, _in_order(table, chosen))
     # the essential columns alone are too wide: the columns that may be cut give way, those that keep
     # their head first (the op loses its last parameters: detail), then the others (the test)
-    cuttable = [(at, c.cut) for at, c in enumerate(TABLE_COLUMNS) if c.cut is not None and c.name in chosen]
+    cuttable = [(at, c.cut) for at, c in enumerate(table) if c.cut is not None and c.name in chosen]
     for at, cut in sorted(cuttable, key=lambda column: column[1] is not Cut.HEAD):
         excess = _width(lines) - width
         if excess <= 0:
@@ -359,20 +421,21 @@ def format_table(
         longest = max(len(row[at]) for row in rows) if rows else 0
         room = max(MIN_TEST_WIDTH, longest - excess)
         rows = [[*row[:at], _shorten(row[at], room, cut), *row[at + 1 :]] for row in rows]
-        lines = _tabulate(rows, _in_order(chosen))
+        lines = _tabulate(rows, table, _in_order(table, chosen))
     return lines
 
 
-def _in_order(names: Sequence[str]) -> tuple[str, ...]:
-    return tuple(name for name in COLUMNS if name in names)
+def _in_order(table: Sequence[Column], names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(column.name for column in table if column.name in names)
 
 
-def _tabulate(rows: Sequence[Sequence[str]], columns: Sequence[str]) -> list[str]:
+def _tabulate(rows: Sequence[Sequence[str]], table: Sequence[Column], columns: Sequence[str]) -> list[str]:
     from tabulate import tabulate
 
-    index = [list(COLUMNS).index(name) for name in columns]
+    names = [column.name for column in table]
+    index = [names.index(name) for name in columns]
     picked = [[row[i] for i in index] for row in rows]
-    text = tabulate(picked, headers=[COLUMNS[name] for name in columns], disable_numparse=True)
+    text = tabulate(picked, headers=[table[i].header for i in index], disable_numparse=True)
     return str(text).splitlines()
 
 

@@ -308,6 +308,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
             "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
             "fit the terminal; the JSON has every field)", "LIST"),
+    Setting("report_clocks", "--roofline-report-clocks", parse_bool, False,
+            "add a GPU's clock columns to the --roofline-report table: the SM and memory clocks held "
+            "(median and lowest), the power drawn, the clock events seen and the samples left out, "
+            "and attained at the clock held (default: off; the JSON always has them)"),
     Setting("save", "--roofline-save", parse_json_path, None,
             "save this run's measurements into the baseline at PATH, for --roofline-compare (the JSON "
             "report's schema): merged per test and device, each test keeping its last 8 runs; tests not "
@@ -414,6 +418,7 @@ class SessionSettings:
     latency_floor: str = "on"
     cuda_block: str = "auto"
     columns: tuple[str, ...] | None = None
+    report_clocks: bool = False
     save: str | None = None
     compare: str | None = None
     regression: float = DEFAULT_REGRESSION

@@ -96,7 +96,10 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
         write(line)
     if records:
         columns = settings.columns
-        lines = format_table(records, devices, width=None if columns else table_width(), columns=columns)
+        lines = format_table(
+            records, devices, width=None if columns else table_width(), columns=columns,
+            clocks=settings.report_clocks,
+        )  # fmt: skip
         for line in lines[:2]:
             tr.write_line(line, bold=True)
         for line, record in zip(lines[2:], ordered(records), strict=True):

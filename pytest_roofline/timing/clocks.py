@@ -7,8 +7,9 @@ gives that reason once per process, for the report.
 
 A :class:`ClockWatcher` samples at its start, every ``interval_s`` on a daemon thread, and at its
 end: SM and memory clocks (``nvmlDeviceGetClockInfo``), GPU temperature
-(``nvmlDeviceGetTemperature``) and the clock-event (throttle) reasons
-(``nvmlDeviceGetCurrentClocksEventReasons``, named ``...ThrottleReasons`` before NVML 12.5). A log
+(``nvmlDeviceGetTemperature``), the board's power draw (``nvmlDeviceGetPowerUsage``) and the
+clock-event (throttle) reasons (``nvmlDeviceGetCurrentClocksEventReasons``, named
+``...ThrottleReasons`` before NVML 12.5); the enforced power limit once, at its end. A log
 whose samples show power or thermal slowdown is :attr:`ClockLog.throttled`: that measurement ran
 below the clocks the peaks assume and should be taken again, or reported inconclusive. A watcher is
 also the engine's :class:`~.throttle.Throttle`: asked, after each sampling round, which of the
@@ -140,6 +141,7 @@ class ClockWatcher:
             samples,
             max_sm_mhz=self._max_sm_mhz,
             max_mem_mhz=_read(lambda: module.nvmlDeviceGetMaxClockInfo(handle, _NVML_CLOCK_MEM)),
+            power_limit_mw=_read(lambda: module.nvmlDeviceGetEnforcedPowerLimit(handle)),
         )
 
     def sample(self) -> None:
@@ -152,6 +154,7 @@ class ClockWatcher:
             sm_mhz=_read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_SM)) or 0,
             mem_mhz=_read(lambda: module.nvmlDeviceGetClockInfo(handle, _NVML_CLOCK_MEM)) or 0,
             temperature_c=_read(lambda: module.nvmlDeviceGetTemperature(handle, _NVML_TEMPERATURE_GPU)) or 0,
+            power_mw=_read(lambda: module.nvmlDeviceGetPowerUsage(handle)),
             reasons=_read_reasons(module, handle),
         )
         with self._lock:

@@ -211,6 +211,7 @@ def test_a_bad_option_value_is_a_usage_error(
     [(flag.removeprefix("--").replace("-", "_"), value, message) for flag, value, message in BAD_VALUES]
     + [
         ("roofline_report", "maybe", "expected true or false, got 'maybe'"),
+        ("roofline_report_clocks", "sometimes", "expected true or false, got 'sometimes'"),
         ("roofline_no_flush", "2", "expected true or false, got '2'"),
         ("roofline_require_measurement", "maybe", "expected true or false, got 'maybe'"),
     ],

@@ -122,9 +122,9 @@ def test_an_empty_report_says_so(rl: pytest.Pytester) -> None:
 MEASUREMENT_FIELDS = {
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "peak_precision", "unit", "flops", "bytes",
     "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops", "peak_source",
-    "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "min_fraction", "passed", "verdict",
-    "remeasured", "xfailed", "mode", "device", "device_name", "device_figures", "device_index",
-    "device_from", "backend", "flushed",
+    "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "attained_at_held_clock", "min_fraction",
+    "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name", "device_figures",
+    "device_index", "device_from", "backend", "flushed",
     "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "verdict_reason",
     "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method", "rotation_copies",
     "low_confidence", "budget_note", "excluded_samples", "transient_samples", "still_falling", "ceiling",
