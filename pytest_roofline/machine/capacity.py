@@ -22,9 +22,9 @@ fitting, and finds it the way the Empirical Roofline Toolkit and likwid-bench ma
 3. **Repeats** (:func:`widest`): the share of a last-level cache a process gets moves with what
    runs beside it (a VM whose sysfs says 32 MiB swept 32 MiB quiet, 17 and 19 MiB beside other
    work), so a sweep whose last level's knee lies below the reported size is taken again, up to
-   :data:`MAX_SWEEPS` in all (:func:`repeated`), and each level keeps the largest capacity any of them found, with every
-   figure in ``CacheSize.seen``: a cold measurement sized on a capacity too small is partly warm, and
-   reads faster than light.
+   :data:`MAX_SWEEPS` in all (:func:`repeated`), and each level keeps the largest capacity any of
+   them found, with every figure in ``CacheSize.seen``: a cold measurement sized on a capacity too
+   small is partly warm, and reads faster than light.
 4. **Levels** (:func:`capacities`, pure): sysfs is the first guess. The last level takes the last
    knee past the smaller levels' reach (a cache in two partitions steps twice; what still hits is
    cache), the others the knee nearest their reported size, each within :data:`WINDOW` of it. A knee
