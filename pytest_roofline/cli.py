@@ -172,7 +172,7 @@ def _devices(args: argparse.Namespace) -> str:
         "kind",
         "SMs/CUs",
         "DRAM",
-        "L2",
+        "LLC",
         "fp64",
         "fp32",
         "tf32 TC",
@@ -215,7 +215,12 @@ def _devices(args: argparse.Namespace) -> str:
         if auto_key
         else f"; {auto}, a device the table does not know (derived from its properties)"
     )
-    legend = "Peaks in TFLOP/s, dense; TC = tensor cores; ᵈ = derived; ? = unconfirmed; - = none."
+    legend = (
+        "Peaks in TFLOP/s, dense, as the vendor quotes them; LLC = the last-level cache cold measurements"
+        " exceed (MI300-series: the Infinity Cache); TC = tensor cores; ᵈ = derived; ? = unconfirmed;"
+        " - = none; (n) = the rate at the maximum SM clock where the figure is quoted at a lower one, for"
+        " the faster-than-light limit only."
+    )
     table_text = tabulate(rows, headers=headers, disable_numparse=True)
     links = ", ".join(
         f"{d.key} {units.byte_rate(d.interconnect.value)}" for d in table().values() if d.interconnect
@@ -275,11 +280,15 @@ _DEVICE_COLUMNS = (
 
 
 def _peak(device: Device, precision: Precision, unit: Unit) -> str:
+    """``989.5 (1070.6)``: the figure in TFLOP/s, marked, with its rate at the maximum SM clock."""
+    from .model.devices import is_unconfirmed
+
     figure = device.peak(precision, unit)
     if figure is None:
         return "-"
-    mark = "ᵈ" if figure.source == "derived" else "?" if figure.note == "unconfirmed" else ""
-    return f"{figure.value / 1e12:g}{mark}"
+    mark = "ᵈ" if figure.source == "derived" else "?" if is_unconfirmed(figure) else ""
+    top = "" if figure.at_max_clock is None else f" ({round(figure.at_max_clock / 1e12, 1):g})"
+    return f"{figure.value / 1e12:g}{mark}{top}"
 
 
 #: the columns of ``roofline ops`` and of the op table in docs/floor.md (``roofline ops --markdown``)

@@ -71,6 +71,8 @@ ARCHES: dict[str, ArchLimits] = {
         ArchLimits("sm_89", 48, 24, 100 * KIB, 99 * KIB, KIB),
         ArchLimits("sm_90", 64, 32, 228 * KIB, 227 * KIB, KIB),
         ArchLimits("sm_100", 64, 32, 228 * KIB, 227 * KIB, KIB),
+        # compute capability 10.3 (Blackwell Ultra): sm_100's limits, unconfirmed for 10.3
+        ArchLimits("sm_103", 64, 32, 228 * KIB, 227 * KIB, KIB),
         ArchLimits("sm_120", 48, 24, 128 * KIB, 99 * KIB, KIB),
     )
 }
@@ -94,6 +96,9 @@ DEVICE_ARCH: dict[str, str] = {
     "h200": "sm_90",
     "b200": "sm_100",
     "gb200": "sm_100",
+    # compute capability 10.3, as public logs of B300 nodes report it; GB300's taken to be the same
+    "b300": "sm_103",
+    "gb300": "sm_103",
     "rtx-5090": "sm_120",
 }
 

@@ -289,15 +289,36 @@ def _dtype_name(dtype: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """One number on a device sheet and where it came from."""
+    """One number on a device sheet and where it came from.
+
+    ``value`` is the figure as its source gives it (a datasheet's, at the clock the vendor quotes it
+    at), and the floor and attained use it. ``at_max_clock`` is the same unit's rate at the device's
+    maximum SM clock, where the figure is quoted at a lower one (NVIDIA's H100 and H200 tensor
+    figures: 1830 of 1980 MHz): a kernel running at that clock can beat ``value``, so this rate is
+    used only to call a reading faster than light (:func:`~.verdict.ftl_limit`), never for a floor.
+    """
 
     value: float
     source: Source
     note: str = ""
+    #: the rate at the device's maximum SM clock, where ``value`` is quoted at a lower one; None otherwise
+    at_max_clock: float | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.value) and self.value > 0):
             raise InvalidValueError(f"a device figure must be a positive finite number; got {self.value!r}")
+        if self.at_max_clock is not None and not (
+            math.isfinite(self.at_max_clock) and self.at_max_clock >= self.value
+        ):
+            raise InvalidValueError(
+                f"a figure's rate at the maximum clock must be finite and at least the figure "
+                f"({self.value!r}); got {self.at_max_clock!r}"
+            )
+
+    @property
+    def clock_headroom(self) -> float:
+        """How far a kernel at the maximum SM clock can beat ``value``: ``at_max_clock / value``, or 1."""
+        return 1.0 if self.at_max_clock is None else self.at_max_clock / self.value
 
 
 PeakTable = Mapping[tuple[Precision, Unit], Figure]
@@ -380,8 +401,9 @@ class Device:
     kind: Kind
     peaks: PeakTable
     bandwidth: Figure  # bytes per second
-    #: last-level cache (L2 on GPUs, L3 on most CPUs): the capacity this process sees where it was
-    #: measured (:attr:`caches`), else what the OS or the datasheet says
+    #: last-level cache (L2 on most GPUs, the Infinity Cache on MI300-series, L3 on most CPUs): the
+    #: capacity this process sees where it was measured (:attr:`caches`), else what the OS or the
+    #: datasheet says
     llc_bytes: int | None = None
     cores: int | None = None  # SMs, CUs or CPU cores
     names: tuple[str, ...] = ()  # names the driver reports for this device (CUDA, ROCm)
@@ -429,7 +451,12 @@ class Device:
             )
         fig, used = max(vector, key=lambda item: item[0].value)
         return (
-            Figure(fig.value, Source.DERIVED, f"no {precision} vector figure; {used} vector peak used"),
+            Figure(
+                fig.value,
+                Source.DERIVED,
+                f"no {precision} vector figure; {used} vector peak used",
+                fig.at_max_clock,
+            ),
             Unit.VECTOR,
         )
 
@@ -497,13 +524,16 @@ class Estimate:
     #: the memory level whose bandwidth the memory time is taken at: ``dram``, or the cache level
     #: that serves a warm op (:func:`at_level`)
     memory_level: str = "dram"
+    #: the peak's rate at the device's maximum SM clock (:attr:`Figure.at_max_clock`): for the
+    #: faster-than-light limit only
+    peak_at_max_clock: float | None = None
 
     @property
     def bounding_figure(self) -> Figure:
         """The ceiling that bounds this floor: the peak FLOP/s when compute-bound, else the bandwidth
         (of the memory level that serves the bytes)."""
         if self.bound == "compute" and self.peak_flops is not None and self.peak_source is not None:
-            return Figure(self.peak_flops, self.peak_source, self.peak_note)
+            return Figure(self.peak_flops, self.peak_source, self.peak_note, self.peak_at_max_clock)
         return Figure(self.bandwidth, self.bandwidth_source)
 
 
@@ -598,6 +628,7 @@ def roofline(
         label=label or f"{op}[{precision}]",
         shape=shape,
         peak_note=note,
+        peak_at_max_clock=None if peak is None else peak.at_max_clock,
     )
 
 

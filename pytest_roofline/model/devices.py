@@ -1,8 +1,9 @@
 """The built-in device table, name matching, and derivation of devices the table does not know.
 
-Figures are dense datasheet peaks (``shared/reference/hardware.md`` sections 1-2). Where a card has
-two tensor rates (FP16 vs FP32 accumulate) the table holds the higher one, since a floor must never
-be above the true best time; BF16 tensor math only accumulates in FP32, so BF16 takes that rate.
+Figures are dense peaks as their vendors publish them, at the clocks they quote them at
+(``shared/reference/hardware.md`` sections 1, 2 and 6). Where a card has two tensor rates (FP16 vs
+FP32 accumulate) the table holds the higher one, since a floor must never be above the true best
+time; BF16 tensor math only accumulates in FP32, so BF16 takes that rate.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..errors import RooflineUsageError
 from .core import CacheSize, Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
@@ -33,8 +34,33 @@ _COLUMNS: tuple[tuple[Precision, Unit], ...] = (
     (P.FP16, TC), (P.FP8_E4M3, TC), (P.INT8, TC),
 )  # fmt: skip
 
-# A peak cell: a number (datasheet), (number, "d") derived, (number, "?") unconfirmed, None absent.
-Cell = float | tuple[float, str] | None
+
+class _Marked(NamedTuple):
+    """A figure no vendor source confirms: derived (``_D``) or unconfirmed (``_Q``), and from what."""
+
+    value: float
+    mark: str
+    origin: str
+
+
+# A peak cell: a number (the vendor's figure), a _Marked one, or None (absent).
+Cell = float | _Marked | None
+_D, _Q = "d", "?"
+#: how a figure's note starts where no source confirms it (``roofline devices`` marks it ``?``)
+UNCONFIRMED = "unconfirmed"
+
+
+def _derived(value: float, origin: str) -> _Marked:
+    return _Marked(value, _D, origin)
+
+
+def _unconfirmed(value: float, origin: str) -> _Marked:
+    return _Marked(value, _Q, origin)
+
+
+def _per_sm(count: int, rate: int, mhz: float, unit: str = "FLOP", cores: str = "SMs") -> str:
+    """``132 SMs x 512 FLOP/clk x 1980 MHz``: where a derived figure comes from."""
+    return f"{count} {cores} x {rate} {unit}/clk x {mhz:g} MHz"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,32 +70,37 @@ class _Row:
     kind: Kind
     cores: int
     bandwidth_gbs: float
-    l2_mib: float
+    #: the last-level cache a cold measurement must exceed, MiB: the L2 on NVIDIA, the 256 MiB
+    #: Infinity Cache behind the L2 on MI300-series; None where no source gives it (the driver's
+    #: L2 is taken, :func:`from_properties`)
+    llc_mib: float | None
     peaks: tuple[Cell, ...]
     # BF16 runs at the FP16 rate unless a row says otherwise ("same"), or not at all (None)
     bf16_vector: Cell | Literal["same"] = "same"
     bf16_tensor: Cell | Literal["same"] = "same"
     #: FP4 tensor rate (NVFP4/MXFP4), where the card has one
     fp4_tensor: Cell = None
-    #: the SM clocks (MHz) the vector and the tensor peaks are quoted at (datasheets quote tensor
-    #: peaks at a lower clock than the top boost); None where no source gives them
+    #: the maximum SM clock (MHz), which the vector and FP64 tensor figures are quoted at; None
+    #: where no source gives it
     clock_mhz: float | None = None
+    #: the lower clock the TF32-and-narrower tensor figures are quoted at, where the vendor quotes
+    #: them so (NVIDIA's H100 and H200: 1830 of 1980 MHz); their rate at ``clock_mhz`` is the
+    #: figure's :attr:`~.core.Figure.at_max_clock`
     tensor_clock_mhz: float | None = None
     notes: tuple[str, ...] = ()
     #: where the row's figures come from (code only: the table's provenance, not shown to users)
     source: str = ""
 
 
-_D, _Q = "d", "?"
 _ROWS: tuple[_Row, ...] = (
     _Row("v100-sxm2", ("Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"), "cuda", 80, 900, 6,
          (7.8, None, 15.7, 31.3, None, 125, None, None), bf16_vector=None, bf16_tensor=None,
          clock_mhz=1530, notes=("no BF16 support",),
          source="NVIDIA Tesla V100 datasheet, SXM2 column"),
     _Row("t4", ("Tesla T4",), "cuda", 40, 320, 4,
-         (0.25, None, 8.1, (16.3, _D), None, 65, None, 130), bf16_vector=None, bf16_tensor=None,
-         clock_mhz=1590, notes=("no BF16 support",),
-         source="NVIDIA T4 datasheet; FP16 vector derived (40 SMs x 1590 MHz x 256)"),
+         (0.25, None, 8.1, _derived(16.3, _per_sm(40, 256, 1590)), None, 65, None, 130),
+         bf16_vector=None, bf16_tensor=None, clock_mhz=1590, notes=("no BF16 support",),
+         source="NVIDIA T4 datasheet; FP16 vector derived"),
     _Row("a100-sxm-40gb", ("NVIDIA A100-SXM4-40GB",), "cuda", 108, 1555, 40,
          (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
          source="NVIDIA A100 Tensor Core GPU datasheet (dense: the sparse figures halved)"),
@@ -80,21 +111,25 @@ _ROWS: tuple[_Row, ...] = (
          (9.7, 19.5, 19.5, 78, 156, 312, None, 624), bf16_vector=39, clock_mhz=1410,
          source="NVIDIA A100 Tensor Core GPU datasheet, PCIe 80GB column"),
     _Row("a10", ("NVIDIA A10",), "cuda", 72, 600, 6,
-         ((0.49, _D), None, 31.2, 31.2, 62.5, 125, None, 250), clock_mhz=1695,
-         source="NVIDIA A10 datasheet; FP64 derived (72 SMs x 1695 MHz x 4)"),
+         (_derived(0.49, _per_sm(72, 4, 1695)), None, 31.2, 31.2, 62.5, 125, None, 250), clock_mhz=1695,
+         source="NVIDIA A10 datasheet; FP64 not on it: derived"),
     _Row("l4", ("NVIDIA L4",), "cuda", 58, 300, 48,
-         ((0.47, _D), None, 30.3, 30.3, 60, 121, 242.5, 242.5), clock_mhz=2040,
-         source="NVIDIA L4 datasheet; FP64 derived (58 SMs x 2040 MHz x 4)"),
+         (_derived(0.47, _per_sm(58, 4, 2040)), None, 30.3, 30.3, 60, 121, 242.5, 242.5), clock_mhz=2040,
+         source="NVIDIA L4 datasheet; FP64 not on it: derived"),
     _Row("l40s", ("NVIDIA L40S",), "cuda", 142, 864, 96,
-         ((1.43, _D), None, 91.6, 91.6, 183, 362, 733, 733), clock_mhz=2520,
-         source="NVIDIA L40S datasheet; FP64 not on it: derived (142 SMs x 2520 MHz x 4)"),
+         (_derived(1.43, _per_sm(142, 4, 2520)), None, 91.6, 91.6, 183, 362, 733, 733), clock_mhz=2520,
+         source="NVIDIA L40S datasheet; FP64 not on it: derived"),
     _Row("rtx-3070-ti", ("NVIDIA GeForce RTX 3070 Ti",), "cuda", 48, 608, 4,
-         ((0.34, _D), None, (21.7, _D), (21.7, _D), (21.7, _D), (87.0, _D), None, (174, _D)),
-         bf16_tensor=(43.5, _D), clock_mhz=1770, notes=("FP16 tensor figure is the FP16-accumulate rate",),
+         (_derived(0.34, _per_sm(48, 4, 1770)), None, _derived(21.7, _per_sm(48, 256, 1770)),
+          _derived(21.7, _per_sm(48, 256, 1770)), _derived(21.7, _per_sm(48, 256, 1770) + ", GeForce TF32"),
+          _derived(87.0, _per_sm(48, 1024, 1770) + ", FP16 accumulate"), None,
+          _derived(174, _per_sm(48, 2048, 1770, "OP"))),
+         bf16_tensor=_derived(43.5, _per_sm(48, 512, 1770) + ", FP32 accumulate"), clock_mhz=1770,
+         notes=("FP16 tensor figure is the FP16-accumulate rate",),
          source="derived: 48 SMs x 1770 MHz x the GA10x GeForce rates (hardware.md section 3)"),
     _Row("rtx-3090", ("NVIDIA GeForce RTX 3090",), "cuda", 82, 936, 6,
-         ((0.56, _D), None, 35.6, 35.6, 35.6, 142, None, 284), bf16_tensor=71, clock_mhz=1695,
-         notes=("FP16 tensor figure is the FP16-accumulate rate",),
+         (_derived(0.56, _per_sm(82, 4, 1695)), None, 35.6, 35.6, 35.6, 142, None, 284), bf16_tensor=71,
+         clock_mhz=1695, notes=("FP16 tensor figure is the FP16-accumulate rate",),
          source="NVIDIA Ampere GA102 GPU architecture whitepaper, GeForce RTX 3090 column"),
     _Row("rtx-4090", ("NVIDIA GeForce RTX 4090",), "cuda", 128, 1008, 72,
          (1.29, None, 82.6, 82.6, 82.6, 330.3, 660.6, 660.6), bf16_tensor=165.2, clock_mhz=2520,
@@ -104,12 +139,16 @@ _ROWS: tuple[_Row, ...] = (
     # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (the 419 the
     # table once held is BF16's sparse figure)
     _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
-         (None, None, (104.8, _D), None, None, 419, 838, (838, _Q)), bf16_tensor=209.5,
-         fp4_tensor=1676, clock_mhz=2407,
+         (None, None, _derived(104.8, _per_sm(170, 256, 2407)), None, None, 419, 838,
+          _unconfirmed(838, "taken as FP8's FP16-accumulate rate; no INT8 figure checked")),
+         bf16_tensor=209.5, fp4_tensor=1676, clock_mhz=2407,
          notes=("FP64, FP16 vector and TF32 peaks unconfirmed",
                 "FP16 and FP8 tensor figures are the FP16-accumulate rates"),
          source="NVIDIA RTX Blackwell GPU architecture whitepaper (v1.1), appendix table 3, as quoted "
                 "publicly: BF16 209.5/419, FP8 419/838 (FP32 acc), FP4 1676/3352 dense/sparse"),
+    # NVIDIA quotes Hopper's TF32-and-narrower tensor figures at a lower clock than the vector and
+    # FP64 tensor ones (hardware.md section 6): each figure stays as quoted, and its rate at the
+    # maximum clock only raises its faster-than-light limit
     _Row("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50,
          (33.5, 66.9, 66.9, 133.8, 494.7, 989.4, 1978.9, 1978.9), clock_mhz=1980, tensor_clock_mhz=1830,
          source="NVIDIA H100 Tensor Core GPU datasheet, SXM column"),
@@ -117,64 +156,137 @@ _ROWS: tuple[_Row, ...] = (
          (25.6, 51.2, 51.2, 102.4, 378, 756, 1513, 1513), clock_mhz=1755, tensor_clock_mhz=1620,
          source="NVIDIA H100 Tensor Core GPU datasheet, PCIe column"),
     # The datasheet's tensor figures imply 1545 MHz (835.5 T / (132 x 4096)); the card boosts to
-    # 1785 (965 T), so the peaks follow the clock the driver reports (from_properties)
+    # 1785, where a kernel can reach 965 T
     _Row("h100-nvl", ("NVIDIA H100 NVL",), "cuda", 132, 3900, 50,
-         (30, 60, 60, (120.6, _D), 417.5, 835.5, 1670.5, 1670.5), clock_mhz=1785, tensor_clock_mhz=1545,
-         notes=("SM count, clock and L2 unconfirmed",),
+         (30, 60, 60, _derived(120.6, _per_sm(132, 512, 1785)), 417.5, 835.5, 1670.5, 1670.5),
+         clock_mhz=1785, tensor_clock_mhz=1545, notes=("SM count, clock and L2 unconfirmed",),
          source="NVIDIA H100 Tensor Core GPU datasheet, NVL column (TF32 835, BF16 1671, FP8 3341 with "
-                "sparsity: halved); FP16 vector derived (132 SMs x 1785 MHz x 512)"),
+                "sparsity: halved); FP16 vector not on it: derived"),
     _Row("h200", ("NVIDIA H200",), "cuda", 132, 4800, 60,
-         (34, 67, 67, (133.8, _Q), 494.5, 989.5, 1979, 1979), clock_mhz=1980, tensor_clock_mhz=1830,
+         (34, 67, 67, _derived(133.8, _per_sm(132, 512, 1980) + ", not on the H200 datasheet"),
+          494.5, 989.5, 1979, 1979), clock_mhz=1980, tensor_clock_mhz=1830,
          source="NVIDIA H200 Tensor Core GPU datasheet, SXM column; L2 as the driver reports it (60 MB)"),
-    _Row("b200", ("NVIDIA B200",), "cuda", 148, 8000, 126,
+    _Row("b200", ("NVIDIA B200",), "cuda", 148, 7700, 126,
          (40, 40, 80, None, 1100, 2250, 4500, 4500), fp4_tensor=9000,
-         notes=("HGX datasheet bandwidth is 7.7 TB/s; 8 TB/s held, the higher",
-                "FP64/FP32 40/80 (1000 W brief) held over the current datasheet's 37/75, the higher"),
-         source="NVIDIA HGX B200 brief (1000 W per GPU): FP64/FP32 40/80; tensor rates the Blackwell "
-                "datasheet (sparse, halved; NVFP4 18 | 9 PF sparse | dense)"),
+         notes=("FP64/FP32 40/80 (1000 W brief) held over the current datasheet's 37/75, the higher",),
+         source="NVIDIA HGX B200 brief (1000 W per GPU): FP64/FP32 40/80; tensor rates and HBM the "
+                "current Blackwell datasheet, collected 2026-11 (sparse, halved; NVFP4 18 | 9 PF sparse | "
+                "dense; HBM 7.7 TB/s, earlier revisions 8, and the driver reports a 7680-bit bus)"),
     _Row("gb200", ("NVIDIA GB200",), "cuda", 0, 8000, 126,
-         ((45, _Q), (45, _Q), (90, _Q), None, 1250, 2500, 5000, 5000), fp4_tensor=10000,
+         (_unconfirmed(45, "the 1200 W figure as published secondhand; the datasheet's is 40"),
+          _unconfirmed(45, "the 1200 W figure as published secondhand; the datasheet's is 40"),
+          _unconfirmed(90, "the 1200 W figure as published secondhand; the datasheet's is 80"),
+          None, 1250, 2500, 5000, 5000), fp4_tensor=10000,
          notes=("per GPU of a GB200 superchip; SM count, clock and L2 unconfirmed",
                 "FP64/FP32 45/90 (1200 W, unconfirmed) held over the datasheet's 40/80, the higher"),
          source="NVIDIA Blackwell datasheet, GB200 NVL72 column / 72 GPUs, as transcribed publicly "
-                "(tensor figures sparse, halved; NVFP4 20 | 10 PF sparse | dense)"),
+                "(tensor figures sparse, halved; NVFP4 20 | 10 PF sparse | dense); checked against "
+                "hardware.md section 6, collected 2026-11 (2500/5000/10000, 8.0 TB/s)"),
+    # The name public logs of HGX B300 nodes show is "NVIDIA B300 SXM6 AC"; "NVIDIA B300" is
+    # unconfirmed. Blackwell Ultra cut FP64 and INT8, and no source in hand gives its vector rates:
+    # FP32 is B200's figure, so every op has a floor (a floor must never be above the true best time)
+    _Row("b300", ("NVIDIA B300 SXM6 AC", "NVIDIA B300"), "cuda", 0, 8000, None,
+         (None, None, _unconfirmed(80, "B200's figure: no source gives B300's"), None,
+          _derived(1125, "half the BF16 rate, as on A100, H100 and B200 (1100 of 2250)"), 2250, 4500, None),
+         fp4_tensor=_unconfirmed(14000, "sources give 13000-14000 dense: the higher held"),
+         notes=("per GPU of an HGX B300; SM count, clock and L2 unconfirmed",
+                "HBM 7.7-8.0 TB/s by source: 8 TB/s held, the higher"),
+         source="NVIDIA DGX B300 datasheet, per GPU (BF16, FP8); FP4 and HBM from secondary tables, "
+                "which disagree; collected 2026-11"),
+    # The name the driver reports for a GB300's GPU is unconfirmed ("NVIDIA GB300" by analogy
+    # with "NVIDIA GB200"); vector rates as for B300, GB200's figure
+    _Row("gb300", ("NVIDIA GB300",), "cuda", 0, 8000, None,
+         (None, None, _unconfirmed(90, "GB200's figure: no source gives GB300's"), None,
+          _derived(1250, "half the BF16 rate, as on A100, H100 and B200 (1100 of 2250)"), 2500, 5000, None),
+         fp4_tensor=15000,
+         notes=("per GPU of a GB300 superchip; SM count, clock and L2 unconfirmed",),
+         source='NVIDIA "Inside Blackwell Ultra" technical blog, per GPU (BF16, FP8, FP4, HBM 8 TB/s); '
+                "collected 2026-11"),
     # One CuPy device is one die, half of the card: the per-card figures are halved.
     _Row("mi250x", ("AMD Instinct MI250X/MI250", "AMD Instinct MI250X", "AMD Instinct MI250"), "rocm",
          110, 1638, 8,
          (23.95, 47.85, 47.85, None, None, 191.5, None, 191.5), clock_mhz=1700,
          notes=("per die (one CuPy device); FP32 is the packed-FP32 rate",),
          source="AMD Instinct MI250X data sheet (per card; halved per die)"),
-    _Row("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 32,
+    # MI300-series: the last-level cache is the 256 MiB Infinity Cache behind the L2 (4 MiB per XCD)
+    _Row("mi300x", ("AMD Instinct MI300X",), "rocm", 304, 5300, 256,
          (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9), clock_mhz=2100,
-         notes=("plus 256 MB Infinity Cache",),
+         notes=("last-level cache: the 256 MiB Infinity Cache (L2 4 MiB per XCD)",),
          source="AMD Instinct MI300X data sheet; checked against ROCm docs, MI300 microarchitecture, "
                 "table 'Peak-performance capabilities of the MI300X' (5.3 TB/s) and gpu-arch-specs "
-                "(304 CUs, L2 4 MB per XCD)"),
-    _Row("mi325x", ("AMD Instinct MI325X",), "rocm", 304, 6000, 32,
+                "(304 CUs, L2 4 MB per XCD, 256 MB Infinity Cache)"),
+    _Row("mi325x", ("AMD Instinct MI325X",), "rocm", 304, 6000, 256,
          (81.7, 163.4, 163.4, None, 653.7, 1307.4, 2614.9, 2614.9), clock_mhz=2100,
-         notes=("plus 256 MB Infinity Cache", "bandwidth unconfirmed (6 TB/s as published secondhand)"),
-         source="ROCm docs gpu-arch-specs (gfx942, 304 CUs, L2 32 MB, 256 MB Infinity Cache): the "
-                "MI300X's CUs and clock, so its per-CU rates (MI300 microarchitecture page)"),
+         notes=("last-level cache: the 256 MiB Infinity Cache (L2 4 MiB per XCD)",),
+         source="AMD product page (1307.4/2614.9, 6.0 TB/s, 256 MB Infinity Cache; collected 2026-11); "
+                "ROCm docs gpu-arch-specs (gfx942, 304 CUs): the MI300X's CUs and clock, so its per-CU "
+                "rates (MI300 microarchitecture page)"),
     # gfx950 per-CU rates per clock from rocprofiler-compute's speed-of-light config (BF16/FP16 4096,
-    # FP8 and INT8 8192, FP6/FP4 16384, FP64 matrix 128, FP32 matrix 256) x 256 CUs x 2400 MHz
-    _Row("mi355x", ("AMD Instinct MI355X",), "rocm", 256, 8000, 32,
-         ((78.6, _Q), (78.6, _D), (157.3, _Q), None, None, (2516.6, _D), (5033.2, _D), (5033.2, _D)),
-         fp4_tensor=(10066.3, _D), clock_mhz=2400,
-         notes=("no TF32 hardware", "plus 256 MB Infinity Cache",
-                "clock and bandwidth unconfirmed (2400 MHz, 8 TB/s as published secondhand)"),
-         source="ROCm docs gpu-arch-specs (gfx950, 256 CUs, L2 32 MB) and rocprofiler-compute's gfx950 "
-                "speed-of-light rates; derived at 2400 MHz"),
+    # FP8 and INT8 8192, FP6/FP4 16384, FP64 matrix 128, FP32 matrix 256) x 256 CUs x 2400 MHz give
+    # the figures AMD does not publish; AMD's own (BF16 2500, FP8 5000, FP4/FP6 10100) are held
+    _Row("mi355x", ("AMD Instinct MI355X",), "rocm", 256, 8000, 256,
+         (_unconfirmed(78.6, "as published secondhand; " + _per_sm(256, 128, 2400, cores="CUs")),
+          _derived(78.6, _per_sm(256, 128, 2400, cores="CUs")),
+          _unconfirmed(157.3, "as published secondhand; " + _per_sm(256, 256, 2400, cores="CUs")),
+          None, None, 2500, 5000, _derived(5033.2, _per_sm(256, 8192, 2400, "OP", "CUs"))),
+         fp4_tensor=10100, clock_mhz=2400,
+         notes=("no TF32 hardware", "last-level cache: the 256 MiB Infinity Cache",
+                "clock unconfirmed (2400 MHz, as published secondhand)"),
+         source="AMD product page (BF16 2500, FP8 5000, FP4/FP6 10100, 8.0 TB/s, 256 MB Infinity "
+                "Cache; collected 2026-11); ROCm docs gpu-arch-specs (gfx950, 256 CUs) and "
+                "rocprofiler-compute's gfx950 speed-of-light rates for the rest, derived at 2400 MHz"),
 )  # fmt: skip
 
 
 def _figure(cell: Cell | Literal["same"], scale: float) -> Figure | None:
     if cell is None or cell == "same":
         return None
-    if isinstance(cell, tuple):
-        value, mark = cell
-        source = Source.DERIVED if mark == _D else Source.DATASHEET
-        return Figure(value * scale, source, "unconfirmed" if mark == _Q else "")
+    if isinstance(cell, _Marked):
+        if cell.mark == _D:
+            return Figure(cell.value * scale, Source.DERIVED, cell.origin)
+        return Figure(cell.value * scale, Source.DATASHEET, f"{UNCONFIRMED}: {cell.origin}")
     return Figure(cell * scale, Source.DATASHEET)
+
+
+def is_unconfirmed(figure: Figure) -> bool:
+    """Whether no source confirms ``figure`` (a table cell marked ``?``)."""
+    return figure.note.startswith(UNCONFIRMED)
+
+
+def _quoted_mhz(row: _Row, precision: Precision, unit: Unit) -> float | None:
+    """The SM clock a row's figure for (precision, unit) is quoted at (None: not known)."""
+    if unit is TC and precision is not P.FP64 and row.tensor_clock_mhz is not None:
+        return row.tensor_clock_mhz
+    return row.clock_mhz
+
+
+def quoted_clock_mhz(device: Device, precision: Precision, unit: Unit) -> float | None:
+    """The SM clock a built-in device's figure for (precision, unit) is quoted at: what its rate
+    assumes (None: a device not in the table, a figure it does not hold, or a row that names no
+    clock)."""
+    row = _ROW_OF.get(device.key)
+    figure = device.peaks.get((precision, unit))
+    if row is None or figure is None or figure.source is not Source.DATASHEET:
+        return None
+    return _quoted_mhz(row, precision, unit)
+
+
+def _at_max_clock(row: _Row, peaks: PeakTable, max_mhz: float) -> dict[tuple[Precision, Unit], Figure]:
+    """``peaks`` with each figure's rate at ``max_mhz`` (:attr:`Figure.at_max_clock`) where the row
+    quotes it at a lower clock, by more than the driver's rounding; the figures themselves as quoted."""
+    result = dict(peaks)
+    for (precision, unit), figure in peaks.items():
+        quoted = _quoted_mhz(row, precision, unit)
+        if quoted is None or max_mhz <= quoted * (1 + _CLOCK_TOLERANCE):
+            continue
+        rate = figure.value * max_mhz / quoted
+        if figure.at_max_clock is None or rate > figure.at_max_clock:
+            result[(precision, unit)] = replace(figure, at_max_clock=rate)
+    return result
+
+
+#: a reported clock within this of the quoted one is the same clock (kHz rounding)
+_CLOCK_TOLERANCE = 0.005
 
 
 def _build(row: _Row) -> Device:
@@ -198,9 +310,9 @@ def _build(row: _Row) -> Device:
         key=row.key,
         name=row.names[0],
         kind=row.kind,
-        peaks=peaks,
+        peaks=peaks if row.clock_mhz is None else _at_max_clock(row, peaks, row.clock_mhz),
         bandwidth=Figure(row.bandwidth_gbs * GB, Source.DATASHEET),
-        llc_bytes=int(row.l2_mib * MiB),
+        llc_bytes=None if row.llc_mib is None else int(row.llc_mib * MiB),
         cores=row.cores,
         names=row.names,
         notes=row.notes,
@@ -230,15 +342,10 @@ INTERCONNECTS: Mapping[str, tuple[float, str]] = {
 }
 
 
-#: the rows above as devices; :data:`_TABLE` starts as them and takes registered devices too
+#: the rows above by key, and as devices; :data:`_TABLE` starts as them and takes registered devices too
+_ROW_OF: dict[str, _Row] = {row.key: row for row in _ROWS}
 _BUILT_IN: dict[str, Device] = {row.key: _build(row) for row in _ROWS}
 _TABLE: dict[str, Device] = dict(_BUILT_IN)
-#: the clocks (MHz) each built-in row's vector and tensor peaks are quoted at, by key
-_PEAK_CLOCKS: dict[str, dict[Unit, float]] = {
-    row.key: {V: row.clock_mhz, TC: row.tensor_clock_mhz or row.clock_mhz}
-    for row in _ROWS
-    if row.clock_mhz is not None
-}
 _CPU_KEY = "cpu"
 
 
@@ -336,8 +443,9 @@ def from_properties(props: DeviceProperties) -> Device:
     """The device a driver describes: the table's entry when the name matches, else derived.
 
     A table match whose reported SM count is lower (a MIG slice) has its compute peaks scaled by
-    the SM ratio; bandwidth is left whole, which keeps the floor optimistic. MI250 and MI250X report
-    one name and are told apart by their CU count.
+    the SM ratio; bandwidth is left whole, which keeps the floor optimistic. A table entry with no
+    last-level cache figure takes the L2 the driver reports. MI250 and MI250X report one name and
+    are told apart by their CU count.
     """
     # MIG slices report e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb": the card is the name before " MIG"
     known = find_device(_MIG_SUFFIX.sub("", props.name))
@@ -345,6 +453,8 @@ def from_properties(props: DeviceProperties) -> Device:
         known = None  # an MI250 die has 104 CUs: derive nothing, ask for peaks below
     if known is not None:
         known = at_reported_clock(known, props.clock_khz / 1e3)
+        if known.llc_bytes is None and props.l2_bytes:
+            known = replace(known, llc_bytes=props.l2_bytes)
         if props.multiprocessors and known.cores and props.multiprocessors < known.cores:
             return _scaled(known, props.multiprocessors)
         return known
@@ -357,40 +467,36 @@ def from_properties(props: DeviceProperties) -> Device:
 
 
 def at_reported_clock(device: Device, max_mhz: float) -> Device:
-    """A built-in device whose driver reports a higher maximum SM clock than its datasheet peaks are
-    quoted at (a factory-overclocked GeForce card, an H100 NVL whose tensor figures assume 1545 MHz),
-    with those compute peaks raised to SMs x per-SM rate x that clock, i.e. scaled by the clock ratio:
-    a kernel running at the reported clock must not be called faster than light. Lower or unknown
-    clocks (0) change nothing: the datasheet figure stays the bound.
+    """A built-in device whose driver reports a higher maximum SM clock than its row's figures are
+    quoted at (a factory-overclocked GeForce card), with each such figure's rate at that clock as
+    its :attr:`~.core.Figure.at_max_clock`: a kernel running at the reported clock must not be called
+    faster than light. The figures themselves stay as quoted: the floor and attained use them. A
+    clock no higher than the row's maximum, or unknown (0), changes nothing.
     """
-    clocks = _PEAK_CLOCKS.get(device.key)
-    if clocks is None or max_mhz <= 0 or _BUILT_IN.get(device.key) is not device:
+    row = _ROW_OF.get(device.key)
+    if row is None or max_mhz <= 0 or _BUILT_IN.get(device.key) is not device:
         return device  # not a built-in row: a registered device keeps its own figures, under any key
-    peaks = dict(device.peaks)
-    raised: list[str] = []
-    for (precision, unit), figure in device.peaks.items():
-        quoted = clocks[unit]
-        if max_mhz > quoted * (1 + _CLOCK_TOLERANCE):
-            note = (
-                f"{figure.value / T:g} T at {quoted:.0f} MHz, scaled to the {max_mhz:.0f} MHz the driver "
-                "reports as the maximum SM clock"
-            )
-            peaks[(precision, unit)] = Figure(figure.value * max_mhz / quoted, Source.DERIVED, note)
-            raised.append(f"{precision} {unit}")
+    peaks = _at_max_clock(row, device.peaks, max_mhz)
+    raised = [f"{precision} {unit}" for (precision, unit), figure in peaks.items()
+              if figure is not device.peaks[(precision, unit)]]  # fmt: skip
     if not raised:
         return device
-    note = f"compute peaks at the reported maximum SM clock, {max_mhz:.0f} MHz: {', '.join(raised)}"
+    note = (
+        f"the driver reports a {max_mhz:.0f} MHz maximum SM clock, above the one the figures are quoted "
+        f"at: the faster-than-light limit allows for it ({', '.join(raised)})"
+    )
     return replace(device, peaks=peaks, notes=(*device.notes, note))
-
-
-#: a reported clock within this of the quoted one is the same clock (kHz rounding)
-_CLOCK_TOLERANCE = 0.005
 
 
 def _scaled(device: Device, sms: int) -> Device:
     ratio = sms / (device.cores or sms)
     note = f"{sms} of {device.cores} SMs (MIG or partition): compute peaks scaled by {ratio:.3f}"
-    peaks = {k: Figure(f.value * ratio, Source.DERIVED, note) for k, f in device.peaks.items()}
+
+    def share(figure: Figure) -> Figure:
+        top = None if figure.at_max_clock is None else figure.at_max_clock * ratio
+        return Figure(figure.value * ratio, Source.DERIVED, note, top)
+
+    peaks = {k: share(f) for k, f in device.peaks.items()}
     return replace(device, key=f"{device.key}-{sms}sm", peaks=peaks, cores=sms, notes=(*device.notes, note))
 
 

@@ -15,40 +15,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .conditions import ClockLog
-from .core import Estimate, Source
+from .core import Estimate
 
 
 def quoted_clock_mhz(estimate: Estimate) -> float | None:
     """The SM clock the peak bounding a compute-bound ``estimate`` assumes: the clock its device
-    table row quotes for the unit (tensor figures are quoted below the top boost clock); for a figure
-    the table raised to the driver's maximum clock (:func:`.devices.at_reported_clock`), that clock.
-    None for any other figure (measured, a peaks file's, derived from the driver's properties, a
-    MIG slice's): what clock it assumes is not known.
+    table row quotes it at (tensor figures are quoted below the top boost clock). None for any other
+    figure (measured, a peaks file's, derived from the driver's properties, a MIG slice's): what clock
+    it assumes is not known."""
+    from .devices import quoted_clock_mhz as quoted
 
-    The one place that reads the device table's clocks, which the table keeps to itself: asked for a
-    clock above any, :func:`.devices.at_reported_clock` scales each figure of a row that quotes one by
-    that clock over the quoted one, which gives the quoted clock back.
-    """
-    from .devices import at_reported_clock, find_device
-
-    device, key = estimate.device, (estimate.peak_precision, estimate.unit)
-    row = find_device(device.key)
-    figure, published = device.peaks.get(key), row.peaks.get(key) if row is not None else None
-    if row is None or figure is None or published is None:
-        return None
-    scaled = at_reported_clock(row, _ABOVE_ANY_MHZ).peaks[key]
-    if scaled is published:  # the row quotes no clock (or is a registered device's own)
-        return None
-    quoted = _ABOVE_ANY_MHZ * published.value / scaled.value
-    if figure.source is Source.DATASHEET or figure == published:
-        return round(quoted, 3)
-    if figure.source is Source.DERIVED:  # raised with the clock: SMs x per-SM rate x clock
-        return round(quoted * figure.value / published.value, 3)
-    return None
-
-
-#: a clock above any GPU's, for :func:`quoted_clock_mhz`
-_ABOVE_ANY_MHZ = 1e6
+    return quoted(estimate.device, estimate.peak_precision, estimate.unit)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InvalidValueError
 from . import units
-from .core import Estimate, Precision, Source
+from .core import Estimate, Figure, Precision, Source
 from .held_clock import HeldClock
 from .measurement import Measurement
 from .paired_ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
@@ -48,7 +48,8 @@ class TheoreticalPeak(Protocol):
 
 
 #: attained fractions above these fail as faster than light (measured ceilings carry noise, and a
-#: well-tuned BLAS call can beat the np.matmul that measured the ceiling by a few percent)
+#: well-tuned BLAS call can beat the np.matmul that measured the ceiling by a few percent); a figure
+#: quoted below the device's maximum SM clock raises its limit by the clock's ratio (:func:`ftl_limit`)
 FTL_LIMIT_DATASHEET = 1.05
 FTL_LIMIT_MEASURED = 1.10
 #: how much more than its paired ceiling heavy contention may slow a kernel (or the ceiling more
@@ -94,8 +95,15 @@ def check_fraction(value: object, what: str = "min_fraction") -> float:
 
 
 def ftl_limit(estimate: Estimate) -> float:
-    """The faster-than-light limit for the figure that bounds this estimate."""
-    return FTL_LIMIT_MEASURED if estimate.bounding_figure.source is Source.MEASURED else FTL_LIMIT_DATASHEET
+    """The faster-than-light limit for the figure that bounds this estimate: the limit for its source,
+    times how far a kernel at the device's maximum SM clock can beat a figure quoted at a lower one
+    (:attr:`~.core.Figure.at_max_clock`: an H200's bf16 tensor figure by 1980/1830)."""
+    figure = estimate.bounding_figure
+    return _source_limit(figure) * figure.clock_headroom
+
+
+def _source_limit(figure: Figure) -> float:
+    return FTL_LIMIT_MEASURED if figure.source is Source.MEASURED else FTL_LIMIT_DATASHEET
 
 
 @dataclass(frozen=True, slots=True)
@@ -616,7 +624,13 @@ def failure_message(result: Result) -> str:
         )
     if result.verdict is Verdict.FASTER_THAN_LIGHT:
         limit = ftl_limit(est)
-        sources = "measured ceilings" if limit == FTL_LIMIT_MEASURED else "datasheet peaks"
+        figure = est.bounding_figure
+        sources = "measured ceilings" if figure.source is Source.MEASURED else "datasheet peaks"
+        if figure.at_max_clock is not None:
+            sources += (
+                f": {units.percent(_source_limit(figure))} of {units.flop_rate(figure.at_max_clock)}, "
+                "the peak at the maximum SM clock"
+            )
         m = result.measurement
         cache = f"{cache_words(result)}; {m.cache_note}" if m.cache_note else cache_words(result)
         why = f" ({result.reason})" if result.reason else ""

@@ -45,7 +45,13 @@ def section(
         lines.append(f"**{_escape(device.name)}** ({device.kind}): DRAM {units.byte_rate(device.bandwidth)}")
         peaks = [p for p in device.peaks if not p.note.startswith("no ")]
         if peaks:
-            figures = ", ".join(f"{p.precision} {p.unit} {units.flop_rate(p.flops)}" for p in peaks)
+            from .table import max_clock_words
+
+            figures = ", ".join(
+                f"{p.precision} {p.unit} {units.flop_rate(p.flops)}"
+                + ("" if p.at_max_clock is None else f" ({max_clock_words(p.at_max_clock)})")
+                for p in peaks
+            )
             lines.append(f"<br>peaks: {figures}")
         lines.append("")
     by_key = {c.key: c for c in comparisons}

@@ -467,6 +467,9 @@ class PeakRecord:
     source: str = ""
     note: str = ""
     ridge: float = 0.0
+    #: the rate at the device's maximum SM clock, where ``flops`` is quoted at a lower one: what the
+    #: faster-than-light limit allows for, never the floor (:attr:`~..model.core.Figure.at_max_clock`)
+    at_max_clock: float | None = None
 
     def to_json(self) -> JsonObject:
         return _fields_json(self)
@@ -557,6 +560,7 @@ class DeviceRecord:
                 str(figure.source),
                 figure.note,
                 figure.value / device.bandwidth.value,
+                figure.at_max_clock,
             )
             for precision, unit, figure in describe_peaks(device)
         )

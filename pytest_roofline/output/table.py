@@ -60,14 +60,16 @@ def format_device_header(device: DeviceRecord | Mapping[str, Any]) -> list[str]:
     shown = [p for p in d.peaks if not (p.source == "derived" and p.note.startswith("no "))]
     for unit in (Unit.TENSOR.value, Unit.VECTOR.value):
         # precisions sharing one figure (a CPU's narrow formats use fp32's) share one entry
-        groups: dict[tuple[float, str], list[PeakRecord]] = {}
+        groups: dict[tuple[float, str, float | None], list[PeakRecord]] = {}
         for p in shown:
             if p.unit == unit:
-                groups.setdefault((p.flops, p.source), []).append(p)
+                groups.setdefault((p.flops, p.source, p.at_max_clock), []).append(p)
         row = [
             f"{'/'.join(p.precision for p in group)} {units.flop_rate(flops)} "
-            f"({source}, ridge {units.intensity(group[0].ridge)} FLOP/B)"
-            for (flops, source), group in groups.items()
+            f"({source}, ridge {units.intensity(group[0].ridge)} FLOP/B"
+            + ("" if top is None else f"; {max_clock_words(top)}")
+            + ")"
+            for (flops, source, top), group in groups.items()
         ]
         if row:
             lines.append(f"  {unit:<6} peaks: " + "; ".join(row))
@@ -77,6 +79,12 @@ def format_device_header(device: DeviceRecord | Mapping[str, Any]) -> list[str]:
     for note in d.notes:
         lines.append(f"  note: {note}")
     return lines
+
+
+def max_clock_words(rate: float) -> str:
+    """``1.07 PFLOP/s at the max SM clock, for the faster-than-light limit only``: how the report names
+    a figure's rate at the maximum clock (:attr:`.records.PeakRecord.at_max_clock`)."""
+    return f"{units.flop_rate(rate)} at the max SM clock, for the faster-than-light limit only"
 
 
 def _caches(d: DeviceRecord) -> str:

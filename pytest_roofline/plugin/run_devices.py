@@ -237,7 +237,8 @@ class Devices:
             return self._cpu_backend
         from ..timing.cuda.backend import CudaBackend
 
-        return CudaBackend(target.index or 0, block=self.settings.cuda_block)
+        # the flush exceeds the device's last-level cache where the driver reports only its L2
+        return CudaBackend(target.index or 0, llc_bytes=device.llc_bytes, block=self.settings.cuda_block)
 
 
 def cpu_backend_for(device: Device) -> Backend:

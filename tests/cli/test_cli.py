@@ -241,14 +241,21 @@ def test_devices_lists_the_table_and_stars_what_auto_is(
     assert [key for key, row in rows.items() if row.startswith("*") and key in (*table(), "cpu")] == (
         [starred] if starred else []
     )
-    h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+50 MiB\s+33.5\s+66.9\s+494.7\s+989.4\s+1978.9"
-    h100 += r"\s+-$"  # no fp4
+    # the datasheet's figures as quoted, each tensor one with its rate at the 1980 MHz maximum clock
+    h100 = r"NVIDIA H100 80GB HBM3\s+cuda\s+132\s+3.35 TB/s\s+50 MiB\s+33.5\s+66.9\s+494.7 \(535.2\)"
+    h100 += r"\s+989.4 \(1070.5\)\s+1978.9 \(2141.1\)\s+-$"  # no fp4
     assert re.search(h100, rows["h100-sxm"])
     assert "0.49ᵈ" in rows["a10"]  # a derived cell keeps its mark
     assert re.search(r"\s-\s+-\s+-$", rows["v100-sxm2"])  # no bf16, no fp8, no fp4 tensor peak
-    assert re.search(r"\s2250\s+4500\s+9000$", rows["b200"])
+    assert re.search(r"7.70 TB/s\s+126 MiB\s+40\s+80\s+1100\s+2250\s+4500\s+9000$", rows["b200"])
+    assert re.search(r"\s256 MiB\s", rows["mi300x"])  # the Infinity Cache
     assert footer in out
-    assert out.rstrip().endswith("ᵈ = derived; ? = unconfirmed; - = none.")  # the legend of the columns
+    legend = out.rstrip().splitlines()[-1]  # the legend of the columns
+    assert "LLC = the last-level cache cold measurements exceed (MI300-series: the Infinity Cache)" in legend
+    assert legend.endswith(
+        "ᵈ = derived; ? = unconfirmed; - = none; (n) = the rate at the maximum SM clock where the figure is"
+        " quoted at a lower one, for the faster-than-light limit only."
+    )
     assert re.search(r"\s45\?\s+90\?\s", rows["gb200"])  # unconfirmed figures say so
     assert (
         "\ncpu: measured by `roofline calibrate`; theoretical peak 2 cores × 4.00 GHz (cpufreq max) × "
@@ -511,8 +518,10 @@ def test_devices_says_what_the_capacity_sweep_found(tmp_path: Path, monkeypatch:
     [
         (["missing.json", "{good}"], "baseline missing.json: no such file"),
         (["{good}", "missing.json"], "compared missing.json: no such file"),
-        (["{good}", "{good}", "--threshold", "-5%"],
-         "argument --threshold: expected a drop such as 10%*; got '-5%'"),
+        (
+            ["{good}", "{good}", "--threshold", "-5%"],
+            "argument --threshold: expected a drop such as 10%*; got '-5%'",
+        ),
         (["{bad}", "{good}"], "baseline *bad.json: not JSON (Expecting value, line 1)"),
         (["{good}", "{good}", "--threshold", "5"], "argument --threshold: expected a drop such as 10%*"),
         (["{good}"], "the following arguments are required: new"),

@@ -44,8 +44,12 @@ def test_the_quoted_clock_is_the_table_rows_for_the_figures_unit() -> None:
         quoted_clock_mhz(estimate("gemm", M=8192, N=8192, K=8192, dtype="fp32", device=lookup("h200")))
         == 1980
     )
-    # a figure the table raised to the driver's maximum clock assumes that clock
-    assert quoted_clock_mhz(gemm(at_reported_clock(lookup("h200"), 1980))) == pytest.approx(1980)
+    # a driver that reports the top boost leaves each figure as quoted (its rate at that clock only
+    # raises the faster-than-light limit), so the clock it assumes is the quoted one still
+    assert quoted_clock_mhz(gemm(at_reported_clock(lookup("h200"), 1980))) == 1830
+    # fp64 tensor is quoted at the top boost: 132 SMs x 256 FLOP/clk x 1.98 GHz = 67 TFLOP/s
+    fp64 = estimate("gemm", M=8192, N=8192, K=8192, dtype="fp64", device=lookup("h200"))
+    assert quoted_clock_mhz(fp64) == 1980
 
 
 def test_a_figure_whose_clock_is_not_known_has_none() -> None:

@@ -193,6 +193,45 @@ def test_the_limit_follows_the_figure_that_bounds_the_kernel() -> None:
     assert ftl_limit(copy(device)) == FTL_LIMIT_DATASHEET  # memory-bound: the bandwidth's
 
 
+def h200_gemm() -> Estimate:
+    """An H200 bf16 GEMM as the plugin builds it on a GPU reporting its 1980 MHz maximum clock."""
+    from pytest_roofline.model.devices import DeviceProperties, from_properties
+
+    device = from_properties(DeviceProperties("NVIDIA H200", multiprocessors=132, clock_khz=1_980_000))
+    return estimate("gemm", M=8192, N=8192, K=8192, dtype="bf16", device=device)
+
+
+def test_a_figure_quoted_below_the_max_clock_raises_its_limit_by_the_clocks_ratio() -> None:
+    est = h200_gemm()
+    assert est.peak_flops == 989.5e12  # judged at the datasheet's figure
+    assert ftl_limit(est) == pytest.approx(FTL_LIMIT_DATASHEET * 1980 / 1830)
+    assert ftl_limit(estimate("gemm", M=4096, N=4096, K=4096, dtype="fp64", device=est.device)) == (
+        FTL_LIMIT_DATASHEET  # FP64 tensor: quoted at the maximum clock
+    )
+    assert ftl_limit(estimate("copy", n=2**28, dtype="bf16", device=est.device)) == FTL_LIMIT_DATASHEET
+
+
+@pytest.mark.parametrize(("attained", "verdict"), [(1.07, Verdict.PASS), (1.2, Verdict.FASTER_THAN_LIGHT)])
+def test_an_h200_kernel_at_its_max_clock_can_beat_the_datasheets_bf16_figure(
+    attained: float, verdict: Verdict
+) -> None:
+    # 1.07 of 989.5 TFLOP/s is 1.06 PFLOP/s: reachable at 1980 MHz (1.07 PFLOP/s), not at 1830
+    est = h200_gemm()
+    j = judge(est, at(est, attained), 0.5)
+    assert j.attained == pytest.approx(attained)
+    assert j.verdict is verdict
+
+
+def test_faster_than_light_names_the_peak_at_the_max_clock() -> None:
+    est = h200_gemm()
+    text = failure_message(result(est, at(est, 1.2)))
+    assert (
+        "(limit 113.6% against datasheet peaks: 105.0% of 1.07 PFLOP/s, the peak at the maximum SM clock,"
+        in text
+    )
+    assert "compute-bound at 990 TFLOP/s bf16 tensor" in text
+
+
 def test_a_zero_time_is_infinitely_fast() -> None:
     j = judge(gemm(), dataclasses.replace(measurement(1e-3), time_s=0.0), 0.5)
     assert math.isinf(j.attained)

@@ -177,6 +177,28 @@ def test_the_device_header() -> None:
     assert lines[-1] == "  note: a note"
 
 
+def test_a_figure_quoted_below_the_max_clock_shows_its_rate_there_as_the_faster_than_light_limits() -> None:
+    from pytest_roofline.model.devices import lookup
+    from pytest_roofline.output.markdown import section
+
+    d = device_record(lookup("h200"))
+    json.dumps(d, allow_nan=False)
+    peaks = {(p["precision"], p["unit"]): p for p in d["peaks"]}
+    assert peaks["bf16", "tensor"]["flops"] == 989.5e12  # the datasheet's, as quoted
+    assert peaks["bf16", "tensor"]["at_max_clock"] == pytest.approx(989.5e12 * 1980 / 1830)
+    assert peaks["fp64", "tensor"]["at_max_clock"] is None  # quoted at the maximum clock
+    assert DeviceRecord.from_json(d) == DeviceRecord.of(lookup("h200"))  # read back as written
+    header = format_device_header(d)
+    assert (
+        "fp16/bf16 990 TFLOP/s (datasheet, ridge 206 FLOP/B; 1.07 PFLOP/s at the max SM clock, for the"
+        " faster-than-light limit only)"
+    ) in header[1]
+    assert "fp64 67.0 TFLOP/s (datasheet, ridge 14.0 FLOP/B);" in header[1]
+    assert (
+        "bf16 tensor 990 TFLOP/s (1.07 PFLOP/s at the max SM clock, for the faster-than-light limit only)"
+    ) in section([], [d])
+
+
 def test_the_device_header_and_json_carry_both_cache_capacities() -> None:
     from pytest_roofline.model.core import CacheSize, MemoryLevel
     from pytest_roofline.output.records import DeviceRecord

@@ -208,6 +208,36 @@ def test_the_json_check_flags_faster_than_light_and_a_missing_gpu_backend(
     assert check.main([str(tmp_path / "missing.json")]) == 2
 
 
+def test_the_json_check_allows_for_a_peak_quoted_below_the_max_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
+) -> None:
+    """An H200 bf16 GEMM at 1980 MHz can attain 1.08 of the datasheet's 989.5 TFLOP/s, quoted at 1830:
+    the judged column is faster than light above that ratio, as the plugin judges it; the at-datasheet
+    column uses the plugin's figure (one datasheet figure in a run)."""
+    from pytest_roofline.model.devices import lookup
+    from pytest_roofline.output.records import DeviceRecord
+
+    check = load("check_json")
+    floor_s = 2 * 8192**3 / 989.5e12
+
+    def record(name: str, attained: float) -> dict[str, object]:
+        return {
+            "nodeid": f"t.py::{name}", "backend": "cuda", "cache_state": "cold", "memory_level": "dram",
+            "time_s": floor_s / attained, "attained": attained, "verdict": "pass", "op": "gemm",
+            "params": {"M": 8192, "N": 8192, "K": 8192}, "dtype": "bf16", "peak_precision": "bf16",
+            "unit": "tensor", "bound": "compute", "peak_flops": 989.5e12, "device": "h200",
+        }  # fmt: skip
+
+    devices = [DeviceRecord.of(lookup("h200")).to_json()]
+    results = tmp_path / "suite.json"
+    results.write_text(json.dumps({"measurements": [record("fast_clock", 1.07)], "devices": devices}))
+    assert check.main([str(results)]) == 0
+    assert check.figures(record("fast_clock", 1.07))["datasheet"] == pytest.approx(1.07)
+    results.write_text(json.dumps({"measurements": [record("too_fast", 1.1)], "devices": devices}))
+    assert check.main([str(results)]) == 1
+    assert "faster than light: too_fast attained 1.100 (judged)" in capsys.readouterr().out
+
+
 def test_the_json_check_holds_a_run_to_its_acceptance_bounds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], load: Callable[[str], ModuleType]
 ) -> None:

@@ -44,7 +44,7 @@ from ...errors import InvalidValueError, MeasurementError, UnavailableError
 
 #: cudaEventElapsedTime: "milliseconds with a resolution of around 0.5 microseconds" (CUDA Runtime API)
 EVENT_RESOLUTION_S = 0.5e-6
-#: the flush buffer is max(2 × L2, this): a floor in case the driver under-reports L2
+#: the flush buffer is max(2 × last-level cache, this): a floor in case the driver under-reports L2
 MIN_FLUSH_BYTES = 256 * 2**20
 #: what times a window: ``events`` (CUDA event pairs), ``cupti`` (kernel activity records,
 #: ``timing/cupti.py``), ``auto`` (CUPTI where cupti-python is installed, else events)
@@ -64,7 +64,9 @@ class CudaBackend:
     stream. :meth:`on_stream` names one for a block of runs.
 
     ``flush_bytes``: size of the device buffer read before every window when ``run(flush=True)``;
-    default max(2 × L2, 256 MiB). It is allocated on the first flush and reused.
+    default max(2 × last-level cache, 256 MiB), the cache the larger of the L2 the driver reports and
+    ``llc_bytes`` (the device table's: an MI300X's 256 MiB Infinity Cache sits behind an L2 the
+    driver reports). It is allocated on the first flush and reused.
 
     ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one
     CUDA graph, launches it once untimed, then times one replay per window; for kernels dominated
@@ -101,6 +103,7 @@ class CudaBackend:
         *,
         stream: object | None = None,
         flush_bytes: int | None = None,
+        llc_bytes: int | None = None,
         graph: bool = False,
         block: bool | str | None = None,
         block_timeout_s: float = BLOCK_TIMEOUT_S,
@@ -122,7 +125,7 @@ class CudaBackend:
         self.properties = props
         self.device_name = props.name
         self.resolution_s = EVENT_RESOLUTION_S
-        self.flush_bytes = flush_bytes or max(2 * props.l2_bytes, MIN_FLUSH_BYTES)
+        self.flush_bytes = flush_bytes or max(2 * max(props.l2_bytes, llc_bytes or 0), MIN_FLUSH_BYTES)
         self.graph = graph
         self.block_mode = block_mode
         self.block_timeout_s = float(block_timeout_s)

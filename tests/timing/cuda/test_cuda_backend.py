@@ -187,6 +187,30 @@ def test_flush_reads_a_buffer_of_twice_l2_at_least_256_mib_allocated_once(
     assert fake.memsets == []
 
 
+def test_the_flush_exceeds_a_last_level_cache_behind_the_l2_the_driver_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # an MI300X: the driver reports its L2, the table its 256 MiB Infinity Cache
+    from fake_cupy import H100_PROPERTIES
+
+    fake = FakeCupy(properties={**H100_PROPERTIES, "l2CacheSize": 4 * MiB}).install(monkeypatch)
+    backend = CudaBackend(llc_bytes=256 * MiB)
+    backend.run(fake.kernel, (), calls=1, samples=1, flush=True)
+
+    assert backend.flush_bytes == 512 * MiB
+    assert fake.entries("alloc") == [("alloc", 512 * MiB)]
+    assert CudaBackend(llc_bytes=None).flush_bytes == 256 * MiB  # the driver's L2: the floor
+    # the plugin's backend is sized by the device it judges against
+    from types import SimpleNamespace
+
+    from pytest_roofline.model.devices import lookup
+    from pytest_roofline.plugin.run_devices import Devices
+
+    settings = SimpleNamespace(cuda_block="off")
+    devices = Devices(SimpleNamespace(), settings, notes=[], device_records={})  # type: ignore[arg-type]
+    assert devices.builtin_backend("cuda:0", lookup("mi300x")).flush_bytes == 512 * MiB  # type: ignore[attr-defined]
+
+
 def test_flush_bytes_can_be_given(fake: FakeCupy) -> None:
     backend = CudaBackend(flush_bytes=1024)
     backend.run(fake.kernel, (), calls=1, samples=1, flush=True)
