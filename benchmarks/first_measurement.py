@@ -13,7 +13,7 @@ Two checks, each run in fresh pytest processes, their figures read from the JSON
    process's wall time. Target: one warm-up call (the first, which pays for ``z``'s page faults)
    and one sample.
 
-    python benchmarks/first_measurement.py [--processes 10] [--skip-large]
+    python benchmarks/first_measurement.py [--processes 10] [--max-time S] [--skip-large]
 
 Run it on a quiet machine (no helpers, no other benchmark): a busy one's figures are not evidence.
 """
@@ -78,13 +78,16 @@ def run(folder: Path, source: str, *options: str) -> tuple[list[dict[str, Any]],
     return json.loads(report.read_text())["measurements"], took
 
 
-def first_against_second(processes: int) -> None:
-    print(f"1. first test against second, {processes} fresh processes (np.add, 2M fp32, rotated)")
+def first_against_second(processes: int, options: list[str]) -> None:
+    print(
+        f"1. first test against second, {processes} fresh processes (np.add, 2M fp32, rotated)"
+        f" {' '.join(options)}"
+    )
     print(f"{'process':>7}  {'first':>9}  {'second':>9}  {'first/second':>12}  first's samples")
     ratios = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(processes):
-            records, _ = run(Path(tmp), TWO_TESTS)
+            records, _ = run(Path(tmp), TWO_TESTS, *options)
             by_name = {r["nodeid"].split("::")[-1]: r for r in records}
             first, second = by_name["test_first"], by_name["test_second"]
             ratio = first["time_s"] / second["time_s"]
@@ -112,12 +115,19 @@ def large_kernel() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "--processes", type=int, default=10, metavar="N", help="fresh processes (default: 10)"
-    )
+        "--processes", type=int, default=10, metavar="N",
+        help="fresh processes (default: 10; 0: the 1 GiB kernel alone)",
+    )  # fmt: skip
     parser.add_argument("--skip-large", action="store_true", help="leave out the 1 GiB kernel")
+    parser.add_argument(
+        "--max-time", type=float, default=None, metavar="S",
+        help="--roofline-max-time for the two tests (default: the plugin's, 1 s)",
+    )  # fmt: skip
     args = parser.parse_args()
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    first_against_second(args.processes)
+    options = [] if args.max_time is None else ["--roofline-max-time", str(args.max_time)]
+    if args.processes > 0:
+        first_against_second(args.processes, options)
     if not args.skip_large:
         large_kernel()
 

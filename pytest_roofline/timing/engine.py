@@ -130,7 +130,10 @@ SETTLING_SHIFT = 0.05
 #: ... at least this many minor page faults per call (a page or more of memory never touched) ...
 SETTLED_FAULTS = 1.0
 #: ... up to this share of the time budget: the samples must start on the settled kernel, or the
-#: first measurement of a process reads its first touches of fresh memory (issue: 7-10x too slow)
+#: first measurement of a process reads its first touches of fresh memory (7-10x too slow). Rounds
+#: whose calls fault are paid apart from the budget, up to one budget more: the process populating
+#: its memory (rotation's first cycle of kept outputs in pages never touched) is once a process, as
+#: its flush buffer and the rotation pool are, and no one measurement's
 SETTLE_SHARE = 0.5
 DEFAULT_POLICY = Policy()
 
@@ -268,7 +271,8 @@ def _measure(
         warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
         warmup_s = backend.clock() - start
     sampler = Sampler(
-        backend, call, policy, k, flush, probe, budget_start=start, rewarm=cache.rewarm, throttle=throttle
+        backend, call, policy, k, flush, probe, budget_start=start + warm.apart_s, rewarm=cache.rewarm,
+        throttle=throttle,
     )
     before = snapshot() if snapshot is not None else None
     samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s), seed=warm.seed)
@@ -395,6 +399,9 @@ class _WarmUp:
     cost_s: float
     flushed_for_cycle: bool = False
     seed: Seed | None = None
+    #: the time of the rounds whose calls faulted in pages, paid apart from the budget (see
+    #: :data:`SETTLE_SHARE`)
+    apart_s: float = 0.0
 
 
 def _warm_up(
@@ -435,6 +442,7 @@ def _warm_up(
     per_call_s = cost_s = first_s = 0.0
     flushed_for_cycle = deciding = settling = False
     before: _Round | None = None  # the last round after the first: per-call time and faults
+    apart_s = 0.0  # the faulting rounds' time, paid apart from the budget
     while True:
         round_start = backend.clock()
         if deciding:  # one call, as a sample is taken
@@ -460,10 +468,13 @@ def _warm_up(
         if rounds > 1:
             settling = _settling(before, this, calls=calls, sets=sets)
             before = this
+            if _faulting(this):  # the process populating its memory: once a process, not this kernel's
+                apart_s = min(apart_s + cost_s * size, policy.max_time_s)
         elapsed = backend.clock() - start
+        charged = elapsed - apart_s
         warmed = rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s
-        if warmed and (not settling or elapsed >= settle_until_s):
-            return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
+        if warmed and (not settling or charged >= settle_until_s):
+            return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle, apart_s=apart_s)
         if rounds == 1 and cut and not floor_fits(elapsed, cost_s, policy.max_time_s):
             first_s, deciding = window, True
             if calls < cycle:  # the next call may be a sample: on a copy out of the cache
@@ -474,20 +485,23 @@ def _warm_up(
             # calls that fault are filling the ring of kept outputs with memory never touched: a
             # flush in place of the rest of the cycle would leave that to the samples, so the cycle
             # runs on where the settling time holds it
-            filling = _faulting(this) and rest_s <= settle_until_s - elapsed
+            filling = _faulting(this) and rest_s <= policy.max_time_s - apart_s
             if not filling and _flush_instead(backend, rest_s, policy.warmup_s - elapsed, policy.max_time_s):
                 policy, flushed_for_cycle, cycle = _flushed_for_cycle(backend, policy, calls), True, 0
                 elapsed = backend.clock() - start
                 if elapsed >= policy.warmup_s and not settling:
-                    return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle)
+                    return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle, apart_s=apart_s)
         if rounds > 1:
             size *= 2
             per_call_cost = max(per_call_s, cost_s)
             if per_call_cost > 0:
                 # never run much past the warm-up time (or, while settling, the settling time): a
                 # 2 s kernel warms up in 2 calls
-                until_s = settle_until_s if settling and elapsed >= policy.warmup_s else policy.warmup_s
-                size = min(size, ceil_count((until_s - elapsed) / per_call_cost))
+                if settling and elapsed >= policy.warmup_s:
+                    left_s = settle_until_s - charged + (policy.max_time_s - apart_s) * _faulting(this)
+                else:
+                    left_s = policy.warmup_s - elapsed
+                size = min(size, ceil_count(left_s / per_call_cost))
             size = max(size, policy.warmup_calls - calls, 1)
 
 
