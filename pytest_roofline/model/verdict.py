@@ -32,6 +32,7 @@ from .stats import MIN_PRECISION_SAMPLES, Stats
 
 if TYPE_CHECKING:
     from .inference import Inference
+    from .pairing import Pairing, Unpaired
 
 
 class TheoreticalPeak(Protocol):
@@ -146,6 +147,9 @@ class Result:
     latency_floor_s: float = 0.0
     #: what was inferred of a call that named no op (None: the op was given)
     inference: Inference | None = None
+    #: the comparison with the base's version of this measurement (``--roofline-against``): its
+    #: :class:`~.pairing.Pairing`, or why there is none (new, gone); None without a comparison
+    vs_base: Pairing | Unpaired | None = None
 
     # The judgement's facts, read through the result as the docs name them.
     @property

@@ -168,6 +168,9 @@ class MeasurementRecord:
     contention: JsonObject | None = None
     clocks: JsonObject | None = None
     diagnosis: JsonObject | None = None
+    #: the comparison with the base's version of this measurement (``--roofline-against``), as
+    #: :meth:`~..model.pairing.Pairing.to_record` writes it; None without one
+    vs_base: JsonObject | None = None
     #: attained at the clock the GPU held (``Result.attained_at_held_clock``); None where it is not
     #: known (the CPU, clocks not watched, a figure whose clock is not known)
     attained_at_held_clock: float | None = None
@@ -241,6 +244,7 @@ class MeasurementRecord:
             samples_s=tuple(m.samples_s),
             contention=m.contention.to_record() if m.contention is not None else None,
             clocks=_clocks_json(m), attained_at_held_clock=result.attained_at_held_clock,
+            vs_base=result.vs_base.to_record() if result.vs_base is not None else None,
             threads=m.threads, thread_wait_share=m.wait_share, device_index=device_index,
             device_from=device_from,
             inferred=None if result.inference is None else result.inference.to_record(result.min_fraction),
@@ -445,7 +449,8 @@ RECORD_FIELDS = (
     "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples",
     "still_falling", "ceiling",
     "contention",
-    "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "stats",
+    "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "vs_base",
+    "stats",
     "samples_s", "reason", "inferred",
 )  # fmt: skip
 

@@ -125,9 +125,11 @@ def table_rows(
     devices: Iterable[DeviceRecord | Mapping[str, Any]] = (),
     *,
     clocks: bool = False,
+    against: bool = False,
 ) -> list[list[str]]:
     """One row per record, in :func:`ordered` order, a cell per column of :data:`TABLE_COLUMNS`
-    (with ``clocks``, of :func:`table_columns`'s); readable without color (MISS is upper case).
+    (with ``clocks`` or ``against``, of :func:`table_columns`'s); readable without color (MISS is
+    upper case).
 
     Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
     which judged the row (``figures #2``), as the device headers number them.
@@ -138,7 +140,7 @@ def table_rows(
     rows = []
     for r in ordered(typed):
         row = Row(r, r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else ""), numbers)
-        rows.append([column.read(row) for column in table_columns(clocks)])
+        rows.append([column.read(row) for column in table_columns(clocks, against)])
     return rows
 
 
@@ -352,6 +354,12 @@ CLOCK_COLUMNS: tuple[Column, ...] = (
     Column("clock_events", "clock events", _clock_cell(_events_cell), keep=0, cut=None),
     Column("held", "at held clock", _measured(_held_cell), keep=0, cut=None),
 )  # fmt: skip
+#: the column ``--roofline-against`` adds before the verdict: the comparison with the base's version
+#: (``-18% slower (±4%)``, ``new``); never dropped to fit (asked for)
+AGAINST_COLUMNS: tuple[Column, ...] = (
+    Column("vs_base", "vs base", _measured(lambda r: str((r.vs_base or {}).get("summary", ""))), keep=0,
+           cut=None),
+)  # fmt: skip
 #: every column's name -> its header, in the table's order (``--roofline-columns`` chooses among them)
 COLUMNS: dict[str, str] = {column.name: column.header for column in TABLE_COLUMNS}
 TABLE_HEADERS = tuple(COLUMNS.values())
@@ -389,10 +397,11 @@ def parse_columns(text: str) -> tuple[str, ...]:
     return names
 
 
-def table_columns(clocks: bool = False) -> tuple[Column, ...]:
-    """The table's columns: :data:`TABLE_COLUMNS`, with ``clocks`` the :data:`CLOCK_COLUMNS` before
-    the verdict."""
-    return (*TABLE_COLUMNS[:-1], *CLOCK_COLUMNS, TABLE_COLUMNS[-1]) if clocks else TABLE_COLUMNS
+def table_columns(clocks: bool = False, against: bool = False) -> tuple[Column, ...]:
+    """The table's columns: :data:`TABLE_COLUMNS`, with ``clocks`` the :data:`CLOCK_COLUMNS` and with
+    ``against`` the :data:`AGAINST_COLUMNS` before the verdict."""
+    extra = (*(CLOCK_COLUMNS if clocks else ()), *(AGAINST_COLUMNS if against else ()))
+    return (*TABLE_COLUMNS[:-1], *extra, TABLE_COLUMNS[-1])
 
 
 def format_table(
@@ -402,16 +411,19 @@ def format_table(
     width: int | None = None,
     columns: Sequence[str] | None = None,
     clocks: bool = False,
+    against: bool = False,
 ) -> list[str]:
     """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
     when no width is given): the essential ones, then others by priority while the table fits; if
     the essential ones alone are wider, the test and op columns lose their middles. ``devices``:
     the run's device records, so that a row judged by one of several sets of figures says which.
-    ``clocks``: the :data:`CLOCK_COLUMNS` too, whatever the width."""
-    table = table_columns(clocks)
-    rows = table_rows(records, devices, clocks=clocks)
-    if columns is not None:  # as asked, then the clock columns
-        return _tabulate(rows, table, [*columns, *(column.name for column in CLOCK_COLUMNS if clocks)])
+    ``clocks``: the :data:`CLOCK_COLUMNS` too, whatever the width; ``against``: the
+    :data:`AGAINST_COLUMNS` too."""
+    table = table_columns(clocks, against)
+    rows = table_rows(records, devices, clocks=clocks, against=against)
+    if columns is not None:  # as asked, then the clock and comparison columns
+        extra = [*(CLOCK_COLUMNS if clocks else ()), *(AGAINST_COLUMNS if against else ())]
+        return _tabulate(rows, table, [*columns, *(column.name for column in extra)])
     if width is None:  # every column
         return _tabulate(rows, table, [column.name for column in table])
     chosen = [column.name for column in table if column.keep == 0]

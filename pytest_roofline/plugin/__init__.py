@@ -85,6 +85,50 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if _needs_session_now(config, settings):
         session_of(config).devices.check_session_device()
+    _start_against(config, settings)
+
+
+def _start_against(config: pytest.Config, settings: SessionSettings) -> None:
+    """The A/B comparison's side of this process (:mod:`.against`): the follower a head started, or the
+    head of one that ``--roofline-against`` asks for (serial runs only)."""
+    import os
+
+    from .against import FOLLOW_FD
+
+    fd = os.environ.get(FOLLOW_FD, "")
+    if fd.isdigit():  # the base's process: it runs what the head asks, and never compares itself
+        from .against import Follower
+
+        follower = Follower(int(fd))
+        config.pluginmanager.register(follower, "roofline-follower")
+        session_of(config).state.against = follower
+        return
+    if not settings.against or hasattr(config, "workerinput"):
+        return
+    if getattr(config.option, "dist", "no") != "no" or getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            f"{settings.said('against')}: the comparison needs a serial run (each test's base runs in"
+            " one second process, in turns with it); leave out -n, or give -n 0"
+        )
+    if settings.mode == "off":
+        return  # nothing is measured, so nothing is compared: the summary says so
+    from .against import Against, BaseUnavailable
+    from .base_checkout import BaseCheckoutError
+
+    try:
+        session_of(config).state.against = Against.start(config, settings)
+    except BaseCheckoutError as exc:  # a REF that names no base, a setup that failed: a mistake
+        raise pytest.UsageError(str(exc)) from None
+    except BaseUnavailable as exc:
+        _without_base(config, settings, str(exc))
+
+
+def _without_base(config: pytest.Config, settings: SessionSettings, why: str) -> None:
+    """The base cannot be compared with: in enforce mode the gate cannot hold (a usage error, exit 4);
+    in report mode the run goes on without the comparison, and says so."""
+    if settings.mode == "enforce":
+        raise pytest.UsageError(why)
+    session_of(config).state.notes.append(f"{why}; this run compares nothing")
 
 
 def _needs_session_now(config: pytest.Config, settings: SessionSettings) -> bool:
@@ -93,7 +137,7 @@ def _needs_session_now(config: pytest.Config, settings: SessionSettings) -> bool
     collects nothing) the records its workers' reports carry."""
     if settings.report or settings.json or settings.device.lower() not in ("auto", "cpu"):
         return True
-    if settings.save or settings.compare or settings.markdown or settings.plot:
+    if settings.save or settings.compare or settings.markdown or settings.plot or settings.against:
         return True  # a baseline's vanished tests, an empty run's files: said even when nothing ran
     controller = not hasattr(config, "workerinput")
     return controller and getattr(config.option, "dist", "no") != "no"
@@ -127,6 +171,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return
+    against, session.state.against = session.state.against, None
+    if against is not None and not against.follows:  # the follower ends, the base's checkout goes
+        against.close()
     session.registrations.undo()
     session.unregister()
     del config.stash[SESSION_KEY]

@@ -212,6 +212,13 @@ def parse_columns(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def parse_text(text: str) -> str:
+    """A value that must say something: a base to compare against, a command to run."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a value, got ''")
+    return text.strip()
+
+
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -328,6 +335,15 @@ SETTINGS: tuple[Setting, ...] = (
             "the least drop of attained fraction against the baseline that fails a test, when it is "
             "beyond the run-to-run noise too, as a fraction or in percent: 0.1 or 10 percent written "
             "with a percent sign (default: 0.1)", "DROP"),
+    Setting("against", "--roofline-against", parse_text, None,
+            "measure every test beside its version in REF, a git commit-ish of the repository under test "
+            "(origin/main, HEAD~1, a tag) or a directory holding a checkout of the base: both sides in "
+            "turns, in one job, and a test whose attained fraction dropped beyond the noise fails "
+            "(default: none)", "REF"),
+    Setting("against_setup", "--roofline-against-setup", parse_text, None,
+            "a shell command run once in the base's tree before its tests (installing or building "
+            "it: pip install --no-deps --target \"$ROOFLINE_BASE_SITE\" . puts what it installs "
+            "first on the base's path; default: none)", "CMD"),
     Setting("compare_across_devices", "--roofline-compare-across-devices", parse_bool, False,
             "compare with baseline records measured on another device too (default: refused)"),
     Setting("compare_interrupted", "--roofline-compare-interrupted", parse_bool, False,
@@ -429,6 +445,9 @@ class SessionSettings:
     plot: str | None = None
     require_measurement: bool = False
     suggest: bool = False
+    #: the base of an A/B comparison (:mod:`.against`), and the command that prepares it
+    against: str | None = None
+    against_setup: str | None = None
     #: the GPUs pytest-xdist workers spread over: "all", "none" or their indices (:mod:`.gpus`)
     gpus: str | tuple[int, ...] = "all"
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``

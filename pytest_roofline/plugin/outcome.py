@@ -72,6 +72,28 @@ def settle(
         item.warn(RooflineWarning(message))
     if record.mode == "enforce":  # within budget, but perhaps well below where the baseline stood
         state.gate.check(record)
+        slower = slower_than_base(result, against=settings.against, threshold=settings.regression)
+        if slower:
+            fail_test(slower)
+
+
+def slower_than_base(result: Result, *, against: str | None, threshold: float) -> str:
+    """The failure message of a measurement its base's version beat (``--roofline-against``), or ""."""
+    from ..model.pairing import Pairing
+
+    pairing = result.vs_base
+    if not isinstance(pairing, Pairing) or pairing.verdict != "slower":
+        return ""
+    from ..model import units
+
+    return (
+        f"{result.estimate.label} is slower than in {against}: attained {units.percent(pairing.head_attained)}"
+        f" against {units.percent(pairing.base_attained)} ({units.seconds(pairing.head_time_s)} against"
+        f" {units.seconds(pairing.base_time_s)} a call), ratio {pairing.ratio:.3f}"
+        f" [{pairing.lo:.3f}, {pairing.hi:.3f}] over {pairing.pairs} paired rounds, a drop beyond the"
+        f" {units.percent(threshold)} threshold and the {units.percent(pairing.aa_floor)}"
+        " that identical code moved (A/A)"
+    )
 
 
 def _diagnosis(kernel: KernelCall, result: Result, *, when: str) -> Diagnosis | None:

@@ -10,6 +10,7 @@ the whole path can be driven, and tested, from outside a test run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
@@ -22,11 +23,13 @@ if TYPE_CHECKING:
     from ..model.core import Device, Estimate
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
+    from ..model.pairing import Round
     from ..model.verdict import Result
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.calls import KernelCall
     from ..timing.clocks import ClockWatcher
+    from .against import Follower
     from .request import Request
     from .run_devices import Devices
     from .run_state import RunState
@@ -121,21 +124,34 @@ def measure_call(
                         latency_floor_s = backend_latency.latency_floor_s(
                             backend, flushed=plan.flush, budget_s=budget_s
                         )
-                    result = decide(
-                        est,
-                        measure_once,
-                        request.min_fraction,
-                        budget_s=budget_s,
-                        spent_s=plan.made_s,  # rotation's copies: this measurement's, paid from its budget
-                        remeasure=remeasure,
-                        name=request.name,
-                        nodeid=nodeid,
-                        reference=reference,
-                        peak=peak,
-                        latency_floor_s=latency_floor_s,
-                        suspect=suspect,
-                        inference=request.inference,
-                    )
+                    against = state.against
+                    rounds = None
+                    if against is not None:
+                        rounds = _rounds(kernel, request, plan, backend, state, est, on_cpu=on_cpu)
+                    if against is not None and against.follows and rounds is not None:  # the base
+                        result = _follow(against, est, request, rounds, nodeid=nodeid)
+                    else:
+                        result = decide(
+                            est,
+                            measure_once,
+                            request.min_fraction,
+                            budget_s=budget_s,
+                            spent_s=plan.made_s,  # rotation's copies: this measurement's, from its budget
+                            remeasure=remeasure,
+                            name=request.name,
+                            nodeid=nodeid,
+                            reference=reference,
+                            peak=peak,
+                            latency_floor_s=latency_floor_s,
+                            suspect=suspect,
+                            inference=request.inference,
+                        )
+                    if against is not None and not against.follows and rounds is not None:
+                        head = rounds  # beside the base's, in turns
+                        vs_base = against.pair(
+                            nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s
+                        )
+                        result = dataclasses.replace(result, vs_base=vs_base)
             finally:
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
@@ -154,6 +170,57 @@ def measure_call(
             " up for it, and `roofline calibrate --force` measures it again",
         )
     return result
+
+
+def _rounds(
+    kernel: KernelCall,
+    request: Request,
+    plan: CachePlan,
+    backend: Backend,
+    state: RunState,
+    est: Estimate,
+    *,
+    on_cpu: bool,
+) -> Callable[[float], tuple[Measurement, Round]]:
+    """One round of an A/B comparison (:mod:`.against`): a short measurement of this side's kernel
+    with its cache plan, no probe beside it (both sides' times are compared, not their ceilings), as
+    its :class:`~..model.pairing.Round`."""
+    from ..model.pairing import Round
+
+    measure_once = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
+    side = "base" if state.against is not None and state.against.follows else "head"
+
+    def measured(budget_s: float) -> tuple[Measurement, Round]:
+        m = measure_once(budget_s)
+        heavy = m.contention is not None and m.contention.level == "heavy"
+        return m, Round(side, m.time_s, est.floor_s, heavy)
+
+    return measured
+
+
+def _follow(
+    follower: Follower,
+    est: Estimate,
+    request: Request,
+    rounds: Callable[[float], tuple[Measurement, Round]],
+    *,
+    nodeid: str,
+) -> Result:
+    """The base's side of a measurement: the rounds the head asks for; its result is the last round's
+    (the base's process reports nothing a user reads)."""
+    from ..model.verdict import MIN_FIRST_BUDGET_S, result_of
+
+    taken: list[Measurement] = []
+
+    def one(budget_s: float) -> Round:
+        m, r = rounds(budget_s)
+        taken.append(m)
+        return r
+
+    follower.serve(request.name, one)
+    if not taken:  # the head made no such call: one warm-up call and one sample, for the record
+        taken.append(rounds(MIN_FIRST_BUDGET_S)[0])
+    return result_of(est, taken[-1:], request.min_fraction, name=request.name, nodeid=nodeid)
 
 
 def warm_floor(est: Estimate, device: Device) -> Estimate:

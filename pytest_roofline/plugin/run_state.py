@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..output.records import DeviceRecord, Record
+    from .against import Against, Follower
     from .gate import Gate
     from .options import SessionSettings
 
@@ -40,6 +41,11 @@ class RunState:
     json_error: str | None = None
     #: how the pytest-xdist workers were spread over the GPUs, one line ("" when not said)
     spread: str = ""
+    #: this process's side of an A/B comparison (``--roofline-against``): the head's partner, or, in
+    #: the base's process, the follower; None without one
+    against: Against | Follower | None = None
+    #: the base's tests this run does not have (``--roofline-against``): gone
+    gone_from_head: tuple[str, ...] = ()
     #: the topics of the notes said once a run, however often their cause comes back
     _said: set[str] = field(default_factory=set, init=False, repr=False)
 

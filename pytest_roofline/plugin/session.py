@@ -171,6 +171,31 @@ class RooflineSession:
         state = self.state
         state.interruption = state.interruption or str(excinfo.value) or excinfo.typename
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """With ``--roofline-against``, the base's collection too, before any test runs: a base that
+        cannot collect is said in one line (exit 4 in enforce mode: the gate cannot hold)."""
+        against = self.state.against
+        if against is None or against.follows:
+            return
+        from .against import BaseUnavailable
+
+        try:
+            against.wait_collected()
+            self.state.gone_from_head = tuple(against.gone([item.nodeid for item in session.items]))
+        except BaseUnavailable as exc:
+            self.state.against = None
+            against.close()
+            if self.settings.mode == "enforce":
+                raise pytest.UsageError(str(exc)) from None
+            self.state.notes.append(f"{exc}; this run compares nothing")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        """The head's test ended: the base's version of it ends too."""
+        against = self.state.against
+        if against is not None and not against.follows:
+            against.end_test(item.nodeid)
+
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         """``-k``, ``-m``, a shard's selection (pytest-split): a baseline's tests left out are not run,
         not vanished. A pytest-xdist worker, where they are deselected, sends them to the controller."""

@@ -41,6 +41,10 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
     for line in state.gate.summary_lines():
         regression = line.startswith("  regression")
         write(line, red=regression, bold=regression)
+    if settings.against:
+        for line in against_lines(state):
+            slower = " slower" in line and not line.startswith("roofline:")
+            write(line, red=slower, bold=slower)
     for note in state.gate.notes:
         write(note, yellow=True)
     for error in state.gate.errors:
@@ -98,7 +102,7 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
         columns = settings.columns
         lines = format_table(
             records, devices, width=None if columns else table_width(), columns=columns,
-            clocks=settings.report_clocks,
+            clocks=settings.report_clocks, against=bool(settings.against),
         )  # fmt: skip
         for line in lines[:2]:
             tr.write_line(line, bold=True)
@@ -112,3 +116,25 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
         for line in skipped_notes(records):
             write(line, yellow=True)
     write(f"{summary_counts(records)}; mode {settings.mode}")
+
+
+def against_lines(state: RunState) -> list[str]:
+    """What ``--roofline-against`` found: the verdicts counted, then each test slower or faster than
+    its base's version, and the base's tests this run has not (gone)."""
+    from ..output.records import MeasurementRecord
+
+    compared = [r for r in state.records if isinstance(r, MeasurementRecord) and r.vs_base]
+    counts: dict[str, int] = {}
+    for record in compared:
+        verdict = str((record.vs_base or {}).get("verdict", "?"))
+        counts[verdict] = counts.get(verdict, 0) + 1
+    gone = list(state.gone_from_head)
+    said = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "nothing compared"
+    lines = [f"roofline: against {state.settings.against}: {said}" + (f"; {len(gone)} gone" if gone else "")]
+    for record in compared:
+        vs = record.vs_base or {}
+        if vs.get("verdict") in ("slower", "faster"):
+            name = record.nodeid + (f" [{record.name}]" if record.name else "")
+            lines.append(f"  {vs.get('verdict')} {name}: {vs.get('summary', '')}")
+    lines.extend(f"  gone {nodeid}: in the base, not in this run" for nodeid in gone)
+    return lines

@@ -129,7 +129,7 @@ MEASUREMENT_FIELDS = {
     "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method", "rotation_copies",
     "low_confidence", "budget_note", "excluded_samples", "transient_samples", "still_falling", "ceiling",
     "contention", "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks",
-    "stats", "samples_s", "reason", "inferred",
+    "vs_base", "stats", "samples_s", "reason", "inferred",
 }  # fmt: skip
 
 

@@ -1,0 +1,346 @@
+"""``--roofline-against REF``: every measuring test beside its base's version, in the same job.
+
+The head (the run the user started) prepares the base's tree once (:mod:`.base_checkout`) and starts
+a second pytest process there, the **follower**: the same options, in report mode, writing nothing.
+The two talk over a socket pair (``multiprocessing.connection``), one message at a time:
+
+- the follower collects and says what it has (``collected``), or why it cannot (``failed``);
+- at a test's first measurement the head asks the follower to run the same test (``run``); the
+  follower runs it until its own ``roofline(...)`` call, prepares its kernel as the head did (its own
+  copies, its own cache plan) and says so (``ready``, with the call's ``name=``);
+- then the two sides take turns on the device, in ABBA order (base, head, head, base, ...), each
+  turn a short cold measurement of its own kernel (``round``, answered with its time and floor),
+  until the paired interval decides (:func:`..model.pairing.decided`) or the test's budget for
+  rounds is spent; ``done`` lets the follower's test go on;
+- when the follower's test ends, ``finished`` comes back; a ``roofline(...)`` call of the base's
+  test that the head did not make is answered ``skip``.
+
+So drift over minutes, which whole-run passes turn into phantom changes, acts on both sides of every
+pair alike. A test only the head has is ``new``; one only the base has is ``gone``; neither is an
+error. Rounds are judged on times against each side's own floor (:mod:`..model.pairing`), never on
+a ceiling probed beside one side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..errors import RooflineUsageError
+
+if TYPE_CHECKING:
+    from ..model.pairing import Pairing, Round
+    from .base_checkout import BaseCheckout
+    from .options import SessionSettings
+
+#: the environment variable that makes a pytest process the follower: the socket's file descriptor
+FOLLOW_FD = "ROOFLINE_FOLLOW_FD"
+#: how long the follower may take to start and collect (seconds)
+COLLECT_TIMEOUT_S = 300.0
+#: how long one message may take to come back (a base kernel's round, its test's setup)
+REPLY_TIMEOUT_S = 600.0
+#: a test's rounds, both sides together, may spend this many times ``--roofline-max-time``
+ROUNDS_BUDGET = 2.0
+#: each round's own budget is ``--roofline-max-time`` over this, and at least MIN_ROUND_S
+ROUNDS_PER_BUDGET = 12
+MIN_ROUND_S = 0.03
+#: at most this many ABBA blocks of four rounds
+MAX_BLOCKS = 8
+
+
+class BaseUnavailable(RooflineUsageError):
+    """The base could not be prepared, started or collected: the comparison cannot hold."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unpaired:
+    """A measurement with no counterpart on the other side: ``new`` (the head's alone) or ``gone``."""
+
+    status: str
+    reason: str
+
+    def describe(self) -> str:
+        return self.status
+
+
+def _send(connection: Connection, *message: object) -> None:
+    connection.send(message)
+
+
+def _receive(connection: Connection, timeout_s: float, what: str) -> tuple[Any, ...]:
+    if not connection.poll(timeout_s):
+        raise BaseUnavailable(
+            f"--roofline-against: the base process did not answer in {timeout_s:.0f} s ({what})"
+        )
+    try:
+        message = connection.recv()
+    except (EOFError, OSError):
+        raise BaseUnavailable(f"--roofline-against: the base process ended ({what})") from None
+    return tuple(message)
+
+
+# -- the head's side -----------------------------------------------------------------------------
+
+
+@dataclass
+class Against:
+    """The head's partner: the base checkout, the follower process, and the comparison of each test."""
+
+    settings: SessionSettings
+    checkout: BaseCheckout
+    process: subprocess.Popen[bytes]
+    connection: Connection
+    log: Path
+    #: the node ids the base collected
+    collected: frozenset[str] = frozenset()
+    #: the test the follower is running now, None between tests
+    running: str | None = None
+    #: the base's tests the head measured, for the ones that are gone
+    paired: set[str] = field(default_factory=set)
+    follows = False
+
+    @classmethod
+    def start(cls, config: pytest.Config, settings: SessionSettings) -> Against:
+        """Prepare the base and start its process (its collection goes on while the head collects)."""
+        from .base_checkout import git_toplevel, prepare_base
+
+        ref = settings.against or ""
+        head_root = git_toplevel(config.rootpath) or config.rootpath
+        checkout = prepare_base(ref, head_root=head_root, setup=settings.against_setup)
+        try:
+            return cls._spawn(config, settings, checkout, head_root)
+        except BaseException:
+            checkout.remove()
+            raise
+
+    @classmethod
+    def _spawn(
+        cls, config: pytest.Config, settings: SessionSettings, checkout: BaseCheckout, head_root: Path
+    ) -> Against:
+        ours, theirs = socket.socketpair()
+        folder = Path(tempfile.mkdtemp(prefix="roofline-follower-"))
+        # the plugin the head runs, first on the follower's path: the two must speak one protocol,
+        # whichever version of it the base's tree holds
+        shim = folder / "plugin"
+        shim.mkdir()
+        (shim / "pytest_roofline").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
+        env = dict(os.environ)
+        env[FOLLOW_FD] = str(theirs.fileno())
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(shim), *checkout.path_entries(), *filter(None, [env.get("PYTHONPATH")])]
+        )
+        where = Path(config.invocation_params.dir).resolve()
+        try:
+            cwd = checkout.root / where.relative_to(head_root.resolve())
+        except ValueError:
+            cwd = checkout.root
+        log = folder / "follower.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", *follower_args(config.invocation_params.args)],
+                cwd=cwd if cwd.is_dir() else checkout.root, env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+            )  # fmt: skip
+        theirs.close()
+        return cls(settings, checkout, process, Connection(ours.detach()), log)
+
+    def wait_collected(self) -> None:
+        """The base's collection, or :class:`BaseUnavailable` saying in one line why there is none."""
+        try:
+            message = _receive(self.connection, COLLECT_TIMEOUT_S, "collecting")
+        except BaseUnavailable as exc:
+            raise BaseUnavailable(f"{exc}: {self._log_tail()}") from None
+        if message[0] == "failed":
+            raise BaseUnavailable(f"--roofline-against {self.settings.against}: the base {message[1]}")
+        self.collected = frozenset(message[1])
+
+    def _log_tail(self) -> str:
+        try:
+            lines = [line for line in self.log.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return "its output could not be read"
+        errors = [line for line in lines if "Error" in line or line.startswith("E ")]
+        return (errors or lines or ["no output"])[-1].strip()
+
+    def pair(
+        self, nodeid: str, name: str, head_round: Callable[[float], Round], *, max_time_s: float
+    ) -> Pairing | Unpaired:
+        """The head's ``roofline(...)`` call ``name`` of test ``nodeid`` beside the base's, in ABBA
+        rounds (``head_round(budget_s)`` measures the head's kernel once)."""
+        from ..model.pairing import abba, decided, judge_pairs
+
+        if nodeid not in self.collected:
+            return Unpaired("new", "the base has no such test")
+        if self.running != nodeid:
+            self._drain()
+            _send(self.connection, "run", nodeid)
+            self.running = nodeid
+            self.paired.add(nodeid)
+        message = _receive(self.connection, REPLY_TIMEOUT_S, f"running {nodeid}")
+        if message[0] == "finished":
+            self.running = None
+            return Unpaired("new", f"the base's test measures no kernel named {name!r}")
+        if message[1] != name:
+            _send(self.connection, "skip")
+            said = f"the base's test measured {message[1]!r} where the head measured {name!r}"
+            return Unpaired("new", said)
+        round_s = max(MIN_ROUND_S, max_time_s / ROUNDS_PER_BUDGET)
+        deadline = time.monotonic() + ROUNDS_BUDGET * max_time_s
+        threshold = self.settings.regression
+        rounds: list[Round] = []
+        for turn in abba(4 * MAX_BLOCKS):
+            if turn == "base":
+                base = self._base_round(round_s)
+                if isinstance(base, str):  # the base's kernel raised: its test has ended
+                    self._drain()
+                    return Unpaired("gone", f"the base's kernel raised {base}")
+                rounds.append(base)
+            else:
+                rounds.append(head_round(round_s))
+            block_done = len(rounds) % 4 == 0
+            if block_done and (decided(rounds, threshold=threshold) or time.monotonic() > deadline):
+                break
+        _send(self.connection, "done")
+        return judge_pairs(rounds, threshold=threshold)
+
+    def _base_round(self, round_s: float) -> Round | str:
+        """The base's round, or what its kernel raised."""
+        from ..model.pairing import Round
+
+        _send(self.connection, "round", round_s)
+        message = _receive(self.connection, REPLY_TIMEOUT_S, "a round")
+        if message[0] == "error":
+            return str(message[1])
+        return Round("base", float(message[1]), float(message[2]), bool(message[3]))
+
+    def end_test(self, nodeid: str) -> None:
+        """The head's test ``nodeid`` ended: the follower's ends too (a call the head did not make is
+        skipped)."""
+        if self.running == nodeid:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Skip the base's calls until its test has ended."""
+        while self.running is not None:
+            message = _receive(self.connection, REPLY_TIMEOUT_S, f"finishing {self.running}")
+            if message[0] == "finished":
+                self.running = None
+            elif message[0] == "ready":
+                _send(self.connection, "skip")
+
+    def gone(self, ran: Sequence[str]) -> list[str]:
+        """The base's tests that this run selected neither by that id nor ran: only the base has them."""
+        have = set(ran)
+        return sorted(nodeid for nodeid in self.collected if nodeid not in have)
+
+    def close(self) -> None:
+        """End the follower and remove the base's checkout: at the session's end, after ^C too."""
+        try:
+            if self.process.poll() is None:
+                with contextlib.suppress(OSError):
+                    _send(self.connection, "quit")
+                try:
+                    self.process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+        finally:
+            self.connection.close()
+            self.checkout.remove()
+
+
+#: the head's options the follower leaves out: the comparison itself, and every file the run writes
+_LEFT_OUT = {
+    "--roofline-against": True, "--roofline-against-setup": True, "--roofline-json": True,
+    "--roofline-save": True, "--roofline-compare": True, "--roofline-markdown": True,
+    "--roofline-plot": True, "--junitxml": True, "--junit-xml": True, "--result-log": True,
+    "--roofline-accept": False, "--roofline-report": False, "--roofline-mode": True,
+    "-n": True, "--numprocesses": True, "--dist": True, "--basetemp": True,
+}  # fmt: skip
+
+
+def follower_args(args: Sequence[str]) -> list[str]:
+    """The head's command line for the follower: the same selection and settings, less what
+    :data:`_LEFT_OUT` names (an option with a value loses it too), in report mode, quiet."""
+    kept: list[str] = []
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+            continue
+        flag, eq, _ = arg.partition("=")
+        if flag in _LEFT_OUT:
+            skip_value = _LEFT_OUT[flag] and not eq
+            continue
+        kept.append(arg)
+    return [*kept, "--roofline-mode=report", "-p", "no:cacheprovider", "-q"]
+
+
+# -- the base's side -------------------------------------------------------------------------------
+
+
+class Follower:
+    """The base's pytest process: it runs the tests the head asks for, and serves their rounds."""
+
+    follows = True
+
+    def __init__(self, fd: int) -> None:
+        self.connection = Connection(fd)
+        self._errors: list[str] = []
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            lines = [line for line in str(report.longrepr).splitlines() if line.strip()]
+            errors = [line for line in lines if line.startswith("E ")]
+            self._errors.append(f"{report.nodeid or 'collection'}: {(errors or lines or ['?'])[-1].strip()}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if self._errors:
+            _send(self.connection, "failed", f"cannot collect: {self._errors[0]}")
+            return True
+        items = {item.nodeid: item for item in session.items}
+        _send(self.connection, "collected", list(items))
+        while True:
+            message = _receive(self.connection, 86400.0, "waiting for the head")
+            if message[0] == "quit":
+                return True
+            if message[0] == "run":
+                item = items[message[1]]
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+                _send(self.connection, "finished", message[1])
+
+    def serve(self, name: str, base_round: Callable[[float], Round]) -> bool:
+        """The base's ``roofline(...)`` call ``name``: ready, then each round the head asks for, until
+        ``done`` (True: measured) or ``skip`` (False: the head made no such call)."""
+        _send(self.connection, "ready", name)
+        while True:
+            message = _receive(self.connection, 86400.0, "waiting for the head")
+            if message[0] == "round":
+                try:
+                    r = base_round(float(message[1]))
+                except Exception as exc:  # the base's kernel raised: the head says so
+                    _send(self.connection, "error", f"{type(exc).__name__}: {exc}")
+                    raise
+                _send(self.connection, "time", r.time_s, r.floor_s, r.heavy)
+            else:  # done: measured; skip: the head made no such call
+                return bool(message[0] == "done")
+
+
+def follower_fd() -> int | None:
+    """This process's socket to the head, where it is a follower."""
+    value = os.environ.get(FOLLOW_FD)
+    return int(value) if value and value.isdigit() else None
