@@ -1,0 +1,302 @@
+"""A paired A/B comparison: base and head measured in turns, rounds turned into a verdict.
+
+``--roofline-against REF`` measures the base version of a test and the head version in turns on one
+machine, in ABBA blocks (base, head, head, base), each turn a short measurement (a *round*) giving
+the kernel's median time per call. This module turns those rounds into a verdict; it times nothing.
+
+Why the rules are what they are:
+
+- **Pairs of adjacent rounds.** Within a block ``(b1, h1, h2, b2)`` the pairs are ``(b1, h1)`` and
+  ``(h2, b2)``: one has the head after the base, the other before, so a machine whose speed drifts
+  slowly (clocks, temperature, a neighbour's load) moves the two pairs' differences in opposite
+  directions and their mean is unmoved to first order. Two passes measured one after the other
+  (a saved baseline, then today) take the whole drift into their ratio instead.
+- **Attained, like with like.** A pair's difference is ``log(head attained / base attained)`` with
+  ``attained = floor_s / time_s``, each side judged against its own estimate's floor: when the two
+  floors are equal it is ``log(time_b / time_h)``, times against one floor, never against a ceiling
+  measured beside the kernel (whose own noise would enter twice).
+- **A t interval on logarithms.** Ratios are multiplicative, so their logarithms are what adds and
+  averages; a pair's difference is close to normal once the per-round median has damped the
+  per-call tail. With the few pairs a comparison can afford (6 to 20), Student's t gives the honest
+  width, where a bootstrap's percentiles are unreliable below about 20 pairs and too narrow.
+- **The A/A floor.** In each block the two head rounds and the two base rounds are identical code
+  measured back to back; the change they show, ``log(h1/h2)`` and ``log(b2/b1)`` (signed so that a
+  drift acts on them as on the A/B pairs), bounds at 95% what this machine does to unchanged code
+  during this comparison. A change within it is not believed, however narrow the A/B interval: the
+  interval measures the pairs' scatter, the floor what the machine did to identical code.
+- **Heavy contention confirms nothing.** A drop measured while the OS saw heavy contention in any
+  round is never called ``slower`` (nor a gain ``faster``): a contended round can move one side only.
+- **A band symmetric in log for "same".** ``same`` needs the whole interval inside
+  ``[1/(1+threshold), 1+threshold]``: as sure a claim of no change as a 10% gain is of a gain.
+  ``slower`` keeps the gate's reading of the threshold (``1 - ratio > threshold``, as
+  :class:`~pytest_roofline.output.comparison.RegressionRule`), ``faster`` its mirror.
+
+Pure arithmetic: no pytest, no timing. The rules are :data:`RULES`, tried in turn; their figures
+:data:`MIN_BLOCKS` and :data:`AA_MIN_BLOCKS`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import InvalidValueError
+
+__all__ = ["MIN_BLOCKS", "PairVerdict", "Pairing", "Round", "Side", "abba", "decided", "judge_pairs"]
+
+Side = Literal["base", "head"]
+PairVerdict = Literal["slower", "faster", "same", "undecided"]
+
+#: one ABBA block: the sides of its four rounds, in order
+BLOCK: tuple[Side, ...] = ("base", "head", "head", "base")
+#: whole ABBA blocks before any decision: 6 pairs, so the t interval (t = 2.57 at 5 degrees of
+#: freedom) is not mostly the quantile's width, and the A/A floor rests on 6 differences
+MIN_BLOCKS = 3
+
+
+#: whole blocks before the A/A floor is known (one block's two differences have no spread)
+AA_MIN_BLOCKS = 2
+
+#: Student's t quantile at 0.975 for 1..30 degrees of freedom (beyond: a Cornish-Fisher expansion)
+_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+          2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+          2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_Z_975 = 1.959964
+
+
+def t_975(df: int) -> float:
+    """Student's t quantile at 0.975 for ``df`` >= 1 degrees of freedom (to 3 decimals)."""
+    if df < 1:
+        raise InvalidValueError(f"degrees of freedom must be >= 1; got {df}")
+    if df <= len(_T_975):
+        return _T_975[df - 1]
+    z = _Z_975
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def abba(rounds: int) -> list[Side]:
+    """The order of `rounds` turns: base, head, head, base, base, head, head, base, ... (starts with base)."""
+    if rounds < 0:
+        raise InvalidValueError(f"rounds must be >= 0; got {rounds}")
+    return [BLOCK[i % len(BLOCK)] for i in range(rounds)]
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One turn of one side: its median time per call and the floor it is judged against."""
+
+    side: Side
+    #: the round's median time per call (> 0)
+    time_s: float
+    #: the floor this side's kernel is judged against (its estimate's, > 0): attained = floor_s / time_s
+    floor_s: float
+    #: the OS saw heavy contention during the round
+    heavy: bool = False
+
+    def __post_init__(self) -> None:
+        if self.side not in ("base", "head"):
+            raise InvalidValueError(f"a round's side must be 'base' or 'head'; got {self.side!r}")
+        for name, value in (("time_s", self.time_s), ("floor_s", self.floor_s)):
+            if not (math.isfinite(value) and value > 0):
+                raise InvalidValueError(f"a round's {name} must be a positive number; got {value!r}")
+
+    @property
+    def attained(self) -> float:
+        """The fraction of the floor this round attained."""
+        return self.floor_s / self.time_s
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """What the rounds of one A/B comparison say: the ratio of attained, its interval, the verdict."""
+
+    #: head attained / base attained (geometric mean over the pairs); < 1: head is slower
+    ratio: float
+    #: 95% interval of ratio
+    lo: float
+    hi: float
+    #: paired (base, head) differences used
+    pairs: int
+    #: the A/A floor, relative: the change identical code showed in this comparison (0.03 = 3%)
+    aa_floor: float
+    verdict: PairVerdict
+    #: one line saying why
+    reason: str
+    #: median of the base rounds' times; same for head
+    base_time_s: float
+    head_time_s: float
+    #: median attained of base rounds; same for head
+    base_attained: float
+    head_attained: float
+    #: some round ran under heavy contention
+    heavy: bool
+
+    @property
+    def half_rel(self) -> float:
+        """The interval's relative half-width (0.04 for ±4%; inf with no interval)."""
+        if not (self.lo > 0 and math.isfinite(self.hi)):
+            return math.inf
+        return max(self.hi / self.ratio - 1, 1 - self.lo / self.ratio)
+
+    def describe(self) -> str:
+        """For the report column: ``-18% slower (±4%)``, ``+2% same (±1%)``, ``undecided (±9%)``."""
+        half = self.half_rel
+        spread = "no interval" if math.isinf(half) else f"±{_percent(half)}%"
+        if self.verdict == "undecided":
+            return f"undecided ({spread})"
+        return f"{_signed_percent(self.ratio - 1)} {self.verdict} ({spread})"
+
+
+def _percent(x: float) -> int:
+    return round(x * 100)
+
+
+def _signed_percent(x: float) -> str:
+    return f"{_percent(x):+d}%"
+
+
+def _mean_half(diffs: Sequence[float]) -> tuple[float, float]:
+    """The mean of ``diffs`` and its 95% t half-width (inf with fewer than two)."""
+    mean = math.fsum(diffs) / len(diffs) if diffs else 0.0
+    if len(diffs) < 2:
+        return mean, math.inf
+    return mean, t_975(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+
+
+def _check_order(rounds: Sequence[Round]) -> None:
+    if not rounds:
+        raise InvalidValueError("a paired comparison needs rounds; got none")
+    for i, (r, side) in enumerate(zip(rounds, abba(len(rounds)), strict=True)):
+        if r.side != side:
+            raise InvalidValueError(f"round {i} must be {side} in ABBA order; got {r.side!r}")
+    if len(rounds) < 2:
+        raise InvalidValueError(f"a paired comparison needs both sides; got only {rounds[0].side!r}")
+
+
+def _blocks(rounds: Sequence[Round]) -> list[tuple[Round, Round, Round, Round]]:
+    """The whole ABBA blocks ``(b1, h1, h2, b2)`` of ``rounds``."""
+    return [(rounds[i], rounds[i + 1], rounds[i + 2], rounds[i + 3]) for i in range(0, len(rounds) - 3, 4)]
+
+
+def pair_differences(rounds: Sequence[Round]) -> list[float]:
+    """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs."""
+    return [math.log(h.attained / b.attained)
+            for b1, h1, h2, b2 in _blocks(rounds) for b, h in ((b1, h1), (b2, h2))]
+
+
+def aa_differences(rounds: Sequence[Round]) -> list[float]:
+    """The A/A differences ``log(h1/h2)`` and ``log(b2/b1)`` (of attained) of each whole block."""
+    return [math.log(x.attained / y.attained)
+            for b1, h1, h2, b2 in _blocks(rounds) for x, y in ((h1, h2), (b2, b1))]
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the rules read: the log ratio, its interval's half-width, the A/A floor in log, the load."""
+
+    log_ratio: float
+    half: float
+    log_floor: float
+    heavy: int
+    rounds: int
+    threshold: float
+
+
+def _floor_text(f: _Facts) -> str:
+    if math.isinf(f.log_floor):
+        return "the A/A floor is not known yet"
+    return f"identical code changed up to {_percent(math.expm1(f.log_floor))}% (A/A floor)"
+
+
+def _change_text(f: _Facts) -> str:
+    lo, hi = math.expm1(f.log_ratio - f.half), math.expm1(f.log_ratio + f.half)
+    interval = "no interval" if math.isinf(f.half) else f"95% {_signed_percent(lo)}..{_signed_percent(hi)}"
+    return f"{_signed_percent(math.expm1(f.log_ratio))} ({interval})"
+
+
+def _beyond(f: _Facts, sign: int) -> bool:
+    """Whether the change in direction ``sign`` (-1: drop, +1: gain) clears the interval and threshold."""
+    if sign < 0:
+        return f.log_ratio + f.half < 0 and 1 - math.exp(f.log_ratio) > f.threshold
+    return f.log_ratio - f.half > 0 and math.exp(f.log_ratio) - 1 > f.threshold
+
+
+def _rule_change(f: _Facts, sign: int, verdict: PairVerdict) -> tuple[PairVerdict, str] | None:
+    """``verdict`` (slower or faster) when its change is beyond interval, threshold, floor and load."""
+    if not _beyond(f, sign):
+        return None
+    word = "drop" if sign < 0 else "gain"
+    if f.heavy:
+        return "undecided", (f"a {_change_text(f)} {word}, but {f.heavy} of {f.rounds} rounds ran under "
+                             f"heavy contention: not judged {verdict}")
+    if abs(f.log_ratio) <= f.log_floor:
+        return "undecided", f"a {_change_text(f)} {word}, within what identical code showed: {_floor_text(f)}"
+    return verdict, (f"{_change_text(f)}, beyond the {_percent(f.threshold)}% threshold; "
+                     f"{_floor_text(f)}")
+
+
+def _rule_same(f: _Facts) -> tuple[PairVerdict, str] | None:
+    band = math.log1p(f.threshold)
+    if abs(f.log_ratio) + f.half <= band:
+        return "same", f"{_change_text(f)}, inside ±{_percent(f.threshold)}%"
+    return None
+
+
+#: the rules, tried in turn; the first that answers gives the verdict
+RULES: tuple[Callable[[_Facts], tuple[PairVerdict, str] | None], ...] = (
+    lambda f: _rule_change(f, -1, "slower"),
+    lambda f: _rule_change(f, +1, "faster"),
+    _rule_same,
+)
+
+
+def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
+    """The verdict of ``rounds`` taken in :func:`abba` order.
+
+    threshold: the least relative drop (or gain) that counts, e.g. 0.10 (--roofline-regression).
+    A trailing partial block counts in the medians only: its one order alone would not cancel a drift.
+    """
+    if not (math.isfinite(threshold) and 0 < threshold < 1):
+        raise InvalidValueError(f"threshold must be between 0 and 1; got {threshold!r}")
+    _check_order(rounds)
+    diffs = pair_differences(rounds)
+    mean, half = _mean_half(diffs)
+    log_floor = math.inf
+    if len(rounds) // 4 >= AA_MIN_BLOCKS:
+        aa_mean, aa_half = _mean_half(aa_differences(rounds))
+        log_floor = abs(aa_mean) + aa_half
+    facts = _Facts(mean, half, log_floor, sum(r.heavy for r in rounds), len(rounds), threshold)
+    verdict: PairVerdict = "undecided"
+    reason = f"{_change_text(facts)}: neither beyond ±{_percent(threshold)}% nor surely inside it"
+    for rule in RULES:
+        answer = rule(facts)
+        if answer is not None:
+            verdict, reason = answer
+            break
+    base = [r for r in rounds if r.side == "base"]
+    head = [r for r in rounds if r.side == "head"]
+    return Pairing(
+        ratio=math.exp(mean),
+        lo=math.exp(mean - half),
+        hi=math.exp(mean + half),
+        pairs=len(diffs),
+        aa_floor=math.expm1(log_floor),
+        verdict=verdict,
+        reason=reason,
+        base_time_s=statistics.median(r.time_s for r in base),
+        head_time_s=statistics.median(r.time_s for r in head),
+        base_attained=statistics.median(r.attained for r in base),
+        head_attained=statistics.median(r.attained for r in head),
+        heavy=facts.heavy > 0,
+    )
+
+
+def decided(rounds: Sequence[Round], *, threshold: float) -> bool:
+    """Whether enough rounds have been taken: at least :data:`MIN_BLOCKS` whole ABBA blocks and a
+    verdict other than ``undecided``. The caller also stops on its time budget."""
+    if len(rounds) // 4 < MIN_BLOCKS:
+        return False
+    return judge_pairs(rounds, threshold=threshold).verdict != "undecided"
