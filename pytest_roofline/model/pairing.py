@@ -45,7 +45,9 @@ from typing import Literal
 
 from ..errors import InvalidValueError
 
-__all__ = ["MIN_BLOCKS", "PairVerdict", "Pairing", "Round", "Side", "abba", "decided", "judge_pairs"]
+__all__ = [
+    "MIN_BLOCKS", "PairVerdict", "Pairing", "Round", "Side", "Unpaired", "abba", "decided", "judge_pairs",
+]
 
 Side = Literal["base", "head"]
 PairVerdict = Literal["slower", "faster", "same", "undecided"]
@@ -148,6 +150,37 @@ class Pairing:
         if self.verdict == "undecided":
             return f"undecided ({spread})"
         return f"{_signed_percent(self.ratio - 1)} {self.verdict} ({spread})"
+
+
+    def to_record(self) -> dict[str, object]:
+        """The JSON record's ``vs_base``: every figure, the verdict, and the report's ``summary``."""
+        return {
+            "verdict": self.verdict, "summary": self.describe(), "reason": self.reason,
+            "ratio": self.ratio, "lo": _finite(self.lo), "hi": _finite(self.hi), "pairs": self.pairs,
+            "aa_floor": _finite(self.aa_floor), "base_time_s": self.base_time_s,
+            "head_time_s": self.head_time_s, "base_attained": self.base_attained,
+            "head_attained": self.head_attained, "heavy": self.heavy,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Unpaired:
+    """A measurement with no counterpart on the other side: ``new`` (the head's alone; ``gone``, the
+    base's alone, is said of whole tests) or a base whose round failed."""
+
+    status: Literal["new", "gone"]
+    reason: str
+
+    def describe(self) -> str:
+        return self.status
+
+    def to_record(self) -> dict[str, object]:
+        return {"verdict": self.status, "summary": self.status, "reason": self.reason}
+
+
+def _finite(x: float) -> float | None:
+    """``x``, or None for an infinity (JSON has none)."""
+    return x if math.isfinite(x) else None
 
 
 def _percent(x: float) -> int:

@@ -173,7 +173,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     against, session.state.against = session.state.against, None
     if against is not None and not against.follows:  # the follower ends, the base's checkout goes
-        against.close()
+        from .against import Against
+
+        if isinstance(against, Against):
+            against.close()
     session.registrations.undo()
     session.unregister()
     del config.stash[SESSION_KEY]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import RooflineUsageError
+from ..model.pairing import Unpaired
 
 if TYPE_CHECKING:
     from ..model.pairing import Pairing, Round
@@ -62,17 +64,6 @@ MAX_BLOCKS = 8
 
 class BaseUnavailable(RooflineUsageError):
     """The base could not be prepared, started or collected: the comparison cannot hold."""
-
-
-@dataclass(frozen=True, slots=True)
-class Unpaired:
-    """A measurement with no counterpart on the other side: ``new`` (the head's alone) or ``gone``."""
-
-    status: str
-    reason: str
-
-    def describe(self) -> str:
-        return self.status
 
 
 def _send(connection: Connection, *message: object) -> None:
@@ -258,6 +249,7 @@ class Against:
                     self.process.wait()
         finally:
             self.connection.close()
+            shutil.rmtree(self.log.parent, ignore_errors=True)  # the follower's log and path shim
             self.checkout.remove()
 
 

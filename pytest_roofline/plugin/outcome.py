@@ -87,7 +87,8 @@ def slower_than_base(result: Result, *, against: str | None, threshold: float) -
     from ..model import units
 
     return (
-        f"{result.estimate.label} is slower than in {against}: attained {units.percent(pairing.head_attained)}"
+        f"{result.estimate.label} is slower than in {against}:"
+        f" attained {units.percent(pairing.head_attained)}"
         f" against {units.percent(pairing.base_attained)} ({units.seconds(pairing.head_time_s)} against"
         f" {units.seconds(pairing.base_time_s)} a call), ratio {pairing.ratio:.3f}"
         f" [{pairing.lo:.3f}, {pairing.hi:.3f}] over {pairing.pairs} paired rounds, a drop beyond the"

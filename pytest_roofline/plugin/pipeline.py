@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
     from ..model.pairing import Round
-    from ..model.verdict import Result
+    from ..model.verdict import Result, TheoreticalPeak
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.calls import KernelCall
@@ -86,7 +86,6 @@ def measure_call(
         est = estimate_of(request, device)
         backend = devices.backend(request.device_spec, device)
     from ..machine.cpupeak import cpu_peak
-    from ..model.verdict import decide
     from ..timing import backend_latency
     from ..timing.base import HostReadings
     from ..timing.cache import plan_cache
@@ -124,34 +123,12 @@ def measure_call(
                         latency_floor_s = backend_latency.latency_floor_s(
                             backend, flushed=plan.flush, budget_s=budget_s
                         )
-                    against = state.against
-                    rounds = None
-                    if against is not None:
-                        rounds = _rounds(kernel, request, plan, backend, state, est, on_cpu=on_cpu)
-                    if against is not None and against.follows and rounds is not None:  # the base
-                        result = _follow(against, est, request, rounds, nodeid=nodeid)
-                    else:
-                        result = decide(
-                            est,
-                            measure_once,
-                            request.min_fraction,
-                            budget_s=budget_s,
-                            spent_s=plan.made_s,  # rotation's copies: this measurement's, from its budget
-                            remeasure=remeasure,
-                            name=request.name,
-                            nodeid=nodeid,
-                            reference=reference,
-                            peak=peak,
-                            latency_floor_s=latency_floor_s,
-                            suspect=suspect,
-                            inference=request.inference,
-                        )
-                    if against is not None and not against.follows and rounds is not None:
-                        head = rounds  # beside the base's, in turns
-                        vs_base = against.pair(
-                            nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s
-                        )
-                        result = dataclasses.replace(result, vs_base=vs_base)
+                    result = _measured(
+                        est, measure_once, request, state, budget_s=budget_s, spent_s=plan.made_s,
+                        remeasure=remeasure, nodeid=nodeid, reference=reference, peak=peak,
+                        latency_floor_s=latency_floor_s, suspect=suspect,
+                        rounds=lambda: _rounds(kernel, request, plan, backend, state, est, on_cpu=on_cpu),
+                    )  # fmt: skip
             finally:
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
@@ -172,6 +149,45 @@ def measure_call(
     return result
 
 
+def _measured(
+    est: Estimate,
+    measure_once: Callable[[float], Measurement],
+    request: Request,
+    state: RunState,
+    *,
+    budget_s: float,
+    spent_s: float,
+    remeasure: bool,
+    nodeid: str,
+    reference: ProbeReference | None,
+    peak: TheoreticalPeak | None,
+    latency_floor_s: float,
+    suspect: Callable[[Result], bool] | None,
+    rounds: Callable[[], Callable[[float], tuple[Measurement, Round]]],
+) -> Result:
+    """The verdict (:func:`..model.verdict.decide`); with ``--roofline-against``, beside the base's
+    version of the same measurement (the head), or the base's rounds alone (the follower)."""
+    from ..model.verdict import decide
+
+    against = state.against
+    if against is not None:
+        from .against import Follower
+
+        if isinstance(against, Follower):
+            return _follow(against, est, request, rounds(), nodeid=nodeid)
+    result = decide(
+        est, measure_once, request.min_fraction, budget_s=budget_s,
+        spent_s=spent_s,  # rotation's copies: this measurement's, paid from its budget
+        remeasure=remeasure, name=request.name, nodeid=nodeid, reference=reference, peak=peak,
+        latency_floor_s=latency_floor_s, suspect=suspect, inference=request.inference,
+    )  # fmt: skip
+    if against is None:
+        return result
+    head = rounds()  # beside the base's, in turns
+    vs_base = against.pair(nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s)
+    return dataclasses.replace(result, vs_base=vs_base)
+
+
 def _rounds(
     kernel: KernelCall,
     request: Request,
@@ -185,10 +201,10 @@ def _rounds(
     """One round of an A/B comparison (:mod:`.against`): a short measurement of this side's kernel
     with its cache plan, no probe beside it (both sides' times are compared, not their ceilings), as
     its :class:`~..model.pairing.Round`."""
-    from ..model.pairing import Round
+    from ..model.pairing import Round, Side
 
     measure_once = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
-    side = "base" if state.against is not None and state.against.follows else "head"
+    side: Side = "base" if state.against is not None and state.against.follows else "head"
 
     def measured(budget_s: float) -> tuple[Measurement, Round]:
         m = measure_once(budget_s)

@@ -174,10 +174,11 @@ class RooflineSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """With ``--roofline-against``, the base's collection too, before any test runs: a base that
         cannot collect is said in one line (exit 4 in enforce mode: the gate cannot hold)."""
+        from .against import Against, BaseUnavailable
+
         against = self.state.against
-        if against is None or against.follows:
+        if not isinstance(against, Against):
             return
-        from .against import BaseUnavailable
 
         try:
             against.wait_collected()
@@ -194,7 +195,10 @@ class RooflineSession:
         """The head's test ended: the base's version of it ends too."""
         against = self.state.against
         if against is not None and not against.follows:
-            against.end_test(item.nodeid)
+            from .against import Against
+
+            if isinstance(against, Against):
+                against.end_test(item.nodeid)
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         """``-k``, ``-m``, a shard's selection (pytest-split): a baseline's tests left out are not run,

@@ -129,7 +129,9 @@ def against_lines(state: RunState) -> list[str]:
         verdict = str((record.vs_base or {}).get("verdict", "?"))
         counts[verdict] = counts.get(verdict, 0) + 1
     gone = list(state.gone_from_head)
-    said = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "nothing compared"
+    order = ("slower", "faster", "same", "undecided", "new")
+    ranked = sorted(counts.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
+    said = ", ".join(f"{n} {verdict}" for verdict, n in ranked) or "nothing compared"
     lines = [f"roofline: against {state.settings.against}: {said}" + (f"; {len(gone)} gone" if gone else "")]
     for record in compared:
         vs = record.vs_base or {}
