@@ -97,6 +97,10 @@ class Round:
     floor_s: float
     #: the OS saw heavy contention during the round
     heavy: bool = False
+    #: the rate (work per second) of the reference probe timed in the round, where one was: identical
+    #: code on both sides, so the ratio of the two sides' probe rates is what their processes alone
+    #: make of one kernel (which core, how their memory was placed), and it is divided out
+    probe_rate: float | None = None
 
     def __post_init__(self) -> None:
         if self.side not in ("base", "head"):
@@ -109,6 +113,15 @@ class Round:
     def attained(self) -> float:
         """The fraction of the floor this round attained."""
         return self.floor_s / self.time_s
+
+
+def _scores(rounds: Sequence[Round]) -> list[float]:
+    """What the pairs compare, per round: attained, over the probe's rate in the round where every
+    round timed one (the two processes' own speeds divided out: on a shared VM one process ran all
+    three kernels of a job 15-25% slower than the other, identical code on both sides)."""
+    if all(r.probe_rate for r in rounds):
+        return [r.attained / (r.probe_rate or 1.0) for r in rounds]
+    return [r.attained for r in rounds]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,15 +228,18 @@ def _blocks(rounds: Sequence[Round]) -> list[tuple[Round, Round, Round, Round]]:
 
 
 def pair_differences(rounds: Sequence[Round]) -> list[float]:
-    """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs."""
-    return [math.log(h.attained / b.attained)
-            for b1, h1, h2, b2 in _blocks(rounds) for b, h in ((b1, h1), (b2, h2))]
+    """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs
+    (each attained over its round's probe rate, where every round has one: :func:`_scores`)."""
+    scores = _scores(rounds)
+    return [math.log(scores[i + h] / scores[i + b]) for i in range(0, 4 * len(_blocks(rounds)), 4)
+            for b, h in ((0, 1), (3, 2))]  # fmt: skip
 
 
 def aa_differences(rounds: Sequence[Round]) -> list[float]:
-    """The A/A differences ``log(h1/h2)`` and ``log(b2/b1)`` (of attained) of each whole block."""
-    return [math.log(x.attained / y.attained)
-            for b1, h1, h2, b2 in _blocks(rounds) for x, y in ((h1, h2), (b2, b1))]
+    """The A/A differences ``log(h1/h2)`` and ``log(b2/b1)`` (of :func:`_scores`) of each whole block."""
+    scores = _scores(rounds)
+    return [math.log(scores[i + x] / scores[i + y]) for i in range(0, 4 * len(_blocks(rounds)), 4)
+            for x, y in ((1, 2), (3, 0))]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

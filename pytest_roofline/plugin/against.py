@@ -214,7 +214,8 @@ class Against:
         message = _receive(self.connection, REPLY_TIMEOUT_S, "a round")
         if message[0] == "error":
             return str(message[1])
-        return Round("base", float(message[1]), float(message[2]), bool(message[3]))
+        rate = float(message[4]) if message[4] is not None else None
+        return Round("base", float(message[1]), float(message[2]), bool(message[3]), rate)
 
     def end_test(self, nodeid: str) -> None:
         """The head's test ``nodeid`` ended: the follower's ends too (a call the head did not make is
@@ -327,7 +328,7 @@ class Follower:
                 except Exception as exc:  # the base's kernel raised: the head says so
                     _send(self.connection, "error", f"{type(exc).__name__}: {exc}")
                     raise
-                _send(self.connection, "time", r.time_s, r.floor_s, r.heavy)
+                _send(self.connection, "time", r.time_s, r.floor_s, r.heavy, r.probe_rate)
             else:  # done: measured; skip: the head made no such call
                 return bool(message[0] == "done")
 

@@ -127,7 +127,9 @@ def measure_call(
                         est, measure_once, request, state, budget_s=budget_s, spent_s=plan.made_s,
                         remeasure=remeasure, nodeid=nodeid, reference=reference, peak=peak,
                         latency_floor_s=latency_floor_s, suspect=suspect,
-                        rounds=lambda: _rounds(kernel, request, plan, backend, state, est, on_cpu=on_cpu),
+                        rounds=lambda: _rounds(
+                            kernel, request, plan, backend, state, est, reference, on_cpu=on_cpu
+                        ),
                     )  # fmt: skip
             finally:
                 plan.release()  # the copies, and what they took on a GPU
@@ -195,21 +197,24 @@ def _rounds(
     backend: Backend,
     state: RunState,
     est: Estimate,
+    reference: ProbeReference | None,
     *,
     on_cpu: bool,
 ) -> Callable[[float], tuple[Measurement, Round]]:
     """One round of an A/B comparison (:mod:`.against`): a short measurement of this side's kernel
-    with its cache plan, no probe beside it (both sides' times are compared, not their ceilings), as
-    its :class:`~..model.pairing.Round`."""
+    with its cache plan, as its :class:`~..model.pairing.Round`. Both sides' times are compared, each
+    against its own floor, never a ceiling; the probe timed beside it (on the CPU) is identical code
+    on both sides, and its rate divides out what each process alone makes of a kernel."""
     from ..model.pairing import Round, Side
 
-    measure_once = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
+    measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
     side: Side = "base" if state.against is not None and state.against.follows else "head"
 
     def measured(budget_s: float) -> tuple[Measurement, Round]:
         m = measure_once(budget_s)
         heavy = m.contention is not None and m.contention.level == "heavy"
-        return m, Round(side, m.time_s, est.floor_s, heavy)
+        rate = m.probe.value(m.stat) if m.probe is not None else None
+        return m, Round(side, m.time_s, est.floor_s, heavy, rate)
 
     return measured
 
