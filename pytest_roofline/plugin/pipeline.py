@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..model.core import Device, Estimate
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
-    from ..model.pairing import Round
+    from ..model.pairing import Round, Side
     from ..model.verdict import Result, TheoreticalPeak
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
@@ -109,6 +109,9 @@ def measure_call(
                 args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
                 budget_s=budget_s, clock=backend.clock, asked=request.cache_asked,
             )  # fmt: skip
+            rounds = None
+            if state.against is not None:
+                rounds = _Rounds(kernel, request, plan, backend, state, est, reference, on_cpu=on_cpu)
             try:
                 # what the process makes once for all its measurements is no one measurement's: the
                 # copies' pool (made_s leaves it out), the flush buffer, the probe's arrays, and the
@@ -127,11 +130,11 @@ def measure_call(
                         est, measure_once, request, state, budget_s=budget_s, spent_s=plan.made_s,
                         remeasure=remeasure, nodeid=nodeid, reference=reference, peak=peak,
                         latency_floor_s=latency_floor_s, suspect=suspect,
-                        rounds=lambda: _rounds(
-                            kernel, request, plan, backend, state, est, reference, on_cpu=on_cpu
-                        ),
+                        rounds=rounds,
                     )  # fmt: skip
             finally:
+                if rounds is not None:
+                    rounds.release()
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
                     _release_memory(backend)
@@ -165,58 +168,92 @@ def _measured(
     peak: TheoreticalPeak | None,
     latency_floor_s: float,
     suspect: Callable[[Result], bool] | None,
-    rounds: Callable[[], Callable[[float], tuple[Measurement, Round]]],
+    rounds: _Rounds | None,
 ) -> Result:
     """The verdict (:func:`..model.verdict.decide`); with ``--roofline-against``, beside the base's
     version of the same measurement (the head), or the base's rounds alone (the follower)."""
     from ..model.verdict import decide
 
-    against = state.against
-    if against is not None:
-        from .against import Follower
+    def decided() -> Result:
+        return decide(
+            est, measure_once, request.min_fraction, budget_s=budget_s,
+            spent_s=spent_s,  # rotation's copies: this measurement's, paid from its budget
+            remeasure=remeasure, name=request.name, nodeid=nodeid, reference=reference, peak=peak,
+            latency_floor_s=latency_floor_s, suspect=suspect, inference=request.inference,
+        )  # fmt: skip
 
-        if isinstance(against, Follower):
-            return _follow(against, est, request, rounds(), nodeid=nodeid)
-    result = decide(
-        est, measure_once, request.min_fraction, budget_s=budget_s,
-        spent_s=spent_s,  # rotation's copies: this measurement's, paid from its budget
-        remeasure=remeasure, name=request.name, nodeid=nodeid, reference=reference, peak=peak,
-        latency_floor_s=latency_floor_s, suspect=suspect, inference=request.inference,
-    )  # fmt: skip
-    if against is None:
-        return result
-    head = rounds()  # beside the base's, in turns
+    against = state.against
+    if against is None or rounds is None:
+        return decided()
+    from .against import Follower
+
+    if isinstance(against, Follower):
+        return _follow(against, est, request, rounds, nodeid=nodeid)
+    result = decided()
+    head = rounds  # beside the base's, in turns
     vs_base = against.pair(nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s)
     return dataclasses.replace(result, vs_base=vs_base)
 
 
-def _rounds(
-    kernel: KernelCall,
-    request: Request,
-    plan: CachePlan,
-    backend: Backend,
-    state: RunState,
-    est: Estimate,
-    reference: ProbeReference | None,
-    *,
-    on_cpu: bool,
-) -> Callable[[float], tuple[Measurement, Round]]:
-    """One round of an A/B comparison (:mod:`.against`): a short measurement of this side's kernel
-    with its cache plan, as its :class:`~..model.pairing.Round`. Both sides' times are compared, each
-    against its own floor, never a ceiling; the probe timed beside it (on the CPU) is identical code
-    on both sides, and its rate divides out what each process alone makes of a kernel."""
-    from ..model.pairing import Round, Side
+class _Rounds:
+    """The rounds of an A/B comparison on this side (:mod:`.against`): each a short measurement of the
+    kernel, as its :class:`~..model.pairing.Round`. Both sides' times are compared, each against its
+    own floor, never a ceiling; the probe timed beside it (on the CPU) is identical code on both
+    sides, and its rate divides out what each process alone makes of a kernel.
 
-    measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
-    side: Side = "base" if state.against is not None and state.against.follows else "head"
+    A rotated kernel's rounds alternate between two sets of copies made apart (the measurement's
+    plan, and a second made at the first round): on a shared VM the set of copies a measurement
+    happened to get moved its median by 10-20%, for as long as it lasted, on one side only. With
+    two, each side's pair of rounds in an ABBA block is two placements of identical code, so the
+    A/A floor (:mod:`..model.pairing`) sees what placement does.
+    """
 
-    def measured(budget_s: float) -> tuple[Measurement, Round]:
+    def __init__(
+        self,
+        kernel: KernelCall,
+        request: Request,
+        plan: CachePlan,
+        backend: Backend,
+        state: RunState,
+        est: Estimate,
+        reference: ProbeReference | None,
+        *,
+        on_cpu: bool,
+    ) -> None:
+        self._make = (kernel, request, backend, state, reference, on_cpu)
+        self.est, self.plans = est, [plan]
+        self._measurers = [_measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)]
+        self._taken = 0
+        self.side: Side = "base" if state.against is not None and state.against.follows else "head"
+
+    def __call__(self, budget_s: float) -> tuple[Measurement, Round]:
+        from ..model.pairing import Round
+
+        if self._taken == 1 and self.plans[0].rotation is not None:
+            self._second_plan(budget_s)
+        measure_once = self._measurers[self._taken % len(self._measurers)]
+        self._taken += 1
         m = measure_once(budget_s)
         heavy = m.contention is not None and m.contention.level == "heavy"
         rate = m.probe.value(m.stat) if m.probe is not None else None
-        return m, Round(side, m.time_s, est.floor_s, heavy, rate)
+        return m, Round(self.side, m.time_s, self.est.floor_s, heavy, rate)
 
-    return measured
+    def _second_plan(self, budget_s: float) -> None:
+        from ..timing.cache import plan_cache
+
+        kernel, request, backend, state, reference, on_cpu = self._make
+        plan = plan_cache(
+            request.cache, op_bytes=self.est.bytes, llc_bytes=self.est.device.llc_bytes, fn=kernel.fn,
+            args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, budget_s=budget_s,
+            clock=backend.clock, asked=request.cache_asked,
+        )  # fmt: skip
+        self.plans.append(plan)
+        self._measurers.append(_measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu))
+
+    def release(self) -> None:
+        """The second set of copies (the first is the measurement's, released with it)."""
+        for plan in self.plans[1:]:
+            plan.release()
 
 
 def _follow(

@@ -243,3 +243,38 @@ def test_bad_round_values(time_s: float, floor_s: float) -> None:
 def test_bad_threshold() -> None:
     with pytest.raises(InvalidValueError, match="threshold must be between 0 and 1; got 0"):
         judge_pairs(rounds_on(noisy(8), slow=1.0, blocks=1), threshold=0)
+
+
+# -- a process's own speed, divided out by the probe beside each round ---------------------------
+
+
+def with_probe(rounds: Sequence[Round], head_speed: float) -> list[Round]:
+    """``rounds`` as two processes of which the head's runs everything ``head_speed`` times as fast,
+    its kernel and the probe timed beside it (whose rate is 1 on the base's side)."""
+    return [
+        Round(r.side, r.time_s / (head_speed if r.side == "head" else 1.0), r.floor_s, r.heavy,
+              probe_rate=head_speed if r.side == "head" else 1.0)
+        for r in rounds
+    ]  # fmt: skip
+
+
+def test_a_process_that_runs_everything_slower_is_not_a_slower_kernel() -> None:
+    # identical code, but the head's process ran every kernel 20% slower (its core, its memory): the
+    # probe, identical code on both sides, ran 20% slower too, and divides it out
+    identical = rounds_on(noisy(1, 0.01), slow=1.0, blocks=4)
+    without_probe = [Round(r.side, r.time_s, r.floor_s) for r in with_probe(identical, 1 / 1.2)]
+    assert judge_pairs(without_probe, threshold=0.10).verdict == "slower"
+    assert judge_pairs(with_probe(identical, 1 / 1.2), threshold=0.10).verdict == "same"
+
+
+def test_a_slower_kernel_in_a_faster_process_is_still_slower() -> None:
+    slowed = rounds_on(noisy(2, 0.01), slow=1.2, blocks=4)
+    found = judge_pairs(with_probe(slowed, 1.15), threshold=0.10)
+    assert found.verdict == "slower"
+    assert found.ratio == pytest.approx(1 / 1.2, rel=0.02)
+
+
+def test_the_probe_divides_out_only_where_every_round_has_one() -> None:
+    slowed = with_probe(rounds_on(noisy(3, 0.01), slow=1.0, blocks=4), 1 / 1.2)
+    one_missing = [*slowed[:-1], Round(slowed[-1].side, slowed[-1].time_s, slowed[-1].floor_s)]
+    assert judge_pairs(one_missing, threshold=0.10).verdict == "slower"  # attained alone, as given
