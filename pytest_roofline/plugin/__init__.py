@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .marker import FIXTURE, MARKER_DOC, has_marker
-from .options import SETTINGS, SessionSettings, check_peaks_kind
+from .options import FOLLOW_FD, SETTINGS, SessionSettings, check_peaks_kind
 
 if TYPE_CHECKING:
     from ..model.core import Device
@@ -92,8 +92,6 @@ def _start_against(config: pytest.Config, settings: SessionSettings) -> None:
     """The A/B comparison's side of this process (:mod:`.against`): the follower a head started, or the
     head of one that ``--roofline-against`` asks for (serial runs only)."""
     import os
-
-    from .against import FOLLOW_FD
 
     fd = os.environ.get(FOLLOW_FD, "")
     if fd.isdigit():  # the base's process: it runs what the head asks, and never compares itself

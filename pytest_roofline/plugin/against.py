@@ -41,14 +41,13 @@ import pytest
 
 from ..errors import RooflineUsageError
 from ..model.pairing import Unpaired
+from .options import FOLLOW_FD
 
 if TYPE_CHECKING:
     from ..model.pairing import Pairing, Round
     from .base_checkout import BaseCheckout
     from .options import SessionSettings
 
-#: the environment variable that makes a pytest process the follower: the socket's file descriptor
-FOLLOW_FD = "ROOFLINE_FOLLOW_FD"
 #: how long the follower may take to start and collect (seconds)
 COLLECT_TIMEOUT_S = 300.0
 #: how long one message may take to come back (a base kernel's round, its test's setup)
@@ -331,9 +330,3 @@ class Follower:
                 _send(self.connection, "time", r.time_s, r.floor_s, r.heavy, r.probe_rate)
             else:  # done: measured; skip: the head made no such call
                 return bool(message[0] == "done")
-
-
-def follower_fd() -> int | None:
-    """This process's socket to the head, where it is a follower."""
-    value = os.environ.get(FOLLOW_FD)
-    return int(value) if value and value.isdigit() else None

@@ -33,6 +33,9 @@ PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
 DEFAULT_REGRESSION = 0.10
+#: the environment variable that makes a pytest process the follower of a ``--roofline-against``
+#: comparison (:mod:`.against`): the file descriptor of its socket to the head
+FOLLOW_FD = "ROOFLINE_FOLLOW_FD"
 
 
 # -- option values ---------------------------------------------------------------------------------
