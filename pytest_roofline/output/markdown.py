@@ -38,8 +38,10 @@ def section(
     comparisons: Sequence[Comparison] = (),
     baseline: str | None = None,
     plot: str | None = None,
+    against: str | None = None,
 ) -> str:
-    """The whole section: heading, devices and ceilings, the table, the comparison's totals, the plot."""
+    """The whole section: heading, devices and ceilings, the table, the comparison's totals, the tests
+    slower or faster than their base's versions (``against``: ``--roofline-against``'s REF), the plot."""
     lines = ["## pytest-roofline", ""]
     for device in map(as_device_record, devices):
         lines.append(f"**{_escape(device.name)}** ({device.kind}): DRAM {units.byte_rate(device.bandwidth)}")
@@ -71,6 +73,8 @@ def section(
         if vanished:
             gone = ", ".join(_code(t, cell=False) for t in vanished)
             lines.append(f"<br>In the baseline, not measured now: {gone}.")
+    if against:
+        lines += _against(measured, against)
     if plot:
         lines += ["", f"Roofline plot: {_code(plot, cell=False)} (upload it as an artifact to see it here)."]
     return "\n".join(lines) + "\n"
@@ -103,6 +107,28 @@ def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comp
             )
         rows.append("| " + " | ".join(cells) + " |")
     return rows
+
+
+def _against(records: Sequence[Record], ref: str) -> list[str]:
+    """The tests slower or faster than their base's versions, a row each, after their count."""
+    compared = [r for r in records if isinstance(r, MeasurementRecord) and r.vs_base]
+    changed = [r for r in compared if (r.vs_base or {}).get("verdict") in ("slower", "faster")]
+    slower = sum((r.vs_base or {}).get("verdict") == "slower" for r in compared)
+    lines = ["", f"Against {_code(ref, cell=False)}: {slower} slower, {len(changed) - slower} faster,"
+             f" of {len(compared)} compared."]  # fmt: skip
+    if changed:
+        lines += ["", "| test | vs base | base | this run | pairs |", "|---|---|---|---|---|"]
+        for r in sorted(changed, key=lambda r: (r.vs_base or {}).get("verdict") != "slower"):
+            vs = r.vs_base or {}
+            test = r.nodeid + (f" [{r.name}]" if r.name else "")
+            summary = _escape(str(vs.get("summary", "")))
+            cells = [
+                _code(test), f"**{summary}**" if vs.get("verdict") == "slower" else summary,
+                units.percent(float(vs.get("base_attained") or 0)),
+                units.percent(float(vs.get("head_attained") or 0)), str(vs.get("pairs", "")),
+            ]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 #: what GitHub would read as markup outside a code span (``<`` and ``&`` become entities instead; a

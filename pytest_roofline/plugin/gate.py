@@ -140,6 +140,7 @@ class Gate:
             text = section(
                 records, devices, comparisons=self.comparisons,
                 baseline=baseline.describe() if baseline else None, plot=self._plot,
+                against=self.settings.against,
             )  # fmt: skip
             # GitHub's step summary was not asked for: failing to write it warns, it fails nothing
             self._write(
@@ -209,6 +210,16 @@ class Gate:
                 lines.append(f"  vanished: {c.test} (in the baseline, not measured now)")
             elif c.change is Change.OTHER_DEVICE:
                 lines.append(f"  {c.test}: {c.summary()}; --roofline-compare-across-devices compares it")
+            elif c.change is Change.INCONCLUSIVE and c.ratio is not None and c.ratio < 1:
+                lines.append(
+                    f"  inconclusive: {c.test}: {c.summary()}, within what runs of unchanged code move"
+                    f" (±{c.run_noise * 100:.0f}% a run{', assumed' if c.runs <= 1 else ''})"
+                )
+        if any(c.change is Change.INCONCLUSIVE and (c.ratio or 1) < 1 for c in self.comparisons):
+            lines.append(
+                "roofline: one saved run cannot tell such a drop from the machine's noise between runs;"
+                " --roofline-against REF measures the base beside this run, in turns (docs/ci.md)"
+            )
         return lines
 
 

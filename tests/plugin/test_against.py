@@ -133,7 +133,10 @@ def test_a_kernel_doing_more_work_in_the_head_is_slower_and_fails(
     repo: pytest.Pytester, tmp_path: Path
 ) -> None:
     commit(repo, "b does 1.2x the work", **{"kernels.py": kernels(**{**BASE, "b": 2.4e-3})})
-    result = repo.runpytest("--roofline-against", "HEAD~1", "--roofline-report", "--roofline-json=r.json")
+    result = repo.runpytest(
+        "--roofline-against", "HEAD~1", "--roofline-report", "--roofline-json=r.json",
+        "--roofline-markdown=summary.md",
+    )  # fmt: skip
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -147,6 +150,9 @@ def test_a_kernel_doing_more_work_in_the_head_is_slower_and_fails(
     )
     found = vs_base(repo.path / "r.json")
     assert found["test_b"]["verdict"] == "slower"
+    summary = (repo.path / "summary.md").read_text()
+    assert "Against `HEAD~1`: 1 slower, 0 faster, of 3 compared." in summary
+    assert "| `test_kernels.py::test_b` | **-17% slower (±0%)** | 25.0% | 20.8% |" in summary
     assert found["test_b"]["ratio"] == pytest.approx(1 / 1.2, rel=0.01)
     assert found["test_a"]["verdict"] == found["test_c"]["verdict"] == "same"
     assert left_behind(repo, tmp_path) == []
