@@ -227,3 +227,50 @@ def test_the_comparison_needs_a_serial_run(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--roofline-against", "HEAD", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--roofline-against*needs a serial run*"])
+
+
+ROTATED = """
+import json
+import os
+
+import numpy as np
+import pytest
+
+import kernels
+
+x = np.ones(2**17)  # 1 MiB: rotated over copies of it
+
+
+@pytest.mark.speed_of_light("copy", n=2**16, dtype="fp64", min_fraction=0.01)
+def test_rotated(roofline):
+    roofline(kernels.touch, x)
+    side = "base" if os.environ.get("ROOFLINE_FOLLOW_FD") else "head"
+    with open(f"{side}.json", "w") as out:
+        json.dump(len(set(kernels.SEEN)), out)
+"""
+
+TOUCH = """
+SEEN = []
+
+
+def touch(x):
+    SEEN.append(id(x))
+
+
+touch.cost = 1e-4
+"""
+
+
+def test_each_side_rounds_over_two_sets_of_copies(repo: pytest.Pytester) -> None:
+    # where one set of copies landed moved one side's median for a whole comparison on a shared VM;
+    # with two, each ABBA block's pair of rounds of one side is two placements of identical code
+    commit(repo, "rotated", **{"test_rotated.py": ROTATED, "kernels.py": TOUCH})
+    repo.runpytest("test_rotated.py", "--roofline-mode=report").assert_outcomes(passed=1)
+    alone = json.loads((repo.path / "head.json").read_text())
+    # report mode: the fake backend times a rotated kernel at its default cost, faster than light
+    result = repo.runpytest(
+        "test_rotated.py", "--roofline-against", "HEAD", "--roofline-json=r.json", "--roofline-mode=report"
+    )
+    result.assert_outcomes(passed=1)
+    assert json.loads((repo.path / "head.json").read_text()) > alone  # a second set of copies
+    assert vs_base(repo.path / "r.json")["test_rotated"]["verdict"] in ("same", "undecided")
