@@ -46,7 +46,15 @@ from typing import Literal
 from ..errors import InvalidValueError
 
 __all__ = [
-    "MIN_BLOCKS", "PairVerdict", "Pairing", "Round", "Side", "Unpaired", "abba", "decided", "judge_pairs",
+    "MIN_BLOCKS",
+    "PairVerdict",
+    "Pairing",
+    "Round",
+    "Side",
+    "Unpaired",
+    "abba",
+    "decided",
+    "judge_pairs",
 ]
 
 Side = Literal["base", "head"]
@@ -63,9 +71,38 @@ MIN_BLOCKS = 3
 AA_MIN_BLOCKS = 2
 
 #: Student's t quantile at 0.975 for 1..30 degrees of freedom (beyond: a Cornish-Fisher expansion)
-_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-          2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-          2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T_975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 _Z_975 = 1.959964
 
 
@@ -163,7 +200,6 @@ class Pairing:
         if self.verdict == "undecided":
             return f"undecided ({spread})"
         return f"{_signed_percent(self.ratio - 1)} {self.verdict} ({spread})"
-
 
     def to_record(self) -> dict[str, object]:
         """The JSON record's ``vs_base``: every figure, the verdict, and the report's ``summary``."""
@@ -279,12 +315,13 @@ def _rule_change(f: _Facts, sign: int, verdict: PairVerdict) -> tuple[PairVerdic
         return None
     word = "drop" if sign < 0 else "gain"
     if f.heavy:
-        return "undecided", (f"a {_change_text(f)} {word}, but {f.heavy} of {f.rounds} rounds ran under "
-                             f"heavy contention: not judged {verdict}")
+        return "undecided", (
+            f"a {_change_text(f)} {word}, but {f.heavy} of {f.rounds} rounds ran under "
+            f"heavy contention: not judged {verdict}"
+        )
     if abs(f.log_ratio) <= f.log_floor:
         return "undecided", f"a {_change_text(f)} {word}, within what identical code showed: {_floor_text(f)}"
-    return verdict, (f"{_change_text(f)}, beyond the {_percent(f.threshold)}% threshold; "
-                     f"{_floor_text(f)}")
+    return verdict, (f"{_change_text(f)}, beyond the {_percent(f.threshold)}% threshold; {_floor_text(f)}")
 
 
 def _rule_same(f: _Facts) -> tuple[PairVerdict, str] | None:

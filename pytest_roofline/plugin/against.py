@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,8 +97,6 @@ class Against:
     collected: frozenset[str] = frozenset()
     #: the test the follower is running now, None between tests
     running: str | None = None
-    #: the base's tests the head measured, for the ones that are gone
-    paired: set[str] = field(default_factory=set)
     follows = False
 
     @classmethod
@@ -177,7 +175,6 @@ class Against:
             self._drain()
             _send(self.connection, "run", nodeid)
             self.running = nodeid
-            self.paired.add(nodeid)
         message = _receive(self.connection, REPLY_TIMEOUT_S, f"running {nodeid}")
         if message[0] == "finished":
             self.running = None
@@ -232,7 +229,7 @@ class Against:
                 _send(self.connection, "skip")
 
     def gone(self, ran: Sequence[str]) -> list[str]:
-        """The base's tests that this run selected neither by that id nor ran: only the base has them."""
+        """The base's tests not among ``ran`` (this run's collected tests): only the base has them."""
         have = set(ran)
         return sorted(nodeid for nodeid in self.collected if nodeid not in have)
 

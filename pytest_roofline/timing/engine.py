@@ -271,7 +271,14 @@ def _measure(
         warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
         warmup_s = backend.clock() - start
     sampler = Sampler(
-        backend, call, policy, k, flush, probe, budget_start=start + warm.apart_s, rewarm=cache.rewarm,
+        backend,
+        call,
+        policy,
+        k,
+        flush,
+        probe,
+        budget_start=start + warm.apart_s,
+        rewarm=cache.rewarm,
         throttle=throttle,
     )
     before = snapshot() if snapshot is not None else None
@@ -534,9 +541,10 @@ def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> b
         return _faulting(now) and calls <= sets
     if now.per_call_s < (1 - SETTLING_SHIFT) * before.per_call_s:
         return True
-    if now.faults is None or now.faults < SETTLED_FAULTS:
+    if not _faulting(now):
         return False
-    return calls <= sets or before.faults is None or now.faults < (1 - SETTLING_SHIFT) * before.faults
+    fewer = before.faults is None or (now.faults or 0.0) < (1 - SETTLING_SHIFT) * before.faults
+    return calls <= sets or fewer
 
 
 def _flushed_for_cycle(backend: Backend, policy: Policy, calls: int) -> Policy:

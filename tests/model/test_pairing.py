@@ -52,8 +52,7 @@ def test_pairs_and_aa_differences_by_hand() -> None:
     # one floor: the differences are ratios of times; b1 h1 h2 b2 = 1.0 2.0 4.0 8.0 ms
     times = [1.0, 2.0, 4.0, 8.0, 1.0, 1.0, 1.0, 1.0]
     rounds = [Round(s, t * 1e-3, FLOOR) for s, t in zip(abba(8), times, strict=True)]
-    assert pair_differences(rounds) == pytest.approx(
-        [math.log(1.0 / 2.0), math.log(8.0 / 4.0), 0.0, 0.0])
+    assert pair_differences(rounds) == pytest.approx([math.log(1.0 / 2.0), math.log(8.0 / 4.0), 0.0, 0.0])
     # A/A: log(h1/h2) and log(b2/b1) of attained, that is of time h2/h1 and b1/b2
     assert aa_differences(rounds) == pytest.approx([math.log(4.0 / 2.0), math.log(1.0 / 8.0), 0.0, 0.0])
     # a trailing partial block gives no pair
@@ -93,8 +92,9 @@ def test_slower_head_is_slower() -> None:
 
 
 def test_identical_code_is_never_slower() -> None:
-    verdicts = [judge_pairs(rounds_on(noisy(seed), slow=1.0, blocks=4), threshold=0.10).verdict
-                for seed in range(50)]
+    verdicts = [
+        judge_pairs(rounds_on(noisy(seed), slow=1.0, blocks=4), threshold=0.10).verdict for seed in range(50)
+    ]
     assert "slower" not in verdicts
     assert verdicts.count("same") >= 45
 

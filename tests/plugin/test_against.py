@@ -209,9 +209,7 @@ def test_a_base_that_cannot_import_is_said_once_in_report_mode(repo: pytest.Pyte
     result.stdout.fnmatch_lines(["*the base cannot collect:*not_a_module*; this run compares nothing*"])
 
 
-def test_an_interrupted_run_leaves_no_worktree_and_no_process(
-    repo: pytest.Pytester, tmp_path: Path
-) -> None:
+def test_an_interrupted_run_leaves_no_worktree_and_no_process(repo: pytest.Pytester, tmp_path: Path) -> None:
     ends = "    roofline(kernels.b)\n"
     interrupted = TESTS.replace(ends, ends + "    raise KeyboardInterrupt\n")
     commit(repo, "interrupt", **{"test_kernels.py": interrupted})

@@ -188,8 +188,11 @@ BAD_VALUES = [
     ("--roofline-device", "cuda:x", "expected cuda or cuda:N (N a GPU index), got 'cuda:x'"),
     *(
         [  # issue 40: a folder that exists and takes no new file was said not to exist
-            ("--roofline-json", "/proc/out.json",
-             "cannot write '/proc/out.json': no file can be created in '/proc': No such file or directory"),
+            (
+                "--roofline-json",
+                "/proc/out.json",
+                "cannot write '/proc/out.json': no file can be created in '/proc': No such file or directory",
+            ),
         ]
         if Path("/proc/self").is_dir()
         else []
