@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .marker import FIXTURE, MARKER_DOC, has_marker
-from .options import FOLLOW_FD, SETTINGS, SessionSettings, check_peaks_kind
+from .options import FOLLOW_FD, POOL_FD, SETTINGS, SessionSettings, check_peaks_kind
 
 if TYPE_CHECKING:
     from ..model.core import Device
@@ -97,7 +97,8 @@ def _start_against(config: pytest.Config, settings: SessionSettings) -> None:
     if fd.isdigit():  # the base's process: it runs what the head asks, and never compares itself
         from .against import Follower
 
-        follower = Follower(int(fd))
+        pool_fd = os.environ.get(POOL_FD, "")
+        follower = Follower(int(fd), int(pool_fd) if pool_fd.isdigit() else None)
         config.pluginmanager.register(follower, "roofline-follower")
         session_of(config).state.against = follower
         return

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -41,7 +41,7 @@ import pytest
 
 from ..errors import RooflineUsageError
 from ..model.pairing import Unpaired
-from .options import FOLLOW_FD
+from .options import FOLLOW_FD, POOL_FD
 
 if TYPE_CHECKING:
     from ..model.pairing import Pairing, Round
@@ -124,8 +124,14 @@ class Against:
         shim = folder / "plugin"
         shim.mkdir()
         (shim / "pytest_roofline").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
+        from ..timing.copies import SharedPool
+
+        pool = SharedPool.create()  # both sides' copies: where each process's memory lands moves its times
+        passed = (theirs.fileno(),) if pool is None else (theirs.fileno(), pool.fd)
         env = dict(os.environ)
         env[FOLLOW_FD] = str(theirs.fileno())
+        if pool is not None:
+            env[POOL_FD] = str(pool.fd)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(shim), *checkout.path_entries(), *filter(None, [env.get("PYTHONPATH")])]
         )
@@ -139,9 +145,10 @@ class Against:
             process = subprocess.Popen(
                 [sys.executable, "-m", "pytest", *follower_args(config.invocation_params.args)],
                 cwd=cwd if cwd.is_dir() else checkout.root, env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+                stdout=out, stderr=subprocess.STDOUT, pass_fds=passed,
             )  # fmt: skip
         theirs.close()
+        SharedPool.active = pool
         return cls(settings, checkout, process, Connection(ours.detach()), log)
 
     def wait_collected(self) -> None:
@@ -163,10 +170,17 @@ class Against:
         return (errors or lines or ["no output"])[-1].strip()
 
     def pair(
-        self, nodeid: str, name: str, head_round: Callable[[float], Round], *, max_time_s: float
+        self,
+        nodeid: str,
+        name: str,
+        head_round: Callable[[float], Round],
+        *,
+        max_time_s: float,
+        one_cpu: bool = False,
     ) -> Pairing | Unpaired:
         """The head's ``roofline(...)`` call ``name`` of test ``nodeid`` beside the base's, in ABBA
-        rounds (``head_round(budget_s)`` measures the head's kernel once)."""
+        rounds (``head_round(budget_s)`` measures the head's kernel once). ``one_cpu``: a
+        single-threaded kernel, whose rounds on both sides run on one CPU (:func:`pinned`)."""
         from ..model.pairing import abba, decided, judge_pairs
 
         if nodeid not in self.collected:
@@ -187,26 +201,28 @@ class Against:
         deadline = time.monotonic() + ROUNDS_BUDGET * max_time_s
         threshold = self.settings.regression
         rounds: list[Round] = []
-        for turn in abba(4 * MAX_BLOCKS):
-            if turn == "base":
-                base = self._base_round(round_s)
-                if isinstance(base, str):  # the base's kernel raised: its test has ended
-                    self._drain()
-                    return Unpaired("gone", f"the base's kernel raised {base}")
-                rounds.append(base)
-            else:
-                rounds.append(head_round(round_s))
-            block_done = len(rounds) % 4 == 0
-            if block_done and (decided(rounds, threshold=threshold) or time.monotonic() > deadline):
-                break
+        cpus = _one_cpu() if one_cpu else None
+        with pinned(cpus):
+            for turn in abba(4 * MAX_BLOCKS):
+                if turn == "base":
+                    base = self._base_round(round_s, cpus)
+                    if isinstance(base, str):  # the base's kernel raised: its test has ended
+                        self._drain()
+                        return Unpaired("gone", f"the base's kernel raised {base}")
+                    rounds.append(base)
+                else:
+                    rounds.append(head_round(round_s))
+                block_done = len(rounds) % 4 == 0
+                if block_done and (decided(rounds, threshold=threshold) or time.monotonic() > deadline):
+                    break
         _send(self.connection, "done")
         return judge_pairs(rounds, threshold=threshold)
 
-    def _base_round(self, round_s: float) -> Round | str:
-        """The base's round, or what its kernel raised."""
+    def _base_round(self, round_s: float, cpus: frozenset[int] | None) -> Round | str:
+        """The base's round (on ``cpus``, where given), or what its kernel raised."""
         from ..model.pairing import Round
 
-        _send(self.connection, "round", round_s)
+        _send(self.connection, "round", round_s, cpus)
         message = _receive(self.connection, REPLY_TIMEOUT_S, "a round")
         if message[0] == "error":
             return str(message[1])
@@ -245,9 +261,47 @@ class Against:
                     self.process.kill()
                     self.process.wait()
         finally:
+            _leave_pool()
             self.connection.close()
             shutil.rmtree(self.log.parent, ignore_errors=True)  # the follower's log and path shim
             self.checkout.remove()
+
+
+def _leave_pool() -> None:
+    """The shared pool is no longer this process's (its memory goes with the last copy made in it)."""
+    from ..timing.copies import HostPool, SharedPool
+
+    if SharedPool.active is not None:
+        os.close(SharedPool.active.fd)
+        SharedPool.active = None
+        HostPool.release()
+
+
+def _one_cpu() -> frozenset[int] | None:
+    """One CPU of those this process may run on (None where the OS cannot pin)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return frozenset({min(os.sched_getaffinity(0))})
+
+
+@contextlib.contextmanager
+def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
+    """This thread on ``cpus`` for the block (nothing for None). A single-threaded kernel's rounds
+    run on one CPU on both sides: on a shared VM, which CPU each process happened to run on moved
+    one side's times by up to 15% for a whole comparison (2 vCPUs, a neighbour's load on one)."""
+    if cpus is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    was = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError:  # a CPU this process may not use: run where it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, was)
 
 
 #: the head's options the follower leaves out: the comparison itself, and every file the run writes
@@ -285,9 +339,13 @@ class Follower:
 
     follows = True
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, pool_fd: int | None = None) -> None:
+        from ..timing.copies import SharedPool
+
         self.connection = Connection(fd)
         self._errors: list[str] = []
+        if pool_fd is not None:  # the head's pool: the base's copies in its second half
+            SharedPool.active = SharedPool(pool_fd, 1, allocates_both=False)
 
     @pytest.hookimpl
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -320,7 +378,8 @@ class Follower:
             message = _receive(self.connection, 86400.0, "waiting for the head")
             if message[0] == "round":
                 try:
-                    r = base_round(float(message[1]))
+                    with pinned(message[2]):
+                        r = base_round(float(message[1]))
                 except Exception as exc:  # the base's kernel raised: the head says so
                     _send(self.connection, "error", f"{type(exc).__name__}: {exc}")
                     raise

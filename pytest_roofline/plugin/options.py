@@ -36,6 +36,8 @@ DEFAULT_REGRESSION = 0.10
 #: the environment variable that makes a pytest process the follower of a ``--roofline-against``
 #: comparison (:mod:`.against`): the file descriptor of its socket to the head
 FOLLOW_FD = "ROOFLINE_FOLLOW_FD"
+#: ... and the file descriptor of the memory both sides' copies are carved from
+POOL_FD = "ROOFLINE_POOL_FD"
 
 
 # -- option values ---------------------------------------------------------------------------------

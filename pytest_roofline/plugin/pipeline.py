@@ -108,6 +108,7 @@ def measure_call(
                 request.cache, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn,
                 args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup,
                 budget_s=budget_s, clock=backend.clock, asked=request.cache_asked,
+                paired=state.against is not None and on_cpu,
             )  # fmt: skip
             rounds = None
             if state.against is not None:
@@ -133,8 +134,6 @@ def measure_call(
                         rounds=rounds,
                     )  # fmt: skip
             finally:
-                if rounds is not None:
-                    rounds.release()
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
                     _release_memory(backend)
@@ -189,9 +188,13 @@ def _measured(
 
     if isinstance(against, Follower):
         return _follow(against, est, request, rounds, nodeid=nodeid)
+    from ..model.verdict import MULTITHREADED
+
     result = decided()
     head = rounds  # beside the base's, in turns
-    vs_base = against.pair(nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s)
+    parallelism = result.measurement.parallelism  # known on the host only
+    one_cpu = parallelism is not None and parallelism < MULTITHREADED
+    vs_base = against.pair(nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s, one_cpu=one_cpu)
     return dataclasses.replace(result, vs_base=vs_base)
 
 
@@ -201,11 +204,9 @@ class _Rounds:
     own floor, never a ceiling; the probe timed beside it (on the CPU) is identical code on both
     sides, and its rate divides out what each process alone makes of a kernel.
 
-    A rotated kernel's rounds alternate between two sets of copies made apart (the measurement's
-    plan, and a second made at the first round): on a shared VM the set of copies a measurement
-    happened to get moved its median by 10-20%, for as long as it lasted, on one side only. With
-    two, each side's pair of rounds in an ABBA block is two placements of identical code, so the
-    A/A floor (:mod:`..model.pairing`) sees what placement does.
+    On the host, both sides' kernels run on copies in the pool the two processes share
+    (:class:`~..timing.copies.SharedPool`, planned with ``paired``): where each process's own memory
+    landed moved its times by 10-20% for as long as it lived.
     """
 
     def __init__(
@@ -220,40 +221,17 @@ class _Rounds:
         *,
         on_cpu: bool,
     ) -> None:
-        self._make = (kernel, request, backend, state, reference, on_cpu)
-        self.est, self.plans = est, [plan]
-        self._measurers = [_measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)]
-        self._taken = 0
+        self.est = est
+        self._measure = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
         self.side: Side = "base" if state.against is not None and state.against.follows else "head"
 
     def __call__(self, budget_s: float) -> tuple[Measurement, Round]:
         from ..model.pairing import Round
 
-        if self._taken == 1 and self.plans[0].rotation is not None:
-            self._second_plan(budget_s)
-        measure_once = self._measurers[self._taken % len(self._measurers)]
-        self._taken += 1
-        m = measure_once(budget_s)
+        m = self._measure(budget_s)
         heavy = m.contention is not None and m.contention.level == "heavy"
         rate = m.probe.value(m.stat) if m.probe is not None else None
         return m, Round(self.side, m.time_s, self.est.floor_s, heavy, rate)
-
-    def _second_plan(self, budget_s: float) -> None:
-        from ..timing.cache import plan_cache
-
-        kernel, request, backend, state, reference, on_cpu = self._make
-        plan = plan_cache(
-            request.cache, op_bytes=self.est.bytes, llc_bytes=self.est.device.llc_bytes, fn=kernel.fn,
-            args=kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, budget_s=budget_s,
-            clock=backend.clock, asked=request.cache_asked,
-        )  # fmt: skip
-        self.plans.append(plan)
-        self._measurers.append(_measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu))
-
-    def release(self) -> None:
-        """The second set of copies (the first is the measurement's, released with it)."""
-        for plan in self.plans[1:]:
-            plan.release()
 
 
 def _follow(

@@ -105,20 +105,26 @@ def plan_cache(
     free_bytes: Callable[[bool], int | None] | None = None,
     clock: Callable[[], float] | None = None,
     asked: str = "cache='warm'",
+    paired: bool = False,
 ) -> CachePlan:
     """The plan for measuring ``fn(*args, **kwargs)`` ``state`` (``cold`` or ``warm``); rotation's
     copies are made here, before the measurement's clock starts, within ``budget_s`` (the
     measurement's time budget: :data:`~.rotation.MAX_COPY_SHARE` of it at most). ``asked`` says who
-    asked for a warm measurement (``flush=False``, ``--roofline-cache=warm``), as its note will."""
+    asked for a warm measurement (``flush=False``, ``--roofline-cache=warm``), as its note will.
+    ``paired``: one side of an A/B comparison on the host (``--roofline-against``): the kernel runs on
+    copies only, in the pool both sides share (:class:`~.copies.SharedPool`), an op past the cache
+    too (two copies) where they fit."""
     if check_cache_state(state) == "warm":
         return CachePlan(None, f"warm on request ({asked})")
     choice = choose_flush(op_bytes, llc_bytes, requested=True)
-    if choice.past_cache:
+    if choice.past_cache and not paired:
         return CachePlan("past-cache", choice.note)
     planned = plan_rotation(
         fn, args, kwargs, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes, clock=clock,
-        budget_s=budget_s, setup=setup,
+        budget_s=budget_s, setup=setup, own_set=not paired,
     )  # fmt: skip
+    if isinstance(planned, NoRotation) and choice.past_cache:
+        return CachePlan("past-cache", choice.note)
     if isinstance(planned, NoRotation):
         return CachePlan("flush", f"not rotated: {planned.reason}")
     return CachePlan("rotation", rotation=planned)

@@ -325,8 +325,93 @@ class _Memory:
         self.__array_interface__ = {"data": (address, True), "shape": (size,), "typestr": "|u1", "version": 3}
 
 
+class SharedPool:
+    """Host memory the two processes of an A/B comparison (``--roofline-against``) carve their copies
+    from: one file in memory, each process's copies in its own half, the halves' pages allocated in
+    turns (:data:`SHARED_CHUNK` of one, then of the other).
+
+    Why: on a shared VM, where a process's memory landed moved its kernels' times by 10-20% for as
+    long as the process lived (two processes taking turns on ``np.add`` over their own arrays; sets
+    made within one process differed by under 3%). Pages allocated in turns give both sides the same
+    mix, and their paired times agree within a few percent (``docs/ci.md``). The file is sparse: only
+    what is allocated takes memory.
+    """
+
+    #: the pool of this process, where it takes part in a comparison
+    active: SharedPool | None = None
+
+    def __init__(self, fd: int, side: int, *, allocates_both: bool) -> None:
+        import mmap
+
+        import numpy as np
+
+        self.fd, self.side, self.allocates_both = fd, side, allocates_both
+        self._map = mmap.mmap(fd, SHARED_SIDE_BYTES, offset=side * SHARED_SIDE_BYTES)
+        self.buffer: npt.NDArray[np.uint8] = np.frombuffer(self._map, dtype=np.uint8)
+        self._allocated = 0  # bytes of this half allocated and mapped for copies, from its start
+        self._top = SHARED_SIDE_BYTES  # where the kept arrays start
+
+    @classmethod
+    def create(cls) -> SharedPool | None:
+        """The head's pool (side 0), None where the OS has no anonymous memory file (not Linux)."""
+        import os
+
+        if not hasattr(os, "memfd_create"):
+            return None
+        fd = os.memfd_create("roofline-pool")  # closed with the process: the follower gets its own
+        os.ftruncate(fd, 2 * SHARED_SIDE_BYTES)
+        return cls(fd, 0, allocates_both=True)
+
+    def reserve(self, nbytes: int) -> bool:
+        """This half allocated and mapped up to ``nbytes`` for copies; False when it holds less."""
+        if nbytes > self._top:
+            return False
+        self._allocate(self._allocated, nbytes)
+        self._allocated = max(self._allocated, _chunks(nbytes))
+        return True
+
+    def keep(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
+        """``nbytes`` of this half for as long as the process lives (a probe's arrays), carved from
+        its top; None where they would leave the copies less than :data:`SHARED_COPY_BYTES`."""
+        start = (self._top - nbytes) // SHARED_CHUNK * SHARED_CHUNK
+        if start < SHARED_COPY_BYTES:
+            return None
+        self._allocate(start, self._top)
+        self._top = start
+        return self.buffer[start : start + nbytes]
+
+    def _allocate(self, low: int, high: int) -> None:
+        """Bytes ``[low, high)`` of this half allocated and mapped. The head allocates the other
+        half's pages in turns with its own; the follower, coming second, finds its pages allocated
+        (what the base needs beyond the head is allocated as it comes)."""
+        import os
+
+        low, high = low // SHARED_CHUNK * SHARED_CHUNK, _chunks(high)
+        sides = (0, 1) if self.allocates_both else (self.side,)
+        for offset in range(low, high, SHARED_CHUNK):
+            for side in sides:  # allocating keeps what is there: the other side's copies stay
+                os.posix_fallocate(self.fd, side * SHARED_SIDE_BYTES + offset, SHARED_CHUNK)
+        # mapped now (a read per page), so that page faults are not the kernel's
+        int(self.buffer[low:high:_PAGE].sum())
+
+
+def _chunks(nbytes: int) -> int:
+    return -(-nbytes // SHARED_CHUNK) * SHARED_CHUNK
+
+
+#: what rotation's copies may take of each side's half (:data:`~.rotation.MAX_ROTATION_BYTES`, and
+#: room for their padding) ...
+SHARED_COPY_BYTES = 1088 * 2**20
+#: ... and the half: the rest is kept for long-lived arrays (:meth:`SharedPool.keep`)
+SHARED_SIDE_BYTES = SHARED_COPY_BYTES + 256 * 2**20
+#: the halves' pages are allocated in turns of this many bytes
+SHARED_CHUNK = 2 * 2**20
+_PAGE = 4096
+
+
 class HostPool:
-    """One host buffer, touched once, that copies are carved out of for the length of a measurement."""
+    """One host buffer, touched once, that copies are carved out of for the length of a measurement;
+    the process's half of the :class:`SharedPool` where it takes part in a comparison."""
 
     #: each thread's pool (``pool``): a new rotation reuses the last one's space, which only the thread
     #: that planned both knows to be free
@@ -359,6 +444,10 @@ class HostPool:
         page faults are not the kernel's, when this one is too small."""
         import numpy as np
 
+        shared = SharedPool.active
+        if shared is not None and shared.reserve(nbytes):
+            self._buffer = shared.buffer
+            return
         if self._buffer is None or self._buffer.nbytes < nbytes:
             self._buffer = None  # freed before the larger one is made
             self._buffer = np.empty(nbytes, dtype=np.uint8)

@@ -102,6 +102,8 @@ class Rotation:
     #: with ``setup=``: what the engine runs before every call in its place (the set called last
     #: reset); None without
     reset: Callable[[], None] | None = None
+    #: the caller's own set is one of the cycle's (False: copies only, an A/B comparison's)
+    own_set: bool = True
 
     @property
     def cycle_bytes(self) -> int:
@@ -110,10 +112,10 @@ class Rotation:
     def describe(self) -> str:
         from pytest_roofline.model.units import binary_bytes
 
+        made = f"yours and {_copies(self.copies - 1)}" if self.own_set else f"{_copies(self.copies)} of yours"
         return (
             f"cold by rotation over {self.copies} argument sets ({binary_bytes(self.cycle_bytes)} a cycle,"
-            f" yours and {_copies(self.copies - 1)} taking"
-            f" {binary_bytes(self.copy_bytes)})"
+            f" {made} taking {binary_bytes(self.copy_bytes)})"
         )
 
     def release(self) -> None:
@@ -139,6 +141,7 @@ def plan_rotation(
     clock: Callable[[], float] | None = None,
     budget_s: float | None = None,
     setup: Callable[[], object] | None = None,
+    own_set: bool = True,
 ) -> Rotation | NoRotation:
     """Copies of the arrays in ``fn(*args, **kwargs)`` enough for one cycle to leave the cache cold.
 
@@ -148,7 +151,11 @@ def plan_rotation(
     ``budget_s``: the measurement's time budget, of which the copies may take
     :data:`MAX_COPY_SHARE` (None: no bound). ``setup``: the call's ``setup=`` (see the module's
     docstring); called here, once, and again before every call through :attr:`Rotation.reset`.
+    ``own_set=False`` (an A/B comparison's, without ``setup``): every set of the cycle is a copy in the
+    pool, none the caller's (whose memory is its process's alone); the caller's arguments get one
+    untimed call, so that what the test reads after holds the kernel's results.
     """
+    own_set = own_set or setup is not None
     clock = clock or time.perf_counter
     start = clock()
     found, kernel, positional, keywords = scan_call(fn, args, kwargs)
@@ -158,7 +165,7 @@ def plan_rotation(
     planned = _plan(
         found, op_bytes=op_bytes, llc_bytes=llc_bytes, free_bytes=free_bytes or free_memory,
         # a set's objects: its arrays' copies, and the containers rebuilt around them
-        per_set=len(found.arrays) + (found.nodes if rebuilt else 0),
+        per_set=len(found.arrays) + (found.nodes if rebuilt else 0), own_set=own_set,
     )  # fmt: skip
     if isinstance(planned, NoRotation):
         return planned
@@ -168,18 +175,21 @@ def plan_rotation(
         return NoRotation(changed)
     if setup is not None and setup() is not None:
         return NoRotation("setup= returns each call's arguments")
-    made = _Made(units, copies - 1 + (setup is not None), clock)
+    if not own_set:
+        fn(*args, **(kwargs or {}))
+    made = _Made(units, copies - own_set + (setup is not None), clock)
     if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s):
         return NoRotation(why)
     gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
     settle(gpu_arrays)
-    columns: list[list[object]] = [[array] for array in found.arrays]
+    columns: list[list[object]] = [[array] if own_set else [] for array in found.arrays]
     for unit, copier in zip(units, made.copiers, strict=True):
-        for made_copy in copier.copies[: copies - 1]:
+        for made_copy in copier.copies[: copies - own_set]:
             for member, copy in zip(unit.members, made_copy, strict=True):
                 columns[member].append(copy)
     calls = _calls(kernel, positional, keywords, columns, copies, rebuilt=rebuilt)
-    calls[0] = functools.partial(fn, *args, **(kwargs or {}))  # the caller's own objects, as given
+    if own_set:
+        calls[0] = functools.partial(fn, *args, **(kwargs or {}))  # the caller's own objects, as given
     outputs = _Outputs(cycle_target(llc_bytes), copies)
     rotating = (
         _Rotating(calls, gpu_arrays, outputs)
@@ -193,6 +203,7 @@ def plan_rotation(
         made_s=clock() - start - made.grown_s,
         copy_bytes=made.footprint,
         reset=rotating.reset if isinstance(rotating, _Resetting) else None,
+        own_set=own_set,
     )
 
 
@@ -203,6 +214,7 @@ def _plan(
     llc_bytes: int | None,
     free_bytes: Callable[[bool], int | None],
     per_set: int,
+    own_set: bool = True,
 ) -> tuple[list[Unit], int] | NoRotation:
     """What is copied as one, and how many sets the cycle has; or why there is no rotation."""
     from pytest_roofline.model.units import binary_bytes
@@ -238,9 +250,9 @@ def _plan(
     # the cycle aims at CYCLE_MULTIPLE x the cache, within what memory allows; a cycle of less than
     # MIN_CYCLE_MULTIPLE x the cache would find its copies still there when they come round again
     wanted = math.ceil(cycle_target(llc_bytes) / set_bytes)
-    by_memory = max(cap - fixed, 0) // per_copy + 1
+    by_memory = max(cap - fixed, 0) // per_copy + own_set
     copies = max(2, min(wanted, by_memory, most))
-    if (copies - 1) * per_copy + fixed > cap:
+    if (copies - own_set) * per_copy + fixed > cap:
         return NoRotation(
             f"memory allows {binary_bytes(cap)} of copies, less than one set of {binary_bytes(set_bytes)}"
         )

@@ -7,6 +7,7 @@ Nothing here is timed for real: the verdicts follow from the scripted costs, so 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -227,8 +228,9 @@ def test_the_comparison_needs_a_serial_run(repo: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--roofline-against*needs a serial run*"])
 
 
-ROTATED = """
+POOLED = """
 import json
+import os
 import os
 
 import numpy as np
@@ -236,39 +238,86 @@ import pytest
 
 import kernels
 
-x = np.ones(2**17)  # 1 MiB: rotated over copies of it
+x = np.arange(2**20, dtype=np.float32)  # 4 MiB: rotated over copies of it
+z = np.zeros_like(x)
 
 
-@pytest.mark.speed_of_light("copy", n=2**16, dtype="fp64", min_fraction=0.01)
-def test_rotated(roofline):
-    roofline(kernels.touch, x)
+@pytest.mark.speed_of_light("copy", n=2**20, dtype="fp32", min_fraction=0.01)
+def test_pooled(roofline):
+    roofline(kernels.scale, x, z)
     side = "base" if os.environ.get("ROOFLINE_FOLLOW_FD") else "head"
-    with open(f"{side}.json", "w") as out:
-        json.dump(len(set(kernels.SEEN)), out)
+    with open(os.path.join(os.environ["SEEN_DIR"], f"{side}.json"), "w") as out:
+        json.dump({"calls": len(kernels.SEEN), "in_pool": sum(kernels.SEEN), "cpus": kernels.CPUS,
+                   "own_result": bool(np.array_equal(z, 2 * x))}, out)
 """
 
-TOUCH = """
-SEEN = []
+SMALL_CACHE_CPU = """
+from pytest_roofline import Device, Figure, Precision, Source, Unit
 
 
-def touch(x):
-    SEEN.append(id(x))
-
-
-touch.cost = 1e-4
-"""
-
-
-def test_each_side_rounds_over_two_sets_of_copies(repo: pytest.Pytester) -> None:
-    # where one set of copies landed moved one side's median for a whole comparison on a shared VM;
-    # with two, each ABBA block's pair of rounds of one side is two placements of identical code
-    commit(repo, "rotated", **{"test_rotated.py": ROTATED, "kernels.py": TOUCH})
-    repo.runpytest("test_rotated.py", "--roofline-mode=report").assert_outcomes(passed=1)
-    alone = json.loads((repo.path / "head.json").read_text())
-    # report mode: the fake backend times a rotated kernel at its default cost, faster than light
-    result = repo.runpytest(
-        "test_rotated.py", "--roofline-against", "HEAD", "--roofline-json=r.json", "--roofline-mode=report"
+def pytest_roofline_device(config, spec):  # this CPU, timed for real; a small cache: few copies
+    return Device(
+        key="small-cache-cpu", name="Small Cache CPU", kind="cpu",
+        peaks={(Precision.FP32, Unit.VECTOR): Figure(1e11, Source.DATASHEET)},
+        bandwidth=Figure(1e10, Source.DATASHEET), llc_bytes=2**20, cores=1,
     )
+"""
+
+SCALE = """
+import os
+
+import numpy as np
+
+SEEN = []
+CPUS = []
+
+
+def in_pool(a):
+    address = a.__array_interface__["data"][0]
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            low, high = (int(end, 16) for end in line.split()[0].split("-"))
+            if low <= address < high:
+                return "roofline-pool" in line
+    return False
+
+
+def scale(x, z):
+    SEEN.append(in_pool(x) and in_pool(z))
+    CPUS.append(sorted(os.sched_getaffinity(0)))
+    np.multiply(x, 2, out=z)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="the shared pool needs memfd_create (Linux)")
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2, reason="needs 2 CPUs")
+def test_both_sides_time_their_kernels_on_copies_in_the_pool_they_share_and_on_one_cpu(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # where each process's own memory landed moved its times by 10-20% on a shared VM: every timed
+    # call of either side runs on copies carved from the one pool, none on the caller's arrays, which
+    # still get the kernel's results (one untimed call); and which CPU each process ran on moved its
+    # times by up to 15%: a single-threaded kernel's rounds run on one CPU, the same on both sides
+    monkeypatch.setenv("SEEN_DIR", str(pytester.path))  # the base's test runs in its own checkout
+    pytester.makepyfile(test_pooled=POOLED, kernels=SCALE)
+    pytester.makeconftest(SMALL_CACHE_CPU)
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    result = pytester.runpytest(
+        "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.5",
+        "--roofline-latency-floor=off",
+    )  # fmt: skip
     result.assert_outcomes(passed=1)
-    assert json.loads((repo.path / "head.json").read_text()) > alone  # a second set of copies
-    assert vs_base(repo.path / "r.json")["test_rotated"]["verdict"] in ("same", "undecided")
+    for side in ("head", "base"):
+        seen = json.loads((pytester.path / f"{side}.json").read_text())
+        # the untimed call on the caller's arrays is the one call not in the pool
+        assert seen["calls"] > 2, (side, seen)
+        assert seen["in_pool"] == seen["calls"] - 1, (side, seen)
+        assert seen["own_result"], side
+    head = json.loads((pytester.path / "head.json").read_text())["cpus"]
+    base = json.loads((pytester.path / "base.json").read_text())["cpus"]
+    assert len(head[0]) > 1  # the head's own measurement: where the OS put it
+    assert len({tuple(c) for c in base[1:]}) == 1  # the base's rounds, on one CPU ...
+    assert len(base[-1]) == 1
+    assert base[-1] == head[-1]  # ... the head's rounds' CPU

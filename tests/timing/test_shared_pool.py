@@ -1,0 +1,72 @@
+"""The pool both sides of an A/B comparison carve their copies from (``--roofline-against``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from pytest_roofline.timing import probes
+from pytest_roofline.timing.copies import SHARED_COPY_BYTES, SHARED_SIDE_BYTES, HostPool, SharedPool
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="memfd_create (Linux)")
+
+MiB = 2**20
+
+
+@pytest.fixture
+def head() -> Iterator[SharedPool]:
+    pool = SharedPool.create()
+    assert pool is not None
+    yield pool
+    SharedPool.active = None
+    HostPool.release()
+    probes.kernel.cache_clear()
+    os.close(pool.fd)
+
+
+def test_the_heads_allocation_keeps_what_the_follower_wrote_in_its_half(head: SharedPool) -> None:
+    base = SharedPool(head.fd, 1, allocates_both=False)
+    assert head.reserve(4 * MiB)
+    assert base.reserve(4 * MiB)
+    base.buffer[: 4 * MiB] = 7
+    assert head.reserve(64 * MiB)  # the head allocates both halves in turns: the base's bytes stay
+    assert int(base.buffer[: 4 * MiB].min()) == 7
+    assert int(head.buffer[: 4 * MiB].max()) == 0  # the halves are apart
+
+
+def test_copies_have_their_room_and_kept_arrays_the_top(head: SharedPool) -> None:
+    kept = head.keep(128 * MiB)
+    assert kept is not None
+    assert kept.nbytes == 128 * MiB
+    assert kept.ctypes.data - head.buffer.ctypes.data >= SHARED_COPY_BYTES
+    assert head.reserve(SHARED_COPY_BYTES)
+    assert head.keep(SHARED_SIDE_BYTES - SHARED_COPY_BYTES) is None  # it would cut into the copies' room
+    assert not head.reserve(SHARED_SIDE_BYTES)  # past the kept arrays: a private buffer instead
+
+
+def test_rotation_carves_its_copies_from_the_active_pool(head: SharedPool) -> None:
+    SharedPool.active = head
+    pool = HostPool.get()
+    pool.reserve(8 * MiB)
+    taken = pool.take(MiB, 4, 0)
+    assert head.buffer.ctypes.data <= taken.ctypes.data < head.buffer.ctypes.data + SHARED_COPY_BYTES
+    SharedPool.active = None
+    HostPool.release()
+    pool = HostPool.get()
+    pool.reserve(8 * MiB)
+    outside = pool.take(MiB, 4, 0).ctypes.data
+    assert not head.buffer.ctypes.data <= outside < head.buffer.ctypes.data + SHARED_SIDE_BYTES
+
+
+def test_the_probe_streams_over_arrays_in_the_pool(head: SharedPool) -> None:
+    SharedPool.active = head
+    probes.kernel.cache_clear()
+    copy = probes.kernel(probes.BANDWIDTH, "copy", 16 * MiB)
+    dst, src = copy.args
+    assert np.all(src == 1.0)
+    for array in (dst, src):
+        offset = array.ctypes.data - head.buffer.ctypes.data
+        assert SHARED_COPY_BYTES <= offset < SHARED_SIDE_BYTES
