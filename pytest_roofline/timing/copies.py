@@ -364,9 +364,8 @@ class SharedPool:
 
     def reserve(self, nbytes: int) -> bool:
         """This half allocated and mapped up to ``nbytes`` for copies; False when it holds less."""
-        if nbytes > self._top:
+        if nbytes > self._top or not self._allocate(self._allocated, nbytes):
             return False
-        self._allocate(self._allocated, nbytes)
         self._allocated = max(self._allocated, _chunks(nbytes))
         return True
 
@@ -374,25 +373,29 @@ class SharedPool:
         """``nbytes`` of this half for as long as the process lives (a probe's arrays), carved from
         its top; None where they would leave the copies less than :data:`SHARED_COPY_BYTES`."""
         start = (self._top - nbytes) // SHARED_CHUNK * SHARED_CHUNK
-        if start < SHARED_COPY_BYTES:
+        if start < SHARED_COPY_BYTES or not self._allocate(start, self._top):
             return None
-        self._allocate(start, self._top)
         self._top = start
         return self.buffer[start : start + nbytes]
 
-    def _allocate(self, low: int, high: int) -> None:
-        """Bytes ``[low, high)`` of this half allocated and mapped. The head allocates the other
-        half's pages in turns with its own; the follower, coming second, finds its pages allocated
-        (what the base needs beyond the head is allocated as it comes)."""
+    def _allocate(self, low: int, high: int) -> bool:
+        """Bytes ``[low, high)`` of this half allocated and mapped; False where memory ran short.
+        The head allocates the other half's pages in turns with its own; the follower, coming
+        second, finds its pages allocated (what the base needs beyond the head is allocated as it
+        comes)."""
         import os
 
         low, high = low // SHARED_CHUNK * SHARED_CHUNK, _chunks(high)
         sides = (0, 1) if self.allocates_both else (self.side,)
-        for offset in range(low, high, SHARED_CHUNK):
-            for side in sides:  # allocating keeps what is there: the other side's copies stay
-                os.posix_fallocate(self.fd, side * SHARED_SIDE_BYTES + offset, SHARED_CHUNK)
+        try:
+            for offset in range(low, high, SHARED_CHUNK):
+                for side in sides:  # allocating keeps what is there: the other side's copies stay
+                    os.posix_fallocate(self.fd, side * SHARED_SIDE_BYTES + offset, SHARED_CHUNK)
+        except OSError:  # no memory for it: the copies go to this process's own
+            return False
         # mapped now (a read per page), so that page faults are not the kernel's
         int(self.buffer[low:high:_PAGE].sum())
+        return True
 
 
 def _chunks(nbytes: int) -> int:

@@ -70,3 +70,19 @@ def test_the_probe_streams_over_arrays_in_the_pool(head: SharedPool) -> None:
     for array in (dst, src):
         offset = array.ctypes.data - head.buffer.ctypes.data
         assert SHARED_COPY_BYTES <= offset < SHARED_SIDE_BYTES
+
+
+def test_memory_that_runs_short_leaves_the_copies_to_the_process(
+    head: SharedPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_memory(fd: int, offset: int, length: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_memory)
+    assert not head.reserve(8 * MiB)
+    assert head.keep(8 * MiB) is None
+    SharedPool.active = head
+    pool = HostPool.get()
+    pool.reserve(8 * MiB)  # a private buffer instead
+    outside = pool.take(MiB, 4, 0).ctypes.data
+    assert not head.buffer.ctypes.data <= outside < head.buffer.ctypes.data + SHARED_SIDE_BYTES
