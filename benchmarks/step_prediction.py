@@ -1,0 +1,85 @@
+"""How close does the suite's prediction of a model's step come to the measured step?
+
+Runs the example project's decoder tests (the per-op tests of the ops its decode step calls, and
+the whole steps) ``--runs`` times, each run a pytest process writing its own JSON report; then, for
+every whole step measured (a record of ``op="llm"``: its config, batch and context), asks
+``roofline llm CONFIG --device cpu --batch B --context C --from REPORT --json`` for the predicted
+step and divides it by the step that run measured. Printed: each run's ratio per step, and per step
+the median of the runs' ratios and their range (the targets of issue 42: the tiny decoder within
+10% at batch 1 and 8, the second config within 15%). ``-n 2`` runs pytest under pytest-xdist.
+
+    python benchmarks/step_prediction.py [--runs 5] [-n 2] [-k EXPR]
+
+Run it on an otherwise quiet machine (no helpers, no other benchmark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ["example_project/tests/test_decoder.py", "example_project/tests/test_decoder_ops.py"]
+
+
+def run_suite(report: Path, workers: int | None, select: str | None) -> None:
+    extra = ["-n", str(workers)] if workers else []
+    if select:
+        extra += ["-k", select]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--roofline-mode=report",
+         f"--roofline-json={report}", *extra, *TESTS], cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+
+
+def steps(report: Path) -> list[dict[str, object]]:
+    """The report's whole-step records (``op="llm"``)."""
+    return [r for r in json.loads(report.read_text())["measurements"] if r.get("op") == "llm"]
+
+
+def predicted_s(report: Path, step: dict[str, object]) -> float:
+    params = step["params"]
+    assert isinstance(params, dict)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_roofline", "llm", str(params["config"]), "--device", "cpu",
+         "--batch", str(params.get("batch", 1)), "--context", str(params.get("context", 0)),
+         "--from", str(report), "--json"], cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        sys.exit(f"roofline llm exited {done.returncode}: {done.stderr.strip()}")
+    return float(json.loads(done.stdout)["total"]["predicted_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("-n", type=int, default=None, help="pytest-xdist workers")
+    parser.add_argument("-k", default=None, help="pytest's -k, to run fewer tests")
+    args = parser.parse_args()
+    ratios: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="step-prediction-") as folder:
+        for i in range(args.runs):
+            report = Path(folder) / f"run{i}.json"
+            run_suite(report, args.n, args.k)
+            line = []
+            for step in steps(report):
+                measured = float(step["time_s"])  # type: ignore[arg-type]
+                ratio = predicted_s(report, step) / measured
+                ratios.setdefault(str(step["nodeid"]), []).append(ratio)
+                line.append(f"{str(step['nodeid']).split('::')[-1]} {ratio:.3f} ({measured * 1e3:.2f} ms)")
+            print(f"run {i + 1}: " + "  ".join(line), flush=True)
+    print(f"\npredicted / measured step, {args.runs} runs{' under -n ' + str(args.n) if args.n else ''}:")
+    for nodeid, values in ratios.items():
+        median = statistics.median(values)
+        print(f"  {nodeid}: median {median:.3f} (off by {abs(median - 1):.1%}), range {min(values):.3f}-{max(values):.3f}")
+
+
+if __name__ == "__main__":
+    main()
