@@ -9,11 +9,12 @@
     roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
     roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
     roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
+    roofline llm config.json --device h100-sxm --from REPORT.json [--budget-ms MS --assume-fraction F]
     roofline selfcheck [--device D] [--json FILE] [--fake]
 
 Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
-exits 1 when a test regressed, ``selfcheck`` when a timer disagrees with the engine, and for
-nothing else: a bug's traceback exits 2.
+exits 1 when a test regressed, ``llm --budget-ms`` when the predicted step is over its budget,
+``selfcheck`` when a timer disagrees with the engine, and for nothing else: a bug's traceback exits 2.
 """
 
 from __future__ import annotations
@@ -731,8 +732,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     except RuntimeError as exc:  # an unavailable device or CuPy: said in one line, not a traceback
         print(f"roofline: error: {exc}", file=sys.stderr)
-        return USAGE_ERROR if command == "compare" else 1  # compare's 1 says a test regressed
-    except Exception:  # a bug keeps its traceback, but never exits 1, which compare says for a regression
+        # compare's 1 says a test regressed, llm's a step predicted over its budget
+        return USAGE_ERROR if command in ("compare", "llm") else 1
+    except Exception:  # a bug keeps its traceback, but never exits 1, which compare and llm say
         import traceback
 
         traceback.print_exc()

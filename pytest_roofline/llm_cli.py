@@ -3,13 +3,17 @@
 One row per kernel of a layer (and the once-per-step embedding, final norm and LM head): its FLOPs,
 bytes, intensity, bound and floor, times its count; the step's floor is the sum of the rows'. The
 all-reduce of ``--tp`` is timed at the device's interconnect (the table's NVLink and xGMI figures, sourced).
+``--from REPORT.json`` predicts the step from a suite's measurements of its ops
+(:mod:`.model.step_prediction`), and ``--budget-ms`` gates the prediction.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +21,7 @@ from .model import units
 from .model.core import Device, Estimate
 from .model.devices import INTERCONNECTS
 from .model.llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops, step_weights
+from .model.step_prediction import ASSUMED_FRACTION, Evidence, Match, StepPrediction, match_op, predict
 
 #: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
 LINKS = INTERCONNECTS
@@ -64,6 +69,22 @@ def add_parser(commands: Any) -> None:
     llm.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel GPUs (default: 1)")
     llm.add_argument("--json", action="store_true", help="print JSON instead of the table")
     llm.add_argument("--plot", metavar="OUT", help="draw each op on the roofline, .svg or .png")
+    llm.add_argument(
+        "--from", dest="reports", action="append", metavar="REPORT.json",
+        help="a --roofline-json report (repeatable): predict the step from its tests of the step's ops",
+    )  # fmt: skip
+    llm.add_argument(
+        "--assume-fraction", type=_fraction, metavar="F",
+        help="with --from: the fraction of its floor an op with no measurement of its kind attains "
+        f"(default: {ASSUMED_FRACTION}, the plugin's default budget)",
+    )  # fmt: skip
+    llm.add_argument(
+        "--across-devices", action="store_true", help="with --from: use measurements of other devices too"
+    )
+    llm.add_argument(
+        "--budget-ms", type=_milliseconds, metavar="MS",
+        help="with --from: exit 1 when the predicted step takes longer than MS milliseconds",
+    )  # fmt: skip
     llm.set_defaults(run=run)
 
 
@@ -80,9 +101,36 @@ def _count(low: int) -> Any:
     return parse
 
 
-def run(args: argparse.Namespace) -> str:
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
+    if not 0 < value <= 1:  # also refuses a NaN
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1; got {text}")
+    return value
+
+
+def _milliseconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of milliseconds; got {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a positive number of milliseconds; got {text}")
+    return value
+
+
+def run(args: argparse.Namespace) -> str | tuple[str, int]:
     from .machine.public_estimate import resolve_device
 
+    for option, given in (
+        ("--budget-ms", args.budget_ms is not None),
+        ("--assume-fraction", args.assume_fraction is not None),
+        ("--across-devices", args.across_devices),
+    ):
+        if given and not args.reports:
+            raise LlmError(f"{option} is for a step predicted from measurements: add --from REPORT.json")
     config = load_config(args.config)
     options = {
         "phase": args.phase, "batch": args.batch, "context": args.context, "prompt": args.prompt,
@@ -103,15 +151,97 @@ def run(args: argparse.Namespace) -> str:
     device = resolve_device(args.device, measure=True)  # the user named it: measure the CPU if need be
     rows = floors(ops, device)
     summary = step_summary(config, options, rows, device)
+    prediction = None
+    if args.reports:
+        prediction = predicted_step(rows, args, device)
+        summary = {**summary, **prediction_summary(prediction, summary, args)}
+    verdict, status = budget_verdict(prediction, rows, args.budget_ms)
     if not (args.plot or args.json):
-        return format_step(rows, summary)
-    data = step_json(rows, summary, device)
+        return "\n".join([format_step(rows, summary, prediction), *verdict]), status
+    data = step_json(rows, summary, device, prediction)
     wrote = f"roofline: wrote {draw_step(data, args.plot)}" if args.plot else ""
     if args.json:
-        if wrote:  # stdout is the JSON's alone
-            print(wrote, file=sys.stderr)
-        return json.dumps(data, indent=2)
-    return f"{format_step(rows, summary)}\n{wrote}"
+        for line in (wrote, *verdict):  # stdout is the JSON's alone
+            if line:
+                print(line, file=sys.stderr)
+        return json.dumps(data, indent=2), status
+    return "\n".join([format_step(rows, summary, prediction), *verdict, wrote]), status
+
+
+def predicted_step(rows: list[Row], args: argparse.Namespace, device: Device) -> StepPrediction:
+    """Each row matched to the reports' measurements (``--from``), its floor over its fraction."""
+    from .output.step_evidence import read_reports
+
+    reports = read_reports(args.reports, device, across_devices=args.across_devices)
+    assume = assumed_fraction(args)
+    prediction = predict([(r.floor_s, r.op.count, match_row(r, reports.evidence)) for r in rows], assume)
+    if not any(p.match.measured for p in prediction.rows):
+        warnings.warn(
+            f"--from: no measurement of this step's ops ({reports.measured} measurement(s) read); "
+            f"every op is assumed at {assume:g} of its floor",
+            stacklevel=1,
+        )
+    return prediction
+
+
+def assumed_fraction(args: argparse.Namespace) -> float:
+    """``--assume-fraction``, or its default (None when not given: it needs ``--from``)."""
+    return float(args.assume_fraction or ASSUMED_FRACTION)
+
+
+def match_row(row: Row, evidence: tuple[Evidence, ...]) -> Match | None:
+    """The row's match: its params and dtype as a test's record holds them (the estimate's: checked,
+    defaults filled in), its bytes those it is floored on."""
+    op = row.op
+    params = dict(row.estimate.params) if row.estimate is not None else op.params
+    dtype = str(row.estimate.precision) if row.estimate is not None else op.dtype
+    return match_op(op.op, dtype, params, op.flops, op.bytes + op.link_bytes, evidence)
+
+
+def prediction_summary(
+    prediction: StepPrediction, summary: dict[str, Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    """The summary's additions for a predicted step: the total's prediction and its interval, and for
+    decode the tokens/s they imply."""
+    added: dict[str, Any] = {
+        "total": {
+            **summary["total"], "predicted_s": prediction.total_s, "predicted_lo_s": prediction.lo_s,
+            "predicted_hi_s": prediction.hi_s, "measured_share": prediction.measured_share,
+        },
+        "from": list(args.reports),
+        "assume_fraction": assumed_fraction(args),
+    }  # fmt: skip
+    if summary["phase"] == "decode":
+        batch = summary["batch"]
+        added["predicted_tokens_per_s"] = batch / prediction.total_s
+        added["predicted_tokens_per_s_lo"] = batch / prediction.hi_s
+        added["predicted_tokens_per_s_hi"] = batch / prediction.lo_s
+    if args.budget_ms is not None:
+        added["budget_s"] = args.budget_ms / 1e3
+        added["over_budget"] = over_budget(prediction, args.budget_ms)
+    return added
+
+
+def over_budget(prediction: StepPrediction, budget_ms: float) -> bool:
+    return prediction.total_s > budget_ms / 1e3
+
+
+def budget_verdict(
+    prediction: StepPrediction | None, rows: list[Row], budget_ms: float | None
+) -> tuple[list[str], int]:
+    """``--budget-ms``: a line saying whether the predicted step fits, and the exit status (1: over)."""
+    if prediction is None or budget_ms is None:
+        return [], 0
+    total, budget = prediction.total_s, budget_ms / 1e3
+    if not over_budget(prediction, budget_ms):
+        return [f"within budget: predicted step {units.seconds(total)} <= {units.seconds(budget)}"], 0
+    largest = prediction.rows[prediction.largest]
+    name = rows[prediction.largest].op.name
+    return [
+        f"over budget: predicted step {units.seconds(total)} > budget {units.seconds(budget)}; the largest "
+        f"part is {name}, {units.seconds(largest.predicted_s)} ({units.percent(largest.predicted_s / total)}"
+        f" of the step, {_how(largest.match)})"
+    ], 1
 
 
 def floors(ops: list[StepOp], device: Device) -> list[Row]:
@@ -162,9 +292,12 @@ def step_summary(
     return summary
 
 
-def step_json(rows: list[Row], summary: dict[str, Any], device: Device) -> dict[str, Any]:
+def step_json(
+    rows: list[Row], summary: dict[str, Any], device: Device, prediction: StepPrediction | None = None
+) -> dict[str, Any]:
     """What ``--json`` prints, and ``roofline plot`` draws: the step's ops (each with the roof it
-    was floored against), the summary, and the device's figures as a JSON report holds them."""
+    was floored against, and with ``--from`` its match), the summary, and the device's figures as a
+    JSON report holds them."""
     from .output.records import DeviceRecord
 
     ops = [
@@ -178,31 +311,93 @@ def step_json(rows: list[Row], summary: dict[str, Any], device: Device) -> dict[
         }
         for r in rows
     ]  # fmt: skip
+    if prediction is not None:
+        for op, p in zip(ops, prediction.rows, strict=True):
+            m = p.match
+            op["match"] = {
+                "nodeids": list(m.tests), "how": m.how, "fraction": m.fraction,
+                "fraction_lo": m.fraction_lo, "fraction_hi": m.fraction_hi, "predicted_s": p.predicted_s,
+                "predicted_lo_s": p.predicted_lo_s, "predicted_hi_s": p.predicted_hi_s,
+            }  # fmt: skip
     return {"schema": SCHEMA, "ops": ops, **summary, "devices": [DeviceRecord.of(device).to_json()]}
 
 
-def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
+#: the longest a test's id is shown in the table (the JSON has it whole)
+TEST_ID_WIDTH = 28
+
+
+def short_test(test: str) -> str:
+    """A test's id as the table shows it: its function and parameters without the file (and class),
+    cut to :data:`TEST_ID_WIDTH`."""
+    head, sep, params = test.partition("[")
+    name = head.rpartition("::")[2] + sep + params
+    return name if len(name) <= TEST_ID_WIDTH else name[: TEST_ID_WIDTH - 1] + "…"
+
+
+def _how(match: Match) -> str:
+    """Which measurement a row's fraction came from, as its ``measured by`` cell says it: an
+    interpolation's two tests as ``test_gemm[small..large]`` where one function ran both."""
+    if not match.measured:
+        return "assumed"
+    if match.how != "interpolated":
+        return f"{match.how} {short_test(match.tests[0])}"
+    (low, high) = (short_test(t) for t in match.tests)
+    low_name, _, low_params = low.partition("[")
+    high_name, _, high_params = high.partition("[")
+    if low_name == high_name and low_params and high_params:
+        return f"interp. {low_name}[{low_params[:-1]}..{high_params}"
+    return f"interp. {low}..{high}"
+
+
+def _fraction_text(value: float) -> str:
+    return f"{value:.2g}"
+
+
+def format_step(rows: list[Row], summary: dict[str, Any], prediction: StepPrediction | None = None) -> str:
     from tabulate import tabulate
 
     total = summary["total"]["floor_s"]
-    table = [
-        [
-            r.op.name,
-            r.estimate.label
-            if r.estimate is not None
-            else f"ring all-reduce of {r.op.params['elements']} values",
-            f"×{r.op.count}",
-            units.flops(r.op.flops),
-            units.nbytes(r.op.bytes + r.op.link_bytes),
-            units.intensity(r.estimate.intensity) if r.estimate is not None else "-",
-            r.bound,
-            units.seconds(r.floor_s),
-            units.seconds(r.total_s),
-            units.percent(r.total_s / total),
-        ]
+    kernels = [
+        r.estimate.label if r.estimate is not None else f"ring all-reduce of {r.op.params['elements']} values"
         for r in rows
     ]
-    headers = ["module", "kernel", "count", "FLOPs", "bytes", "FLOP/B", "bound", "floor", "× count", "share"]
+    if prediction is None:
+        table = [
+            [
+                r.op.name, kernel, f"×{r.op.count}", units.flops(r.op.flops),
+                units.nbytes(r.op.bytes + r.op.link_bytes),
+                units.intensity(r.estimate.intensity) if r.estimate is not None else "-", r.bound,
+                units.seconds(r.floor_s), units.seconds(r.total_s), units.percent(r.total_s / total),
+            ]
+            for r, kernel in zip(rows, kernels, strict=True)
+        ]  # fmt: skip
+        headers = [
+            "module",
+            "kernel",
+            "count",
+            "FLOPs",
+            "bytes",
+            "FLOP/B",
+            "bound",
+            "floor",
+            "× count",
+            "share",
+        ]
+    else:  # FLOPs, bytes, the bound and the floor of one call make way for the match (--json keeps them)
+        predicted = prediction.total_s
+        table = [
+            [
+                r.op.name, kernel, f"×{r.op.count}",
+                units.intensity(r.estimate.intensity) if r.estimate is not None else "-",
+                units.seconds(r.total_s), _how(p.match), _fraction_text(p.match.fraction),
+                units.seconds(p.predicted_s), units.percent(p.predicted_s / predicted),
+            ]
+            for r, kernel, p in zip(rows, kernels, prediction.rows, strict=True)
+        ]  # fmt: skip
+        headers = [
+            "module", "kernel", "count", "FLOP/B", "floor × count", "measured by", "fraction", "predicted",
+            "share",
+        ]  # fmt: skip
     tp = f", tp={summary['tp']}" if summary["tp"] > 1 else ""
     shape = (
         f"decode, batch {summary['batch']}, context {summary['context']}"
@@ -221,9 +416,9 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
         f"{units.flops(summary['total']['flops'])}, {units.nbytes(summary['total']['bytes'])})",
     ]
     if "tokens_per_s" in summary:
-        rate = summary["tokens_per_s"]
-        shown = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"  # a slow step is not "at most 0"
-        lines.append(f"decode      at most {shown} tokens/s ({summary['batch']} per step)")
+        lines.append(
+            f"decode      at most {_rate(summary['tokens_per_s'])} tokens/s ({summary['batch']} per step)"
+        )
     else:
         lines.append(f"prefill     time to first token at least {units.seconds(summary['ttft_s'])}")
     bounding = summary["bounding_op"]
@@ -234,30 +429,81 @@ def format_step(rows: list[Row], summary: dict[str, Any]) -> str:
     if summary["tp"] > 1 and summary["link"] is not None:
         lines.append(f"link        {units.byte_rate(summary['link']['bandwidth'])} per direction: "
                      f"{summary['link']['source']}")  # fmt: skip
+    if prediction is not None:
+        lines += _prediction_lines(prediction, summary)
     return "\n".join(lines)
 
 
+def _share(share: float) -> str:
+    """A share that is not all of it never reads as 100.0%."""
+    return "over 99.9%" if 0.999 <= share < 1 else units.percent(share)
+
+
+def _rate(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"  # a slow step is not "at most 0"
+
+
+def _prediction_lines(prediction: StepPrediction, summary: dict[str, Any]) -> list[str]:
+    """What the table's prediction adds up to: the step with its interval, the share measurements
+    back, the tokens/s of a decode step, the ops assumed."""
+    total = summary["total"]
+    lines = [
+        "",
+        f"predicted step  {units.seconds(total['predicted_s'])} (95% {units.seconds(total['predicted_lo_s'])}"
+        f"..{units.seconds(total['predicted_hi_s'])}); measured ops are "
+        f"{_share(total['measured_share'])} of it",
+    ]
+    if "predicted_tokens_per_s" in summary:
+        lines.append(
+            f"                {_rate(summary['predicted_tokens_per_s'])} tokens/s (95% "
+            f"{_rate(summary['predicted_tokens_per_s_lo'])}..{_rate(summary['predicted_tokens_per_s_hi'])})"
+        )
+    assumed = sum(not p.match.measured for p in prediction.rows)
+    if assumed:
+        lines.append(
+            f"assumed         {assumed} of {len(prediction.rows)} ops at "
+            f"{_fraction_text(summary['assume_fraction'])} of their floor (no measurement of their kind)"
+        )
+    return lines
+
+
 def draw_step(data: dict[str, Any], path: str) -> str:
-    """Each op of a step (``--json``'s ``data``) on the device's roofline at its floor, its marker
-    sized by its share of the step; the path written."""
+    """Each op of a step (``--json``'s ``data``) on the device's roofline, its marker sized by its share
+    of the step: at its floor, or with ``--from`` at its predicted time, measured and assumed ops
+    apart; the path written."""
     from .output.plot import Point, draw
 
-    total = data["total"]["floor_s"]
+    predicted = "predicted_s" in data["total"]
+    total = float(data["total"]["predicted_s" if predicted else "floor_s"])
     ops = data["ops"]
+
+    def time_s(op: dict[str, Any]) -> float:
+        return float(op["floor_s"]) / op["match"]["fraction"] if predicted else float(op["floor_s"])
+
+    def share(op: dict[str, Any]) -> float:
+        return float(op["match"]["predicted_s"] if predicted else op["step_floor_s"]) / total
+
     points = [
         Point(
             nodeid=op["name"], name="", device=data["device"], flops=op["flops"], bytes=op["bytes"],
-            time_s=op["floor_s"], peak_precision=op["peak_precision"], unit=op["unit"], verdict="floor",
-            size=4 + 16 * (op["step_floor_s"] / total) ** 0.5,
+            time_s=time_s(op), peak_precision=op["peak_precision"], unit=op["unit"],
+            verdict=_drawn_as(op) if predicted else "floor",
+            size=4 + 16 * share(op) ** 0.5,
         )
         for op in ops
         if op["peak_precision"] is not None and op["flops"]
     ]  # fmt: skip
-    title = f"{data['model']}: one {data['phase']} step at its floor"
+    how = "as predicted from its tests" if predicted else "at its floor"
+    title = f"{data['model']}: one {data['phase']} step {how}"
     flopless = [op["name"] for op in ops if not op["flops"]]
     if flopless:  # a FLOP/s axis has no place for them
         title += f" (not shown, no FLOPs: {', '.join(flopless)})"
     return str(draw(points, data["devices"], path, title=title))
+
+
+def _drawn_as(op: dict[str, Any]) -> str:
+    """A predicted op's colour on the plot: its fraction measured, or assumed."""
+    return "assumed" if op["match"].get("how") == "assumed" else "measured"
 
 
 def is_step(data: object) -> bool:
@@ -288,6 +534,19 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
         for key in ("name", "peak_precision", "unit"):
             if not isinstance(op.get(key), str) and not (key != "name" and op.get(key) is None):
                 raise LlmError(f"{where}: ops[{index}].{key} must be a string; got {op.get(key)!r}")
+        if "predicted_s" in total:  # a step predicted with --from: each op's match is drawn
+            match = op.get("match")
+            if not isinstance(match, dict) or not all(
+                _positive_number(match.get(key)) for key in ("fraction", "predicted_s")
+            ):
+                raise LlmError(
+                    f"{where}: ops[{index}].match must hold a positive 'fraction' and 'predicted_s'; "
+                    f"got {match!r}"
+                )
+    if "predicted_s" in total and not _positive_number(total["predicted_s"]):
+        raise LlmError(
+            f"{where}: 'total.predicted_s' must be a positive number; got {total['predicted_s']!r}"
+        )
     try:
         check_devices(data.get("devices"))
     except PlotError as exc:

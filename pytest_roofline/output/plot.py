@@ -82,6 +82,9 @@ COLOURS = {
     "MISS": "#D55E00",
     "inconclusive": "#E69F00",
     "faster-than-light": "#CC79A7",
+    # roofline llm --from: an op at the time its tests predict, or at a fraction assumed
+    "measured": "#0072B2",
+    "assumed": "#999999",
 }
 _ROOF_COLOURS = ("#0072B2", "#56B4E9", "#000000", "#999999", "#F0E442")
 #: the artist label of a point's label, where a test finds them in a :func:`figure`

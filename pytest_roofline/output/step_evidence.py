@@ -1,0 +1,95 @@
+"""The measurements of JSON reports as ``roofline llm --from`` reads them. No pytest here.
+
+Each report is read as ``roofline compare`` reads one (:func:`.store.read_run`: every fault a
+one-line :class:`.BaselineError`). A measurement's fraction is taken on the step's roofs: a warm
+test judged against a cache level's bandwidth has its fraction scaled to DRAM's, as the step's floor
+is, so that its time, not the cache's roof, carries into the step.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model.core import Device
+from ..model.llm import LlmError
+from ..model.step_prediction import Evidence
+from .baseline import machine_of
+from .records import DeviceRecord, MeasurementRecord
+from .store import read_run
+
+
+@dataclass(frozen=True, slots=True)
+class Reports:
+    """What the reports hold of use to a step on one device."""
+
+    evidence: tuple[Evidence, ...]
+    #: the reports' measured records, all of them (on any device)
+    measured: int
+
+
+def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) -> Reports:
+    """Every measurement of the reports at ``paths`` usable for ``device``. A report measured only on
+    other devices is an LlmError unless ``across_devices``; one that also measured on ``device``
+    gives that device's measurements alone (a warning says how many it left out)."""
+    here = machine_of(device.key, device.name)
+    evidence: list[Evidence] = []
+    measured = 0
+    for path in paths:
+        run = read_run(path, "--from")
+        records = [r for r in run.records if isinstance(r, MeasurementRecord) and _timed(r)]
+        measured += len(records)
+        own = [r for r in records if machine_of(r.device, r.device_name) == here]
+        others = [r for r in records if machine_of(r.device, r.device_name) != here]
+        mine = {id(r) for r in own}
+        if others and not across_devices:
+            if not own:
+                names = sorted({r.device_name or r.device for r in others})
+                raise LlmError(
+                    f"--from {path}: measured on {', '.join(names)}, not on {device.name} ({device.key}); "
+                    "--across-devices uses it anyway"
+                )
+            warnings.warn(
+                f"--from {path}: {len(others)} measurement(s) on other devices left out "
+                "(--across-devices uses them)",
+                stacklevel=1,
+            )
+            records = own
+        evidence += [_evidence(r, run.devices, device, own=id(r) in mine) for r in records]
+    return Reports(tuple(evidence), measured)
+
+
+def measurement_id(record: MeasurementRecord) -> str:
+    """The test's node id, and the measurement's name where a test measures several."""
+    return f"{record.nodeid}[{record.name}]" if record.name else record.nodeid
+
+
+def _timed(record: MeasurementRecord) -> bool:
+    return record.attained is not None and math.isfinite(record.attained) and record.attained > 0
+
+
+def _evidence(
+    record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device, *, own: bool
+) -> Evidence:
+    ci = record.attained_ci_rel
+    return Evidence(
+        test=measurement_id(record), op=record.op, dtype=record.dtype, params=dict(record.params),
+        flops=record.flops, bytes=record.bytes, fraction=step_fraction(record, devices, device),
+        ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0, own_device=own,
+    )  # fmt: skip
+
+
+def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device) -> float:
+    """``record``'s attained fraction on the step's roofs: as measured when its bytes were judged at
+    DRAM's bandwidth; a warm measurement's (judged at a cache level's) scaled by its floor at DRAM's
+    over its floor at the cache's. DRAM's is the report's figure for the device that judged it, else
+    ``device``'s."""
+    attained = float(record.attained or 0.0)
+    level_floor = max(record.compute_s or 0.0, record.memory_s)
+    if record.memory_level == "dram" or record.bytes <= 0 or level_floor <= 0:
+        return attained
+    judged = next((d for d in devices if d.key == record.device and d.figures == record.device_figures), None)
+    dram = judged.bandwidth if judged is not None and judged.bandwidth > 0 else device.bandwidth.value
+    return attained * max(record.compute_s or 0.0, record.bytes / dram) / level_floor

@@ -1,0 +1,115 @@
+"""Reports read for ``roofline llm --from``: which measurements a step on a device may use, and each
+one's fraction on the step's roofs (a warm test's scaled from its cache's roof to DRAM's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_roofline.model.devices import lookup
+from pytest_roofline.model.llm import LlmError
+from pytest_roofline.output.baseline import BaselineError
+from pytest_roofline.output.step_evidence import read_reports
+
+H100 = lookup("h100-sxm")
+
+
+def record(nodeid: str, **fields: Any) -> dict[str, Any]:
+    base = {
+        "nodeid": nodeid, "name": "", "op": "copy", "params": {"n": 1000}, "dtype": "fp32", "flops": 0.0,
+        "bytes": 8000.0, "attained": 0.5, "attained_ci_rel": 0.04, "time_s": 1e-6, "verdict": "pass",
+        "device": "h100-sxm", "device_name": H100.name, "memory_level": "dram",
+    }  # fmt: skip
+    return {**base, **fields}
+
+
+def write(tmp_path: Path, *records: dict[str, Any], devices: list[dict[str, Any]] | None = None) -> str:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"schema": 2, "devices": devices or [], "measurements": list(records)}))
+    return str(path)
+
+
+def test_each_measured_record_is_evidence(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        record("t.py::test_copy", name="big", attained=0.7, attained_ci_rel=0.1),
+        record("t.py::test_gone", verdict="skipped", attained=None, time_s=None),
+    )
+    reports = read_reports([path], H100, across_devices=False)
+    assert reports.measured == 1
+    (e,) = reports.evidence
+    assert (e.test, e.op, e.dtype, dict(e.params), e.bytes) == (
+        "t.py::test_copy[big]",
+        "copy",
+        "fp32",
+        {"n": 1000},
+        8000,
+    )
+    assert (e.fraction, e.ci_rel, e.own_device) == (0.7, 0.1, True)
+
+
+def test_a_warm_measurement_is_scaled_to_drams_roof(tmp_path: Path) -> None:
+    """Judged at an L2 of 10 TB/s, attained 0.4; the report's DRAM is 2 TB/s: on DRAM's roof its floor
+    is five times as long, so the same time attains 2.0 of it."""
+    warm = record(
+        "t.py::test_warm", memory_level="l2", memory_s=8000 / 10e12, compute_s=None, bandwidth=10e12,
+        attained=0.4, device_figures="abcd1234",
+    )  # fmt: skip
+    device = {"key": "h100-sxm", "figures": "abcd1234", "name": H100.name, "kind": "cuda", "bandwidth": 2e12}
+    (e,) = read_reports([write(tmp_path, warm, devices=[device])], H100, across_devices=False).evidence
+    assert e.fraction == pytest.approx(0.4 * 5)
+    # without the report's figures, the device's own DRAM figure (3.35 TB/s)
+    (e,) = read_reports([write(tmp_path, warm)], H100, across_devices=False).evidence
+    assert e.fraction == pytest.approx(0.4 * 10e12 / 3.35e12)
+
+
+def test_a_compute_bound_warm_measurement_keeps_its_fraction(tmp_path: Path) -> None:
+    warm = record("t.py::test_gemm", memory_level="l2", memory_s=1e-9, compute_s=4e-9, attained=0.6)
+    (e,) = read_reports([write(tmp_path, warm)], H100, across_devices=False).evidence
+    assert e.fraction == pytest.approx(0.6 * max(4e-9, 8000 / 3.35e12) / 4e-9)
+    assert e.fraction == pytest.approx(0.6)
+
+
+def test_another_devices_report_is_refused_unless_asked(tmp_path: Path) -> None:
+    path = write(tmp_path, record("t.py::a", device="a100-sxm-80gb", device_name="NVIDIA A100-SXM4-80GB"))
+    with pytest.raises(LlmError, match=r"measured on NVIDIA A100-SXM4-80GB, not on NVIDIA H100 80GB HBM3"):
+        read_reports([path], H100, across_devices=False)
+    (e,) = read_reports([path], H100, across_devices=True).evidence
+    assert (e.test, e.own_device) == ("t.py::a", False)
+
+
+def test_a_report_of_several_devices_gives_the_devices_own(tmp_path: Path) -> None:
+    path = write(tmp_path, record("t.py::here"), record("t.py::there", device="l4", device_name="NVIDIA L4"))
+    with pytest.warns(UserWarning, match=r"1 measurement\(s\) on other devices left out"):
+        reports = read_reports([path], H100, across_devices=False)
+    assert [e.test for e in reports.evidence] == ["t.py::here"]
+    both = read_reports([path], H100, across_devices=True).evidence
+    assert [(e.test, e.own_device) for e in both] == [("t.py::here", True), ("t.py::there", False)]
+
+
+def test_a_cpu_is_told_apart_by_its_model(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    cpu = replace(H100, key="cpu", name="AMD EPYC 9654")
+    path = write(tmp_path, record("t.py::a", device="cpu", device_name="Intel Xeon"))
+    with pytest.raises(LlmError, match="measured on Intel Xeon, not on AMD EPYC 9654"):
+        read_reports([path], cpu, across_devices=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ('{"schema": 2, "measurements": [', "not JSON"),
+        ("[1, 2]", "not a pytest-roofline JSON report"),
+        ('{"schema": "roofline-llm/1", "ops": []}', "schema 'roofline-llm/1' is not one this version reads"),
+        ('{"schema": 2, "measurements": [{"nodeid": "t.py::a"}]}', "no 'name' field"),
+    ],
+)
+def test_a_report_that_cannot_be_read_names_itself(tmp_path: Path, text: str, fault: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(BaselineError, match=rf"^--from {path}: .*{fault}"):
+        read_reports([str(path)], H100, across_devices=False)
