@@ -78,7 +78,8 @@ def main() -> None:
     print(f"\npredicted / measured step, {args.runs} runs{' under -n ' + str(args.n) if args.n else ''}:")
     for nodeid, values in ratios.items():
         median = statistics.median(values)
-        print(f"  {nodeid}: median {median:.3f} (off by {abs(median - 1):.1%}), range {min(values):.3f}-{max(values):.3f}")
+        spread = f"range {min(values):.3f}-{max(values):.3f}"
+        print(f"  {nodeid}: median {median:.3f} (off by {abs(median - 1):.1%}), {spread}")
 
 
 if __name__ == "__main__":
