@@ -125,7 +125,8 @@ def misses_roofline(reason: str) -> pytest.MarkDecorator:
     ``conftest.py`` turns this mark into ``xfail(strict=True, raises=pytest.fail.Exception)`` when
     the plugin enforces budgets. ``raises=`` is what makes that safe: the plugin fails a test that
     misses its budget with ``pytest.fail``, while a wrong result raises ``AssertionError`` and so
-    still fails the test instead of hiding behind the expected failure. In report and off modes
-    nothing misses, so the mark does nothing and the test must simply pass.
+    still fails the test instead of hiding behind the expected failure. An inconclusive verdict
+    skips it, saying why (``conftest.py``). In report and off modes nothing misses, so the mark does
+    nothing and the test must simply pass.
     """
     return pytest.mark.misses_roofline(reason=reason)
