@@ -23,6 +23,14 @@ from pytest_roofline import Result, Verdict  # noqa: E402
 from pytest_roofline.plugin import roofline_mode  # noqa: E402
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--decoder-variants", choices=("main", "all"), default="main",
+        help="the decoders tests/test_decoder*.py measure whole and kernel by kernel: main, the tiny "
+        "decoder at batch 1, or all of budgets.DECODER_VARIANTS (default: main)",
+    )  # fmt: skip
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "misses_roofline(reason): a bad variant, expected to miss its budget")
 
