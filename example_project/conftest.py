@@ -19,7 +19,16 @@ if _HERE not in sys.path:
 
 import kernels  # noqa: E402
 
+from pytest_roofline import Result, Verdict  # noqa: E402
 from pytest_roofline.plugin import roofline_mode  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--decoder-variants", choices=("main", "all"), default="main",
+        help="the decoders tests/test_decoder*.py measure whole and kernel by kernel: main, the tiny "
+        "decoder at batch 1, or all of budgets.DECODER_VARIANTS (default: main)",
+    )  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,6 +44,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if mark is not None:
             reason = mark.kwargs["reason"]
             item.add_marker(pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=reason))
+
+
+def pytest_roofline_result(item: pytest.Item, result: Result) -> None:
+    """A bad variant whose verdict is inconclusive (a busy machine) skips, saying why.
+
+    Enforce mode only warns of an inconclusive verdict, so its test would pass, and the strict
+    xfail would fail that pass as unexpected, although the measurement showed neither the miss the
+    test is there for nor a pass. A conclusive pass still fails it: the budget no longer separates
+    the bad variant from the good.
+    """
+    if result.verdict is not Verdict.INCONCLUSIVE or item.get_closest_marker("misses_roofline") is None:
+        return
+    if roofline_mode(item.config) == "enforce":
+        pytest.skip(f"a bad variant whose verdict is inconclusive shows no miss: {result.message()}")
 
 
 def _load(name: str) -> ModuleType:
