@@ -76,20 +76,45 @@ def _evidence(
     ci = record.attained_ci_rel
     return Evidence(
         test=measurement_id(record), op=record.op, dtype=record.dtype, params=dict(record.params),
-        flops=record.flops, bytes=record.bytes, fraction=step_fraction(record, devices, device),
+        flops=record.flops, bytes=record.bytes,
+        fraction=step_fraction(record, devices, device if own else _table_device(record.device)),
         ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0, own_device=own,
     )  # fmt: skip
 
 
-def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device) -> float:
-    """``record``'s attained fraction on the step's roofs: as measured when its bytes were judged at
-    DRAM's bandwidth; a warm measurement's (judged at a cache level's) scaled by its floor at DRAM's
-    over its floor at the cache's. DRAM's is the report's figure for the device that judged it, else
-    ``device``'s."""
+def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device | None) -> float:
+    """``record``'s fraction on the step's roofs: the floor the step gives its op and shape (estimated
+    on ``device``, the one it was measured on, as the step's rows are) over its measured time. So an
+    exact match predicts the time the test measured, whatever the test was judged against: the
+    ceiling measured beside it, a cache level's roof (a warm test), a latency floor. Where the op
+    cannot be estimated again (an op the step does not know, params it cannot read, a device not in
+    the table): its attained fraction, a warm measurement's scaled by its floor at DRAM's bandwidth
+    over its floor at the cache's."""
+    from ..model.estimate import estimate
+
+    if device is not None and record.time_s and record.time_s > 0:
+        try:
+            floor_s = estimate(record.op, dtype=record.dtype, device=device, **dict(record.params)).floor_s
+        except (ValueError, TypeError):  # the op or its params are not the table's
+            floor_s = 0.0
+        if floor_s > 0:
+            return floor_s / record.time_s
     attained = float(record.attained or 0.0)
     level_floor = max(record.compute_s or 0.0, record.memory_s)
     if record.memory_level == "dram" or record.bytes <= 0 or level_floor <= 0:
         return attained
     judged = next((d for d in devices if d.key == record.device and d.figures == record.device_figures), None)
-    dram = judged.bandwidth if judged is not None and judged.bandwidth > 0 else device.bandwidth.value
+    if judged is not None and judged.bandwidth > 0:
+        dram = judged.bandwidth
+    elif device is not None:
+        dram = device.bandwidth.value
+    else:
+        return attained
     return attained * max(record.compute_s or 0.0, record.bytes / dram) / level_floor
+
+
+def _table_device(key: str) -> Device | None:
+    """Another device's figures, where the table has them (a measurement across devices)."""
+    from ..model.devices import table
+
+    return table().get(key)

@@ -1,5 +1,6 @@
 """Reports read for ``roofline llm --from``: which measurements a step on a device may use, and each
-one's fraction on the step's roofs (a warm test's scaled from its cache's roof to DRAM's)."""
+one's fraction on the step's roofs: the floor the step gives its op and shape over the time measured
+(a record whose op cannot be estimated again: its attained, a warm test's scaled to DRAM's roof)."""
 
 from __future__ import annotations
 
@@ -48,15 +49,24 @@ def test_each_measured_record_is_evidence(tmp_path: Path) -> None:
         {"n": 1000},
         8000,
     )
-    assert (e.fraction, e.ci_rel, e.own_device) == (0.7, 0.1, True)
+    # the step's floor of a copy of 1000 fp32 (8000 B at the H100's 3.35 TB/s) over the 1 µs measured,
+    # not the 0.7 attained against whatever the test was judged by (a ceiling measured beside it)
+    assert e.fraction == pytest.approx(8000 / 3.35e12 / 1e-6)
+    assert (e.ci_rel, e.own_device) == (0.1, True)
 
 
-def test_a_warm_measurement_is_scaled_to_drams_roof(tmp_path: Path) -> None:
+def test_a_warm_or_latency_bound_measurement_carries_its_time(tmp_path: Path) -> None:
+    warm = record("t.py::test_warm", memory_level="l2", attained=0.4, time_s=2e-9, latency_floor_s=1e-9)
+    (e,) = read_reports([write(tmp_path, warm)], H100, across_devices=False).evidence
+    assert 8000 / 3.35e12 / e.fraction == pytest.approx(2e-9)  # the step's floor over it: the time
+
+
+def test_a_warm_measurement_of_an_op_not_estimated_again_is_scaled_to_drams_roof(tmp_path: Path) -> None:
     """Judged at an L2 of 10 TB/s, attained 0.4; the report's DRAM is 2 TB/s: on DRAM's roof its floor
     is five times as long, so the same time attains 2.0 of it."""
     warm = record(
-        "t.py::test_warm", memory_level="l2", memory_s=8000 / 10e12, compute_s=None, bandwidth=10e12,
-        attained=0.4, device_figures="abcd1234",
+        "t.py::test_warm", op="users_own_op", memory_level="l2", memory_s=8000 / 10e12, compute_s=None,
+        bandwidth=10e12, attained=0.4, device_figures="abcd1234",
     )  # fmt: skip
     device = {"key": "h100-sxm", "figures": "abcd1234", "name": H100.name, "kind": "cuda", "bandwidth": 2e12}
     (e,) = read_reports([write(tmp_path, warm, devices=[device])], H100, across_devices=False).evidence
@@ -67,7 +77,9 @@ def test_a_warm_measurement_is_scaled_to_drams_roof(tmp_path: Path) -> None:
 
 
 def test_a_compute_bound_warm_measurement_keeps_its_fraction(tmp_path: Path) -> None:
-    warm = record("t.py::test_gemm", memory_level="l2", memory_s=1e-9, compute_s=4e-9, attained=0.6)
+    warm = record(
+        "t.py::test_gemm", op="users_own_op", memory_level="l2", memory_s=1e-9, compute_s=4e-9, attained=0.6
+    )
     (e,) = read_reports([write(tmp_path, warm)], H100, across_devices=False).evidence
     assert e.fraction == pytest.approx(0.6 * max(4e-9, 8000 / 3.35e12) / 4e-9)
     assert e.fraction == pytest.approx(0.6)
