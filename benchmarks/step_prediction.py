@@ -33,7 +33,8 @@ def run_suite(report: Path, workers: int | None, select: str | None) -> None:
         extra += ["-k", select]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--roofline-mode=report",
-         f"--roofline-json={report}", "--decoder-variants=all", *extra, *TESTS], cwd=ROOT, capture_output=True, text=True, check=False,
+         f"--roofline-json={report}", "--decoder-variants=all", *extra, *TESTS], cwd=ROOT,
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
         sys.exit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
