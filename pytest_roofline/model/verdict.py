@@ -370,6 +370,16 @@ def _judge(
         if contention is not None and lo / CONTENTION_SLACK <= limit:
             reason = f"above the {units.percent(limit)} limit under {contention.describe()}"
             return judged(Verdict.INCONCLUSIVE, reason)
+        calibrated_lo = estimate.floor_s / m.time_s / (1 + kernel_ci)
+        if ceiling is not None and ceiling.speed < 1 and calibrated_lo <= limit:
+            # the load slowed the probe beside the kernel more than the kernel (a neighbour in the
+            # probe's window, a kernel on more threads than the probe): no faster than the machine's
+            # calibrated ceiling, which load cannot raise, so no counting bug is shown
+            reason = (
+                f"above the {units.percent(limit)} limit against the ceiling measured beside it, within it"
+                " against the calibrated one: the load slowed the probe more than the kernel"
+            )
+            return judged(Verdict.INCONCLUSIVE, reason)
         return judged(Verdict.FASTER_THAN_LIGHT)
     if attained > limit:
         return judged(Verdict.INCONCLUSIVE, f"above the {units.percent(limit)} limit, but within the noise")

@@ -369,6 +369,20 @@ def test_faster_than_light_needs_more_than_the_ceilings_noise() -> None:
     assert judge(est, quiet, 0.5, reference=reference()).verdict is Verdict.FASTER_THAN_LIGHT
 
 
+def test_faster_than_light_only_against_a_probe_the_load_slowed_is_inconclusive() -> None:
+    # the probe beside the kernel ran at half its calibration rate, the kernel (two BLAS threads, say)
+    # kept more of its speed: 1.6x the paired ceiling is 0.8x the calibrated one, no counting bug
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    slowed = probed(measurement(est.floor_s / 0.8, ci_rel=0.01), "bandwidth", (5e9,) * 3, ci_rel=0.01)
+    j = judge(est, slowed, 0.5, reference=reference())
+    assert j.attained == pytest.approx(1.6)
+    assert j.verdict is Verdict.INCONCLUSIVE
+    assert "within it against the calibrated one" in j.reason
+    # beyond the calibrated ceiling too: faster than light, whatever the probe did
+    beyond = probed(measurement(est.floor_s / 1.3, ci_rel=0.01), "bandwidth", (5e9,) * 3, ci_rel=0.01)
+    assert judge(est, beyond, 0.5, reference=reference()).verdict is Verdict.FASTER_THAN_LIGHT
+
+
 class FakePeak:
     def flops(self, precision: Precision) -> float:
         return 150e9 if precision is Precision.FP64 else 300e9
