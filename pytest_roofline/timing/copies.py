@@ -451,7 +451,10 @@ class HostPool:
         if shared is not None and shared.reserve(nbytes):
             self._buffer = shared.buffer
             return
-        if self._buffer is None or self._buffer.nbytes < nbytes:
+        # the shared half, where it could not hold these: past what it allocated lie its kept arrays
+        # and pages no one allocated
+        in_shared = shared is not None and self._buffer is shared.buffer
+        if self._buffer is None or self._buffer.nbytes < nbytes or in_shared:
             self._buffer = None  # freed before the larger one is made
             self._buffer = np.empty(nbytes, dtype=np.uint8)
             self._buffer.fill(0)

@@ -78,11 +78,13 @@ def test_memory_that_runs_short_leaves_the_copies_to_the_process(
     def no_memory(fd: int, offset: int, length: int) -> None:
         raise OSError(28, "No space left on device")
 
+    SharedPool.active = head
+    pool = HostPool.get()
+    pool.reserve(4 * MiB)  # in the shared half, while memory lasts
     monkeypatch.setattr(os, "posix_fallocate", no_memory)
     assert not head.reserve(8 * MiB)
     assert head.keep(8 * MiB) is None
-    SharedPool.active = head
     pool = HostPool.get()
-    pool.reserve(8 * MiB)  # a private buffer instead
+    pool.reserve(8 * MiB)  # a private buffer instead, though the shared half it held is larger
     outside = pool.take(MiB, 4, 0).ctypes.data
     assert not head.buffer.ctypes.data <= outside < head.buffer.ctypes.data + SHARED_SIDE_BYTES
