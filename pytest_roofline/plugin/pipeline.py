@@ -110,9 +110,6 @@ def measure_call(
                 budget_s=budget_s, clock=backend.clock, asked=request.cache_asked,
                 paired=state.against is not None and on_cpu,
             )  # fmt: skip
-            rounds = None
-            if state.against is not None:
-                rounds = _Rounds(kernel, request, plan, backend, state, est, reference, on_cpu=on_cpu)
             try:
                 # what the process makes once for all its measurements is no one measurement's: the
                 # copies' pool (made_s leaves it out), the flush buffer, the probe's arrays, and the
@@ -121,6 +118,7 @@ def measure_call(
                     _prepare_flush(backend, est.bandwidth)
                 with failing_the_test(RooflineError):  # a stream= the backend cannot take
                     measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
+                rounds = _Rounds(measure_once, est, state) if state.against is not None else None
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
@@ -209,20 +207,9 @@ class _Rounds:
     landed moved its times by 10-20% for as long as it lived.
     """
 
-    def __init__(
-        self,
-        kernel: KernelCall,
-        request: Request,
-        plan: CachePlan,
-        backend: Backend,
-        state: RunState,
-        est: Estimate,
-        reference: ProbeReference | None,
-        *,
-        on_cpu: bool,
-    ) -> None:
+    def __init__(self, measure_once: Callable[[float], Measurement], est: Estimate, state: RunState) -> None:
         self.est = est
-        self._measure = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
+        self._measure = measure_once  # the measurement's own: its cache plan, probe and OS readings
         self.side: Side = "base" if state.against is not None and state.against.follows else "head"
 
     def __call__(self, budget_s: float) -> tuple[Measurement, Round]:
