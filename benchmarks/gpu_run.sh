@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The one prepared script a GPU run executes (issue 27), start to end in at most 7 minutes:
+# The one prepared script a GPU run executes (issues 27 and 39), start to end in at most 8 minutes:
 #
 #   bash benchmarks/gpu_run.sh [OUT_DIR]        # OUT_DIR defaults to $OUT
 #
 # Each step runs under its own `timeout`, so a hang costs that step, not the run, and its output goes
-# to OUT_DIR/NN-step.log; the per-step limits add up to about ROOFLINE_RUN_BUDGET_S (400 s), and a step never
-# gets more than what is left of it. A step that needs a GPU, ncu or compute-sanitizer where there is
+# to OUT_DIR/NN-step.log; the whole run is bounded by ROOFLINE_RUN_BUDGET_S (480 s), and a step never
+# gets more than what is left of it (the later steps, round one's, are the ones skipped when time runs out). A step that needs a GPU, ncu or compute-sanitizer where there is
 # none is skipped, saying why. At the end, one line per step (ok / failed (rc) / skipped: why / timed
 # out) in OUT_DIR/summary.txt and on the terminal.
 #
 # Exit status: 0 when no step failed or timed out, 1 when one did, 2 for bad usage.
-# Environment: PYTHON (default python3); ROOFLINE_RUN_GPU=0 takes the no-GPU path on any machine, =1 runs
+# Environment: PYTHON (default python3); ROOFLINE_RUN_STEPS="llm decoder ..." runs those steps alone
+# (install, env and the rest are skipped, saying so: a second run after a fix); ROOFLINE_RUN_GPU=0 takes the no-GPU path on any machine, =1 runs
 # the GPU steps even where nvidia-smi sees no GPU (to see how each fails); ROOFLINE_RUN_NO_INSTALL=1 skips
 # the pip step; ROOFLINE_RUN_BUDGET_S bounds the whole run.
 #
@@ -170,6 +171,93 @@ step_gpu_tests() {
         -p no:cacheprovider -p no:benchmark -q -rs -n 4
 }
 
+# -- round two (issue 39): the LLM kernel set, the decoder step, ncu beside them, the noise between
+# runs, the A/B gate on the GPU, and the tests that never ran
+
+# the LLM kernel set (report mode, cold), and its digest (interval, clocks, left out, at held clock)
+step_llm() {
+    local rc=0
+    # shellcheck disable=SC2086
+    "$PY" -m pytest benchmarks/gpu_suite/test_gpu_llm.py $PLUGIN -p no:cacheprovider -q -rs -W default \
+        --roofline-mode report --roofline-report --roofline-report-clocks --roofline-json "$OUT_DIR/llm.json" || rc=$?
+    "$PY" benchmarks/gpu_suite/check_json.py "$OUT_DIR/llm.json" --require-backend cuda || { ((rc)) || rc=1; }
+    return "$rc"
+}
+
+# the decode step (eager and CUDA graph) and its kernels one by one; then the step predicted from them
+step_decoder() {
+    local rc=0 batch
+    # shellcheck disable=SC2086
+    "$PY" -m pytest benchmarks/gpu_suite/test_gpu_decoder.py $PLUGIN -p no:cacheprovider -q -rs -W default \
+        --roofline-mode report --roofline-report --roofline-report-clocks --roofline-json "$OUT_DIR/decoder.json" || rc=$?
+    "$PY" benchmarks/gpu_suite/check_json.py "$OUT_DIR/decoder.json" --require-backend cuda || { ((rc)) || rc=1; }
+    "$PY" benchmarks/step_prediction.py --report "$OUT_DIR/decoder.json" --device h200 || { ((rc)) || rc=1; }
+    for batch in 1 16; do
+        "$PY" -m pytest_roofline llm benchmarks/gpu_suite/llama-3-8b-2-layers.json --device h200 --dtype bf16 \
+            --batch "$batch" --context 2048 --from "$OUT_DIR/decoder.json" || { ((rc)) || rc=1; }
+    done
+    return "$rc"
+}
+
+# ncu's DRAM bytes, tensor operations and kernel durations for the LLM kernel set, beside the plugin's
+step_ncu_llm() {
+    command -v ncu >/dev/null || { echo "no ncu on the PATH"; return 77; }
+    "$PY" benchmarks/gpu_suite/ncu_llm.py --out "$OUT_DIR" --json "$OUT_DIR/llm.json"
+}
+
+# the kernel suite three times, three processes, 10 s idle between them: each median against the bands
+step_between_runs() {
+    # shellcheck disable=SC2086
+    "$PY" benchmarks/gpu_suite/between_runs.py --out "$OUT_DIR/between" --runs 3 --gap 10 -- \
+        benchmarks/gpu_suite/test_gpu_kernels.py benchmarks/gpu_suite/test_gpu_triton.py $PLUGIN \
+        -p no:cacheprovider -q -W default --roofline-mode report --roofline-peaks measured
+}
+
+# the A/B gate on the GPU: a head 1.1x slower must read `slower`; an identical copy must not
+step_ab() {
+    local rc=0 work side
+    work="$(mktemp -d)"
+    for side in base head same; do cp -r benchmarks/gpu_suite/ab "$work/$side"; done
+    sed -i 's/^WORK = 1.0$/WORK = 1.1/' "$work/head/test_ab_gpu.py"
+    for side in head same; do
+        echo "== $side against base ($(grep '^WORK' "$work/$side/test_ab_gpu.py"))"
+        # shellcheck disable=SC2086
+        (cd "$work/$side" && "$PY" -m pytest test_ab_gpu.py $PLUGIN -p no:cacheprovider -q -rs -W default \
+            --roofline-mode report --roofline-report --roofline-against "$work/base" \
+            --roofline-json "$OUT_DIR/ab-$side.json") || rc=$?
+        "$PY" benchmarks/gpu_suite/ab/verdicts.py "$OUT_DIR/ab-$side.json" \
+            --expect "$([[ $side == head ]] && echo slower || echo not-slower)" || { ((rc)) || rc=1; }
+    done
+    rm -rf "$work"
+    return "$rc"
+}
+
+# the real-torch and CuPy tests that never ran anywhere (issue 39, item 6)
+step_real_torch() {
+    # shellcheck disable=SC2086
+    "$PY" -m pytest tests/model/test_inference.py tests/timing/test_footprint.py \
+        tests/project/test_fake_cupy_signatures.py $PLUGIN -p no:cacheprovider -q -rs
+}
+
+# the clocks and performance state after the suites
+step_clocks_after() {
+    nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu \
+        --format=csv || return 1
+    nvidia-smi -q -d PERFORMANCE
+}
+
+# every report of the run, digested: per test the time, attained, interval, clocks, samples left out
+step_digest() {
+    local report
+    for report in "$OUT_DIR"/*.json "$OUT_DIR"/between/*.json; do
+        [[ -f "$report" ]] || continue
+        case "$report" in *selfcheck.json | *ncu-*) continue ;; esac
+        echo "== $report"
+        "$PY" benchmarks/gpu_suite/check_json.py "$report"
+    done
+    return 0
+}
+
 if [[ "${1:-}" == __step__ ]]; then  # a child: one step, in the repository, with the parent's environment
     cd "$REPO" || exit 1
     "step_$2"
@@ -186,7 +274,7 @@ fi
 mkdir -p "$OUT_DIR" || { echo "gpu_run: cannot make $OUT_DIR" >&2; exit 2; }
 OUT_DIR="$(cd "$OUT_DIR" && pwd)"
 PY="${PYTHON:-python3}"
-BUDGET_S="${ROOFLINE_RUN_BUDGET_S:-400}"
+BUDGET_S="${ROOFLINE_RUN_BUDGET_S:-480}"
 if ! [[ "$BUDGET_S" =~ ^[0-9]+$ ]]; then
     echo "gpu_run: ROOFLINE_RUN_BUDGET_S must be a whole number of seconds; got '$BUDGET_S'" >&2
     exit 2
@@ -223,6 +311,10 @@ run() {
     STEP=$((STEP + 1))
     local tag
     tag="$(printf '%02d-%s' "$STEP" "$name")"
+    if [[ -n "${ROOFLINE_RUN_STEPS:-}" && " $ROOFLINE_RUN_STEPS " != *" $name "* ]]; then
+        record "$tag" "skipped: not in ROOFLINE_RUN_STEPS"
+        return
+    fi
     if [[ "$needs" == gpu && -n "$NO_GPU" ]]; then
         record "$tag" "skipped: $NO_GPU"
         return
@@ -265,6 +357,13 @@ run nvidia_smi 10 gpu
 run devices 10
 run calibrate 40 gpu
 run selfcheck 70 gpu
+run llm 90 gpu
+run decoder 60 gpu
+run ncu_llm 150 gpu
+run between_runs 110 gpu
+run ab 60 gpu
+run real_torch 40 gpu
+run clocks_after 10 gpu
 run example 70 gpu
 run audit 35 gpu
 run suite 45 gpu
@@ -272,6 +371,7 @@ run ncu 30 gpu
 run launch_blocking 20 gpu
 run sanitizer 30 gpu
 run gpu_tests 40 gpu
+run digest 20
 
 echo "== summary ($((SECONDS - START)) s; $SUMMARY)"
 cat "$SUMMARY"

@@ -9,6 +9,11 @@ the median of the runs' ratios and their range (the targets of issue 42: the tin
 10% at batch 1 and 8, the second config within 15%). ``-n 2`` runs pytest under pytest-xdist.
 
     python benchmarks/step_prediction.py [--runs 5] [-n 2] [-k EXPR]
+    python benchmarks/step_prediction.py --report REPORT.json [--device h200]   # a report already made
+
+``--report`` predicts from a report some other suite wrote (the GPU suite's decoder,
+``benchmarks/gpu_suite/test_gpu_decoder.py``: its per-op tests and its whole steps, eager and as a
+CUDA graph), on ``--device`` (the table key the report's records were measured on).
 
 Run it on an otherwise quiet machine (no helpers, no other benchmark).
 """
@@ -45,13 +50,14 @@ def steps(report: Path) -> list[dict[str, object]]:
     return [r for r in json.loads(report.read_text())["measurements"] if r.get("op") == "llm"]
 
 
-def predicted_s(report: Path, step: dict[str, object]) -> float:
+def predicted_s(report: Path, step: dict[str, object], device: str = "cpu") -> float:
     params = step["params"]
     assert isinstance(params, dict)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_roofline", "llm", str(params["config"]), "--device", "cpu",
+        [sys.executable, "-m", "pytest_roofline", "llm", str(params["config"]), "--device", device,
          "--batch", str(params.get("batch", 1)), "--context", str(params.get("context", 0)),
-         "--from", str(report), "--json"], cwd=ROOT, capture_output=True, text=True, check=False,
+         "--dtype", str(step["dtype"]), "--from", str(report), "--json"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
         sys.exit(f"roofline llm exited {done.returncode}: {done.stderr.strip()}")
@@ -63,7 +69,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("-n", type=int, default=None, help="pytest-xdist workers")
     parser.add_argument("-k", default=None, help="pytest's -k, to run fewer tests")
+    parser.add_argument("--report", type=Path, help="predict from this report instead of running the suite")
+    parser.add_argument("--device", default="cpu", help="with --report: the device its records came from")
     args = parser.parse_args()
+    if args.report is not None:
+        for step in steps(args.report):
+            measured = float(step["time_s"])  # type: ignore[arg-type]
+            predicted = predicted_s(args.report, step, args.device)
+            print(
+                f"{step.get('name') or step['nodeid']}: measured {measured * 1e3:.3f} ms, predicted"
+                f" {predicted * 1e3:.3f} ms, predicted / measured {predicted / measured:.3f},"
+                f" floor {float(step['floor_s']) * 1e3:.3f} ms, attained {float(step['attained']):.3f}"
+            )  # type: ignore[arg-type]
+        return
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="step-prediction-") as folder:
         for i in range(args.runs):

@@ -679,6 +679,11 @@ def build_parser() -> argparse.ArgumentParser:
     selfcheck.add_argument(
         "--fake", action="store_true", help="the GPU check on the test suite's fakes (a source checkout; CI)"
     )
+    selfcheck.add_argument(
+        "--ncu", action=argparse.BooleanOptionalAction, default=None,
+        help="on a GPU, time its kernels again with Nsight Compute, a second clock (default: where ncu"
+        " is on the PATH; --ncu requires it, --no-ncu skips it)",
+    )  # fmt: skip
     selfcheck.set_defaults(run=_selfcheck)
     add_merge(commands)
     return parser
@@ -687,7 +692,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _selfcheck(args: argparse.Namespace) -> tuple[str, int]:
     from .machine.selfcheck import selfcheck
 
-    return selfcheck(args.device, json_path=args.json, fake=args.fake)
+    return selfcheck(args.device, json_path=args.json, fake=args.fake, ncu=args.ncu)
 
 
 def _negative_values(argv: Sequence[str]) -> list[str]:

@@ -117,7 +117,7 @@ def check(data: dict[str, Any], expectations: list[str]) -> tuple[list[list[str]
         table.append([
             name, str(record.get("backend")), f"{record.get('cache_state')} {found['level']}",
             seconds(time_s) if time_s else "-", _fraction(found["judged"]), _fraction(found["datasheet"]),
-            _fraction(found["calibrated"]), str(record.get("verdict")),
+            _fraction(found["calibrated"]), str(record.get("verdict")), *_digest(record),
         ])  # fmt: skip
     for expectation in expectations:
         problem = _unmet(expectation, measured)
@@ -176,6 +176,22 @@ def _unmet(expectation: str, measured: dict[str, dict[str, Any]]) -> str:
     return "" if float(low) <= value <= float(high) else f"{column} attained {value:.3f}"
 
 
+def _digest(record: dict[str, Any]) -> list[str]:
+    """The rest of a measurement's digest: its 95% interval, the SM clock it held (median, lowest), the
+    power drawn, the samples left out (preempted, settling, slowed clocks) and attained at the held
+    clock."""
+    stats = record.get("stats") or {}
+    clocks = record.get("clocks") or {}
+    left_out = sum(int(record.get(field) or 0) for field in ("excluded_samples", "transient_samples")) + int(
+        clocks.get("slowed_samples_left_out") or 0
+    )
+    held = record.get("attained_at_held_clock")
+    sm = f"{clocks['median_sm_mhz']} ({clocks.get('min_sm_mhz')})" if clocks.get("median_sm_mhz") else "-"
+    power = f"{clocks['median_power_w']:.0f}" if clocks.get("median_power_w") else "-"
+    interval = f"±{stats['ci_rel'] * 100:.2f}%" if isinstance(stats.get("ci_rel"), (int, float)) else "-"
+    return [interval, sm, power, str(left_out), _fraction(held if isinstance(held, (int, float)) else None)]
+
+
 def _fraction(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -209,7 +225,21 @@ def main(argv: list[str] | None = None) -> int:
     from tabulate import tabulate
 
     table, failed = check(data, options.expect)
-    headers = ["test", "backend", "cache", "time", "attained", "at datasheet", "at calibrated", "verdict"]
+    headers = [
+        "test",
+        "backend",
+        "cache",
+        "time",
+        "attained",
+        "at datasheet",
+        "at calibrated",
+        "verdict",
+        "±95%",
+        "SM MHz (min)",
+        "W",
+        "left out",
+        "at held clock",
+    ]
     print(tabulate(table, headers=headers, disable_numparse=True))
     backends = {str(record.get("backend")) for record in data.get("measurements", [])}
     if options.require_backend and options.require_backend not in backends:

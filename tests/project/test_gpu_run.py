@@ -23,8 +23,8 @@ ROOT = REPO_ROOT
 SCRIPT = ROOT / "benchmarks" / "gpu_run.sh"
 SUITE = ROOT / "benchmarks" / "gpu_suite"
 GPU_STEPS = (
-    "nvidia_smi", "calibrate", "selfcheck", "example", "audit", "suite", "ncu", "launch_blocking",
-    "sanitizer", "gpu_tests",
+    "nvidia_smi", "calibrate", "selfcheck", "llm", "decoder", "ncu_llm", "between_runs", "ab", "real_torch",
+    "clocks_after", "example", "audit", "suite", "ncu", "launch_blocking", "sanitizer", "gpu_tests",
 )  # fmt: skip
 #: the script's own run here takes a second or two; this bounds a hang of the test itself
 RUN_TIMEOUT_S = 60
@@ -63,7 +63,7 @@ def test_without_a_gpu_every_gpu_step_is_skipped_saying_so_and_the_run_passes(tm
 
     assert done.returncode == 0, done.stdout + done.stderr
     steps = summary(tmp_path)
-    assert list(steps) == ["install", "env", "nvidia_smi", "devices", *GPU_STEPS[1:]]
+    assert list(steps) == ["install", "env", "nvidia_smi", "devices", *GPU_STEPS[1:], "digest"]
     assert steps["install"] == "skipped: ROOFLINE_RUN_NO_INSTALL=1: the checkout on PYTHONPATH instead"
     assert steps["env"].startswith("ok (")
     assert steps["devices"].startswith("ok (")

@@ -3,7 +3,8 @@
 A user with a new GPU or CI runner runs it once to see whether to trust the numbers. On a GPU
 (:mod:`.gpu_check`, :mod:`.gpu_run`): the engine beside ``cupyx.profiler.benchmark``, ``torch.cuda.Event``
 pairs and Triton's ``do_bench`` where installed, warm beside warm and cold beside do_bench's cold,
-graph replay beside a CUDA graph replayed between events; then the latency floor, the clocks NVML
+graph replay beside a CUDA graph replayed between events; ncu's kernel durations beside the engine's
+where Nsight Compute is installed (:mod:`.ncu_clock`); then the latency floor, the clocks NVML
 saw and the measured ceilings against the device table. On the CPU (:mod:`.cpu_check`): the engine beside
 :mod:`timeit` and pytest-benchmark. A kernel's timers run in alternating rounds
 (:mod:`.interleave`), and each ratio is the median of the rounds' paired ratios. One table of
@@ -38,25 +39,52 @@ def selfcheck(
     fake: bool = False,
     progress: Callable[[str], None] | None = None,
     gpu_cases: Sequence[GpuCase] | None = None,
+    ncu: bool | None = None,
 ) -> tuple[str, int]:
     """Run the self-check on ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``); return what to print
     and the exit status. ``json_path``: also write the report there, whole or not at all (checked
     before anything runs). ``gpu_cases``: the kernels a GPU check times (default:
-    :data:`.gpu_check.CASES`). A bad argument is an :class:`InvalidValueError`, naming it."""
+    :data:`.gpu_check.CASES`). ``ncu``: time a GPU's kernels again with Nsight Compute (the second
+    clock, :mod:`.ncu_clock`): True requires ``ncu`` on the PATH, None runs it where it is there, False
+    never (nor with ``fake``). A bad argument is an :class:`InvalidValueError`, naming it."""
     if json_path is not None:
         from ..files import problem
 
         reason = problem(json_path)
         if reason is not None:
             raise InvalidValueError(f"--json {json_path}: cannot write it: {reason}")
-    report = _fake_report(device, progress, gpu_cases) if fake else _report(device, progress, gpu_cases)
+    ncu_path = _ncu(ncu, fake)
+    report = (
+        _fake_report(device, progress, gpu_cases) if fake else _report(device, progress, gpu_cases, ncu_path)
+    )
     if json_path is not None:
         _write_json(json_path, report)
     return report.text(), report.verdict.status
 
 
+def _ncu(wanted: bool | None, fake: bool) -> str | None:
+    """Nsight Compute's path where the second clock runs, else None."""
+    if wanted is False:
+        return None
+    if fake:
+        if wanted:
+            raise InvalidValueError("--ncu: the fakes of --fake have no ncu to run; leave --ncu out")
+        return None
+    from .ncu_clock import find_ncu
+
+    path = find_ncu()
+    if path is None and wanted:
+        raise InvalidValueError(
+            "--ncu: ncu (Nsight Compute) is not on the PATH; add its folder, or leave --ncu out"
+        )
+    return path
+
+
 def _report(
-    device: str, progress: Callable[[str], None] | None, gpu_cases: Sequence[GpuCase] | None
+    device: str,
+    progress: Callable[[str], None] | None,
+    gpu_cases: Sequence[GpuCase] | None,
+    ncu: str | None = None,
 ) -> Report:
     from ..detect import parse_target
 
@@ -72,7 +100,7 @@ def _report(
         )
     from .gpu_run import run_gpu
 
-    return run_gpu(target.index, gpu_cases, progress=progress)
+    return run_gpu(target.index, gpu_cases, progress=progress, ncu=ncu)
 
 
 def _fake_report(

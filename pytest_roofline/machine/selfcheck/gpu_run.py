@@ -3,6 +3,7 @@ latency floor, what the clocks did, and the measured ceilings against the device
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,8 @@ from .gpu_check import (
     time_case,
 )
 from .interleave import ROUNDS
+from .ncu_clock import Run, SecondClock, second_clocks
+from .ncu_clock import lines as second_clock_lines
 
 if TYPE_CHECKING:
     from ...model.conditions import ClockLog
@@ -44,11 +47,14 @@ def run_gpu(
     progress: Callable[[str], None] | None = None,
     calibration_dir: Path | None = None,
     rounds: int = ROUNDS,
+    ncu: str | None = None,
+    ncu_run: Run = subprocess.run,
 ) -> Report:
     """The self-check on GPU ``index``, each kernel's timers in ``rounds`` alternating rounds.
     ``extra``: PyTorch and ``do_bench`` (default: those installed, :func:`.gpu_check.optional_timers`);
     ``calibration_dir``: where the ceilings are cached (default: the user's cache, so a calibration
-    already taken is read, not taken again)."""
+    already taken is read, not taken again); ``ncu``: Nsight Compute's path, for the second clock
+    (:mod:`.ncu_clock`, run by ``ncu_run``), None for none."""
     import cupy
     from cupyx.profiler import benchmark
 
@@ -89,6 +95,16 @@ def run_gpu(
     )
     comparisons = compare(results, judged_by)
     found = verdict(results, comparisons, engine=ENGINE_TIMERS)
+    clock_lines: list[str] = []
+    clocks: list[SecondClock] = []
+    if ncu is not None:
+        say("timing the kernels again with ncu (the second clock) ...")
+        clocks, problems = second_clocks(index, [case.name for case in cases], results, ncu=ncu, run=ncu_run)
+        clock_lines = second_clock_lines(clocks, problems)
+        off = [clock.describe() for clock in clocks if clock.judged and not clock.agrees] + problems
+        if off:
+            prefix = found.line if found.status == DISAGREES else "disagrees:"
+            found = Verdict(f"{prefix} second clock: {'; '.join(off)}", DISAGREES)
     if ceiling_error:
         prefix = found.line if found.status == DISAGREES else "disagrees:"
         found = Verdict(f"{prefix} {ceiling_error}", DISAGREES)
@@ -102,6 +118,7 @@ def run_gpu(
         f"latency floor, graph mode: {seconds(graph_floor.floor_s)} ({graph_floor.note})",
         f"clocks while measuring: {watcher.log.summary()}",
         *ceiling_lines,
+        *clock_lines,
     ]
     details: dict[str, object] = {
         "device_name": backend.device_name,
@@ -117,6 +134,7 @@ def run_gpu(
         "event_pair_s": floor.event_pair_s,
         "clocks": _clocks_json(watcher.log),
         "ceilings": ceilings,
+        "second_clock": [clock.to_json() for clock in clocks] if ncu is not None else None,
     }
     return Report(
         device=f"cuda:{index}",
