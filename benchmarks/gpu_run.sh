@@ -330,6 +330,10 @@ run() {
     timeout --kill-after=3 "$limit" bash "$SELF" __step__ "$name" >"$log" 2>&1 || rc=$?
     local took=$((SECONDS - began))
     tail -n 6 "$log" | sed 's/^/   | /'
+    if [[ "$needs" == gpu ]]; then  # the clocks each GPU step left the GPU at (issue 39, item 6)
+        echo "clocks after: $(nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu \
+            --format=csv,noheader 2>&1 | head -n 1)" | tee -a "$log" | sed 's/^/   | /'
+    fi
     case $rc in
     0) record "$tag" "ok (${took} s)" ;;
     77) record "$tag" "skipped: $(tail -n 1 "$log")" ;;
