@@ -223,7 +223,7 @@ step_ab() {
         echo "== $side against base ($(grep '^WORK' "$work/$side/test_ab_gpu.py"))"
         # shellcheck disable=SC2086
         (cd "$work/$side" && "$PY" -m pytest test_ab_gpu.py $PLUGIN -p no:cacheprovider -q -rs -W default \
-            --roofline-mode report --roofline-report --roofline-against "$work/base" \
+            --roofline-mode report --roofline-report --roofline-against="$work/base" \
             --roofline-json "$OUT_DIR/ab-$side.json") || rc=$?
         "$PY" benchmarks/gpu_suite/ab/verdicts.py "$OUT_DIR/ab-$side.json" \
             --expect "$([[ $side == head ]] && echo slower || echo not-slower)" || { ((rc)) || rc=1; }

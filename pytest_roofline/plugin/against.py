@@ -102,9 +102,15 @@ class Against:
     @classmethod
     def start(cls, config: pytest.Config, settings: SessionSettings) -> Against:
         """Prepare the base and start its process (its collection goes on while the head collects)."""
-        from .base_checkout import git_toplevel, prepare_base
+        from .base_checkout import BaseCheckoutError, git_toplevel, prepare_base
 
         ref = settings.against or ""
+        if rootdir_taken_by(config, ref):
+            raise BaseCheckoutError(
+                f"--roofline-against {ref}: pytest read {ref!r} as a test path when it chose the rootdir"
+                f" and the ini file ({config.rootpath}), before it knew this plugin's options; write"
+                f" --roofline-against={ref}, or set roofline_against in the ini file"
+            )
         head_root = git_toplevel(config.rootpath) or config.rootpath
         checkout = prepare_base(ref, head_root=head_root, setup=settings.against_setup)
         try:
@@ -312,6 +318,25 @@ _LEFT_OUT = {
     "--roofline-accept": False, "--roofline-report": False, "--roofline-mode": True,
     "-n": True, "--numprocesses": True, "--dist": True, "--basetemp": True,
 }  # fmt: skip
+
+
+def rootdir_taken_by(config: pytest.Config, ref: str) -> bool:
+    """Whether a directory REF given as its own argument (``--roofline-against DIR``) moved the head's
+    rootdir: pytest picks the rootdir and the ini file from the command line's paths before plugins
+    add their options, so it reads DIR as one of them, and a DIR outside the tests' common folder
+    moves the rootdir up to a folder above both (every node id changes, and the ini file is missed).
+    ``--roofline-against=DIR`` is one argument, never read as a path."""
+    args = list(config.invocation_params.args)
+    if not any(flag == "--roofline-against" and value == ref for flag, value in zip(args, args[1:])):
+        return False
+    base = Path(ref).expanduser()
+    invocation = Path(config.invocation_params.dir)
+    if not (invocation / base).is_dir():
+        return False
+    paths = [invocation / str(arg).split("::")[0] for arg in config.args]
+    found = [path.resolve() for path in paths if path.exists()] or [invocation.resolve()]
+    common = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in found]))
+    return not (invocation / base).resolve().is_relative_to(common)
 
 
 def follower_args(args: Sequence[str]) -> list[str]:

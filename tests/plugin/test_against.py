@@ -184,6 +184,52 @@ def test_a_test_on_one_side_only_is_new_or_gone(repo: pytest.Pytester, tmp_path:
     assert left_behind(repo, tmp_path) == []
 
 
+@pytest.fixture
+def folders(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The head: plain folders, no git (the base a sibling folder holding the same tests, b cheaper)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_kernels=TESTS, kernels=kernels(**{**BASE, "b": 2.4e-3}))
+    base = tmp_path_factory.mktemp("base")
+    for name in ("conftest.py", "test_kernels.py"):
+        (base / name).write_text((pytester.path / name).read_text())
+    (base / "kernels.py").write_text(kernels(**BASE))
+    return base
+
+
+def test_a_base_folder_outside_the_head_pairs_each_test_with_its_own(
+    pytester: pytest.Pytester, folders: Path
+) -> None:
+    """A base that is no commit: a folder holding the base's tests, beside the head's."""
+    result = pytester.runpytest(f"--roofline-against={folders}", "--roofline-json=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    found = vs_base(pytester.path / "r.json")
+    assert [found[name]["verdict"] for name in ("test_a", "test_b", "test_c")] == ["same", "slower", "same"]
+
+
+def test_a_base_folder_given_apart_that_moved_the_rootdir_is_a_usage_error(
+    pytester: pytest.Pytester, folders: Path
+) -> None:
+    """As its own argument, pytest reads DIR as a test path when it picks the rootdir (before any
+    plugin's options are known): here a folder above both, where no node id matches the base's (GPU
+    run 2026-11-28: two copies of a test folder in /tmp compared as ``2 new; 2 gone``)."""
+    result = pytester.runpytest("--roofline-against", str(folders))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*--roofline-against {folders}: pytest read * as a test path when it chose the rootdir*"
+         f"write --roofline-against={folders}, or set roofline_against in the ini file"]
+    )  # fmt: skip
+
+
+def test_a_base_folder_given_apart_inside_the_tests_folder_moves_nothing(
+    pytester: pytest.Pytester, folders: Path
+) -> None:
+    inside = pytester.path / "base"
+    folders.rename(inside)
+    result = pytester.runpytest("test_kernels.py", "--roofline-against", "base", "--roofline-json=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    assert vs_base(pytester.path / "r.json")["test_b"]["verdict"] == "slower"
+
+
 def test_a_ref_that_is_no_commit_is_a_usage_error(repo: pytest.Pytester, tmp_path: Path) -> None:
     result = repo.runpytest("--roofline-against", "mian")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
