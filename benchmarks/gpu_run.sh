@@ -363,9 +363,9 @@ run calibrate 40 gpu
 run selfcheck 70 gpu
 run llm 90 gpu
 run decoder 60 gpu
-run ncu_llm 150 gpu
 run between_runs 110 gpu
 run ab 60 gpu
+run ncu_llm 150 gpu
 run real_torch 40 gpu
 run clocks_after 10 gpu
 run example 70 gpu

@@ -46,7 +46,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             for batch in BATCHES
             for op, names in kernels(batch)
         ]
-        metafunc.parametrize(("batch", "kernel", "modules"), cases)
+        # not "batch": a test parameter named as an op's fills it (a GEMM's batch would count 16 GEMMs)
+        metafunc.parametrize(("sequences", "kernel", "modules"), cases)
 
 
 @pytest.fixture(scope="module")
@@ -145,11 +146,11 @@ def test_decoder_op(
     roofline: Roofline,
     shape: td.Shape,
     model: td.Decoder,
-    batch: int,
+    sequences: int,
     kernel: StepOp,
     modules: tuple[str, ...],
 ) -> None:
-    fn, args = _case(shape, model, kernel, batch)
+    fn, args = _case(shape, model, kernel, sequences)
     fn(*args)
     cache = "warm" if kernel.op in WARM_OPS else "cold"
     roofline(

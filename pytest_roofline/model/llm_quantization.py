@@ -59,4 +59,3 @@ def read_quantization(raw: object, where: str) -> tuple[Quantization | None, str
         return Quantization("fp8", "fp8_e4m3", activations=raw.get("activation_scheme") is not None), ""
     shown = repr(raw.get("quant_method")) if "quant_method" in raw else "with no quant_method"
     return None, f"{where}: quantization_config {shown} is not read here (awq, gptq and fp8 are)"
-

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..model.core import Device
 from ..model.llm import LlmError
 from ..model.step_prediction import Evidence
+from ..model.verdict import Verdict
 from .baseline import machine_of
 from .records import DeviceRecord, MeasurementRecord
 from .store import read_run
@@ -67,7 +68,10 @@ def measurement_id(record: MeasurementRecord) -> str:
 
 
 def _timed(record: MeasurementRecord) -> bool:
-    return record.attained is not None and math.isfinite(record.attained) and record.attained > 0
+    """A measurement that says how fast its op ran: timed, and not faster than light (a wrong count,
+    a test parameter filling an op's, would predict a step faster than its floor)."""
+    usable = record.verdict is not Verdict.FASTER_THAN_LIGHT
+    return usable and record.attained is not None and math.isfinite(record.attained) and record.attained > 0
 
 
 def _evidence(

@@ -24,6 +24,7 @@ a ceiling probed beside one side.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import socket
@@ -327,7 +328,7 @@ def rootdir_taken_by(config: pytest.Config, ref: str) -> bool:
     moves the rootdir up to a folder above both (every node id changes, and the ini file is missed).
     ``--roofline-against=DIR`` is one argument, never read as a path."""
     args = list(config.invocation_params.args)
-    if not any(flag == "--roofline-against" and value == ref for flag, value in zip(args, args[1:])):
+    if not any(flag == "--roofline-against" and value == ref for flag, value in itertools.pairwise(args)):
         return False
     base = Path(ref).expanduser()
     invocation = Path(config.invocation_params.dir)

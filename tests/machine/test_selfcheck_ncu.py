@@ -20,7 +20,8 @@ HEADER = '"ID","Process ID","Kernel Name","Metric Name","Metric Unit","Metric Va
 FEW = ["copy 256 MiB d2d", "scale 8 MiB"]
 
 
-def row(ident: int, kernel: str, value: str, unit: str = "nsecond", metric: str = ncu_clock.METRIC) -> str:
+def row(ident: int, kernel: str, value: str, unit: str = "ns", metric: str = ncu_clock.METRIC) -> str:
+    """One line of ncu's CSV, in the units ncu 2025.3 wrote on the H200 (``ns``)."""
     return f'"{ident}","7","{kernel}({ident})","{metric}","{unit}","{value}"'
 
 
@@ -38,7 +39,7 @@ def csv_text(calls: list[tuple[str, list[float]]]) -> str:
 
 def test_ncus_csv_is_read_in_launch_order_in_seconds_whatever_the_unit() -> None:
     text = "\n".join([
-        "==PROF== noise before the table", HEADER, row(2, "b", "3", "usecond"), row(1, "a", "1,500"),
+        "==PROF== noise before the table", HEADER, row(2, "b", "3", "usecond"), row(1, "a", "1,500", "ns"),
         row(1, "a", "4096", "byte", "dram__bytes_read.sum"), '"x","7","bad","m","","not a number"',
     ])  # fmt: skip
 
@@ -77,6 +78,17 @@ def test_a_kernel_agrees_within_five_percent_or_half_a_microsecond_from_two(
     assert (clock.judged, clock.agrees) == (judged, agrees)
 
 
+def test_a_cold_window_is_compared_less_the_event_pair_it_holds() -> None:
+    """GPU run 2026-11-28: a cold 4 KiB scale read 3.7 µs between its events, ncu 2.37 µs, an empty
+    event pair 1.28 µs."""
+    raw = SecondClock("scale 4 KiB", "cold", 3.7e-6, 2.37e-6, kernels=1)
+    less = SecondClock("scale 4 KiB", "cold", 3.7e-6, 2.37e-6, kernels=1, window_s=1.28e-6)
+
+    assert (raw.agrees, less.agrees) == (False, True)
+    assert less.kernel_s == pytest.approx(2.42e-6)
+    assert "(2.4 µs less the event pair's 1.3 µs), ncu 2.4 µs (1.021×" in less.describe()
+
+
 class FakeNcu:
     """Runs as ncu would: writes the CSV of each case named after the module (``-m ... INDEX CASE...``)
     to --log-file, each call ``scale`` times the fake kernel's duration, and prints the launched names."""
@@ -101,6 +113,23 @@ def run_on_fakes(fake: FakeNcu) -> Any:
     cases = [case for case in gpu_check.CASES if case.name in FEW]
     with faked(0) as (extra, scratch):
         return run_gpu(0, cases, extra=extra, calibration_dir=scratch, rounds=2, ncu="ncu", ncu_run=fake)
+
+
+def test_only_the_cold_figures_are_compared_less_the_event_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    def scripted(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        Path(command[command.index("--log-file") + 1]).write_text(csv_text([("k", [2e-6])] * ncu_clock.CALLS))
+        return subprocess.CompletedProcess(command, 0, stdout='cases: ["k"]', stderr="")
+
+    from pytest_roofline.machine.selfcheck.compare import CaseResult, Timing
+    from pytest_roofline.model.stats import Stats
+
+    engine = {name: Timing(name, (Stats.from_samples([3e-6]),)) for name in ("engine warm", "engine cold")}
+    result = CaseResult("k", tuple(engine.values()))
+
+    clocks, problems = ncu_clock.second_clocks(0, ["k"], [result], ncu="ncu", event_pair_s=1e-6, run=scripted)
+
+    assert problems == []
+    assert [(c.mode, c.window_s, c.agrees) for c in clocks] == [("warm", 0.0, False), ("cold", 1e-6, True)]
 
 
 @pytest.fixture

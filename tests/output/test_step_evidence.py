@@ -55,6 +55,18 @@ def test_each_measured_record_is_evidence(tmp_path: Path) -> None:
     assert (e.ci_rel, e.own_device) == (0.1, True)
 
 
+def test_a_measurement_faster_than_light_is_no_evidence(tmp_path: Path) -> None:
+    """GPU run 2026-11-28: a GEMM test filled the op's ``batch`` from its own parameter and counted 16
+    GEMMs; read 12x faster than its floor, it made the step's LM head 13x faster than light."""
+    path = write(
+        tmp_path,
+        record("t.py::test_copy"),
+        record("t.py::test_counted_wrong", verdict="faster-than-light", attained=12.9, time_s=1e-7),
+    )
+    reports = read_reports([path], H100, across_devices=False)
+    assert [e.test for e in reports.evidence] == ["t.py::test_copy"]
+
+
 def test_a_warm_or_latency_bound_measurement_carries_its_time(tmp_path: Path) -> None:
     warm = record("t.py::test_warm", memory_level="l2", attained=0.4, time_s=2e-9, latency_floor_s=1e-9)
     (e,) = read_reports([write(tmp_path, warm)], H100, across_devices=False).evidence

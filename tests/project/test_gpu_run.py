@@ -23,7 +23,7 @@ ROOT = REPO_ROOT
 SCRIPT = ROOT / "benchmarks" / "gpu_run.sh"
 SUITE = ROOT / "benchmarks" / "gpu_suite"
 GPU_STEPS = (
-    "nvidia_smi", "calibrate", "selfcheck", "llm", "decoder", "ncu_llm", "between_runs", "ab", "real_torch",
+    "nvidia_smi", "calibrate", "selfcheck", "llm", "decoder", "between_runs", "ab", "ncu_llm", "real_torch",
     "clocks_after", "example", "audit", "suite", "ncu", "launch_blocking", "sanitizer", "gpu_tests",
 )  # fmt: skip
 #: the script's own run here takes a second or two; this bounds a hang of the test itself

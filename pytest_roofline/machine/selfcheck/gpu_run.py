@@ -99,7 +99,10 @@ def run_gpu(
     clocks: list[SecondClock] = []
     if ncu is not None:
         say("timing the kernels again with ncu (the second clock) ...")
-        clocks, problems = second_clocks(index, [case.name for case in cases], results, ncu=ncu, run=ncu_run)
+        # CUPTI times the kernels alone; events hold their own pair's time
+        pair = (floor.event_pair_s or 0.0) if backend.timer != "cupti" else 0.0
+        names = [case.name for case in cases]
+        clocks, problems = second_clocks(index, names, results, ncu=ncu, event_pair_s=pair, run=ncu_run)
         clock_lines = second_clock_lines(clocks, problems)
         off = [clock.describe() for clock in clocks if clock.judged and not clock.agrees] + problems
         if off:
