@@ -7,9 +7,12 @@ run reported and the clocks it held (issue 39, item 2).
 
 Each run is ``python -m pytest PYTEST_ARGS --roofline-json DIR/run-K.json``. A measurement's medians
 are *within its band* when every run's median lies inside every run's reported interval (median ±
-``stats.ci_half``): what one run's interval promises about the next. The table says, per
+``stats.ci_half``): what one run's interval promises about the next; and *within the band with the
+term between runs* when they lie inside that interval widened by the record's ``between_runs``
+(:mod:`pytest_roofline.model.run_noise`, the two added in quadrature). The table says, per
 measurement: the medians (µs), their spread (max / min − 1), the widest band reported (±%), whether
-the medians are within it, and each run's median SM clock and power.
+the medians are within it, the term between runs and whether they are within the two, and each
+run's median SM clock, power and samples left out.
 
 Exit status 0 when the table was printed, 1 when a run failed to write its report.
 """
@@ -18,11 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout, not installed
+
+from pytest_roofline.model import run_noise
 
 
 def run_all(out: Path, runs: int, gap_s: float, pytest_args: list[str]) -> list[Path]:
@@ -43,12 +51,21 @@ def _key(record: dict[str, Any]) -> str:
     return f"{record['nodeid']}::{record.get('name') or ''}"
 
 
-def table(reports: list[Path]) -> tuple[list[list[str]], int]:
-    """One row per measurement present in every run; and how many have their medians within the band."""
+def between_runs(record: dict[str, Any]) -> float:
+    """The record's term between runs (a 95% half-width), from its kind where the file predates it."""
+    found = (record.get("between_runs") or {}).get("rel")
+    if isinstance(found, (int, float)):
+        return float(found)
+    return run_noise.between_runs_rel(run_noise.prior(record.get("backend"), record.get("bound")))
+
+
+def table(reports: list[Path]) -> tuple[list[list[str]], int, int]:
+    """One row per measurement present in every run; how many have their medians within the runs'
+    bands, and within them widened by the term between runs."""
     runs = [
         {_key(r): r for r in json.loads(p.read_text())["measurements"] if r.get("stats")} for p in reports
     ]
-    rows, within_count = [], 0
+    rows, within_count, within_both_count = [], 0, 0
     for key in runs[0]:
         records = [run.get(key) for run in runs]
         if any(r is None for r in records):
@@ -56,7 +73,11 @@ def table(reports: list[Path]) -> tuple[list[list[str]], int]:
         medians = [r["stats"]["median"] for r in records]  # type: ignore[index]
         halves = [r["stats"]["ci_half"] for r in records]  # type: ignore[index]
         within = all(abs(m - other) <= h for m, h in zip(medians, halves, strict=True) for other in medians)
+        between = between_runs(records[0])  # type: ignore[arg-type]
+        wide = [math.hypot(h, between * m) for m, h in zip(medians, halves, strict=True)]
+        within_both = all(abs(m - o) <= w for m, w in zip(medians, wide, strict=True) for o in medians)
         within_count += within
+        within_both_count += within_both
         clocks = [r.get("clocks") or {} for r in records]  # type: ignore[union-attr]
         rows.append(
             [
@@ -65,12 +86,14 @@ def table(reports: list[Path]) -> tuple[list[list[str]], int]:
                 f"{(max(medians) / min(medians) - 1) * 100:.1f}%",
                 f"±{max(h / m for m, h in zip(medians, halves, strict=True)) * 100:.2f}%",
                 "yes" if within else "NO",
+                f"±{between * 100:.1f}%",
+                "yes" if within_both else "NO",
                 " ".join(str(c.get("median_sm_mhz") or "-") for c in clocks),
                 " ".join(f"{c['median_power_w']:.0f}" if c.get("median_power_w") else "-" for c in clocks),
                 " ".join(str(c.get("slowed_samples_left_out") or 0) for c in clocks),
             ]
         )
-    return rows, within_count
+    return rows, within_count, within_both_count
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from tabulate import tabulate
 
-    rows, within = table(reports)
+    rows, within, within_both = table(reports)
     print(
         f"\n{len(reports)} runs, {len(rows)} measurements in all of them;"
-        f" medians within every run's band: {within}"
+        f" medians within every run's band: {within}; with the term between runs: {within_both}"
     )
     headers = [
         "measurement",
@@ -103,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         "spread",
         "widest band",
         "within",
+        "between runs",
+        "within both",
         "SM MHz",
         "power W",
         "left out",

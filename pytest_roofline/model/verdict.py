@@ -69,7 +69,7 @@ WAITED_SHARE = 0.15
 WAITED_SLACK = 10.0
 #: the relative half-width a kernel's time is given when its samples are too few for an interval of
 #: their own (:data:`.stats.MIN_PRECISION_SAMPLES`: a slow kernel under a short budget): two standard
-#: deviations of attained between runs of identical code (``output.comparison.RUN_NOISE``), so a
+#: deviations of attained between runs of identical code (:data:`.run_noise.RUN_NOISE`), so a
 #: miss on one or two samples is a miss only beyond what a run's noise explains
 FEW_SAMPLES_CI = 0.16
 #: what is left of the first measurement's budget once what came before it (rotation's copies) took

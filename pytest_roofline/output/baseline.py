@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from ..errors import RooflineUsageError
+from ..model.run_noise import RUN_NOISE
 
 #: the JSON schemas this module reads: schema 1, whose measurements name the math's precision
 #: ``precision`` (no comparison reads it), and the newest, :data:`.records.SCHEMA_VERSION`
@@ -90,6 +91,9 @@ class BaselineRecord:
     #: the GPU of the node it ran on, where the record says (a GPU 3 compares with GPU 0's record of
     #: the same model: :func:`machine` is the model, not the slot)
     device_index: int | None = None
+    #: how far such a measurement moves between runs before its own history says (sd of log
+    #: attained: :func:`pytest_roofline.model.run_noise.prior`, by its backend and bound)
+    prior_noise: float = RUN_NOISE
 
     @property
     def runs(self) -> tuple[float, ...]:

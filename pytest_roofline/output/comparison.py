@@ -7,8 +7,9 @@ A run's 95% interval does not cover how far a test moves from one run to the nex
 changed (the machine's state, other jobs, where the allocator put the arrays). So the baseline's
 side is the median of the runs its file keeps (``--roofline-save`` appends, up to
 :data:`HISTORY_RUNS`), and the noise of the ratio is the **run-to-run** noise (or a run's own
-interval where that is wider): the spread of the kept runs, pooled with :data:`RUN_NOISE` (the
-reference machine's, worth :data:`PRIOR_RUNS` runs) while there are few. A drop beyond the threshold
+interval where that is wider): the spread of the kept runs, pooled with the record's prior
+(:mod:`pytest_roofline.model.run_noise`: the reference machine's of its kind, the CPU's or a GPU's
+by bound, worth :data:`PRIOR_RUNS` runs) while there are few. A drop beyond the threshold
 is a **regression** only when it is beyond that noise too, at a confidence that keeps the whole
 suite's false alarms to :data:`FALSE_ALARMS` of runs; otherwise it is **inconclusive**: reported,
 never failed. A measurement the machine's load could have disturbed confirms nothing. Improvements
@@ -25,16 +26,15 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValueError
 from ..model import units
+from ..model.run_noise import RUN_NOISE
 from .baseline import Baseline, BaselineRecord, Key, machine
 
 __all__ = ["Change", "Comparison", "RegressionRule", "compare"]
 
 DEFAULT_THRESHOLD = 0.10
-#: how far a test's attained fraction moves between runs of unchanged code (each run's own noise
-#: included), as the standard deviation of its logarithm: what benchmarks/gate_noise.py measured on
-#: the reference 2-core VM (docs/methodology.md), assumed until a baseline's own runs say otherwise
-RUN_NOISE = 0.08
-#: how many runs' worth of evidence :data:`RUN_NOISE` weighs against a history's own spread
+#: how many runs' worth of evidence a record's prior run-to-run noise
+#: (:func:`pytest_roofline.model.run_noise.prior`: the reference machine's of its kind, assumed until a
+#: baseline's own runs say otherwise) weighs against a history's own spread
 PRIOR_RUNS = 4
 #: the most run-to-run noise a comparison computes with (log sd: a factor of 20 a run): a test that
 #: moves more measures nothing a gate could use, and past it exp() of the bounds would overflow
@@ -175,7 +175,7 @@ class RegressionRule:
         if new is None:
             return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
         ratio = new.attained / reference(old)
-        noise = run_noise(old.runs)
+        noise = run_noise(old.runs, old.prior_noise)
         sd = min(_log_sd(old, new, noise), MAX_LOG_SD)
         ci = math.exp(_Z95 * sd) - 1
         z = confidence_z(tests)
@@ -236,15 +236,15 @@ def reference(record: BaselineRecord) -> float:
     return statistics.median(record.runs)
 
 
-def run_noise(runs: Sequence[float]) -> float:
+def run_noise(runs: Sequence[float], prior: float = RUN_NOISE) -> float:
     """How far a test moves from run to run (sd of log attained): the spread of its kept runs, pooled
-    with :data:`RUN_NOISE` weighing :data:`PRIOR_RUNS` runs (a few runs that happened to agree prove
-    little)."""
+    with ``prior`` (the record's kind's, :mod:`pytest_roofline.model.run_noise`) weighing
+    :data:`PRIOR_RUNS` runs (a few runs that happened to agree prove little)."""
     logs = [math.log(a) for a in runs]
     if len(logs) < 2:
-        return RUN_NOISE
+        return prior
     spread = statistics.variance(logs)
-    pooled = (PRIOR_RUNS * RUN_NOISE**2 + (len(logs) - 1) * spread) / (PRIOR_RUNS + len(logs) - 1)
+    pooled = (PRIOR_RUNS * prior**2 + (len(logs) - 1) * spread) / (PRIOR_RUNS + len(logs) - 1)
     return math.sqrt(pooled)
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..model import run_noise
 from ..model.core import CacheSize, Device
 from ..model.devices import describe_peaks
 from ..model.measurement import Measurement
@@ -293,6 +294,13 @@ class MeasurementRecord:
         return f"{self.device}@{self.device_figures}"
 
     @property
+    def between_runs(self) -> JsonObject:
+        """How far such a measurement moves between runs beyond its own interval (``rel``, a 95%
+        half-width; :mod:`~pytest_roofline.model.run_noise`), and where that figure comes from."""
+        sd = run_noise.prior(self.backend, self.bound)
+        return {"rel": run_noise.between_runs_rel(sd), "why": run_noise.why(self.backend, self.bound)}
+
+    @property
     def contention_level(self) -> str | None:
         level = (self.contention or {}).get("level")
         return level if isinstance(level, str) else None
@@ -309,6 +317,7 @@ class MeasurementRecord:
             if (value := getattr(self, f.name)) is not None or f.name not in _OPTIONAL
         }
         data["passed"] = self.passed
+        data["between_runs"] = self.between_runs
         data["reason"] = None  # a skipped record's; in every record, so every record has every field
         return {name: data[name] for name in (*RECORD_FIELDS, *_OPTIONAL) if name in data}
 
@@ -345,6 +354,7 @@ def _comparable(record: MeasurementRecord) -> BaselineRecord:
         verdict=str(record.verdict), op=record.op, label=record.label,
         disturbed=disturbed_by(str(record.verdict), record.contention_level, record.thread_wait_share),
         history=record.history or (), remeasured=record.remeasured, device_index=record.device_index,
+        prior_noise=run_noise.prior(record.backend, record.bound),
     )  # fmt: skip
 
 
@@ -445,6 +455,7 @@ RECORD_FIELDS = (
     "device_figures",
     "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
+    "between_runs",
     "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
     "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples",
     "still_falling", "ceiling",
