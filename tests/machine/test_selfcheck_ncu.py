@@ -176,6 +176,20 @@ def test_an_ncu_that_fails_is_said_and_fails_the_check() -> None:
     assert "ncu (warm) exited 1 and timed 0 kernels: ==ERROR== profiling failed" in report.verdict.line
 
 
+def test_asking_for_ncu_on_the_cpu_is_one_line_and_exit_2_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ncu_clock, "find_ncu", lambda: "/usr/bin/ncu")
+    never = lambda **kw: pytest.fail("measured despite a bad option")  # noqa: E731
+    monkeypatch.setattr("pytest_roofline.machine.selfcheck.cpu_check.run_cpu", never)
+
+    code = cli.main(["selfcheck", "--device", "cpu", "--ncu"])
+
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert "--ncu: Nsight Compute times GPU kernels; --device cpu checks this CPU" in err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

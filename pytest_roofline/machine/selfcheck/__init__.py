@@ -55,7 +55,9 @@ def selfcheck(
             raise InvalidValueError(f"--json {json_path}: cannot write it: {reason}")
     ncu_path = _ncu(ncu, fake)
     report = (
-        _fake_report(device, progress, gpu_cases) if fake else _report(device, progress, gpu_cases, ncu_path)
+        _fake_report(device, progress, gpu_cases)
+        if fake
+        else _report(device, progress, gpu_cases, ncu_path, wanted_ncu=ncu is True)
     )
     if json_path is not None:
         _write_json(json_path, report)
@@ -85,12 +87,18 @@ def _report(
     progress: Callable[[str], None] | None,
     gpu_cases: Sequence[GpuCase] | None,
     ncu: str | None = None,
+    wanted_ncu: bool = False,
 ) -> Report:
     from ..detect import parse_target
 
     target = parse_target(device)
     if target.kind == "cpu":
         from .cpu_check import run_cpu
+
+        if ncu is not None and wanted_ncu:
+            raise InvalidValueError(
+                f"--ncu: Nsight Compute times GPU kernels; --device {device} checks this CPU"
+            )
 
         return run_cpu(progress=progress)
     if target.index is None:  # a table device with no hardware here
