@@ -560,6 +560,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .budgets_cli import add_parser as add_budgets
     from .llm_cli import add_parser as add_llm
     from .merge_cli import add_parser as add_merge
     from .merge_cli import threshold_option
@@ -686,6 +687,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     selfcheck.set_defaults(run=_selfcheck)
     add_merge(commands)
+    add_budgets(commands)
     return parser
 
 

@@ -87,11 +87,7 @@ class Inference:
         params = {
             k: v for k, v in self.params.items() if not (self.op == "custom" and k == "flops" and not v)
         }
-        parts = [json.dumps(self.op), *(f"{_keyword(k)}={_literal(v)}" for k, v in params.items())]
-        parts.append(f"dtype={json.dumps(self.dtype)}")
-        if min_fraction is not None:
-            parts.append(f"min_fraction={min_fraction!r}")
-        text = f"@pytest.mark.speed_of_light({', '.join(parts)})"
+        text = marker_text(self.op, params, self.dtype, min_fraction=min_fraction)
         return text if self.flops_known else f"{text}  # FLOPs unknown: count them and add flops="
 
     def overcount_note(self) -> str:
@@ -124,6 +120,19 @@ class Inference:
             "bytes_from": self.bytes_from, "marker": self.marker(min_fraction),
             "arrays": [a.to_record() for a in self.arrays],
         }  # fmt: skip
+
+
+def marker_text(
+    op: str, params: Mapping[str, object], dtype: str, *, min_fraction: float | None = None, **extra: object
+) -> str:
+    """``@pytest.mark.speed_of_light("op", k=v, ..., dtype="...", [extra...,] [min_fraction=...])``: a
+    marker to paste over a test (``extra``: ``math="tf32"`` and the like)."""
+    parts = [json.dumps(op), *(f"{_keyword(k)}={_literal(v)}" for k, v in params.items())]
+    parts.append(f"dtype={json.dumps(dtype)}")
+    parts += [f"{k}={_literal(v)}" for k, v in extra.items()]
+    if min_fraction is not None:
+        parts.append(f"min_fraction={min_fraction!r}")
+    return f"@pytest.mark.speed_of_light({', '.join(parts)})"
 
 
 def _keyword(name: str) -> str:
