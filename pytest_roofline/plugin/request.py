@@ -146,6 +146,8 @@ def resolve(
         check_op_params(op, params, complete=True, forwarded=kernel.forwarded if kernel is not None else ())
         if dtype is None:
             dtype = dtype_of_arguments(op, kernel)
+        else:
+            check_dtype_against_arguments(op, dtype, kernel)
     check_keywords({**keywords, "dtype": dtype} if dtype is not None else keywords)
     min_fraction = float(keywords.get("min_fraction", settings.min_fraction))
     cache, cache_asked = cache_of(settings, keywords, own)
@@ -290,6 +292,50 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
         else ""
     )
     raise InvalidValueError(f"{op} needs dtype: pass dtype=... to the marker or the call{late}")
+
+
+def check_dtype_against_arguments(op: str, dtype: object, kernel: KernelCall | None) -> None:
+    """A floating-point ``dtype`` given for ``op`` that none of the kernel's floating-point arrays has
+    is an error naming both: it would count every byte at the wrong width (``dtype="fp16"`` over
+    float32 arrays: half of them) and judge against the wrong peaks. An op's operands may differ
+    (fp8 inputs with a bf16 output, an fp32 rope cache beside bf16 heads): one array of the given
+    format is enough. Math in another format than the storage is ``math=`` (``dtype="fp32",
+    math="tf32"``). Nothing is checked where no floating-point array is found, or it is not known."""
+    from ..model.core import Precision, parse_dtype
+
+    if kernel is None:
+        return
+    try:
+        declared = parse_dtype(dtype)
+    except ValueError:
+        return  # check_keywords says what is wrong with it
+    stored = Precision.FP32 if declared is Precision.TF32 else declared
+    if stored.integral:
+        return
+    from ..timing.arrays import arguments_given, arguments_of_kernel, dtype_of
+
+    seen: dict[str, Precision] = {}
+    for where, arg in itertools.chain(
+        arguments_given(kernel.args, kernel.kwargs), arguments_of_kernel(kernel.fn)
+    ):
+        found = dtype_of(arg)
+        if found is None:
+            continue
+        try:
+            precision = parse_dtype(found)
+        except ValueError:
+            continue
+        if not precision.integral:
+            seen.setdefault(where, precision)
+    if not seen or stored in seen.values():
+        return
+    arrays = ", ".join(f"{where} {precision}" for where, precision in list(seen.items())[:4])
+    formats = sorted({str(p) for p in seen.values()})
+    raise InvalidValueError(
+        f"{op}: dtype={str(declared)!r}, but no floating-point array the kernel is given is {declared}"
+        f" ({arrays}): the floor would count every byte at {declared}'s width; pass dtype={formats[0]!r}"
+        + (" (and math=... for math in another format, such as math='tf32')" if len(formats) == 1 else "")
+    )
 
 
 def check_name(name: object) -> str:

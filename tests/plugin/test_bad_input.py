@@ -483,3 +483,46 @@ def test_integer_and_complex_kernels_are_measured_and_reported(rl: pytest.Pytest
     )
     assert by_test["test_fft"]["peak_precision"] == "fp32"
     assert by_test["test_fft"]["flops"] == 5 * 4 * 2**20 * 20
+
+
+DTYPE_TESTS = """
+import numpy as np
+import pytest
+
+F32 = np.ones(1024, np.float32)
+
+
+@pytest.mark.speed_of_light("elementwise", n=1024, inputs=2, dtype="fp16")
+def test_fp16_declared_over_fp32(roofline):
+    roofline(np.add, F32, F32, np.empty_like(F32))
+
+
+@pytest.mark.speed_of_light("gemm", M=32, N=32, K=32, dtype="fp32", math="tf32")
+def test_tf32_math_over_fp32(roofline):
+    a = np.ones((32, 32), np.float32)
+    roofline(np.matmul, a, a)
+
+
+@pytest.mark.speed_of_light("quantize", rows=4, cols=256, dtype="fp32")
+def test_one_operand_of_the_format_is_enough(roofline):
+    roofline(lambda x, out: None, np.ones((4, 256), np.float32), np.empty((4, 256), np.uint8))
+
+
+@pytest.mark.speed_of_light("elementwise", n=1024, dtype="fp32")
+def test_no_float_array_nothing_checked(roofline):
+    roofline(lambda i: None, np.arange(1024))
+"""
+
+
+def test_a_dtype_no_float_array_has_is_an_error_naming_both(rl: pytest.Pytester) -> None:
+    """A newcomer's dtype="float16" over float32 arrays was judged as fp16, at half the bytes."""
+    rl.makepyfile(test_dtypes=DTYPE_TESTS)
+    result = rl.runpytest("--roofline-mode=report")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*elementwise: dtype='fp16', but no floating-point array the kernel is given is fp16 (argument 0"
+            " fp32, argument 1 fp32, argument 2 fp32): the floor would count every byte at fp16's width; pass"
+            " dtype='fp32' (and math=... for math in another format, such as math='tf32')*"
+        ]
+    )

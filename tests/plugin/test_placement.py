@@ -149,7 +149,7 @@ COPY = dict(op="copy", n=25_000_000, dtype="fp32", name={name!r})
 
 
 def test_numpy(roofline):
-    roofline(numpy.add, numpy.ones(4), numpy.ones(4), **COPY)
+    roofline(numpy.add, numpy.ones(4, numpy.float32), numpy.ones(4, numpy.float32), **COPY)
 
 
 def test_torch_cpu(roofline):
