@@ -649,20 +649,27 @@ def _summed_floor(cost: Cost, precision: Precision, device: Device) -> tuple[flo
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'K'?)`` when choices are close to ``word`` (up to two, equally close ones
-    both named: 'gemn' could be 'gemm' or 'gemv'), else an empty string."""
-    close = close_matches(word, choices)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    """`` (did you mean 'K'?)`` when choices are close to ``word`` (equally close ones all named:
+    'gemn' could be 'gemm' or 'gemv'), else an empty string."""
+    close = [repr(c) for c in close_matches(word, choices)]
+    if not close:
+        return ""
+    return (
+        f" (did you mean {', '.join(close[:-1])} or {close[-1]}?)"
+        if len(close) > 1
+        else f" (did you mean {close[0]}?)"
+    )
 
 
 def close_matches(word: str, choices: Iterable[str]) -> list[str]:
-    """The choices close to ``word``, sorted: those it is a prefix of, else the closest (up to two)."""
+    """The choices close to ``word``, sorted: those it is a prefix of (up to three: 'h100' is
+    'h100-nvl', 'h100-pcie' or 'h100-sxm'), else the closest (up to two)."""
     if not word:
         return []  # nothing typed is close to everything
     names = list(dict.fromkeys(choices))
     extending = sorted(n for n in names if n.lower().startswith(word.lower()) and n != word)
     if extending:  # "a100-pcie" is a prefix of 'a100-pcie-80gb', which beats the closer-looking 'h100-pcie'
-        return extending[:2]
+        return extending[:3]
     scored = sorted(
         ((difflib.SequenceMatcher(None, word, name).ratio(), name) for name in names), key=lambda t: -t[0]
     )

@@ -126,7 +126,8 @@ def load_config(source: str | Path) -> ModelConfig:
             text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (some editors write one)
         except (OSError, UnicodeDecodeError) as exc:
             raise LlmError(f"{source}: cannot read it: {exc}") from None
-        name = path.parent.name if path.name == "config.json" else path.stem
+        # a model's folder names it ("config.json" alone, in the folder: the folder's resolved name)
+        name = path.resolve().parent.name if path.name == "config.json" else path.stem
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

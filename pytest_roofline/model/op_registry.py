@@ -443,13 +443,26 @@ def unregister_op(name: str) -> None:
         _ALIASES.pop(alias, None)
 
 
+#: what libraries call some ops, named in the error of an unknown op (not accepted as aliases: a
+#: ``matmul`` may be a batched GEMM or a GEMV, whose parameters differ)
+_OTHER_NAMES = {
+    "matmul": "gemm", "mm": "gemm", "bmm": "gemm", "linear": "gemm", "dense": "gemm",
+    "sdpa": "attention", "scaled_dot_product_attention": "attention", "flash_attention": "attention",
+    "mv": "gemv", "add": "elementwise", "mul": "elementwise", "sum": "reduction", "memcpy": "copy",
+    "rms_norm": "rmsnorm", "layer_norm": "layernorm", "silu_and_mul": "swiglu",
+}  # fmt: skip
+
+
 def get_op(name: object) -> OpSpec:
     """The op called ``name``, or an OpError listing the ops and the closest name."""
     if isinstance(name, str) and name in _REGISTRY:
         return _REGISTRY[name]
     if isinstance(name, str) and _ALIASES.get(name) in _REGISTRY:
         return _REGISTRY[_ALIASES[name]]
-    hint = did_you_mean(name, [*_REGISTRY, *_ALIASES]) if isinstance(name, str) else ""
+    hint = ""
+    if isinstance(name, str):
+        other = _OTHER_NAMES.get(name.lower())
+        hint = f" (did you mean {other!r}?)" if other else did_you_mean(name, [*_REGISTRY, *_ALIASES])
     raise OpError(f"unknown op {name!r}{hint}; known ops: {', '.join(sorted(_REGISTRY))}")
 
 

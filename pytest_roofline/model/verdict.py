@@ -91,7 +91,11 @@ class Verdict(str, enum.Enum):
 def check_fraction(value: object, what: str = "min_fraction") -> float:
     """A budget in (0, 1], or a ValueError naming ``what`` and the value."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise InvalidValueError(f"{what} must be a number in (0, 1]; got {value!r}")
+        # a percentage written as one (70 for 70%) is the likeliest slip
+        hint = ""
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 5 <= value <= 100:
+            hint = f" (did you mean {value / 100:g}, {value:g}%?)"
+        raise InvalidValueError(f"{what} must be a number in (0, 1]; got {value!r}{hint}")
     return float(value)
 
 

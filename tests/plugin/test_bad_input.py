@@ -516,7 +516,7 @@ def test_no_float_array_nothing_checked(roofline):
 
 def test_a_dtype_no_float_array_has_is_an_error_naming_both(rl: pytest.Pytester) -> None:
     """A newcomer's dtype="float16" over float32 arrays was judged as fp16, at half the bytes."""
-    rl.makepyfile(test_dtypes=DTYPE_TESTS)
+    rl.makepyfile(test_declared_dtypes=DTYPE_TESTS)
     result = rl.runpytest("--roofline-mode=report")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
