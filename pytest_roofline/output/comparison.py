@@ -109,10 +109,19 @@ class Comparison:
         if self.change is Change.NOT_RUN:
             return "not run: deselected, or not reached by a run cut short"
         old, new = self._sides()
-        fractions = f"{units.percent(old.attained)} -> {units.percent(new.attained)}"
         if self.change is Change.OTHER_DEVICE:
+            fractions = f"{units.percent(old.attained)} -> {units.percent(new.attained)}"
             return f"not compared: baseline measured on {old.device_name} ({fractions})"
+        fractions = f"{self.baseline_figure()} -> {units.percent(new.attained)}"
         return f"{(self.ratio or 0.0) * 100 - 100:+.0f}% ({fractions})"
+
+    def baseline_figure(self) -> str:
+        """The baseline's figure the change is computed against, labelled where it is a median of its
+        kept runs (``36.2% (median of 3)``); "-" where there is no baseline record."""
+        if self.old is None:
+            return "-"
+        figure = units.percent(reference(self.old))
+        return f"{figure} (median of {self.runs})" if self.runs > 1 else figure
 
     def message(self) -> str:
         """The regression message: both fractions, both times, the change, why it is sure, the baseline."""
@@ -136,6 +145,23 @@ class Comparison:
             f"a run, {learned}){remeasured}; time {units.seconds(new.time_s)}, was "
             f"{units.seconds(old.time_s)}. Baseline: {self.source or 'given'}."
         )
+
+    def to_json(self) -> dict[str, object]:
+        """What the run's JSON keeps of it (``comparisons``): the figures the change is computed from,
+        its 95% interval, the noise it was judged against and the verdict."""
+        old, new, ratio = self.old, self.new, self.ratio
+        low, high = _interval(ratio, self.ci_rel) if ratio is not None else (None, None)
+        return {
+            "nodeid": self.key[0], "name": self.key[1], "verdict": str(self.change),
+            "baseline": reference(old) if old is not None else None,
+            "baseline_runs": len(old.runs) if old is not None else 0,
+            "now": new.attained if new is not None else None,
+            "change": ratio - 1 if ratio is not None else None,
+            "change_lo": low - 1 if low is not None else None,
+            "change_hi": high - 1 if high is not None else None,
+            "run_noise": self.run_noise, "noise_drop": self.noise_drop, "threshold": self.threshold,
+            "source": self.source,
+        }  # fmt: skip
 
     def _sides(self) -> tuple[BaselineRecord, BaselineRecord]:
         if self.old is None or self.new is None:
@@ -301,7 +327,7 @@ def format_table(comparisons: Iterable[Comparison]) -> list[str]:
             [
                 c.test,
                 (new or old).label if (new or old) is not None else "",  # type: ignore[union-attr]
-                units.percent(old.attained) if old is not None else "-",
+                c.baseline_figure(),
                 units.percent(new.attained) if new is not None else "-",
                 f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
                 f"±{c.ci_rel * 100:.0f}%" if c.ratio is not None else "-",

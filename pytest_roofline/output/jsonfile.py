@@ -12,10 +12,13 @@ import platform
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
 from ..machine import files
+
+if TYPE_CHECKING:
+    from .comparison import Comparison
 from .records import (
     SCHEMA_VERSION,
     DeviceRecord,
@@ -63,9 +66,11 @@ def payload(
     devices: Iterable[DeviceRecord | Mapping[str, Any]],
     *,
     interruption: str | None = None,
+    comparisons: Sequence[Comparison] = (),
 ) -> JsonObject:
-    """The JSON file: every device with the figures that judged the measurements, and whether the
-    run was cut short (``interruption`` says how: its measurements are not all there)."""
+    """The JSON file: every device with the figures that judged the measurements, whether the run
+    was cut short (``interruption`` says how: its measurements are not all there), and each test's
+    comparison with a baseline (``--roofline-compare``; an empty list without one)."""
     typed = [as_record(r) for r in records]
     return {
         "schema": SCHEMA_VERSION,
@@ -78,6 +83,7 @@ def payload(
             for device, remeasured, judged in device_judgements(devices, typed)
         ],
         "measurements": [r.to_json() for r in typed],
+        "comparisons": [c.to_json() for c in comparisons],
     }
 
 

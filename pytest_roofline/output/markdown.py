@@ -69,7 +69,14 @@ def section(
     if comparisons:
         vanished = [c.test for c in comparisons if c.change is Change.VANISHED]
         regressions = sum(c.change is Change.REGRESSION for c in comparisons)
+        unsure = [c.test for c in comparisons if c.change is Change.INCONCLUSIVE]
         lines.append(f"<br>Against the baseline {_escape(baseline or '')}: {regressions} regression(s).")
+        if unsure:
+            named = ", ".join(_code(t, cell=False) for t in unsure)
+            lines.append(
+                f"<br>Inconclusive (a change the noise between runs could explain): {named}; "
+                "`--roofline-against REF` measures the base beside the run."
+            )
         if vanished:
             gone = ", ".join(_code(t, cell=False) for t in vanished)
             lines.append(f"<br>In the baseline, not measured now: {gone}.")
@@ -102,9 +109,10 @@ def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comp
         if comparisons is not None:
             c = comparisons.get(r.key)
             text = c.summary() if c is not None else ""
-            cells.append(
-                f"**{_escape(text)}**" if c is not None and c.change is Change.REGRESSION else _escape(text)
-            )
+            if c is not None and c.change is Change.INCONCLUSIVE:
+                text += ": inconclusive"
+            flagged = c is not None and c.change in (Change.REGRESSION, Change.INCONCLUSIVE)
+            cells.append(f"**{_escape(text)}**" if flagged else _escape(text))
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 

@@ -194,7 +194,8 @@ class Gate:
             self.notes.extend(f"roofline: {line}" for line in saved.lines())
 
     def summary_lines(self) -> list[str]:
-        """What the terminal says of the comparison: the totals, then each regression and vanished test."""
+        """What the terminal says of the comparison: the totals, then every test of each class but
+        unchanged, named."""
         if not self.comparisons:
             return []
         source = self.baseline.describe() if self.baseline else ""
@@ -215,6 +216,10 @@ class Gate:
                     f"  inconclusive: {c.test}: {c.summary()}, within what runs of unchanged code move"
                     f" (±{c.run_noise * 100:.0f}% a run{', assumed' if c.runs <= 1 else ''})"
                 )
+            elif c.change in (Change.INCONCLUSIVE, Change.IMPROVEMENT):
+                lines.append(f"  {c.change}: {c.test}: {c.summary()}")
+            elif c.change in (Change.NEW, Change.NOT_RUN):
+                lines.append(f"  {c.test}: {c.summary()}")
         if any(c.change is Change.INCONCLUSIVE and (c.ratio or 1) < 1 for c in self.comparisons):
             lines.append(
                 "roofline: one saved run cannot tell such a drop from the machine's noise between runs;"

@@ -238,20 +238,24 @@ class RooflineSession:
         # xdist sends the workers' reports here, so every node is known
         state.records = [replace(r, xfailed=r.nodeid in state.xfailed) for r in state.records]
         self._keep_best_probe_rates()
+        # the gate first: its comparisons go in the JSON
+        state.gate.finish(
+            state.records, list(state.device_records.values()), session, interruption=state.interruption,
+            deselected=state.deselected,
+        )  # fmt: skip
         if self.settings.json:
             from ..output.jsonfile import payload, write_json_atomic
 
             try:
-                data = payload(state.records, state.device_records.values(), interruption=state.interruption)
+                data = payload(
+                    state.records, state.device_records.values(), interruption=state.interruption,
+                    comparisons=state.gate.comparisons,
+                )  # fmt: skip
                 write_json_atomic(self.settings.json, data)
             except (OSError, ValueError) as exc:
                 state.json_error = f"roofline: could not write --roofline-json {self.settings.json!r}: {exc}"
                 if session.exitstatus == pytest.ExitCode.OK:
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        state.gate.finish(
-            state.records, list(state.device_records.values()), session, interruption=state.interruption,
-            deselected=state.deselected,
-        )  # fmt: skip
 
     def _keep_best_probe_rates(self) -> None:
         """The calibration remembers the fastest this machine's probes have run (never the slowest),
