@@ -125,13 +125,13 @@ def test_a_drop_inside_the_noise_is_inconclusive_not_failed(rl: pytest.Pytester,
     )
 
 
-def test_the_terminal_names_every_test_of_each_class_but_unchanged(
+def test_the_terminal_names_every_test_of_each_class_but_unchanged_and_the_json_keeps_them(
     rl: pytest.Pytester, baseline: Path
 ) -> None:
-    """A newcomer's run said "1 inconclusive" and named none; an improvement and a new test too."""
+    """A newcomer's run said "1 inconclusive" and named none, and its JSON held no comparison."""
     edit(baseline, "test_slow", attained=0.4)  # the baseline's test_slow at half of today's 80%
     suite(rl, other="fresh")
-    result = rl.runpytest("--roofline-compare=base.json")
+    result = rl.runpytest("--roofline-compare=base.json", "--roofline-json=run.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
@@ -140,19 +140,11 @@ def test_the_terminal_names_every_test_of_each_class_but_unchanged(
             "  test_kernels.py::test_fresh: new: no baseline record",
         ]
     )
-
-
-def test_the_json_keeps_each_comparison_as_the_terminal_said_it(rl: pytest.Pytester, baseline: Path) -> None:
-    edit(baseline, "test_slow", attained=0.4)
-    suite(rl, other="fresh")
-    rl.runpytest("--roofline-compare=base.json", "--roofline-json=run.json").assert_outcomes(passed=2)
-    found = {
-        c["nodeid"].split("::")[-1]: c for c in json.loads((rl.path / "run.json").read_text())["comparisons"]
-    }
+    compared = json.loads((rl.path / "run.json").read_text())["comparisons"]
+    found = {c["nodeid"].split("::")[-1]: c for c in compared}
     slow = found["test_slow"]
     assert (slow["verdict"], slow["baseline"], slow["baseline_runs"]) == ("improvement", 0.4, 1)
-    assert slow["now"] == pytest.approx(0.8)
-    assert slow["change"] == pytest.approx(1.0)
+    assert (slow["now"], slow["change"]) == (pytest.approx(0.8), pytest.approx(1.0))
     assert slow["change_lo"] < 1.0 < slow["change_hi"]
     assert slow["run_noise"] == pytest.approx(0.08)
     assert (found["test_fresh"]["verdict"], found["test_steady"]["verdict"]) == ("new", "vanished")
