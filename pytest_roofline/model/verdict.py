@@ -681,4 +681,37 @@ def failure_message(result: Result) -> str:
         f"{_label(result)} attained {units.percent(result.attained)} of speed of light "
         f"(budget {budget_percent(result.min_fraction)}) on {device}: {floor}; {_measured(result)}, "
         f"{_achieved(result)}; needs {needs:.1f}× faster.{_contention(result)}{_power_cap(result)}"
+        f"{_next_step(result)}"
     )
+
+
+#: where a miss's likely causes are told, by the docs' anchors
+CPU_CAUSES = "docs/verdicts.md#a-cpu-kernel-that-misses"
+GPU_CAUSES = "docs/verdicts.md#why-did-it-miss"
+
+
+def _next_step(result: Result) -> str:
+    """What to look at first, by what bounds the kernel, and where the causes are told; nothing where
+    the kernel met its budget at the clock the GPU held (the miss is the power cap's)."""
+    held = result.attained_at_held_clock
+    if result.held_clock is not None and held is not None and held >= result.min_fraction:
+        return ""
+    if result.latency_bound:
+        return (
+            " Next: the kernel is shorter than an empty call on this timer; give it more work per call"
+            f" (a larger shape, or a batch of calls) to judge it against its roofline ({CPU_CAUSES})."
+        )
+    gpu = result.estimate.device.kind != "cpu"
+    if result.estimate.bound == "memory":
+        first = (
+            "count the passes over memory (each unfused temporary is one more), then the access pattern"
+            " (strided, gathered)"
+        )
+    else:
+        first = "check that the math runs on the unit the floor assumes (tensor cores, vector lanes)"
+    if not gpu:
+        threads = result.measurement.threads
+        if threads is not None and threads <= 1 and (result.estimate.device.cores or 1) > 1:
+            first += f", and that one thread is judged against {result.estimate.device.cores} cores' ceiling"
+    where = GPU_CAUSES if gpu else CPU_CAUSES
+    return f" Next: {first} ({where})."

@@ -50,7 +50,7 @@ def test_budget_decides_the_verdict(rl: pytest.Pytester) -> None:
     rl.makepyfile(BUDGET_TEST.format(marker=", min_fraction=0.85", call=""))
     result = rl.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*attained 80.0% of speed of light (budget 85%)*needs 1.1× faster."])
+    result.stdout.fnmatch_lines(["*attained 80.0% of speed of light (budget 85%)*needs 1.1× faster. Next: *"])
 
 
 # -- the re-measure ------------------------------------------------------------------------------
@@ -87,7 +87,8 @@ def test_two_misses_fail_and_say_so(rl: pytest.Pytester) -> None:
             "gemm[[]M=1000 N=1000 K=1000 fp32[]] attained 25.0% of speed of light (budget 50%) on Fake "
             "Accelerator: floor 2000 µs, compute-bound at 1.00 TFLOP/s fp32 vector; measured 8000 µs "
             "(median of 10, ±0.0%, best of 2 measurements, cold: cache flushed before every call), "
-            "250.0 GFLOP/s achieved; needs 2.0× faster."
+            "250.0 GFLOP/s achieved; needs 2.0× faster. Next: check that the math runs on the unit the floor"
+            " assumes (tensor cores, vector lanes) (docs/verdicts.md#a-cpu-kernel-that-misses)."
         ]
     )
 
@@ -107,7 +108,9 @@ def test_a_memory_bound_miss_reports_achieved_against_peak_bandwidth(rl: pytest.
     result.stdout.fnmatch_lines(
         [
             "*memory-bound at 100 GB/s; measured 10.0 ms (*), "
-            "20.00 GB/s achieved of 100 GB/s peak bandwidth (20.0%); needs 2.5× faster."
+            "20.00 GB/s achieved of 100 GB/s peak bandwidth (20.0%); needs 2.5× faster. Next: count the"
+            " passes over memory (each unfused temporary is one more), then the access pattern (strided,"
+            " gathered) (docs/verdicts.md#a-cpu-kernel-that-misses)."
         ]
     )
 
