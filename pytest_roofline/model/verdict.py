@@ -625,9 +625,9 @@ def _power_cap(result: Result) -> str:
 def failure_message(result: Result) -> str:
     """Everything a kernel engineer needs, in one paragraph.
 
-    ``gemm[M=4096 N=4096 K=4096 bf16] attained 12.3% of speed of light (budget 70%) on NVIDIA H100
+    ``attained 12.3% of speed of light (budget 70%): gemm[M=4096 N=4096 K=4096 bf16] on NVIDIA H100
     80GB HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor; measured 1130 µs (median
-    of 57, ±0.4%), 121.6 TFLOP/s achieved; needs 5.7× faster.``
+    of 57, ±0.4%), 121.6 TFLOP/s achieved; needs 5.7× faster. Next: ...``
     """
     est = result.estimate
     device = est.device.name
@@ -677,9 +677,11 @@ def failure_message(result: Result) -> str:
             f"{result.reason}; {floor}; {_measured(result)}, {_achieved(result)}.{_contention(result)}{what}"
         )
     needs = result.min_fraction / result.attained if result.attained > 0 else float("inf")
+    # the fraction and the budget first: pytest's short summary keeps what fits of one line
     return (
-        f"{_label(result)} attained {units.percent(result.attained)} of speed of light "
-        f"(budget {budget_percent(result.min_fraction)}) on {device}: {floor}; {_measured(result)}, "
+        f"attained {units.percent(result.attained)} of speed of light "
+        f"(budget {budget_percent(result.min_fraction)}): {_label(result)} on {device}: {floor};"
+        f" {_measured(result)}, "
         f"{_achieved(result)}; needs {needs:.1f}× faster.{_contention(result)}{_power_cap(result)}"
         f"{_next_step(result)}"
     )

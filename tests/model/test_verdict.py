@@ -72,7 +72,7 @@ def test_the_miss_message_is_the_issues_example() -> None:
     r = result(gemm(), measurement(1130e-6))
     assert r.verdict is Verdict.MISS
     assert failure_message(r) == (
-        "gemm[M=4096 N=4096 K=4096 bf16] attained 12.3% of speed of light (budget 70%) on NVIDIA H100 80GB "
+        "attained 12.3% of speed of light (budget 70%): gemm[M=4096 N=4096 K=4096 bf16] on NVIDIA H100 80GB "
         "HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor; measured 1130 µs (median of 57, "
         "±0.4%, cold: cache flushed before every call), 121.6 TFLOP/s achieved; needs 5.7× faster. Next:"
         " check that the math runs on the unit the floor assumes (tensor cores, vector lanes)"
@@ -85,7 +85,7 @@ def test_a_memory_bound_miss_gives_achieved_against_peak_bandwidth() -> None:
     est = copy()
     r = result(est, measurement(est.floor_s * 4), 0.5)
     assert failure_message(r) == (
-        "copy[n=268435456 bf16] attained 25.0% of speed of light (budget 50%) on NVIDIA H100 80GB HBM3: "
+        "attained 25.0% of speed of light (budget 50%): copy[n=268435456 bf16] on NVIDIA H100 80GB HBM3: "
         "floor 320.5 µs, memory-bound at 3.35 TB/s; measured 1282 µs (median of 57, ±0.4%, cold: cache "
         "flushed before every call), 837.5 GB/s achieved of 3.35 TB/s peak bandwidth (25.0%); needs 2.0× "
         "faster. Next: count the passes over memory (each unfused temporary is one more), then the access"
@@ -98,7 +98,9 @@ def test_a_named_remeasured_warm_miss_says_all_three() -> None:
     m = measurement(1130e-6, flushed=False)
     r = result_of(est, [m, measurement(2e-3)], 0.7, name="bf16 path")
     text = failure_message(r)
-    assert text.startswith("gemm[M=4096 N=4096 K=4096 bf16] (bf16 path) attained 12.3%")
+    assert text.startswith(
+        "attained 12.3% of speed of light (budget 70%): gemm[M=4096 N=4096 K=4096 bf16] (bf16 path)"
+    )
     warm = "warm in DRAM, judged at 3.35 TB/s"
     assert f"measured 1130 µs (median of 57, ±0.4%, best of 2 measurements, {warm})" in text
 

@@ -84,7 +84,7 @@ def test_two_misses_fail_and_say_so(rl: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "gemm[[]M=1000 N=1000 K=1000 fp32[]] attained 25.0% of speed of light (budget 50%) on Fake "
+            "attained 25.0% of speed of light (budget 50%): gemm[[]M=1000 N=1000 K=1000 fp32[]] on Fake "
             "Accelerator: floor 2000 µs, compute-bound at 1.00 TFLOP/s fp32 vector; measured 8000 µs "
             "(median of 10, ±0.0%, best of 2 measurements, cold: cache flushed before every call), "
             "250.0 GFLOP/s achieved; needs 2.0× faster. Next: check that the math runs on the unit the floor"

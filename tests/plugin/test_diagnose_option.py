@@ -54,7 +54,7 @@ def test_a_miss_says_its_likely_causes_by_default(gpu: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*copy[[]n=25000000 fp32[]] attained 10.0% of speed of light (budget 50%)*",
+            "*attained 10.0% of speed of light (budget 50%): copy[[]n=25000000 fp32[]]*",
             "likely causes (generic: nothing specific known):",
             "  1. memory-bound at 10.0% of bandwidth: coalesce global accesses*",
         ]
