@@ -426,10 +426,7 @@ def format_table(
         return _tabulate(rows, table, [*columns, *(column.name for column in extra)])
     if width is None:  # every column
         return _tabulate(rows, table, [column.name for column in table])
-    chosen = [column.name for column in table if column.keep == 0]
-    for column in sorted((c for c in table if c.keep), key=lambda c: c.keep):
-        if _width(_tabulate(rows, table, _in_order(table, [*chosen, column.name]))) <= width:
-            chosen.append(column.name)
+    chosen = _fitting(rows, table, width)
     lines = _tabulate(rows, table, _in_order(table, chosen))
     # the essential columns alone are too wide: the columns that may be cut give way, those that keep
     # their head first (the op loses its last parameters: detail), then the others (the test)
@@ -443,6 +440,37 @@ def format_table(
         rows = [[*row[:at], _shorten(row[at], room, cut), *row[at + 1 :]] for row in rows]
         lines = _tabulate(rows, table, _in_order(table, chosen))
     return lines
+
+
+def _fitting(rows: Sequence[Sequence[str]], table: Sequence[Column], width: int) -> list[str]:
+    """The columns a table of ``width`` characters keeps: the essential ones, then others by priority
+    while the table fits."""
+    chosen = [column.name for column in table if column.keep == 0]
+    for column in sorted((c for c in table if c.keep), key=lambda c: c.keep):
+        if _width(_tabulate(rows, table, _in_order(table, [*chosen, column.name]))) <= width:
+            chosen.append(column.name)
+    return chosen
+
+
+def hidden_columns_note(
+    records: Sequence[Record | Mapping[str, Any]],
+    devices: Iterable[DeviceRecord | Mapping[str, Any]],
+    width: int,
+    *,
+    clocks: bool = False,
+    against: bool = False,
+) -> str:
+    """What a report of ``width`` characters leaves out, and how to show it ("" when nothing)."""
+    table = table_columns(clocks, against)
+    rows = table_rows(records, devices, clocks=clocks, against=against)
+    chosen = _fitting(rows, table, width)
+    hidden = [column.name for column in table if column.name not in chosen]
+    if not hidden:
+        return ""
+    return (
+        f"{len(hidden)} of {len(table)} columns left out to fit {width} characters: {', '.join(hidden)};"
+        " --roofline-columns=all (or a wider COLUMNS) shows them, and --roofline-json keeps every figure"
+    )
 
 
 def _in_order(table: Sequence[Column], names: Sequence[str]) -> tuple[str, ...]:

@@ -92,7 +92,14 @@ def table_width() -> int | None:
 
 def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) -> None:
     from ..model.verdict import Verdict
-    from ..output.table import format_device_headers, format_table, ordered, skipped_notes, summary_counts
+    from ..output.table import (
+        format_device_headers,
+        format_table,
+        hidden_columns_note,
+        ordered,
+        skipped_notes,
+        summary_counts,
+    )  # fmt: skip
 
     settings, records, devices = state.settings, state.records, state.device_records.values()
     tr.write_sep("=", "roofline report")
@@ -100,8 +107,9 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
         write(line)
     if records:
         columns = settings.columns
+        width = None if columns else table_width()
         lines = format_table(
-            records, devices, width=None if columns else table_width(), columns=columns,
+            records, devices, width=width, columns=columns,
             clocks=settings.report_clocks, against=bool(settings.against),
         )  # fmt: skip
         for line in lines[:2]:
@@ -115,6 +123,12 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
             )  # fmt: skip
         for line in skipped_notes(records):
             write(line, yellow=True)
+        if width is not None:
+            hidden = hidden_columns_note(
+                records, devices, width, clocks=settings.report_clocks, against=bool(settings.against)
+            )
+            if hidden:
+                write(hidden)
     write(f"{summary_counts(records)}; mode {settings.mode}")
 
 

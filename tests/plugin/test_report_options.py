@@ -583,7 +583,10 @@ def test_the_report_in_an_80_column_terminal_fits_it_ids_keeping_their_start_and
     start = next(i for i, line in enumerate(lines) if line.startswith("test ") and "verdict" in line)
     rows = lines[start : start + 4]
     assert max(map(len, rows)) <= 80, "\n".join(rows)
-    assert "floor" not in rows[0]  # the columns that did not fit left out
+    assert "floor" not in rows[0]  # the columns that did not fit left out, and the report says which
+    text = " ".join(line.strip() for line in lines)  # the note wraps at the terminal's width
+    assert "8 of 13 columns left out to fit 80 characters: dtype, bound, intensity, floor," in text
+    assert "--roofline-columns=all (or a wider COLUMNS) shows them" in text
     for row, variant in zip(rows[2:], ("numpy-fused", "numpy-unfused"), strict=True):
         test = row.split("  ")[0]
         assert "…" in test
