@@ -32,9 +32,7 @@ from .errors import RooflineUsageError
 from .model import units
 from .model.core import Device, Estimate, Precision, Unit
 from .model.devices import table
-from .model.op_registry import OpSpec
-from .model.operands import SCALE_SIZES
-from .model.ops import all_ops
+from .ops_cli import ops_text
 
 if TYPE_CHECKING:
     from .analysis.diagnosis import Diagnosis
@@ -292,73 +290,6 @@ def _peak(device: Device, precision: Precision, unit: Unit) -> str:
     return f"{figure.value / 1e12:g}{mark}{top}"
 
 
-#: the columns of ``roofline ops`` and of the op table in docs/floor.md (``roofline ops --markdown``)
-_OP_HEADERS = ("op", "parameters (and dtype)", "FLOPs", "complex", "bytes (× size of dtype)", "unit")
-
-
-def _op_rows() -> list[list[str]]:
-    """Every registered op as a row of :data:`_OP_HEADERS`, read from the registry."""
-    return [
-        [
-            spec.name,
-            ", ".join(map(str, spec.params)),
-            spec.flops_formula,
-            _complex_cell(spec),
-            spec.bytes_formula,
-            str(spec.unit_for({})),
-        ]
-        for spec in all_ops()
-    ]
-
-
-def ops_markdown() -> str:
-    """The op table as docs/floor.md holds it: a Markdown table, a pipe in a formula escaped."""
-    lines = [_markdown_row(_OP_HEADERS), "|" + "---|" * len(_OP_HEADERS)]
-    lines += [_markdown_row([cell.replace("|", "\\|") for cell in row]) for row in _op_rows()]
-    return "\n".join(lines)
-
-
-def _markdown_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _ops(args: argparse.Namespace) -> str:
-    if args.markdown:
-        return ops_markdown()
-    from tabulate import tabulate
-
-    note = (
-        "\nMatrix-shaped ops use tensor units where the device has them for the dtype; fp32 only with "
-        "--math tf32.\nFLOPs are real FLOPs: on complex data the count is multiplied as `complex` says "
-        "(a complex multiply-add is 8 real FLOPs, a real one 2; a complex add 2); `no`: no complex form, "
-        "`only`: complex data only.\nIntegers and bool count operations, judged against the device's "
-        "integer peak where it has one (int8 tensor cores), else by their bytes alone (compute side "
-        "unknown).\n"
-        f"dtypes: {', '.join(p.label for p in Precision)}.\n"
-        "`roofline floor OP key=value ... dtype=D` computes a floor."
-    )
-    return tabulate(_op_rows(), headers=_OP_HEADERS) + note + _sources()
-
-
-def _sources() -> str:
-    """Each op's other names and where its counting convention comes from."""
-    lines = [
-        f"  - {spec.name}{' (also ' + ', '.join(spec.aliases) + ')' if spec.aliases else ''}: {spec.source}"
-        for spec in all_ops()
-        if spec.source or spec.aliases
-    ]
-    operands = (
-        "\nPer-operand storage: gemm and gemv a_dtype, b_dtype, c_dtype (gemv: a the matrix); attention "
-        "q_dtype, kv_dtype, o_dtype; moe w_dtype; dtype stays the math (it picks the peak) and the storage "
-        "of every operand not given. group_size: elements along K per block scale of scale_dtype "
-        f"({', '.join(SCALE_SIZES)}; fp16 unless given); attention's pass is fwd unless given. "
-        "int4 is packed two to a byte; dtype=int4 only on "
-        f"{', '.join(s.name for s in all_ops() if s.packed)}; it is never read from a uint8 array.\n"
-        "attention's pass is a Python keyword: write pass_='bwd' in Python, pass=bwd here.\n"
-    )
-    return operands + "Sources and aliases:\n" + "\n".join(lines)
-
-
 def _compare(args: argparse.Namespace) -> tuple[str, int]:
     """Two JSON reports compared test by test; exit status 1 when one regressed."""
     from .output.baseline import load_baseline, refuse_interrupted
@@ -419,13 +350,6 @@ def _plot(args: argparse.Namespace) -> str:
     old = load_baseline(args.baseline).records if args.baseline else None
     written = draw(data["measurements"], devices, args.output, baseline=old)
     return f"roofline: wrote {written}"
-
-
-def _complex_cell(spec: OpSpec) -> str:
-    """``×4`` (real FLOPs per counted FLOP on complex data), ``no`` or ``only``."""
-    if spec.complex_flops is None:
-        return "no"
-    return f"×{spec.complex_flops:g}" + ("" if spec.real else " (only)")
 
 
 def _calibrate(args: argparse.Namespace) -> str:
@@ -590,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument(
         "--markdown", action="store_true", help="print the table as Markdown (docs/floor.md holds it)"
     )
-    ops.set_defaults(run=_ops)
+    ops.set_defaults(run=ops_text)
     calibrate = commands.add_parser("calibrate", help="measure this machine's ceilings (cached)")
     calibrate.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     again = calibrate.add_mutually_exclusive_group()

@@ -186,16 +186,23 @@ def test_floor_device_cuda_without_a_gpu_says_so(
 def test_ops_lists_every_op_with_its_parameters_and_formulas(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "ops")
     assert (code, err) == (0, "")
-    rows = {line.split()[0]: line for line in out.splitlines() if line and line.split()[0] in op_names()}
-    assert sorted(rows) == op_names()
+    # each op a block: its signature at the margin, then indented lines (wrapped at 100 columns)
+    blocks: dict[str, str] = {}
+    for line in out.splitlines():
+        if line and not line.startswith(" ") and "(" in line and line.split("(")[0] in op_names():
+            name = line.split("(")[0]
+            blocks[name] = line
+        elif line.startswith(" ") and blocks and not line.lstrip().startswith("- "):
+            blocks[name] += " " + line.strip()
+    assert sorted(blocks) == op_names()
     for spec in all_ops():
-        row = rows[spec.name]
-        assert ", ".join(map(str, spec.params)) in row
-        assert spec.flops_formula in row
-        assert spec.bytes_formula in row
-        assert row.rstrip().endswith("tensor" if spec.matrix else "vector")
-    assert "M, N, K, batch=1" in rows["gemm"]
-    assert "--math tf32" in out
+        block = " ".join(blocks[spec.name].split())
+        assert f"{spec.name}({', '.join(map(str, spec.params))})" in block
+        assert f"FLOPs: {' '.join(spec.flops_formula.split())}" in block
+        assert f"bytes (× size of dtype): {' '.join(spec.bytes_formula.split())}" in block
+        assert f"[{'tensor' if spec.matrix else 'vector'}; complex: " in block
+    assert "gemm(M, N, K, batch=1" in blocks["gemm"]
+    assert "--math tf32" in " ".join(out.split())
 
 
 @pytest.mark.parametrize(
@@ -458,7 +465,7 @@ def test_a_warning_is_one_line_on_stderr(
         warnings.warn("cache file corrupt: replaced", UserWarning, stacklevel=1)
         return "the ops"
 
-    monkeypatch.setattr(cli, "_ops", ops)
+    monkeypatch.setattr(cli, "ops_text", ops)
     code, out, err = run(capsys, "ops")
     assert (code, out, err) == (0, "the ops\n", "roofline: warning: cache file corrupt: replaced\n")
 

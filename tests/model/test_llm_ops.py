@@ -298,9 +298,15 @@ def test_an_unknown_op_suggests_an_alias() -> None:
         get_op("silu_and_mull")
 
 
-def test_roofline_ops_names_aliases_and_sources(capsys: pytest.CaptureFixture[str]) -> None:
+def test_roofline_ops_names_aliases_and_sources_within_100_columns(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert cli.main(["ops"]) == 0
-    out = capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert max(map(len, text.splitlines())) <= 100  # a CI log's width (it was 582)
+    out = " ".join(text.split())  # the lines as one text: a phrase may wrap
+    assert "gemm(M, N, K, batch=1, a_dtype=None, b_dtype=None, c_dtype=None, group_size=None," in out
+    assert "FLOPs: 2·batch·M·N·K bytes (× size of dtype): batch·(M·K·a + K·N·b" in out
     assert "- swiglu (also silu_and_mul, gelu_and_mul): vLLM csrc/activation_kernels.cu" in out
     assert "- attention: FlashAttention's benchmark" in out
     assert "vLLM's perf metrics" in out  # the known slip, named
