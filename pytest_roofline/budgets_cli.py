@@ -110,7 +110,9 @@ def suggest(paths: Sequence[str], fraction: float) -> list[Suggestion]:
         budget = round_down(fraction * min(fractions))
         extra = {"math": last.peak_precision} if last.peak_precision != last.dtype else {}
         if last.inferred and isinstance(last.inferred.get("marker"), str):
-            marker = str(last.inferred["marker"]).replace(")", f", min_fraction={budget!r})", 1)
+            # the inferred op's marker, and any note after it (``  # FLOPs unknown: ...``)
+            text, note, rest = str(last.inferred["marker"]).partition("  #")
+            marker = f"{text.rstrip()[:-1]}, min_fraction={budget!r}){note}{rest}"
         else:
             marker = marker_text(last.op, last.params, last.dtype, min_fraction=budget, **extra)
         found.append(Suggestion(
@@ -124,7 +126,8 @@ def suggest(paths: Sequence[str], fraction: float) -> list[Suggestion]:
 def round_down(value: float, figures: int = 2) -> float:
     """``value`` rounded down to ``figures`` significant figures (0.3815 -> 0.38, 0.00456 -> 0.0045)."""
     scale = 10.0 ** (figures - 1 - math.floor(math.log10(value)))
-    return float(math.floor(value * scale) / scale)
+    # a hair over the product: 0.29 * 100 is 28.999999999999996 in binary, and is 29
+    return float(math.floor(value * scale * (1 + 1e-12)) / scale)
 
 
 def run(args: argparse.Namespace) -> str:

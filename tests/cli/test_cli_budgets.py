@@ -92,7 +92,8 @@ def test_bad_input_is_one_line_and_exit_2(
 
 
 @pytest.mark.parametrize(
-    ("value", "rounded"), [(0.3815, 0.38), (0.00456, 0.0045), (0.5, 0.5), (0.0999, 0.099)]
+    ("value", "rounded"),
+    [(0.3815, 0.38), (0.00456, 0.0045), (0.5, 0.5), (0.0999, 0.099), (0.29, 0.29), (0.57, 0.57)],
 )
 def test_a_budget_is_rounded_down_to_two_figures(value: float, rounded: float) -> None:
     assert round_down(value) == rounded
