@@ -698,12 +698,13 @@ def _next_step(result: Result) -> str:
     held = result.attained_at_held_clock
     if result.held_clock is not None and held is not None and held >= result.min_fraction:
         return ""
+    gpu = result.estimate.device.kind != "cpu"
+    where = GPU_CAUSES if gpu else CPU_CAUSES
     if result.latency_bound:
         return (
             " Next: the kernel is shorter than an empty call on this timer; give it more work per call"
-            f" (a larger shape, or a batch of calls) to judge it against its roofline ({CPU_CAUSES})."
+            f" (a larger shape, or a batch of calls) to judge it against its roofline ({where})."
         )
-    gpu = result.estimate.device.kind != "cpu"
     if result.estimate.bound == "memory":
         first = (
             "count the passes over memory (each unfused temporary is one more), then the access pattern"
@@ -715,5 +716,4 @@ def _next_step(result: Result) -> str:
         threads = result.measurement.threads
         if threads is not None and threads <= 1 and (result.estimate.device.cores or 1) > 1:
             first += f", and that one thread is judged against {result.estimate.device.cores} cores' ceiling"
-    where = GPU_CAUSES if gpu else CPU_CAUSES
     return f" Next: {first} ({where})."
