@@ -543,11 +543,21 @@ def _wall(result: Result) -> str:
         if est.compute_s is None:  # an integer without an integer peak: memory time alone
             wall += f" ({est.peak_note})"
     if ceiling is not None:
+        # above the calibration, said as such: the machine ran faster than when it was calibrated
+        above = (
+            f", {ceiling.speed:.2g}x that: recalibrate with `roofline calibrate --force`"
+            if ceiling.speed > ABOVE_CALIBRATION
+            else ""
+        )
         wall += (
             f" measured beside the kernel (machine at {units.percent(ceiling.share_of_best)} of its best;"
-            f" calibrated {_figure(result)})"
+            f" calibrated {_figure(result)}{above})"
         )
     return wall
+
+
+#: a paired ceiling this far above the calibrated figure says so where it is printed
+ABOVE_CALIBRATION = 1.05
 
 
 def _figure(result: Result) -> str:

@@ -351,6 +351,17 @@ def test_a_paired_ceiling_scales_the_calibrated_figure_by_the_probe() -> None:
     assert "calibrated 20.0 GB/s" in text
 
 
+def test_a_paired_ceiling_above_the_calibration_says_so_in_the_same_line() -> None:
+    """A newcomer read "18.4 GB/s measured beside the kernel (machine at 100.0% of its best;
+    calibrated 15.3 GB/s)" as a contradiction, explained only by a later warning."""
+    est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
+    m = probed(measurement(est.floor_s * 4), "bandwidth", (12e9, 12e9, 12e9))  # 1.2x the calibration
+    text = failure_message(result_of(est, [m], 0.9, reference=reference()))
+    assert "calibrated 20.0 GB/s, 1.2x that: recalibrate with `roofline calibrate --force`)" in text
+    quiet = probed(measurement(est.floor_s * 4), "bandwidth", (10e9, 10e9, 10e9))
+    assert "recalibrate" not in failure_message(result_of(est, [quiet], 0.9, reference=reference()))
+
+
 def test_a_probe_of_another_resource_is_not_paired() -> None:
     est = estimate("copy", n=2**24, dtype="fp64", device=cpu())
     m = probed(measurement(est.floor_s), "fp64", (1e9,))
