@@ -17,7 +17,6 @@ or counted none of the three kernels, 77 when ncu is not on the PATH (``gpu_run.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import shutil
 import subprocess
@@ -34,16 +33,6 @@ sys.path.insert(0, str(ROOT / "example_project"))
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 #: what ncu may take, all launches profiled (seconds)
 NCU_TIMEOUT_S = 120
-#: ncu's unit prefixes, where --print-units base is not honoured
-UNITS = {
-    "byte": 1,
-    "kbyte": 1e3,
-    "mbyte": 1e6,
-    "gbyte": 1e9,
-    "kibyte": 2**10,
-    "mibyte": 2**20,
-    "gibyte": 2**30,
-}
 
 
 @dataclass(frozen=True)
@@ -103,20 +92,13 @@ def launch() -> None:
 
 def parse(log: str) -> dict[tuple[str, str], float]:
     """(kernel, metric) -> bytes of the last launch of each kernel in ncu's ``--csv`` output."""
-    lines = log.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        return {}
-    found: dict[tuple[str, str], float] = {}
-    for row in csv.DictReader(lines[start:]):
-        name = row.get("Kernel Name") or row.get("Function Name") or ""
-        metric, value = row.get("Metric Name", ""), row.get("Metric Value", "")
-        unit = UNITS.get((row.get("Metric Unit") or "byte").strip().lower(), 1)
-        try:
-            found[(name.split("(")[0].strip(), metric)] = float(value.replace(",", "")) * unit
-        except ValueError:
-            continue
-    return found
+    from pytest_roofline.machine.selfcheck.ncu_clock import parse_launches
+
+    return {
+        (kernel, metric): value
+        for _, kernel, metrics in parse_launches(log)
+        for metric, value in metrics.items()
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,11 +50,12 @@ AGREE_REL, AGREE_ABS_S = 0.05, 0.5e-6
 MIN_JUDGED_S = 2e-6
 #: what one ncu run may take, all its kernels profiled
 TIMEOUT_S = 120
-#: ncu's time units in seconds: its CSV says "ns" (ncu 2025.3, GPU run 2026-11-28), older ones
-#: "nsecond"; bytes and counts have units of their own, read as they are
+#: ncu's units in base units, where ``--print-units base`` is not honoured: times in seconds (its CSV
+#: says "ns", ncu 2025.3 on the H200; older ones "nsecond"), bytes in bytes; counts have none
 UNITS = {
     "ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3, "s": 1.0,
-    "second": 1.0,
+    "second": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kibyte": 2.0**10,
+    "mibyte": 2.0**20, "gibyte": 2.0**30,
 }  # fmt: skip
 #: the engine's figures each ncu mode stands beside
 MODES = {"warm": ("none", "engine warm"), "cold": ("all", "engine cold")}
@@ -115,7 +116,8 @@ def parse_launches(text: str) -> list[Launch]:
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         return []
-    found: dict[int, tuple[str, dict[str, float]]] = {}
+    # by launch and kernel: a launch's rows share its ID (a hand-made log may reuse one)
+    found: dict[tuple[int, str], dict[str, float]] = {}
     for row in csv.DictReader(lines[start:]):
         try:
             ident = int(row.get("ID") or "")
@@ -125,8 +127,10 @@ def parse_launches(text: str) -> list[Launch]:
         name = (row.get("Kernel Name") or row.get("Function Name") or "").split("(")[0].strip()
         unit = (row.get("Metric Unit") or "").strip().lower()
         scale = UNITS.get(unit, 1.0)
-        found.setdefault(ident, (name, {}))[1][row.get("Metric Name") or ""] = value * scale
-    return [(ident, *found[ident]) for ident in sorted(found)]
+        found.setdefault((ident, name), {})[row.get("Metric Name") or ""] = value * scale
+    return [
+        (ident, name, metrics) for (ident, name), metrics in sorted(found.items(), key=lambda kv: kv[0][0])
+    ]
 
 
 def per_call(launches: Sequence[Launch], names: Sequence[str], calls: int) -> dict[str, list[dict[str, Any]]]:
