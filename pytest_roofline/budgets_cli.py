@@ -90,7 +90,6 @@ class Suggestion:
 def suggest(paths: Sequence[str], fraction: float) -> list[Suggestion]:
     """Every measurement of the reports at ``paths`` with its suggested budget, in the reports' order."""
     from .model.inference import marker_text
-    from .model.run_noise import between_runs_rel, prior
     from .output.records import MeasurementRecord
     from .output.store import read_run
 
@@ -117,7 +116,7 @@ def suggest(paths: Sequence[str], fraction: float) -> list[Suggestion]:
             marker = marker_text(last.op, last.params, last.dtype, min_fraction=budget, **extra)
         found.append(Suggestion(
             test=test, name=name, marker=marker, lowest=min(fractions), highest=max(fractions),
-            runs=len(records), between_runs=between_runs_rel(prior(last.backend, last.bound)), budget=budget,
+            runs=len(records), between_runs=float(last.between_runs["rel"]), budget=budget,
             current=last.min_fraction,
         ))  # fmt: skip
     return found

@@ -165,3 +165,12 @@ def umask() -> Iterator[Callable[[int], None]]:
         yield os.umask
     finally:
         os.umask(old)
+
+
+@pytest.fixture
+def quiet_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The self-check's GPU path on the fakes, undisturbed and silent: no profiler, sanitizer or
+    CUDA_LAUNCH_BLOCKING in the environment, no progress lines."""
+    for name in ("CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH", "NSYS_PROFILING_SESSION_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run._stderr", lambda line: None)

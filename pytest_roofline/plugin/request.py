@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -272,6 +272,19 @@ def check_takes(kernel: KernelCall, op: str) -> None:
             )
 
 
+def _argument_dtypes(kernel: KernelCall) -> Iterator[tuple[str, object]]:
+    """Where each argument with a dtype is, and its dtype: the positional arguments, then ``kwargs``'
+    values, then the kernel's own (a ``functools.partial``'s, a bound method's object), inside
+    containers too (:mod:`..timing.arrays` walks them)."""
+    from ..timing.arrays import arguments_given, arguments_of_kernel, dtype_of
+
+    given = arguments_given(kernel.args, kernel.kwargs)
+    for where, arg in itertools.chain(given, arguments_of_kernel(kernel.fn)):
+        dtype = dtype_of(arg)
+        if dtype is not None:
+            yield where, dtype
+
+
 def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
     """The dtype of the first argument that has one, when neither the marker nor the call gives it:
     the positional arguments, then ``kwargs``' values, then the kernel's own (a ``functools.partial``'s,
@@ -279,13 +292,8 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
     from ..model.array_operands import argument_precision
 
     if kernel is not None:  # roofline.estimate runs nothing
-        from ..timing.arrays import arguments_given, arguments_of_kernel, dtype_of
-
-        given = arguments_given(kernel.args, kernel.kwargs)
-        for where, arg in itertools.chain(given, arguments_of_kernel(kernel.fn)):
-            dtype = dtype_of(arg)
-            if dtype is not None:
-                return argument_precision(op, where, dtype)
+        for where, dtype in _argument_dtypes(kernel):
+            return argument_precision(op, where, dtype)
     late = (
         " (it cannot be read from the arguments setup returns: they are made while measuring)"
         if kernel is not None and kernel.setup is not None
@@ -312,15 +320,8 @@ def check_dtype_against_arguments(op: str, dtype: object, kernel: KernelCall | N
     stored = Precision.FP32 if declared is Precision.TF32 else declared
     if stored.integral:
         return
-    from ..timing.arrays import arguments_given, arguments_of_kernel, dtype_of
-
     seen: dict[str, Precision] = {}
-    for where, arg in itertools.chain(
-        arguments_given(kernel.args, kernel.kwargs), arguments_of_kernel(kernel.fn)
-    ):
-        found = dtype_of(arg)
-        if found is None:
-            continue
+    for where, found in _argument_dtypes(kernel):
         try:
             precision = parse_dtype(found)
         except ValueError:

@@ -419,13 +419,6 @@ def test_the_cpu_kernels_build_and_the_default_timers_are_named() -> None:
 # -- the GPU path, on the fakes ----------------------------------------------------------------
 
 
-@pytest.fixture
-def quiet_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH", "NSYS_PROFILING_SESSION_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run._stderr", lambda line: None)
-
-
 FEW = ["copy 256 MiB d2d", "scale 8 MiB"]
 
 

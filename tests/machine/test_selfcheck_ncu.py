@@ -132,14 +132,7 @@ def test_only_the_cold_figures_are_compared_less_the_event_pair(monkeypatch: pyt
     assert [(c.mode, c.window_s, c.agrees) for c in clocks] == [("warm", 0.0, False), ("cold", 1e-6, True)]
 
 
-@pytest.fixture
-def quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH", "NSYS_PROFILING_SESSION_ID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run._stderr", lambda line: None)
-
-
-@pytest.mark.usefixtures("quiet")
+@pytest.mark.usefixtures("quiet_gpu")
 def test_on_the_fakes_ncu_runs_warm_and_cold_at_the_gpus_clocks_and_agrees() -> None:
     fake = FakeNcu()
 
@@ -155,7 +148,7 @@ def test_on_the_fakes_ncu_runs_warm_and_cold_at_the_gpus_clocks_and_agrees() -> 
     assert any(line.startswith("second clock: ncu's gpu__time_duration.sum") for line in report.notes)
 
 
-@pytest.mark.usefixtures("quiet")
+@pytest.mark.usefixtures("quiet_gpu")
 def test_a_kernel_ncu_times_ten_percent_shorter_fails_the_check_naming_it() -> None:
     report = run_on_fakes(FakeNcu(scale=1 / 1.1))
 
@@ -164,7 +157,7 @@ def test_a_kernel_ncu_times_ten_percent_shorter_fails_the_check_naming_it() -> N
     assert "ncu 181.8 µs (1.100×; within 5% or 500.0 ns agrees)" in report.verdict.line
 
 
-@pytest.mark.usefixtures("quiet")
+@pytest.mark.usefixtures("quiet_gpu")
 def test_an_ncu_that_fails_is_said_and_fails_the_check() -> None:
     class Broken(FakeNcu):
         def __call__(self, command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
