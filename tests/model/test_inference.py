@@ -21,6 +21,7 @@ from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.inference import (
     UNKNOWN_FLOPS,
     ArrayUse,
+    FlopCount,
     Inference,
     catalogue_call,
     from_arrays,
@@ -507,14 +508,15 @@ def test_arrays_give_the_bytes_and_no_flops() -> None:
         False,
     )
     assert unknown.label == "auto: bytes from 2 arrays, FLOPs unknown"
-    counted = from_arrays(uses, Precision.FP32, counted_flops=6144)
+    counted = from_arrays(uses, Precision.FP32, counted=FlopCount("FlopCounterMode", 6144))
     assert counted.tier == "flop_counter"
     assert counted.params == {
         "flops": 6144.0,
         "bytes": 8000,
         "unit": "tensor",
     }
-    none_counted = from_arrays(uses, Precision.FP32, counted_flops=0)  # FlopCounterMode saw no matmul
+    # FlopCounterMode saw no matmul
+    none_counted = from_arrays(uses, Precision.FP32, counted=FlopCount("FlopCounterMode", 0))
     assert none_counted.tier == "arguments"
     assert not none_counted.flops_known
     both = from_arrays((), Precision.FP32, flops=10.0, nbytes=20.0)
