@@ -11,6 +11,9 @@
 - ``copyto``: ``copy``; reductions (``sum``, ``max``, ``min``, ``mean``, as functions or methods of
   the array) over an axis or all of them: ``reduction``.
 
+Functions that only view or move data (``reshape``, ``concatenate``...) do no arithmetic
+(:func:`moves_only`): a count of a kernel's calls prices them at no FLOPs.
+
 A call is matched by identity with the library's own function, looked up in the module already
 imported (``sys.modules``): nothing is imported here, and a function that merely shares a name is
 never taken for the library's. A call that does not fit (``where=``, an ``axes=``, arguments that do
@@ -43,6 +46,12 @@ _REDUCTIONS = {"sum": "sum", "max": "max", "amax": "max", "min": "min", "amin": 
 _LIBRARIES = ("numpy", "cupy")
 #: keywords that change neither the work nor the bytes of the call
 _HARMLESS = frozenset({"casting", "order", "subok", "keepdims", "initial"})
+#: functions that view, copy or rearrange their arguments and compute nothing
+_MOVES_ONLY = frozenset({
+    "reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze", "expand_dims", "broadcast_to",
+    "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "stack", "hstack", "vstack", "copy",
+    "empty_like", "zeros_like", "ones_like", "full_like", "take", "flip", "roll", "tile", "repeat",
+})  # fmt: skip
 
 
 def map_array_call(
@@ -82,6 +91,16 @@ def map_array_call(
         if isinstance(ufunc, type) and isinstance(fn, ufunc) and getattr(fn, "signature", None) is None:
             return _ufunc(numpy, fn, args, kwargs, main)
     return None
+
+
+def moves_only(fn: object) -> bool:
+    """Whether ``fn`` is a NumPy or CuPy function that only views or moves data: no FLOPs."""
+    for library in _LIBRARIES:
+        module = sys.modules.get(library)
+        name = getattr(fn, "__name__", None)
+        if module is not None and name in _MOVES_ONLY and vars(module).get(name) is fn:
+            return True
+    return False
 
 
 def _name_in(module: Any, fn: object) -> str | None:

@@ -3,9 +3,13 @@
 1. **catalogue**: a library call the catalogue knows (:mod:`.array_calls` for NumPy and CuPy,
    :mod:`.torch_calls` for PyTorch) is its op, with the shape from the arguments: the floor is the
    one an explicit marker gives, to the byte and the FLOP (:func:`catalogue_call`);
-2. **flop_counter**: a PyTorch callable of any composition: its FLOPs as PyTorch's
-   ``FlopCounterMode`` counts them (matmul, convolution and attention; not elementwise work), its
-   bytes as in tier 3;
+2. **flop_counter**: FLOPs counted by running the kernel once, its bytes as in tier 3 (a
+   :class:`FlopCount` says what counted them). A PyTorch callable of any composition: its FLOPs as
+   PyTorch's ``FlopCounterMode`` counts them (matmul, convolution and attention; not elementwise
+   work). A function of NumPy arrays (``def matmul(a, b): return a @ b``): the NumPy calls it made
+   on its array arguments, each priced as tier 1 prices it, summed (:func:`count_numpy_calls`);
+   unknown, with the reason, where a call has no price or an array it holds was never seen in one
+   (captured in a closure, stripped by ``np.asarray``, handed to a C extension);
 3. **arguments**: anything else: the compulsory bytes of the arrays it was given or captured, each
    once, plus what it returns; its FLOPs as ``flops=`` says, else unknown.
 
@@ -26,8 +30,8 @@ from typing import Any, Literal
 
 from ..errors import InvalidValueError
 from . import units
-from .array_calls import map_array_call
-from .core import Precision, parse_dtype
+from .array_calls import map_array_call, moves_only
+from .core import Cost, Precision, parse_dtype
 from .op_registry import OpError
 from .ops import get_op
 from .torch_calls import map_torch_call
@@ -36,6 +40,8 @@ Tier = Literal["catalogue", "flop_counter", "arguments"]
 #: where FLOPs and bytes came from
 FlopsFrom = Literal["catalogue", "flop_counter", "given", "unknown"]
 BytesFrom = Literal["catalogue", "arguments", "given"]
+#: what counted the FLOPs of tier 2
+Counter = Literal["FlopCounterMode", "NumPy"]
 
 #: the verdict's reason for a miss it cannot call with the FLOPs unknown
 UNKNOWN_FLOPS = "FLOPs unknown: give flops= or an op"
@@ -72,6 +78,8 @@ class Inference:
     bytes_from: BytesFrom
     #: tiers 2 and 3: the arrays the bytes were counted from
     arrays: tuple[ArrayUse, ...] = ()
+    #: what counted the FLOPs, where the kernel ran under a counter (tier 2, or its fallback)
+    counter: Counter | None = None
 
     @property
     def label(self) -> str:
@@ -104,7 +112,7 @@ class Inference:
                 + ", and a kernel that reads only part of one (a paged KV pool, an embedding table read at"
                 " a few rows) moves less"
             )
-        elif self.flops_from == "flop_counter":
+        elif self.counter == "FlopCounterMode" and self.flops_known:
             why = "its FLOPs are FlopCounterMode's, which counts causal attention as if it were unmasked"
         else:
             return ""
@@ -117,7 +125,7 @@ class Inference:
         """The record's ``inferred`` field (docs/json.md)."""
         return {
             "tier": self.tier, "summary": self.summary, "flops_from": self.flops_from,
-            "bytes_from": self.bytes_from, "marker": self.marker(min_fraction),
+            "bytes_from": self.bytes_from, "counter": self.counter, "marker": self.marker(min_fraction),
             "arrays": [a.to_record() for a in self.arrays],
         }  # fmt: skip
 
@@ -183,23 +191,89 @@ def catalogue_call(
                      "catalogue", "catalogue")  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class SeenCall:
+    """One NumPy call a counted run of the kernel made: as it was written (``np.add``, ``.sum()``),
+    the library's function (a method bound to a plain array) and its arguments, plain arrays."""
+
+    name: str
+    fn: object
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class FlopCount:
+    """The FLOPs one run of the kernel counted (tier 2), and what counted them; ``flops`` None where
+    the count cannot be used, ``why`` saying why."""
+
+    counter: Counter
+    flops: float | None
+    #: the calls seen (NumPy), whether or not each was priced
+    calls: int = 0
+    #: the peak the FLOPs run at: ``tensor`` for matrix FLOPs, or FLOPs of unknown or mixed kinds
+    unit: str = "tensor"
+    why: str = ""
+    #: a count of one call: that call, as tier 1 infers it (its marker pins the same floor)
+    only: Inference | None = None
+
+
+def count_numpy_calls(calls: Sequence[SeenCall], unseen: Sequence[str] = ()) -> FlopCount:
+    """The FLOPs of the NumPy calls a kernel made, each priced as tier 1 prices it (one that only
+    moves data at none), summed; unknown where none was seen, where ``unseen`` names an array the
+    kernel holds that no call was seen to use (the calls on it were not counted), or where a call
+    has no price."""
+    if not calls:
+        return FlopCount("NumPy", None, why="the counter saw no NumPy call")
+    if unseen:
+        return FlopCount("NumPy", None, len(calls), why=f"the counter did not see {unseen[0]} used")
+    total, units, priced = 0.0, set(), []
+    for call in calls:
+        if moves_only(call.fn):
+            continue
+        try:
+            found = catalogue_call(call.fn, call.args, call.kwargs)
+        except InvalidValueError:  # a call on an empty array: no work
+            continue
+        if found is None:
+            return FlopCount("NumPy", None, len(calls), why=f"{call.name} has no price in the catalogue")
+        cost, unit = _cost(found)
+        total += cost.flops
+        units.add(unit)
+        priced.append(found)
+    unit = units.pop() if len(units) == 1 else "tensor"
+    only = priced[0] if len(calls) == 1 and priced else None
+    return FlopCount("NumPy", total, len(calls), unit, only=only)
+
+
+def _cost(inference: Inference) -> tuple[Cost, str]:
+    """What an inference's op costs, and the unit it runs on."""
+    spec = get_op(inference.op)
+    checked = spec.check(inference.params)
+    return spec.cost(checked, parse_dtype(inference.dtype)), spec.unit_for(checked).value
+
+
 def from_arrays(
     arrays: Sequence[ArrayUse],
     precision: Precision | None,
     *,
-    counted_flops: float | None = None,
+    counted: FlopCount | None = None,
     flops: float | None = None,
     nbytes: float | None = None,
 ) -> Inference:
-    """Tiers 2 and 3: a ``custom`` op of the arrays' compulsory bytes (each once) and the FLOPs
-    ``FlopCounterMode`` counted (``counted_flops``: None where it did not run, 0 where it found none
-    of the work it counts), unless ``flops=`` or ``bytes=`` was given."""
+    """Tiers 2 and 3: a ``custom`` op of the arrays' compulsory bytes (each once) and the FLOPs a
+    run ``counted`` (None where none ran; ``FlopCounterMode``'s 0 is work it does not count, so
+    unknown), unless ``flops=`` or ``bytes=`` was given. A count of one NumPy call whose op moves
+    the same bytes is that op."""
     total = nbytes if nbytes is not None else sum(a.nbytes for a in arrays)
+    work = counted.flops if counted is not None else None
+    if counted is not None and counted.counter == "FlopCounterMode" and not work:
+        work = None
     flops_from: FlopsFrom
     if flops is not None:
         flops_from, work = "given", float(flops)
-    elif counted_flops:
-        flops_from, work = "flop_counter", float(counted_flops)
+    elif work is not None:
+        flops_from = "flop_counter"
     else:
         flops_from, work = "unknown", 0.0
     if not total and not work and arrays:
@@ -223,20 +297,32 @@ def from_arrays(
     moved = (
         "bytes= given" if nbytes is not None else f"bytes from {len(arrays)} array{'s' * (len(arrays) != 1)}"
     )
-    work_words = {
-        "given": "flops= given",
-        "flop_counter": f"FLOPs from FlopCounterMode ({FLOP_COUNTER_SCOPE})",
-        "unknown": UNKNOWN_FLOPS.split(":")[0],
-    }[flops_from]
+    counter = counted.counter if counted is not None else None
+    tier: Tier = "flop_counter" if flops_from == "flop_counter" else "arguments"
+    bytes_from: BytesFrom = "given" if nbytes is not None else "arguments"
+    if flops_from == "flop_counter" and counted is not None and counted.counter == "NumPy":
+        calls = f"FLOPs counted from {counted.calls} NumPy call{'s' * (counted.calls != 1)}"
+        only = counted.only
+        if only is not None and _cost(only)[0].bytes == total:
+            return Inference(tier, only.op, only.params, only.dtype, f"{calls}: {only.summary}", flops_from,
+                             bytes_from, tuple(arrays), counter)  # fmt: skip
+        summary = f"{calls}, {moved}"
+        unit = counted.unit
+    else:
+        work_words = {
+            "given": "flops= given",
+            "flop_counter": f"FLOPs from FlopCounterMode ({FLOP_COUNTER_SCOPE})",
+            "unknown": UNKNOWN_FLOPS.split(":")[0],
+        }[flops_from]
+        why = counted.why if counted is not None and flops_from == "unknown" else ""
+        summary = f"{moved}, {work_words}" + (f" ({why})" if why else "")
+        # matrix FLOPs, or FLOPs of unknown kind: the higher peak keeps a floor a floor
+        unit = "tensor"
     params: dict[str, Any] = {"flops": work, "bytes": total}
-    if (
-        flops_from != "unknown"
-    ):  # matrix FLOPs, or FLOPs of unknown kind: the higher peak keeps a floor a floor
-        params["unit"] = "tensor"
-    return Inference(
-        "flop_counter" if flops_from == "flop_counter" else "arguments", "custom", params, precision.label,
-        f"{moved}, {work_words}", flops_from, "given" if nbytes is not None else "arguments", tuple(arrays),
-    )  # fmt: skip
+    if flops_from != "unknown" and unit != "vector":
+        params["unit"] = unit
+    return Inference(tier, "custom", params, precision.label, summary, flops_from, bytes_from, tuple(arrays),
+                     counter)  # fmt: skip
 
 
 def with_given(inference: Inference, *, flops: float | None = None, nbytes: float | None = None) -> Inference:
@@ -244,14 +330,11 @@ def with_given(inference: Inference, *, flops: float | None = None, nbytes: floa
     catalogue op becomes ``custom`` with its own count of the other half, on its own unit)."""
     if flops is None and nbytes is None:
         return inference
-    spec = get_op(inference.op)
-    checked = spec.check(inference.params)
-    cost = spec.cost(checked, parse_dtype(inference.dtype))
+    cost, unit = _cost(inference)
     params: dict[str, Any] = {
         "flops": float(flops) if flops is not None else cost.flops,
         "bytes": float(nbytes) if nbytes is not None else cost.bytes,
     }
-    unit = spec.unit_for(checked).value
     if unit != "vector":
         params["unit"] = unit
     given = " and ".join(

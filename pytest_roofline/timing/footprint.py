@@ -14,7 +14,9 @@ is called once, untimed, and its footprint taken (:func:`first_call`):
 - what it returned: each array that is not one of the above (or a view of one), written once;
 - for a PyTorch callable (a module, a function of ``torch``, or a call on tensors), the FLOPs
   ``torch.utils.flop_counter.FlopCounterMode`` counts in it. Nothing else enters it, and without
-  PyTorch nothing imports it.
+  PyTorch nothing imports it;
+- for any other kernel given NumPy arrays, the NumPy calls it made on them (:mod:`.numpy_counter`,
+  imported only then), priced by the catalogue: unknown where an array it holds was not seen used.
 """
 
 from __future__ import annotations
@@ -31,7 +33,16 @@ from typing import Any
 
 from ..model.array_operands import argument_precision, shape_of
 from ..model.core import Precision
-from ..model.inference import ArrayUse, Inference, catalogue_call, flattened, from_arrays, with_given
+from ..model.inference import (
+    ArrayUse,
+    FlopCount,
+    Inference,
+    catalogue_call,
+    count_numpy_calls,
+    flattened,
+    from_arrays,
+    with_given,
+)
 from .arrays import (
     Home,
     arguments_given,
@@ -76,7 +87,7 @@ def infer_call(
     return from_arrays(
         footprint.arrays,
         dtype or footprint.precision,
-        counted_flops=footprint.flops,
+        counted=footprint.count,
         flops=flops,
         nbytes=nbytes,
     )
@@ -84,12 +95,12 @@ def infer_call(
 
 @dataclass(frozen=True, slots=True)
 class Footprint:
-    """What one call of a kernel showed: its arrays (given, captured, returned), and the FLOPs
-    FlopCounterMode counted (None where it did not run)."""
+    """What one call of a kernel showed: its arrays (given, captured, returned), and the FLOPs a
+    counter counted (None where none ran)."""
 
     arrays: tuple[ArrayUse, ...]
     precision: Precision | None
-    flops: float | None = None
+    count: FlopCount | None = None
 
 
 def first_call(
@@ -104,8 +115,19 @@ def first_call(
     counting = count_flops and torch is not None and found.touches_torch(torch, fn)
     with _synchronized(kept):
         before = [_fingerprint(value) for _, value in kept]
-    with _flop_counter(counting) as counter, _synchronized(kept):
-        result = fn(*args, **kwargs)  # type: ignore[operator]
+    with (
+        _flop_counter(counting) as counter,
+        _numpy_counter(count_flops and not counting, args, kwargs) as run,
+        _synchronized(kept),
+    ):
+        result = fn(*run.args, **run.kwargs) if run is not None else fn(*args, **kwargs)  # type: ignore[operator]
+    count = None if counter is None else FlopCount("FlopCounterMode", float(counter()))
+    if run is not None:
+        from .numpy_counter import plain
+
+        result = plain(result)  # the counted arrays it returned, plain again
+        unseen = [where for where, value in kept if id(value) not in run.used]
+        count = count_numpy_calls(run.calls, unseen)
     uses = [
         ArrayUse(where, nbytes_of(value), None if was is None else not _same(value, was))
         for (where, value), was in zip(kept, before, strict=True)
@@ -117,7 +139,7 @@ def first_call(
         extent = _extent(value)
         if extent is None or not any(_within(extent, outer) for outer in extents):
             uses.append(ArrayUse(where, nbytes_of(value), True, returned=True))
-    return Footprint(tuple(uses), precision, None if counter is None else float(counter()))
+    return Footprint(tuple(uses), precision, count)
 
 
 class _Arrays:
@@ -323,3 +345,19 @@ def _flop_counter(counting: bool) -> Iterator[Callable[[], int] | None]:
     counter = flop_counter.FlopCounterMode(display=False)
     with counter:
         yield counter.get_total_flops
+
+
+@contextlib.contextmanager
+def _numpy_counter(counting: bool, args: Sequence[object], kwargs: Mapping[str, object]) -> Iterator[Any]:
+    """A count of the NumPy calls made on the call's NumPy arrays (:mod:`.numpy_counter`), for a kernel
+    given some; nothing otherwise."""
+    if not counting or "numpy" not in sys.modules:  # no NumPy loaded: no NumPy array to count
+        yield None
+        return
+    from . import numpy_counter
+
+    if not any(map(numpy_counter.countable, chain(args, kwargs.values()))):
+        yield None
+        return
+    with numpy_counter.counting(args, kwargs) as run:
+        yield run

@@ -21,6 +21,7 @@ from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.inference import (
     UNKNOWN_FLOPS,
     ArrayUse,
+    FlopCount,
     Inference,
     catalogue_call,
     from_arrays,
@@ -507,14 +508,15 @@ def test_arrays_give_the_bytes_and_no_flops() -> None:
         False,
     )
     assert unknown.label == "auto: bytes from 2 arrays, FLOPs unknown"
-    counted = from_arrays(uses, Precision.FP32, counted_flops=6144)
+    counted = from_arrays(uses, Precision.FP32, counted=FlopCount("FlopCounterMode", 6144))
     assert counted.tier == "flop_counter"
     assert counted.params == {
         "flops": 6144.0,
         "bytes": 8000,
         "unit": "tensor",
     }
-    none_counted = from_arrays(uses, Precision.FP32, counted_flops=0)  # FlopCounterMode saw no matmul
+    # FlopCounterMode saw no matmul
+    none_counted = from_arrays(uses, Precision.FP32, counted=FlopCount("FlopCounterMode", 0))
     assert none_counted.tier == "arguments"
     assert not none_counted.flops_known
     both = from_arrays((), Precision.FP32, flops=10.0, nbytes=20.0)
@@ -584,6 +586,23 @@ def test_a_miss_with_the_flops_unknown_is_inconclusive() -> None:
     assert result.flops_unknown
     assert "Attained is a lower bound" in result.message()
     assert "never fails the test" in result.message()
+
+
+def test_a_miss_with_the_flops_counted_from_numpy_calls_is_a_miss() -> None:
+    """Issue 43: counted FLOPs are known FLOPs; the miss fails, as an explicit marker's does."""
+    from pytest_roofline.model.core import Precision
+
+    uses = (ArrayUse("argument 0", 2**27), ArrayUse("the return value", 2**27, written=True, returned=True))
+    counted = from_arrays(uses, Precision.BF16, counted=FlopCount("NumPy", 2.0**40, calls=3))
+    assert counted.summary == "FLOPs counted from 3 NumPy calls, bytes from 2 arrays"
+    est = estimate(counted.op, dtype=counted.dtype, device=DEVICE, **counted.params)
+    judged = judge(est, measurement(est.floor_s * 3), 0.5, inference=counted)
+    assert (judged.verdict, judged.reason) == (Verdict.MISS, "")
+    unknown = from_arrays(
+        uses, Precision.BF16, counted=FlopCount("NumPy", None, 3, why="np.cumsum has no price")
+    )
+    assert unknown.summary == "bytes from 2 arrays, FLOPs unknown (np.cumsum has no price)"
+    assert judge(est, measurement(est.floor_s * 3), 0.5, inference=unknown).verdict is Verdict.INCONCLUSIVE
 
 
 def test_a_pass_with_the_flops_unknown_is_a_pass() -> None:

@@ -154,12 +154,13 @@ def test_a_partial_reader_reads_faster_than_light_and_is_told_to_declare_the_op(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "auto: bytes from 3 arrays, FLOPs unknown ran faster than light: *The floor counts more than"
-            " the kernel did: its bytes were inferred from the arrays it was given or captured, each counted"
-            " whole (the largest it only reads: argument 0 (6.10352 MiB, not written)), and a kernel that"
-            " reads only part of one (a paged KV pool, an embedding table read at a few rows) moves less:"
-            ' declare the op, @pytest.mark.speed_of_light("<op>", ...) (`roofline ops` lists them), or give'
-            " bytes= and flops=."
+            # the sum is counted; the bytes are still the arrays', the table's whole
+            "auto: FLOPs counted from 1 NumPy call, bytes from 3 arrays ran faster than light: *The floor"
+            " counts more than the kernel did: its bytes were inferred from the arrays it was given or"
+            " captured, each counted whole (the largest it only reads: argument 0 (6.10352 MiB, not"
+            " written)), and a kernel that reads only part of one (a paged KV pool, an embedding table read"
+            ' at a few rows) moves less: declare the op, @pytest.mark.speed_of_light("<op>", ...) (`roofline'
+            " ops` lists them), or give bytes= and flops=."
         ]
     )
 
