@@ -5,7 +5,6 @@ what the run gathered (:class:`.run_state.RunState`)."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import TYPE_CHECKING
 
@@ -56,22 +55,18 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
 
 
 class _Writer:
-    """``tr.write_line``, each line wrapped to the terminal's width, continuations indented."""
+    """``tr.write_line``, each line wrapped to pytest's width, continuations indented."""
 
     def __init__(self, tr: pytest.TerminalReporter) -> None:
+        from .failing import terminal_width
+
         self._tr = tr
-        self.width = max(shutil.get_terminal_size().columns, 40)
+        self.width = terminal_width(tr.config)
 
     def __call__(self, line: str, **markup: bool) -> None:
-        import textwrap
+        from ..output.wrapping import wrap
 
-        if len(line) <= self.width:
-            self._tr.write_line(line, **markup)
-            return
-        indent = " " * (len(line) - len(line.lstrip()) + 4)
-        for part in textwrap.wrap(
-            line, self.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-        ):
+        for part in wrap(line, self.width, hang=4).splitlines():
             self._tr.write_line(part, **markup)
 
 
