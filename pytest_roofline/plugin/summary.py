@@ -26,6 +26,11 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
         write(f"roofline: {note}", yellow=True)
     if settings.report:
         _write_report(tr, state, write)
+    elif _messages_shown(state):  # no table, but a message used the terms: the legend tells them
+        from ..output.legend import legend_lines
+
+        for line in legend_lines(records):
+            write(line)
     if settings.suggest:
         from ..output.suggestions import suggestion_lines
 
@@ -68,6 +73,14 @@ class _Writer:
 
         for part in wrap(line, self.width, hang=4).splitlines():
             self._tr.write_line(part, **markup)
+
+
+def _messages_shown(state: RunState) -> bool:
+    """Whether a test's message (a miss, an inconclusive or faster-than-light result) was shown."""
+    from ..model.verdict import Verdict
+
+    shown = (Verdict.MISS, Verdict.INCONCLUSIVE, Verdict.FASTER_THAN_LIGHT)
+    return any(record.verdict in shown for record in state.records)
 
 
 def table_width() -> int | None:
@@ -124,6 +137,10 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
             )
             if hidden:
                 write(hidden)
+        from ..output.legend import legend_lines
+
+        for line in legend_lines(records):
+            write(line)
     write(f"{summary_counts(records)}; mode {settings.mode}")
 
 
