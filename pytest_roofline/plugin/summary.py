@@ -26,7 +26,7 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
         write(f"roofline: {note}", yellow=True)
     if settings.report:
         _write_report(tr, state, write)
-    elif _messages_shown(state):  # no table, but a message used the terms: the legend tells them
+    elif state.records and _messages_shown(state):  # no table, but a message used its terms
         from ..output.legend import legend_lines
 
         for line in legend_lines(records):
