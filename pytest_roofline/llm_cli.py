@@ -68,6 +68,11 @@ def add_parser(commands: Any) -> None:
     llm.add_argument("--kv-dtype", help="the KV cache's storage (default: --dtype)")
     llm.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel GPUs (default: 1)")
     llm.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    llm.add_argument(
+        "--wide", action="store_true",
+        help=f"every column, each kernel on one line (default: {', '.join(NARROW_LEAVES_OUT)} left out to fit"
+        " 100 columns)",
+    )  # fmt: skip
     llm.add_argument("--plot", metavar="OUT", help="draw each op on the roofline, .svg or .png")
     llm.add_argument(
         "--from", dest="reports", action="append", metavar="REPORT.json",
@@ -157,7 +162,7 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
         summary = {**summary, **prediction_summary(prediction, summary, args)}
     verdict, status = budget_verdict(prediction, rows, args.budget_ms)
     if not (args.plot or args.json):
-        return "\n".join([format_step(rows, summary, prediction), *verdict]), status
+        return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict]), status
     data = step_json(rows, summary, device, prediction)
     wrote = f"roofline: wrote {draw_step(data, args.plot)}" if args.plot else ""
     if args.json:
@@ -165,7 +170,7 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
             if line:
                 print(line, file=sys.stderr)
         return json.dumps(data, indent=2), status
-    return "\n".join([format_step(rows, summary, prediction), *verdict, wrote]), status
+    return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict, wrote]), status
 
 
 def predicted_step(rows: list[Row], args: argparse.Namespace, device: Device) -> StepPrediction:
@@ -353,8 +358,19 @@ def _fraction_text(value: float) -> str:
     return f"{value:.2g}"
 
 
-def format_step(rows: list[Row], summary: dict[str, Any], prediction: StepPrediction | None = None) -> str:
-    from tabulate import tabulate
+#: the columns the table leaves out unless ``--wide``: one call's figures, which the step's share does
+#: not need (``--json`` keeps every figure), so that the table fits :data:`.ops_cli.TEXT_WIDTH`
+NARROW_LEAVES_OUT = ("FLOPs", "bytes", "FLOP/B", "floor", "floor × count")
+
+
+def format_step(
+    rows: list[Row], summary: dict[str, Any], prediction: StepPrediction | None = None, *, wide: bool = False
+) -> str:
+    """The step as a table and its sums; in :data:`.ops_cli.TEXT_WIDTH` columns unless ``wide``:
+    the columns of :data:`NARROW_LEAVES_OUT` left out (saying so) and long kernel names wrapped."""
+
+    from .ops_cli import TEXT_WIDTH
+    from .output.wrapping import wrap
 
     total = summary["total"]["floor_s"]
     kernels = [
@@ -410,7 +426,7 @@ def format_step(rows: list[Row], summary: dict[str, Any], prediction: StepPredic
         f"weights {summary['weight_dtype']}"
         f"{' (' + summary['quantization'] + ')' if summary['quantization'] else ''}, "
         f"KV cache {summary['kv_dtype']}",
-        tabulate(table, headers=headers, disable_numparse=True),
+        *_fitted_table(table, headers, wide=wide),
         "",
         f"step floor  {units.seconds(total)}  (the sum of the ops' floors; "
         f"{units.flops(summary['total']['flops'])}, {units.nbytes(summary['total']['bytes'])})",
@@ -431,7 +447,33 @@ def format_step(rows: list[Row], summary: dict[str, Any], prediction: StepPredic
                      f"{summary['link']['source']}")  # fmt: skip
     if prediction is not None:
         lines += _prediction_lines(prediction, summary)
-    return "\n".join(lines)
+    return "\n".join(lines) if wide else wrap("\n".join(lines), TEXT_WIDTH, hang=4)
+
+
+def _fitted_table(table: list[list[str]], headers: list[str], *, wide: bool) -> list[str]:
+    """The table's lines: every column when ``wide``; else those of :data:`NARROW_LEAVES_OUT` left
+    out, the kernel column wrapped to the room the others leave, and a line naming what was left out."""
+    from tabulate import tabulate
+
+    from .ops_cli import TEXT_WIDTH
+
+    if wide:
+        return str(tabulate(table, headers=headers, disable_numparse=True)).splitlines()
+    kept = [at for at, header in enumerate(headers) if header not in NARROW_LEAVES_OUT]
+    table = [[row[at] for at in kept] for row in table]
+    left_out = [header for header in headers if header in NARROW_LEAVES_OUT]
+    headers = [headers[at] for at in kept]
+    kernel = headers.index("kernel")
+    others = tabulate([row[:kernel] + row[kernel + 1 :] for row in table],
+                      headers=headers[:kernel] + headers[kernel + 1 :], disable_numparse=True)  # fmt: skip
+    room = max(TEXT_WIDTH - max(map(len, str(others).splitlines())) - 2, len("kernel"))
+    widths = [room if at == kernel else None for at in range(len(headers))]
+    text = tabulate(table, headers=headers, disable_numparse=True, maxcolwidths=widths)
+    note = (
+        f"{len(left_out)} of {len(headers) + len(left_out)} columns left out to fit {TEXT_WIDTH} characters:"
+        f" {', '.join(left_out)}; --wide shows them, and --json keeps every figure"
+    )
+    return [*str(text).splitlines(), note]
 
 
 def _share(share: float) -> str:

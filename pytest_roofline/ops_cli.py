@@ -41,12 +41,12 @@ def _markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-#: the width ``roofline ops`` wraps its text to: a CI log's, or a terminal's
-OPS_WIDTH = 100
+#: the width ``roofline ops`` and ``roofline llm`` fit: a CI log's, or a terminal's
+TEXT_WIDTH = 100
 
 
 def ops_text(args: argparse.Namespace) -> str:
-    """Every op, a few lines each, then the notes, wrapped to :data:`OPS_WIDTH` columns (the table
+    """Every op, a few lines each, then the notes, wrapped to :data:`TEXT_WIDTH` columns (the table
     itself, a row per op, is ``--markdown``'s: docs/floor.md)."""
     if args.markdown:
         return ops_markdown()
@@ -54,7 +54,7 @@ def ops_text(args: argparse.Namespace) -> str:
 
     def wrapped(text: str, indent: str = "") -> list[str]:
         return textwrap.wrap(
-            text, OPS_WIDTH, initial_indent=indent, subsequent_indent=indent + "    ", break_on_hyphens=False
+            text, TEXT_WIDTH, initial_indent=indent, subsequent_indent=indent + "    ", break_on_hyphens=False
         )
 
     blocks = []
@@ -75,7 +75,7 @@ def ops_text(args: argparse.Namespace) -> str:
     text = "\n".join(blocks) + note + _sources()
     return "\n".join(
         "\n".join(wrapped(line, " " * (len(line) - len(line.lstrip()))) or [""])
-        if len(line) > OPS_WIDTH
+        if len(line) > TEXT_WIDTH
         else line
         for line in text.splitlines()
     )

@@ -633,11 +633,11 @@ def _power_cap(result: Result) -> str:
 
 
 def failure_message(result: Result) -> str:
-    """Everything a kernel engineer needs, in one paragraph.
+    """Everything a kernel engineer needs, a line per step (the plugin wraps each to the terminal):
 
     ``attained 12.3% of speed of light (budget 70%): gemm[M=4096 N=4096 K=4096 bf16] on NVIDIA H100
-    80GB HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor; measured 1130 µs (median
-    of 57, ±0.4%), 121.6 TFLOP/s achieved; needs 5.7× faster. Next: ...``
+    80GB HBM3:`` / ``floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor;`` / ``measured 1130 µs
+    (median of 57, ±0.4%), 121.6 TFLOP/s achieved; needs 5.7× faster.`` / ``Next: ...``
     """
     est = result.estimate
     device = est.device.name
@@ -672,7 +672,7 @@ def failure_message(result: Result) -> str:
         return (
             f"{_label(result)} ran faster than light{why}: attained {units.percent(result.attained)} of "
             f"speed of light (limit {units.percent(limit)} against {sources}, ±{result.ci_rel * 100:.1f}% "
-            f"noise) on {device}: {floor}; {_measured(result)}, {_achieved(result)}. {wrong}"
+            f"noise) on {device}:\n{floor};\n{_measured(result)}, {_achieved(result)}.\n{wrong}"
         )
     if result.verdict is Verdict.INCONCLUSIVE:
         what = (
@@ -683,15 +683,17 @@ def failure_message(result: Result) -> str:
         )
         return (
             f"{_label(result)} is inconclusive: attained {units.percent(result.attained)} of speed of light "
-            f"±{result.ci_rel * 100:.1f}% (budget {budget_percent(result.min_fraction)}) on {device}: "
-            f"{result.reason}; {floor}; {_measured(result)}, {_achieved(result)}.{_contention(result)}{what}"
+            f"±{result.ci_rel * 100:.1f}% (budget {budget_percent(result.min_fraction)}) on {device}:\n"
+            f"{result.reason};\n{floor};\n{_measured(result)}, {_achieved(result)}.{_contention(result)}"
+            f"\n{what.lstrip()}"
         )
     needs = result.min_fraction / result.attained if result.attained > 0 else float("inf")
-    # the fraction and the budget first: pytest's short summary keeps what fits of one line
+    # the fraction and the budget first, on a line of their own: pytest's short summary shows the first
+    # line; each later line is one step of the argument (the floor, the measurement, what to do next)
     return (
         f"attained {units.percent(result.attained)} of speed of light "
-        f"(budget {budget_percent(result.min_fraction)}): {_label(result)} on {device}: {floor};"
-        f" {_measured(result)}, "
+        f"(budget {budget_percent(result.min_fraction)}): {_label(result)} on {device}:\n{floor};\n"
+        f"{_measured(result)}, "
         f"{_achieved(result)}; needs {needs:.1f}× faster.{_contention(result)}{_power_cap(result)}"
         f"{_next_step(result)}"
     )
@@ -712,7 +714,7 @@ def _next_step(result: Result) -> str:
     where = GPU_CAUSES if gpu else CPU_CAUSES
     if result.latency_bound:
         return (
-            " Next: the kernel is shorter than an empty call on this timer; give it more work per call"
+            "\nNext: the kernel is shorter than an empty call on this timer; give it more work per call"
             f" (a larger shape, or a batch of calls) to judge it against its roofline ({where})."
         )
     if result.estimate.bound == "memory":
@@ -726,4 +728,4 @@ def _next_step(result: Result) -> str:
         threads = result.measurement.threads
         if threads is not None and threads <= 1 and (result.estimate.device.cores or 1) > 1:
             first += f", and that one thread is judged against {result.estimate.device.cores} cores' ceiling"
-    return f" Next: {first} ({where})."
+    return f"\nNext: {first} ({where})."

@@ -9,6 +9,27 @@ import pytest
 from ..errors import RooflineError
 from .marker import FIXTURE
 
+#: pytest's warnings summary indents each line of a warning's message by this many spaces
+WARNING_INDENT = 2
+
+
+def terminal_width(config: pytest.Config) -> int:
+    """The width pytest writes to: its terminal writer's (``COLUMNS``, else the terminal's, else 80,
+    as pytest reads them); without pytest's terminal plugin, the same rule read directly."""
+    if config.pluginmanager.get_plugin("terminalreporter") is None:  # -p no:terminal
+        import shutil
+
+        return shutil.get_terminal_size(fallback=(80, 24)).columns
+    return config.get_terminal_writer().fullwidth
+
+
+def fitted(message: str, config: pytest.Config, *, warning: bool = False) -> str:
+    """``message`` wrapped to pytest's width, as a failure shows it or (``warning``) as the warnings
+    summary does, indented; its first line (what the short summary shows) stays first."""
+    from ..output.wrapping import wrap
+
+    return wrap(message, terminal_width(config) - (WARNING_INDENT if warning else 0))
+
 
 def fail_test(message: str) -> NoReturn:
     """Fail the current test with ``message`` only: no traceback, no chained exception above it."""

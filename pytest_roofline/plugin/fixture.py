@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import RooflineError, RooflineWarning
-from .failing import fail_test, failing_the_test
+from .failing import fail_test, failing_the_test, fitted
 from .marker import FIXTURE, MARKER
 from .measurer import NAMES_KEY
 from .request import MARKER_KEY, given
@@ -96,7 +96,7 @@ class MeasurementCheck:
         if settings.require_measurement:
             origin = settings.origins.get("require_measurement", "roofline_require_measurement")
             fail_test(f"{FIXTURE}: {message} ({origin} requires a measurement)")
-        pyfuncitem.warn(RooflineWarning(message))
+        pyfuncitem.warn(RooflineWarning(fitted(message, pyfuncitem.config, warning=True)))
         return outcome
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..errors import RooflineWarning
-from .failing import fail_test
+from .failing import fail_test, fitted
 
 if TYPE_CHECKING:
     from ..analysis.diagnosis import Diagnosis
@@ -66,15 +66,15 @@ def settle(
         # with the FLOPs unknown, attained is a lower bound: an inconclusive result never fails
         fails = settings.inconclusive == "fail" and not result.flops_unknown
         if result.verdict is not Verdict.INCONCLUSIVE or fails:
-            fail_test(message)
+            fail_test(fitted(message, item.config))
         if settings.inconclusive == "skip":
-            pytest.skip(message)
-        item.warn(RooflineWarning(message))
+            pytest.skip(fitted(message, item.config))
+        item.warn(RooflineWarning(fitted(message, item.config, warning=True)))
     if record.mode == "enforce":  # within budget, but perhaps well below where the baseline stood
         state.gate.check(record)
         slower = slower_than_base(result, against=settings.against, threshold=settings.regression)
         if slower:
-            fail_test(slower)
+            fail_test(fitted(slower, item.config))
 
 
 def slower_than_base(result: Result, *, against: str | None, threshold: float) -> str:

@@ -5,7 +5,6 @@ what the run gathered (:class:`.run_state.RunState`)."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,11 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
         write(f"roofline: {note}", yellow=True)
     if settings.report:
         _write_report(tr, state, write)
+    elif state.records and _messages_shown(state):  # no table, but a message used its terms
+        from ..output.legend import legend_lines
+
+        for line in legend_lines(records):
+            write(line)
     if settings.suggest:
         from ..output.suggestions import suggestion_lines
 
@@ -56,23 +60,27 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
 
 
 class _Writer:
-    """``tr.write_line``, each line wrapped to the terminal's width, continuations indented."""
+    """``tr.write_line``, each line wrapped to pytest's width, continuations indented."""
 
     def __init__(self, tr: pytest.TerminalReporter) -> None:
+        from .failing import terminal_width
+
         self._tr = tr
-        self.width = max(shutil.get_terminal_size().columns, 40)
+        self.width = terminal_width(tr.config)
 
     def __call__(self, line: str, **markup: bool) -> None:
-        import textwrap
+        from ..output.wrapping import wrap
 
-        if len(line) <= self.width:
-            self._tr.write_line(line, **markup)
-            return
-        indent = " " * (len(line) - len(line.lstrip()) + 4)
-        for part in textwrap.wrap(
-            line, self.width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-        ):
+        for part in wrap(line, self.width, hang=4).splitlines():
             self._tr.write_line(part, **markup)
+
+
+def _messages_shown(state: RunState) -> bool:
+    """Whether a test's message (a miss, an inconclusive or faster-than-light result) was shown."""
+    from ..model.verdict import Verdict
+
+    shown = (Verdict.MISS, Verdict.INCONCLUSIVE, Verdict.FASTER_THAN_LIGHT)
+    return any(record.verdict in shown for record in state.records)
 
 
 def table_width() -> int | None:
@@ -129,6 +137,10 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
             )
             if hidden:
                 write(hidden)
+        from ..output.legend import legend_lines
+
+        for line in legend_lines(records):
+            write(line)
     write(f"{summary_counts(records)}; mode {settings.mode}")
 
 

@@ -27,7 +27,8 @@ def test_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0].startswith(f"{tmp_path.name} (llama")  # a config.json is named by its directory
-    assert "(llama, 32 layers) on NVIDIA H100 80GB HBM3 (h100-sxm): decode, batch 1, context 4096" in lines[0]
+    words = " ".join(out.split())  # the heading wraps at 100 columns
+    assert "(llama, 32 layers) on NVIDIA H100 80GB HBM3 (h100-sxm): decode, batch 1, context 4096" in words
     for module in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "attention", "rotary_emb", "lm_head"):
         assert any(line.startswith(module + " ") for line in lines), module
     assert "step floor  4644 µs  (the sum of the ops' floors; 17.2 GFLOP, 15.6 GB)" in out
@@ -163,3 +164,29 @@ def test_a_malformed_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path
     code, _, err = run(capsys, str(path), "--device", "h100-sxm")
     assert code == 2
     assert err.startswith(f"roofline: error: {path}: not JSON")
+
+
+@pytest.mark.parametrize("config", ["llama-3-8b", "mixtral-8x7b", "qwen2-7b"])
+def test_the_table_fits_100_columns_and_says_what_it_left_out(
+    capsys: pytest.CaptureFixture[str], config: str
+) -> None:
+    code, out, _ = run(capsys, config, "--device", "h100-sxm", "--batch", "8", "--tp", "2")
+    assert code == 0
+    assert max(map(len, out.splitlines())) <= 100
+    words = " ".join(out.split())
+    assert (
+        "4 of 10 columns left out to fit 100 characters: FLOPs, bytes, FLOP/B, floor; --wide shows them"
+        in words
+    )
+    header = next(line for line in out.splitlines() if line.startswith("module "))
+    assert header.split() == ["module", "kernel", "count", "bound", "×", "count", "share"]
+
+
+def test_wide_shows_every_column_each_kernel_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "llama-3-8b", "--device", "h100-sxm", "--wide")
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.startswith("module "))
+    assert header.split()[3:6] == ["FLOPs", "bytes", "FLOP/B"]
+    assert "left out" not in out
+    assert any("attention[batch=1 heads=32 seq_q=1 seq_k=1 head_dim=128 causal=True kv_heads=8 bf16]" in line
+               for line in out.splitlines())  # fmt: skip

@@ -516,8 +516,8 @@ def test_the_message_says_compute_unknown() -> None:
     text = failure_message(int32_result(1e-3))
     assert text.startswith(
         "attained 16.0% of speed of light (budget 50%): elementwise[n=67108864 int32] on NVIDIA H100 80GB "
-        "HBM3: floor 160.3 µs, memory-bound at 3.35 TB/s (compute side unknown: no int32 peak on h100-sxm); "
-        "measured 1000 µs ("
+        "HBM3:\nfloor 160.3 µs, memory-bound at 3.35 TB/s (compute side unknown: no int32 peak on"
+        " h100-sxm);\nmeasured 1000 µs ("
     )
 
 

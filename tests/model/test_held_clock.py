@@ -100,7 +100,7 @@ def test_a_miss_at_the_power_cap_says_it_would_pass_at_the_clock_held() -> None:
         " kernel's."
     )
     short = result_of(est, [at(est, 0.30, clocks)], 0.7)
-    assert " it attained 36.6%, short of the budget at that clock too. Next: " in failure_message(short)
+    assert " it attained 36.6%, short of the budget at that clock too.\nNext: " in failure_message(short)
 
 
 def test_without_the_power_cap_the_miss_message_says_nothing_of_the_clock_held() -> None:

@@ -73,8 +73,8 @@ def test_the_miss_message_is_the_issues_example() -> None:
     assert r.verdict is Verdict.MISS
     assert failure_message(r) == (
         "attained 12.3% of speed of light (budget 70%): gemm[M=4096 N=4096 K=4096 bf16] on NVIDIA H100 80GB "
-        "HBM3: floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor; measured 1130 µs (median of 57, "
-        "±0.4%, cold: cache flushed before every call), 121.6 TFLOP/s achieved; needs 5.7× faster. Next:"
+        "HBM3:\nfloor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor;\nmeasured 1130 µs (median of 57, "
+        "±0.4%, cold: cache flushed before every call), 121.6 TFLOP/s achieved; needs 5.7× faster.\nNext:"
         " check that the math runs on the unit the floor assumes (tensor cores, vector lanes)"
         " (docs/verdicts.md#why-did-it-miss)."
     )
@@ -85,10 +85,10 @@ def test_a_memory_bound_miss_gives_achieved_against_peak_bandwidth() -> None:
     est = copy()
     r = result(est, measurement(est.floor_s * 4), 0.5)
     assert failure_message(r) == (
-        "attained 25.0% of speed of light (budget 50%): copy[n=268435456 bf16] on NVIDIA H100 80GB HBM3: "
-        "floor 320.5 µs, memory-bound at 3.35 TB/s; measured 1282 µs (median of 57, ±0.4%, cold: cache "
+        "attained 25.0% of speed of light (budget 50%): copy[n=268435456 bf16] on NVIDIA H100 80GB HBM3:\n"
+        "floor 320.5 µs, memory-bound at 3.35 TB/s;\nmeasured 1282 µs (median of 57, ±0.4%, cold: cache "
         "flushed before every call), 837.5 GB/s achieved of 3.35 TB/s peak bandwidth (25.0%); needs 2.0× "
-        "faster. Next: count the passes over memory (each unfused temporary is one more), then the access"
+        "faster.\nNext: count the passes over memory (each unfused temporary is one more), then the access"
         " pattern (strided, gathered) (docs/verdicts.md#why-did-it-miss)."
     )
 
@@ -118,9 +118,9 @@ def test_faster_than_light_says_what_must_be_wrong(peaks: Source, limit: str) ->
     text = failure_message(r)
     assert text.startswith(
         "gemm[M=4096 N=4096 K=4096 bf16] ran faster than light: attained 139.0% of speed of light "
-        f"(limit {limit}, ±0.4% noise) on NVIDIA H100 80GB HBM3: floor 139.0 µs, compute-bound at "
+        f"(limit {limit}, ±0.4% noise) on NVIDIA H100 80GB HBM3:\nfloor 139.0 µs, compute-bound at "
         "989 TFLOP/s bf16 "
-        "tensor; measured 100.0 µs"
+        "tensor;\nmeasured 100.0 µs"
     )
     assert "the op's byte or FLOP count" in text
     assert "the device peaks" in text
@@ -683,7 +683,7 @@ def test_a_miss_at_the_software_power_cap_says_how_far_the_sm_clock_fell() -> No
     assert failure_message(r).endswith(
         " The GPU ran at the software power cap, the SM clock down to 89% of its maximum"
         " (throttled below 75%). At the clock it held (1868 MHz SM clock, where the peak assumes 1830)"
-        " it attained 29.4%, short of the budget at that clock too. Next: check that the math runs on the"
+        " it attained 29.4%, short of the budget at that clock too.\nNext: check that the math runs on the"
         " unit the floor assumes (tensor cores, vector lanes) (docs/verdicts.md#why-did-it-miss)."
     )
     quiet = result_of(est, [clocked(measurement(est.floor_s / 0.3), reasons=0)], 0.7)
