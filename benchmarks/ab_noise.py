@@ -134,6 +134,10 @@ def show(kind: str, i: int, found: dict[str, dict[str, object]], outcomes: dict[
         for name, vs in sorted(found.items())
     ]
     print(f"{kind} {i + 1:>2}: " + "  ".join(cells), flush=True)
+    for name, vs in sorted(found.items()):  # why a test was not decided: the load, the floor, the budget
+        if vs.get("verdict") == "undecided":
+            said = f"{vs.get('reason')} ({vs.get('pairs')} pairs)"
+            print(f"    {name.removeprefix('test_')}: {said}", flush=True)
 
 
 def main() -> None:
