@@ -134,8 +134,9 @@ def show(kind: str, i: int, found: dict[str, dict[str, object]], outcomes: dict[
         for name, vs in sorted(found.items())
     ]
     print(f"{kind} {i + 1:>2}: " + "  ".join(cells), flush=True)
-    for name, vs in sorted(found.items()):  # why a test was not decided: the load, the floor, the budget
-        if vs.get("verdict") == "undecided":
+    # why a test was not decided (the load, the floor, the budget), or why identical code read slower
+    for name, vs in sorted(found.items()):
+        if vs.get("verdict") == "undecided" or (kind.startswith("A/A") and vs.get("verdict") == "slower"):
             said = f"{vs.get('reason')} ({vs.get('pairs')} pairs)"
             print(f"    {name.removeprefix('test_')}: {said}", flush=True)
 

@@ -24,12 +24,8 @@ Why the rules are what they are:
   drift acts on them as on the A/B pairs), bounds at 95% what this machine does to unchanged code
   during this comparison. A change within it is not believed, however narrow the A/B interval: the
   interval measures the pairs' scatter, the floor what the machine did to identical code.
-- **Heavy contention confirms nothing on one side.** A round the OS saw under heavy contention
-  can be slowed alone, so a pair whose two rounds saw different contention (one heavy, one not) is
-  left out of the A/B differences (the A/A floor keeps every pair: wider, never narrower). Pairs
-  contended alike are judged: a neighbour that loads the whole comparison slows both sides, and
-  what it does to identical code shows in the A/A floor, which a drop must clear. With fewer than
-  :data:`MIN_PAIRS` pairs contended alike, a drop is ``undecided``, never ``slower``.
+- **Heavy contention confirms nothing.** A drop measured while the OS saw heavy contention in any
+  round is never called ``slower`` (nor a gain ``faster``): a contended round can move one side only.
 - **A band symmetric in log for "same".** ``same`` needs the whole interval inside
   ``[1/(1+threshold), 1+threshold]``: as sure a claim of no change as a 10% gain is of a gain.
   ``slower`` keeps the gate's reading of the threshold (``1 - ratio > threshold``, as
@@ -51,7 +47,6 @@ from ..errors import InvalidValueError
 
 __all__ = [
     "MIN_BLOCKS",
-    "MIN_PAIRS",
     "PairVerdict",
     "Pairing",
     "Round",
@@ -70,8 +65,7 @@ BLOCK: tuple[Side, ...] = ("base", "head", "head", "base")
 #: whole ABBA blocks before any decision: 6 pairs, so the t interval (t = 2.57 at 5 degrees of
 #: freedom) is not mostly the quantile's width, and the A/A floor rests on 6 differences
 MIN_BLOCKS = 3
-#: pairs contended alike needed to judge a change where some round ran under heavy contention
-MIN_PAIRS = 2 * MIN_BLOCKS
+
 
 #: whole blocks before the A/A floor is known (one block's two differences have no spread)
 AA_MIN_BLOCKS = 2
@@ -269,14 +263,12 @@ def _blocks(rounds: Sequence[Round]) -> list[tuple[Round, Round, Round, Round]]:
     return [(rounds[i], rounds[i + 1], rounds[i + 2], rounds[i + 3]) for i in range(0, len(rounds) - 3, 4)]
 
 
-def pair_differences(rounds: Sequence[Round], *, alike: bool = False) -> list[float]:
+def pair_differences(rounds: Sequence[Round]) -> list[float]:
     """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs
-    (each attained over its round's probe rate, where every round has one: :func:`_scores`);
-    ``alike``: only the pairs whose two rounds saw the same contention (both heavy, or neither)."""
+    (each attained over its round's probe rate, where every round has one: :func:`_scores`)."""
     scores = _scores(rounds)
     return [math.log(scores[i + h] / scores[i + b]) for i in range(0, 4 * len(_blocks(rounds)), 4)
-            for b, h in ((0, 1), (3, 2))
-            if not alike or rounds[i + b].heavy == rounds[i + h].heavy]  # fmt: skip
+            for b, h in ((0, 1), (3, 2))]  # fmt: skip
 
 
 def aa_differences(rounds: Sequence[Round]) -> list[float]:
@@ -296,9 +288,6 @@ class _Facts:
     heavy: int
     rounds: int
     threshold: float
-    #: the pairs judged (contended alike), and those left out (one round heavy, the other not)
-    pairs: int = 0
-    unlike: int = 0
 
 
 def _floor_text(f: _Facts) -> str:
@@ -325,31 +314,14 @@ def _rule_change(f: _Facts, sign: int, verdict: PairVerdict) -> tuple[PairVerdic
     if not _beyond(f, sign):
         return None
     word = "drop" if sign < 0 else "gain"
+    if f.heavy:
+        return "undecided", (
+            f"a {_change_text(f)} {word}, but {f.heavy} of {f.rounds} rounds ran under "
+            f"heavy contention: not judged {verdict}"
+        )
     if abs(f.log_ratio) <= f.log_floor:
         return "undecided", f"a {_change_text(f)} {word}, within what identical code showed: {_floor_text(f)}"
-    beyond = f"beyond the {_percent(f.threshold)}% threshold"
-    return verdict, f"{_change_text(f)}, {beyond}; {_floor_text(f)}{_load_text(f)}"
-
-
-def _load_text(f: _Facts) -> str:
-    """How the load entered the verdict: nothing on a quiet machine."""
-    if not f.heavy:
-        return ""
-    return (
-        f"; {f.heavy} of {f.rounds} rounds under heavy contention: judged on the {f.pairs} pairs"
-        f" that saw it alike, {f.unlike} left out"
-    )
-
-
-def _rule_load(f: _Facts) -> tuple[PairVerdict, str] | None:
-    """Too few pairs saw the same contention to judge anything."""
-    if not f.heavy or f.pairs >= MIN_PAIRS:
-        return None
-    change = f"a {_change_text(f)} change" if f.pairs else "no pair to compare"
-    return "undecided", (
-        f"{change}, but {f.heavy} of {f.rounds} rounds ran under heavy contention, and {f.pairs}"
-        f" pairs saw it alike (at least {MIN_PAIRS} judge)"
-    )
+    return verdict, (f"{_change_text(f)}, beyond the {_percent(f.threshold)}% threshold; {_floor_text(f)}")
 
 
 def _rule_same(f: _Facts) -> tuple[PairVerdict, str] | None:
@@ -361,7 +333,6 @@ def _rule_same(f: _Facts) -> tuple[PairVerdict, str] | None:
 
 #: the rules, tried in turn; the first that answers gives the verdict
 RULES: tuple[Callable[[_Facts], tuple[PairVerdict, str] | None], ...] = (
-    _rule_load,
     lambda f: _rule_change(f, -1, "slower"),
     lambda f: _rule_change(f, +1, "faster"),
     _rule_same,
@@ -377,17 +348,13 @@ def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
     if not (math.isfinite(threshold) and 0 < threshold < 1):
         raise InvalidValueError(f"threshold must be between 0 and 1; got {threshold!r}")
     _check_order(rounds)
-    every = pair_differences(rounds)
-    heavy = sum(r.heavy for r in rounds)
-    diffs = pair_differences(rounds, alike=True) if heavy else every
+    diffs = pair_differences(rounds)
     mean, half = _mean_half(diffs)
     log_floor = math.inf
     if len(rounds) // 4 >= AA_MIN_BLOCKS:
         aa_mean, aa_half = _mean_half(aa_differences(rounds))
         log_floor = abs(aa_mean) + aa_half
-    facts = _Facts(
-        mean, half, log_floor, heavy, len(rounds), threshold, pairs=len(diffs), unlike=len(every) - len(diffs)
-    )
+    facts = _Facts(mean, half, log_floor, sum(r.heavy for r in rounds), len(rounds), threshold)
     verdict: PairVerdict = "undecided"
     reason = f"{_change_text(facts)}: neither beyond ±{_percent(threshold)}% nor surely inside it"
     for rule in RULES:

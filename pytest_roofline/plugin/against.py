@@ -53,12 +53,8 @@ if TYPE_CHECKING:
 COLLECT_TIMEOUT_S = 300.0
 #: how long one message may take to come back (a base kernel's round, its test's setup)
 REPLY_TIMEOUT_S = 600.0
-#: a test's rounds, both sides together, may spend this many times ``--roofline-max-time`` ...
+#: a test's rounds, both sides together, may spend this many times ``--roofline-max-time``
 ROUNDS_BUDGET = 2.0
-#: ... and this many times that once a round ran under heavy contention: pairs that saw the load
-#: on one side only are left out, and those left take longer to gather (a 1.2x drop beside
-#: neighbour.py --kind mix ended at 5 pairs contended alike, short of the 6 that judge)
-CONTENDED_BUDGET = 2.0
 #: each round's own budget is ``--roofline-max-time`` over this, and at least MIN_ROUND_S
 ROUNDS_PER_BUDGET = 12
 MIN_ROUND_S = 0.03
@@ -68,12 +64,6 @@ MAX_BLOCKS = 8
 
 class BaseUnavailable(RooflineUsageError):
     """The base could not be prepared, started or collected: the comparison cannot hold."""
-
-
-def rounds_budget_s(rounds: Sequence[Round], max_time_s: float) -> float:
-    """What a test's rounds may spend (both sides): :data:`ROUNDS_BUDGET` x ``--roofline-max-time``,
-    :data:`CONTENDED_BUDGET` x more once a round ran under heavy contention."""
-    return ROUNDS_BUDGET * max_time_s * (CONTENDED_BUDGET if any(r.heavy for r in rounds) else 1.0)
 
 
 def _send(connection: Connection, *message: object) -> None:
@@ -215,7 +205,7 @@ class Against:
             said = f"the base's test measured {message[1]!r} where the head measured {name!r}"
             return Unpaired("new", said)
         round_s = max(MIN_ROUND_S, max_time_s / ROUNDS_PER_BUDGET)
-        start = time.monotonic()
+        deadline = time.monotonic() + ROUNDS_BUDGET * max_time_s
         threshold = self.settings.regression
         rounds: list[Round] = []
         cpus = _one_cpu() if one_cpu else None
@@ -230,8 +220,7 @@ class Against:
                 else:
                     rounds.append(head_round(round_s))
                 block_done = len(rounds) % 4 == 0
-                spent = time.monotonic() - start > rounds_budget_s(rounds, max_time_s)
-                if block_done and (decided(rounds, threshold=threshold) or spent):
+                if block_done and (decided(rounds, threshold=threshold) or time.monotonic() > deadline):
                     break
         _send(self.connection, "done")
         return judge_pairs(rounds, threshold=threshold)

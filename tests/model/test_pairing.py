@@ -14,7 +14,6 @@ import pytest
 from pytest_roofline.errors import InvalidValueError
 from pytest_roofline.model.pairing import (
     MIN_BLOCKS,
-    MIN_PAIRS,
     Pairing,
     Round,
     Side,
@@ -107,50 +106,14 @@ def test_small_change_within_threshold_is_same() -> None:
     assert "inside ±10%" in p.reason
 
 
-def test_a_pair_contended_on_one_side_is_left_out_and_the_rest_judge() -> None:
+def test_heavy_contention_forbids_slower() -> None:
     rounds = rounds_on(noisy(3), slow=1.5, blocks=4)
     rounds[5] = Round("head", rounds[5].time_s, FLOOR, heavy=True)
     p = judge_pairs(rounds, threshold=0.10)
-    assert p.verdict == "slower"
-    assert p.pairs == 7
+    assert p.verdict == "undecided"
     assert p.heavy
-    said = "1 of 16 rounds under heavy contention: judged on the 7 pairs that saw it alike, 1 left out"
-    assert said in p.reason
-
-
-def test_contention_on_one_side_only_never_makes_slower() -> None:
-    # identical code; every head round contended and 1.5x slow for it: no pair saw the load alike
-    rounds = [
-        Round(r.side, r.time_s * 1.5, FLOOR, heavy=True) if r.side == "head" else r
-        for r in rounds_on(noisy(5), slow=1.0, blocks=6)
-    ]
-    p = judge_pairs(rounds, threshold=0.10)
-    assert p.verdict == "undecided"
-    assert p.hi < 0.9 or p.pairs == 0  # whatever the pairs would say, the load withholds it
-    assert "12 of 24 rounds ran under heavy contention, and 0 pairs saw it alike" in p.reason
-
-
-def test_few_pairs_contended_alike_withhold_the_verdict() -> None:
-    rounds = rounds_on(noisy(3), slow=1.5, blocks=4)
-    for i in (1, 5, 9):  # three blocks' first pairs contended on the head side only
-        rounds[i] = Round("head", rounds[i].time_s, FLOOR, heavy=True)
-    rounds[13] = Round("head", rounds[13].time_s, FLOOR, heavy=True)
-    rounds[14] = Round("head", rounds[14].time_s, FLOOR, heavy=True)  # and one more pair
-    p = judge_pairs(rounds, threshold=0.10)
-    assert p.verdict == "undecided"
-    assert f"pairs saw it alike (at least {MIN_PAIRS} judge)" in p.reason
-
-
-def test_a_neighbour_loading_both_sides_alike_is_judged_against_the_floor() -> None:
-    # every round contended: a 20% drop clears the floor that the same load gave identical code
-    def loaded(slow: float) -> list[Round]:
-        rounds = rounds_on(noisy(6, sd=0.03), slow=slow, blocks=5)
-        return [Round(r.side, r.time_s, FLOOR, heavy=True) for r in rounds]
-
-    p = judge_pairs(loaded(1.25), threshold=0.10)
-    assert p.verdict == "slower"
-    assert p.pairs == 10
-    assert judge_pairs(loaded(1.0), threshold=0.10).verdict != "slower"
+    assert "1 of 16 rounds ran under heavy contention" in p.reason
+    assert p.hi < 0.9  # the drop itself is clear: only the load withholds the verdict
 
 
 def test_change_within_aa_floor_is_undecided() -> None:

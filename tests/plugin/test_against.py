@@ -367,13 +367,3 @@ def test_both_sides_time_their_kernels_on_copies_in_the_pool_they_share_and_on_o
     assert len({tuple(c) for c in base[1:]}) == 1  # the base's rounds, on one CPU ...
     assert len(base[-1]) == 1
     assert base[-1] == head[-1]  # ... the head's rounds' CPU
-
-
-def test_the_rounds_may_spend_longer_once_a_round_ran_under_heavy_contention() -> None:
-    from pytest_roofline.model.pairing import Round
-    from pytest_roofline.plugin.against import CONTENDED_BUDGET, ROUNDS_BUDGET, rounds_budget_s
-
-    quiet = [Round("base", 1e-3, 1e-3), Round("head", 1e-3, 1e-3)]
-    assert rounds_budget_s(quiet, 0.5) == ROUNDS_BUDGET * 0.5
-    loaded = [*quiet, Round("head", 1e-3, 1e-3, heavy=True)]
-    assert rounds_budget_s(loaded, 0.5) == ROUNDS_BUDGET * CONTENDED_BUDGET * 0.5 > ROUNDS_BUDGET * 0.5
