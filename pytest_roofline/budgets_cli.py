@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -109,9 +110,11 @@ def suggest(paths: Sequence[str], fraction: float) -> list[Suggestion]:
         budget = round_down(fraction * min(fractions))
         extra = {"math": last.peak_precision} if last.peak_precision != last.dtype else {}
         if last.inferred and isinstance(last.inferred.get("marker"), str):
-            # the inferred op's marker, and any note after it (``  # FLOPs unknown: ...``)
+            # the inferred op's marker (less the budget the run had), and any note after it
+            # (``  # FLOPs unknown: ...``)
             text, note, rest = str(last.inferred["marker"]).partition("  #")
-            marker = f"{text.rstrip()[:-1]}, min_fraction={budget!r}){note}{rest}"
+            text = re.sub(r", min_fraction=[^,)]*", "", text.rstrip())
+            marker = f"{text[:-1]}, min_fraction={budget!r}){note}{rest}"
         else:
             marker = marker_text(last.op, last.params, last.dtype, min_fraction=budget, **extra)
         found.append(Suggestion(

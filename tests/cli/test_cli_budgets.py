@@ -97,3 +97,32 @@ def test_bad_input_is_one_line_and_exit_2(
 )
 def test_a_budget_is_rounded_down_to_two_figures(value: float, rounded: float) -> None:
     assert round_down(value) == rounded
+
+
+def test_an_inferred_marker_gets_one_min_fraction_the_new_one(
+    rl: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a budget with no op on a wrapped NumPy matmul: its suggested marker carried the run's budget
+    rl.makepyfile(
+        test_kernel="""
+        import numpy as np
+        import pytest
+
+        A = np.ones((64, 64), np.float32)
+
+        def matmul(a, b):
+            return a @ b
+
+        @pytest.mark.speed_of_light()
+        @pytest.mark.fake_time(1e-4)
+        def test_mm(roofline):
+            roofline(matmul, A, A)
+        """
+    )
+    rl.runpytest("--roofline-mode=report", "--roofline-json=run.json").assert_outcomes(passed=1)
+
+    assert cli.main(["budgets", str(rl.path / "run.json")]) == 0
+    out = capsys.readouterr().out
+    (marker,) = re.findall(r"^    (@pytest\.mark\.speed_of_light\(.*\))$", out, re.MULTILINE)
+    assert "flops=524288.0" in marker  # 2 x 64^3, counted from the one NumPy call
+    assert marker.count("min_fraction=") == 1
