@@ -148,7 +148,11 @@ def run(args: argparse.Namespace) -> str:
         ]  # fmt: skip
         headers = ["test", "lowest", "spread", "runs", "now", "suggested", ""]
         return f"{tabulate(rows, headers=headers, disable_numparse=True)}\n{rule}"
-    lines = [f"roofline: {rule}; paste each marker over its test:"]
+    from .ops_cli import TEXT_WIDTH
+    from .output.wrapping import wrap
+
+    # the rule wraps; a marker stays whole, to paste as it is
+    lines = [wrap(f"roofline: {rule}; paste each marker over its test:", TEXT_WIDTH)]
     for s in found:
         seen = f"lowest {s.lowest:.3f} of {s.runs} run(s), spread {s.spread:.1%}; now {s.current:g}"
         lines.append(f"{s.test}{f' [{s.name}]' if s.name else ''}: {seen}")

@@ -132,13 +132,15 @@ def test_there_are_runnable_examples_in_the_docs() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.id for e in EXAMPLES])
 def test_every_runnable_example_runs_as_written(
-    example: Example, rl: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    example: Example, rl: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A doctest (``>>>``) runs in a Python of its own; a test module runs under pytest, on the
     suite's fake device and timer, in report mode (its budgets are the reader's machine's to meet),
     and every test in it passes; any other Python runs as a script; a console session's ``$
-    roofline ...`` commands print what follows each of them."""
+    roofline ...`` commands print what follows each of them, run from the repository's root (so
+    that the files they read are the docs' own)."""
     if example.info == "console":
+        monkeypatch.chdir(ROOT)
         _run_console(example, capsys)
     elif example.info != "python":
         pytest.fail(f"{example.id}: a runnable example is python or console; got {example.info!r}")
