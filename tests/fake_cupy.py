@@ -1108,11 +1108,12 @@ class FakeCupy:
                 self.size, self.flags = size, flags
                 self.ptr = ctypes.addressof(buffer)
 
-            def __del__(self) -> None:
+            def __del__(self, finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
                 # cudaFreeHost synchronizes the device: a PinnedMemory collected while a blocking
                 # kernel holds a stream waits behind it (seen on the third H200 run). At the
-                # interpreter's exit the modules it reads are gone, and nothing waits any more
-                if not sys.is_finalizing():
+                # interpreter's exit the modules it reads are gone (this one's globals too, hence
+                # the bound default), and nothing waits any more
+                if not finalizing():
                     world.device_sync(("synchronize", "free_host"))
 
         class RawKernel:
