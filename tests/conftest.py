@@ -19,9 +19,11 @@ re-measure). ``FAKE_ROOFLINE_SOURCE=measured`` makes the device's figures measur
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 # Imported here, before any in-process pytester run: pytester drops the modules a run imported
 # when it ends, so a module first imported inside a run would be imported afresh by the next,
@@ -174,3 +176,19 @@ def quiet_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("CUDA_LAUNCH_BLOCKING", "CUDA_INJECTION64_PATH", "NSYS_PROFILING_SESSION_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr("pytest_roofline.machine.selfcheck.gpu_run._stderr", lambda line: None)
+
+
+def records_by_test(path: Path) -> dict[str, dict[str, Any]]:
+    """A ``--roofline-json`` report's measurements, by test name (the node id past its file)."""
+    data = json.loads(path.read_text())
+    return {m["nodeid"].split("::")[1]: m for m in data["measurements"]}
+
+
+def assert_same_floors(inferred: Path, pinned: Path, tests: Iterable[str]) -> None:
+    """The markers ``--roofline-suggest`` printed, pasted back (the ``pinned`` run), infer nothing
+    and give the floors the ``inferred`` run found."""
+    found, given = records_by_test(inferred), records_by_test(pinned)
+    for test in tests:
+        assert given[test]["inferred"] is None
+        for field in ("floor_s", "flops", "bytes", "bound"):
+            assert given[test][field] == found[test][field], (test, field)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import assert_same_floors
 
 N = 100_000
 FAST = "--roofline-max-time=0.002"
@@ -60,11 +60,6 @@ EXPLICIT = {
     "test_fused": f'"elementwise", n={N}, inputs=2, flops_per_element=3',
     "test_rowsum": '"reduction", n=100_000, outputs=1000',
 }
-
-
-def records(path: Path) -> dict[str, dict[str, Any]]:
-    data = json.loads(path.read_text())
-    return {m["nodeid"].split("::")[1]: m for m in data["measurements"]}
 
 
 def with_markers(text: str, markers: dict[str, str]) -> str:
@@ -135,8 +130,4 @@ def test_the_suggested_markers_pasted_back_give_the_same_floors(rl: pytest.Pytes
     (rl.path / "test_kernels.py").write_text(pasted)
     second = rl.runpytest("--roofline-cache=warm", FAST, "--roofline-json=pinned.json")
     second.assert_outcomes(passed=3)
-    inferred, pinned = records(rl.path / "inferred.json"), records(rl.path / "pinned.json")
-    for test in markers:
-        assert pinned[test]["inferred"] is None
-        for field in ("floor_s", "flops", "bytes", "bound"):
-            assert pinned[test][field] == inferred[test][field], (test, field)
+    assert_same_floors(rl.path / "inferred.json", rl.path / "pinned.json", markers)

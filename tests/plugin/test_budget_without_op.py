@@ -7,12 +7,10 @@ The fake device (conftest.py): 100 GB/s, 1 TFLOP/s fp32; each call takes its tes
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
+from conftest import assert_same_floors, records_by_test
 
 N = 100_000  # fp32: 400 kB an array; with two inputs and an output, a floor of 12 µs
 #: kernels are called for real, as often as their scripted times fit in this budget
@@ -56,11 +54,6 @@ def test_flops_given(roofline):
 """
 
 
-def records(path: Path) -> dict[str, dict[str, Any]]:
-    data = json.loads(path.read_text())
-    return {m["nodeid"].split("::")[1]: m for m in data["measurements"]}
-
-
 def test_no_op_infers_it_and_the_record_says_which_tier_answered(rl: pytest.Pytester) -> None:
     rl.makepyfile(test_kernels=KERNELS)
     result = rl.runpytest("--roofline-report", "--roofline-cache=warm", FAST, "--roofline-json=out.json")
@@ -74,7 +67,7 @@ def test_no_op_infers_it_and_the_record_says_which_tier_answered(rl: pytest.Pyte
     result.stdout.fnmatch_lines(
         ["*test_closure * auto: bytes from 2 arrays, FLOPs unknown *memory (FLOPs unknown)*"]
     )
-    found = records(rl.path / "out.json")
+    found = records_by_test(rl.path / "out.json")
     library = found["test_library_call"]
     assert (library["op"], library["params"]["n"], library["inferred"]["tier"]) == (
         "elementwise",
@@ -193,11 +186,7 @@ def test_the_suggested_markers_pasted_back_give_the_same_floors(rl: pytest.Pytes
     (rl.path / "test_kernels.py").write_text(pasted)
     second = rl.runpytest("--roofline-cache=warm", FAST, "--roofline-json=pinned.json")
     second.assert_outcomes(passed=4)
-    inferred, pinned = records(rl.path / "inferred.json"), records(rl.path / "pinned.json")
-    for test in markers:
-        assert pinned[test]["inferred"] is None
-        for field in ("floor_s", "flops", "bytes", "bound"):
-            assert pinned[test][field] == inferred[test][field], (test, field)
+    assert_same_floors(rl.path / "inferred.json", rl.path / "pinned.json", markers)
 
 
 def test_mode_off_infers_nothing_and_calls_the_kernel_once(rl: pytest.Pytester) -> None:
@@ -282,7 +271,9 @@ def test_what_workers_inferred_reaches_the_controller(rl: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         ['    @pytest.mark.speed_of_light("gemm", M=64, N=64, K=64, dtype="fp32", min_fraction=0.5)']
     )
-    tiers = {test: record["inferred"]["tier"] for test, record in records(rl.path / "out.json").items()}
+    tiers = {
+        test: record["inferred"]["tier"] for test, record in records_by_test(rl.path / "out.json").items()
+    }
     assert tiers == {
         "test_library_call": "catalogue", "test_matmul": "catalogue", "test_closure": "arguments",
         "test_flops_given": "arguments",
