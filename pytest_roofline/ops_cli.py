@@ -50,18 +50,13 @@ def ops_text(args: argparse.Namespace) -> str:
     itself, a row per op, is ``--markdown``'s: docs/floor.md)."""
     if args.markdown:
         return ops_markdown()
-    import textwrap
+    from .output.wrapping import wrap
 
-    def wrapped(text: str, indent: str = "") -> list[str]:
-        return textwrap.wrap(
-            text, TEXT_WIDTH, initial_indent=indent, subsequent_indent=indent + "    ", break_on_hyphens=False
-        )
-
-    blocks = []
-    for name, params, flops, complex_cell, nbytes, unit in _op_rows():
-        lines = wrapped(f"{name}({params})  [{unit}; complex: {complex_cell}]")
-        lines += wrapped(f"FLOPs: {flops}", "  ") + wrapped(f"bytes (× size of dtype): {nbytes}", "  ")
-        blocks.append("\n".join(lines))
+    blocks = [
+        f"{name}({params})  [{unit}; complex: {complex_cell}]\n"
+        f"  FLOPs: {flops}\n  bytes (× size of dtype): {nbytes}"
+        for name, params, flops, complex_cell, nbytes, unit in _op_rows()
+    ]
     note = (
         "\nMatrix-shaped ops use tensor units where the device has them for the dtype; fp32 only with "
         "--math tf32.\nFLOPs are real FLOPs: on complex data the count is multiplied as `complex` says "
@@ -72,13 +67,8 @@ def ops_text(args: argparse.Namespace) -> str:
         f"dtypes: {', '.join(p.label for p in Precision)}.\n"
         "`roofline floor OP key=value ... dtype=D` computes a floor."
     )
-    text = "\n".join(blocks) + note + _sources()
-    return "\n".join(
-        "\n".join(wrapped(line, " " * (len(line) - len(line.lstrip()))) or [""])
-        if len(line) > TEXT_WIDTH
-        else line
-        for line in text.splitlines()
-    )
+    # each line on its own, its continuations 4 further in than it
+    return wrap("\n".join(blocks) + note + _sources(), TEXT_WIDTH, hang=4)
 
 
 def _sources() -> str:

@@ -203,6 +203,11 @@ def test_ops_lists_every_op_with_its_parameters_and_formulas(capsys: pytest.Capt
         assert f"[{'tensor' if spec.matrix else 'vector'}; complex: " in block
     assert "gemm(M, N, K, batch=1" in blocks["gemm"]
     assert "--math tf32" in " ".join(out.split())
+    assert max(map(len, out.splitlines())) <= 100
+    # each source an item at one indent, wrapped or not (a wrapped one had moved right by two)
+    items = [line for line in out.splitlines() if line.lstrip().startswith("- ")]
+    assert items
+    assert all(line.startswith("  - ") for line in items), [i for i in items if not i.startswith("  - ")]
 
 
 @pytest.mark.parametrize(
