@@ -456,6 +456,7 @@ def _fitted_table(table: list[list[str]], headers: list[str], *, wide: bool) -> 
     from tabulate import tabulate
 
     from .ops_cli import TEXT_WIDTH
+    from .output.table import left_out_note
 
     if wide:
         return str(tabulate(table, headers=headers, disable_numparse=True)).splitlines()
@@ -469,10 +470,7 @@ def _fitted_table(table: list[list[str]], headers: list[str], *, wide: bool) -> 
     room = max(TEXT_WIDTH - max(map(len, str(others).splitlines())) - 2, len("kernel"))
     widths = [room if at == kernel else None for at in range(len(headers))]
     text = tabulate(table, headers=headers, disable_numparse=True, maxcolwidths=widths)
-    note = (
-        f"{len(left_out)} of {len(headers) + len(left_out)} columns left out to fit {TEXT_WIDTH} characters:"
-        f" {', '.join(left_out)}; --wide shows them, and --json keeps every figure"
-    )
+    note = left_out_note(left_out, len(headers) + len(left_out), TEXT_WIDTH, "--wide", "--json")
     return [*str(text).splitlines(), note]
 
 

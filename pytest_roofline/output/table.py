@@ -467,9 +467,16 @@ def hidden_columns_note(
     hidden = [column.name for column in table if column.name not in chosen]
     if not hidden:
         return ""
+    show = "--roofline-columns=all (or a wider COLUMNS)"
+    return left_out_note(hidden, len(table), width, show, "--roofline-json")
+
+
+def left_out_note(left_out: Sequence[str], columns: int, width: int, show: str, keep: str) -> str:
+    """What a table of ``width`` characters left out of its ``columns``, what shows them (``show``) and
+    what keeps every figure (``keep``): the report's and ``roofline llm``'s alike."""
     return (
-        f"{len(hidden)} of {len(table)} columns left out to fit {width} characters: {', '.join(hidden)};"
-        " --roofline-columns=all (or a wider COLUMNS) shows them, and --roofline-json keeps every figure"
+        f"{len(left_out)} of {columns} columns left out to fit {width} characters: {', '.join(left_out)};"
+        f" {show} shows them, and {keep} keeps every figure"
     )
 
 
