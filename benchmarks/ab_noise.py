@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,6 +107,10 @@ def make_repo(root: Path, slowdown: float) -> None:
     git(root, "commit", "-q", "-am", "head: add does more work")
 
 
+#: where ``--keep`` copies each job's JSON report (its rounds in ``vs_base``), numbered in order
+KEEP: list[Path] = []
+
+
 def job(root: Path, *options: str) -> tuple[dict[str, dict[str, object]], dict[str, str], float]:
     """Each test's vs_base record and outcome, and the process's wall time."""
     report = root / "report.json"
@@ -123,6 +128,8 @@ def job(root: Path, *options: str) -> tuple[dict[str, dict[str, object]], dict[s
         for word in ("PASSED", "FAILED"):
             if line.startswith(word + " "):
                 outcomes[line.split("::")[-1].split(" ")[0]] = word
+    if KEEP:
+        shutil.copy(report, KEEP[0] / f"job{len(list(KEEP[0].iterdir())) + 1:03d}.json")
     records = json.loads(report.read_text())["measurements"]
     return {r["nodeid"].split("::")[-1]: r.get("vs_base") or {} for r in records}, outcomes, took
 
@@ -149,8 +156,12 @@ def main() -> None:
         "--slowdown", type=float, default=1.2, help="the head's add, times the work (default: 1.2)"
     )
     parser.add_argument("--neighbour", choices=("mem", "cpu", "mix"), default=None)
+    parser.add_argument("--keep", type=Path, help="a folder to copy each job's JSON report into")
     parser.add_argument("--cost-jobs", type=int, default=3, help="paired and plain jobs timed (default: 3)")
     args = parser.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        KEEP.append(args.keep)
     beside = None
     if args.neighbour:
         tool = Path(__file__).resolve().parents[2] / "shared" / "tools" / "neighbour.py"

@@ -24,8 +24,10 @@ Why the rules are what they are:
   drift acts on them as on the A/B pairs), bounds at 95% what this machine does to unchanged code
   during this comparison. A change within it is not believed, however narrow the A/B interval: the
   interval measures the pairs' scatter, the floor what the machine did to identical code.
-- **Heavy contention confirms nothing.** A drop measured while the OS saw heavy contention in any
-  round is never called ``slower`` (nor a gain ``faster``): a contended round can move one side only.
+- **Heavy contention confirms nothing.** A round the OS saw under heavy contention can be slowed
+  alone, so a pair with such a round is left out of the A/B differences (the A/A floor keeps every
+  block: wider, never narrower). With fewer than :data:`MIN_PAIRS` pairs left, nothing is judged:
+  a comparison run under heavy contention is ``undecided``, never ``slower``.
 - **A band symmetric in log for "same".** ``same`` needs the whole interval inside
   ``[1/(1+threshold), 1+threshold]``: as sure a claim of no change as a 10% gain is of a gain.
   ``slower`` keeps the gate's reading of the threshold (``1 - ratio > threshold``, as
@@ -47,6 +49,7 @@ from ..errors import InvalidValueError
 
 __all__ = [
     "MIN_BLOCKS",
+    "MIN_PAIRS",
     "PairVerdict",
     "Pairing",
     "Round",
@@ -65,6 +68,8 @@ BLOCK: tuple[Side, ...] = ("base", "head", "head", "base")
 #: whole ABBA blocks before any decision: 6 pairs, so the t interval (t = 2.57 at 5 degrees of
 #: freedom) is not mostly the quantile's width, and the A/A floor rests on 6 differences
 MIN_BLOCKS = 3
+#: pairs free of heavy contention needed to judge a change where some round ran under it
+MIN_PAIRS = 2 * MIN_BLOCKS
 
 
 #: whole blocks before the A/A floor is known (one block's two differences have no spread)
@@ -134,10 +139,6 @@ class Round:
     floor_s: float
     #: the OS saw heavy contention during the round
     heavy: bool = False
-    #: the rate (work per second) of the reference probe timed in the round, where one was: identical
-    #: code on both sides, so the ratio of the two sides' probe rates is what their processes alone
-    #: make of one kernel (which core, how their memory was placed), and it is divided out
-    probe_rate: float | None = None
 
     def __post_init__(self) -> None:
         if self.side not in ("base", "head"):
@@ -150,15 +151,6 @@ class Round:
     def attained(self) -> float:
         """The fraction of the floor this round attained."""
         return self.floor_s / self.time_s
-
-
-def _scores(rounds: Sequence[Round]) -> list[float]:
-    """What the pairs compare, per round: attained, over the probe's rate in the round where every
-    round timed one (the two processes' own speeds divided out: on a shared VM one process ran all
-    three kernels of a job 15-25% slower than the other, identical code on both sides)."""
-    if all(r.probe_rate for r in rounds):
-        return [r.attained / (r.probe_rate or 1.0) for r in rounds]
-    return [r.attained for r in rounds]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +177,8 @@ class Pairing:
     head_attained: float
     #: some round ran under heavy contention
     heavy: bool
+    #: the rounds judged, in ABBA order (the JSON's raw data, for a reader to check the verdict)
+    rounds: tuple[Round, ...] = ()
 
     @property
     def half_rel(self) -> float:
@@ -209,6 +203,10 @@ class Pairing:
             "aa_floor": _finite(self.aa_floor), "base_time_s": self.base_time_s,
             "head_time_s": self.head_time_s, "base_attained": self.base_attained,
             "head_attained": self.head_attained, "heavy": self.heavy,
+            "rounds": [
+                {"side": r.side, "time_s": r.time_s, "heavy": r.heavy}
+                for r in self.rounds
+            ],
         }  # fmt: skip
 
 
@@ -263,17 +261,17 @@ def _blocks(rounds: Sequence[Round]) -> list[tuple[Round, Round, Round, Round]]:
     return [(rounds[i], rounds[i + 1], rounds[i + 2], rounds[i + 3]) for i in range(0, len(rounds) - 3, 4)]
 
 
-def pair_differences(rounds: Sequence[Round]) -> list[float]:
-    """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs
-    (each attained over its round's probe rate, where every round has one: :func:`_scores`)."""
-    scores = _scores(rounds)
-    return [math.log(scores[i + h] / scores[i + b]) for i in range(0, 4 * len(_blocks(rounds)), 4)
-            for b, h in ((0, 1), (3, 2))]  # fmt: skip
+def pair_differences(rounds: Sequence[Round], *, clean: bool = True) -> list[float]:
+    """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs;
+    ``clean``: but those with a round under heavy contention."""
+    return [math.log(rounds[i + h].attained / rounds[i + b].attained)
+            for i in range(0, 4 * len(_blocks(rounds)), 4) for b, h in ((0, 1), (3, 2))
+            if not (clean and (rounds[i + b].heavy or rounds[i + h].heavy))]  # fmt: skip
 
 
 def aa_differences(rounds: Sequence[Round]) -> list[float]:
-    """The A/A differences ``log(h1/h2)`` and ``log(b2/b1)`` (of :func:`_scores`) of each whole block."""
-    scores = _scores(rounds)
+    """The A/A differences ``log(h1/h2)`` and ``log(b2/b1)`` of attained in each whole block."""
+    scores = [r.attained for r in rounds]
     return [math.log(scores[i + x] / scores[i + y]) for i in range(0, 4 * len(_blocks(rounds)), 4)
             for x, y in ((1, 2), (3, 0))]  # fmt: skip
 
@@ -288,6 +286,9 @@ class _Facts:
     heavy: int
     rounds: int
     threshold: float
+    #: the pairs judged, and those left out (a round under heavy contention)
+    pairs: int = 0
+    left_out: int = 0
 
 
 def _floor_text(f: _Facts) -> str:
@@ -314,14 +315,30 @@ def _rule_change(f: _Facts, sign: int, verdict: PairVerdict) -> tuple[PairVerdic
     if not _beyond(f, sign):
         return None
     word = "drop" if sign < 0 else "gain"
-    if f.heavy:
-        return "undecided", (
-            f"a {_change_text(f)} {word}, but {f.heavy} of {f.rounds} rounds ran under "
-            f"heavy contention: not judged {verdict}"
-        )
     if abs(f.log_ratio) <= f.log_floor:
         return "undecided", f"a {_change_text(f)} {word}, within what identical code showed: {_floor_text(f)}"
-    return verdict, (f"{_change_text(f)}, beyond the {_percent(f.threshold)}% threshold; {_floor_text(f)}")
+    beyond = f"beyond the {_percent(f.threshold)}% threshold"
+    return verdict, f"{_change_text(f)}, {beyond}; {_floor_text(f)}{_load_text(f)}"
+
+
+def _load_text(f: _Facts) -> str:
+    """How the load entered the verdict: nothing on a quiet machine."""
+    if not f.heavy:
+        return ""
+    return (
+        f"; {f.heavy} of {f.rounds} rounds ran under heavy contention: their {f.left_out} pairs left out,"
+        f" {f.pairs} judged"
+    )
+
+
+def _rule_load(f: _Facts) -> tuple[PairVerdict, str] | None:
+    """Too few pairs ran free of heavy contention to judge anything."""
+    if not f.heavy or f.pairs >= MIN_PAIRS:
+        return None
+    return "undecided", (
+        f"{f.heavy} of {f.rounds} rounds ran under heavy contention, which confirms nothing: {f.pairs}"
+        f" pairs ran free of it (at least {MIN_PAIRS} judge)"
+    )
 
 
 def _rule_same(f: _Facts) -> tuple[PairVerdict, str] | None:
@@ -333,6 +350,7 @@ def _rule_same(f: _Facts) -> tuple[PairVerdict, str] | None:
 
 #: the rules, tried in turn; the first that answers gives the verdict
 RULES: tuple[Callable[[_Facts], tuple[PairVerdict, str] | None], ...] = (
+    _rule_load,
     lambda f: _rule_change(f, -1, "slower"),
     lambda f: _rule_change(f, +1, "faster"),
     _rule_same,
@@ -348,13 +366,20 @@ def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
     if not (math.isfinite(threshold) and 0 < threshold < 1):
         raise InvalidValueError(f"threshold must be between 0 and 1; got {threshold!r}")
     _check_order(rounds)
-    diffs = pair_differences(rounds)
+    clean, every = pair_differences(rounds), pair_differences(rounds, clean=False)
+    # too few pairs free of heavy contention judge nothing (:func:`_rule_load`); the ratio then
+    # says what every pair showed
+    diffs = clean if len(clean) >= MIN_PAIRS or len(clean) == len(every) else every
     mean, half = _mean_half(diffs)
     log_floor = math.inf
     if len(rounds) // 4 >= AA_MIN_BLOCKS:
         aa_mean, aa_half = _mean_half(aa_differences(rounds))
         log_floor = abs(aa_mean) + aa_half
-    facts = _Facts(mean, half, log_floor, sum(r.heavy for r in rounds), len(rounds), threshold)
+    heavy = sum(r.heavy for r in rounds)
+    facts = _Facts(
+        mean, half, log_floor, heavy, len(rounds), threshold, pairs=len(clean),
+        left_out=len(every) - len(clean),
+    )  # fmt: skip
     verdict: PairVerdict = "undecided"
     reason = f"{_change_text(facts)}: neither beyond ±{_percent(threshold)}% nor surely inside it"
     for rule in RULES:
@@ -377,6 +402,7 @@ def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
         base_attained=statistics.median(r.attained for r in base),
         head_attained=statistics.median(r.attained for r in head),
         heavy=facts.heavy > 0,
+        rounds=tuple(rounds),
     )
 
 

@@ -233,8 +233,7 @@ class Against:
         message = _receive(self.connection, REPLY_TIMEOUT_S, "a round")
         if message[0] == "error":
             return str(message[1])
-        rate = float(message[4]) if message[4] is not None else None
-        return Round("base", float(message[1]), float(message[2]), bool(message[3]), rate)
+        return Round("base", float(message[1]), float(message[2]), bool(message[3]))
 
     def end_test(self, nodeid: str) -> None:
         """The head's test ``nodeid`` ended: the follower's ends too (a call the head did not make is
@@ -409,6 +408,6 @@ class Follower:
                 except Exception as exc:  # the base's kernel raised: the head says so
                     _send(self.connection, "error", f"{type(exc).__name__}: {exc}")
                     raise
-                _send(self.connection, "time", r.time_s, r.floor_s, r.heavy, r.probe_rate)
+                _send(self.connection, "time", r.time_s, r.floor_s, r.heavy)
             else:  # done: measured; skip: the head made no such call
                 return bool(message[0] == "done")

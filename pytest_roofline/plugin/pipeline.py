@@ -118,7 +118,10 @@ def measure_call(
                     _prepare_flush(backend, est.bandwidth)
                 with failing_the_test(RooflineError):  # a stream= the backend cannot take
                     measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
-                rounds = _Rounds(measure_once, est, state) if state.against is not None else None
+                rounds = None
+                if state.against is not None:
+                    unprobed = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
+                    rounds = _Rounds(unprobed, est, state)
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
@@ -199,8 +202,9 @@ def _measured(
 class _Rounds:
     """The rounds of an A/B comparison on this side (:mod:`.against`): each a short measurement of the
     kernel, as its :class:`~..model.pairing.Round`. Both sides' times are compared, each against its
-    own floor, never a ceiling; the probe timed beside it (on the CPU) is identical code on both
-    sides, and its rate divides out what each process alone makes of a kernel.
+    own floor, never a ceiling, so a round times no probe: its budget goes to the kernel. (Divided
+    in, a probe whose arrays one process placed better read 8-11% faster there for a whole job, and
+    unchanged kernels read ``slower``.)
 
     On the host, both sides' kernels run on copies in the pool the two processes share
     (:class:`~..timing.copies.SharedPool`, planned with ``paired``): where each process's own memory
@@ -209,7 +213,7 @@ class _Rounds:
 
     def __init__(self, measure_once: Callable[[float], Measurement], est: Estimate, state: RunState) -> None:
         self.est = est
-        self._measure = measure_once  # the measurement's own: its cache plan, probe and OS readings
+        self._measure = measure_once  # the measurement's cache plan and OS readings, no probe
         self.side: Side = "base" if state.against is not None and state.against.follows else "head"
 
     def __call__(self, budget_s: float) -> tuple[Measurement, Round]:
@@ -217,8 +221,7 @@ class _Rounds:
 
         m = self._measure(budget_s)
         heavy = m.contention is not None and m.contention.level == "heavy"
-        rate = m.probe.value(m.stat) if m.probe is not None else None
-        return m, Round(self.side, m.time_s, self.est.floor_s, heavy, rate)
+        return m, Round(self.side, m.time_s, self.est.floor_s, heavy)
 
 
 def _follow(

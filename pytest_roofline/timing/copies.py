@@ -349,7 +349,6 @@ class SharedPool:
         self._map = mmap.mmap(fd, SHARED_SIDE_BYTES, offset=side * SHARED_SIDE_BYTES)
         self.buffer: npt.NDArray[np.uint8] = np.frombuffer(self._map, dtype=np.uint8)
         self._allocated = 0  # bytes of this half allocated and mapped for copies, from its start
-        self._top = SHARED_SIDE_BYTES  # where the kept arrays start
 
     @classmethod
     def create(cls) -> SharedPool | None:
@@ -364,19 +363,10 @@ class SharedPool:
 
     def reserve(self, nbytes: int) -> bool:
         """This half allocated and mapped up to ``nbytes`` for copies; False when it holds less."""
-        if nbytes > self._top or not self._allocate(self._allocated, nbytes):
+        if nbytes > SHARED_SIDE_BYTES or not self._allocate(self._allocated, nbytes):
             return False
         self._allocated = max(self._allocated, _chunks(nbytes))
         return True
-
-    def keep(self, nbytes: int) -> npt.NDArray[np.uint8] | None:
-        """``nbytes`` of this half for as long as the process lives (a probe's arrays), carved from
-        its top; None where they would leave the copies less than :data:`SHARED_COPY_BYTES`."""
-        start = (self._top - nbytes) // SHARED_CHUNK * SHARED_CHUNK
-        if start < SHARED_COPY_BYTES or not self._allocate(start, self._top):
-            return None
-        self._top = start
-        return self.buffer[start : start + nbytes]
 
     def _allocate(self, low: int, high: int) -> bool:
         """Bytes ``[low, high)`` of this half allocated and mapped; False where memory ran short.
@@ -402,11 +392,9 @@ def _chunks(nbytes: int) -> int:
     return -(-nbytes // SHARED_CHUNK) * SHARED_CHUNK
 
 
-#: what rotation's copies may take of each side's half (:data:`~.rotation.MAX_ROTATION_BYTES`, and
-#: room for their padding) ...
-SHARED_COPY_BYTES = 1088 * 2**20
-#: ... and the half: the rest is kept for long-lived arrays (:meth:`SharedPool.keep`)
-SHARED_SIDE_BYTES = SHARED_COPY_BYTES + 256 * 2**20
+#: each side's half: what rotation's copies may take (:data:`~.rotation.MAX_ROTATION_BYTES`, and
+#: room for their padding)
+SHARED_SIDE_BYTES = 1088 * 2**20
 #: the halves' pages are allocated in turns of this many bytes
 SHARED_CHUNK = 2 * 2**20
 _PAGE = 4096

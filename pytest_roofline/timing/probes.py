@@ -59,18 +59,8 @@ def kernel(resource: str, kind: str, size: int) -> Callable[[], object]:
     if kind == "copy":
         if resource != BANDWIDTH:
             raise ValueError(f"a copy probe measures bandwidth, not {resource!r}")
-        from .copies import SharedPool
-
-        n = size // 8
-        # in an A/B comparison, in the pool both sides share, as their kernels' copies are: where a
-        # process's own memory landed would move its probe's rate, and its kernel's no longer does
-        kept = SharedPool.active.keep(16 * n) if SharedPool.active is not None else None
-        if kept is not None:
-            src, dst = kept[: 8 * n].view(np.float64), kept[8 * n :].view(np.float64)
-            src.fill(1.0)
-        else:
-            src = np.full(n, 1.0)
-            dst = np.empty_like(src)
+        src = np.full(size // 8, 1.0)
+        dst = np.empty_like(src)
         np.copyto(dst, src)  # first touch, untimed: page faults are not bandwidth
         return functools.partial(np.copyto, dst, src)
     if kind == "matmul":
