@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -207,8 +208,8 @@ def main() -> None:
         ratios = [p / q for p, q in zip(paired, plain, strict=True)]
         print(
             f"  cost, {kind}: paired job {min(paired):.1f}-{max(paired):.1f} s, plain"
-            f" {min(plain):.1f}-{max(plain):.1f} s; paired/plain {min(ratios):.2f}-{max(ratios):.2f}"
-            f" (target {COST_TARGETS[kind]})"
+            f" {min(plain):.1f}-{max(plain):.1f} s; paired/plain {min(ratios):.2f}-{max(ratios):.2f},"
+            f" median {statistics.median(ratios):.2f} (target {COST_TARGETS[kind]})"
         )
 
 

@@ -255,9 +255,12 @@ def _measure(
     rotation, flush = cache.rotation, cache.flush
     start = backend.clock()
     replayed = rotation is not None and _replays_graphs(backend)
-    warm = _warm_up(
-        backend, call, policy, cycle=rotation.copies if rotation else 0, flush=flush, cut=not replayed
-    )
+    # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
+    # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old
+    cycle = rotation.copies if rotation is not None and (replayed or not rotation.kernel.turned) else 0
+    warm = _warm_up(backend, call, policy, cycle=cycle, flush=flush, cut=not replayed)
+    if rotation is not None:
+        rotation.kernel.turned = True
     warmup_s = (warm.seed.start if warm.seed is not None else backend.clock()) - start
     batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
     if rotation is not None:  # each call of a window on a copy of its own

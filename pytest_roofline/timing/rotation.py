@@ -455,7 +455,7 @@ def _arrays_returned(result: object) -> list[object]:
 class _Rotating:
     """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
 
-    __slots__ = ("_gpu_arrays", "_keep", "_next", "_outputs")
+    __slots__ = ("_gpu_arrays", "_keep", "_next", "_outputs", "turned")
 
     def __init__(
         self,
@@ -471,6 +471,8 @@ class _Rotating:
         #: keeps a result: sizes the ring on the first call, then the ring's own append (no Python
         #: frame of ours inside a timed window)
         self._keep: Callable[[object], None] = self._first_result
+        #: a whole cycle has run untimed (or a flush stood in for it) since the copies were made
+        self.turned = False
 
     def _first_result(self, result: object) -> None:
         self._keep = self._outputs.ring_for(result).append

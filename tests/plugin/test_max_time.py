@@ -267,8 +267,8 @@ def test_a_measurement_that_stops_for_time_has_used_its_budget(monkeypatch: pyte
 
 def test_the_untimed_cycle_is_run_when_the_warm_up_holds_it() -> None:
     # 500 sets of 40 µs: 20 ms, inside the 25 ms warm-up: no flush, whatever the budget
-    rotation = Rotation(kernel=_Rotating([lambda: None] * 500, []), copies=500, set_bytes=1)
     for max_time_s in (0.1, 10.0):
+        rotation = Rotation(kernel=_Rotating([lambda: None] * 500, []), copies=500, set_bytes=1)
         backend = FakeBackend(40e-6, flush_s=0.075, resolution_s=1e-7)
         m = measure(
             lambda: None, policy=Policy(max_time_s=max_time_s), backend=backend,
@@ -284,8 +284,8 @@ def test_a_flush_whose_cost_is_known_stands_in_for_the_cycle_only_when_cheaper(
     flush_s: float, flushed: bool
 ) -> None:
     # the rest of a cycle of 1500 calls of 40 µs: 60 ms, past the 25 ms warm-up
-    rotation = Rotation(kernel=_Rotating([lambda: None] * 1500, []), copies=1500, set_bytes=1)
     for max_time_s in (0.2, 2.0):  # chosen by what each costs, not by the budget
+        rotation = Rotation(kernel=_Rotating([lambda: None] * 1500, []), copies=1500, set_bytes=1)
         backend = FakeBackend(40e-6, flush_s=flush_s, resolution_s=1e-7)
         measure(lambda: None, policy=Policy(max_time_s=0.1, warmup_s=0), backend=backend, cache=FLUSHED)
         assert seen_flush_s(backend) == pytest.approx(flush_s)
@@ -294,6 +294,19 @@ def test_a_flush_whose_cost_is_known_stands_in_for_the_cycle_only_when_cheaper(
             cache=CachePlan("rotation", rotation=rotation),
         )  # fmt: skip
         assert ("a flush instead of the untimed first cycle" in m.cache_note) is flushed
+
+
+def test_the_untimed_cycle_runs_once_per_rotation() -> None:
+    # an A/B comparison's rounds measure with one rotation again and again: each copy the next
+    # round takes was last called a cycle ago, so only the first measurement turns the cycle
+    rotation = Rotation(kernel=_Rotating([lambda: None] * 500, []), copies=500, set_bytes=1)
+    backend = FakeBackend(200e-6, flush_s=1.0, resolution_s=1e-7)  # 0.1 s a cycle: no flush for it
+    plan = CachePlan("rotation", rotation=rotation)
+    first = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, cache=plan)
+    again = measure(lambda: None, policy=Policy(max_time_s=1.0), backend=backend, cache=plan)
+    assert first.warmup_calls >= 500
+    assert again.warmup_calls <= 200  # the warm-up's own 25 ms, and its settling
+    assert "flush" not in backend.events
 
 
 def test_a_rotated_kernel_whose_first_call_compiled_flushes_the_cycle_and_warms_up_as_usual() -> None:
