@@ -18,6 +18,7 @@ from typing import Any, Literal, overload
 
 from ..errors import RooflineUsageError
 from .core import Cost, Precision, Unit, did_you_mean, parse_dtype
+from .keywords import CALL_KEYWORDS, FIXTURE_NAMES
 from .units import brief
 
 ParamKind = Literal["size", "count", "amount", "flag", "choice", "dtype", "text"]
@@ -26,9 +27,7 @@ CostFunction = Callable[[Params, float], Cost]
 CrossCheck = Callable[[str, Params], None]
 
 #: names every op's caller already uses (estimate, the marker, the fixture): no op may take them
-RESERVED_NAMES = frozenset(
-    {"dtype", "math", "device", "op", "name", "min_fraction", "stat", "max_time", "cache", "flush", "block"}
-)
+RESERVED_NAMES = frozenset({*FIXTURE_NAMES, *CALL_KEYWORDS})
 
 
 #: the largest size or count a parameter may have: a signed 64-bit index

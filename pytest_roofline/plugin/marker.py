@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import InvalidValueError
+from ..model.keywords import CALL_KEYWORDS
 
 if TYPE_CHECKING:
     from ..model.op_registry import OpSpec
@@ -56,9 +57,7 @@ def _marker_signature(
 
 
 #: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
-KEYWORDS = (
-    "min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "flush", "stream", "block"
-)  # fmt: skip
+KEYWORDS = CALL_KEYWORDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,6 +164,15 @@ def test_register_op_rejects_the_other_names_estimate_takes(name: str) -> None:
         register_op("axpby", ["n", name], _axpby)
 
 
+@pytest.mark.parametrize("name", ["stream", "block", "setup", "kwargs", "cache", "max_time"])
+@pytest.mark.usefixtures("registry")
+def test_register_op_rejects_what_the_marker_or_the_fixture_would_take(name: str) -> None:
+    # a parameter named stream= once passed: the fixture then took its value as the CUDA stream
+    with pytest.raises(OpError, match=f"'{name}' cannot be a parameter: every caller already uses it"):
+        register_op("axpby", ["n", name], _axpby)
+    assert "axpby" not in op_names()
+
+
 @pytest.mark.usefixtures("registry")
 def test_register_op_rejects_a_repeated_param() -> None:
     with pytest.raises(OpError, match=r"op 'axpby' lists a parameter twice: \['n', 'n'\]"):

@@ -437,3 +437,20 @@ def test_every_name_a_benchmark_imports_from_the_package_is_there() -> None:
                     if not hasattr(module, alias.name) and f"{node.module}.{alias.name}" not in ALL
                 ]
     assert not missing
+
+
+def test_the_call_keywords_are_declared_once() -> None:
+    # the marker's signature and doc and the fixture's arguments, against the one declaration the
+    # op registry reserves (register_op once took a parameter named stream, which the fixture then
+    # took as the CUDA stream)
+    from pytest_roofline.model.keywords import CALL_KEYWORDS, FIXTURE_NAMES
+    from pytest_roofline.model.op_registry import RESERVED_NAMES
+    from pytest_roofline.plugin import marker
+    from pytest_roofline.plugin.fixture import Roofline
+
+    assert {*CALL_KEYWORDS, *FIXTURE_NAMES} == RESERVED_NAMES
+    signature = inspect.signature(marker._marker_signature).parameters.values()
+    assert {p.name for p in signature if p.kind is p.KEYWORD_ONLY} == set(CALL_KEYWORDS)
+    assert all(f"{k}=None" in marker.MARKER_DOC for k in CALL_KEYWORDS)
+    takes = {p.name for p in inspect.signature(Roofline.__call__).parameters.values()}
+    assert takes - {"self", "fn", "args", "params"} <= RESERVED_NAMES
