@@ -18,7 +18,6 @@ from pytest_roofline.machine.devicelock import PREFIX, DeviceLocks, lock_path, r
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
 
 
-
 def test_a_hold_locks_the_devices_file_until_it_ends(tmp_path: Path) -> None:
     locks = DeviceLocks("run1", directory=tmp_path)
     path = lock_path(tmp_path, "run1", "cpu")

@@ -51,7 +51,6 @@ def test_with_the_plugin_off_the_marker_and_the_fixture_still_work(pytester: pyt
     assert "roofline report" not in result.stdout.str()
 
 
-
 @pytest.mark.parametrize("mode", [OFF, ("--roofline-mode=off",)], ids=["plugin-off", "mode-off"])
 def test_a_kernel_keyword_reaches_the_kernel_with_the_plugin_off_as_in_mode_off(
     pytester: pytest.Pytester, mode: tuple[str, ...]
@@ -67,6 +66,7 @@ def test_out(roofline):
 """
     )
     pytester.runpytest_subprocess(*mode, "-p", "no:randomly").assert_outcomes(passed=1)
+
 
 def test_without_the_stub_the_plugin_off_breaks_strict_markers(pytester: pytest.Pytester) -> None:
     # what the stub is for: the marker is unknown, and the fixture is missing

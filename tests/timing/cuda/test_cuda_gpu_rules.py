@@ -303,7 +303,6 @@ def test_the_watchdog_releases_only_a_hold_not_released_in_time() -> None:
     assert calls == []
 
 
-
 def test_a_hold_the_host_still_queues_behind_is_given_more_time_not_released() -> None:
     # a busy machine can keep the launching thread off its core past one watchdog period; a host
     # that queued a call since the last look is slow, not waiting for the GPU (on a fake clock)
@@ -333,6 +332,7 @@ def test_each_held_call_counts_as_the_hosts_progress(fake: FakeCupy) -> None:
     backend.run(fake.kernel, (), calls=blocking.MAX_HELD_CALLS + 5, samples=2, flush=False)
 
     assert blocker.queued - before == 2 * blocking.MAX_HELD_CALLS  # the held head of each window
+
 
 def warmed(fake: FakeCupy, **options: Any) -> CudaBackend:
     """A backend that has seen ``fake.kernel`` and proved it asynchronous: its first call loads the

@@ -52,7 +52,10 @@ def test_a_cycle_too_long_to_capture_is_flushed_before_every_replay(monkeypatch:
     data = fake.cupy.empty(1 << 20, dtype=np.uint8)
 
     m = measure(
-        fake.kernel, data, policy=FAST, backend=CudaBackend(graph=True, block="off"),
+        fake.kernel,
+        data,
+        policy=FAST,
+        backend=CudaBackend(graph=True, block="off"),
         cache=CachePlan("rotation", rotation=rotation),
     )
 
