@@ -169,16 +169,31 @@ class Pairing:
     verdict: PairVerdict
     #: one line saying why
     reason: str
-    #: median of the base rounds' times; same for head
-    base_time_s: float
-    head_time_s: float
-    #: median attained of base rounds; same for head
-    base_attained: float
-    head_attained: float
-    #: some round ran under heavy contention
-    heavy: bool
-    #: the rounds judged, in ABBA order (the JSON's raw data, for a reader to check the verdict)
-    rounds: tuple[Round, ...] = ()
+    #: the rounds judged, in ABBA order (both sides; the JSON's raw data, for a reader to check)
+    rounds: tuple[Round, ...]
+
+    @property
+    def base_time_s(self) -> float:
+        """The median of the base rounds' times; :attr:`head_time_s` the head's."""
+        return statistics.median(r.time_s for r in self.rounds if r.side == "base")
+
+    @property
+    def head_time_s(self) -> float:
+        return statistics.median(r.time_s for r in self.rounds if r.side == "head")
+
+    @property
+    def base_attained(self) -> float:
+        """The median attained of the base rounds; :attr:`head_attained` the head's."""
+        return statistics.median(r.attained for r in self.rounds if r.side == "base")
+
+    @property
+    def head_attained(self) -> float:
+        return statistics.median(r.attained for r in self.rounds if r.side == "head")
+
+    @property
+    def heavy(self) -> bool:
+        """Some round ran under heavy contention."""
+        return any(r.heavy for r in self.rounds)
 
     @property
     def half_rel(self) -> float:
@@ -387,8 +402,6 @@ def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
         if answer is not None:
             verdict, reason = answer
             break
-    base = [r for r in rounds if r.side == "base"]
-    head = [r for r in rounds if r.side == "head"]
     return Pairing(
         ratio=math.exp(mean),
         lo=math.exp(mean - half),
@@ -397,11 +410,6 @@ def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
         aa_floor=math.expm1(log_floor),
         verdict=verdict,
         reason=reason,
-        base_time_s=statistics.median(r.time_s for r in base),
-        head_time_s=statistics.median(r.time_s for r in head),
-        base_attained=statistics.median(r.attained for r in base),
-        head_attained=statistics.median(r.attained for r in head),
-        heavy=facts.heavy > 0,
         rounds=tuple(rounds),
     )
 

@@ -233,7 +233,8 @@ def test_decided_needs_min_blocks_and_a_verdict() -> None:
 
 
 def pairing(verdict: str, ratio: float, lo: float, hi: float) -> Pairing:
-    return Pairing(ratio, lo, hi, 8, 0.02, verdict, "", 1.0, 1.0, 1.0, 1.0, False)  # type: ignore[arg-type]
+    rounds = (Round("base", 1.0, 1.0), Round("head", 1.0, 1.0))
+    return Pairing(ratio, lo, hi, 8, 0.02, verdict, "", rounds)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
