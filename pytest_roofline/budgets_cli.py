@@ -148,8 +148,7 @@ def run(args: argparse.Namespace) -> str:
         ]  # fmt: skip
         headers = ["test", "lowest", "spread", "runs", "now", "suggested", ""]
         return f"{tabulate(rows, headers=headers, disable_numparse=True)}\n{rule}"
-    from .ops_cli import TEXT_WIDTH
-    from .output.wrapping import wrap
+    from .output.wrapping import TEXT_WIDTH, wrap
 
     # the rule wraps; a marker stays whole, to paste as it is
     lines = [wrap(f"roofline: {rule}; paste each marker over its test:", TEXT_WIDTH)]

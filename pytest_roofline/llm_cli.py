@@ -359,18 +359,17 @@ def _fraction_text(value: float) -> str:
 
 
 #: the columns the table leaves out unless ``--wide``: one call's figures, which the step's share does
-#: not need (``--json`` keeps every figure), so that the table fits :data:`.ops_cli.TEXT_WIDTH`
+#: not need (``--json`` keeps every figure), so that the table fits :data:`.output.wrapping.TEXT_WIDTH`
 NARROW_LEAVES_OUT = ("FLOPs", "bytes", "FLOP/B", "floor", "floor × count")
 
 
 def format_step(
     rows: list[Row], summary: dict[str, Any], prediction: StepPrediction | None = None, *, wide: bool = False
 ) -> str:
-    """The step as a table and its sums; in :data:`.ops_cli.TEXT_WIDTH` columns unless ``wide``:
+    """The step as a table and its sums; in :data:`.output.wrapping.TEXT_WIDTH` columns unless ``wide``:
     the columns of :data:`NARROW_LEAVES_OUT` left out (saying so) and long kernel names wrapped."""
 
-    from .ops_cli import TEXT_WIDTH
-    from .output.wrapping import wrap
+    from .output.wrapping import TEXT_WIDTH, wrap
 
     total = summary["total"]["floor_s"]
     kernels = [
@@ -455,8 +454,8 @@ def _fitted_table(table: list[list[str]], headers: list[str], *, wide: bool) -> 
     out, the kernel column wrapped to the room the others leave, and a line naming what was left out."""
     from tabulate import tabulate
 
-    from .ops_cli import TEXT_WIDTH
     from .output.table import left_out_note
+    from .output.wrapping import TEXT_WIDTH
 
     if wide:
         return str(tabulate(table, headers=headers, disable_numparse=True)).splitlines()

@@ -41,16 +41,12 @@ def _markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-#: the width ``roofline ops`` and ``roofline llm`` fit: a CI log's, or a terminal's
-TEXT_WIDTH = 100
-
-
 def ops_text(args: argparse.Namespace) -> str:
-    """Every op, a few lines each, then the notes, wrapped to :data:`TEXT_WIDTH` columns (the table
-    itself, a row per op, is ``--markdown``'s: docs/floor.md)."""
+    """Every op, a few lines each, then the notes, wrapped to :data:`~.output.wrapping.TEXT_WIDTH`
+    columns (the table itself, a row per op, is ``--markdown``'s: docs/floor.md)."""
     if args.markdown:
         return ops_markdown()
-    from .output.wrapping import wrap
+    from .output.wrapping import TEXT_WIDTH, wrap
 
     blocks = [
         f"{name}({params})  [{unit}; complex: {complex_cell}]\n"

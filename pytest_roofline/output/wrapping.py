@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+#: the width the commands' text fits (``roofline ops``, ``llm``, ``budgets``): a CI log's, or a terminal's
+TEXT_WIDTH = 100
 #: a number and the unit (or word) after it: the space between them is no place to break a line
 _NUMBER_AND_UNIT = re.compile(r"(?<![\w.])([±+-]?\d+(?:[.,]\d+)*) (?=[^\W\d_])")
 #: stands for such a space while textwrap splits (a private-use character: no text holds it)

@@ -15,7 +15,7 @@ import pytest
 from pytest_roofline import cli
 from pytest_roofline.model import units
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.ops_cli import TEXT_WIDTH
+from pytest_roofline.output.wrapping import TEXT_WIDTH
 
 H100 = "NVIDIA H100 80GB HBM3"
 QKV = {"M": 1, "N": 6144, "K": 4096}  # llama-3-8b's qkv_proj at batch 1
