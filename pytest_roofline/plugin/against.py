@@ -5,9 +5,11 @@ a second pytest process there, the **follower**: the same options, in report mod
 The two talk over a socket pair (``multiprocessing.connection``), one message at a time:
 
 - the follower collects and says what it has (``collected``), or why it cannot (``failed``);
-- at a test's first measurement the head asks the follower to run the same test (``run``); the
-  follower runs it until its own ``roofline(...)`` call, prepares its kernel as the head did (its own
-  copies, its own cache plan) and says so (``ready``, with the call's ``name=``);
+- at a test's first measurement, before it makes its own copies, the head asks the follower to run
+  the same test (``run``); the follower runs it until its own ``roofline(...)`` call, prepares its
+  kernel as the head did (its own copies, its own cache plan) and says so (``ready``, with the
+  call's ``name=``). The two prepare at once; the head times nothing until the base is ready
+  (:meth:`Against.begin`, :meth:`Against.wait_ready`);
 - then the two sides take turns on the device, in ABBA order (base, head, head, base, ...), each
   turn a short cold measurement of its own kernel (``round``, answered with its time and floor),
   until the paired interval decides (:func:`..model.pairing.decided`) or the test's budget for
@@ -98,6 +100,8 @@ class Against:
     collected: frozenset[str] = frozenset()
     #: the test the follower is running now, None between tests
     running: str | None = None
+    #: the follower's message that came while the head waited for it to be ready, not yet acted on
+    pending: tuple[Any, ...] | None = None
     follows = False
 
     @classmethod
@@ -192,11 +196,8 @@ class Against:
 
         if nodeid not in self.collected:
             return Unpaired("new", "the base has no such test")
-        if self.running != nodeid:
-            self._drain()
-            _send(self.connection, "run", nodeid)
-            self.running = nodeid
-        message = _receive(self.connection, REPLY_TIMEOUT_S, f"running {nodeid}")
+        self.begin(nodeid)
+        message = self._next(f"running {nodeid}")
         if message[0] == "finished":
             self.running = None
             return Unpaired("new", f"the base's test measures no kernel named {name!r}")
@@ -225,6 +226,27 @@ class Against:
         _send(self.connection, "done")
         return judge_pairs(rounds, threshold=threshold)
 
+    def begin(self, nodeid: str) -> None:
+        """The base's version of test ``nodeid`` starts (a test the base has, not started yet), so
+        that it reaches its ``roofline(...)`` call and makes its copies while the head makes its own:
+        a job's preparation is then the longer side's, not the two sides' added (the first test's
+        one-offs, the pool and the flush buffer, were 1.7 s of a 10 s job)."""
+        if nodeid in self.collected and self.running != nodeid:
+            self._drain()
+            _send(self.connection, "run", nodeid)
+            self.running = nodeid
+
+    def wait_ready(self) -> None:
+        """Wait until the base's test is ready at its call (or has ended): its preparation, copies
+        and all, must not run while the head times anything. What it said is kept for :meth:`pair`."""
+        if self.running is not None and self.pending is None:
+            self.pending = _receive(self.connection, REPLY_TIMEOUT_S, f"running {self.running}")
+
+    def _next(self, what: str) -> tuple[Any, ...]:
+        """The follower's next message: the one :meth:`wait_ready` kept, else the next to come."""
+        message, self.pending = self.pending, None
+        return message if message is not None else _receive(self.connection, REPLY_TIMEOUT_S, what)
+
     def _base_round(self, round_s: float, cpus: frozenset[int] | None) -> Round | str:
         """The base's round (on ``cpus``, where given), or what its kernel raised."""
         from ..model.pairing import Round
@@ -244,7 +266,7 @@ class Against:
     def _drain(self) -> None:
         """Skip the base's calls until its test has ended."""
         while self.running is not None:
-            message = _receive(self.connection, REPLY_TIMEOUT_S, f"finishing {self.running}")
+            message = self._next(f"finishing {self.running}")
             if message[0] == "finished":
                 self.running = None
             elif message[0] == "ready":

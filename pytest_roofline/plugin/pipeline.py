@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..timing.cache import CachePlan
     from ..timing.calls import KernelCall
     from ..timing.clocks import ClockWatcher
-    from .against import Follower
+    from .against import Against, Follower
     from .request import Request
     from .run_devices import Devices
     from .run_state import RunState
@@ -98,7 +98,10 @@ def measure_call(
             with failing_the_test(RooflineError):
                 est = warm_floor(est, devices.with_cache_levels(request.device_spec))
         on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
-        reference = _probe_reference(est, devices, state) if on_cpu else None
+        partner = _partner(state, nodeid)
+        # the base's side of an A/B comparison times rounds alone, which take no probe
+        following = state.against is not None and state.against.follows
+        reference = _probe_reference(est, devices, state) if on_cpu and not following else None
         peak = cpu_peak() if on_cpu and est.device.kind == "cpu" else None
         # the copies, warm-up, probes, sampling, a re-measure: one window of the device's, so that
         # copies made for one worker's kernel never run beside another's timing
@@ -122,6 +125,8 @@ def measure_call(
                 if state.against is not None:
                     unprobed = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
                     rounds = _Rounds(unprobed, est, state)
+                if partner is not None:  # nothing of the base's may run while this side times
+                    partner.wait_ready()
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
@@ -152,6 +157,18 @@ def measure_call(
             " up for it, and `roofline calibrate --force` measures it again",
         )
     return result
+
+
+def _partner(state: RunState, nodeid: str) -> Against | None:
+    """The head's partner in an A/B comparison, told that test ``nodeid`` measures: the base's
+    version starts now and prepares its kernel while this side prepares its own. None elsewhere."""
+    if state.against is None or state.against.follows:
+        return None
+    from .against import Against
+
+    assert isinstance(state.against, Against)
+    state.against.begin(nodeid)
+    return state.against
 
 
 def _measured(

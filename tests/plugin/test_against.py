@@ -367,3 +367,128 @@ def test_both_sides_time_their_kernels_on_copies_in_the_pool_they_share_and_on_o
     assert len({tuple(c) for c in base[1:]}) == 1  # the base's rounds, on one CPU ...
     assert len(base[-1]) == 1
     assert base[-1] == head[-1]  # ... the head's rounds' CPU
+
+
+OVERLAPPED = """
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+import kernels
+
+x = np.arange(2**20, dtype=np.float32)
+z = np.zeros_like(x)
+
+
+@pytest.mark.speed_of_light("copy", n=2**20, dtype="fp32", min_fraction=0.01)
+def test_overlapped(roofline):
+    side = "base" if os.environ.get("ROOFLINE_FOLLOW_FD") else "head"
+    if side == "base":  # the base's own set-up before its call: slow, and no kernel of the head's beside it
+        time.sleep(0.5)
+        prepared = time.monotonic()
+    roofline(kernels.scale, x, z)
+    with open(os.path.join(os.environ["SEEN_DIR"], f"{side}.json"), "w") as out:
+        json.dump({"calls": kernels.CALLS, "prepared": prepared if side == "base" else None}, out)
+"""
+
+TIMESTAMPED = """
+import time
+
+import numpy as np
+
+CALLS = []
+
+
+def scale(x, z):
+    CALLS.append(time.monotonic())  # CLOCK_MONOTONIC: one clock for both processes
+    np.multiply(x, 2, out=z)
+"""
+
+
+def test_the_base_prepares_beside_the_head_and_the_head_times_nothing_until_it_is_ready(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the two sides' preparation overlaps (a job costs the longer side's, not both added), but no
+    # kernel of the head's is timed while the base's test runs up to its call and makes its copies
+    monkeypatch.setenv("SEEN_DIR", str(pytester.path))
+    pytester.makepyfile(test_overlapped=OVERLAPPED, kernels=TIMESTAMPED)
+    pytester.makeconftest(SMALL_CACHE_CPU)
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    result = pytester.runpytest(
+        "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.5",
+        "--roofline-latency-floor=off",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    head = json.loads((pytester.path / "head.json").read_text())["calls"]
+    prepared = json.loads((pytester.path / "base.json").read_text())["prepared"]
+    before = [t for t in head if t < prepared]
+    # the head's one untimed call on its own arrays (its copies hold the timed ones) may come first
+    assert len(before) <= 1, f"{len(before)} of the head's {len(head)} calls ran while the base prepared"
+    assert len(head) - len(before) > 10  # its measurement and its rounds came after
+
+
+RAISES_LATER = """
+import os
+
+import numpy as np
+
+CALLS = []
+
+
+def scale(x, z):
+    CALLS.append(1)
+    if os.environ.get("ROOFLINE_FOLLOW_FD") is None and len(CALLS) > 3:  # the head's, once it times
+        raise RuntimeError("head broke")
+    np.multiply(x, 2, out=z)
+
+
+def twice(x, z):
+    np.multiply(x, 2, out=z)
+"""
+
+TWO_TESTS = """
+import numpy as np
+import pytest
+
+import kernels
+
+x = np.arange(2**20, dtype=np.float32)
+z = np.zeros_like(x)
+
+
+@pytest.mark.speed_of_light("copy", n=2**20, dtype="fp32", min_fraction=0.01)
+def test_breaks(roofline):
+    roofline(kernels.scale, x, z)
+
+
+@pytest.mark.speed_of_light("copy", n=2**20, dtype="fp32", min_fraction=0.01)
+def test_next(roofline):
+    roofline(kernels.twice, x, z)
+"""
+
+
+def test_a_head_kernel_that_raises_after_the_base_is_ready_ends_the_base_s_test_too(
+    pytester: pytest.Pytester,
+) -> None:
+    # the base stood ready at its call when the head's kernel raised in its measurement: the base is
+    # told to skip that call, and the next test pairs as usual
+    pytester.makepyfile(test_two=TWO_TESTS, kernels=RAISES_LATER)
+    pytester.makeconftest(SMALL_CACHE_CPU)
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    report = pytester.path / "r.json"
+    result = pytester.runpytest(
+        "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.3",
+        "--roofline-latency-floor=off", f"--roofline-json={report}",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: head broke*"])
+    paired = vs_base(report)["test_next"]  # timed for real: which verdict is the machine's to say
+    assert paired["verdict"] not in ("new", "gone"), paired
+    assert len(paired["rounds"]) >= 4, paired
