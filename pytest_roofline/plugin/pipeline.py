@@ -98,7 +98,7 @@ def measure_call(
             with failing_the_test(RooflineError):
                 est = warm_floor(est, devices.with_cache_levels(request.device_spec))
         on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
-        partner = _partner(state, nodeid)
+        partner = _partner(state)
         # the base's side of an A/B comparison times rounds alone, which take no probe
         following = state.against is not None and state.against.follows
         reference = _probe_reference(est, devices, state) if on_cpu and not following else None
@@ -125,8 +125,8 @@ def measure_call(
                 if state.against is not None:
                     unprobed = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
                     rounds = _Rounds(unprobed, est, state)
-                if partner is not None:  # nothing of the base's may run while this side times
-                    partner.wait_ready()
+                if partner is not None:  # a later call of a test the base is running: its test
+                    partner.wait_ready()  # goes on to that call meanwhile, which nothing timed may run beside
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
@@ -159,15 +159,13 @@ def measure_call(
     return result
 
 
-def _partner(state: RunState, nodeid: str) -> Against | None:
-    """The head's partner in an A/B comparison, told that test ``nodeid`` measures: the base's
-    version starts now and prepares its kernel while this side prepares its own. None elsewhere."""
+def _partner(state: RunState) -> Against | None:
+    """The head's partner in an A/B comparison; None elsewhere."""
     if state.against is None or state.against.follows:
         return None
     from .against import Against
 
     assert isinstance(state.against, Against)
-    state.against.begin(nodeid)
     return state.against
 
 

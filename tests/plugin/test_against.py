@@ -369,7 +369,7 @@ def test_both_sides_time_their_kernels_on_copies_in_the_pool_they_share_and_on_o
     assert base[-1] == head[-1]  # ... the head's rounds' CPU
 
 
-OVERLAPPED = """
+TWO_CALLS = """
 import json
 import os
 import time
@@ -384,12 +384,14 @@ z = np.zeros_like(x)
 
 
 @pytest.mark.speed_of_light("copy", n=2**20, dtype="fp32", min_fraction=0.01)
-def test_overlapped(roofline):
+def test_two_calls(roofline):
     side = "base" if os.environ.get("ROOFLINE_FOLLOW_FD") else "head"
-    if side == "base":  # the base's own set-up before its call: slow, and no kernel of the head's beside it
+    roofline(kernels.scale, x, z, name="first")
+    if side == "base":  # the base's work before its second call: slow; nothing of the head's timed beside it
         time.sleep(0.5)
         prepared = time.monotonic()
-    roofline(kernels.scale, x, z)
+    kernels.CALLS.clear()
+    roofline(kernels.scale, x, z, name="second")
     with open(os.path.join(os.environ["SEEN_DIR"], f"{side}.json"), "w") as out:
         json.dump({"calls": kernels.CALLS, "prepared": prepared if side == "base" else None}, out)
 """
@@ -408,20 +410,21 @@ def scale(x, z):
 """
 
 
-def test_the_base_prepares_beside_the_head_and_the_head_times_nothing_until_it_is_ready(
+def test_the_head_times_nothing_while_the_base_goes_on_to_its_next_call(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the two sides' preparation overlaps (a job costs the longer side's, not both added), but no
-    # kernel of the head's is timed while the base's test runs up to its call and makes its copies
+    # after a call's rounds, the base's test goes on to its next call (its own code, its copies) while
+    # the head's does: the head's measurement of that call waits until the base is ready there
     monkeypatch.setenv("SEEN_DIR", str(pytester.path))
-    pytester.makepyfile(test_overlapped=OVERLAPPED, kernels=TIMESTAMPED)
+    pytester.makepyfile(test_two_calls=TWO_CALLS, kernels=TIMESTAMPED)
     pytester.makeconftest(SMALL_CACHE_CPU)
     git(pytester.path, "init", "-q", "-b", "main")
     git(pytester.path, "add", "-A")
     git(pytester.path, "commit", "-q", "-m", "base")
+    report = pytester.path / "r.json"
     result = pytester.runpytest(
         "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.5",
-        "--roofline-latency-floor=off",
+        "--roofline-latency-floor=off", f"--roofline-json={report}",
     )  # fmt: skip
     result.assert_outcomes(passed=1)
     head = json.loads((pytester.path / "head.json").read_text())["calls"]
@@ -430,6 +433,8 @@ def test_the_base_prepares_beside_the_head_and_the_head_times_nothing_until_it_i
     # the head's one untimed call on its own arrays (its copies hold the timed ones) may come first
     assert len(before) <= 1, f"{len(before)} of the head's {len(head)} calls ran while the base prepared"
     assert len(head) - len(before) > 10  # its measurement and its rounds came after
+    records = json.loads(report.read_text())["measurements"]
+    assert [r["vs_base"]["rounds"] != [] for r in records] == [True, True]  # both calls were paired
 
 
 RAISES_LATER = """
