@@ -3,8 +3,8 @@ raised on purpose from a bug.
 
 Every exception the package defines derives from :class:`RooflineError`; a user's mistake (a bad
 argument, marker, option, op, device spec or file) from :class:`RooflineUsageError`. Each also keeps
-the built-in base it had before there was a base of our own (``ValueError``, ``TypeError``,
-``RuntimeError``), so ``except ValueError`` written against an older release still catches it.
+the built-in base its kind of fault has in Python (``ValueError``, ``TypeError``, ``RuntimeError``),
+so ``except ValueError`` catches a bad value as it would from any library.
 
 Inside a test, only a :class:`RooflineError` becomes a one-line ``roofline: ...`` failure; anything
 else (a bug of ours or of a library) keeps its traceback. Imports nothing: every layer may use it.

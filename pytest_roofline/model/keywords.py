@@ -6,7 +6,7 @@ from __future__ import annotations
 
 #: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
 CALL_KEYWORDS = (
-    "min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "flush", "stream", "block"
+    "min_fraction", "dtype", "device", "math", "stat", "max_time", "cache", "stream", "block"
 )  # fmt: skip
 #: what a call to the fixture takes beside them: the op, the measurement's name, the kernel's own
 #: keywords and its setup

@@ -11,11 +11,10 @@ measured twice on one device. A history longer than a baseline keeps is trimmed,
 A baseline is a **store**: it keeps one record per test and device (:data:`StoreKey`), so the same
 test measured on an H100 and an A100 keeps both, each compared with its own (:meth:`Baseline.record_for`).
 
-A file is checked here field by field (schema 1, the last release's, or 2: the fields a comparison
-reads are the same in both) before anything reads it: a file is untrusted input, and its faults must
-be errors naming them. Each of its rows then becomes one :class:`BaselineRecord`; this run's
-records, typed already, each carry theirs (:attr:`.MeasurementRecord.comparable`), made once with
-the record.
+A file is checked here field by field (:data:`SCHEMA_VERSION`, the one this version writes) before
+anything reads it: a file is untrusted input, and its faults must be errors naming them. Each of its
+rows then becomes one :class:`BaselineRecord`; this run's records, typed already, each carry theirs
+(:attr:`.MeasurementRecord.comparable`), made once with the record.
 """
 
 from __future__ import annotations
@@ -31,9 +30,8 @@ from typing import Any, TypeGuard
 from ..errors import RooflineUsageError
 from ..model.run_noise import RUN_NOISE
 
-#: the JSON schemas this module reads: schema 1, whose measurements name the math's precision
-#: ``precision`` (no comparison reads it), and the newest, :data:`.records.SCHEMA_VERSION`
-READABLE_SCHEMAS = (1, 2)
+#: the JSON schema this version writes (:meth:`.records.MeasurementRecord.to_json`), the one it reads
+SCHEMA_VERSION = 2
 #: fields a measured record must have, and the JSON types they must be
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "nodeid": str,
@@ -116,8 +114,7 @@ class BaselineRecord:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> BaselineRecord:
-        """A measured record of a JSON file (schema 1 or 2, the fields a comparison reads are the
-        same in both), assumed checked."""
+        """A measured record of a JSON file, assumed checked."""
         ci = record.get("attained_ci_rel")
         return cls(
             nodeid=record["nodeid"],
@@ -256,10 +253,9 @@ def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[st
     if not isinstance(data, dict):
         raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {json_kind(data)} at the top)")
     schema = data.get("schema")
-    if schema not in READABLE_SCHEMAS:
-        readable = ", ".join(map(str, READABLE_SCHEMAS))
+    if schema != SCHEMA_VERSION:
         raise BaselineError(
-            f"{where}: schema {schema!r} is not one this version reads ({readable}); "
+            f"{where}: schema {schema!r} is not the one this version reads ({SCHEMA_VERSION}); "
             "is it a pytest-roofline --roofline-json file?"
         )
     measurements = data.get("measurements")

@@ -19,8 +19,8 @@ from ..machine import files
 
 if TYPE_CHECKING:
     from .comparison import Comparison
+from .baseline import SCHEMA_VERSION
 from .records import (
-    SCHEMA_VERSION,
     DeviceRecord,
     JsonObject,
     MeasurementRecord,

@@ -5,7 +5,7 @@ selections) leaves one report per shard. :func:`merge_shards` joins them into on
 single run's: ``roofline compare``, ``roofline plot``, the Markdown summary and a save read it as
 they read one. It checks as it goes:
 
-- every shard is a report this version reads, and all are of one schema;
+- every shard is a report this version reads (its one schema);
 - a test measured in two shards on one machine is an error, unless both rows are the same record
   (the same file given twice); the same test measured on two machines (an H100 shard and an A100
   one) keeps both, each its device's;
@@ -55,10 +55,6 @@ def merge_shards(paths: Sequence[str]) -> Merged:
     """The shards at ``paths`` joined, in the order given; :class:`MergeError` (or a
     :class:`.BaselineError` for a shard that cannot be read) names what is wrong."""
     shards = [read_run(path, "shard") for path in paths]
-    schemas = {shard.schema for shard in shards}
-    if len(schemas) > 1:
-        described = ", ".join(f"{shard.path} is schema {shard.schema}" for shard in shards)
-        raise MergeError(f"shards of mixed schemas ({described}): merge the reports of one version")
     measured: dict[StoreKey, tuple[Record, str]] = {}
     skipped: set[Key] = set()
     rows: list[Record] = []  # in the shards' order

@@ -222,8 +222,7 @@ def _panel(
     """One device's roofs and points; the points' labels, one per spot (:func:`_spots`), each with
     the size of its spot's marker."""
     bandwidth = float(device["bandwidth"])
-    # the math's precision: peak_precision since schema 2, precision before
-    used = {(r.get("peak_precision", r.get("precision")), r.get("unit")) for r in records}
+    used = {(r.get("peak_precision"), r.get("unit")) for r in records}  # the math's precision
     roofs = [p for p in device["peaks"] if (p.get("precision"), p.get("unit")) in used and p["flops"] > 0]
     if not roofs:  # nothing measured here yet: show the device's own roofs
         roofs = [p for p in device["peaks"] if p["flops"] > 0][:3]

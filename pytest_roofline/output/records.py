@@ -4,11 +4,10 @@ A :class:`MeasurementRecord` is made from a :class:`~pytest_roofline.model.verdi
 place (:meth:`MeasurementRecord.from_result`); every output (the table, the JSON file, Markdown, the
 plot, the baseline comparison) reads its attributes. Records become plain JSON only where they leave
 the process: on the test reports that carry them from a pytest-xdist worker to the controller, and in
-the JSON file (``to_json``; ``from_json`` reads them back, from this schema or the one before).
+the JSON file (``to_json``; ``from_json`` reads them back).
 
-Schema 2 names a measurement's two precisions as the model does: ``dtype`` is the data's format
-(the model's ``Estimate.precision``), ``peak_precision`` the math's, whose peak judged it (schema 1
-called that ``precision``, the model's name for the data's).
+A measurement's two precisions are named as the model names them: ``dtype`` is the data's format
+(the model's ``Estimate.precision``), ``peak_precision`` the math's, whose peak judged it.
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
 
 #: a JSON object as ``json`` reads and writes it
 JsonObject = dict[str, Any]
-#: the newest JSON schema, the one :meth:`MeasurementRecord.to_json` writes
-SCHEMA_VERSION = 2
 
 
 def _finite(value: float) -> float | None:
@@ -323,9 +320,9 @@ class MeasurementRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MeasurementRecord:
-        """A measured record of a JSON file (schema 1 or 2) or a report; a field an older version did
-        not write takes the value that means "not known"."""
-        peak_precision = data.get("peak_precision", data.get("precision"))  # schema 1's name
+        """A measured record of a JSON file or a report; a field the writer left out takes the value
+        that means "not known"."""
+        peak_precision = data.get("peak_precision")
         ceiling, stats, history = data.get("ceiling"), data.get("stats"), data.get("history")
         device_from = data.get("device_from")
         return cls(**_read_fields(
@@ -333,8 +330,7 @@ class MeasurementRecord:
             dtype=str(data.get("dtype") or peak_precision or ""), peak_precision=str(peak_precision or ""),
             verdict=Verdict(data.get("verdict", Verdict.PASS)),
             device_name=str(data.get("device_name") or data.get("device") or ""),
-            # a file older than cache states: a flushed measurement was a cold one
-            cache_state=str(data.get("cache_state") or ("cold" if data.get("flushed") else "warm")),
+            cache_state=str(data.get("cache_state") or ""),
             budget_note=data.get("budget_note") or None,
             ceiling=CeilingRecord.from_json(ceiling) if isinstance(ceiling, Mapping) else None,
             stats=Stats(**_read_fields(Stats, stats)) if isinstance(stats, Mapping) else None,

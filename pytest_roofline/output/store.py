@@ -47,7 +47,6 @@ class RunFile:
     """A JSON report read whole: checked as a baseline, and every row typed, to be written again."""
 
     path: str
-    schema: int
     baseline: Baseline
     records: tuple[Record, ...]
     devices: tuple[DeviceRecord, ...]
@@ -80,7 +79,7 @@ def read_run(path: str | Path, what: str = "baseline") -> RunFile:
         raise BaselineError(f"{where}: a device cannot be read back ({exc})") from None
     environment = data.get("environment")
     return RunFile(
-        str(path), int(data["schema"]), baseline, tuple(records), devices,
+        str(path), baseline, tuple(records), devices,
         environment if isinstance(environment, dict) else {},
     )  # fmt: skip
 

@@ -27,7 +27,7 @@ FIXTURE = "roofline"
 
 MARKER_DOC = (
     f"{MARKER}(op, *, min_fraction=None, dtype=None, device=None, math=None, stat=None, "
-    "max_time=None, cache=None, flush=None, stream=None, block=None, **params): this test's kernel must "
+    "max_time=None, cache=None, stream=None, block=None, **params): this test's kernel must "
     "reach min_fraction of the speed-of-light floor of op(**params) in dtype on device (pytest-roofline). "
     "Parameters not given are taken from the test's parametrize values; without the roofline fixture "
     "the test body is the kernel. With no op, the op is inferred from the roofline(kernel, *args) call "
@@ -48,7 +48,6 @@ def _marker_signature(
     stat: str | None = None,
     max_time: float | None = None,
     cache: str | None = None,
-    flush: bool | None = None,
     stream: object = None,
     block: str | None = None,
     **params: Any,
@@ -109,8 +108,7 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
                 params = {}  # a closer marker naming another op starts afresh
             op = arguments["op"]
         own = {k: arguments[k] for k in KEYWORDS if arguments.get(k) is not None}
-        check_cache_spellings(own)
-        keywords = overlay(keywords, own)
+        keywords = {**keywords, **own}  # the closer marker's, one by one
         params.update(arguments.get("params", {}))
     args = MarkerArgs(op=op, keywords=keywords, params=params)
     if op is None and params:
@@ -247,37 +245,6 @@ def _needs_but_forwarded(spec: OpSpec, missing: list[str], forwarded: Collection
     return f"{spec.name} needs {missing[0]}; {went} went to the kernel as {keywords} {where}"
 
 
-#: one setting spelled two ways (``flush`` is the old spelling of ``cache``): a level that gives
-#: either replaces both of the levels below it
-_CACHE_SPELLINGS = ("cache", "flush")
-
-
-def overlay(farther: Mapping[str, Any], closer: Mapping[str, Any]) -> dict[str, Any]:
-    """``closer``'s keywords over ``farther``'s, one by one, ``cache`` and ``flush`` as one: the
-    call's over the marker's, a method marker's over its class's over its module's."""
-    merged = dict(farther)
-    if any(k in closer for k in _CACHE_SPELLINGS):
-        for key in _CACHE_SPELLINGS:
-            merged.pop(key, None)
-    merged.update(closer)
-    return merged
-
-
-def check_cache_spellings(kw: Mapping[str, Any]) -> None:
-    """One level's ``cache=`` and ``flush=``: each well formed, and not disagreeing."""
-    if "flush" in kw and not isinstance(kw["flush"], bool):
-        raise InvalidValueError(f"flush must be True or False; got {kw['flush']!r}")
-    if "cache" in kw:
-        from ..timing.cache import check_cache_state
-
-        check_cache_state(kw["cache"])
-        if "flush" in kw and kw["flush"] != (kw["cache"] == "cold"):
-            raise InvalidValueError(
-                f"cache={kw['cache']!r} and flush={kw['flush']!r} disagree: flush=True is cache='cold',"
-                " flush=False is cache='warm'; give one of them"
-            )
-
-
 def check_no_op_params(params: Mapping[str, Any], where: str) -> None:
     """What a budget with no op may give: ``flops=`` and ``bytes=`` (non-negative numbers), nothing else."""
     others = sorted(set(params) - set(NO_OP_PARAMS))
@@ -311,7 +278,10 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         from ..model.policy import check_positive
 
         check_positive("max_time", kw["max_time"])
-    check_cache_spellings(kw)
+    if "cache" in kw:
+        from ..timing.cache import check_cache_state
+
+        check_cache_state(kw["cache"])
     if "stream" in kw and not _is_stream(kw["stream"]):
         raise InvalidValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "

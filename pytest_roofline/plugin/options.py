@@ -248,10 +248,6 @@ class Setting:
     metavar: str | None = None  # None: a flag that takes no value
     #: an ini value naming a file is relative to the ini file's directory
     path: bool = False
-    #: the setting this one is an old spelling of (``no_flush`` of ``cache``), and what its value
-    #: means there: the two are one setting (:func:`resolve_setting`)
-    spells: str | None = None
-    means: Callable[[Any], Any] | None = None
 
     @property
     def dest(self) -> str:
@@ -289,9 +285,6 @@ SETTINGS: tuple[Setting, ...] = (
             "arguments rotated, else a flush before every call); warm: the data stay in the cache, "
             "judged against the bandwidth of the cache level that holds them (default: cold)",
             "STATE"),
-    Setting("no_flush", "--roofline-no-flush", parse_bool, False,
-            "the old spelling of --roofline-cache=warm", spells="cache",
-            means=lambda no_flush: "warm" if no_flush else "cold"),
     Setting("inconclusive", "--roofline-inconclusive", parse_inconclusive, "warn",
             "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
             "its test: warn, fail or skip (default: warn)", "ACTION"),
@@ -375,33 +368,20 @@ def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
     """One precedence chain for session settings: command line > ini > default.
 
     Returns the value and where it came from (``--roofline-device``, ``ini roofline_device`` or
-    ``default``), for messages. A setting with an old spelling (``--roofline-no-flush``, which is
-    ``--roofline-cache=warm``) takes the closer level, whichever spelling that level used; the two
-    spellings disagreeing at one level is a usage error naming both. A bad ini value is a usage
-    error naming the key and the value.
+    ``default``), for messages. A bad ini value is a usage error naming the key and the value.
     """
-    spellings = [_SETTINGS_BY_NAME[name], *(s for s in SETTINGS if s.spells == name)]
+    setting = _SETTINGS_BY_NAME[name]
     for read in (_on_command_line, _in_ini):
-        said = [(value, origin) for value, origin in (read(config, s) for s in spellings) if origin]
-        if said:
-            value, origin = said[0]
-            for other, other_origin in said[1:]:
-                if other != value:
-                    raise pytest.UsageError(
-                        f"{other_origin} means {name} {other!r}, but {origin} says {value!r}:"
-                        " give one of them"
-                    )
+        value, origin = read(config, setting)
+        if origin:
             return value, origin
-    return spellings[0].default, "default"
+    return setting.default, "default"
 
 
 def _on_command_line(config: pytest.Config, s: Setting) -> tuple[Any, str]:
-    """The setting's value on the command line (what it means, for an old spelling) and its flag, or
-    (None, "") when it was not given there."""
+    """The setting's value on the command line and its flag, or (None, "") when it was not given there."""
     value = config.getoption(s.dest)
-    if value is None:
-        return None, ""
-    return (s.means(value) if s.means else value), s.flag
+    return (None, "") if value is None else (value, s.flag)
 
 
 def _in_ini(config: pytest.Config, s: Setting) -> tuple[Any, str]:
@@ -417,7 +397,7 @@ def _in_ini(config: pytest.Config, s: Setting) -> tuple[Any, str]:
         value = s.parse(text)
     except argparse.ArgumentTypeError as exc:
         raise pytest.UsageError(f"ini option {s.dest} = {raw!r}: {exc}") from None
-    return (s.means(value) if s.means else value), f"ini {s.dest}"
+    return value, f"ini {s.dest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,7 +440,7 @@ class SessionSettings:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> SessionSettings:
-        resolved = {s.name: resolve_setting(config, s.name) for s in SETTINGS if s.spells is None}
+        resolved = {s.name: resolve_setting(config, s.name) for s in SETTINGS}
         values = {name: value for name, (value, _) in resolved.items()}
         origins = {name: origin for name, (_, origin) in resolved.items()}
         _check_distinct_outputs(values, origins)
@@ -468,7 +448,7 @@ class SessionSettings:
 
     def said(self, name: str) -> str:
         """How this session's setting ``name`` was asked for, as a message says it:
-        ``--roofline-cache=warm``, ``--roofline-no-flush``, ``ini roofline_cache = warm``, ``the default``."""
+        ``--roofline-cache=warm``, ``ini roofline_cache = warm``, ``the default``."""
         origin = self.origins.get(name, "default")
         setting = next((s for s in SETTINGS if origin in (s.flag, f"ini {s.dest}")), None)
         if setting is None:

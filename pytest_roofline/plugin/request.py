@@ -23,7 +23,6 @@ from .marker import (
     check_op_params,
     located,
     op_params,
-    overlay,
     parametrize_values,
     read_marker,
 )
@@ -81,18 +80,15 @@ def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy
 def cache_of(
     settings: SessionSettings, keywords: Mapping[str, Any], call: Mapping[str, Any]
 ) -> tuple[str, str]:
-    """``cold`` or ``warm``, and who asked for it, as the message will say it (``flush=False``,
-    ``the marker's cache='warm'``, ``--roofline-no-flush``).
+    """``cold`` or ``warm``, and who asked for it, as the message will say it (``cache='warm'``,
+    ``the marker's cache='warm'``, ``--roofline-cache=warm``).
 
-    ``keywords`` hold the closest level's ``cache=`` or ``flush=`` (:func:`.marker.overlay`), the
-    call's (its keys are in ``call``) or a marker's; without them, the session's setting.
+    ``keywords`` hold the closest level's ``cache=``, the call's (its keys
+    are in ``call``) or a marker's; without it, the session's setting.
     """
-    for key in ("cache", "flush"):
-        if key in keywords:
-            value = keywords[key]
-            state = str(value) if key == "cache" else ("cold" if value else "warm")
-            whose = "" if key in call else "the marker's "
-            return state, f"{whose}{key}={value!r}"
+    if "cache" in keywords:
+        whose = "" if "cache" in call else "the marker's "
+        return str(keywords["cache"]), f"{whose}cache={keywords['cache']!r}"
     return settings.cache, settings.said("cache")
 
 
@@ -125,7 +121,7 @@ def resolve(
 
     parametrized = parametrize_values(item)
     own = {k: call.pop(k) for k in KEYWORDS if k in call}
-    keywords = overlay(marker.keywords, own)
+    keywords = {**marker.keywords, **own}  # the call's over the marker's, one by one
     dtype = keywords.get("dtype", parametrized.get("dtype"))
     inference = None
     if op is None:

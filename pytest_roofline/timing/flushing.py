@@ -27,11 +27,9 @@ class FlushChoice:
     past_cache: bool = False
 
 
-def choose_flush(op_bytes: float, llc_bytes: int | None, *, requested: bool) -> FlushChoice:
-    """Flush only when asked to and when the op's bytes could still be in the last-level cache."""
+def choose_flush(op_bytes: float, llc_bytes: int | None) -> FlushChoice:
+    """Flush only when the op's bytes could still be in the last-level cache."""
     past_cache = bool(llc_bytes) and op_bytes >= NO_FLUSH_MULTIPLE * (llc_bytes or 0)
-    if not requested:
-        return FlushChoice(False, "flush off (--roofline-no-flush or flush=False)", past_cache=past_cache)
     if llc_bytes and past_cache:
         multiple = op_bytes / llc_bytes
         return FlushChoice(

@@ -543,7 +543,7 @@ def test_roofline_compare_of_any_bad_input_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], message: str
 ) -> None:
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
-    good.write_text(json.dumps({"schema": 1, "measurements": []}))
+    good.write_text(json.dumps({"schema": 2, "measurements": []}))
     bad.write_text("")
     assert cli.main(["compare", *(a.format(good=good, bad=bad) for a in args)]) == 2
     err = capsys.readouterr().err

@@ -308,8 +308,8 @@ def test_within_budget_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         (["--from", "DIR"], "--from DIR: a directory, not a JSON file"),
         (["--from", "TRUNCATED"], "--from TRUNCATED: not JSON"),
         (["--from", "TEXT"], "--from TEXT: not JSON"),
-        (["--from", "SCHEMA"], "--from SCHEMA: schema 7 is not one this version reads (1, 2)"),
-        (["--from", "STEP"], "--from STEP: schema 'roofline-llm/1' is not one this version reads"),
+        (["--from", "SCHEMA"], "--from SCHEMA: schema 7 is not the one this version reads (2)"),
+        (["--from", "STEP"], "--from STEP: schema 'roofline-llm/1' is not the one this version reads"),
         (["--from", "A100"], f"--from A100: measured on NVIDIA A100-SXM4-80GB, not on {H100} (h100-sxm)"),
     ],
 )

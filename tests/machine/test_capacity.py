@@ -282,8 +282,8 @@ def test_on_the_480_mib_vm_a_96_mib_warm_op_is_served_by_dram_and_rotation_sized
     assert sysfs[-1].holds(96 * MiB)
     # rotation's cycle and the past-cache threshold: from the share, not from sysfs's 480 MiB
     assert cycle_target(device.llc_bytes) == CYCLE_MULTIPLE * effective < cycle_target(480 * MiB)
-    assert choose_flush(150 * MiB, device.llc_bytes, requested=True).past_cache
-    assert not choose_flush(150 * MiB, 480 * MiB, requested=True).past_cache
+    assert choose_flush(150 * MiB, device.llc_bytes).past_cache
+    assert not choose_flush(150 * MiB, 480 * MiB).past_cache
 
 
 def test_on_a_32_mib_machine_that_gets_it_all_nothing_is_less_cold(tmp_path: Path) -> None:
@@ -295,8 +295,8 @@ def test_on_a_32_mib_machine_that_gets_it_all_nothing_is_less_cold(tmp_path: Pat
     assert device.llc_bytes >= today
     assert cycle_target(device.llc_bytes) >= cycle_target(today)
     for op_bytes in (16 * MiB, 63 * MiB, 64 * MiB, 200 * MiB):  # the past-cache threshold is no lower
-        if choose_flush(op_bytes, device.llc_bytes, requested=True).past_cache:
-            assert choose_flush(op_bytes, today, requested=True).past_cache
+        if choose_flush(op_bytes, device.llc_bytes).past_cache:
+            assert choose_flush(op_bytes, today).past_cache
     from pytest_roofline.plugin.run_devices import cpu_backend_for
 
     assert cpu_backend_for(device).flush_bytes >= 2 * today  # type: ignore[attr-defined]
@@ -506,5 +506,5 @@ def test_cold_sizing_follows_the_largest_share_so_a_kernel_within_it_is_not_past
     shares = iter([17 * MiB, 32 * MiB])
     result = repeated(lambda: swept(caches, FakeTimer([(1 * MiB, 55e9), (next(shares), 27e9)])))
     llc = found(result)["l3"].sizing_bytes
-    assert choose_flush(40 * MiB, llc, requested=True).flush
-    assert not choose_flush(40 * MiB, 17 * MiB, requested=True).flush
+    assert choose_flush(40 * MiB, llc).flush
+    assert not choose_flush(40 * MiB, 17 * MiB).flush

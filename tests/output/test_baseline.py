@@ -32,7 +32,7 @@ def record(nodeid: str = "t.py::test_a", **fields: Any) -> dict[str, Any]:
 
 
 def report(*records: dict[str, Any], **top: Any) -> dict[str, Any]:
-    return {"schema": 1, "environment": {"created": "2026-11-20T10:00:00+00:00"}, "devices": [],
+    return {"schema": 2, "environment": {"created": "2026-11-20T10:00:00+00:00"}, "devices": [],
             "measurements": list(records), **top}  # fmt: skip
 
 
@@ -76,10 +76,10 @@ def test_a_test_measured_twice_on_one_device_is_refused_and_on_two_devices_kept_
     [
         ("{not json", "not JSON (Expecting property name enclosed in double quotes, line 1)"),
         ([1, 2], "not a pytest-roofline JSON report (a list at the top)"),
-        ({"schema": 7, "measurements": []}, "schema 7 is not one this version reads (1, 2)"),
-        ({"measurements": []}, "schema None is not one this version reads"),
-        ({"schema": 1, "measurements": {}}, "'measurements' must be a list; got object"),
-        ({"schema": 1, "measurements": ["x"]}, "measurement 0 is a string, not an object"),
+        ({"schema": 7, "measurements": []}, "schema 7 is not the one this version reads (2)"),
+        ({"measurements": []}, "schema None is not the one this version reads"),
+        ({"schema": 2, "measurements": {}}, "'measurements' must be a list; got object"),
+        ({"schema": 2, "measurements": ["x"]}, "measurement 0 is a string, not an object"),
         (
             report({k: v for k, v in record().items() if k != "attained"}),
             "measurement 0 (t.py::test_a): no 'attained' field",

@@ -120,7 +120,7 @@ def test_a_new_baseline_gets_a_confirmation_line(rl: pytest.Pytester) -> None:
             "edited",
             "measurement 0 (test_kernels.py::test_a): 'attained' is '0.8', not a number*",
         ),
-        ("base.json", "future", "schema 3 is not one this version reads*"),
+        ("base.json", "future", "schema 3 is not the one this version reads*"),
     ],
     ids=["python-file", "hand-edited", "future-schema"],
 )

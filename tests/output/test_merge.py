@@ -230,8 +230,8 @@ def test_conflicting_shards_a_missing_file_and_mixed_schemas_are_one_line_and_ex
         ): "roofline: error: test_sharded_ops.py::test_alpha is measured on Fake Accelerator in two"
         " shards, a.json and b.json: each test belongs to one shard (are their selections disjoint?)",
         ("a.json", "missing.json"): "roofline: error: shard missing.json: no such file",
-        ("b.json", "old.json"): "roofline: error: shards of mixed schemas (b.json is schema 2, old.json is"
-        " schema 1): merge the reports of one version",
+        ("b.json", "old.json"): "roofline: error: shard old.json: schema 1 is not the one this version"
+        " reads (2); is it a pytest-roofline --roofline-json file?",
         ("a.json", "test_sharded_ops.py"): "roofline: error: shard test_sharded_ops.py: not JSON*",
     }
     for shards, message in cases.items():

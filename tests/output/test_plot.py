@@ -35,7 +35,7 @@ def record(
     test: str, verdict: str, flops: float, bytes_: float, time_s: float, precision: str = "fp64"
 ) -> Any:
     return {"nodeid": f"tests/t.py::{test}", "name": "", "device": "cpu", "verdict": verdict, "flops": flops,
-            "bytes": bytes_, "time_s": time_s, "precision": precision, "unit": "vector"}  # fmt: skip
+            "bytes": bytes_, "time_s": time_s, "peak_precision": precision, "unit": "vector"}  # fmt: skip
 
 
 RECORDS = [
@@ -117,7 +117,7 @@ def test_roofline_plot_draws_a_saved_report(tmp_path: Path, capsys: pytest.Captu
 
     measurements = [{**r, "attained": 0.5, "label": "x", "device_name": "Test CPU"} for r in RECORDS]
     results = tmp_path / "results.json"
-    results.write_text(json.dumps({"schema": 1, "devices": [DEVICE], "measurements": measurements}))
+    results.write_text(json.dumps({"schema": 2, "devices": [DEVICE], "measurements": measurements}))
     out = tmp_path / "roofline.svg"
     assert cli.main(["plot", str(results), "-o", str(out), "--baseline", str(results)]) == 0
     assert capsys.readouterr().out == f"roofline: wrote {out}\n"
@@ -213,7 +213,7 @@ def results_file(tmp_path: Path, **changes: Any) -> Path:
     import json
 
     measurements = [{**r, "attained": 0.5, "label": "x", "device_name": "Test CPU"} for r in RECORDS]
-    data = {"schema": 1, "devices": [DEVICE], "measurements": measurements, **changes}
+    data = {"schema": 2, "devices": [DEVICE], "measurements": measurements, **changes}
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     return path

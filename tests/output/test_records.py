@@ -1,10 +1,9 @@
-"""The typed records: built once from a result, JSON at the edges, schema 1 still read (no pytest run)."""
+"""The typed records: built once from a result, JSON at the edges (no pytest run)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 from fakes import FakeBackend
@@ -13,10 +12,8 @@ from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, Verdict, result_of
-from pytest_roofline.output.baseline import load_baseline
-from pytest_roofline.output.jsonfile import payload
+from pytest_roofline.output.baseline import SCHEMA_VERSION
 from pytest_roofline.output.records import (
-    SCHEMA_VERSION,
     DeviceRecord,
     MeasurementRecord,
     SkippedRecord,
@@ -83,29 +80,3 @@ def test_records_are_frozen() -> None:
     record = SkippedRecord(nodeid="t", label="gemm", reason="absent")
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.reason = "other"  # type: ignore[misc]
-
-
-def test_a_schema_1_file_from_the_last_release_reads_as_a_baseline(tmp_path: Path) -> None:
-    """The JSON the last release wrote: schema 1, the math's precision named ``precision``."""
-    result = a_result("gemm", 2e-3, M=1000, N=1000, K=1000, math="tf32")
-    record = MeasurementRecord.from_result(result, nodeid="t.py::test_gemm", mode="enforce")
-    data = payload([record], [DeviceRecord.of(DEVICE)])
-    data["schema"] = 1
-    for measurement in data["measurements"]:
-        measurement["precision"] = measurement.pop("peak_precision")
-    path = tmp_path / "baseline.json"
-    path.write_text(json.dumps(data))
-    baseline = load_baseline(path)
-    (old,) = baseline.records.values()
-    assert (old.nodeid, old.attained, old.device) == (
-        "t.py::test_gemm",
-        pytest.approx(record.attained),
-        "toy",
-    )
-    assert MeasurementRecord.from_json(data["measurements"][0]).peak_precision == "tf32"
-
-
-def test_baselines_read_every_schema_up_to_the_one_written() -> None:
-    from pytest_roofline.output.baseline import READABLE_SCHEMAS
-
-    assert READABLE_SCHEMAS == (1, SCHEMA_VERSION)

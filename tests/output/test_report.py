@@ -22,9 +22,9 @@ from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, result_of
+from pytest_roofline.output.baseline import SCHEMA_VERSION
 from pytest_roofline.output.jsonfile import environment, payload, write_json_atomic
 from pytest_roofline.output.records import (
-    SCHEMA_VERSION,
     DeviceRecord,
     JsonObject,
     MeasurementRecord,

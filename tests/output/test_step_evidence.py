@@ -128,7 +128,7 @@ def test_a_cpu_is_told_apart_by_its_model(tmp_path: Path) -> None:
     [
         ('{"schema": 2, "measurements": [', "not JSON"),
         ("[1, 2]", "not a pytest-roofline JSON report"),
-        ('{"schema": "roofline-llm/1", "ops": []}', "schema 'roofline-llm/1' is not one this version reads"),
+        ('{"schema": "roofline-llm/1", "ops": []}', "schema 'roofline-llm/1' is not the one this version"),
         ('{"schema": 2, "measurements": [{"nodeid": "t.py::a"}]}', "no 'name' field"),
     ],
 )

@@ -53,7 +53,7 @@ def test_warm(roofline):
 
 
 @pytest.mark.fake_time(1e-6)
-@pytest.mark.speed_of_light("copy", n=2**17, dtype="fp32", flush=False)
+@pytest.mark.speed_of_light("copy", n=2**17, dtype="fp32", cache="warm")
 def test_warm_past_the_l1(roofline):
     roofline(lambda: None)
 """
@@ -194,12 +194,12 @@ def test_a_setup_that_resets_an_input_in_place_keeps_rotation(rl: pytest.Pyteste
     rl.runpytest().assert_outcomes(passed=1)
 
 
-# -- cache= and flush=: one setting, two spellings, the closer level winning ----------------------------
+# -- cache=: the closer level winning -----------------------------------------------------------------
 
 PRECEDENCE = """
 import pytest
 
-pytestmark = pytest.mark.speed_of_light("copy", n=1000, dtype="fp32", flush=True)
+pytestmark = pytest.mark.speed_of_light("copy", n=1000, dtype="fp32", cache="cold")
 
 
 def state(r):
@@ -208,7 +208,6 @@ def state(r):
 
 @pytest.mark.speed_of_light(cache="warm")
 def test_the_call_over_the_marker(roofline):
-    assert state(roofline.measure(lambda: None, flush=True))[0] == "cold"
     assert state(roofline.measure(lambda: None, cache="cold"))[0] == "cold"
 
 
@@ -218,7 +217,7 @@ def test_the_method_marker_over_the_module_marker(roofline):
     assert state(roofline.measure(lambda: None)) == ("warm", note)
 
 
-@pytest.mark.speed_of_light(flush=True)
+@pytest.mark.speed_of_light(cache="cold")
 class TestClass:
     @pytest.mark.speed_of_light(cache="warm")
     def test_the_method_marker_over_the_class_marker(self, roofline):
@@ -226,46 +225,44 @@ class TestClass:
 
     def test_the_class_marker_over_the_module_marker_and_the_call_over_both(self, roofline):
         assert state(roofline.measure(lambda: None))[0] == "cold"
-        assert state(roofline.measure(lambda: None, flush=False)) == (
-            "warm", "warm: warm on request (flush=False)"
+        assert state(roofline.measure(lambda: None, cache="warm")) == (
+            "warm", "warm: warm on request (cache='warm')"
         )
 """
 
 
-def test_cache_and_flush_are_one_setting_and_the_closer_level_wins(rl: pytest.Pytester) -> None:
+def test_the_closer_level_s_cache_wins(rl: pytest.Pytester) -> None:
     rl.makeconftest(fake_conftest(extra=LEVELS))
     rl.makepyfile(PRECEDENCE)
     rl.runpytest("--roofline-mode=report").assert_outcomes(passed=4)
 
 
-def test_one_level_giving_both_spellings_in_disagreement_is_an_error(rl: pytest.Pytester) -> None:
+def test_flush_is_no_keyword_of_the_marker(rl: pytest.Pytester) -> None:
+    # cache= is the one spelling: flush= (a spelling before any release) is an op parameter the op lacks
     rl.makepyfile(
         """
         import pytest
 
-        pytestmark = pytest.mark.speed_of_light("copy", n=1000, dtype="fp32", cache="warm", flush=True)
-
-        @pytest.mark.speed_of_light(cache="cold")
-        def test_a_closer_marker_does_not_hide_it(roofline):
+        @pytest.mark.speed_of_light("copy", n=1000, dtype="fp32", flush=False)
+        def test_flush(roofline):
             roofline(lambda: None)
         """
     )
     result = rl.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*cache='warm' and flush=True disagree*give one of them*"])
+    result.stdout.fnmatch_lines(["*flush*"])
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
 
 
 @pytest.mark.parametrize(
     ("ini", "args", "note"),
     [
-        ("roofline_no_flush = true", ["--roofline-cache=cold"], None),
-        ("roofline_cache = cold", ["--roofline-no-flush"], "warm: warm on request (--roofline-no-flush)"),
-        ("roofline_no_flush = true", [], "warm: warm on request (ini roofline_no_flush)"),
+        ("roofline_cache = warm", ["--roofline-cache=cold"], None),
+        ("roofline_cache = cold", ["--roofline-cache=warm"], "warm: warm on request (--roofline-cache=warm)"),
         ("roofline_cache = warm", [], "warm: warm on request (ini roofline_cache = warm)"),
-        ("", ["--roofline-cache=warm"], "warm: warm on request (--roofline-cache=warm)"),
     ],
 )
-def test_the_command_line_over_the_ini_whichever_spelling(
+def test_the_command_line_over_the_ini(
     rl: pytest.Pytester, ini: str, args: list[str], note: str | None
 ) -> None:
     rl.makeconftest(fake_conftest(extra=LEVELS))
@@ -280,22 +277,6 @@ def test_the_command_line_over_the_ini_whichever_spelling(
     rl.runpytest(*args).assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize(
-    ("ini", "args", "message"),  # on the command line: test_options.py
-    [
-        ("roofline_cache = warm\nroofline_no_flush = false", [],
-         "ini roofline_no_flush means cache 'cold', but ini roofline_cache says 'warm': give one of them"),
-    ],
-)  # fmt: skip
-def test_both_spellings_in_the_ini_disagreeing_are_a_usage_error(
-    rl: pytest.Pytester, ini: str, args: list[str], message: str
-) -> None:
-    rl.makeini(f"[pytest]\n{ini}\n")
-    result = rl.runpytest(*args)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: {message}"])
-
-
 def test_a_warm_estimate_is_the_floor_a_warm_measurement_is_judged_against(rl: pytest.Pytester) -> None:
     rl.makeconftest(fake_conftest(extra=LEVELS))
     rl.makepyfile(
@@ -308,7 +289,7 @@ def test_a_warm_estimate_is_the_floor_a_warm_measurement_is_judged_against(rl: p
             assert (cold.memory_level, cold.bandwidth) == ("dram", 1e11)
             assert (warm.memory_level, warm.bandwidth) == ("l1", 5e11)
             assert warm.floor_s == pytest.approx(cold.floor_s / 5)
-            assert roofline.estimate("copy", n=2**17, dtype="fp32", flush=False).memory_level == "l2"
+            assert roofline.estimate("copy", n=2**17, dtype="fp32", cache="warm").memory_level == "l2"
             measured = roofline.measure(lambda: None, op="copy", n=1000, dtype="fp32", cache="warm")
             assert measured.estimate.floor_s == warm.floor_s
         """

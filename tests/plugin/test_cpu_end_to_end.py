@@ -42,7 +42,7 @@ def test_the_builtin_cpu_device_and_host_timer_end_to_end(
 
         def test_fixture(roofline):
             a, b = np.ones(N), np.empty(N)
-            r = roofline(np.copyto, b, a, op="copy", n=N, min_fraction=1e-6, max_time=0.05, flush=False)
+            r = roofline(np.copyto, b, a, op="copy", n=N, min_fraction=1e-6, max_time=0.05, cache="warm")
             assert r.measurement.backend == "cpu" and r.estimate.device.key == "cpu"
             assert r.time_s > 0 and r.stats.n >= 3 and not r.measurement.flushed
         """

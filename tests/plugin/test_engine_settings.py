@@ -17,10 +17,10 @@ from conftest import COPY, GEMM, one_result
     ("args", "marker", "expected"),
     [
         ([], "", {"stat": "median", "max_time_s": 1.0, "flush": True}),
-        (["--roofline-stat=min", "--roofline-max-time=0.25", "--roofline-no-flush"], "",
+        (["--roofline-stat=min", "--roofline-max-time=0.25", "--roofline-cache=warm"], "",
          {"stat": "min", "max_time_s": 0.25, "flush": False}),
-        (["--roofline-stat=min", "--roofline-max-time=0.25", "--roofline-no-flush"],
-         ", stat='mean', max_time=2, flush=True", {"stat": "mean", "max_time_s": 2.0, "flush": True}),
+        (["--roofline-stat=min", "--roofline-max-time=0.25", "--roofline-cache=warm"],
+         ", stat='mean', max_time=2, cache='cold'", {"stat": "mean", "max_time_s": 2.0, "flush": True}),
         # an op whose bytes are past 2x the last-level cache is not flushed, and says why
         (["--roofline-max-time=0.25"], ", n=25_000_000",
          {"stat": "median", "max_time_s": 0.25, "flush": False}),
@@ -43,7 +43,7 @@ def test_stat_max_time_and_flush_reach_the_engine(
     reprec.assertoutcome(passed=1)
     m = one_result(reprec).measurement
     assert m.flushed or m.cache_note.startswith(
-        ("warm: warm on request (--roofline-no-flush)", "cold: no flush needed: the op moves 6.0x")
+        ("warm: warm on request (--roofline-cache=warm)", "cold: no flush needed: the op moves 6.0x")
     )
     # the cache plan's method, carried as such
     assert m.cold_method == ("flush" if expected["flush"] else "past-cache" if "n=" in marker else None)
@@ -65,7 +65,7 @@ def test_a_warm_cache_measurement_says_so(rl: pytest.Pytester) -> None:
             roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
         """
     )
-    result = rl.runpytest("--roofline-no-flush", "--roofline-report")
+    result = rl.runpytest("--roofline-cache=warm", "--roofline-report")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*measured 10.0 ms (median of 10, ±0.0%, best of 2 measurements, warm in DRAM, judged at *"]

@@ -183,8 +183,8 @@ def test_another_devices_baseline_is_refused_unless_asked(rl: pytest.Pytester, b
     [
         (None, "no such file"),
         ("{oops", "not JSON"),
-        ('{"schema": 9, "measurements": []}', "schema 9 is not one this version reads"),
-        ('{"schema": 1, "measurements": [{"nodeid": "t.py::t", "name": ""}]}', "measurement 0 (t.py::t): no"),
+        ('{"schema": 9, "measurements": []}', "schema 9 is not the one this version reads"),
+        ('{"schema": 2, "measurements": [{"nodeid": "t.py::t", "name": ""}]}', "measurement 0 (t.py::t): no"),
     ],
     ids=["missing", "not-json", "schema", "missing-field"],
 )

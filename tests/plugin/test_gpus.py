@@ -246,7 +246,7 @@ def kernel(x):
 
 
 def test_timed(roofline):
-    roofline(kernel, torch.randn(1024, device="cuda"), op="copy", n=1024, dtype="fp32", flush=False)
+    roofline(kernel, torch.randn(1024, device="cuda"), op="copy", n=1024, dtype="fp32", cache="warm")
 """
 
 

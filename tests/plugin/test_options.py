@@ -73,10 +73,6 @@ def check_max_time(reprec: pytest.HookRecorder, path: Path) -> None:
     assert the_result(reprec).measurement.policy.max_time_s == 0.3
 
 
-def check_no_flush(reprec: pytest.HookRecorder, path: Path) -> None:
-    assert the_result(reprec).measurement.flushed is False
-
-
 def check_warm(reprec: pytest.HookRecorder, path: Path) -> None:
     m = the_result(reprec).measurement
     assert (m.cache, m.cold_method, m.flushed) == ("warm", None, False)
@@ -98,7 +94,6 @@ SETTINGS: list[tuple[str, str | None, str, Check]] = [
     ("--roofline-mode", "off", "roofline_mode = off", check_mode_off),
     ("--roofline-stat", "mean", "roofline_stat = mean", check_stat),
     ("--roofline-max-time", "0.3", "roofline_max_time = 0.3", check_max_time),
-    ("--roofline-no-flush", None, "roofline_no_flush = yes", check_no_flush),
     ("--roofline-cache", "warm", "roofline_cache = warm", check_warm),
     ("--roofline-peaks", "peaks.json", "roofline_peaks = peaks.json", check_peaks),
 ]
@@ -215,7 +210,6 @@ def test_a_bad_option_value_is_a_usage_error(
     + [
         ("roofline_report", "maybe", "expected true or false, got 'maybe'"),
         ("roofline_report_clocks", "sometimes", "expected true or false, got 'sometimes'"),
-        ("roofline_no_flush", "2", "expected true or false, got '2'"),
         ("roofline_require_measurement", "maybe", "expected true or false, got 'maybe'"),
     ],
 )
@@ -226,16 +220,6 @@ def test_a_bad_ini_value_is_a_usage_error(rl: pytest.Pytester, key: str, value: 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: ini option {key} = '{value}': {message}*"])
     result.stdout.no_fnmatch_line("*INTERNALERROR*")
-
-
-def test_no_flush_and_a_cold_cache_option_disagree(rl: pytest.Pytester) -> None:
-    result = rl.runpytest("--roofline-no-flush", "--roofline-cache=cold")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*--roofline-no-flush means cache 'warm', but --roofline-cache says 'cold': give one*"]
-    )
-    agreeing = rl.runpytest("--roofline-no-flush", "--roofline-cache=warm")
-    assert agreeing.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_the_json_path_may_not_be_a_directory(rl: pytest.Pytester) -> None:
@@ -457,7 +441,6 @@ def test_help_lists_every_option_with_its_default_and_its_ini_twin(pytester: pyt
             "  --roofline-max-time=SECONDS",
             "  --roofline-cache=STATE",
             "*cold: every call finds its data out of the cache*",
-            "  --roofline-no-flush   the old spelling of --roofline-cache=warm",
             "  --roofline-inconclusive=ACTION",
             "*fail or skip (default: warn)",
             "  --roofline-ceilings=CEILINGS",

@@ -59,7 +59,7 @@ def kernel(measurement):
 
 @pytest.mark.parametrize("i", range(3))
 def test_timed(roofline, i):
-    roofline.measure(kernel, f"{{__name__}}-{{i}}", op="copy", n=1 << 16, dtype="fp64", flush=False)
+    roofline.measure(kernel, f"{{__name__}}-{{i}}", op="copy", n=1 << 16, dtype="fp64", cache="warm")
     assert os.path.exists(os.path.join(tempfile.gettempdir(), "pytest-roofline-{run}-cpu.lock"))
 """
 

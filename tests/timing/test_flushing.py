@@ -20,21 +20,14 @@ LLC = 32 * 2**20
     ],
 )
 def test_an_op_past_twice_the_cache_is_not_flushed(op_bytes: float, flush: bool, past: bool) -> None:
-    choice = choose_flush(op_bytes, LLC, requested=True)
+    choice = choose_flush(op_bytes, LLC)
     assert (choice.flush, choice.past_cache) == (flush, past)
     if not flush:
         assert choice.note.startswith("no flush needed: the op moves ")
         assert "x the last-level cache" in choice.note
 
 
-def test_no_flush_when_not_asked_whatever_the_size() -> None:
-    small = choose_flush(1e3, LLC, requested=False)
-    assert (small.flush, small.past_cache) == (False, False)
-    assert small.note.startswith("flush off")
-    assert choose_flush(10 * LLC, LLC, requested=False).past_cache  # still needs no re-warming
-
-
 @pytest.mark.parametrize("llc", [None, 0])
 def test_an_unknown_cache_size_always_flushes(llc: int | None) -> None:
-    choice = choose_flush(1e12, llc, requested=True)
+    choice = choose_flush(1e12, llc)
     assert (choice.flush, choice.past_cache) == (True, False)
