@@ -20,32 +20,20 @@ import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidValueError
 from . import units
-from .core import Estimate, Figure, Precision, Source
+from .core import Estimate, Figure, Source
 from .held_clock import HeldClock
 from .measurement import Measurement
 from .paired_ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
 from .stats import MIN_PRECISION_SAMPLES, Stats
+from .verdict_rules import RULES, Facts, TheoreticalPeak
 
 if TYPE_CHECKING:
     from .inference import Inference
     from .pairing import Pairing, Unpaired
-
-
-class TheoreticalPeak(Protocol):
-    """What the verdict reads of a CPU's theoretical peak (:class:`pytest_roofline.machine.cpupeak.CpuPeak`),
-    above which a FLOP rate is a counting bug."""
-
-    def flops(self, precision: Precision) -> float:
-        """The peak FLOP/s for ``precision``."""
-        ...
-
-    def describe(self) -> str:
-        """One line naming the peak and how it was worked out."""
-        ...
 
 
 #: attained fractions above these fail as faster than light (measured ceilings carry noise, and a
@@ -53,20 +41,12 @@ class TheoreticalPeak(Protocol):
 #: quoted below the device's maximum SM clock raises its limit by the clock's ratio (:func:`ftl_limit`)
 FTL_LIMIT_DATASHEET = 1.05
 FTL_LIMIT_MEASURED = 1.10
-#: how much more than its paired ceiling heavy contention may slow a kernel (or the ceiling more
-#: than the kernel): a process sharing its core with one other runs at half speed. A miss by more
-#: than this under heavy contention is still a miss; within it, inconclusive
-CONTENTION_SLACK = 2.0
 #: a kernel whose process used at least this many CPU seconds per second of its timing thread's
 #: runs on several threads (BLAS); below, it is single-threaded
 MULTITHREADED = 1.5
 #: a multi-threaded compute-bound kernel whose threads waited for a core more than this share of
 #: their time was slowed by another job in a way no probe follows (see :func:`_threads_waited`)
 WAITED_SHARE = 0.15
-#: how much more than that waiting alone explains a multi-threaded kernel may slow beside another job
-#: (by how much depends on its shape: docs/methodology.md): a miss by more than this is still a
-#: miss, so a suite's deliberately bad variants keep failing under pytest-xdist
-WAITED_SLACK = 10.0
 #: the relative half-width a kernel's time is given when its samples are too few for an interval of
 #: their own (:data:`.stats.MIN_PRECISION_SAMPLES`: a slow kernel under a short budget): two standard
 #: deviations of attained between runs of identical code (:data:`.run_noise.RUN_NOISE`), so a
@@ -126,6 +106,8 @@ class Judgement:
     reason: str = ""
     #: the latency floor (an empty call's time) was above the roofline floor and was judged against
     latency_bound: bool = False
+    #: the name of the rule that gave the verdict (:data:`RULES`, or ``lower-bound``: :func:`judge`)
+    rule: str = ""
 
 
 # Not slots=True: a frozen slots dataclass cannot refuse an assignment to one of the properties
@@ -290,7 +272,7 @@ def judge(
     if not lower_bound:
         return judgement
     reason = "; ".join([*lower_bound, *([judgement.reason] if judgement.reason else [])])
-    return dataclasses.replace(judgement, verdict=Verdict.INCONCLUSIVE, reason=reason)
+    return dataclasses.replace(judgement, verdict=Verdict.INCONCLUSIVE, reason=reason, rule="lower-bound")
 
 
 #: why a measurement whose samples were still falling when it stopped judges no miss
@@ -337,73 +319,23 @@ def _judge(
     # to the measured time at most, so it caps attained at 1 and is never grounds for faster than light
     latency_bound = latency_floor_s > floor_s
     floor_s = max(floor_s, min(latency_floor_s, m.time_s) if m.time_s > 0 else latency_floor_s)
-    if m.time_s <= 0:
-        return Judgement(
-            math.inf, Verdict.FASTER_THAN_LIGHT, 0.0, floor_s, ceiling, "a zero time", latency_bound
-        )
-    attained = floor_s / m.time_s
+    timed = m.time_s > 0
+    attained = floor_s / m.time_s if timed else math.inf
     kernel_ci = m.stats.ci_rel if m.stats.n >= MIN_PRECISION_SAMPLES else max(m.stats.ci_rel, FEW_SAMPLES_CI)
-    ci = math.hypot(kernel_ci, ceiling.ci_rel if ceiling is not None else 0.0)
+    ci = math.hypot(kernel_ci, ceiling.ci_rel if ceiling is not None else 0.0) if timed else 0.0
     # multiplicative: a ratio's interval, never below zero however noisy the measurement
     lo, hi = attained / (1 + ci), attained * (1 + ci)
-
-    def judged(verdict: Verdict, reason: str = "") -> Judgement:
-        return Judgement(attained, verdict, ci, floor_s, ceiling, reason, latency_bound)
-
-    # integer operations are not FLOPs: the CPU's floating-point peak does not bound them
-    if (
-        peak is not None
-        and estimate.device.kind == "cpu"
-        and estimate.flops > 0
-        and not estimate.peak_precision.integral
-    ):
-        theoretical = peak.flops(estimate.peak_precision)
-        if estimate.flops / m.time_s > theoretical:
-            return judged(
-                Verdict.FASTER_THAN_LIGHT,
-                f"{units.flop_rate(estimate.flops / m.time_s)} is above this CPU's theoretical peak of "
-                f"{units.flop_rate(theoretical)} {estimate.peak_precision} ({peak.describe()}): "
-                "a counting bug",
-            )
-    limit = ftl_limit(estimate)
-    # Heavy contention (a neighbour on this process's core) can slow a kernel by up to
-    # CONTENTION_SLACK more than its paired ceiling shows, or the ceiling more than the kernel:
-    # a verdict within that factor of its line cannot be told from the load.
     contention = m.contention if m.contention is not None and m.contention.level == "heavy" else None
-    if lo > limit:
-        if contention is not None and lo / CONTENTION_SLACK <= limit:
-            reason = f"above the {units.percent(limit)} limit under {contention.describe()}"
-            return judged(Verdict.INCONCLUSIVE, reason)
-        calibrated_lo = estimate.floor_s / m.time_s / (1 + kernel_ci)
-        if ceiling is not None and ceiling.speed < 1 and calibrated_lo <= limit:
-            # the load slowed the probe beside the kernel more than the kernel (a neighbour in the
-            # probe's window, a kernel on more threads than the probe): no faster than the machine's
-            # calibrated ceiling, which load cannot raise, so no counting bug is shown
-            reason = (
-                f"above the {units.percent(limit)} limit against the ceiling measured beside it, within it"
-                " against the calibrated one: the load slowed the probe more than the kernel"
-            )
-            return judged(Verdict.INCONCLUSIVE, reason)
-        return judged(Verdict.FASTER_THAN_LIGHT)
-    if attained > limit:
-        return judged(Verdict.INCONCLUSIVE, f"above the {units.percent(limit)} limit, but within the noise")
-    if m.clocks is not None and m.ran_slowed and lo < min_fraction:
-        # a GPU that slowed its clocks ran below the peaks it is judged against: not the kernel's miss
-        return judged(Verdict.INCONCLUSIVE, f"the GPU slowed its clocks ({', '.join(m.clocks.reasons)})")
-    if waited and lo < min_fraction <= hi * WAITED_SLACK:
-        # Load only slows a kernel, so a pass against the best-known ceiling holds on a quiet
-        # machine too; a miss may be the load's.
-        return judged(Verdict.INCONCLUSIVE, waited)
-    if lo < min_fraction <= hi and ci > 0:
-        return judged(
-            Verdict.INCONCLUSIVE,
-            f"the 95% interval {units.percent(lo)}–{units.percent(hi)} straddles the budget",
-        )
-    if attained >= min_fraction:
-        return judged(Verdict.PASS)
-    if contention is not None and hi * CONTENTION_SLACK >= min_fraction:
-        return judged(Verdict.INCONCLUSIVE, f"a miss under {contention.describe()}")
-    return judged(Verdict.MISS)
+    facts = Facts(
+        estimate, m, min_fraction, attained, lo, hi, ci, kernel_ci, ftl_limit(estimate), ceiling, peak,
+        waited, contention,
+    )  # fmt: skip
+    for rule in RULES:
+        reason = rule.applies(facts)
+        if reason is not None:
+            verdict = Verdict(rule.verdict)
+            return Judgement(attained, verdict, ci, floor_s, ceiling, reason, latency_bound, rule.name)
+    raise AssertionError("the last rule applies to every measurement")
 
 
 def _single_threaded_compute(estimate: Estimate, m: Measurement) -> bool:

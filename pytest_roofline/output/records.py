@@ -146,6 +146,8 @@ class MeasurementRecord:
     measurements: int
     attained_ci_rel: float
     verdict_reason: str | None
+    #: the name of the rule that gave the verdict (docs/verdicts.md#the-rules-in-order)
+    verdict_rule: str | None
     calibrated_floor_s: float | None
     latency_floor_s: float | None
     latency_bound: bool
@@ -231,6 +233,7 @@ class MeasurementRecord:
             flushed=m.flushed, stop_reason=m.stop_reason.value, calls_per_sample=m.calls_per_sample,
             wall_s=result.wall_s or m.wall_s, measurements=result.measurements,
             attained_ci_rel=result.ci_rel, verdict_reason=result.reason or None,
+            verdict_rule=result.judgement.rule or None,
             calibrated_floor_s=est.floor_s, latency_floor_s=result.latency_floor_s or None,
             latency_bound=result.latency_bound, cache=m.cache_note, cache_state=m.cache,
             memory_level=est.memory_level, cold_method=m.cold_method,
@@ -452,7 +455,8 @@ RECORD_FIELDS = (
     "device_index", "device_from",
     "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
     "between_runs",
-    "verdict_reason", "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method",
+    "verdict_reason", "verdict_rule", "calibrated_floor_s", "cache", "cache_state", "memory_level",
+    "cold_method",
     "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples",
     "still_falling", "ceiling",
     "contention",

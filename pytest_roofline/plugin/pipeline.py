@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
     from ..model.pairing import Round, Side
-    from ..model.verdict import Result, TheoreticalPeak
+    from ..model.verdict import Result
+    from ..model.verdict_rules import TheoreticalPeak
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.calls import KernelCall

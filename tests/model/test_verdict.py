@@ -163,6 +163,13 @@ def test_judge_against_the_budget_and_the_speed_of_light(attained: float, verdic
     assert j.verdict is verdict
 
 
+def test_each_judgement_names_the_rule_that_gave_it() -> None:
+    est, inside, beyond = gemm(), FTL_LIMIT_DATASHEET * 1.0001, FTL_LIMIT_DATASHEET * 1.01
+    said = {a: judge(est, at(est, a), 0.7).rule for a in (0.5, 0.7, 0.71, inside, beyond)}
+    assert said == {0.5: "miss", 0.7: "straddles", 0.71: "pass", inside: "above-limit-in-noise",
+                    beyond: "faster-than-light"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("n", "attained", "verdict"),
     [

@@ -126,7 +126,7 @@ MEASUREMENT_FIELDS = {
     "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name", "device_figures",
     "device_index", "device_from", "backend", "flushed",
     "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel", "between_runs",
-    "verdict_reason",
+    "verdict_reason", "verdict_rule",
     "calibrated_floor_s", "cache", "cache_state", "memory_level", "cold_method", "rotation_copies",
     "low_confidence", "budget_note", "excluded_samples", "transient_samples", "still_falling", "ceiling",
     "contention", "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks",

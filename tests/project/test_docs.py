@@ -182,3 +182,17 @@ def _run_console(example: Example, capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(words[1:])
         printed = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
         assert printed == expected, f"{example.id}: {command}"
+
+
+def test_docs_list_the_verdict_rules_from_the_table_itself() -> None:
+    # docs/verdicts.md's table is the verdict's RULES, in order, each with its verdict and its words
+    from pytest_roofline.model.verdict_rules import RULES
+
+    text = (ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8")
+    section = text.split("## The rules, in order", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| (.+) \|$", section, flags=re.MULTILINE)
+    assert rows == [(rule.name, rule.verdict, rule.when) for rule in RULES]
+    assert len({rule.name for rule in RULES}) == len(RULES)
+    from pytest_roofline.model.verdict import Verdict
+
+    assert {Verdict(rule.verdict) for rule in RULES} == set(Verdict) - {Verdict.SKIPPED}
