@@ -11,3 +11,9 @@ CALL_KEYWORDS = (
 #: what a call to the fixture takes beside them: the op, the measurement's name, the kernel's own
 #: keywords and its setup
 FIXTURE_NAMES = ("op", "name", "kwargs", "setup")
+#: what ``cache=`` (and ``--roofline-cache``) takes (:mod:`pytest_roofline.timing.cache`)
+CACHE_STATES = ("cold", "warm")
+#: what ``block=`` (and ``--roofline-cuda-block``) takes: ``auto`` holds what is safe to hold, ``on``
+#: holds every sampling window after a kernel's first call, ``off`` holds nothing
+#: (:mod:`pytest_roofline.timing.cuda.blocking`)
+BLOCK_SETTINGS = ("auto", "on", "off")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import InvalidValueError
-from ..model.keywords import CALL_KEYWORDS
+from ..model.keywords import BLOCK_SETTINGS, CALL_KEYWORDS
 
 if TYPE_CHECKING:
     from ..model.op_registry import OpSpec
@@ -287,11 +287,9 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
             f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
         )
-    from .options import CUDA_BLOCK
-
-    if "block" in kw and kw["block"] not in CUDA_BLOCK:
+    if "block" in kw and kw["block"] not in BLOCK_SETTINGS:
         raise InvalidValueError(
-            f"block must be one of {', '.join(repr(b) for b in CUDA_BLOCK)} (the CUDA blocking kernel: "
+            f"block must be one of {', '.join(repr(b) for b in BLOCK_SETTINGS)} (the CUDA blocking kernel: "
             f"--roofline-cuda-block); got {kw['block']!r}"
         )
     if "device" in kw and not isinstance(kw["device"], str):

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..model.keywords import BLOCK_SETTINGS, CACHE_STATES
+
 if TYPE_CHECKING:
     from ..output.baseline import Baseline
 
@@ -25,10 +27,6 @@ INCONCLUSIVE = ("warn", "fail", "skip")
 CEILINGS = ("paired", "cached")
 DIAGNOSE = ("off", "miss", "all")
 LATENCY_FLOOR = ("on", "off")
-CACHE_STATES = ("cold", "warm")
-#: the CUDA blocking kernel (timing/cuda/blocking.py, BLOCK_SETTINGS: kept in step, not imported, so that the
-#: plugin imports no timing code to declare its options)
-CUDA_BLOCK = ("auto", "on", "off")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -87,7 +85,7 @@ parse_ceilings = _choice(CEILINGS)
 parse_diagnose = _choice(DIAGNOSE)
 parse_latency_floor = _choice(LATENCY_FLOOR)
 parse_cache = _choice(CACHE_STATES)
-parse_cuda_block = _choice(CUDA_BLOCK)
+parse_cuda_block = _choice(BLOCK_SETTINGS)
 
 
 def parse_stat(text: str) -> str:

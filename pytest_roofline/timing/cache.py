@@ -24,14 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_roofline.model.keywords import CACHE_STATES
 from pytest_roofline.model.measurement import ColdMethod
 from pytest_roofline.timing.base import Kernel
 from pytest_roofline.timing.flushing import choose_flush
 from pytest_roofline.timing.rotation import NoRotation, Rotation, plan_rotation
 
 from ..errors import InvalidValueError
-
-CACHE_STATES = ("cold", "warm")
 
 
 def check_cache_state(value: object) -> str:

@@ -454,3 +454,19 @@ def test_the_call_keywords_are_declared_once() -> None:
     assert all(f"{k}=None" in marker.MARKER_DOC for k in CALL_KEYWORDS)
     takes = {p.name for p in inspect.signature(Roofline.__call__).parameters.values()}
     assert takes - {"self", "fn", "args", "params"} <= RESERVED_NAMES
+
+
+def test_a_keyword_s_accepted_values_are_declared_once() -> None:
+    # cache= and block= (and their options) once each declared their values twice, "kept in step"
+    declared: dict[str, list[str]] = {}
+    for name in sorted(ALL):
+        _, tree = source(name)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id in ("CACHE_STATES", "BLOCK_SETTINGS"):
+                        declared.setdefault(target.id, []).append(name)
+    assert declared == {
+        "CACHE_STATES": ["pytest_roofline.model.keywords"],
+        "BLOCK_SETTINGS": ["pytest_roofline.model.keywords"],
+    }

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_roofline.model.keywords import BLOCK_SETTINGS
 from pytest_roofline.timing.base import Kernel
 from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 
@@ -53,9 +54,6 @@ MAX_HELD_CALLS = 32
 #: 2 launches of a hot batch (``measure_hot.cuh``: "Limit the number of kernel executions while
 #: blocked to prevent deadlocks"; ``blocking_kernel.cuh``: "~32 kernel launches max")
 UNPROVEN_HELD_CALLS = 2
-#: what ``block=`` (``--roofline-cuda-block``) takes: ``auto`` holds what is safe to hold, ``on``
-#: holds every sampling window after a kernel's first call, ``off`` holds nothing
-BLOCK_SETTINGS = ("auto", "on", "off")
 #: environment variables that profilers and sanitizers set in the process they run: CUDA's injection
 #: hook (nsys, ncu, compute-sanitizer and CUPTI tools), Nsight Systems' session, Nsight Compute's
 #: PerfWorks directory, compute-sanitizer's port range, Nsight's transport (the set FlashMLA's
