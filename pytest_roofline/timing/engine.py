@@ -1,72 +1,9 @@
-"""The backend-neutral measurement loop: warm-up, batching, sampling rounds, probes, stopping.
-
-:func:`measure` checks its arguments, then runs three phases against a :class:`Backend`:
-
-1. **Warm-up** (never sampled): rounds of 1, 1, 2, 4, ... back-to-back calls, each round capped
-   so it does not overshoot the warm-up time, until at least ``policy.warmup_s`` of wall time (at
-   most :data:`~.budget.WARMUP_SHARE` of the budget) *and* ``policy.warmup_calls`` calls have
-   passed, and always at least two rounds. The per-call estimate comes from the largest round after
-   the first, never from the first call, which may pay for compilation, page faults or lazy loading
-   (a JIT kernel's 1 s first call must not hide its 1 µs calls). Where the first call leaves the
-   budget too little for a second and the floor's samples (:func:`.budget.floor_fits`), the next
-   call is taken as a sample is: as long as the first, the kernel is that slow, the warm-up was one
-   call and that call is the first sample; far shorter, the first paid a one-off, and the warm-up
-   goes on.
-2. **Batching**: when that estimate is below ``policy.batch_factor`` x ``backend.resolution_s``,
-   each sample times ``k = ceil(batch_factor x resolution / per_call)`` calls (at most
-   :data:`MAX_CALLS_PER_SAMPLE`) and reports the window divided by ``k``, unless the measurement
-   is cold by a flush (its :class:`~.cache.CachePlan`'s method): a flush comes before every call,
-   so a sample is one call however short (one cold call spread over k - 1 warm ones would be neither
-   a cold nor a warm time); the timer's resolution then shows in the noise, which more samples
-   average out, and the cache note says so. With a :class:`~.rotation.Rotation` every call takes the
-   next set of the arguments, so a batch is k cold calls (k at most the sets: no window calls one
-   set twice); its warm-up runs at least one whole cycle of the sets untimed (fresh copies are in
-   the cache), or one flush where that is cheaper (:func:`_flush_instead`).
-   A graph-mode backend (:class:`~.base.ReplaysGraphs`) replays the calls it captured in every
-   window, so there k is the whole cycle, one call per set (FlashInfer #4468: a graph that captured
-   fewer sets than the rotation made timed the same few, warm, every replay); a cycle of more than
-   :data:`MAX_GRAPH_COPIES` sets is flushed before every replay instead, and the cache note says
-   which.
-3. **Sampling** in rounds, the first of ``policy.min_samples`` samples (fewer when the time budget
-   cannot afford them; one, in a flushed measurement, until the flush's cost on the backend is
-   known), each later one sized from the samples the confidence interval still needs and what the
-   time budget affords at what a sample has cost (:mod:`.budget`: the floor of
-   :data:`MIN_SAMPLES_FLOOR` samples may overrun it by :data:`OVERRUN_SHARE` of it; never fewer
-   than one sample, low confidence, ``Measurement.budget_note`` saying why). After each round,
-   when the first half of the samples since the last cut ran slower than the second half beyond
-   doubt, by 5% or more (:func:`.transient.slower_start`), that first half is cut, if the cut
-   falls within the first 250 ms of sampling (:data:`.transient.SETTLE_WITHIN_S`): the machine
-   had not settled on the kernel yet, and the statistics, the interval and the minimum span count
-   from the cut on (``Measurement.transient`` says how many were cut). Then the stopping rules
-   are checked in this order: the 95% interval of the median within ``policy.target_rel_ci`` of
-   it, over at least 6 samples and, for a kernel of 10 µs or more a
-   call, ``policy.min_time_s`` of sampling (:attr:`StopReason.PRECISION`);
-   ``policy.max_samples`` reached (:attr:`StopReason.MAX_SAMPLES`); the budget ``policy.max_time_s``
-   for the whole measurement (warm-up, rotation's untimed cycle, flushes and probes included, the
-   last probe's cost kept for it) spent, or too little of it left for another sample
-   (:attr:`StopReason.TIME`).
-
-With a :class:`~.base.Probe`, a reference kernel is timed before the first round, after every round
-that ends at least ``policy.probe_interval_s`` after the last probe (rounds are cut to that length),
-and after the last round, so kernel and probe see the same load; its rates travel with the
-measurement. A probe's first call in a measurement may be preceded by untimed ones
-(``Probe.warmup_calls``: BLAS wakes its threads); in a warm measurement of an op that fits in the
-cache (``CachePlan.rewarm``) one untimed call of the kernel follows each probe, which has streamed
-through the cache. With a ``snapshot`` reader, the OS's view of contention over the sampling phase is
-kept too, and a sample whose window the backend saw preempted (``last_preempted``) is left out of
-the statistics while enough clean samples remain.
-
-With ``setup`` (an in-place kernel that must start from fresh inputs, as pytest-benchmark's
-``pedantic(setup=...)``), every call of the kernel, warm-up and re-warming calls included, is a
-window of its own with ``setup()`` run before it on the host, outside the window (and before the
-flush, which then evicts what setup wrote): a CUDA event pair never spans host code. Samples are
-never batched then (k = 1), and the cache note says so. ``setup`` may return ``(args, kwargs)``
-for the next call, which then must be the only place the kernel's arguments come from. With a
-rotation planned with that setup (:attr:`.rotation.Rotation.reset`), the rotation's reset runs
-before every call in its place.
-
-One measurement runs at a time in a process (:func:`measuring_alone`): measurements on two threads
-take turns, as two at once would each slow the other's kernel and both read clean.
+"""The backend-neutral measurement loop: :func:`measure` checks its arguments, then warms the kernel
+up, picks how many calls a sample times, and hands the call to the sampler (:mod:`.sampling`), all
+against a :class:`Backend`. What each phase does and why is docs/measurement.md ("The phases of one
+measurement", "The time budget"); what only a backend's author needs, docs/development.md ("The
+engine's phases, for a backend's author"). One measurement runs at a time in a process
+(:func:`measuring_alone`): two on two threads would each slow the other's kernel and both read clean.
 """
 
 from __future__ import annotations
@@ -191,10 +128,11 @@ def measure(
     """Time ``fn(*args, **kwargs)`` under ``policy``; ``backend=None``: the process's :class:`CpuBackend`.
 
     ``setup``: called before every call, outside the timed window; it may return ``(args, kwargs)``
-    for that call (see the module docstring). ``cache``: how the cache is kept
-    (:class:`~.cache.CachePlan`): :data:`~.cache.FLUSHED` (a flush before every call, the default),
-    :data:`~.cache.WARM`, or :func:`~.cache.plan_cache`'s plan, whose rotation's copies the calls
-    then take in turn instead of ``args``. ``probe``: a reference kernel timed beside this one.
+    for that call, which then must be the only place the kernel's arguments come from. ``cache``:
+    how the cache is kept (:class:`~.cache.CachePlan`): :data:`~.cache.FLUSHED` (a flush before
+    every call, the default), :data:`~.cache.WARM`, or :func:`~.cache.plan_cache`'s plan, whose
+    rotation's copies the calls then take in turn instead of ``args``. ``probe``: a reference
+    kernel timed beside this one.
     ``snapshot``: reads the OS's contention counters (:func:`.contention.take_snapshot`).
     ``throttle``: a watch on the GPU's clocks (:class:`.clocks.ClockWatcher`); samples taken while
     they were slowed are left out, and the GPU rests after a round that ended so (:mod:`.throttle`).
