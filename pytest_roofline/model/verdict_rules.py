@@ -123,6 +123,7 @@ def _above_limit_in_noise(f: Facts) -> str | None:
 
 
 def _clocks_slowed(f: Facts) -> str | None:
+    # a GPU that slowed its clocks ran below the peaks it is judged against: not the kernel's miss
     m = f.measurement
     if m.clocks is not None and m.ran_slowed and f.lo < f.min_fraction:
         return f"the GPU slowed its clocks ({', '.join(m.clocks.reasons)})"

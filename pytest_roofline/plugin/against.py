@@ -9,9 +9,8 @@ The two talk over a socket pair (``multiprocessing.connection``), one message at
   (``run``); the follower runs it until its own ``roofline(...)`` call, prepares its kernel as the
   head did (its own copies, its own cache plan) and says so (``ready``, with the call's ``name=``).
   After the rounds it goes on to the test's next call while the head does, and the head times
-  nothing until it is ready there (:meth:`Against.wait_ready`). (Both sides preparing every call at
-  once cost a third less, but left the base idle while the head measured, and unchanged code read
-  up to 12% apart for a whole test beside a ``mem`` neighbour: docs/ci.md);
+  nothing until it is ready there (:meth:`Against.wait_ready`; why the first call is not prepared
+  on both sides at once: docs/ci.md);
 - then the two sides take turns on the device, in ABBA order (base, head, head, base, ...), each
   turn a short cold measurement of its own kernel (``round``, answered with its time and floor),
   until the paired interval decides (:func:`..model.pairing.decided`) or the test's budget for

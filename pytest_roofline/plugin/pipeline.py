@@ -126,8 +126,10 @@ def measure_call(
                 if state.against is not None:
                     unprobed = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
                     rounds = _Rounds(unprobed, est, state)
-                if partner is not None:  # a later call of a test the base is running: its test
-                    partner.wait_ready()  # goes on to that call meanwhile, which nothing timed may run beside
+                if partner is not None:
+                    # at a test's later call the base's test goes on to its own meanwhile, copies
+                    # and all: nothing of this side's is timed until it is ready there
+                    partner.wait_ready()
                 with failing_the_test(SetupError), _blocking(backend, request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
