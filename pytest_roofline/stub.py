@@ -110,14 +110,15 @@ class Untimed:
         from .errors import InvalidValueError, RooflineError
         from .model.devices import lookup
         from .model.estimate import estimate
+        from .model.keywords import CALL_KEYWORDS
         from .model.ops import get_op
-        from .plugin.marker import KEYWORDS, op_params, parametrize_values, read_marker
+        from .plugin.marker import op_params, parametrize_values, read_marker
 
         try:
             marker = read_marker(self._item)
             op = op or (marker.op if marker is not None else None)
             keywords = dict(marker.keywords) if marker is not None else {}
-            keywords.update((k, params.pop(k)) for k in KEYWORDS if k in params)  # budget, stat: unused
+            keywords.update((k, params.pop(k)) for k in CALL_KEYWORDS if k in params)  # budget, stat: unused
             device = device or keywords.get("device")
             if op is None or device is None:
                 raise InvalidValueError(

@@ -55,10 +55,6 @@ def _marker_signature(
     """The speed_of_light marker's real signature: binding to it catches typos and extra arguments."""
 
 
-#: the marker's keywords (a call to the fixture takes them too); any other keyword is an op parameter
-KEYWORDS = CALL_KEYWORDS
-
-
 @dataclass(frozen=True, slots=True)
 class MarkerArgs:
     """The speed_of_light markers on a test, merged (function over class over module) and checked."""
@@ -107,7 +103,7 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
             if op is not None and arguments["op"] != op:
                 params = {}  # a closer marker naming another op starts afresh
             op = arguments["op"]
-        own = {k: arguments[k] for k in KEYWORDS if arguments.get(k) is not None}
+        own = {k: arguments[k] for k in CALL_KEYWORDS if arguments.get(k) is not None}
         keywords = {**keywords, **own}  # the closer marker's, one by one
         params.update(arguments.get("params", {}))
     args = MarkerArgs(op=op, keywords=keywords, params=params)
@@ -207,10 +203,10 @@ def check_op_params(
     params = spec.canonical(params)
     for name in params:
         if name not in spec.param_names:  # a misspelled keyword (min_fracton) is as likely as a parameter
-            hint = did_you_mean(name, [*spec.param_names, *KEYWORDS])
+            hint = did_you_mean(name, [*spec.param_names, *CALL_KEYWORDS])
             raise OpError(
                 f"{spec.name} has no parameter {name!r}{hint}; "
-                f"it takes {spec.signature()} and the keywords {', '.join(KEYWORDS)}"
+                f"it takes {spec.signature()} and the keywords {', '.join(CALL_KEYWORDS)}"
             )
     if complete:
         missing = [p.name for p in spec.params if p.required and p.name not in params]

@@ -123,8 +123,12 @@ def measure_call(
                 with failing_the_test(RooflineError):  # a stream= the backend cannot take
                     measure_once = _measurer(kernel, request, plan, backend, reference, state, on_cpu=on_cpu)
                 rounds = None
-                if state.against is not None:
-                    unprobed = _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
+                if state.against is not None:  # rounds take no probe: the measurer without one
+                    unprobed = (
+                        measure_once
+                        if reference is None
+                        else _measurer(kernel, request, plan, backend, None, state, on_cpu=on_cpu)
+                    )
                     rounds = _Rounds(unprobed, est, state)
                 if partner is not None:
                     # at a test's later call the base's test goes on to its own meanwhile, copies

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import InvalidValueError
+from ..model.keywords import CALL_KEYWORDS
 from .marker import (
     FIXTURE,
-    KEYWORDS,
     MARKER,
     NO_OP_PARAMS,
     MarkerArgs,
@@ -120,7 +120,7 @@ def resolve(
     from ..model.ops import get_op
 
     parametrized = parametrize_values(item)
-    own = {k: call.pop(k) for k in KEYWORDS if k in call}
+    own = {k: call.pop(k) for k in CALL_KEYWORDS if k in call}
     keywords = {**marker.keywords, **own}  # the call's over the marker's, one by one
     dtype = keywords.get("dtype", parametrized.get("dtype"))
     inference = None
@@ -210,7 +210,7 @@ def split_keywords(spec: OpSpec | None, keywords: Mapping[str, Any]) -> tuple[di
     ours: dict[str, Any] = {}
     kernel: dict[str, Any] = {}
     for key, value in keywords.items():
-        is_ours = key in KEYWORDS or key in names or (key.endswith("_") and key[:-1] in names)
+        is_ours = key in CALL_KEYWORDS or key in names or (key.endswith("_") and key[:-1] in names)
         (ours if is_ours else kernel)[key] = value
     return ours, kernel
 
@@ -264,7 +264,7 @@ def check_takes(kernel: KernelCall, op: str) -> None:
             raise InvalidValueError(
                 f"{name!r} went to the kernel as a keyword, being neither a parameter of {spec.name} nor a"
                 f" keyword of the {FIXTURE} fixture, but the kernel takes no keyword {name!r}"
-                f"{did_you_mean(name, [*spec.param_names, *KEYWORDS, *takes])}"
+                f"{did_you_mean(name, [*spec.param_names, *CALL_KEYWORDS, *takes])}"
             )
 
 

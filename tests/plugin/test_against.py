@@ -309,6 +309,23 @@ def pytest_roofline_device(config, spec):  # this CPU, timed for real; a small c
     )
 """
 
+
+def against_itself_on_this_cpu(
+    pytester: pytest.Pytester, max_time: float, *options: str, **files: str
+) -> pytest.RunResult:
+    """``files`` committed as the base, on this CPU with a small cache, then compared with itself in
+    report mode (``--roofline-max-time=max_time``, no latency floor): the pytester run's result."""
+    pytester.makepyfile(**files)
+    pytester.makeconftest(SMALL_CACHE_CPU)
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    return pytester.runpytest(
+        "--roofline-against", "HEAD", "--roofline-mode=report", f"--roofline-max-time={max_time}",
+        "--roofline-latency-floor=off", *options,
+    )  # fmt: skip
+
+
 SCALE = """
 import os
 
@@ -345,15 +362,7 @@ def test_both_sides_time_their_kernels_on_copies_in_the_pool_they_share_and_on_o
     # still get the kernel's results (one untimed call); and which CPU each process ran on moved its
     # times by up to 15%: a single-threaded kernel's rounds run on one CPU, the same on both sides
     monkeypatch.setenv("SEEN_DIR", str(pytester.path))  # the base's test runs in its own checkout
-    pytester.makepyfile(test_pooled=POOLED, kernels=SCALE)
-    pytester.makeconftest(SMALL_CACHE_CPU)
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-q", "-m", "base")
-    result = pytester.runpytest(
-        "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.5",
-        "--roofline-latency-floor=off",
-    )  # fmt: skip
+    result = against_itself_on_this_cpu(pytester, 0.5, test_pooled=POOLED, kernels=SCALE)
     result.assert_outcomes(passed=1)
     for side in ("head", "base"):
         seen = json.loads((pytester.path / f"{side}.json").read_text())
@@ -416,16 +425,10 @@ def test_the_head_times_nothing_while_the_base_goes_on_to_its_next_call(
     # after a call's rounds, the base's test goes on to its next call (its own code, its copies) while
     # the head's does: the head's measurement of that call waits until the base is ready there
     monkeypatch.setenv("SEEN_DIR", str(pytester.path))
-    pytester.makepyfile(test_two_calls=TWO_CALLS, kernels=TIMESTAMPED)
-    pytester.makeconftest(SMALL_CACHE_CPU)
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-q", "-m", "base")
     report = pytester.path / "r.json"
-    result = pytester.runpytest(
-        "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.5",
-        "--roofline-latency-floor=off", f"--roofline-json={report}",
-    )  # fmt: skip
+    result = against_itself_on_this_cpu(
+        pytester, 0.5, f"--roofline-json={report}", test_two_calls=TWO_CALLS, kernels=TIMESTAMPED
+    )
     result.assert_outcomes(passed=1)
     head = json.loads((pytester.path / "head.json").read_text())["calls"]
     prepared = json.loads((pytester.path / "base.json").read_text())["prepared"]
@@ -482,16 +485,10 @@ def test_a_head_kernel_that_raises_after_the_base_is_ready_ends_the_base_s_test_
 ) -> None:
     # the base stood ready at its call when the head's kernel raised in its measurement: the base is
     # told to skip that call, and the next test pairs as usual
-    pytester.makepyfile(test_two=TWO_TESTS, kernels=RAISES_LATER)
-    pytester.makeconftest(SMALL_CACHE_CPU)
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-q", "-m", "base")
     report = pytester.path / "r.json"
-    result = pytester.runpytest(
-        "--roofline-against", "HEAD", "--roofline-mode=report", "--roofline-max-time=0.3",
-        "--roofline-latency-floor=off", f"--roofline-json={report}",
-    )  # fmt: skip
+    result = against_itself_on_this_cpu(
+        pytester, 0.3, f"--roofline-json={report}", test_two=TWO_TESTS, kernels=RAISES_LATER
+    )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: head broke*"])
     paired = vs_base(report)["test_next"]  # timed for real: which verdict is the machine's to say
