@@ -1,7 +1,7 @@
 """A fake clock and a scripted timer backend, for deterministic tests of timing logic.
 
 ``FakeClock`` keeps integer nanoseconds, so scripted durations add up exactly. ``FakeBackend``
-implements the :class:`pytest_roofline.timing.base.Backend` protocol: every call of the kernel
+is a :class:`pytest_roofline.timing.base.Backend`: every call of the kernel
 advances the clock by a scripted duration, a flush advances it by ``flush_s``, and every request
 is recorded in ``runs`` (one :class:`Run` per ``run()``) and ``events`` (``"flush"``/``"window"``).
 ``Overlap`` and ``in_threads`` check that measurements on two threads take turns.
@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+from pytest_roofline.timing.base import Backend
 
 Durations = float | Sequence[float] | Callable[[int], float]
 
@@ -43,7 +45,7 @@ class Run(NamedTuple):
     flush: bool
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     """A Backend whose kernel durations come from a script.
 
     ``durations`` gives the seconds of the i-th kernel call (0-based, over the backend's life):
@@ -61,8 +63,10 @@ class FakeBackend:
         resolution_s: float = 1e-6,
         flush_s: float = 0.0,
         device_name: str = "fake device",
+        flush_bytes: int | None = None,
     ) -> None:
         self._durations = durations
+        self._flush_bytes = flush_bytes
         self.fake_clock = FakeClock() if clock is None else clock
         self.resolution_s = resolution_s
         self.flush_s = flush_s
@@ -70,6 +74,10 @@ class FakeBackend:
         self.runs: list[Run] = []
         self.events: list[str] = []
         self.calls = 0
+
+    @property
+    def flush_bytes(self) -> int | None:
+        return self._flush_bytes
 
     def clock(self) -> float:
         return self.fake_clock.now()

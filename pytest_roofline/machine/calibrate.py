@@ -47,7 +47,7 @@ from .cpu_ceilings import (
 from .files import cache_dir, can_lock, lock, open_lock_file
 
 if TYPE_CHECKING:
-    from .cpupeak import CpuPeak
+    from ..model.peaks import CpuPeak
 
 __all__ = [
     "calibrate_cpu",

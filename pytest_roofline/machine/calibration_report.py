@@ -10,8 +10,8 @@ from ..model.devices import GB, describe_cache, describe_peaks
 from ..model.units import whole_binary_bytes
 
 if TYPE_CHECKING:
+    from ..model.peaks import CpuPeak
     from .calibration_cache import Calibration
-    from .cpupeak import CpuPeak
 
 __all__ = ["cache_rows", "format_calibration"]
 

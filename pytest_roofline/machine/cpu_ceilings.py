@@ -61,9 +61,9 @@ from .calibration_cache import Ceilings, plain_rate
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..model.peaks import CpuPeak
     from ..timing.host_caches import CacheInfo
     from .capacity import Sweep
-    from .cpupeak import CpuPeak
 
 __all__ = [
     "ARRAY_MEMORY_SHARE",

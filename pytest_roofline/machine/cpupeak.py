@@ -26,11 +26,11 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidValueError
 from ..model.core import Precision
+from ..model.peaks import CpuPeak
 from ..model.units import flop_rate
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "ARM_PARTS",
     "BOOST_ALLOWANCE",
     "X86_FP64",
-    "CpuPeak",
     "check_rate",
     "cpu_peak",
     "derive_peak",
@@ -82,56 +81,6 @@ ARM_PARTS: Mapping[tuple[int, int], tuple[str, int]] = {
 ARM_DEFAULT_FP64 = 24
 
 _MODEL_CLOCK = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class CpuPeak:
-    """This CPU's theoretical peak: ``cores × clock_hz × FLOPs per cycle``, an upper bound."""
-
-    #: logical CPUs this process may run on (SMT siblings included: an upper bound)
-    cores: int
-    #: the highest clock any core may run at, in Hz
-    clock_hz: float
-    #: where the clock came from, for people (``"cpufreq max"``, ``"cpu MHz 2445 × 2 boost allowance"``)
-    clock_source: str
-    #: the widest vector ISA the flags show: ``"AVX-512"``, ``"AVX2+FMA"``, ``"NEON"``, ``"SVE"``, ...
-    isa: str
-    #: fp64 FLOPs per cycle per core
-    fp64_per_cycle: int
-    #: fp32 FLOPs per cycle per core
-    fp32_per_cycle: int
-
-    def flops(self, precision: Precision) -> float:
-        """The peak FLOP/s for ``precision``: fp64's figure, or fp32's for fp32 and every narrower format.
-
-        tf32, fp16, bf16 and fp8 take fp32's figure: numpy has no CPU path for them that is faster
-        than fp32 (it computes fp16 through fp32), so fp32's peak is their honest upper bound. Complex
-        work is judged at its parts' precision (fp64 for complex128); integer operations are not
-        FLOPs, and nothing here bounds them.
-        """
-        return self.cores * self.clock_hz * self.per_cycle(precision)
-
-    def per_cycle(self, precision: Precision) -> int:
-        """FLOPs per cycle per core for ``precision`` (fp32's for every format narrower than fp64)."""
-        return self.fp64_per_cycle if precision is Precision.FP64 else self.fp32_per_cycle
-
-    def formula(self, precision: Precision = Precision.FP64) -> str:
-        """``2 cores × 4.89 GHz (cpu MHz 2445 × 2 boost allowance) × 16 fp64 FLOP/cycle (AVX2+FMA)``."""
-        cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
-        label = Precision.FP64 if precision is Precision.FP64 else Precision.FP32
-        return (
-            f"{cores} × {self.clock_hz / 1e9:.2f} GHz ({self.clock_source}) × "
-            f"{self.per_cycle(precision)} {label} FLOP/cycle ({self.isa})"
-        )
-
-    def rates(self) -> str:
-        """``157 GFLOP/s fp64, 313 GFLOP/s fp32``."""
-        fp64, fp32 = self.flops(Precision.FP64), self.flops(Precision.FP32)
-        return f"{flop_rate(fp64)} fp64, {flop_rate(fp32)} fp32"
-
-    def describe(self) -> str:
-        """One line: ``theoretical peak <formula> = <rates>``."""
-        return f"theoretical peak {self.formula()} = {self.rates()}"
 
 
 def check_rate(flops_per_s: float, precision: Precision, peak: CpuPeak | None) -> str | None:

@@ -1,4 +1,5 @@
-"""User ceilings files (``--roofline-peaks FILE``) and the peak keys they use (``"bf16:tensor"``).
+"""User ceilings files (``--roofline-peaks FILE``) and the peak keys they use (``"bf16:tensor"``); a
+CPU's theoretical peak (:class:`CpuPeak`, worked out from the machine by :mod:`..machine.cpupeak`).
 
 A ceilings file, read by :func:`load_peaks_file`, is a JSON object::
 
@@ -32,15 +33,15 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import InvalidValueError
 from .core import ACCEPTED_DTYPES, Device, Figure, Kind, Precision, Source, Unit, did_you_mean, parse_dtype
 from .devices import GB, DeviceError, MiB, slug
-from .units import brief
+from .units import brief, flop_rate
 
-__all__ = ["load_peaks_file", "parse_peak_key", "peak_key", "peaks_file_kind"]
+__all__ = ["CpuPeak", "load_peaks_file", "parse_peak_key", "peak_key", "peaks_file_kind"]
 
 
 def peak_key(precision: Precision, unit: Unit) -> str:
@@ -225,3 +226,53 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
             raise _DuplicateKey(name)
         result[name] = value
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class CpuPeak:
+    """This CPU's theoretical peak: ``cores × clock_hz × FLOPs per cycle``, an upper bound."""
+
+    #: logical CPUs this process may run on (SMT siblings included: an upper bound)
+    cores: int
+    #: the highest clock any core may run at, in Hz
+    clock_hz: float
+    #: where the clock came from, for people (``"cpufreq max"``, ``"cpu MHz 2445 × 2 boost allowance"``)
+    clock_source: str
+    #: the widest vector ISA the flags show: ``"AVX-512"``, ``"AVX2+FMA"``, ``"NEON"``, ``"SVE"``, ...
+    isa: str
+    #: fp64 FLOPs per cycle per core
+    fp64_per_cycle: int
+    #: fp32 FLOPs per cycle per core
+    fp32_per_cycle: int
+
+    def flops(self, precision: Precision) -> float:
+        """The peak FLOP/s for ``precision``: fp64's figure, or fp32's for fp32 and every narrower format.
+
+        tf32, fp16, bf16 and fp8 take fp32's figure: numpy has no CPU path for them that is faster
+        than fp32 (it computes fp16 through fp32), so fp32's peak is their honest upper bound. Complex
+        work is judged at its parts' precision (fp64 for complex128); integer operations are not
+        FLOPs, and nothing here bounds them.
+        """
+        return self.cores * self.clock_hz * self.per_cycle(precision)
+
+    def per_cycle(self, precision: Precision) -> int:
+        """FLOPs per cycle per core for ``precision`` (fp32's for every format narrower than fp64)."""
+        return self.fp64_per_cycle if precision is Precision.FP64 else self.fp32_per_cycle
+
+    def formula(self, precision: Precision = Precision.FP64) -> str:
+        """``2 cores × 4.89 GHz (cpu MHz 2445 × 2 boost allowance) × 16 fp64 FLOP/cycle (AVX2+FMA)``."""
+        cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
+        label = Precision.FP64 if precision is Precision.FP64 else Precision.FP32
+        return (
+            f"{cores} × {self.clock_hz / 1e9:.2f} GHz ({self.clock_source}) × "
+            f"{self.per_cycle(precision)} {label} FLOP/cycle ({self.isa})"
+        )
+
+    def rates(self) -> str:
+        """``157 GFLOP/s fp64, 313 GFLOP/s fp32``."""
+        fp64, fp32 = self.flops(Precision.FP64), self.flops(Precision.FP32)
+        return f"{flop_rate(fp64)} fp64, {flop_rate(fp32)} fp32"
+
+    def describe(self) -> str:
+        """One line: ``theoretical peak <formula> = <rates>``."""
+        return f"theoretical peak {self.formula()} = {self.rates()}"

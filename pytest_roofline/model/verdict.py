@@ -28,8 +28,9 @@ from .core import Estimate, Figure, Source
 from .held_clock import HeldClock
 from .measurement import Measurement
 from .paired_ceilings import BANDWIDTH, PairedCeiling, ProbeReference, pair, paired_floor_s
+from .peaks import CpuPeak
 from .stats import MIN_PRECISION_SAMPLES, Stats
-from .verdict_rules import RULES, Facts, TheoreticalPeak
+from .verdict_rules import RULES, Facts
 
 if TYPE_CHECKING:
     from .inference import Inference
@@ -244,7 +245,7 @@ def judge(
     min_fraction: float,
     *,
     reference: ProbeReference | None = None,
-    peak: TheoreticalPeak | None = None,
+    peak: CpuPeak | None = None,
     latency_floor_s: float = 0.0,
     inference: Inference | None = None,
 ) -> Judgement:
@@ -288,7 +289,7 @@ def _judge(
     min_fraction: float,
     *,
     reference: ProbeReference | None,
-    peak: TheoreticalPeak | None,
+    peak: CpuPeak | None,
     latency_floor_s: float,
 ) -> Judgement:
     m = measurement
@@ -372,7 +373,7 @@ def result_of(
     name: str = "",
     nodeid: str = "",
     reference: ProbeReference | None = None,
-    peak: TheoreticalPeak | None = None,
+    peak: CpuPeak | None = None,
     latency_floor_s: float = 0.0,
     inference: Inference | None = None,
     spent_s: float = 0.0,
@@ -416,7 +417,7 @@ def decide(
     name: str = "",
     nodeid: str = "",
     reference: ProbeReference | None = None,
-    peak: TheoreticalPeak | None = None,
+    peak: CpuPeak | None = None,
     latency_floor_s: float = 0.0,
     suspect: Callable[[Result], bool] | None = None,
     inference: Inference | None = None,

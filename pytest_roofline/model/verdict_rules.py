@@ -7,31 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 from . import units
-from .core import Estimate, Precision
+from .core import Estimate
 from .measurement import Measurement
 from .paired_ceilings import PairedCeiling
 
 if TYPE_CHECKING:
     from .conditions import Contention
+    from .peaks import CpuPeak
 
 #: the verdicts a rule gives (:class:`.verdict.Verdict`'s values)
 VerdictName = Literal["pass", "MISS", "inconclusive", "faster-than-light"]
-
-
-class TheoreticalPeak(Protocol):
-    """What the verdict reads of a CPU's theoretical peak (:class:`pytest_roofline.machine.cpupeak.CpuPeak`),
-    above which a FLOP rate is a counting bug."""
-
-    def flops(self, precision: Precision) -> float:
-        """The peak FLOP/s for ``precision``."""
-        ...
-
-    def describe(self) -> str:
-        """One line naming the peak and how it was worked out."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +38,7 @@ class Facts:
     kernel_ci: float
     limit: float
     ceiling: PairedCeiling | None
-    peak: TheoreticalPeak | None
+    peak: CpuPeak | None
     #: why a multi-threaded kernel's threads waited for a core ("" where they did not)
     waited: str
     #: the OS's readings, where they say heavy contention

@@ -89,28 +89,19 @@ def pytest_roofline_backend(config: pytest.Config, device: Device, spec: str) ->
     """Provide the timer that measures on ``device``; the first result wins.
 
     Called once per device spec and session. The built-in implementation returns the host timer
-    for ``cpu`` devices and CUDA events through CuPy otherwise. Return any object with the
-    :class:`pytest_roofline.timing.base.Backend` protocol to time kernels another way (a PyTorch
-    stream, a simulator, a fixed-resolution timer).
+    for ``cpu`` devices and CUDA events through CuPy otherwise. Return a subclass of
+    :class:`pytest_roofline.timing.base.Backend` to time kernels another way (a PyTorch stream, a
+    simulator, a fixed-resolution timer).
 
-    The contract: ``name``, ``device_name``, ``resolution_s`` (the shortest window it times
-    faithfully), ``clock()`` (host seconds, for the time budget) and ``run(fn, args, *, calls,
-    samples, flush)`` returning ``samples`` window times in seconds, each the total of ``calls``
-    back-to-back calls, the cache flushed before each window when ``flush`` is true. The plugin
-    then asks for capabilities, each a small protocol in :mod:`pytest_roofline.timing.base`, by
-    what the backend has, never by its class or name; implement those that apply:
-
-    - ``HostReadings`` (``last_parallelism``, ``last_cpu_share``, ``last_thread_wait``,
-      ``last_preempted``, read after each ``run``): it times host code, so the plugin also times
-      contention probes beside the kernel and reads the OS's contention counters.
-    - ``WatchesClocks`` (``watch_clocks()``, a context manager whose value has ``.log``): the
-      device's clocks are watched over every measurement.
-    - ``TakesStreams`` (``on_stream(stream)``, a context manager): a marker's or call's
-      ``stream=`` reaches it; without it, ``stream=`` fails the test.
-    - ``HoldsLaunches`` (``blocking(setting)``, a context manager): a marker's or call's
-      ``block=`` reaches it; without it, ``block=`` changes nothing.
-    - ``MeasuresLatencyFloor`` (``latency_floor_s(*, flushed=False)``, seconds): what an empty call
-      costs on its timer, which a kernel is judged latency-bound against; without it, 0.
+    It implements ``clock()`` (host seconds, for the time budget) and ``run(fn, args, *, calls,
+    samples, flush)``, returning ``samples`` window times in seconds, each the total of ``calls``
+    back-to-back calls, the cache flushed before each window when ``flush`` is true; and sets
+    ``name``, ``device_name`` and ``resolution_s`` (the shortest window it times faithfully). The
+    base class's other members are capabilities that do nothing until overridden: ``times_host``
+    and the ``last_*`` readings (contention probes and the OS's counters beside the kernel),
+    ``watch_clocks()``, ``on_stream(stream)`` (without it ``stream=`` fails the test),
+    ``blocking(setting)``, ``latency_floor_s()``, ``flush_cache()``, ``prepare_flush()``,
+    ``release_memory()``, ``flush_bytes`` and ``graph`` (docs/development.md).
 
     Example::
 

@@ -15,21 +15,18 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidValueError, RooflineError
+from ..errors import RooflineError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from ..model.core import Device, Estimate
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
     from ..model.pairing import Round, Side
+    from ..model.peaks import CpuPeak
     from ..model.verdict import Result
-    from ..model.verdict_rules import TheoreticalPeak
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.calls import KernelCall
-    from ..timing.clocks import ClockWatcher
     from .against import Against, Follower
     from .request import Request
     from .run_devices import Devices
@@ -88,7 +85,6 @@ def measure_call(
         backend = devices.backend(request.device_spec, device)
     from ..machine.cpupeak import cpu_peak
     from ..timing import backend_latency
-    from ..timing.base import HostReadings
     from ..timing.cache import plan_cache
     from ..timing.engine import measuring_alone
 
@@ -98,7 +94,7 @@ def measure_call(
         if request.cache == "warm":
             with failing_the_test(RooflineError):
                 est = warm_floor(est, devices.with_cache_levels(request.device_spec))
-        on_cpu = isinstance(backend, HostReadings)  # it times host code: the host's load matters
+        on_cpu = backend.times_host  # it times host code: the host's load matters
         partner = _partner(state)
         # the base's side of an A/B comparison times rounds alone, which take no probe
         following = state.against is not None and state.against.follows
@@ -134,7 +130,7 @@ def measure_call(
                     # at a test's later call the base's test goes on to its own meanwhile, copies
                     # and all: nothing of this side's is timed until it is ready there
                     partner.wait_ready()
-                with failing_the_test(SetupError), _blocking(backend, request.block):
+                with failing_the_test(SetupError), backend.blocking(request.block):
                     latency_floor_s = 0.0
                     if settings.latency_floor == "on":
                         latency_floor_s = backend_latency.latency_floor_s(
@@ -149,7 +145,7 @@ def measure_call(
             finally:
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
-                    _release_memory(backend)
+                    backend.release_memory()
     if waited:
         state.say_once(
             "waited",
@@ -187,7 +183,7 @@ def _measured(
     remeasure: bool,
     nodeid: str,
     reference: ProbeReference | None,
-    peak: TheoreticalPeak | None,
+    peak: CpuPeak | None,
     latency_floor_s: float,
     suspect: Callable[[Result], bool] | None,
     rounds: _Rounds | None,
@@ -297,9 +293,8 @@ def _measurer(
     """``measure_once(budget_s)``: the engine, with this kernel's cache plan, probe and OS readings."""
     import dataclasses
 
-    from ..timing.clocks import unwatched_note
+    from ..timing.clocks import ClockWatcher, unwatched_note
     from ..timing.engine import measure
-    from ..timing.throttle import Throttle
 
     policy = request.policy
     snapshot = None
@@ -308,7 +303,7 @@ def _measurer(
 
         snapshot = take_snapshot
 
-    on_stream = _stream_of(backend, request.stream)
+    backend.on_stream(request.stream)  # refused here, before any timing, by a backend that times no stream
     probe = None
     if reference is not None:  # built inside the device lock, in the budget: it allocates its arrays
         from ..timing.probes import probe_for
@@ -318,9 +313,9 @@ def _measurer(
     def measure_once(budget_s: float) -> Measurement:
         __tracebackhide__ = True
         budgeted = dataclasses.replace(policy, max_time_s=budget_s)
-        with on_stream(request.stream), watching(backend) as watcher:
+        with backend.on_stream(request.stream), backend.watch_clocks() as watcher:
             # a watcher that can say which samples ran at slowed clocks has them left out
-            throttle = watcher if isinstance(watcher, Throttle) else None
+            throttle = watcher if isinstance(watcher, ClockWatcher) else None
             m = measure(
                 kernel.fn, *kernel.args, kwargs=kernel.kwargs, setup=kernel.setup, policy=budgeted,
                 backend=backend, probe=probe, snapshot=snapshot, cache=plan, throttle=throttle,
@@ -352,62 +347,12 @@ def _probe_reference(est: Estimate, devices: Devices, state: RunState) -> ProbeR
     return cpu_calibration().probes.get(resource_of(est))
 
 
-# - what a backend can do beyond timing: asked of the backend at hand -
-
-
 def _prepare_flush(backend: Backend, bandwidth: float) -> None:
-    """Before a cold measurement: the backend's flush buffer made (once a process, outside any budget)
-    where it makes one on first use, and what a flush should cost before the engine has seen one:
-    the buffer it reads, at the device's bandwidth (:func:`..timing.budget.expect_flush`)."""
-    from ..timing.base import PreparesFlush, SizesFlush
+    """Before a cold measurement: the backend's flush buffer made (once a process, outside any budget),
+    and what a flush should cost before the engine has seen one: the buffer it reads, at the device's
+    bandwidth (:func:`..timing.budget.expect_flush`)."""
     from ..timing.budget import expect_flush
 
-    if isinstance(backend, PreparesFlush):
-        backend.prepare_flush()
-    if isinstance(backend, SizesFlush) and bandwidth > 0:
+    backend.prepare_flush()
+    if backend.flush_bytes is not None and bandwidth > 0:
         expect_flush(backend, backend.flush_bytes / bandwidth)
-
-
-def _release_memory(backend: Backend) -> None:
-    """The backend's ``release_memory()`` (a GPU's flush buffer and CuPy's free blocks), if it has one."""
-    from ..timing.base import ReleasesMemory
-
-    if isinstance(backend, ReleasesMemory):
-        backend.release_memory()
-
-
-def _blocking(backend: Backend, block: str | None) -> AbstractContextManager[object]:
-    """The backend's ``blocking(block)`` (a marker's or call's ``block=``), or a no-op."""
-    from ..timing.base import HoldsLaunches
-
-    if block is None or not isinstance(backend, HoldsLaunches):
-        return contextlib.nullcontext()
-    return backend.blocking(block)
-
-
-@contextlib.contextmanager
-def watching(backend: Backend) -> Iterator[ClockWatcher | None]:
-    """The backend's clock watcher around a measurement (a GPU's, through NVML), or None for a backend
-    that has none."""
-    from ..timing.base import WatchesClocks
-
-    if not isinstance(backend, WatchesClocks):
-        yield None
-        return
-    with backend.watch_clocks() as watcher:
-        yield watcher
-
-
-def _stream_of(backend: Backend, stream: object) -> Callable[[object], AbstractContextManager[object]]:
-    """The backend's ``on_stream``, or, without a stream, a no-op; a stream given to a backend that
-    cannot take one is a ValueError naming both."""
-    from ..timing.base import TakesStreams
-
-    if stream is None:
-        return lambda _: contextlib.nullcontext()
-    if not isinstance(backend, TakesStreams):
-        raise InvalidValueError(
-            f"stream={stream!r} was given, but this measurement runs on the {backend.name!r} backend,"
-            " which times no CUDA stream"
-        )
-    return backend.on_stream

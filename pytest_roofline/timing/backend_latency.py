@@ -1,15 +1,15 @@
 """The latency floor a backend's measurements are judged against: what an empty call costs on its
 timer, measured once per process, device and mode.
 
-A backend with :class:`~pytest_roofline.timing.base.MeasuresLatencyFloor` answers for itself. The
-plugin's own backends have theirs measured here, outside the backend classes: measuring a floor
-runs the engine, and the engine builds the default CPU backend, so a backend cannot own its floor's
-measurement without a cycle. Any other backend has none (0): the plugin cannot time its calls empty.
+A backend that knows its floor says so (:meth:`~pytest_roofline.timing.base.Backend.latency_floor_s`).
+The plugin's own backends have theirs measured here, outside their classes: a floor is measured by
+the engine, which builds the default CPU backend, so a backend class cannot own that measurement
+without an import cycle. Any other backend has none (0): the plugin cannot time its calls empty.
 """
 
 from __future__ import annotations
 
-from pytest_roofline.timing.base import Backend, MeasuresLatencyFloor
+from pytest_roofline.timing.base import Backend
 
 #: a floor measured for a test (the first of its kind in the process) takes at most this share of
 #: that test's time budget, which pays for it
@@ -23,8 +23,9 @@ def latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float 
     empty call. ``budget_s``: the time budget of the measurement that pays for it, if it is
     measured now: the CPU's (a flush before each of its samples) then takes at most
     :data:`MAX_FLOOR_SHARE` of it."""
-    if isinstance(backend, MeasuresLatencyFloor):
-        return backend.latency_floor_s(flushed=flushed)
+    own = backend.latency_floor_s(flushed=flushed)
+    if own is not None:
+        return own
     from pytest_roofline.timing.cpu import CpuBackend
 
     if isinstance(backend, CpuBackend):

@@ -1,29 +1,19 @@
-"""The contract between the backend-neutral engine and a timer backend.
+"""The contract between the backend-neutral engine and a timer backend: :class:`Backend`.
 
-A backend knows only how to open and close a timed window around some calls, how to flush
-the cache outside that window, and what its host clock reads. Warm-up, batching, stopping and
-statistics all live in :mod:`pytest_roofline.timing.engine`, so they are tested once, on the
-CPU, with a fake clock.
-
-Beyond :class:`Backend`, a backend may have capabilities, each a small protocol the plugin asks for
-with ``isinstance`` (never by the backend's class or name): :class:`HostReadings` (it times host
-code and reads the OS during its windows), :class:`WatchesClocks` (its device's clocks during a
-measurement), :class:`TakesStreams` (a caller's ``stream=``), :class:`HoldsLaunches` (a caller's
-``block=``), :class:`MeasuresLatencyFloor` (what an empty call costs on its timer),
-:class:`ReleasesMemory` (device memory it holds between measurements), :class:`SizesFlush` (the
-bytes its flush reads), :class:`PreparesFlush` (its flush buffer made ahead), and, asked by the
-engine, :class:`FlushesCache` (a flush outside any window) and :class:`ReplaysGraphs` (windows that
-replay a captured graph). A backend served by the ``pytest_roofline_backend`` hook gets each one it
-implements.
+A backend knows only how to open and close a timed window around some calls, how to flush the
+cache outside that window, and what its host clock reads. Warm-up, batching, stopping and
+statistics all live in :mod:`pytest_roofline.timing.engine`, so they are tested once, on the CPU,
+with a fake clock.
 """
 
 from __future__ import annotations
 
 import gc
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidValueError
 
@@ -88,8 +78,12 @@ class Probe:
         check_count("warmup_calls", self.warmup_calls, minimum=0)
 
 
-class Backend(Protocol):
-    """What the engine needs from a timer. Implementations: ``cpu.CpuBackend``, ``cuda.CudaBackend``."""
+class Backend(ABC):
+    """A timer the engine measures with (``cpu.CpuBackend``, ``cuda.CudaBackend``, or a plugin's,
+    served by the ``pytest_roofline_backend`` hook). Every backend times windows (:meth:`run`) and
+    reads a host clock (:meth:`clock`); the rest are capabilities, each a default here that does
+    nothing, which a backend that has the capability overrides (docs/development.md, "A timer backend
+    of your own")."""
 
     #: "cpu" or "cuda"
     name: str
@@ -97,11 +91,36 @@ class Backend(Protocol):
     device_name: str
     #: the shortest window this timer resolves faithfully, its own overhead included, in seconds
     resolution_s: float
+    #: it times code on the host CPU: the plugin also times contention probes beside the kernel,
+    #: reads the OS's contention counters over the sampling and judges against the CPU's measured
+    #: peak; the engine keeps the ``last_*`` readings below, which such a backend sets at every run
+    times_host: bool = False
+    #: of the last run: the process's CPU time over the thread's (the kernel's own threads), or None
+    last_parallelism: float | None = None
+    #: of the last run: thread CPU time over wall time, or None
+    last_cpu_share: float | None = None
+    #: of the last run: the kernel's threads and the share of it they waited, or None
+    last_thread_wait: ThreadWait | None = None
+    #: of the last run: which windows the OS preempted (empty: it cannot tell)
+    last_preempted: Sequence[bool] = ()
+    #: of the last run: minor page faults per call (None: not known); a warm-up whose calls still
+    #: fault has not settled
+    last_page_faults: float | None = None
+    #: every window replays one captured graph (``cuda.CudaBackend(graph=True)``): a window of k
+    #: rotated calls touches the same k sets each time, so the engine captures a whole cycle or flushes
+    graph: bool = False
 
+    @property
+    def flush_bytes(self) -> int | None:
+        """Bytes one flush reads (None: not known): before the engine has seen a flush, the plugin
+        expects one to cost that at the device's bandwidth (:func:`.budget.expect_flush`)."""
+        return None
+
+    @abstractmethod
     def clock(self) -> float:
         """Host monotonic time in seconds: wall-time accounting and the time budget."""
-        ...
 
+    @abstractmethod
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
     ) -> list[float]:
@@ -111,109 +130,42 @@ class Backend(Protocol):
         window's elapsed seconds (the total for its ``calls`` calls, not divided). A backend may
         queue all windows and synchronize once at the end (CUDA does).
         """
-        ...
 
+    def flush_cache(self) -> None:
+        """A flush outside any window: here a window of an empty call with its flush, which a
+        graph-mode backend would have to capture (nothing, and refused), so it flushes its own way."""
+        self.run(empty_call, (), calls=1, samples=1, flush=True)
 
-# -- capabilities: what a backend may do beyond timing windows -------------------------------------
+    def prepare_flush(self) -> object:
+        """Make the flush buffer ahead, where one is made on first use: the plugin calls it before a
+        cold measurement, so that making it (once a process) is no measurement's cost."""
+        return None
 
+    def release_memory(self) -> None:
+        """Give back device memory held between measurements (a flush buffer, a pool's free blocks):
+        the plugin asks after a measurement that flushed, for the tests' own allocators."""
+        return None
 
-@runtime_checkable
-class HostReadings(Protocol):
-    """A backend that times code on the host CPU and reads the OS around each :meth:`Backend.run`
-    (``cpu.CpuBackend``). The engine keeps these readings with the measurement; the plugin, seeing
-    this capability, also times contention probes beside the kernel, reads the OS's contention
-    counters over the sampling phase, and judges against the CPU's measured peak."""
+    def watch_clocks(self, interval_s: float = 0.02) -> AbstractContextManager[ClockWatcher | None]:
+        """A watch on the device's clocks over a measurement (its value has ``.log``); None: not watched."""
+        return nullcontext(None)
 
-    #: process CPU time over thread CPU time in the last run (the kernel's own threads), or None
-    last_parallelism: float | None
-    #: thread CPU time over wall time in the last run, or None
-    last_cpu_share: float | None
-    #: the threads of the last run and the share of it they waited, or None
-    last_thread_wait: ThreadWait | None
-    #: which windows of the last run the OS preempted (empty: it cannot tell)
-    last_preempted: list[bool]
-    # The engine also reads ``last_page_faults`` where a backend has one (minor page faults per call
-    # of the last run; None: not known): a warm-up whose calls still fault has not settled.
+    def on_stream(self, stream: object | None) -> AbstractContextManager[object]:
+        """Time on ``stream``, a marker's or call's ``stream=``; this backend times none, and refuses one."""
+        if stream is not None:
+            raise InvalidValueError(
+                f"stream={stream!r} was given, but this measurement runs on the {self.name!r} backend,"
+                " which times no CUDA stream"
+            )
+        return nullcontext()
 
+    def blocking(self, setting: bool | str | None) -> AbstractContextManager[object]:
+        """Windows held by a blocking kernel as ``setting`` (a marker's or call's ``block=``) says;
+        here ``block=`` changes nothing."""
+        return nullcontext()
 
-@runtime_checkable
-class WatchesClocks(Protocol):
-    """A backend whose device's clocks can be watched over a measurement (``cuda.CudaBackend``, through
-    NVML): the plugin wraps every measurement in ``with backend.watch_clocks() as watcher:`` and reads
-    ``watcher.log`` (a :class:`~pytest_roofline.model.conditions.ClockLog`)."""
-
-    def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher: ...
-
-
-@runtime_checkable
-class TakesStreams(Protocol):
-    """A backend that times on a stream the caller names (``cuda.CudaBackend``): a marker's or call's
-    ``stream=`` is handed to ``on_stream`` around the measurement. A ``stream=`` given to a backend
-    without this capability is an error naming both."""
-
-    def on_stream(self, stream: object | None) -> AbstractContextManager[object]: ...
-
-
-@runtime_checkable
-class HoldsLaunches(Protocol):
-    """A backend whose windows a blocking kernel may hold (``cuda.CudaBackend``): a marker's or call's
-    ``block=`` (``"auto"``, ``"on"``, ``"off"``) is handed to ``blocking`` around the measurement;
-    without this capability ``block=`` changes nothing."""
-
-    def blocking(self, setting: bool | str | None) -> AbstractContextManager[object]: ...
-
-
-@runtime_checkable
-class FlushesCache(Protocol):
-    """A backend that flushes its cache outside any window (``cuda.CudaBackend``): the engine flushes
-    with it where it wants a flush alone. Without it the engine asks for a window of an empty call
-    with ``flush=True``, which a graph-mode backend would have to capture (nothing, and refused)."""
-
-    def flush_cache(self) -> None: ...
-
-
-@runtime_checkable
-class SizesFlush(Protocol):
-    """A backend whose flush reads a buffer of a known size (``cpu.CpuBackend``, ``cuda.CudaBackend``):
-    before the engine has seen one, the plugin expects a flush to cost that buffer at the device's
-    bandwidth (:func:`.budget.expect_flush`), which chooses between it and rotation's untimed cycle."""
-
-    flush_bytes: int
-
-
-@runtime_checkable
-class PreparesFlush(Protocol):
-    """A backend that makes its flush buffer on first use (``cpu.CpuBackend``): the plugin has it made
-    before a cold measurement, so that making it (once a process) is no measurement's cost."""
-
-    def prepare_flush(self) -> object: ...
-
-
-@runtime_checkable
-class ReplaysGraphs(Protocol):
-    """A backend whose windows may replay one captured CUDA graph (``cuda.CudaBackend``, ``graph``
-    True): every window replays the calls captured once, so a window of k rotated calls touches the
-    same k argument sets each time, and the engine captures a whole rotation cycle or flushes."""
-
-    graph: bool
-
-
-@runtime_checkable
-class ReleasesMemory(Protocol):
-    """A backend that holds device memory between measurements (``cuda.CudaBackend``: its flush
-    buffer, CuPy's pool of freed blocks): the plugin asks it to give that back after a measurement
-    that flushed, so that the tests' own kernels (PyTorch's allocator) can use it."""
-
-    def release_memory(self) -> None: ...
-
-
-@runtime_checkable
-class MeasuresLatencyFloor(Protocol):
-    """A backend that knows the shortest time a call can show on its timer (an empty call's, in
-    seconds), measured once and kept. With ``--roofline-latency-floor on`` a kernel whose roofline
-    floor is below it is judged latency-bound. ``flushed``: the kernel is timed right after a cache
-    flush. The plugin's own backends have their floors measured by
-    :func:`pytest_roofline.timing.backend_latency.latency_floor_s`; another backend without this
-    capability has none (0)."""
-
-    def latency_floor_s(self, *, flushed: bool = False) -> float: ...
+    def latency_floor_s(self, *, flushed: bool = False) -> float | None:
+        """What an empty call costs on this timer, in seconds (``flushed``: right after a cache
+        flush), where the backend knows; None: the plugin measures the floor of its own backends
+        (:mod:`.backend_latency`), and any other has none."""
+        return None

@@ -59,13 +59,10 @@ def _short(value: object) -> str:
 
 
 def check_backend(backend: object) -> None:
-    missing = [
-        attr for attr in ("name", "device_name", "resolution_s", "clock", "run") if not hasattr(backend, attr)
-    ]
-    if missing:
+    if not isinstance(backend, Backend):
         raise InvalidTypeError(
-            f"backend must implement the Backend protocol;"
-            f" {type(backend).__name__} lacks {', '.join(missing)}"
+            f"backend must be a pytest_roofline.timing.base.Backend (a subclass of it);"
+            f" got {backend!r} ({type(backend).__name__})"
         )
 
 
@@ -77,8 +74,8 @@ def run_windows(
     windows = backend.run(fn, args, calls=calls, samples=samples, flush=flush)
     if len(windows) != samples:
         raise RuntimeError(f"backend {backend.name!r} returned {len(windows)} windows for {samples} samples")
-    preempted = getattr(backend, "last_preempted", None)
-    flags = list(preempted) if preempted is not None and len(preempted) == samples else [False] * samples
+    preempted = backend.last_preempted
+    flags = list(preempted) if len(preempted) == samples else [False] * samples
     return windows, flags
 
 

@@ -12,7 +12,7 @@ clock-event (throttle) reasons (``nvmlDeviceGetCurrentClocksEventReasons``, name
 ``...ThrottleReasons`` before NVML 12.5); the enforced power limit once, at its end. A log
 whose samples show power or thermal slowdown is :attr:`ClockLog.throttled`: that measurement ran
 below the clocks the peaks assume and should be taken again, or reported inconclusive. A watcher is
-also the engine's :class:`~.throttle.Throttle`: asked, after each sampling round, which of the
+also the engine's throttle (:mod:`.throttle`): asked, after each sampling round, which of the
 round's samples ran slowed (:meth:`ClockWatcher.slowed`), it takes a reading then and reads the
 ones around each sample; :meth:`ClockWatcher.rest` lets the GPU recover.
 """

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_roofline.timing.base import Kernel, check_window_counts, gc_paused
+from pytest_roofline.timing.base import Backend, Kernel, check_window_counts, gc_paused
 from pytest_roofline.timing.host_caches import SYSFS_CACHE, cpu_caches
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def last_level_cache_bytes() -> int:
     return size or FALLBACK_LLC_BYTES
 
 
-class CpuBackend:
+class CpuBackend(Backend):
     """Times windows of back-to-back calls on the host CPU.
 
     Inside a window garbage collection is paused (as :mod:`timeit` does) and restored to its
@@ -77,6 +77,7 @@ class CpuBackend:
     """
 
     name = "cpu"
+    times_host = True
 
     def __init__(
         self,

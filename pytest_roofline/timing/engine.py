@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from pytest_roofline.errors import InvalidTypeError, InvalidValueError
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.policy import Policy
-from pytest_roofline.timing.base import Backend, FlushesCache, Kernel, Probe, ReplaysGraphs, empty_call
+from pytest_roofline.timing.base import Backend, Kernel, Probe
 from pytest_roofline.timing.budget import (
     WARMUP_SHARE,
     budget_note,
@@ -29,17 +29,12 @@ from pytest_roofline.timing.budget import (
     seen_flush_s,
 )
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
-from pytest_roofline.timing.calls import (
-    KernelCall,
-    check_backend,
-    check_call,
-    run_windows,
-)
+from pytest_roofline.timing.calls import KernelCall, check_backend, check_call
 from pytest_roofline.timing.sampling import Sampler, Seed, ceil_count
 
 if TYPE_CHECKING:
+    from pytest_roofline.timing.clocks import ClockWatcher
     from pytest_roofline.timing.contention import Snapshot
-    from pytest_roofline.timing.throttle import Throttle
 
 __all__ = [
     "CYCLE_SHARE",
@@ -123,7 +118,7 @@ def measure(
     probe: Probe | None = None,
     snapshot: Callable[[], Snapshot] | None = None,
     cache: CachePlan = FLUSHED,
-    throttle: Throttle | None = None,
+    throttle: ClockWatcher | None = None,
 ) -> Measurement:
     """Time ``fn(*args, **kwargs)`` under ``policy``; ``backend=None``: the process's :class:`CpuBackend`.
 
@@ -187,7 +182,7 @@ def _measure(
     cache: CachePlan,
     *,
     setup: bool,
-    throttle: Throttle | None = None,
+    throttle: ClockWatcher | None = None,
 ) -> Measurement:
     __tracebackhide__ = True
     rotation, flush = cache.rotation, cache.flush
@@ -463,8 +458,8 @@ class _Round:
 
 
 def _page_faults(backend: Backend) -> float | None:
-    faults = getattr(backend, "last_page_faults", None)
-    return float(faults) if isinstance(faults, (int, float)) and not isinstance(faults, bool) else None
+    faults = backend.last_page_faults
+    return None if faults is None else float(faults)
 
 
 def _faulting(r: _Round) -> bool:
@@ -506,18 +501,14 @@ def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_ti
 
 
 def _replays_graphs(backend: Backend) -> bool:
-    return isinstance(backend, ReplaysGraphs) and backend.graph is True
+    return backend.graph is True
 
 
 def _flush_alone(backend: Backend) -> None:
-    """A flush outside any timed call: the backend's own where it has one (a graph-mode backend would
-    have to capture a window of nothing, which holds no GPU work and is refused), else a window of an
-    empty call with its flush. What it took is remembered (:func:`.budget.saw_flush`)."""
+    """A flush outside any timed call (:meth:`~.base.Backend.flush_cache`); what it took is
+    remembered (:func:`.budget.saw_flush`)."""
     start = backend.clock()
-    if isinstance(backend, FlushesCache):
-        backend.flush_cache()
-    else:
-        run_windows(backend, empty_call, (), calls=1, samples=1, flush=True)
+    backend.flush_cache()
     saw_flush(backend, backend.clock() - start)
 
 

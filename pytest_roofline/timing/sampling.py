@@ -22,10 +22,11 @@ from pytest_roofline.model.stats import MIN_PRECISION_SAMPLES, Stats
 from pytest_roofline.timing.base import Backend, Probe
 from pytest_roofline.timing.budget import samples_within, saw_flush, seen_flush_s
 from pytest_roofline.timing.calls import KernelCall, run_windows
-from pytest_roofline.timing.throttle import SlowedSamples, Throttle
+from pytest_roofline.timing.throttle import SlowedSamples
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
 if TYPE_CHECKING:
+    from pytest_roofline.timing.clocks import ClockWatcher
     from pytest_roofline.timing.contention import ThreadWait
 
 _T = TypeVar("_T")
@@ -54,7 +55,7 @@ class Sampler:
         *,
         budget_start: float,
         rewarm: bool = False,
-        throttle: Throttle | None = None,
+        throttle: ClockWatcher | None = None,
     ) -> None:
         self.backend, self.call, self.policy = backend, call, policy
         #: which samples ran at slowed GPU clocks, and the GPU's rest before the next round
@@ -212,14 +213,12 @@ class Sampler:
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
         backend = self.backend
-        parallelism = getattr(backend, "last_parallelism", None)
-        share = getattr(backend, "last_cpu_share", None)
         self._readings.append(
             _Reading(
                 at=backend.clock(),
-                parallelism=float(parallelism) if isinstance(parallelism, (int, float)) else None,
-                cpu_share=float(share) if isinstance(share, (int, float)) else None,
-                wait=getattr(backend, "last_thread_wait", None),
+                parallelism=backend.last_parallelism,
+                cpu_share=backend.last_cpu_share,
+                wait=backend.last_thread_wait,
             )
         )
 

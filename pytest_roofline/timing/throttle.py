@@ -10,7 +10,7 @@ nvbench's rule (``nvbench/detail/measure_cold.cu``, ``record_measurements``): a 
 clock is below 75% of the maximum (:data:`~pytest_roofline.model.conditions.THROTTLE_CLOCK_SHARE`)
 is discarded, and the GPU rests for ``throttle_recovery_delay`` (0.05 s), a pause that grows by one
 and a half times itself, by at most 0.5 s at a time, from the fourth slowed trial in a row on. The sampler
-(:mod:`.sampling`) does the same with a :class:`Throttle`: after each round it asks which of the
+(:mod:`.sampling`) does the same with a :class:`~.clocks.ClockWatcher`: after each round it asks which of the
 round's samples ran slowed, leaves them out of the statistics while enough others remain, and
 rests before the next round when the round ended slowed. What watches the clocks (NVML, through
 :class:`~.clocks.ClockWatcher`) sees them every few milliseconds, not per sample: a sample counts as
@@ -19,14 +19,16 @@ slowed when a reading from its span, or the last before it or first after it, sh
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_roofline.timing.clocks import ClockWatcher
 
 __all__ = [
     "MAX_RECOVERY_STEP_S",
     "RECOVERY_S",
     "Recovery",
     "SlowedSamples",
-    "Throttle",
 ]
 
 #: the first rest after a slowed round (nvbench's default ``throttle_recovery_delay``)
@@ -35,20 +37,6 @@ RECOVERY_S = 0.05
 MAX_RECOVERY_STEP_S = 0.5
 #: slowed rounds in a row that rest :data:`RECOVERY_S` before the rest grows (nvbench's ``> 2``)
 _STEADY_RESTS = 3
-
-
-@runtime_checkable
-class Throttle(Protocol):
-    """What the sampler asks of a watch on the GPU's clocks (:class:`~.clocks.ClockWatcher`)."""
-
-    def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:
-        """For each ``(start, end)`` span of the backend's clock, whether the GPU's clocks were
-        slowed over it."""
-        ...
-
-    def rest(self, seconds: float) -> None:
-        """Leave the GPU idle for ``seconds``, so that its clocks come back."""
-        ...
 
 
 class Recovery:
@@ -73,7 +61,7 @@ class SlowedSamples:
     """The sampler's record of which samples ran at slowed clocks (:attr:`flags`, one per sample),
     and the rest due before its next round; without a throttle, none ran slowed and none rests."""
 
-    def __init__(self, throttle: Throttle | None) -> None:
+    def __init__(self, throttle: ClockWatcher | None) -> None:
         self.throttle = throttle
         self.flags: list[bool] = []
         #: the rest due before the next round, in seconds

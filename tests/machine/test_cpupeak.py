@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_roofline.machine import cpupeak
-from pytest_roofline.machine.cpupeak import CpuPeak, check_rate, derive_peak
+from pytest_roofline.machine.cpupeak import check_rate, derive_peak
 from pytest_roofline.model.core import Precision
+from pytest_roofline.model.peaks import CpuPeak
 
 
 def peak_of(**texts: Any) -> CpuPeak | None:

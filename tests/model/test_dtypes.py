@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 from fakes import FakeBackend
 
-from pytest_roofline.machine.cpupeak import CpuPeak
 from pytest_roofline.model.core import Cost, Device, Figure, Precision, Source, Unit, parse_dtype, roofline
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.op_registry import OpError, check_params
 from pytest_roofline.model.ops import get_op, register_op
 from pytest_roofline.model.paired_ceilings import PairedCeiling, paired_floor_s
-from pytest_roofline.model.peaks import load_peaks_file, parse_peak_key
+from pytest_roofline.model.peaks import CpuPeak, load_peaks_file, parse_peak_key
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, Verdict, failure_message, judge, result_of
 from pytest_roofline.output.records import JsonObject, MeasurementRecord

@@ -92,6 +92,7 @@ import contextlib
 import types
 
 from pytest_roofline.model.conditions import ClockLog, ClockSample
+from pytest_roofline.timing.clocks import ClockWatcher
 
 
 class ClockedBackend(ScriptedBackend):
@@ -146,11 +147,12 @@ PER_SAMPLE = CLOCKED.replace(
         yield SlowedFirst(log)
 
 
-class SlowedFirst:
-    \"\"\"A clock watch that can tell sample by sample (timing.throttle.Throttle): each round's first
-    sample ran slowed.\"\"\"
+class SlowedFirst(ClockWatcher):
+    \"\"\"A clock watch that can tell sample by sample (timing.clocks.ClockWatcher): each round's
+    first sample ran slowed.\"\"\"
 
     def __init__(self, log):
+        super().__init__()
         self.log = log
         self.rests = 0
 

@@ -234,9 +234,12 @@ def cold_30us(monkeypatch: pytest.MonkeyPatch, max_time_s: float) -> Result:
     the 25 ms warm-up), its copies taking 20 ms; a flush of twice the cache sysfs claimed costs 75 ms,
     and the first 140 ms (it makes its buffer)."""
     backend = FlooredBackend(
-        lambda i: (30e-6, 45e-6)[i % 2], flush_s=0.075, first_flush_s=0.065, resolution_s=1e-7
+        lambda i: (30e-6, 45e-6)[i % 2],
+        flush_s=0.075,
+        first_flush_s=0.065,
+        resolution_s=1e-7,
+        flush_bytes=VM_FLUSH_BYTES,
     )
-    backend.flush_bytes = VM_FLUSH_BYTES  # type: ignore[attr-defined]
     kernel = rotated(monkeypatch, backend, copies=1365, made_s=0.02)
     return measured(
         backend, max_time_s, enforce=False, kernel=kernel, params={"n": 1 << 15}, bandwidth=VM_BANDWIDTH

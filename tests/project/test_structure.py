@@ -470,3 +470,28 @@ def test_a_keyword_s_accepted_values_are_declared_once() -> None:
         "CACHE_STATES": ["pytest_roofline.model.keywords"],
         "BLOCK_SETTINGS": ["pytest_roofline.model.keywords"],
     }
+
+
+def test_no_protocol_has_fewer_than_two_implementations_in_the_package() -> None:
+    """A protocol with one implementation is a class with a second name (issue 44: the ten backend
+    capabilities became one base class's members); one with two or more earns its place."""
+    import typing
+
+    classes = [
+        obj
+        for name in modules()
+        for obj in vars(import_module(name)).values()
+        if inspect.isclass(obj) and obj.__module__ == name
+    ]
+    protocols = [c for c in classes if getattr(c, "_is_protocol", False)]
+
+    def members(cls: type) -> set[str]:
+        return set(dir(cls)) | {a for k in cls.__mro__ for a in getattr(k, "__annotations__", {})}
+
+    lonely = []
+    for protocol in protocols:
+        wanted = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
+        implementations = [c for c in classes if c not in protocols and wanted <= members(c)]
+        if len(implementations) < 2:
+            lonely.append(f"{protocol.__module__}.{protocol.__qualname__}: {len(implementations)}")
+    assert not lonely, "protocols with fewer than two implementations:\n" + "\n".join(lonely)

@@ -1,5 +1,6 @@
-"""Backend capabilities (timing/base.py): the plugin's own backends have the ones they should, a
-third-party backend gets each one it implements, and the plugin asks for a capability, never a class."""
+"""Backend capabilities (timing/base.py): one base class whose optional members do nothing until a
+backend overrides them; the plugin's own backends override the ones they should, a third-party
+backend gets each one it overrides, and the plugin calls them, never asking for a class."""
 
 from __future__ import annotations
 
@@ -10,51 +11,62 @@ import pytest
 from fake_cupy import FakeCupy
 from fakes import FakeBackend
 
+from pytest_roofline.errors import InvalidValueError
 from pytest_roofline.timing.backend_latency import latency_floor_s
-from pytest_roofline.timing.base import (
-    Backend,
-    HoldsLaunches,
-    HostReadings,
-    MeasuresLatencyFloor,
-    TakesStreams,
-    WatchesClocks,
-)
+from pytest_roofline.timing.base import Backend
 from pytest_roofline.timing.cpu import CpuBackend
 from pytest_roofline.timing.cuda.backend import CudaBackend
 
-CAPABILITIES = (HostReadings, WatchesClocks, TakesStreams, HoldsLaunches, MeasuresLatencyFloor)
+#: the members a backend overrides where it has the capability
+CAPABILITIES = (
+    "watch_clocks", "on_stream", "blocking", "latency_floor_s", "flush_cache", "prepare_flush",
+    "release_memory",
+)  # fmt: skip
 
 
 def has(backend: Backend) -> set[str]:
-    return {capability.__name__ for capability in CAPABILITIES if isinstance(backend, capability)}
+    overridden = {name for name in CAPABILITIES if getattr(type(backend), name) is not getattr(Backend, name)}
+    return overridden | ({"times_host"} if backend.times_host else set())
 
 
 def test_the_cpu_backend_reads_the_host_and_nothing_else() -> None:
-    assert has(CpuBackend(resolution_s=1e-6)) == {"HostReadings"}
+    assert has(CpuBackend(resolution_s=1e-6)) == {"times_host", "prepare_flush"}
 
 
 def test_the_cuda_backend_watches_clocks_takes_streams_and_holds_launches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     FakeCupy().install(monkeypatch)
-    assert has(CudaBackend(block="off")) == {"WatchesClocks", "TakesStreams", "HoldsLaunches"}
+    assert {"watch_clocks", "on_stream", "blocking"} <= has(CudaBackend(block="off"))
 
 
 def test_the_cuda_backend_also_releases_memory_flushes_alone_and_replays_graphs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_roofline.timing.base import FlushesCache, ReleasesMemory, ReplaysGraphs
-
     FakeCupy().install(monkeypatch)
-    backend = CudaBackend(block="off")
-    assert isinstance(backend, ReleasesMemory)
-    assert isinstance(backend, FlushesCache)
-    assert isinstance(backend, ReplaysGraphs)
-    assert not isinstance(CpuBackend(resolution_s=1e-6), (ReleasesMemory, FlushesCache, ReplaysGraphs))
+    assert has(CudaBackend(block="off")) == {
+        "watch_clocks",
+        "on_stream",
+        "blocking",
+        "flush_cache",
+        "release_memory",
+    }
+    assert CudaBackend(block="off", graph=True).graph
+    assert not CudaBackend(block="off").graph
+    assert not CpuBackend(resolution_s=1e-6).graph
 
 
 def test_a_backend_with_only_the_protocol_has_no_capability() -> None:
-    assert has(FakeBackend(1e-3)) == set()
+    backend = FakeBackend(1e-3)
+    assert has(backend) == set()
+    # each default does nothing, or what any backend can: a flush is a window of an empty call
+    with backend.watch_clocks() as watcher, backend.blocking("on"), backend.on_stream(None):
+        assert watcher is None
+    assert backend.flush_bytes is None
+    backend.flush_cache()
+    assert backend.events == ["flush", "window"]
+    with pytest.raises(InvalidValueError, match="which times no CUDA stream"):
+        backend.on_stream(object())
 
 
 class ThirdParty(FakeBackend):
@@ -75,7 +87,7 @@ class ThirdParty(FakeBackend):
 
 def test_a_third_party_backend_gets_the_capabilities_it_implements() -> None:
     backend = ThirdParty()
-    assert has(backend) == {"TakesStreams", "MeasuresLatencyFloor"}
+    assert has(backend) == {"on_stream", "latency_floor_s"}
     assert latency_floor_s(backend) == 2e-6
     assert latency_floor_s(backend, flushed=True) == 5e-6
 

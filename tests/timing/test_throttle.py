@@ -20,7 +20,7 @@ from pytest_roofline.timing.base import Probe
 from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.timing.throttle import MAX_RECOVERY_STEP_S, RECOVERY_S, Recovery, Throttle
+from pytest_roofline.timing.throttle import MAX_RECOVERY_STEP_S, RECOVERY_S, Recovery
 
 MAX_SM = 1980
 FULL_S = 1.39e-3
@@ -159,10 +159,6 @@ def test_the_rests_fit_in_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> No
     assert m.wall_s <= 0.5 * 1.05
 
 
-def test_a_watcher_is_a_throttle() -> None:
-    assert isinstance(ClockWatcher(), Throttle)
-
-
 def test_spans_are_judged_by_the_readings_in_and_around_them(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = FakeClock()
     now: list[Reading] = [(MAX_SM, 2619, 60, 0)]
@@ -204,10 +200,11 @@ def test_the_rest_grows_as_nvbench_s_from_the_fourth_slowed_round_in_a_row() -> 
     assert recovery.after(True) == rests[-1]  # nvbench keeps the grown rest; only the count restarts
 
 
-class Journal:
-    """A throttle that calls every span slowed and writes down its rests, beside the probe's calls."""
+class Journal(ClockWatcher):
+    """A clock watch that calls every span slowed and writes down its rests, beside the probe's calls."""
 
     def __init__(self, events: list[str]) -> None:
+        super().__init__()
         self.events = events
 
     def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:

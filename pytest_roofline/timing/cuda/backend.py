@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_roofline.model.devices import DeviceProperties
 from pytest_roofline.model.policy import check_positive
-from pytest_roofline.timing.base import Kernel, check_window_counts, gc_paused
+from pytest_roofline.timing.base import Backend, Kernel, check_window_counts, gc_paused
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.cuda.blocking import (
     BLOCK_TIMEOUT_S,
@@ -51,7 +51,7 @@ MIN_FLUSH_BYTES = 256 * 2**20
 TIMERS = ("auto", "events", "cupti")
 
 
-class CudaBackend:
+class CudaBackend(Backend):
     """Times windows of back-to-back calls on a GPU with CUDA events.
 
     ``stream``: where the events are recorded and the calls run (entered as ``with stream:``, so
@@ -77,22 +77,12 @@ class CudaBackend:
     says so. In a pytest run, serve such a backend from the ``pytest_roofline_backend`` hook.
 
     ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None:
-    ``auto``; the plugin passes the session's ``--roofline-cuda-block``): before a sampling window's
-    start event a one-thread kernel holds the stream, spinning on a flag in mapped pinned host
-    memory, and the host releases it once the window's first calls are queued (nvbench's
-    ``blocking_kernel``), so the window times the GPU's work, not the host's launch rate: as many
-    calls as an unheld probe showed the launch queue takes of this kernel (at most
-    :data:`MAX_HELD_CALLS`; :data:`UNPROVEN_HELD_CALLS` before a probe has). The flush stays before
-    the hold, outside the window. A first call is never held
-    (it may load a module or grow the memory pool, both of which synchronize), nor is a window of
-    one sample (the engine's warm-up rounds, and every call with ``setup``). The blocker itself is
-    launched once, unheld, when the backend is built. ``auto`` holds nothing under
-    ``CUDA_LAUNCH_BLOCKING=1`` or a profiler or sanitizer (:data:`PROFILER_ENVIRONMENT`), and holds
-    a kernel only once an unheld window proved it asynchronous (:data:`PROBE_DELAY_S`); ``on`` holds
-    every sampling window after a kernel's first call. ROCm is never held (no ``%globaltimer``).
-    A hold behind which the host has queued no call for :data:`HOLD_WATCHDOG_S` is released by a
-    watchdog thread, and one lasting ``block_timeout_s`` gives up on the GPU; either is seen as that
-    window ends: ``auto`` then times that kernel unheld, ``on`` raises.
+    ``auto``; the plugin passes the session's ``--roofline-cuda-block``): whether a one-thread
+    kernel holds the stream before a sampling window's start event until the window's first calls
+    are queued, so that the window times the GPU's work, not the host's launch rate (:mod:`.blocking`
+    says when and how many calls; docs/gpu.md). The flush stays before the hold, outside the window;
+    a first call and a window of one sample are never held. ``block_timeout_s``: a hold lasting
+    that long gives up on the GPU: ``auto`` then times that kernel unheld, ``on`` raises.
     """
 
     name = "cuda"
@@ -125,7 +115,7 @@ class CudaBackend:
         self.properties = props
         self.device_name = props.name
         self.resolution_s = EVENT_RESOLUTION_S
-        self.flush_bytes = flush_bytes or max(2 * max(props.l2_bytes, llc_bytes or 0), MIN_FLUSH_BYTES)
+        self._flush_bytes = flush_bytes or max(2 * max(props.l2_bytes, llc_bytes or 0), MIN_FLUSH_BYTES)
         self.graph = graph
         self.block_mode = block_mode
         self.block_timeout_s = float(block_timeout_s)
@@ -133,7 +123,7 @@ class CudaBackend:
             check_graph_support(self._cupy, props)
         self._streams = TimingStreams(self._cupy, device, graph=graph, given=stream)
         # the buffer is allocated on the first flush: a warm backend never holds it
-        self._flush = L2Flush(self._cupy, self.flush_bytes, props.multiprocessors, rocm=props.kind == "rocm")
+        self._flush = L2Flush(self._cupy, self._flush_bytes, props.multiprocessors, rocm=props.kind == "rocm")
         self._blocker: Blocker | None = None
         self._probes = KernelProbes()
         #: kernel nodes (and all nodes) of the last graph captured; None when unreadable
@@ -156,6 +146,10 @@ class CudaBackend:
         """Why no window is held ("" when they may be)."""
         cupti = getattr(self, "_activity", None) is not None
         return hold_refusal(self.block_mode, rocm=self.properties.kind == "rocm", cupti=cupti)
+
+    @property
+    def flush_bytes(self) -> int:
+        return self._flush_bytes
 
     @contextmanager
     def blocking(self, setting: bool | str | None) -> Iterator[CudaBackend]:
@@ -211,7 +205,7 @@ class CudaBackend:
                     return self._windows(fn, args, calls, samples, flush, stream, graph, None, key)
 
     def flush_cache(self) -> None:
-        """One flush of the L2 on the timing stream, outside any window (:class:`~..base.FlushesCache`):
+        """One flush of the L2 on the timing stream, outside any window:
         in graph mode too, where a window of nothing would have to be captured."""
         with using_device(self.device):
             stream, _ = self._streams.current()
@@ -219,7 +213,7 @@ class CudaBackend:
             self._flush(stream)
 
     def release_memory(self) -> None:
-        """Give back the device memory held between measurements (:class:`~..base.ReleasesMemory`):
+        """Give back the device memory held between measurements:
         the flush buffer (allocated again by the next flush) and the free blocks of CuPy's pool on
         this device, which PyTorch's allocator cannot otherwise use."""
         self._flush.release()
