@@ -249,7 +249,7 @@ def judge(
     latency_floor_s: float = 0.0,
     inference: Inference | None = None,
 ) -> Judgement:
-    """Judge one measurement (no re-measuring here: see :func:`decide`).
+    """Judge one measurement (no re-measuring here: see :func:`second_look`).
 
     ``reference``: the calibration's probe for the resource that bounds ``estimate``; with the
     measurement's probe rates it gives the ceiling of the window. ``peak``: the CPU's theoretical
@@ -381,7 +381,7 @@ def result_of(
     """The result of one or more measurements of one kernel: a conclusive verdict over an
     inconclusive one, then the one that attained most (with paired ceilings not always the
     fastest: each was judged against its own window's ceiling). ``spent_s``: what the measurement
-    cost before its first timing (:func:`decide`), part of the result's ``wall_s``."""
+    cost before its first timing (rotation's copies), part of the result's ``wall_s``."""
 
     def judged_one(m: Measurement) -> Judgement:
         return judge(
@@ -406,52 +406,20 @@ def result_of(
     )
 
 
-def decide(
-    estimate: Estimate,
-    measure_once: Callable[[float], Measurement],
-    min_fraction: float,
-    *,
-    budget_s: float,
-    spent_s: float = 0.0,
-    remeasure: bool = True,
-    name: str = "",
-    nodeid: str = "",
-    reference: ProbeReference | None = None,
-    peak: CpuPeak | None = None,
-    latency_floor_s: float = 0.0,
-    suspect: Callable[[Result], bool] | None = None,
-    inference: Inference | None = None,
-) -> Result:
-    """Measure, and before calling a miss (or an inconclusive result, or a result ``suspect`` doubts:
-    a regression against the baseline) measure once more, judging the better of the two.
+def first_budget_s(budget_s: float, spent_s: float) -> float:
+    """The first measurement's budget: what ``spent_s`` (rotation's copies, made before its first
+    timing) left of ``budget_s``, at least :data:`MIN_FIRST_BUDGET_S`. A second measurement, where
+    one is taken (:func:`second_look`), has ``budget_s`` of its own, so a result in doubt gets as
+    careful a look as the first and costs at most twice the budget."""
+    return max(budget_s - spent_s, MIN_FIRST_BUDGET_S)
 
-    ``measure_once(budget_s)`` measures within ``budget_s`` seconds (its floor may overrun them a
-    little: :mod:`pytest_roofline.timing.budget`). ``spent_s``: what the measurement already cost
-    before its first timing (rotation's copies), paid from the first measurement's budget and
-    counted in the result's ``wall_s``. The second
-    measurement has a budget of its own, ``budget_s`` again, so a result in doubt gets as careful a
-    second look as the first, and a result costs at most twice ``budget_s``; none is taken when
-    ``remeasure`` is false (report mode: nothing fails, so nothing is worth a second look), where
-    a result costs at most ``budget_s``.
-    """
-    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    first = measure_once(max(budget_s - spent_s, MIN_FIRST_BUDGET_S))
-    measurements = [first]
 
-    def result() -> Result:
-        return result_of(
-            estimate, measurements, min_fraction, name=name, nodeid=nodeid, reference=reference, peak=peak,
-            latency_floor_s=latency_floor_s, inference=inference, spent_s=spent_s,
-        )  # fmt: skip
-
-    if not remeasure:
-        return result()
-    first_result = result()
-    doubted = first_result.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
-    if not doubted and (suspect is None or not suspect(first_result)):
-        return first_result  # the very result ``suspect`` judged: its caller's record of it stands
-    measurements.append(measure_once(budget_s))
-    return result()
+def second_look(first: Result, suspect: Callable[[Result], bool] | None = None) -> bool:
+    """Whether ``first`` is measured once more before it stands, the better of the two then judged
+    (:func:`result_of`): a miss, an inconclusive result, or a result ``suspect`` doubts (a regression
+    against the baseline). Not asked in report mode: nothing fails, so nothing is worth a second look."""
+    doubted = first.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
+    return doubted or (suspect is not None and suspect(first))
 
 
 def _label(result: Result) -> str:

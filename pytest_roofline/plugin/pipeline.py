@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
@@ -22,12 +23,11 @@ if TYPE_CHECKING:
     from ..model.measurement import Measurement
     from ..model.paired_ceilings import ProbeReference
     from ..model.pairing import Round, Side
-    from ..model.peaks import CpuPeak
     from ..model.verdict import Result
     from ..timing.base import Backend
     from ..timing.cache import CachePlan
     from ..timing.calls import KernelCall
-    from .against import Against, Follower
+    from .against import Against
     from .request import Request
     from .run_devices import Devices
     from .run_state import RunState
@@ -84,6 +84,7 @@ def measure_call(
         est = estimate_of(request, device)
         backend = devices.backend(request.device_spec, device)
     from ..machine.cpupeak import cpu_peak
+    from ..model.verdict import first_budget_s, result_of, second_look
     from ..timing import backend_latency
     from ..timing.cache import plan_cache
     from ..timing.engine import measuring_alone
@@ -136,12 +137,21 @@ def measure_call(
                         latency_floor_s = backend_latency.latency_floor_s(
                             backend, flushed=plan.flush, budget_s=budget_s
                         )
-                    result = _measured(
-                        est, measure_once, request, state, budget_s=budget_s, spent_s=plan.made_s,
-                        remeasure=remeasure, nodeid=nodeid, reference=reference, peak=peak,
-                        latency_floor_s=latency_floor_s, suspect=suspect,
-                        rounds=rounds,
-                    )  # fmt: skip
+                    if rounds is not None and following:
+                        result = _follow(state, est, request, rounds, nodeid=nodeid)
+                    else:  # measured here, not in a callee: the frames from the fixture to the timer stay few
+                        judged = functools.partial(
+                            result_of, est, min_fraction=request.min_fraction, name=request.name,
+                            nodeid=nodeid, reference=reference, peak=peak, latency_floor_s=latency_floor_s,
+                            inference=request.inference, spent_s=plan.made_s,
+                        )  # fmt: skip
+                        measurements = [measure_once(first_budget_s(budget_s, plan.made_s))]
+                        result = judged(measurements)
+                        if remeasure and second_look(result, suspect):
+                            measurements.append(measure_once(budget_s))
+                            result = judged(measurements)
+                        if rounds is not None:
+                            result = _beside_the_base(result, rounds, request, state, nodeid, budget_s)
             finally:
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
@@ -172,48 +182,20 @@ def _partner(state: RunState) -> Against | None:
     return state.against
 
 
-def _measured(
-    est: Estimate,
-    measure_once: Callable[[float], Measurement],
-    request: Request,
-    state: RunState,
-    *,
-    budget_s: float,
-    spent_s: float,
-    remeasure: bool,
-    nodeid: str,
-    reference: ProbeReference | None,
-    peak: CpuPeak | None,
-    latency_floor_s: float,
-    suspect: Callable[[Result], bool] | None,
-    rounds: _Rounds | None,
+def _beside_the_base(
+    result: Result, head: _Rounds, request: Request, state: RunState, nodeid: str, budget_s: float
 ) -> Result:
-    """The verdict (:func:`..model.verdict.decide`); with ``--roofline-against``, beside the base's
-    version of the same measurement (the head), or the base's rounds alone (the follower)."""
-    from ..model.verdict import decide
-
-    def decided() -> Result:
-        return decide(
-            est, measure_once, request.min_fraction, budget_s=budget_s,
-            spent_s=spent_s,  # rotation's copies: this measurement's, paid from its budget
-            remeasure=remeasure, name=request.name, nodeid=nodeid, reference=reference, peak=peak,
-            latency_floor_s=latency_floor_s, suspect=suspect, inference=request.inference,
-        )  # fmt: skip
-
-    against = state.against
-    if against is None or rounds is None:
-        return decided()
-    from .against import Follower
-
-    if isinstance(against, Follower):
-        return _follow(against, est, request, rounds, nodeid=nodeid)
+    """With ``--roofline-against``: the head's result, with the base's version of the same
+    measurement beside it (:meth:`.against.Against.pair`, in turns)."""
     from ..model.verdict import MULTITHREADED
+    from .against import Against
 
-    result = decided()
-    head = rounds  # beside the base's, in turns
+    assert isinstance(state.against, Against)
     parallelism = result.measurement.parallelism  # known on the host only
     one_cpu = parallelism is not None and parallelism < MULTITHREADED
-    vs_base = against.pair(nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s, one_cpu=one_cpu)
+    vs_base = state.against.pair(
+        nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s, one_cpu=one_cpu
+    )
     return dataclasses.replace(result, vs_base=vs_base)
 
 
@@ -243,7 +225,7 @@ class _Rounds:
 
 
 def _follow(
-    follower: Follower,
+    state: RunState,
     est: Estimate,
     request: Request,
     rounds: Callable[[float], tuple[Measurement, Round]],
@@ -253,7 +235,10 @@ def _follow(
     """The base's side of a measurement: the rounds the head asks for; its result is the last round's
     (the base's process reports nothing a user reads)."""
     from ..model.verdict import MIN_FIRST_BUDGET_S, result_of
+    from .against import Follower
 
+    follower = state.against
+    assert isinstance(follower, Follower)
     taken: list[Measurement] = []
 
     def one(budget_s: float) -> Round:

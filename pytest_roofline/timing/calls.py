@@ -66,17 +66,13 @@ def check_backend(backend: object) -> None:
         )
 
 
-def run_windows(
-    backend: Backend, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
-) -> tuple[list[float], list[bool]]:
-    """The backend's windows, and which of them it saw preempted (none, if it cannot tell)."""
-    __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    windows = backend.run(fn, args, calls=calls, samples=samples, flush=flush)
+def checked_windows(backend: Backend, windows: list[float], samples: int) -> tuple[list[float], list[bool]]:
+    """The windows a backend's run returned, and which of them it saw preempted (none, if it cannot
+    tell). Called after the run, not around it: the frames from the fixture to the timer stay few."""
     if len(windows) != samples:
         raise RuntimeError(f"backend {backend.name!r} returned {len(windows)} windows for {samples} samples")
     preempted = backend.last_preempted
-    flags = list(preempted) if len(preempted) == samples else [False] * samples
-    return windows, flags
+    return windows, list(preempted) if len(preempted) == samples else [False] * samples
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,17 +114,19 @@ class KernelCall:
         backend run (the sampler reads the backend's view of the round there)."""
         __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
         if self.setup is None:
-            result = run_windows(backend, self.bound, self.args, calls=calls, samples=samples, flush=flush)
+            timed = backend.run(self.bound, self.args, calls=calls, samples=samples, flush=flush)
             if after is not None:
                 after()
-            return result
+            return checked_windows(backend, timed, samples)
         windows: list[float] = []
         flags: list[bool] = []
         for _ in range(samples):
             window, preempted = 0.0, False
             for _ in range(calls):
                 fn, args = self.prepare()
-                (one,), (hit,) = run_windows(backend, fn, args, calls=1, samples=1, flush=flush)
+                (one,), (hit,) = checked_windows(
+                    backend, backend.run(fn, args, calls=1, samples=1, flush=flush), 1
+                )
                 if after is not None:
                     after()
                 window += one

@@ -134,7 +134,7 @@ class CpuBackend(Backend):
         """Bytes read by one flush: twice the last-level cache."""
         return 2 * self._llc_bytes()
 
-    def flush(self) -> None:
+    def flush_cache(self) -> None:
         """Evict the caches by reading a buffer twice the size of the last-level cache.
 
         Read, not written: a written buffer leaves the cache full of dirty lines, which the kernel's
@@ -175,7 +175,7 @@ class CpuBackend(Backend):
         rest: tuple[int, int, int] | None = None
         for _ in range(samples):
             if flush:
-                self.flush()
+                self.flush_cache()
             with gc_paused():
                 if rest is None:
                     before, cpu_before, process_before = switches(), thread_ns(), process_ns()

@@ -168,105 +168,91 @@ def measure(
     else:
         call = KernelCall(rotation.kernel, setup=rotation.reset)
     with measuring_alone():  # the budget starts once this thread has the machine to itself
-        return _measure(
-            call, policy, backend, probe, snapshot, cache, setup=call.setup is not None, throttle=throttle
-        )
-
-
-def _measure(
-    call: KernelCall,
-    policy: Policy,
-    backend: Backend,
-    probe: Probe | None,
-    snapshot: Callable[[], Snapshot] | None,
-    cache: CachePlan,
-    *,
-    setup: bool,
-    throttle: ClockWatcher | None = None,
-) -> Measurement:
-    __tracebackhide__ = True
-    rotation, flush = cache.rotation, cache.flush
-    start = backend.clock()
-    replayed = rotation is not None and _replays_graphs(backend)
-    # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
-    # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old
-    cycle = rotation.copies if rotation is not None and (replayed or not rotation.kernel.turned) else 0
-    warm = _warm_up(backend, call, policy, cycle=cycle, flush=flush, cut=not replayed)
-    if rotation is not None:
-        rotation.kernel.turned = True
-    warmup_s = (warm.seed.start if warm.seed is not None else backend.clock()) - start
-    batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
-    if rotation is not None:  # each call of a window on a copy of its own
-        # a graph replays the calls it captured: fewer than the whole cycle would touch the same few
-        # copies in every window, warm after the first (FlashInfer #4468), so it captures them all
-        batched = rotation.copies if replayed else min(batched, rotation.copies)
-    # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
-    # without them
-    k = 1 if setup or flush else batched
-    if warm.seed is not None and k != 1:  # a batched sample is k calls: the seed was one more warm-up call
-        warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
-        warmup_s = backend.clock() - start
-    sampler = Sampler(
-        backend,
-        call,
-        policy,
-        k,
-        flush,
-        probe,
-        budget_start=start + warm.apart_s,
-        rewarm=cache.rewarm,
-        throttle=throttle,
-    )
-    before = snapshot() if snapshot is not None else None
-    samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s), seed=warm.seed)
-    readings = sampler.readings()
-    contention = None
-    if snapshot is not None and before is not None:
-        from pytest_roofline.timing.contention import between
-
-        contention = between(
-            before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=_cores()
-        )
-    return Measurement(
-        samples_s=tuple(samples),
-        calls_per_sample=k,
-        stats=stats,
-        stat=policy.stat,
-        time_s=stats.value(policy.stat),
-        wall_s=backend.clock() - start,
-        warmup_calls=warm.calls,
-        warmup_s=warmup_s,
-        backend=backend.name,
-        device=backend.device_name,
-        cold_method=cache.method,
-        stop_reason=reason,
-        policy=policy,
-        cache_note=_cache_note(
-            cache,
+        # the measurement runs in this frame, not a callee's: the frames from the fixture to the
+        # timer stay few
+        each_setup = call.setup is not None  # setup before every call
+        rotation, flush = cache.rotation, cache.flush
+        start = backend.clock()
+        replayed = rotation is not None and _replays_graphs(backend)
+        # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
+        # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old
+        cycle = rotation.copies if rotation is not None and (replayed or not rotation.kernel.turned) else 0
+        warm = _warm_up(backend, call, policy, cycle=cycle, flush=flush, cut=not replayed)
+        if rotation is not None:
+            rotation.kernel.turned = True
+        warmup_s = (warm.seed.start if warm.seed is not None else backend.clock()) - start
+        batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
+        if rotation is not None:  # each call of a window on a copy of its own
+            # a graph replays the calls it captured: fewer than the whole cycle would touch the same few
+            # copies in every window, warm after the first (FlashInfer #4468), so it captures them all
+            batched = rotation.copies if replayed else min(batched, rotation.copies)
+        # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
+        # without them
+        k = 1 if each_setup or flush else batched
+        if warm.seed is not None and k != 1:  # a batched sample is k calls: the seed was a warm-up call
+            warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
+            warmup_s = backend.clock() - start
+        sampler = Sampler(
+            backend,
+            call,
+            policy,
             k,
-            setup=setup,
-            unbatched=batched,
-            cycle_flushed=warm.flushed_for_cycle,
-            replayed=replayed,
-        ),
-        cache_reason=cache.note,
-        probe=sampler.probe_run(),
-        contention=contention,
-        excluded=len(samples) - sampler.transient - sampler.slowed - stats.n,
-        transient=sampler.transient,
-        still_falling=sampler.still_falling,
-        slowed=sampler.slowed,
-        slowed_kept=sampler.slowed_kept,
-        clocks_per_sample=throttle is not None,
-        # the least any round showed: BLAS threads that a probe woke spin on for a while after it
-        parallelism=min(parallelism) if (parallelism := readings.parallelism) else None,
-        cpu_share=_middle(readings.cpu_share),
-        threads=int(m) if (m := _middle(readings.threads)) is not None else None,
-        wait_share=_middle(readings.wait_share),
-        setup=setup,
-        rotation_copies=rotation.copies if rotation is not None else 0,
-        budget_note=_budget_note(policy, warm.calls, len(samples), sampler.per_sample_s, reason),
-    )
+            flush,
+            probe,
+            budget_start=start + warm.apart_s,
+            rewarm=cache.rewarm,
+            throttle=throttle,
+        )
+        before = snapshot() if snapshot is not None else None
+        samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s), seed=warm.seed)
+        readings = sampler.readings()
+        contention = None
+        if snapshot is not None and before is not None:
+            from pytest_roofline.timing.contention import between
+
+            contention = between(
+                before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=_cores()
+            )
+        return Measurement(
+            samples_s=tuple(samples),
+            calls_per_sample=k,
+            stats=stats,
+            stat=policy.stat,
+            time_s=stats.value(policy.stat),
+            wall_s=backend.clock() - start,
+            warmup_calls=warm.calls,
+            warmup_s=warmup_s,
+            backend=backend.name,
+            device=backend.device_name,
+            cold_method=cache.method,
+            stop_reason=reason,
+            policy=policy,
+            cache_note=_cache_note(
+                cache,
+                k,
+                setup=each_setup,
+                unbatched=batched,
+                cycle_flushed=warm.flushed_for_cycle,
+                replayed=replayed,
+            ),
+            cache_reason=cache.note,
+            probe=sampler.probe_run(),
+            contention=contention,
+            excluded=len(samples) - sampler.transient - sampler.slowed - stats.n,
+            transient=sampler.transient,
+            still_falling=sampler.still_falling,
+            slowed=sampler.slowed,
+            slowed_kept=sampler.slowed_kept,
+            clocks_per_sample=throttle is not None,
+            # the least any round showed: BLAS threads that a probe woke spin on for a while after it
+            parallelism=min(parallelism) if (parallelism := readings.parallelism) else None,
+            cpu_share=_middle(readings.cpu_share),
+            threads=int(m) if (m := _middle(readings.threads)) is not None else None,
+            wait_share=_middle(readings.wait_share),
+            setup=each_setup,
+            rotation_copies=rotation.copies if rotation is not None else 0,
+            budget_note=_budget_note(policy, warm.calls, len(samples), sampler.per_sample_s, reason),
+        )
 
 
 def _budget_note(
@@ -484,9 +470,12 @@ def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> b
 
 
 def _flushed_for_cycle(backend: Backend, policy: Policy, calls: int) -> Policy:
-    """One flush in place of the rest of rotation's untimed cycle; the warm-up's policy then wants no
-    more calls than it has made, or the default's."""
-    _flush_alone(backend)
+    """One flush in place of the rest of rotation's untimed cycle (:meth:`~.base.Backend.flush_cache`;
+    what it took is remembered, :func:`.budget.saw_flush`); the warm-up's policy then wants no more
+    calls than it has made, or the default's."""
+    start = backend.clock()
+    backend.flush_cache()
+    saw_flush(backend, backend.clock() - start)
     return dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
 
 
@@ -502,14 +491,6 @@ def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_ti
 
 def _replays_graphs(backend: Backend) -> bool:
     return backend.graph is True
-
-
-def _flush_alone(backend: Backend) -> None:
-    """A flush outside any timed call (:meth:`~.base.Backend.flush_cache`); what it took is
-    remembered (:func:`.budget.saw_flush`)."""
-    start = backend.clock()
-    backend.flush_cache()
-    saw_flush(backend, backend.clock() - start)
 
 
 def _calls_per_sample(per_call_s: float, resolution_s: float, batch_factor: float) -> int:

@@ -21,7 +21,7 @@ from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import MIN_PRECISION_SAMPLES, Stats
 from pytest_roofline.timing.base import Backend, Probe
 from pytest_roofline.timing.budget import samples_within, saw_flush, seen_flush_s
-from pytest_roofline.timing.calls import KernelCall, run_windows
+from pytest_roofline.timing.calls import KernelCall, checked_windows
 from pytest_roofline.timing.throttle import SlowedSamples
 from pytest_roofline.timing.transient import MIN_SHIFT, SETTLE_WITHIN_S, slower_start
 
@@ -252,9 +252,12 @@ class Sampler:
             return
         self.slow.rest()  # a probe after a slowed round would read the slowed machine
         t0 = self.backend.clock()
+        backend = self.backend
         if not self._probe_rates and probe.warmup_calls:
-            run_windows(self.backend, probe.fn, (), calls=probe.warmup_calls, samples=1, flush=False)
-        (window,), (preempted,) = run_windows(self.backend, probe.fn, (), calls=1, samples=1, flush=False)
+            backend.run(probe.fn, (), calls=probe.warmup_calls, samples=1, flush=False)
+        (window,), (preempted,) = checked_windows(
+            backend, backend.run(probe.fn, (), calls=1, samples=1, flush=False), 1
+        )
         self._probe_rates.append(probe.work / max(window, 1e-12))
         self._probe_times.append(self.backend.clock())
         self._probe_preempted.append(preempted)

@@ -24,11 +24,12 @@ from pytest_roofline.model.verdict import (
     Verdict,
     budget_percent,
     check_fraction,
-    decide,
     failure_message,
+    first_budget_s,
     ftl_limit,
     judge,
     result_of,
+    second_look,
 )
 
 
@@ -250,18 +251,7 @@ def test_a_zero_time_is_infinitely_fast() -> None:
     assert j.verdict is Verdict.FASTER_THAN_LIGHT
 
 
-# -- decide: re-measure a miss, judge by the better ------------------------------------------------
-
-
-def script(*times: float) -> tuple[list[float], object]:
-    calls: list[float] = []
-    pending = list(times)
-
-    def measure_once(budget_s: float) -> Measurement:
-        calls.append(pending[0])
-        return measurement(pending.pop(0))
-
-    return calls, measure_once
+# -- a second look: re-measure a miss, judge by the better ------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -278,11 +268,12 @@ def script(*times: float) -> tuple[list[float], object]:
 def test_decide(
     attained: tuple[float, ...], calls: int, verdict: Verdict, remeasured: bool, kept: int
 ) -> None:
+    """A miss gets a second look (plugin/pipeline.py measures again), and the better of the two is judged."""
     est = gemm()
     times = [est.floor_s / a for a in attained]
-    made, measure_once = script(*times)
-    r = decide(est, measure_once, 0.7, budget_s=10.0, name="n", nodeid="t.py::t")  # type: ignore[arg-type]
-    assert len(made) == calls
+    first = result_of(est, [measurement(times[0])], 0.7, name="n", nodeid="t.py::t")
+    assert second_look(first) is (calls == 2)
+    r = result_of(est, [measurement(t) for t in times], 0.7, name="n", nodeid="t.py::t")
     assert r.verdict is verdict
     assert r.remeasured is remeasured
     assert r.time_s == times[kept]
@@ -454,32 +445,19 @@ def test_heavy_contention_makes_a_near_faster_than_light_inconclusive() -> None:
 
 def test_a_remeasure_has_a_budget_of_its_own_and_the_first_pays_what_came_before() -> None:
     est = gemm()
-    budgets: list[float] = []
-
-    def measure_once(budget_s: float) -> Measurement:
-        budgets.append(budget_s)
-        return dataclasses.replace(at(est, 0.3), wall_s=budget_s)
-
     # the copies and the latency floor took 0.3 s of the 1 s budget: the first measurement gets the
-    # rest, the second (a miss is doubted) a budget of its own, the same
-    r = decide(est, measure_once, 0.7, budget_s=1.0, spent_s=0.3)
-    assert budgets == [pytest.approx(0.7), 1.0]
+    # rest, the second (a miss is doubted) a budget of its own, the same (plugin/pipeline.py)
+    assert first_budget_s(1.0, 0.3) == pytest.approx(0.7)
+    missed = [dataclasses.replace(at(est, 0.3), wall_s=b) for b in (0.7, 1.0)]
+    r = result_of(est, missed, 0.7, spent_s=0.3)
     assert r.measurements == 2
     assert r.wall_s == pytest.approx(2.0)  # what came before counts: twice the budget at most
 
 
-def test_decide_does_not_remeasure_in_report_mode_or_a_pass() -> None:
+def test_a_pass_needs_no_second_look() -> None:
     est = gemm()
-    calls: list[float] = []
-
-    def missed(budget_s: float) -> Measurement:
-        calls.append(budget_s)
-        return dataclasses.replace(at(est, 0.3), wall_s=1.5)
-
-    assert decide(est, missed, 0.7, budget_s=10.0, remeasure=False).measurements == 1
-    passed = decide(est, lambda b: dataclasses.replace(at(est, 0.9), wall_s=b), 0.7, budget_s=1.0)
-    assert passed.measurements == 1
-    assert len(calls) == 1
+    assert not second_look(result_of(est, [at(est, 0.9)], 0.7))
+    assert second_look(result_of(est, [at(est, 0.3)], 0.7))
 
 
 def test_of_two_paired_measurements_the_one_that_attained_most_is_judged() -> None:
@@ -515,16 +493,8 @@ def test_a_paired_compute_ceiling_never_exceeds_the_theoretical_peak() -> None:
 
 
 def test_copies_that_took_the_whole_budget_leave_the_first_measurement_a_sliver() -> None:
-    est = gemm()
-    calls: list[float] = []
-
-    def measure_once(budget_s: float) -> Measurement:
-        calls.append(budget_s)
-        return dataclasses.replace(at(est, 0.9), wall_s=0.01)
-
     # a sliver: the measurement takes its least, a warm-up call and a sample
-    assert decide(est, measure_once, 0.7, budget_s=1.0, spent_s=1.2).measurements == 1
-    assert calls == [MIN_FIRST_BUDGET_S]
+    assert first_budget_s(1.0, 1.2) == MIN_FIRST_BUDGET_S
 
 
 @pytest.mark.parametrize(("parallelism", "paired"), [(None, True), (1.0, False), (1.9, True)])
@@ -703,39 +673,18 @@ def test_a_miss_far_below_the_budget_is_a_miss_even_when_the_threads_waited() ->
     assert j.verdict is Verdict.MISS
 
 
-def test_a_passing_result_the_gate_suspects_is_measured_again_and_the_better_judged() -> None:
+def test_a_passing_result_the_gate_suspects_gets_a_second_look() -> None:
     """A drop against the baseline that the machine caused for a moment does not last: before a
-    regression is called, a second measurement is taken, and the better of the two stands."""
+    regression is called, a second measurement is taken (tests/plugin/test_pipeline.py), and the
+    better of the two stands."""
     est = gemm()
-    fractions = iter([0.75, 0.95])
-
-    def measure_once(budget_s: float) -> Measurement:
-        return dataclasses.replace(at(est, next(fractions)), wall_s=0.1)
-
     suspected: list[float] = []
 
     def suspect(r: Result) -> bool:
         suspected.append(r.attained)
         return r.attained < 0.8
 
-    r = decide(est, measure_once, 0.7, budget_s=1.0, suspect=suspect)
-    assert suspected == [pytest.approx(0.75)]
-    assert (r.measurements, r.attained) == (2, pytest.approx(0.95))
-    unsuspected = decide(est, lambda b: dataclasses.replace(at(est, 0.9), wall_s=0.1), 0.7, budget_s=1.0,
-                         suspect=lambda r: False)  # fmt: skip
-    assert unsuspected.measurements == 1
-
-
-def test_with_no_second_measurement_the_result_suspect_judged_is_the_result() -> None:
-    """So the record made of it for the gate's judgement is the test's one record (plugin/measurer.py)."""
-    est = gemm()
-    judged: list[Result] = []
-
-    def suspect(r: Result) -> bool:
-        judged.append(r)
-        return False
-
-    passed = dataclasses.replace(at(est, 0.9), wall_s=0.1)
-    r = decide(est, lambda b: passed, 0.7, budget_s=1.0, suspect=suspect)
-    assert judged == [r]
-    assert judged[0] is r
+    assert second_look(result_of(est, [at(est, 0.75)], 0.7), suspect)
+    assert not second_look(result_of(est, [at(est, 0.9)], 0.7), suspect)
+    assert suspected == [pytest.approx(0.75), pytest.approx(0.9)]
+    assert not second_look(result_of(est, [at(est, 0.75)], 0.7), lambda r: False)

@@ -196,3 +196,81 @@ def test_two_at_once(roofline):
     result = rl.runpytest("--roofline-report")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*measurements on two threads at once waited for each other*"])
+
+
+# -- the path from the fixture to the timer --------------------------------------------------------
+
+COUNTED = """
+
+import inspect
+
+from pytest_roofline.timing.base import empty_call
+
+DEPTHS = []
+
+
+def depth(what):
+    # frames from Roofline.__call__ down to this backend call, both counted
+    stack = inspect.stack()[1:]
+    for i, frame in enumerate(stack):
+        if frame.function == "__call__" and frame.filename.endswith("plugin/fixture.py"):
+            DEPTHS.append((what, i + 1, [f.function for f in stack[: i + 1]]))
+            return
+
+
+class Counted(type(BACKEND)):
+    def run(self, fn, args, *, calls, samples, flush):
+        if fn is not empty_call:
+            depth("run")
+        return super().run(fn, args, calls=calls, samples=samples, flush=flush)
+
+    def flush_cache(self):
+        depth("flush_cache")
+        super().flush_cache()
+
+
+BACKEND.__class__ = Counted
+
+
+def pytest_sessionfinish(session):
+    import json
+
+    with open("depths.json", "w") as out:
+        json.dump(DEPTHS, out)
+"""
+
+
+def test_the_fixture_reaches_the_timer_through_at_most_eight_frames(pytester: pytest.Pytester) -> None:
+    """Fixture, measurer, pipeline, the measurement's call, engine, sampler or warm-up, the kernel's
+    call, the backend: a kernel's failure or a profile reads a short stack (issue 44, item 5). Warm,
+    cold by a flush before every call, cold by rotation (where a flush stands in for the untimed
+    cycle), and a miss measured twice."""
+    import json
+
+    pytester.makeconftest(fake_conftest(extra=COUNTED))
+    pytester.makepyfile(
+        f"""
+        import numpy as np
+        import pytest
+
+        def test_warm(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", cache="warm")
+
+        def test_flushed(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32", cache="cold")
+
+        @pytest.mark.fake_time(50e-6)  # the untimed cycle would take 0.15 s: a flush instead
+        def test_rotated(roofline):
+            x, y = np.ones(4096), np.empty(4096)
+            roofline(np.copyto, y, x, op="copy", n=4096, dtype="fp64", cache="cold", min_fraction=0.01)
+
+        @pytest.mark.fake_time(9e-3, 9e-3)
+        def test_missed_twice(roofline):
+            roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
+        """
+    )
+    pytester.runpytest("--roofline-mode=enforce").assert_outcomes(passed=3, failed=1)
+    depths = json.loads((pytester.path / "depths.json").read_text())
+    assert {what for what, _, _ in depths} == {"run", "flush_cache"}  # every path was taken
+    deepest = max(depths, key=lambda d: d[1])
+    assert deepest[1] <= 8, " <- ".join(deepest[2])

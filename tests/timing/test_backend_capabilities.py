@@ -30,7 +30,7 @@ def has(backend: Backend) -> set[str]:
 
 
 def test_the_cpu_backend_reads_the_host_and_nothing_else() -> None:
-    assert has(CpuBackend(resolution_s=1e-6)) == {"times_host", "prepare_flush"}
+    assert has(CpuBackend(resolution_s=1e-6)) == {"times_host", "prepare_flush", "flush_cache"}
 
 
 def test_the_cuda_backend_watches_clocks_takes_streams_and_holds_launches(

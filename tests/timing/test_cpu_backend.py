@@ -100,7 +100,7 @@ def test_flush_happens_before_each_window_and_outside_it(
         events.append("call")
         clock.advance(1e-3)
 
-    monkeypatch.setattr(backend, "flush", slow_flush)
+    monkeypatch.setattr(backend, "flush_cache", slow_flush)
     windows = backend.run(kernel, (), calls=2, samples=2, flush=True)
     assert events == ["flush", "call", "call", "flush", "call", "call"]
     assert windows == pytest.approx([2e-3, 2e-3])
@@ -108,7 +108,7 @@ def test_flush_happens_before_each_window_and_outside_it(
 
 def test_no_flush_when_not_asked(backend: CpuBackend, monkeypatch: pytest.MonkeyPatch) -> None:
     flushes: list[None] = []
-    monkeypatch.setattr(backend, "flush", lambda: flushes.append(None))
+    monkeypatch.setattr(backend, "flush_cache", lambda: flushes.append(None))
     backend.run(lambda: None, (), calls=1, samples=3, flush=False)
     assert flushes == []
 
@@ -146,14 +146,14 @@ def test_kernel_exception_propagates_and_gc_is_restored(backend: CpuBackend, ena
 
 def test_flush_reads_twice_the_llc_from_one_reused_buffer_and_writes_nothing(backend: CpuBackend) -> None:
     assert backend.flush_bytes == 8 * KiB
-    backend.flush()
+    backend.flush_cache()
     buffer = backend._flush_buffer
     assert buffer is not None
     assert buffer.nbytes == 8 * KiB
     assert int(buffer.min()) != 0  # written once when made: real pages, not the shared zero page
     buffer[-1] |= 1 << 63  # its last word: a flush that reads it all sees it
     before = buffer.copy()
-    backend.flush()
+    backend.flush_cache()
     assert backend._flush_buffer is buffer
     assert backend.flush_checksum >> 63 == 1
     # read, never written: no dirty lines left for the kernel's misses to write back
