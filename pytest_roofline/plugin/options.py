@@ -9,6 +9,7 @@ here: the plugin's ``__init__.py`` declares the options from :data:`SETTINGS`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -238,7 +239,6 @@ def parse_bool(text: str) -> bool:
 class Setting:
     """One setting: its command-line option, its ini twin, its parser and its default."""
 
-    name: str
     flag: str
     parse: Callable[[str], Any]
     default: Any
@@ -248,118 +248,26 @@ class Setting:
     path: bool = False
 
     @property
+    def name(self) -> str:
+        """The :class:`SessionSettings` field: ``--roofline-max-time`` is ``max_time``."""
+        return self.flag.removeprefix("--roofline-").replace("-", "_")
+
+    @property
     def dest(self) -> str:
         return f"roofline_{self.name}"
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("report", "--roofline-report", parse_bool, False,
-            "print a table of every measurement after the tests (default: off)"),
-    Setting("json", "--roofline-json", parse_json_path, None,
-            "write every measurement, with raw samples and environment, to PATH as JSON "
-            "(default: none)", "PATH", path=True),
-    Setting("device", "--roofline-device", parse_device, "auto",
-            "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
-            "(default: auto = where the kernel's arrays live, else the first CUDA device, else this "
-            "CPU)", "DEVICE"),
-    Setting("gpus", "--roofline-gpus", parse_gpus, "all",
-            "the GPUs pytest-xdist workers spread over, one GPU per worker for everything it does (its "
-            "tests' own CUDA work and its measurements): all, none (no spreading: the workers' own CUDA "
-            "work all lands on the first GPU), or indices such as 0,2,3 (default: all)", "all|none|LIST"),
-    Setting("min_fraction", "--roofline-min-fraction", parse_fraction, DEFAULT_MIN_FRACTION,
-            "budget for tests whose marker sets none: fail below this fraction of speed of light "
-            f"(default: {DEFAULT_MIN_FRACTION})", "FRACTION"),
-    Setting("mode", "--roofline-mode", parse_mode, "enforce",
-            "enforce: fail tests below budget; report: measure and report only; off: call each kernel "
-            "once, no timing (default: enforce)", "MODE"),
-    Setting("stat", "--roofline-stat", parse_stat, "median",
-            "statistic the verdict uses: median, min or mean (default: median)", "STAT"),
-    Setting("max_time", "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
-            "wall-time budget per measurement in seconds: copies, warm-up, flushes and probes "
-            "included; a re-measure (enforce mode) has one of its own; a kernel too slow for it "
-            f"gets one warm-up call and one sample (default: {DEFAULT_MAX_TIME})", "SECONDS"),
-    Setting("cache", "--roofline-cache", parse_cache, "cold",
-            "cold: every call finds its data out of the cache, as the floor assumes (copies of the "
-            "arguments rotated, else a flush before every call); warm: the data stay in the cache, "
-            "judged against the bandwidth of the cache level that holds them (default: cold)",
-            "STATE"),
-    Setting("inconclusive", "--roofline-inconclusive", parse_inconclusive, "warn",
-            "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
-            "its test: warn, fail or skip (default: warn)", "ACTION"),
-    Setting("ceilings", "--roofline-ceilings", parse_ceilings, "paired",
-            "CPU ceilings to judge against: paired = scaled by a probe timed beside each kernel, "
-            "so a busy machine slows both alike; cached = the calibration's figures (default: paired)",
-            "CEILINGS"),
-    Setting("peaks", "--roofline-peaks", parse_peaks, "datasheet",
-            "ceilings to judge against: datasheet, measured, or a JSON file of your own "
-            "(default: datasheet; CPU ceilings are always measured)", "SOURCE", path=True),
-    Setting("diagnose", "--roofline-diagnose", parse_diagnose, "miss",
-            "when to diagnose a GPU measurement (the bottleneck procedure: the regime, and for CUDA C++ "
-            "and Triton kernels what the compiler says of them, which costs a compile): off, miss or "
-            "all (default: miss)", "WHEN"),
-    Setting("latency_floor", "--roofline-latency-floor", parse_latency_floor, "on",
-            "judge a kernel against max(roofline floor, latency floor), where the latency floor is "
-            "what an empty call costs on the timer (an empty kernel launch on a GPU, an empty Python "
-            "call on the CPU): on, or off to judge against the roofline floor alone (default: on)",
-            "ON|OFF"),
-    Setting("cuda_block", "--roofline-cuda-block", parse_cuda_block, "auto",
-            "hold the CUDA stream with a blocking kernel while a sampling window's calls are queued, so "
-            "that it times the GPU, not the launch rate: auto (not under CUDA_LAUNCH_BLOCKING=1, a "
-            "profiler or a sanitizer, nor for a kernel seen to wait for the GPU), on, or off; a "
-            "marker's or roofline(...) call's block= overrides it (default: auto)", "auto|on|off"),
-    Setting("columns", "--roofline-columns", parse_columns, None,
-            "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
-            "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
-            "fit the terminal; the JSON has every field)", "LIST"),
-    Setting("report_clocks", "--roofline-report-clocks", parse_bool, False,
-            "add a GPU's clock columns to the --roofline-report table: the SM and memory clocks held "
-            "(median and lowest), the power drawn, the clock events seen and the samples left out, "
-            "and attained at the clock held (default: off; the JSON always has them)"),
-    Setting("save", "--roofline-save", parse_json_path, None,
-            "save this run's measurements into the baseline at PATH, for --roofline-compare (the JSON "
-            "report's schema): merged per test and device, each test keeping its last 8 runs; tests not "
-            "measured now keep theirs, and a measurement that regressed replaces nothing (default: none)",
-            "PATH", path=True),
-    Setting("accept", "--roofline-accept", parse_bool, False,
-            "let --roofline-save replace a test's baseline with a measurement that regressed (the "
-            "change is accepted; default: refused)"),
-    Setting("compare", "--roofline-compare", parse_baseline_path, None,
-            "compare each measurement's attained fraction with the baseline's record of the same test "
-            "(a --roofline-save or --roofline-json file); a regression fails its test (default: none)",
-            "PATH", path=True),
-    Setting("regression", "--roofline-regression", parse_regression, DEFAULT_REGRESSION,
-            "the least drop of attained fraction against the baseline that fails a test, when it is "
-            "beyond the run-to-run noise too, as a fraction or in percent: 0.1 or 10 percent written "
-            "with a percent sign (default: 0.1)", "DROP"),
-    Setting("against", "--roofline-against", parse_text, None,
-            "measure every test beside its version in REF, a git commit-ish of the repository under test "
-            "(origin/main, HEAD~1, a tag) or a directory holding a checkout of the base: both sides in "
-            "turns, in one job, and a test whose attained fraction dropped beyond the noise fails "
-            "(default: none)", "REF"),
-    Setting("against_setup", "--roofline-against-setup", parse_text, None,
-            "a shell command run once in the base's tree before its tests (installing or building "
-            "it: pip install --no-deps --target \"$ROOFLINE_BASE_SITE\" . puts what it installs "
-            "first on the base's path; default: none)", "CMD"),
-    Setting("compare_across_devices", "--roofline-compare-across-devices", parse_bool, False,
-            "compare with baseline records measured on another device too (default: refused)"),
-    Setting("compare_interrupted", "--roofline-compare-interrupted", parse_bool, False,
-            "compare with a baseline saved from a run that was cut short (-x, ^C, a worker that went "
-            "down), whose missing tests go unchecked (default: refused)"),
-    Setting("markdown", "--roofline-markdown", parse_json_path, None,
-            "append a Markdown summary of the run to PATH (default: $GITHUB_STEP_SUMMARY when set and "
-            "something was measured)", "PATH", path=True),
-    Setting("plot", "--roofline-plot", parse_plot_path, None,
-            "draw the roofline plot of the run to PATH, .svg or .png (needs the plot extra: "
-            "matplotlib; default: none)", "PATH", path=True),
-    Setting("require_measurement", "--roofline-require-measurement", parse_bool, False,
-            "fail a marked test that takes the roofline fixture but measures nothing (default: "
-            "warn)"),
-    Setting("suggest", "--roofline-suggest", parse_bool, False,
-            "print, for each measurement whose op was inferred (a budget with no op), the explicit "
-            "marker that gives the same floor, ready to paste over its test (default: off)"),
-)  # fmt: skip
-
-_SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
+def setting(
+    flag: str,
+    parse: Callable[[str], Any],
+    default: Any,
+    help: str,
+    metavar: str | None = None,
+    *,
+    path: bool = False,
+) -> Any:
+    """A field of :class:`SessionSettings` declared with its option: the one place a setting is named."""
+    return field(default=default, metadata={"setting": Setting(flag, parse, default, help, metavar, path)})
 
 
 def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
@@ -400,39 +308,161 @@ def _in_ini(config: pytest.Config, s: Setting) -> tuple[Any, str]:
 
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
-    """Every setting of this session, resolved."""
+    """Every setting of this session, resolved; each field declares its option and ini twin
+    (:func:`setting`), in the order ``--help`` lists them."""
 
-    report: bool
-    json: str | None
-    device: str
-    min_fraction: float
-    mode: str
-    stat: str
-    max_time: float
-    cache: str
-    peaks: str
-    inconclusive: str = "warn"
-    ceilings: str = "paired"
-    diagnose: str = "miss"
-    latency_floor: str = "on"
-    cuda_block: str = "auto"
-    columns: tuple[str, ...] | None = None
-    report_clocks: bool = False
-    save: str | None = None
-    compare: str | None = None
-    regression: float = DEFAULT_REGRESSION
-    compare_across_devices: bool = False
-    compare_interrupted: bool = False
-    accept: bool = False
-    markdown: str | None = None
-    plot: str | None = None
-    require_measurement: bool = False
-    suggest: bool = False
-    #: the base of an A/B comparison (:mod:`.against`), and the command that prepares it
-    against: str | None = None
-    against_setup: str | None = None
+    # fmt: off
+    report: bool = setting(
+        "--roofline-report", parse_bool, False,
+        "print a table of every measurement after the tests (default: off)")
+    json: str | None = setting(
+        "--roofline-json", parse_json_path, None,
+        "write every measurement, with raw samples and environment, to PATH as JSON (default: none)",
+        "PATH", path=True)
+    device: str = setting(
+        "--roofline-device", parse_device, "auto",
+        "device to measure on and judge against: auto, cpu, cuda, cuda:N or a table key "
+        "(default: auto = where the kernel's arrays live, else the first CUDA device, else this "
+        "CPU)",
+        "DEVICE")
     #: the GPUs pytest-xdist workers spread over: "all", "none" or their indices (:mod:`.gpus`)
-    gpus: str | tuple[int, ...] = "all"
+    gpus: str | tuple[int, ...] = setting(
+        "--roofline-gpus", parse_gpus, "all",
+        "the GPUs pytest-xdist workers spread over, one GPU per worker for everything it does (its "
+        "tests' own CUDA work and its measurements): all, none (no spreading: the workers' own CUDA "
+        "work all lands on the first GPU), or indices such as 0,2,3 (default: all)",
+        "all|none|LIST")
+    min_fraction: float = setting(
+        "--roofline-min-fraction", parse_fraction, DEFAULT_MIN_FRACTION,
+        "budget for tests whose marker sets none: fail below this fraction of speed of light "
+        f"(default: {DEFAULT_MIN_FRACTION})",
+        "FRACTION")
+    mode: str = setting(
+        "--roofline-mode", parse_mode, "enforce",
+        "enforce: fail tests below budget; report: measure and report only; off: call each kernel "
+        "once, no timing (default: enforce)",
+        "MODE")
+    stat: str = setting(
+        "--roofline-stat", parse_stat, "median",
+        "statistic the verdict uses: median, min or mean (default: median)",
+        "STAT")
+    max_time: float = setting(
+        "--roofline-max-time", parse_seconds, DEFAULT_MAX_TIME,
+        "wall-time budget per measurement in seconds: copies, warm-up, flushes and probes "
+        "included; a re-measure (enforce mode) has one of its own; a kernel too slow for it "
+        f"gets one warm-up call and one sample (default: {DEFAULT_MAX_TIME})",
+        "SECONDS")
+    cache: str = setting(
+        "--roofline-cache", parse_cache, "cold",
+        "cold: every call finds its data out of the cache, as the floor assumes (copies of the "
+        "arguments rotated, else a flush before every call); warm: the data stay in the cache, "
+        "judged against the bandwidth of the cache level that holds them (default: cold)",
+        "STATE")
+    inconclusive: str = setting(
+        "--roofline-inconclusive", parse_inconclusive, "warn",
+        "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
+        "its test: warn, fail or skip (default: warn)",
+        "ACTION")
+    ceilings: str = setting(
+        "--roofline-ceilings", parse_ceilings, "paired",
+        "CPU ceilings to judge against: paired = scaled by a probe timed beside each kernel, "
+        "so a busy machine slows both alike; cached = the calibration's figures (default: paired)",
+        "CEILINGS")
+    peaks: str = setting(
+        "--roofline-peaks", parse_peaks, "datasheet",
+        "ceilings to judge against: datasheet, measured, or a JSON file of your own "
+        "(default: datasheet; CPU ceilings are always measured)",
+        "SOURCE", path=True)
+    diagnose: str = setting(
+        "--roofline-diagnose", parse_diagnose, "miss",
+        "when to diagnose a GPU measurement (the bottleneck procedure: the regime, and for CUDA C++ "
+        "and Triton kernels what the compiler says of them, which costs a compile): off, miss or "
+        "all (default: miss)",
+        "WHEN")
+    latency_floor: str = setting(
+        "--roofline-latency-floor", parse_latency_floor, "on",
+        "judge a kernel against max(roofline floor, latency floor), where the latency floor is "
+        "what an empty call costs on the timer (an empty kernel launch on a GPU, an empty Python "
+        "call on the CPU): on, or off to judge against the roofline floor alone (default: on)",
+        "ON|OFF")
+    cuda_block: str = setting(
+        "--roofline-cuda-block", parse_cuda_block, "auto",
+        "hold the CUDA stream with a blocking kernel while a sampling window's calls are queued, so "
+        "that it times the GPU, not the launch rate: auto (not under CUDA_LAUNCH_BLOCKING=1, a "
+        "profiler or a sanitizer, nor for a kernel seen to wait for the GPU), on, or off; a "
+        "marker's or roofline(...) call's block= overrides it (default: auto)",
+        "auto|on|off")
+    columns: tuple[str, ...] | None = setting(
+        "--roofline-columns", parse_columns, None,
+        "the report's columns, separated by commas, or all: test, op, dtype, bound, intensity, "
+        "floor, time, achieved, ceiling, attained, budget, machine, verdict (default: those that "
+        "fit the terminal; the JSON has every field)",
+        "LIST")
+    report_clocks: bool = setting(
+        "--roofline-report-clocks", parse_bool, False,
+        "add a GPU's clock columns to the --roofline-report table: the SM and memory clocks held "
+        "(median and lowest), the power drawn, the clock events seen and the samples left out, "
+        "and attained at the clock held (default: off; the JSON always has them)")
+    save: str | None = setting(
+        "--roofline-save", parse_json_path, None,
+        "save this run's measurements into the baseline at PATH, for --roofline-compare (the JSON "
+        "report's schema): merged per test and device, each test keeping its last 8 runs; tests not "
+        "measured now keep theirs, and a measurement that regressed replaces nothing (default: none)",
+        "PATH", path=True)
+    accept: bool = setting(
+        "--roofline-accept", parse_bool, False,
+        "let --roofline-save replace a test's baseline with a measurement that regressed (the "
+        "change is accepted; default: refused)")
+    compare: str | None = setting(
+        "--roofline-compare", parse_baseline_path, None,
+        "compare each measurement's attained fraction with the baseline's record of the same test "
+        "(a --roofline-save or --roofline-json file); a regression fails its test (default: none)",
+        "PATH", path=True)
+    regression: float = setting(
+        "--roofline-regression", parse_regression, DEFAULT_REGRESSION,
+        "the least drop of attained fraction against the baseline that fails a test, when it is "
+        "beyond the run-to-run noise too, as a fraction or in percent: 0.1 or 10 percent written "
+        "with a percent sign (default: 0.1)",
+        "DROP")
+    #: the base of an A/B comparison (:mod:`.against`), and the command that prepares it
+    against: str | None = setting(
+        "--roofline-against", parse_text, None,
+        "measure every test beside its version in REF, a git commit-ish of the repository under test "
+        "(origin/main, HEAD~1, a tag) or a directory holding a checkout of the base: both sides in "
+        "turns, in one job, and a test whose attained fraction dropped beyond the noise fails "
+        "(default: none)",
+        "REF")
+    against_setup: str | None = setting(
+        "--roofline-against-setup", parse_text, None,
+        "a shell command run once in the base's tree before its tests (installing or building "
+        'it: pip install --no-deps --target "$ROOFLINE_BASE_SITE" . puts what it installs '
+        "first on the base's path; default: none)",
+        "CMD")
+    compare_across_devices: bool = setting(
+        "--roofline-compare-across-devices", parse_bool, False,
+        "compare with baseline records measured on another device too (default: refused)")
+    compare_interrupted: bool = setting(
+        "--roofline-compare-interrupted", parse_bool, False,
+        "compare with a baseline saved from a run that was cut short (-x, ^C, a worker that went "
+        "down), whose missing tests go unchecked (default: refused)")
+    markdown: str | None = setting(
+        "--roofline-markdown", parse_json_path, None,
+        "append a Markdown summary of the run to PATH (default: $GITHUB_STEP_SUMMARY when set and "
+        "something was measured)",
+        "PATH", path=True)
+    plot: str | None = setting(
+        "--roofline-plot", parse_plot_path, None,
+        "draw the roofline plot of the run to PATH, .svg or .png (needs the plot extra: "
+        "matplotlib; default: none)",
+        "PATH", path=True)
+    require_measurement: bool = setting(
+        "--roofline-require-measurement", parse_bool, False,
+        "fail a marked test that takes the roofline fixture but measures nothing (default: warn)")
+    suggest: bool = setting(
+        "--roofline-suggest", parse_bool, False,
+        "print, for each measurement whose op was inferred (a budget with no op), the explicit "
+        "marker that gives the same floor, ready to paste over its test (default: off)")
+    # fmt: on
     #: where each setting came from, by name: a flag, ``ini <key>`` or ``default``
     origins: Mapping[str, str] = field(default_factory=dict)
 
@@ -455,6 +485,13 @@ class SessionSettings:
             return origin
         value = getattr(self, name)
         return f"{origin}={value}" if origin == setting.flag else f"{origin} = {value}"
+
+
+#: every setting, in the order of :class:`SessionSettings`'s fields
+SETTINGS: tuple[Setting, ...] = tuple(
+    f.metadata["setting"] for f in dataclasses.fields(SessionSettings) if "setting" in f.metadata
+)
+_SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
 
 
 #: the settings that name a file this run writes

@@ -495,3 +495,19 @@ def test_no_protocol_has_fewer_than_two_implementations_in_the_package() -> None
         if len(implementations) < 2:
             lonely.append(f"{protocol.__module__}.{protocol.__qualname__}: {len(implementations)}")
     assert not lonely, "protocols with fewer than two implementations:\n" + "\n".join(lonely)
+
+
+def test_a_session_setting_is_declared_once_with_its_option() -> None:
+    """Each field of SessionSettings declares its option, ini twin, parser and default (issue 44,
+    item 2): the option table is read from the fields, never written beside them."""
+    import dataclasses
+
+    from pytest_roofline.plugin.options import SETTINGS, SessionSettings
+
+    declared = [f.name for f in dataclasses.fields(SessionSettings) if "setting" in f.metadata]
+    undeclared = [f.name for f in dataclasses.fields(SessionSettings) if "setting" not in f.metadata]
+    assert undeclared == ["origins"]  # where each came from, not a setting
+    assert [s.name for s in SETTINGS] == declared
+    path, tree = source("pytest_roofline.plugin.options")
+    made = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Setting"]
+    assert len(made) == 1, f"{path}: a Setting is made in setting() alone"
