@@ -25,8 +25,6 @@ from .records import (
     JsonObject,
     MeasurementRecord,
     Record,
-    as_device_record,
-    as_record,
 )
 
 __all__ = ["device_judgements", "environment", "payload", "write_json_atomic"]
@@ -62,8 +60,8 @@ def environment() -> JsonObject:
 
 
 def payload(
-    records: Sequence[Record | Mapping[str, Any]],
-    devices: Iterable[DeviceRecord | Mapping[str, Any]],
+    records: Sequence[Record],
+    devices: Iterable[DeviceRecord],
     *,
     interruption: str | None = None,
     comparisons: Sequence[Comparison] = (),
@@ -71,7 +69,7 @@ def payload(
     """The JSON file: every device with the figures that judged the measurements, whether the run
     was cut short (``interruption`` says how: its measurements are not all there), and each test's
     comparison with a baseline (``--roofline-compare``; an empty list without one)."""
-    typed = [as_record(r) for r in records]
+    typed = list(records)
     return {
         "schema": SCHEMA_VERSION,
         "environment": environment(),
@@ -88,12 +86,12 @@ def payload(
 
 
 def device_judgements(
-    devices: Iterable[DeviceRecord | Mapping[str, Any]], records: Sequence[Record | Mapping[str, Any]]
+    devices: Iterable[DeviceRecord], records: Sequence[Record]
 ) -> list[tuple[DeviceRecord, bool, int]]:
     """Each device record, whether its device had other figures too during the run (each such set
     is an entry of its own), and how many ``records`` its figures judged."""
-    typed = [as_device_record(d) for d in devices]
-    measured = [r for r in map(as_record, records) if isinstance(r, MeasurementRecord)]
+    typed = list(devices)
+    measured = [r for r in records if isinstance(r, MeasurementRecord)]
     versions: dict[str, int] = {}
     for device in typed:
         versions[device.key] = versions.get(device.key, 0) + 1

@@ -3,10 +3,9 @@ in a line, and where the glossary tells more; a term no record used is left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from .records import MeasurementRecord, Record, as_record
+from .records import MeasurementRecord, Record
 
 #: where each term is told at more length
 GLOSSARY = "docs/glossary.md"
@@ -28,9 +27,9 @@ TERMS: tuple[tuple[str, Callable[[MeasurementRecord], bool], str], ...] = (
 )  # fmt: skip
 
 
-def legend_lines(records: Sequence[Record | Mapping[str, Any]]) -> list[str]:
+def legend_lines(records: Sequence[Record]) -> list[str]:
     """``Legend:``, then a line for each term in :data:`TERMS` that a record used; none without."""
-    measured = [r for r in map(as_record, records) if isinstance(r, MeasurementRecord)]
+    measured = [r for r in records if isinstance(r, MeasurementRecord)]
     used = [(term, meaning) for term, uses, meaning in TERMS if any(map(uses, measured))]
     if not used:
         return []

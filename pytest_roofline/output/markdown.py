@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from ..machine import files
 from ..model import units
 from ..model.verdict import Verdict
 from .comparison import Change, Comparison
-from .records import DeviceRecord, MeasurementRecord, Record, as_device_record, as_record
+from .records import DeviceRecord, MeasurementRecord, Record
 
 #: the table's order: what fails a test first
 _RANK = {
@@ -32,8 +31,8 @@ _FAILED = (Verdict.MISS, Verdict.FASTER_THAN_LIGHT)
 
 
 def section(
-    records: Sequence[Record | Mapping[str, Any]],
-    devices: Iterable[DeviceRecord | Mapping[str, Any]],
+    records: Sequence[Record],
+    devices: Iterable[DeviceRecord],
     *,
     comparisons: Sequence[Comparison] = (),
     baseline: str | None = None,
@@ -43,7 +42,7 @@ def section(
     """The whole section: heading, devices and ceilings, the table, the comparison's totals, the tests
     slower or faster than their base's versions (``against``: ``--roofline-against``'s REF), the plot."""
     lines = ["## pytest-roofline", ""]
-    for device in map(as_device_record, devices):
+    for device in devices:
         lines.append(f"**{_escape(device.name)}** ({device.kind}): DRAM {units.byte_rate(device.bandwidth)}")
         peaks = [p for p in device.peaks if not p.note.startswith("no ")]
         if peaks:
@@ -57,7 +56,7 @@ def section(
             lines.append(f"<br>peaks: {figures}")
         lines.append("")
     by_key = {c.key: c for c in comparisons}
-    measured = [as_record(r) for r in records]
+    measured = list(records)
     if not measured:
         lines.append("No measurements.")
     else:

@@ -440,11 +440,6 @@ def record_from_json(data: Mapping[str, Any]) -> Record:
     return MeasurementRecord.from_json(data)
 
 
-def as_record(record: Record | Mapping[str, Any]) -> Record:
-    """A record, whether typed already or still JSON (a file's, or a caller's dict)."""
-    return record if isinstance(record, (MeasurementRecord, SkippedRecord)) else record_from_json(record)
-
-
 #: the fields of every record, in the JSON file's order; what a skipped test did not measure is null
 RECORD_FIELDS = (
     "nodeid", "name", "label", "op", "shape", "params", "dtype", "peak_precision", "unit", "flops",
@@ -623,10 +618,6 @@ class DeviceRecord:
 
 #: the records that nest in another, each its fields as JSON
 _NESTED = (CeilingRecord, PeakRecord, LevelRecord, CacheRecord)
-
-
-def as_device_record(device: DeviceRecord | Mapping[str, Any]) -> DeviceRecord:
-    return device if isinstance(device, DeviceRecord) else DeviceRecord.from_json(device)
 
 
 def figures_id(device: Device) -> str:

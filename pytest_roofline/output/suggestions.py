@@ -3,16 +3,15 @@ the same floor, ready to paste over its test. No pytest here (the summary writes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from .records import MeasurementRecord, Record, as_record
+from .records import MeasurementRecord, Record
 
 
-def suggestion_lines(records: Sequence[Record | Mapping[str, Any]]) -> list[str]:
+def suggestion_lines(records: Sequence[Record]) -> list[str]:
     """A heading, then per inferred measurement its test and the marker (none: no lines at all)."""
     lines: list[str] = []
-    for record in map(as_record, records):
+    for record in records:
         if not isinstance(record, MeasurementRecord) or not record.inferred:
             continue
         inferred = record.inferred

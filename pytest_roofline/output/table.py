@@ -13,15 +13,13 @@ from ..model import units
 from ..model.core import Unit
 from ..model.verdict import Verdict, budget_percent
 from .jsonfile import device_judgements
-from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record, as_device_record, as_record
+from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record
 
 #: a record, typed or still JSON: every function here reads either
-AnyRecord = TypeVar("AnyRecord", bound="Record | Mapping[str, Any]")
+AnyRecord = TypeVar("AnyRecord", bound="Record")
 
 
-def format_device_headers(
-    devices: Iterable[DeviceRecord | Mapping[str, Any]], records: Sequence[Record | Mapping[str, Any]]
-) -> list[str]:
+def format_device_headers(devices: Iterable[DeviceRecord], records: Sequence[Record]) -> list[str]:
     """Every device's header; a device whose figures changed during the run has one per set of
     figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
     lines: list[str] = []
@@ -38,10 +36,10 @@ def format_device_headers(
     return lines
 
 
-def _figures_numbers(devices: Iterable[DeviceRecord | Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+def _figures_numbers(devices: Iterable[DeviceRecord]) -> dict[str, tuple[int, int]]:
     """For a device with several sets of figures this run, each set's number and the count."""
     by_key: dict[str, list[str]] = {}
-    for device in map(as_device_record, devices):
+    for device in devices:
         by_key.setdefault(device.key, []).append(device.version)
     return {
         version: (number, len(versions))
@@ -51,9 +49,9 @@ def _figures_numbers(devices: Iterable[DeviceRecord | Mapping[str, Any]]) -> dic
     }
 
 
-def format_device_header(device: DeviceRecord | Mapping[str, Any]) -> list[str]:
+def format_device_header(device: DeviceRecord) -> list[str]:
     """Device, its ceilings with their sources, and the ridge point of each."""
-    d = as_device_record(device)
+    d = device
     bw = f"{units.byte_rate(d.bandwidth)} ({d.bandwidth_source})"
     where = d.kind if d.key == d.kind else f"{d.key}, {d.kind}"
     lines = [f"device: {d.name} [{where}]  DRAM bandwidth {bw}"]
@@ -113,7 +111,7 @@ def ordered(records: Sequence[AnyRecord]) -> list[AnyRecord]:
     rank = {"memory": 0, "compute": 1}
 
     def key(run: tuple[int, AnyRecord]) -> tuple[int, int]:
-        record = as_record(run[1])
+        record = run[1]
         bound = record.bound if isinstance(record, MeasurementRecord) else ""
         return (rank.get(bound, 2), run[0])
 
@@ -121,8 +119,8 @@ def ordered(records: Sequence[AnyRecord]) -> list[AnyRecord]:
 
 
 def table_rows(
-    records: Sequence[Record | Mapping[str, Any]],
-    devices: Iterable[DeviceRecord | Mapping[str, Any]] = (),
+    records: Sequence[Record],
+    devices: Iterable[DeviceRecord] = (),
     *,
     clocks: bool = False,
     against: bool = False,
@@ -135,7 +133,7 @@ def table_rows(
     which judged the row (``figures #2``), as the device headers number them.
     """
     numbers = _figures_numbers(devices)
-    typed = [as_record(r) for r in records]
+    typed = list(records)
     prefix = _common_directory([r.nodeid for r in typed])
     rows = []
     for r in ordered(typed):
@@ -367,10 +365,10 @@ TABLE_HEADERS = tuple(COLUMNS.values())
 MIN_TEST_WIDTH = 20
 
 
-def skipped_notes(records: Sequence[Record | Mapping[str, Any]]) -> list[str]:
+def skipped_notes(records: Sequence[Record]) -> list[str]:
     """A line under the table for each skipped row: why it measured nothing."""
     notes = []
-    for r in ordered([as_record(r) for r in records]):
+    for r in ordered(list(records)):
         if not isinstance(r, MeasurementRecord):
             name = f" [{r.name}]" if r.name else ""
             notes.append(f"  {r.nodeid}{name} skipped: {r.reason}")
@@ -405,8 +403,8 @@ def table_columns(clocks: bool = False, against: bool = False) -> tuple[Column, 
 
 
 def format_table(
-    records: Sequence[Record | Mapping[str, Any]],
-    devices: Iterable[DeviceRecord | Mapping[str, Any]] = (),
+    records: Sequence[Record],
+    devices: Iterable[DeviceRecord] = (),
     *,
     width: int | None = None,
     columns: Sequence[str] | None = None,
@@ -453,8 +451,8 @@ def _fitting(rows: Sequence[Sequence[str]], table: Sequence[Column], width: int)
 
 
 def hidden_columns_note(
-    records: Sequence[Record | Mapping[str, Any]],
-    devices: Iterable[DeviceRecord | Mapping[str, Any]],
+    records: Sequence[Record],
+    devices: Iterable[DeviceRecord],
     width: int,
     *,
     clocks: bool = False,
@@ -511,10 +509,10 @@ def _shorten(text: str, width: int, cut: Cut) -> str:
     return f"{text[: room - end]}…{text[len(text) - end :]}"
 
 
-def summary_counts(records: Sequence[Record | Mapping[str, Any]]) -> str:
+def summary_counts(records: Sequence[Record]) -> str:
     counts: dict[str, int] = {}
     for r in records:
-        verdict = str(as_record(r).verdict)
+        verdict = str(r.verdict)
         counts[verdict] = counts.get(verdict, 0) + 1
     parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: kv[0].lower())]
     return f"{len(records)} measurement(s): " + ", ".join(parts) if parts else "no measurements"

@@ -23,7 +23,7 @@ from pytest_roofline.model.paired_ceilings import PairedCeiling, paired_floor_s
 from pytest_roofline.model.peaks import CpuPeak, load_peaks_file, parse_peak_key
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.verdict import Result, Verdict, failure_message, judge, result_of
-from pytest_roofline.output.records import JsonObject, MeasurementRecord
+from pytest_roofline.output.records import JsonObject, MeasurementRecord, record_from_json
 from pytest_roofline.output.table import table_rows
 from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.engine import measure
@@ -506,7 +506,8 @@ def test_the_json_record_has_nulls_for_an_unknown_compute_side() -> None:
 def test_the_table_says_compute_unknown() -> None:
     fp32 = result_of(estimate("copy", dtype="fp32", device=H100, n=2**26), [int32_result().measurement], 0.5)
     known = result_record(fp32, nodeid="t.py::test_f", mode="enforce")
-    rows = table_rows([result_record(int32_result(), nodeid="t.py::test_int", mode="enforce"), known])
+    unknown = result_record(int32_result(), nodeid="t.py::test_int", mode="enforce")
+    rows = table_rows([record_from_json(unknown), record_from_json(known)])
     assert rows[0][3] == "memory (compute unknown)"
     assert rows[1][3] == "memory"
 

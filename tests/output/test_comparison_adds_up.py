@@ -7,6 +7,7 @@ from __future__ import annotations
 from pytest_roofline.output.baseline import BaselineRecord
 from pytest_roofline.output.comparison import Change, compare, format_table
 from pytest_roofline.output.markdown import section
+from pytest_roofline.output.records import record_from_json
 
 
 def baseline_record(attained: float, history: tuple[float, ...] = ()) -> BaselineRecord:
@@ -33,8 +34,9 @@ def test_an_inconclusive_test_is_flagged_and_named_in_the_markdown() -> None:
     assert c.change is Change.INCONCLUSIVE
 
     text = section(
-        [{"nodeid": "t.py::test_k", "name": "", "label": "copy n=1", "attained": 0.32, "min_fraction": 0.3,
-          "verdict": "pass", "time_s": 1e-3, "device": "cpu", "device_name": "AMD EPYC"}],
+        [record_from_json({"nodeid": "t.py::test_k", "name": "", "label": "copy n=1", "attained": 0.32,
+                           "min_fraction": 0.3, "verdict": "pass", "time_s": 1e-3, "device": "cpu",
+                           "device_name": "AMD EPYC"})],
         [], comparisons=[c], baseline="base.json",
     )  # fmt: skip
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_roofline.output.legend import GLOSSARY, legend_lines
+from pytest_roofline.output.records import Record, record_from_json
 
 CEILING = {"resource": "bandwidth", "value": 18e9, "calibrated": 20e9, "speed": 0.9, "share_of_best": 0.75,
            "ci_rel": 0.01, "probe": "copy", "probe_rates": [18e9], "probe_wall_s": 0.01}  # fmt: skip
 
 
-def record(**fields: Any) -> dict[str, Any]:
-    return {"nodeid": "t.py::test_a", "name": "", "label": "copy n=1", "attained": 0.5, "min_fraction": 0.3,
-            "verdict": "pass", "time_s": 1e-3, "device": "cpu", "device_name": "AMD EPYC",
-            "bandwidth_source": "datasheet", "cache_state": "cold", **fields}  # fmt: skip
+def record(**fields: Any) -> Record:
+    return record_from_json({"nodeid": "t.py::test_a", "name": "", "label": "copy n=1", "attained": 0.5,
+            "min_fraction": 0.3, "verdict": "pass", "time_s": 1e-3, "device": "cpu",
+            "device_name": "AMD EPYC", "bandwidth_source": "datasheet", "cache_state": "cold",
+            **fields})  # fmt: skip
 
 
-def terms(records: list[dict[str, Any]]) -> list[str]:
+def terms(records: list[Record]) -> list[str]:
     return [line.split(":")[0].strip() for line in legend_lines(records)[1:]]
 
 

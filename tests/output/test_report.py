@@ -28,8 +28,10 @@ from pytest_roofline.output.records import (
     DeviceRecord,
     JsonObject,
     MeasurementRecord,
+    Record,
     SkippedRecord,
     figures_id,
+    record_from_json,
 )
 from pytest_roofline.output.table import (
     TABLE_HEADERS,
@@ -75,6 +77,15 @@ def skipped_record(*, nodeid: str, label: str, reason: str) -> JsonObject:
 
 def device_record(device: Device) -> JsonObject:
     return DeviceRecord.of(device).to_json()
+
+
+def typed(rs: list[JsonObject] | list[dict[str, Any]]) -> list[Record]:
+    """The records a report's functions take, read from their JSON as a file's are."""
+    return [record_from_json(r) for r in rs]
+
+
+def typed_devices(ds: list[JsonObject]) -> list[DeviceRecord]:
+    return [DeviceRecord.from_json(d) for d in ds]
 
 
 def records() -> list[dict[str, Any]]:
@@ -155,20 +166,21 @@ def test_a_device_with_two_sets_of_figures_has_a_header_for_each_and_rows_that_s
     other = device_record(slower)
     second = dict(first, nodeid="t.py::test_second", device_figures=other["figures"])
     devices = [device_record(DEVICE), other]
-    judged = payload([first, second], devices)["devices"]
+    judged = payload(typed([first, second]), typed_devices(devices))["devices"]
     assert [(d["remeasured"], d["measurements"]) for d in judged] == [(True, 1), (True, 1)]
-    headers = format_device_headers(devices, [first, second])
+    headers = format_device_headers(typed_devices(devices), typed([first, second]))
     assert [line for line in headers if "figures #" in line] == [
         "  figures #1 of 2 this run (the device was measured again): judged 1 row(s)",
         "  figures #2 of 2 this run (the device was measured again): judged 1 row(s)",
     ]
-    assert [row[11] for row in table_rows([first, second], devices)] == ["figures #1", "figures #2"]
-    assert [row[11] for row in table_rows([first, second], devices[:1])] == ["", ""]  # one set: no number
-    assert not any("figures #" in line for line in format_device_headers(devices[:1], [first]))
+    rows, one_set = typed([first, second]), typed_devices(devices[:1])
+    assert [row[11] for row in table_rows(rows, typed_devices(devices))] == ["figures #1", "figures #2"]
+    assert [row[11] for row in table_rows(rows, one_set)] == ["", ""]  # one set: no number
+    assert not any("figures #" in line for line in format_device_headers(one_set, rows[:1]))
 
 
 def test_the_device_header() -> None:
-    lines = format_device_header(device_record(DEVICE))
+    lines = format_device_header(DeviceRecord.of(DEVICE))
     assert lines[0] == "device: Toy Accelerator [toy, cuda]  DRAM bandwidth 100 GB/s (user)"
     assert "  tensor peaks: tf32 8.00 TFLOP/s (measured, ridge 80.0 FLOP/B)" in lines
     assert any(
@@ -188,7 +200,7 @@ def test_a_figure_quoted_below_the_max_clock_shows_its_rate_there_as_the_faster_
     assert peaks["bf16", "tensor"]["at_max_clock"] == pytest.approx(989.5e12 * 1980 / 1830)
     assert peaks["fp64", "tensor"]["at_max_clock"] is None  # quoted at the maximum clock
     assert DeviceRecord.from_json(d) == DeviceRecord.of(lookup("h200"))  # read back as written
-    header = format_device_header(d)
+    header = format_device_header(DeviceRecord.from_json(d))
     assert (
         "fp16/bf16 990 TFLOP/s (datasheet, ridge 206 FLOP/B; 1.07 PFLOP/s at the max SM clock, for the"
         " faster-than-light limit only)"
@@ -196,7 +208,7 @@ def test_a_figure_quoted_below_the_max_clock_shows_its_rate_there_as_the_faster_
     assert "fp64 67.0 TFLOP/s (datasheet, ridge 14.0 FLOP/B);" in header[1]
     assert (
         "bf16 tensor 990 TFLOP/s (1.07 PFLOP/s at the max SM clock, for the faster-than-light limit only)"
-    ) in section([], [d])
+    ) in section([], [DeviceRecord.from_json(d)])
 
 
 def test_the_device_header_and_json_carry_both_cache_capacities() -> None:
@@ -211,7 +223,7 @@ def test_the_device_header_and_json_carry_both_cache_capacities() -> None:
     cpu = dataclasses.replace(
         DEVICE, kind="cpu", key="cpu", llc_bytes=40 * 2**20, levels=(l3,), caches=caches
     )
-    lines = format_device_header(device_record(cpu))
+    lines = format_device_header(DeviceRecord.of(cpu))
     assert (
         "  caches: l1 48 KiB per core (sysfs), not seen by the capacity sweep: not used;"
         " l3 480 MiB (sysfs), 40 MiB effective, 27.0 GB/s; last-level cache 40 MiB"
@@ -231,13 +243,13 @@ def test_the_device_header_and_json_carry_both_cache_capacities() -> None:
 
 def test_rows_are_memory_then_compute_then_skipped_in_run_order() -> None:
     rs = records()
-    assert [r["nodeid"] for r in ordered(rs)] == [
+    assert [r.nodeid for r in ordered(typed(rs))] == [
         "t.py::test_copy",
         "t.py::test_gemm",
         "t.py::test_tf32",
         "t.py::test_gpu",
     ]
-    rows = table_rows(rs)
+    rows = table_rows(typed(rs))
     assert all(len(row) == len(TABLE_HEADERS) for row in rows)
     copy, gemm, tf32, gpu = rows
     assert copy[:4] == ["t.py::test_copy [small]", "copy n=1000", "fp32", "memory"]
@@ -249,11 +261,11 @@ def test_rows_are_memory_then_compute_then_skipped_in_run_order() -> None:
     assert tf32[2] == "fp32→tf32"
     assert tf32[12] == "MISS (measure)"  # roofline.measure: never a failure
     assert gpu == ["t.py::test_gpu", "gemm", *[""] * 10, "skipped"]
-    assert skipped_notes(rs) == ["  t.py::test_gpu skipped: needs CUDA device 0"]
+    assert skipped_notes(typed(rs)) == ["  t.py::test_gpu skipped: needs CUDA device 0"]
 
 
 def test_the_table_is_plain_text() -> None:
-    lines = format_table(records())
+    lines = format_table(typed(records()))
     assert lines[0].split() == [
         "test", "op", "and", "shape", "dtype", "bound", "FLOP/B", "floor", "measured", "(±", "noise)",
         "achieved", "ceiling", "attained", "budget", "machine", "verdict",
@@ -276,17 +288,17 @@ def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
     assert cell({"share_of_best": 0.5}, {"level": "heavy"}) == "50.0% of best, heavy"
     # an inconclusive row shows the interval of attained next to it
     record.update(attained_ci_rel=0.04)
-    assert table_rows([record])[0][9] == "100.0% ±4%"
+    assert table_rows(typed([record]))[0][9] == "100.0% ±4%"
 
 
 def test_summary_counts() -> None:
     assert summary_counts([]) == "no measurements"
-    assert summary_counts(records()) == "4 measurement(s): 2 MISS, 1 pass, 1 skipped"
+    assert summary_counts(typed(records())) == "4 measurement(s): 2 MISS, 1 pass, 1 skipped"
 
 
 def test_payload_and_environment() -> None:
     cupy_before = "cupy" in sys.modules
-    data = payload(records(), [device_record(DEVICE)])
+    data = payload(typed(records()), [DeviceRecord.of(DEVICE)])
     assert data["schema"] == SCHEMA_VERSION
     assert len(data["measurements"]) == 4
     assert data["devices"][0]["key"] == "toy"
@@ -420,18 +432,18 @@ def test_write_json_atomic_refuses_a_directory(tmp_path: Path) -> None:
 
 def test_the_table_leaves_out_the_directory_all_tests_share() -> None:
     rs = [dict(r, nodeid=f"example_project/tests/{r['nodeid']}") for r in records()]
-    assert [row[0] for row in table_rows(rs)] == [
+    assert [row[0] for row in table_rows(typed(rs))] == [
         "t.py::test_copy [small]", "t.py::test_gemm", "t.py::test_tf32", "t.py::test_gpu",
     ]  # fmt: skip
     rs[0]["nodeid"] = "other/t.py::test_gemm"
-    assert table_rows(rs)[1][0] == "other/t.py::test_gemm"  # nothing shared: full node ids
+    assert table_rows(typed(rs))[1][0] == "other/t.py::test_gemm"  # nothing shared: full node ids
 
 
 @pytest.mark.parametrize("width", [80, 200])
 def test_the_table_fits_the_terminal(width: int) -> None:
     rs = [{**r, "nodeid": "tests/kernels/test_a_rather_long_module_name.py::TestClass::" + r["nodeid"][6:]}
           for r in records()]  # fmt: skip
-    lines = format_table(rs, width=width)
+    lines = format_table(typed(rs), width=width)
     assert max(map(len, lines)) <= width
     headers = lines[0]
     for kept in ("test", "op and shape", "attained", "budget", "verdict"):
@@ -448,7 +460,7 @@ def test_the_table_fits_the_terminal(width: int) -> None:
 def test_a_test_id_cut_to_fit_keeps_its_start_and_its_end() -> None:
     rs = [{**r, "nodeid": "tests/kernels/test_a_rather_long_module_name.py::TestClass::" + r["nodeid"][6:]}
           for r in records()]  # fmt: skip
-    tests = [line.split("  ")[0] for line in format_table(rs, width=80)[2:]]
+    tests = [line.split("  ")[0] for line in format_table(typed(rs), width=80)[2:]]
     # the module's start, then the parameters (or the function's end): never only one of them
     assert tests == [
         "test_a_rathe…[small]", "test_a_rat…test_gemm", "test_a_rat…test_tf32", "test_a_rat…:test_gpu",
@@ -456,7 +468,7 @@ def test_a_test_id_cut_to_fit_keeps_its_start_and_its_end() -> None:
 
 
 def test_columns_can_be_chosen() -> None:
-    lines = format_table(records(), columns=("test", "achieved", "verdict"))
+    lines = format_table(typed(records()), columns=("test", "achieved", "verdict"))
     assert lines[0].split() == ["test", "achieved", "verdict"]
     assert parse_columns("all") == tuple(parse_columns("test,op,dtype,bound,intensity,floor,time,achieved,"
                                                       "ceiling,attained,budget,machine,verdict"))  # fmt: skip

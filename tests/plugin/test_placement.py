@@ -254,9 +254,12 @@ def test_the_device_rule_is_said_in_each_record_read_back() -> None:
 
 
 def test_the_report_names_the_gpu_each_row_ran_on() -> None:
+    from pytest_roofline.output.records import record_from_json
     from pytest_roofline.output.table import COLUMNS, table_rows
 
     base = {"nodeid": "t.py::t", "time_s": 1e-3, "ceiling": {"share_of_best": 0.62}}
-    rows = table_rows([{**base, "device_index": 3}, {**base, "name": "cpu"}])
+    rows = table_rows(
+        [record_from_json({**base, "device_index": 3}), record_from_json({**base, "name": "cpu"})]
+    )
     machine = list(COLUMNS).index("machine")
     assert [row[machine] for row in rows] == ["GPU 3, 62.0% of best", "62.0% of best"]
