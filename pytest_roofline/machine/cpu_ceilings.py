@@ -1,45 +1,8 @@
-"""Measuring this CPU's ceilings with numpy: DRAM bandwidth and fp64/fp32 matmul FLOP/s, each with the
-probe measured beside it, and the sanity rules a measurement must keep.
-
-A CPU has no datasheet we can trust here, so its ceilings are measured with numpy:
-
-- *Cache capacities* come first: a footprint sweep finds the size of each cache level this process
-  sees (:func:`.cachelevels.measure_capacities`), which on a VM can be a tenth of what sysfs says;
-  the arrays below are sized from it.
-- *Bandwidth* is the best of five kernels over float64 arrays of 4× the effective last-level cache
-  (STREAM's rule), three at once, so each is also at most :data:`ARRAY_MEMORY_SHARE` / 3 of the
-  memory the process may still take (``MemAvailable``, its cgroup's limit). Each kernel is counted
-  as the bytes it reads plus the bytes it writes (STREAM's convention: write-allocate reads are not
-  counted):
-
-  ============  ===================================================  =========================
-  kernel        numpy                                                arrays of traffic counted
-  ============  ===================================================  =========================
-  copy          ``np.copyto(c, a)``                                  2
-  scale         ``np.multiply(b, s, out=c)``                         2
-  add           ``np.add(a, b, out=c)``                              3
-  triad         ``np.multiply(b, s, out=c); np.add(c, a, out=c)``    5 (numpy makes two passes)
-  dot           ``np.dot(a, b)`` (BLAS, read only)                   2
-  ============  ===================================================  =========================
-
-  numpy cannot fuse STREAM's triad, so it runs as the two passes it really is and both passes'
-  bytes are counted; counting STREAM's 3 arrays would overstate bandwidth by 5/3. The read-only
-  BLAS ``dot`` is there because a floor must never be above the true best time: it pays no
-  write-allocate and BLAS runs it on every core, so it can outrun every single-threaded STREAM
-  kernel (docs/methodology.md), and a numpy kernel under test can do the same. Arrays are touched
-  once, untimed, before any kernel is timed (page faults); the best rate over all runs is kept.
-- *Compute* is ``np.matmul`` FLOP/s (2·n³ per call) for fp64 and fp32, with n chosen from a small
-  probe so that one call takes about :data:`MATMUL_TARGET_S`; best of a few calls. Narrower
-  float formats (tf32, fp16, bf16, fp8) take fp32's figure, marked :attr:`Source.DERIVED`:
-  nothing measured them, and numpy has no path for them that is faster than fp32 BLAS, so fp32's
-  rate is an upper bound and keeps their floors honest. Integers take none: no float rate bounds
-  integer work, whose compute side stays unknown. Every CPU peak is :attr:`Unit.VECTOR`.
-
-Calibration runs within a time budget (:data:`CPU_BUDGET_S`): every kernel runs at least once,
-and more runs are added, fastest kernel first, only while the budget allows; array sizes are never
-reduced to save time. The capacity sweep comes before it, within its own budget
-(:data:`.cachelevels.SWEEP_BUDGET_S`). A slower or busier machine can overrun the budget by its
-obligatory part.
+"""Measuring this CPU's ceilings with numpy: DRAM bandwidth (the best of STREAM's copy, scale, add
+and triad and a BLAS dot, over arrays of 4x the effective last-level cache) and fp64/fp32 matmul
+FLOP/s, each with the probe measured beside it, within a time budget (:data:`CPU_BUDGET_S`), and the
+sanity rules a measurement must keep. Which kernels, how their bytes are counted and why:
+docs/measurement.md, "Calibration".
 """
 
 from __future__ import annotations

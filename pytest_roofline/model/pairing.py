@@ -2,39 +2,9 @@
 
 ``--roofline-against REF`` measures the base version of a test and the head version in turns on one
 machine, in ABBA blocks (base, head, head, base), each turn a short measurement (a *round*) giving
-the kernel's median time per call. This module turns those rounds into a verdict; it times nothing.
-
-Why the rules are what they are:
-
-- **Pairs of adjacent rounds.** Within a block ``(b1, h1, h2, b2)`` the pairs are ``(b1, h1)`` and
-  ``(h2, b2)``: one has the head after the base, the other before, so a machine whose speed drifts
-  slowly (clocks, temperature, a neighbour's load) moves the two pairs' differences in opposite
-  directions and their mean is unmoved to first order. Two passes measured one after the other
-  (a saved baseline, then today) take the whole drift into their ratio instead.
-- **Attained, like with like.** A pair's difference is ``log(head attained / base attained)`` with
-  ``attained = floor_s / time_s``, each side judged against its own estimate's floor: when the two
-  floors are equal it is ``log(time_b / time_h)``, times against one floor, never against a ceiling
-  measured beside the kernel (whose own noise would enter twice).
-- **A t interval on logarithms.** Ratios are multiplicative, so their logarithms are what adds and
-  averages; a pair's difference is close to normal once the per-round median has damped the
-  per-call tail. With the few pairs a comparison can afford (6 to 20), Student's t gives the honest
-  width, where a bootstrap's percentiles are unreliable below about 20 pairs and too narrow.
-- **The A/A floor.** In each block the two head rounds and the two base rounds are identical code
-  measured back to back; the change they show, ``log(h1/h2)`` and ``log(b2/b1)`` (signed so that a
-  drift acts on them as on the A/B pairs), bounds at 95% what this machine does to unchanged code
-  during this comparison. A change within it is not believed, however narrow the A/B interval: the
-  interval measures the pairs' scatter, the floor what the machine did to identical code.
-- **Heavy contention confirms nothing.** A round the OS saw under heavy contention can be slowed
-  alone, so a pair with such a round is left out of the A/B differences (the A/A floor keeps every
-  block: wider, never narrower). With fewer than :data:`MIN_PAIRS` pairs left, nothing is judged:
-  a comparison run under heavy contention is ``undecided``, never ``slower``.
-- **A band symmetric in log for "same".** ``same`` needs the whole interval inside
-  ``[1/(1+threshold), 1+threshold]``: as sure a claim of no change as a 10% gain is of a gain.
-  ``slower`` keeps the gate's reading of the threshold (``1 - ratio > threshold``, as
-  :class:`~pytest_roofline.output.comparison.RegressionRule`), ``faster`` its mirror.
-
-Pure arithmetic: no pytest, no timing. The rules are :data:`RULES`, tried in turn; their figures
-:data:`MIN_BLOCKS` and :data:`AA_MIN_BLOCKS`.
+the kernel's median time per call. This module turns those rounds into a verdict (:data:`RULES`,
+tried in turn); it times nothing. Why the rules are what they are: docs/ci.md ("How the rounds
+become a verdict").
 """
 
 from __future__ import annotations

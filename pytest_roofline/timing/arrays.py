@@ -1,40 +1,9 @@
 """What an array is, answered once for every part of the package that looks at a kernel's arguments:
 rotation (:mod:`.arguments`, :mod:`.copies`), the device a kernel runs on (:func:`placement_of`,
 ``plugin/placement.py``), the op inference's first call (:mod:`.footprint`) and the dtype read from a
-call's arguments (``plugin/request.py``). Each keeps its own concern (rotation copies only what it can
-copy, placement counts any host buffer as data, inference watches what a call writes); what an array
-is, how many bytes it holds, where they lie, on which device and in what format, is said here. Nothing
-here imports NumPy, CuPy or PyTorch.
-
-- An **array** (:func:`is_array`) speaks an array protocol: ``__array_interface__``,
-  ``__cuda_array_interface__`` or ``__dlpack__``. A library's scalar (no dimensions and no item
-  assignment: a NumPy scalar) is a value passed in a register, not an array. Attributes are read
-  with care: a PyTorch CUDA tensor that requires grad raises RuntimeError, not AttributeError, from
-  ``__cuda_array_interface__`` (``torch/_tensor.py``), which ``hasattr`` does not swallow.
-- Its **bytes** (:func:`nbytes_of`): ``nbytes``, or PyTorch's ``numel() * element_size()``; where
-  they lie (:func:`layout_of`): its first element's address, shape and strides.
-- Its **format** (:func:`dtype_of`): its ``dtype``, for the reader to judge.
-- Its **home** (:func:`home_of`), read from what the frameworks say of it:
-
-  - a PyTorch tensor's ``device`` (``device.type``: ``cpu``, ``cuda`` (ROCm's too), ``mps``, ...;
-    ``device.index``), read before anything else: its ``__cuda_array_interface__`` raises for a
-    tensor that requires grad, and its ``__dlpack_device__`` asks whether a CPU tensor is pinned;
-  - NumPy 2's ``device``, the string ``"cpu"`` (the array API's);
-  - ``__dlpack_device__()``, the DLPack protocol's ``(device type, device id)`` (CuPy, JAX, NumPy
-    before 2): CPU and pinned host memory are the host; CUDA, ROCm and CUDA managed memory a GPU;
-  - CuPy's ``device.id``, where ``__dlpack_device__`` is missing;
-  - ``__cuda_array_interface__``: a GPU whose index the protocol does not say;
-  - ``__array_interface__``, ``__array__`` or the buffer protocol (``bytes``, ``bytearray``,
-    ``memoryview``, ``array.array``): the host.
-
-  A host value of no dimensions (a NumPy scalar, a 0-d array) is a parameter, not data: it says
-  nothing of where the kernel runs.
-
-A call's arguments (:func:`arguments_of_call`) are walked as every one of them looks for arrays: the
-kernel's own (a ``functools.partial``'s arguments, the object a bound method belongs to: ``x.sum``'s
-``x``), the positional arguments and ``kwargs``' values, and inside the tuples, named tuples, lists
-and dicts there (:func:`is_container`), to :data:`MAX_DEPTH` levels (a list that holds itself ends
-there).
+call's arguments (``plugin/request.py``). Each keeps its own concern; what an array is, how many bytes
+it holds, where they lie, on which device and in what format, is said here (docs/development.md,
+"What the package counts as an array"). Nothing here imports NumPy, CuPy or PyTorch.
 """
 
 from __future__ import annotations

@@ -1,37 +1,11 @@
 """Cold by rotation: copies of the kernel's arrays, each call on the next set.
 
-The floor counts compulsory DRAM bytes, so a kernel is timed with its data out of the cache. A
-flush before every call does that at the price of one call per sample and a pass over twice the
-cache each time. Rotation does it for free, as rocBLAS-bench's and hipBLASLt-bench's ``--rotating``
-and benchdnn's ``--cold-cache`` do: before sampling, enough copies of the kernel's array arguments
-(inputs and outputs alike) are made that one cycle through them touches :data:`CYCLE_MULTIPLE` x the
-last-level cache this process sees (the calibration's effective figure, not sysfs's: on a VM it can
-be a tenth; at least :data:`MIN_CYCLE_BYTES`; at most :func:`memory_cap`, which must leave it
-:data:`MIN_CYCLE_MULTIPLE` x the cache); each call takes the next set, so by the time a set comes
-round again the cycle has pushed it out. A batch of k calls is then k cold calls, and small
-kernels keep their cheap batched samples.
-
-Rotation never changes what the kernel computes or sees. The first set is the caller's own call,
-its objects as given; each other set holds copies that are the same to the kernel
-(:mod:`.copies`: values, layout, flags, kind, arrays that share memory sharing it), in containers
-rebuilt only where they hold nothing but arrays and plain values (:mod:`.arguments`). Where that
-cannot be kept, :func:`plan_rotation` says why and the engine flushes instead:
-
-- the arrays it can reach hold less than :data:`MIN_VISIBLE_SHARE` of the op's bytes (a closure or
-  a lambda with captured arrays, arrays inside an object passed as it is);
-- an array is a strided view, or arrays of a kind other than NumPy's share memory;
-- the kernel changes a list or dict it is given (seen on one untimed call of the caller's own
-  arguments, before anything is copied): each set's copy of it would keep its own changes;
-- copying would take more than :data:`MAX_COPY_SHARE` of the time budget, more than
-  :data:`MAX_COPIED_OBJECTS` objects, or :func:`memory_cap` leaves too little for a cycle of
-  :data:`MIN_CYCLE_MULTIPLE` x the cache;
-- ``setup=`` returns the arguments of each call.
-
-A ``setup`` that returns None resets the caller's arrays in place (``np.copyto(a, a0)``). It is run
-once before the copies are made, so that every set starts as setup leaves the caller's; then, right
-before each call, the set called last is reset: the caller's by ``setup()``, a copy from one more
-copy kept as it was made. A set is so reset a whole cycle before its next call, which finds it
-out of the cache like any other.
+Before sampling, enough copies of the kernel's array arguments (inputs and outputs alike) are made
+that one cycle through them touches :data:`CYCLE_MULTIPLE` x the last-level cache this process sees;
+each call takes the next set, so by the time a set comes round again the cycle has pushed it out.
+Each copy is the same to the kernel (:mod:`.copies`, :mod:`.arguments`); where that cannot be kept,
+:func:`plan_rotation` says why and the engine flushes instead. What rotation copies, its limits and
+why: docs/cache.md ("Rotation", "When rotation cannot apply").
 """
 
 from __future__ import annotations
