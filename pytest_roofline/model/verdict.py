@@ -100,8 +100,10 @@ class Judgement:
     verdict: Verdict
     #: relative half-width of attained's 95% interval: kernel and probe noise combined
     ci_rel: float = 0.0
-    #: the floor judged against: at the paired ceiling when there is one
-    floor_s: float = 0.0
+    #: the floor judged against: at the ceiling measured beside the kernel when there is one (0: the
+    #: estimate's, at the calibrated ceilings)
+    judged_floor_s: float = 0.0
+    #: the ceiling measured beside the kernel, when a probe ran
     ceiling: PairedCeiling | None = None
     #: why the verdict is inconclusive or faster than light ("" otherwise)
     reason: str = ""
@@ -113,16 +115,15 @@ class Judgement:
 
 # Not slots=True: a frozen slots dataclass cannot refuse an assignment to one of the properties
 # below with FrozenInstanceError (its generated __setattr__ names the class it replaced)
-@dataclass(frozen=True)
-class Result:
-    """One judged measurement: the estimate, the timing, the budget and the :class:`Judgement`."""
+@dataclass(frozen=True, kw_only=True)
+class Result(Judgement):
+    """One judged measurement: the :class:`Judgement` of the measurement judged (attained, its noise,
+    the verdict, the ceiling and the reason), with the estimate, the timing and the budget."""
 
     name: str
     estimate: Estimate
     measurement: Measurement
     min_fraction: float
-    #: attained, its noise, the verdict, the ceiling and the reason (of the measurement judged)
-    judgement: Judgement
     #: whether a miss was measured a second time (see :func:`result_of` for which is judged)
     remeasured: bool = False
     nodeid: str = ""
@@ -137,40 +138,6 @@ class Result:
     #: the comparison with the base's version of this measurement (``--roofline-against``): its
     #: :class:`~.pairing.Pairing`, or why there is none (new, gone); None without a comparison
     vs_base: Pairing | Unpaired | None = None
-
-    # The judgement's facts, read through the result as the docs name them.
-    @property
-    def attained(self) -> float:
-        return self.judgement.attained
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.judgement.verdict
-
-    @property
-    def ci_rel(self) -> float:
-        """Relative half-width of attained's 95% interval."""
-        return self.judgement.ci_rel
-
-    @property
-    def ceiling(self) -> PairedCeiling | None:
-        """The ceiling measured beside the kernel, when a probe ran."""
-        return self.judgement.ceiling
-
-    @property
-    def reason(self) -> str:
-        """Why the verdict is inconclusive or faster than light."""
-        return self.judgement.reason
-
-    @property
-    def judged_floor_s(self) -> float:
-        """The floor judged against (0: the estimate's, at the calibrated ceilings)."""
-        return self.judgement.floor_s
-
-    @property
-    def latency_bound(self) -> bool:
-        """Whether the latency floor, not the roofline floor, was judged against."""
-        return self.judgement.latency_bound
 
     @property
     def attained_at_held_clock(self) -> float | None:
@@ -392,11 +359,11 @@ def result_of(
     judged = [(judged_one(m), m) for m in measurements]
     j, best = max(judged, key=lambda pair: (pair[0].verdict is not Verdict.INCONCLUSIVE, pair[0].attained))
     return Result(
+        **{f.name: getattr(j, f.name) for f in dataclasses.fields(Judgement)},
         name=name,
         estimate=estimate,
         measurement=best,
         min_fraction=min_fraction,
-        judgement=j,
         remeasured=len(measurements) > 1,
         nodeid=nodeid,
         measurements=len(measurements),

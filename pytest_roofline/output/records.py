@@ -233,7 +233,7 @@ class MeasurementRecord:
             flushed=m.flushed, stop_reason=m.stop_reason.value, calls_per_sample=m.calls_per_sample,
             wall_s=result.wall_s or m.wall_s, measurements=result.measurements,
             attained_ci_rel=result.ci_rel, verdict_reason=result.reason or None,
-            verdict_rule=result.judgement.rule or None,
+            verdict_rule=result.rule or None,
             calibrated_floor_s=est.floor_s, latency_floor_s=result.latency_floor_s or None,
             latency_bound=result.latency_bound, cache=m.cache_note, cache_state=m.cache,
             memory_level=est.memory_level, cold_method=m.cold_method,

@@ -17,7 +17,7 @@ from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import Stats
-from pytest_roofline.model.verdict import Judgement, Result, Verdict
+from pytest_roofline.model.verdict import Result, Verdict
 
 MEMORY = Standing(
     op="elementwise", bound="memory", dtype="fp32", unit="vector", intensity=0.17, ridge=20.0,
@@ -248,7 +248,8 @@ def test_a_result_gives_its_achieved_fractions() -> None:
     )  # fmt: skip
     result = Result(
         name="copy", estimate=est, measurement=measured, min_fraction=0.7,
-        judgement=Judgement(attained=0.1, verdict=Verdict.MISS),
+        attained=0.1,
+        verdict=Verdict.MISS,
     )  # fmt: skip
     standing = Standing.of_result(result)
     assert standing.bound == "memory"

@@ -340,7 +340,7 @@ def test_a_paired_ceiling_scales_the_calibrated_figure_by_the_probe() -> None:
     assert j.ceiling.speed == pytest.approx(0.5)
     assert j.ceiling.value == pytest.approx(10e9)
     assert j.ceiling.share_of_best == pytest.approx(5 / 12)
-    assert j.floor_s == pytest.approx(est.floor_s * 2)
+    assert j.judged_floor_s == pytest.approx(est.floor_s * 2)
     assert j.attained == pytest.approx(0.8)
     assert j.verdict is Verdict.PASS
     r = result_of(est, [m], 0.9, reference=reference())
