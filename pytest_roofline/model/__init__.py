@@ -7,7 +7,7 @@ step model :mod:`.llm`); the device table (:mod:`.devices`); ``estimate()`` (:mo
 the choice of compute unit in :mod:`.unit_choice`); statistics over samples (:mod:`.stats`); what a
 measurement found (:mod:`.measurement`), under which settings (:mod:`.policy`) and conditions
 (:mod:`.conditions`); ceilings measured beside a kernel (:mod:`.paired_ceilings`); base and head
-measured in turns (:mod:`.pairing`); user ceilings files (:mod:`.peaks`); the verdict (:mod:`.verdict`)
+measured in turns (:mod:`.pairing`); user peaks files (:mod:`.peaks`); the verdict (:mod:`.verdict`)
 and the units reports print (:mod:`.units`).
 
 Nothing here imports a layer above (timing, machine, analysis, output, plugin): those produce the

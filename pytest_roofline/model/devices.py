@@ -461,7 +461,7 @@ def from_properties(props: DeviceProperties) -> Device:
     if props.kind == "rocm":
         raise DeviceError(
             f"device {props.name!r} ({props.arch_name or 'unknown arch'}) is not in the table and AMD "
-            "peaks cannot be derived from properties; give its ceilings with --roofline-peaks FILE"
+            "peaks cannot be derived from properties; give its peaks with --roofline-peaks FILE"
         )
     return derive(props)
 
@@ -507,7 +507,7 @@ def derive(props: DeviceProperties) -> Device:
     if rates is None:
         raise DeviceError(
             f"device {props.name!r} (compute capability {props.major}.{props.minor}) is not in the table "
-            "and its per-SM rates are not confirmed; give its ceilings with --roofline-peaks FILE"
+            "and its per-SM rates are not confirmed; give its peaks with --roofline-peaks FILE"
         )
     missing = [
         label

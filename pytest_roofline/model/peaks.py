@@ -1,7 +1,7 @@
-"""User ceilings files (``--roofline-peaks FILE``) and the peak keys they use (``"bf16:tensor"``); a
+"""User peaks files (``--roofline-peaks FILE``) and the peak keys they use (``"bf16:tensor"``); a
 CPU's theoretical peak (:class:`CpuPeak`, worked out from the machine by :mod:`..machine.cpupeak`).
 
-A ceilings file, read by :func:`load_peaks_file`, is a JSON object::
+A peaks file, read by :func:`load_peaks_file`, is a JSON object::
 
     {
       "name": "my-gpu",                       # required without a base device
@@ -93,7 +93,7 @@ _KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm")
 
 
 def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
-    """A device from a user ceilings file (schema in the module docstring); ``base`` fills the gaps."""
+    """A device from a user peaks file (schema in the module docstring); ``base`` fills the gaps."""
     path = Path(path)
 
     def fail(message: str) -> DeviceError:

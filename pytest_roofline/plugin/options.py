@@ -127,7 +127,7 @@ def parse_gpus(text: str) -> str | tuple[int, ...]:
 
 
 def parse_peaks(text: str) -> str:
-    """``datasheet``, ``measured``, or a JSON file of the user's own ceilings (read and checked now).
+    """``datasheet``, ``measured``, or a JSON file of the user's own peaks (read and checked now).
 
     The file is applied over the session's device, so it need not be complete: it is checked here
     over a stand-in device, which makes every mistake in it a usage error before any test runs.
@@ -148,7 +148,7 @@ def parse_peaks(text: str) -> str:
         load_peaks_file(path, base=base)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(
-            f"{exc} (expected datasheet, measured or a JSON file of ceilings)"
+            f"{exc} (expected datasheet, measured or a JSON file of peaks)"
         ) from None
     return path
 

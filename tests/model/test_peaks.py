@@ -1,4 +1,4 @@
-"""User ceilings files (``--roofline-peaks FILE``): alone, over a base device, and every mistake."""
+"""User peaks files (``--roofline-peaks FILE``): alone, over a base device, and every mistake."""
 
 from __future__ import annotations
 
