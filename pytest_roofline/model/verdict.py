@@ -113,8 +113,9 @@ class Judgement:
     rule: str = ""
 
 
-# Not slots=True: a frozen slots dataclass cannot refuse an assignment to one of the properties
-# below with FrozenInstanceError (its generated __setattr__ names the class it replaced)
+# Not slots=True: a frozen slots dataclass cannot refuse an assignment to one of its properties
+# (``floor_s``, ``time_s``, ...) with FrozenInstanceError (its generated __setattr__ names the class
+# it replaced)
 @dataclass(frozen=True, kw_only=True)
 class Result(Judgement):
     """One judged measurement: the :class:`Judgement` of the measurement judged (attained, its noise,

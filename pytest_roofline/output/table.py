@@ -15,7 +15,7 @@ from ..model.verdict import Verdict, budget_percent
 from .jsonfile import device_judgements
 from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record
 
-#: a record, typed or still JSON: every function here reads either
+#: a row of the report: a measurement's record or a skipped test's
 AnyRecord = TypeVar("AnyRecord", bound="Record")
 
 

@@ -76,7 +76,9 @@ def is_device(result: object) -> str:
 
 
 def is_backend(result: object) -> str:
-    """What ``result`` lacks of the :class:`~.timing.base.Backend` protocol."""
+    """Why ``result`` is no :class:`~.timing.base.Backend`: what it lacks, or that it is no subclass."""
+    from ..timing.base import Backend
+
     lacks = [name for name in ("run", "clock") if not callable(getattr(result, name, None))]
     lacks += [name for name in ("name", "device_name") if not isinstance(getattr(result, name, None), str)]
     resolution = getattr(result, "resolution_s", None)
@@ -86,10 +88,10 @@ def is_backend(result: object) -> str:
         or not (math.isfinite(resolution) and resolution > 0)
     ):
         lacks.append("resolution_s")
+    expected = "expected a timer backend (a subclass of pytest_roofline.timing.base.Backend)"
     if not lacks:
-        return ""
+        return "" if isinstance(result, Backend) else f"{expected}; a {type(result).__name__} is not one"
     return (
-        f"expected a timer backend (pytest_roofline.timing.base.Backend); missing or wrong: "
-        f"{', '.join(lacks)} (run and clock are methods, name and device_name strings, resolution_s "
-        "a positive number of seconds)"
+        f"{expected}; missing or wrong: {', '.join(lacks)} (run and clock are methods, name and"
+        " device_name strings, resolution_s a positive number of seconds)"
     )

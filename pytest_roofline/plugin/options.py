@@ -370,8 +370,8 @@ class SessionSettings:
         "CEILINGS")
     peaks: str = setting(
         "--roofline-peaks", parse_peaks, "datasheet",
-        "ceilings to judge against: datasheet, measured, or a JSON file of your own "
-        "(default: datasheet; CPU ceilings are always measured)",
+        "peaks to judge against: datasheet, measured, or a JSON file of your own "
+        "(default: datasheet; a CPU's are always measured)",
         "SOURCE", path=True)
     diagnose: str = setting(
         "--roofline-diagnose", parse_diagnose, "miss",

@@ -288,7 +288,9 @@ def _measurer(
 
         snapshot = take_snapshot
 
-    backend.on_stream(request.stream)  # refused here, before any timing, by a backend that times no stream
+    # a stream= given to a backend that times none (the base class's on_stream) is refused here, before
+    # any timing; a backend that takes streams enters it around each measurement
+    backend.on_stream(request.stream)
     probe = None
     if reference is not None:  # built inside the device lock, in the budget: it allocates its arrays
         from ..timing.probes import probe_for

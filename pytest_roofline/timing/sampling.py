@@ -251,13 +251,12 @@ class Sampler:
         if probe is None:
             return
         self.slow.rest()  # a probe after a slowed round would read the slowed machine
-        t0 = self.backend.clock()
         backend = self.backend
-        if not self._probe_rates and probe.warmup_calls:
-            backend.run(probe.fn, (), calls=probe.warmup_calls, samples=1, flush=False)
-        (window,), (preempted,) = checked_windows(
-            backend, backend.run(probe.fn, (), calls=1, samples=1, flush=False), 1
-        )
+        t0 = backend.clock()
+        # untimed calls first where the probe wants them (BLAS wakes its threads), then the one timed
+        for calls in (probe.warmup_calls, 1) if not self._probe_rates and probe.warmup_calls else (1,):
+            timed = backend.run(probe.fn, (), calls=calls, samples=1, flush=False)
+            (window,), (preempted,) = checked_windows(backend, timed, 1)
         self._probe_rates.append(probe.work / max(window, 1e-12))
         self._probe_times.append(self.backend.clock())
         self._probe_preempted.append(preempted)

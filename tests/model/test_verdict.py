@@ -265,7 +265,7 @@ def test_a_zero_time_is_infinitely_fast() -> None:
         ((0.3, 2.0), 2, Verdict.FASTER_THAN_LIGHT, True, 1),
     ],
 )
-def test_decide(
+def test_a_miss_gets_a_second_look_and_the_better_of_the_two_is_judged(
     attained: tuple[float, ...], calls: int, verdict: Verdict, remeasured: bool, kept: int
 ) -> None:
     """A miss gets a second look (plugin/pipeline.py measures again), and the better of the two is judged."""

@@ -269,7 +269,14 @@ def test_the_fixture_reaches_the_timer_through_at_most_eight_frames(pytester: py
             roofline(lambda: None, op="copy", {COPY}, dtype="fp32")
         """
     )
-    pytester.runpytest("--roofline-mode=enforce").assert_outcomes(passed=3, failed=1)
+    pytester.runpytest("--roofline-mode=enforce", "--roofline-json=r.json").assert_outcomes(
+        passed=3, failed=1
+    )
+    measured = {
+        r["nodeid"].split("::")[-1]: r
+        for r in json.loads((pytester.path / "r.json").read_text())["measurements"]
+    }
+    assert measured["test_missed_twice"]["measurements"] == 2
     depths = json.loads((pytester.path / "depths.json").read_text())
     assert {what for what, _, _ in depths} == {"run", "flush_cache"}  # every path was taken
     deepest = max(depths, key=lambda d: d[1])

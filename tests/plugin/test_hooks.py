@@ -273,6 +273,9 @@ def test_a_device_hook_that_returns_no_device_for_the_session_device_is_a_usage_
                   "device_name, resolution_s (run and clock are methods, *"),
         ("types.SimpleNamespace(name='x', device_name='y', resolution_s=0, clock=time.time, run=print)",
          "returned namespace(name=* (a SimpleNamespace): *; missing or wrong: resolution_s (*"),
+        ("types.SimpleNamespace(name='x', device_name='y', resolution_s=1e-6, clock=time.time, run=print)",
+         "returned namespace(name=* (a SimpleNamespace): expected a timer backend (a subclass of"
+         " pytest_roofline.timing.base.Backend); a SimpleNamespace is not one"),
     ],
 )  # fmt: skip
 def test_a_backend_hook_that_returns_no_backend_fails_the_test_naming_the_hook_and_the_plugin(

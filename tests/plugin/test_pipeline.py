@@ -193,7 +193,7 @@ def test_a_miss_is_measured_again_with_a_budget_of_its_own_and_the_better_judged
     assert result.attained == pytest.approx(0.8)
 
 
-def test_decide_does_not_remeasure_in_report_mode_or_a_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_second_look_in_report_mode_or_for_a_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     missed, budgets = second_looks(monkeypatch, (0.3, 0.8), remeasure=False)  # report mode
     assert (missed.measurements, missed.verdict, len(budgets)) == (1, Verdict.MISS, 1)
     passed, budgets = second_looks(monkeypatch, (0.9,))
@@ -231,3 +231,17 @@ def test_with_no_second_measurement_the_result_suspect_judged_is_the_result(
     r, _ = second_looks(monkeypatch, (0.9,), suspect=suspect)
     assert judged == [r]
     assert judged[0] is r
+
+
+def test_the_first_measurement_pays_for_the_copies_and_a_second_look_has_a_budget_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_roofline.timing.cache import CachePlan
+
+    # the copies took 0.3 s of the 1 s budget: the first measurement gets the rest, the second (a
+    # miss is doubted) the whole budget again
+    monkeypatch.setattr(CachePlan, "made_s", property(lambda plan: 0.3))
+    result, budgets = second_looks(monkeypatch, (0.3, 0.8))
+    assert budgets == [pytest.approx(0.7), 1.0]
+    assert result.measurements == 2
+    assert result.wall_s >= 0.3  # what came before the first timing counts in the result's cost

@@ -490,7 +490,8 @@ def test_no_protocol_has_fewer_than_two_implementations_in_the_package() -> None
 
     lonely = []
     for protocol in protocols:
-        wanted = typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
+        # Python 3.12 keeps them on the class; before, typing works them out
+        wanted = getattr(protocol, "__protocol_attrs__", None) or typing._get_protocol_attrs(protocol)  # type: ignore[attr-defined]
         implementations = [c for c in classes if c not in protocols and wanted <= members(c)]
         if len(implementations) < 2:
             lonely.append(f"{protocol.__module__}.{protocol.__qualname__}: {len(implementations)}")

@@ -29,7 +29,7 @@ def has(backend: Backend) -> set[str]:
     return overridden | ({"times_host"} if backend.times_host else set())
 
 
-def test_the_cpu_backend_reads_the_host_and_nothing_else() -> None:
+def test_the_cpu_backend_reads_the_host_and_makes_and_reads_its_own_flush_buffer() -> None:
     assert has(CpuBackend(resolution_s=1e-6)) == {"times_host", "prepare_flush", "flush_cache"}
 
 
@@ -56,7 +56,7 @@ def test_the_cuda_backend_also_releases_memory_flushes_alone_and_replays_graphs(
     assert not CpuBackend(resolution_s=1e-6).graph
 
 
-def test_a_backend_with_only_the_protocol_has_no_capability() -> None:
+def test_a_backend_with_only_a_clock_and_windows_has_no_capability() -> None:
     backend = FakeBackend(1e-3)
     assert has(backend) == set()
     # each default does nothing, or what any backend can: a flush is a window of an empty call
