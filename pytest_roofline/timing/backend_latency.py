@@ -2,9 +2,10 @@
 timer, measured once per process, device and mode.
 
 A backend that knows its floor says so (:meth:`~pytest_roofline.timing.base.Backend.latency_floor_s`).
-The plugin's own backends have theirs measured here, outside their classes: a floor is measured by
-the engine, which builds the default CPU backend, so a backend class cannot own that measurement
-without an import cycle. Any other backend has none (0): the plugin cannot time its calls empty.
+Otherwise it is measured here, outside the backend classes (a floor is measured by the engine,
+which builds the default CPU backend, so a backend class cannot own that measurement without an
+import cycle): an empty Python call on a backend that times host code, an empty kernel launch on
+the CUDA backend. Any other backend has none (0): the plugin cannot time its calls empty.
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ def latency_floor_s(backend: Backend, *, flushed: bool = False, budget_s: float 
     own = backend.latency_floor_s(flushed=flushed)
     if own is not None:
         return own
-    from pytest_roofline.timing.cpu import CpuBackend
-
-    if isinstance(backend, CpuBackend):
+    if backend.times_host:  # its calls are Python calls: the floor is an empty one's
         from pytest_roofline.timing.cpu_latency import cpu_latency_floor
 
         most = None if budget_s is None else MAX_FLOOR_SHARE * budget_s

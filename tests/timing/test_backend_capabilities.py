@@ -106,3 +106,13 @@ def test_the_session_asks_for_capabilities_not_classes(module: str) -> None:
     text = Path(path).read_text(encoding="utf-8")
     for asked in ("CpuBackend", "CudaBackend", 'backend.name == "', "getattr(backend"):
         assert asked not in text, f"plugin/{module}.py asks for {asked}"
+
+
+def test_a_backend_that_times_host_code_is_floored_at_an_empty_python_call() -> None:
+    """Asked of what it does, not of its class: any backend that times host code gets the floor an
+    empty Python call shows on it (here, flushed, timed through it: its scripted 7 µs)."""
+
+    class Host(FakeBackend):
+        times_host = True
+
+    assert latency_floor_s(Host(7e-6, resolution_s=1e-7), flushed=True) == pytest.approx(7e-6)
