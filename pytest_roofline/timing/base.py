@@ -166,6 +166,6 @@ class Backend(ABC):
 
     def latency_floor_s(self, *, flushed: bool = False) -> float | None:
         """What an empty call costs on this timer, in seconds (``flushed``: right after a cache
-        flush), where the backend knows; None: the plugin measures the floor of its own backends
-        (:mod:`.backend_latency`), and any other has none."""
+        flush), where the backend knows; None: the plugin measures it where it can
+        (:mod:`.backend_latency`: an empty Python call where the backend times host code)."""
         return None
