@@ -358,11 +358,11 @@ def _warm_up(
     goes on. ``cut``: False where a sample is not one call (a graph replays the whole cycle).
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    if cycle > policy.warmup_calls:
-        policy = dataclasses.replace(policy, warmup_calls=cycle)
-    if policy.warmup_s > WARMUP_SHARE * policy.max_time_s:  # a short budget warms up for less
-        policy = dataclasses.replace(policy, warmup_s=WARMUP_SHARE * policy.max_time_s)
-    settle_until_s = max(policy.warmup_s, SETTLE_SHARE * policy.max_time_s)
+    # what the warm-up wants, set here and where a flush stands in for the cycle; never the policy's
+    wanted_calls = max(policy.warmup_calls, cycle)  # rotation's untimed cycle, one call a copy
+    budget_s = policy.max_time_s
+    warmup_s = min(policy.warmup_s, WARMUP_SHARE * budget_s)  # a short budget warms up for less
+    settle_until_s = max(warmup_s, SETTLE_SHARE * budget_s)
     sets = cycle  # the rotation's sets: a cycle of calls fills its ring of kept outputs
     start = backend.clock()
     calls = rounds = 0
@@ -383,7 +383,7 @@ def _warm_up(
             # no second warm-up call and the floor at this call's cost, the call is the first sample
             # (the one-off was the warm-up: one call and one sample, as the budget promises)
             cost_s = backend.clock() - round_start
-            if not floor_fits(0.0, cost_s, policy.max_time_s):
+            if not floor_fits(0.0, cost_s, budget_s):
                 return _WarmUp(calls, window, cost_s, flushed_for_cycle, seed)
             deciding = False  # this one warmed up too, and the warm-up goes on
         else:
@@ -398,27 +398,27 @@ def _warm_up(
             settling = _settling(before, this, calls=calls, sets=sets)
             before = this
             if _faulting(this):  # the process populating its memory: once a process, not this kernel's
-                apart_s = min(apart_s + cost_s * size, policy.max_time_s)
+                apart_s = min(apart_s + cost_s * size, budget_s)
         elapsed = backend.clock() - start
         charged = elapsed - apart_s
-        warmed = rounds >= 2 and calls >= policy.warmup_calls and elapsed >= policy.warmup_s
+        warmed = rounds >= 2 and calls >= wanted_calls and elapsed >= warmup_s
         if warmed and (not settling or charged >= settle_until_s):
             return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle, apart_s=apart_s)
-        if rounds == 1 and cut and not floor_fits(elapsed, cost_s, policy.max_time_s):
+        if rounds == 1 and cut and not floor_fits(elapsed, cost_s, budget_s):
             first_s, deciding = window, True
             if calls < cycle:  # the next call may be a sample: on a copy out of the cache
-                policy, flushed_for_cycle, cycle = _flushed_for_cycle(backend, policy, calls), True, 0
+                wanted_calls, flushed_for_cycle, cycle = _flush_for_cycle(backend, calls), True, 0
             continue
         if rounds > 1 and calls < cycle:
             rest_s = (cycle - calls) * max(per_call_s, cost_s)
             # calls that fault are filling the ring of kept outputs with memory never touched: a
             # flush in place of the rest of the cycle would leave that to the samples, so the cycle
             # runs on where the settling time holds it
-            filling = _faulting(this) and rest_s <= policy.max_time_s - apart_s
-            if not filling and _flush_instead(backend, rest_s, policy.warmup_s - elapsed, policy.max_time_s):
-                policy, flushed_for_cycle, cycle = _flushed_for_cycle(backend, policy, calls), True, 0
+            filling = _faulting(this) and rest_s <= budget_s - apart_s
+            if not filling and _flush_instead(backend, rest_s, warmup_s - elapsed, budget_s):
+                wanted_calls, flushed_for_cycle, cycle = _flush_for_cycle(backend, calls), True, 0
                 elapsed = backend.clock() - start
-                if elapsed >= policy.warmup_s and not settling:
+                if elapsed >= warmup_s and not settling:
                     return _WarmUp(calls, per_call_s, cost_s, flushed_for_cycle, apart_s=apart_s)
         if rounds > 1:
             size *= 2
@@ -426,12 +426,12 @@ def _warm_up(
             if per_call_cost > 0:
                 # never run much past the warm-up time (or, while settling, the settling time): a
                 # 2 s kernel warms up in 2 calls
-                if settling and elapsed >= policy.warmup_s:
-                    left_s = settle_until_s - charged + (policy.max_time_s - apart_s) * _faulting(this)
+                if settling and elapsed >= warmup_s:
+                    left_s = settle_until_s - charged + (budget_s - apart_s) * _faulting(this)
                 else:
-                    left_s = policy.warmup_s - elapsed
+                    left_s = warmup_s - elapsed
                 size = min(size, ceil_count(left_s / per_call_cost))
-            size = max(size, policy.warmup_calls - calls, 1)
+            size = max(size, wanted_calls - calls, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,14 +469,14 @@ def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> b
     return calls <= sets or fewer
 
 
-def _flushed_for_cycle(backend: Backend, policy: Policy, calls: int) -> Policy:
+def _flush_for_cycle(backend: Backend, calls: int) -> int:
     """One flush in place of the rest of rotation's untimed cycle (:meth:`~.base.Backend.flush_cache`;
-    what it took is remembered, :func:`.budget.saw_flush`); the warm-up's policy then wants no more
-    calls than it has made, or the default's."""
+    what it took is remembered, :func:`.budget.saw_flush`); the calls the warm-up then wants: no more
+    than it has made, or the default's."""
     start = backend.clock()
     backend.flush_cache()
     saw_flush(backend, backend.clock() - start)
-    return dataclasses.replace(policy, warmup_calls=max(DEFAULT_POLICY.warmup_calls, calls))
+    return max(DEFAULT_POLICY.warmup_calls, calls)
 
 
 def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_time_s: float) -> bool:
