@@ -1,35 +1,12 @@
 """How much of each cache level this process gets: the knees of a footprint sweep.
 
-sysfs (or a GPU's driver) says what the hardware has, not what a process sees: a VM gets a share of
-the host's last-level cache (cache allocation, neighbours), one die of a chip keeps its slice to
-itself (an EPYC 9684X's 1152 MB of L3 is 96 MB per CCD; a Xeon in SNC3 mode), a MIG slice has a
-part of a GPU's L2. CacheX (arXiv 2511.09956) probes a VM's real LLC share from inside with
-eviction sets; pytest-roofline needs less than that, the capacity at which a kernel's data stops
-fitting, and finds it the way the Empirical Roofline Toolkit and likwid-bench map a hierarchy:
-
-1. **Sweep** (:func:`sweep`): one kernel, warm, over footprints growing by :data:`STEP` from
-   :data:`SWEEP_START`, its rate measured at each by an injected ``rate_at(footprint)`` (NumPy's
-   ``np.add`` on the CPU, :mod:`.cachelevels`; the L2 roof's kernel on a GPU, :mod:`..timing.l2`).
-   It stops :data:`PAST_KNEE` x past the last level's knee, at its reach, or at its time budget.
-   A GPU's sweep steps by :data:`GPU_STEP`, a quarter of a doubling.
-2. **Knees** (:func:`find_knees`, pure): the rate against the footprint is a staircase, a plateau
-   per level. Each point is the median of it and its neighbours; the ramp where call overhead
-   dominates is cut; a non-increasing fit irons out the rest of the noise. A plateau is a run of
-   points within :data:`PLATEAU_TOL` of its first that spans at least :data:`MIN_PLATEAU_OCTAVES`;
-   two plateaus whose rates differ by at least :data:`MIN_STEP` meet at a knee, the footprint where
-   the fit has come :data:`KNEE_SHARE` of the way (in log) from the one to the other: where the
-   level stops serving the footprint.
-3. **Repeats** (:func:`widest`): the share of a last-level cache a process gets moves with what
-   runs beside it (a VM whose sysfs says 32 MiB swept 32 MiB quiet, 17 and 19 MiB beside other
-   work), so a sweep whose last level's knee lies below the reported size is taken again, up to
-   :data:`MAX_SWEEPS` in all (:func:`repeated`), and each level keeps the largest capacity any of
-   them found, with every figure in ``CacheSize.seen``: a cold measurement sized on a capacity too
-   small is partly warm, and reads faster than light.
-4. **Levels** (:func:`capacities`, pure): sysfs is the first guess. The last level takes the last
-   knee past the smaller levels' reach (a cache in two partitions steps twice; what still hits is
-   cache), the others the knee nearest their reported size, each within :data:`WINDOW` of it. A knee
-   within one :data:`STEP` of the reported size is that size. A level the sweep went past without
-   a knee is *not seen* and not used; one the sweep did not reach keeps its reported size.
+sysfs (or a GPU's driver) says what the hardware has, not what a process sees (a VM's share of the
+host's L3, one die's slice, a MIG slice's L2). So one kernel is swept, warm, over growing
+footprints (:func:`sweep`); its rate's staircase gives a knee per level (:func:`find_knees`, pure);
+a sweep whose last knee lies below the reported size is taken again and each level keeps the largest
+capacity found (:func:`repeated`, :func:`widest`); sysfs's sizes are the first guess for which knee
+is which level (:func:`capacities`, pure). The rules and their figures, and why: docs/cache.md
+("How big the caches are").
 """
 
 from __future__ import annotations
