@@ -69,7 +69,6 @@ def payload(
     """The JSON file: every device with the figures that judged the measurements, whether the run
     was cut short (``interruption`` says how: its measurements are not all there), and each test's
     comparison with a baseline (``--roofline-compare``; an empty list without one)."""
-    typed = list(records)
     return {
         "schema": SCHEMA_VERSION,
         "environment": environment(),
@@ -78,9 +77,9 @@ def payload(
         "devices": [
             # how many rows each set of figures judged, and whether the device had other figures too
             {**device.to_json(), "remeasured": remeasured, "measurements": judged}
-            for device, remeasured, judged in device_judgements(devices, typed)
+            for device, remeasured, judged in device_judgements(devices, records)
         ],
-        "measurements": [r.to_json() for r in typed],
+        "measurements": [r.to_json() for r in records],
         "comparisons": [c.to_json() for c in comparisons],
     }
 
@@ -90,14 +89,14 @@ def device_judgements(
 ) -> list[tuple[DeviceRecord, bool, int]]:
     """Each device record, whether its device had other figures too during the run (each such set
     is an entry of its own), and how many ``records`` its figures judged."""
-    typed = list(devices)
+    listed = list(devices)  # read twice
     measured = [r for r in records if isinstance(r, MeasurementRecord)]
     versions: dict[str, int] = {}
-    for device in typed:
+    for device in listed:
         versions[device.key] = versions.get(device.key, 0) + 1
     return [
         (device, versions[device.key] > 1, sum(r.device_version == device.version for r in measured))
-        for device in typed
+        for device in listed
     ]
 
 

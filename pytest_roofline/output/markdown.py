@@ -56,15 +56,14 @@ def section(
             lines.append(f"<br>peaks: {figures}")
         lines.append("")
     by_key = {c.key: c for c in comparisons}
-    measured = list(records)
-    if not measured:
+    if not records:
         lines.append("No measurements.")
     else:
-        lines += _table(measured, by_key if comparisons else None)
+        lines += _table(records, by_key if comparisons else None)
         lines.append("")
         from .table import summary_counts
 
-        lines.append(summary_counts(measured))
+        lines.append(summary_counts(records))
     if comparisons:
         vanished = [c.test for c in comparisons if c.change is Change.VANISHED]
         regressions = sum(c.change is Change.REGRESSION for c in comparisons)
@@ -80,7 +79,7 @@ def section(
             gone = ", ".join(_code(t, cell=False) for t in vanished)
             lines.append(f"<br>In the baseline, not measured now: {gone}.")
     if against:
-        lines += _against(measured, against)
+        lines += _against(records, against)
     if plot:
         lines += ["", f"Roofline plot: {_code(plot, cell=False)} (upload it as an artifact to see it here)."]
     return "\n".join(lines) + "\n"

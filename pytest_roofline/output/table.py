@@ -133,10 +133,9 @@ def table_rows(
     which judged the row (``figures #2``), as the device headers number them.
     """
     numbers = _figures_numbers(devices)
-    typed = list(records)
-    prefix = _common_directory([r.nodeid for r in typed])
+    prefix = _common_directory([r.nodeid for r in records])
     rows = []
-    for r in ordered(typed):
+    for r in ordered(records):
         row = Row(r, r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else ""), numbers)
         rows.append([column.read(row) for column in table_columns(clocks, against)])
     return rows
@@ -368,7 +367,7 @@ MIN_TEST_WIDTH = 20
 def skipped_notes(records: Sequence[Record]) -> list[str]:
     """A line under the table for each skipped row: why it measured nothing."""
     notes = []
-    for r in ordered(list(records)):
+    for r in ordered(records):
         if not isinstance(r, MeasurementRecord):
             name = f" [{r.name}]" if r.name else ""
             notes.append(f"  {r.nodeid}{name} skipped: {r.reason}")

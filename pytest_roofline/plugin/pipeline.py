@@ -150,8 +150,8 @@ def measure_call(
                         if remeasure and second_look(result, suspect):
                             measurements.append(measure_once(budget_s))
                             result = judged(measurements)
-                        if rounds is not None:
-                            result = _beside_the_base(result, rounds, request, state, nodeid, budget_s)
+                        if partner is not None and rounds is not None:
+                            result = _beside_the_base(result, rounds, partner, request, nodeid, budget_s)
             finally:
                 plan.release()  # the copies, and what they took on a GPU
                 if plan.flush:  # the flush buffer is not needed until the next flushed measurement
@@ -183,19 +183,15 @@ def _partner(state: RunState) -> Against | None:
 
 
 def _beside_the_base(
-    result: Result, head: _Rounds, request: Request, state: RunState, nodeid: str, budget_s: float
+    result: Result, head: _Rounds, partner: Against, request: Request, nodeid: str, budget_s: float
 ) -> Result:
     """With ``--roofline-against``: the head's result, with the base's version of the same
     measurement beside it (:meth:`.against.Against.pair`, in turns)."""
     from ..model.verdict import MULTITHREADED
-    from .against import Against
 
-    assert isinstance(state.against, Against)
     parallelism = result.measurement.parallelism  # known on the host only
     one_cpu = parallelism is not None and parallelism < MULTITHREADED
-    vs_base = state.against.pair(
-        nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s, one_cpu=one_cpu
-    )
+    vs_base = partner.pair(nodeid, request.name, lambda s: head(s)[1], max_time_s=budget_s, one_cpu=one_cpu)
     return dataclasses.replace(result, vs_base=vs_base)
 
 

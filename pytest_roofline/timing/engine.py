@@ -171,7 +171,7 @@ def measure(
         # the measurement runs in this frame, not a callee's: the frames from the fixture to the
         # timer stay few
         each_setup = call.setup is not None  # setup before every call
-        rotation, flush = cache.rotation, cache.flush
+        flush = cache.flush
         start = backend.clock()
         replayed = rotation is not None and _replays_graphs(backend)
         # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
