@@ -225,7 +225,7 @@ def judge(
     that named no op; with its FLOPs unknown the floor is the memory floor alone, so attained is a
     lower bound: a pass is a pass, and what would be a miss is inconclusive. So too where the
     measurement's samples were still falling when it stopped (``Measurement.still_falling``): its
-    time is an upper bound.
+    time is an upper bound, unless even its fastest call missed the budget.
     """
     judgement = _judge(estimate, measurement, min_fraction, reference=reference, peak=peak,
                        latency_floor_s=latency_floor_s)  # fmt: skip
@@ -236,12 +236,22 @@ def judge(
     # what makes attained a lower bound, each in words
     lower_bound = [
         *([UNKNOWN_FLOPS] if inference is not None and not inference.flops_known else []),
-        *([STILL_FALLING] if measurement.still_falling else []),
+        *(
+            [STILL_FALLING]
+            if measurement.still_falling and _fastest_reaches(judgement, measurement, min_fraction)
+            else []
+        ),
     ]
     if not lower_bound:
         return judgement
     reason = "; ".join([*lower_bound, *([judgement.reason] if judgement.reason else [])])
     return dataclasses.replace(judgement, verdict=Verdict.INCONCLUSIVE, reason=reason, rule="lower-bound")
+
+
+def _fastest_reaches(judgement: Judgement, m: Measurement, min_fraction: float) -> bool:
+    """Whether the measurement's fastest call attained the budget: where none did, samples that were
+    still falling judge a miss all the same (a kernel that never once ran fast enough misses)."""
+    return m.stats.min <= 0 or judgement.attained * m.time_s / m.stats.min >= min_fraction
 
 
 #: why a measurement whose samples were still falling when it stopped judges no miss

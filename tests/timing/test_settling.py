@@ -199,8 +199,25 @@ def test_a_miss_on_samples_still_falling_is_inconclusive() -> None:
     m = measure(noop, backend=falling_late(), policy=Policy(), cache=WARM)
     est = estimate("copy", n=1000, dtype="fp32", device=lookup("h100-sxm"))
     assert est.bounding_figure.source is Source.DATASHEET
-    judged = judge(est, m, 0.9)
+    # a budget its median misses and its fastest call reaches
+    at_median = judge(est, engine.dataclasses.replace(m, still_falling=False), 1.0).attained
+    budget = at_median * math.sqrt(m.time_s / m.stats.min)
+    judged = judge(est, m, budget)
     assert judged.verdict is Verdict.INCONCLUSIVE
     assert STILL_FALLING in judged.reason
-    settled = judge(est, engine.dataclasses.replace(m, still_falling=False), 0.9)
+    settled = judge(est, engine.dataclasses.replace(m, still_falling=False), budget)
     assert settled.verdict is Verdict.MISS
+
+
+def test_a_miss_that_its_fastest_call_made_too_is_a_miss_though_the_samples_were_still_falling() -> None:
+    from pytest_roofline.model.devices import lookup
+    from pytest_roofline.model.estimate import estimate
+
+    m = measure(noop, backend=falling_late(), policy=Policy(), cache=WARM)
+    assert m.still_falling
+    est = estimate("copy", n=1000, dtype="fp32", device=lookup("h100-sxm"))
+    # far below the budget: its fastest call attained a small share of it
+    judged = judge(est, m, 0.9)
+    assert judged.attained * m.time_s / m.stats.min < 0.9 / 100
+    assert judged.verdict is Verdict.MISS
+    assert STILL_FALLING not in (judged.reason or "")
