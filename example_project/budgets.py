@@ -77,7 +77,8 @@ DECODER_VARIANTS = (
 # small working sets were timed warm in the cache (naive layernorm 0.2% -> 0.5%, naive transpose
 # 0.3% -> 0.7%), so the budgets were derived again from these runs. Every other budget has a margin
 # of at least 4.9x to both sides, more than the 2x by which heavy contention may make a miss
-# inconclusive. gemm keeps 12%: its bad variant runs on two BLAS threads, and a miss less than 10x
+# inconclusive. gemm keeps 12%: its bad variant was counted on two threads (the probe's spinning
+# BLAS threads, no longer counted since 2026-11-29), and a miss less than 10x
 # below its budget is inconclusive when those threads waited for a core (verdict.WAITED_SLACK), so
 # at the geometric mean (4%) the rank-1 GEMM read inconclusive beside a neighbour and under -n 2
 # (0.47%, and XPASSed its strict xfail) in confirmation runs; at 12% it stays a miss (0.92% at most
