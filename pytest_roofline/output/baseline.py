@@ -13,8 +13,8 @@ test measured on an H100 and an A100 keeps both, each compared with its own (:me
 
 A file is checked here field by field (:data:`SCHEMA_VERSION`, the one this version writes) before
 anything reads it: a file is untrusted input, and its faults must be errors naming them. Each of its
-rows then becomes one :class:`BaselineRecord`; this run's records, typed already, each carry theirs
-(:attr:`.MeasurementRecord.comparable`), made once with the record.
+rows then becomes one :class:`~.records.MeasurementRecord`, as this run's records are: a comparison reads
+the same record type on both sides.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..errors import RooflineUsageError
-from ..model.run_noise import RUN_NOISE
+
+if TYPE_CHECKING:  # the records import the model: read only when a baseline is
+    from .records import MeasurementRecord
 
 #: the JSON schema this version writes (:meth:`.records.MeasurementRecord.to_json`), the one it reads
 SCHEMA_VERSION = 2
@@ -64,109 +66,6 @@ class BaselineError(RooflineUsageError, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class BaselineRecord:
-    """One measurement of a baseline, as a comparison reads it."""
-
-    nodeid: str
-    name: str
-    attained: float
-    #: relative half-width of attained's 95% interval (0 when the file predates intervals)
-    ci_rel: float
-    time_s: float
-    device: str
-    device_name: str
-    verdict: str
-    op: str = ""
-    label: str = ""
-    #: the machine's load could have slowed it: the OS saw busy or heavy contention, or its threads
-    #: waited for a core (a regression it shows cannot be told from the load)
-    disturbed: bool = False
-    #: the attained fractions of earlier runs saved to the same file, oldest first (``--roofline-save``
-    #: appends): how much the test moves from run to run when nothing changed
-    history: tuple[float, ...] = ()
-    #: measured twice, the better kept (a suspected regression, or a miss, is measured again)
-    remeasured: bool = False
-    #: the GPU of the node it ran on, where the record says (a GPU 3 compares with GPU 0's record of
-    #: the same model: :func:`machine` is the model, not the slot)
-    device_index: int | None = None
-    #: how far such a measurement moves between runs before its own history says (sd of log
-    #: attained: :func:`pytest_roofline.model.run_noise.prior`, by its backend and bound)
-    prior_noise: float = RUN_NOISE
-
-    @property
-    def runs(self) -> tuple[float, ...]:
-        """Every run's attained fraction this record holds, oldest first, its own last."""
-        return (*self.history, self.attained)
-
-    @property
-    def key(self) -> Key:
-        return (self.nodeid, self.name)
-
-    @property
-    def store_key(self) -> StoreKey:
-        """The test, its name and the machine: a baseline holds one record of each."""
-        return (self.nodeid, self.name, machine(self))
-
-    @property
-    def test(self) -> str:
-        """The test and, for a test with several measurements, the measurement's name."""
-        return f"{self.nodeid}[{self.name}]" if self.name else self.nodeid
-
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> BaselineRecord:
-        """A measured record of a JSON file, assumed checked."""
-        ci = record.get("attained_ci_rel")
-        return cls(
-            nodeid=record["nodeid"],
-            name=record["name"],
-            attained=float(record["attained"]),
-            ci_rel=float(ci) if isinstance(ci, (int, float)) and math.isfinite(ci) and ci >= 0 else 0.0,
-            time_s=float(record["time_s"]),
-            device=record["device"],
-            device_name=str(record.get("device_name") or record["device"]),
-            verdict=record["verdict"],
-            op=str(record.get("op") or ""),
-            label=str(record.get("label") or ""),
-            disturbed=_disturbed(record),
-            history=tuple(float(a) for a in record.get("history") or ()),
-            remeasured=record.get("remeasured") is True,
-            device_index=_index(record.get("device_index")),
-        )
-
-
-def machine(record: BaselineRecord) -> str:
-    """What a record was measured on: a table device by its key (the model: every GPU of a node of one
-    model has the same); a CPU by its model too, since every CPU's key is ``cpu``."""
-    return machine_of(record.device, record.device_name)
-
-
-def machine_of(device: str, device_name: str) -> str:
-    """:func:`machine` of a device's key and name."""
-    return f"cpu:{device_name}" if device == "cpu" else device
-
-
-def _index(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**16 else None
-
-
-def _disturbed(record: Mapping[str, Any]) -> bool:
-    """:func:`disturbed_by` of a JSON record."""
-    contention = record.get("contention")
-    level = contention.get("level") if isinstance(contention, Mapping) else None
-    wait = record.get("thread_wait_share")
-    return disturbed_by(record.get("verdict"), level, wait if isinstance(wait, (int, float)) else None)
-
-
-def disturbed_by(verdict: object, contention_level: object, thread_wait_share: float | None) -> bool:
-    """The machine's load could have slowed it: a verdict already inconclusive, busy or heavy
-    contention, or threads that waited for a core longer than their share (slowed by another job)."""
-    from ..model.verdict import WAITED_SHARE, Verdict
-
-    waited = thread_wait_share is not None and thread_wait_share > WAITED_SHARE
-    return verdict == Verdict.INCONCLUSIVE.value or contention_level in ("busy", "heavy") or waited
-
-
-@dataclass(frozen=True, slots=True)
 class Baseline:
     """A whole baseline file."""
 
@@ -176,16 +75,16 @@ class Baseline:
     #: the device of each record, by key: name (for "measured on <name>")
     devices: Mapping[str, str]
     #: one record per test, for what does not ask which device (a test kept for several: its first)
-    records: Mapping[Key, BaselineRecord] = field(default_factory=dict)
+    records: Mapping[Key, MeasurementRecord] = field(default_factory=dict)
     #: how the run that wrote it was cut short (``-x``, ^C, a worker that went down), None if it was not:
     #: its measurements are not all there, so it is no baseline unless the user says so
     interruption: str | None = None
     #: every record, by test and machine (a store keeps one per device); empty: ``records`` alone
-    stored: Mapping[StoreKey, BaselineRecord] = field(default_factory=dict)
+    stored: Mapping[StoreKey, MeasurementRecord] = field(default_factory=dict)
     #: what reading it changed, said to the user (histories trimmed to :data:`HISTORY_RUNS`)
     notes: tuple[str, ...] = ()
 
-    def record_for(self, new: BaselineRecord) -> BaselineRecord | None:
+    def record_for(self, new: MeasurementRecord) -> MeasurementRecord | None:
         """The record ``new`` is judged against: the same test's on the same machine; else its record
         from another machine (compared only when asked); None for a test the baseline has not."""
         if self.stored:
@@ -234,13 +133,15 @@ def read_json(path: str | Path, what: str) -> object:
 
 def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
     """The baseline in ``data`` (a decoded JSON report), read from ``path`` (``where`` says so in errors)."""
+    from .records import MeasurementRecord
+
     report, rows, trimmed = check_report(data, where)
     entries = []
     for index, row in enumerate(rows):
         if row.get("verdict") == _UNMEASURED:
             continue
         try:
-            entries.append(BaselineRecord.from_record(row))
+            entries.append(MeasurementRecord.from_json(row))
         except OverflowError:  # a nested number past the largest float (a top-level one is checked)
             raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
     return baseline_of(report, entries, where, path, trimmed=trimmed)
@@ -250,6 +151,8 @@ def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[st
     """``data`` checked as a report this version reads, as the module says: the report, its rows
     (every measured row checked, and its history trimmed to the :data:`HISTORY_RUNS` a baseline
     keeps), and how many histories were trimmed. :class:`BaselineError` names the first fault."""
+    from .records import machine_of
+
     if not isinstance(data, dict):
         raise BaselineError(f"{where}: not a pytest-roofline JSON report (a {json_kind(data)} at the top)")
     schema = data.get("schema")
@@ -288,7 +191,7 @@ def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[st
 
 def baseline_of(
     report: Mapping[str, Any],
-    entries: Iterable[BaselineRecord],
+    entries: Iterable[MeasurementRecord],
     where: str,
     path: str = "",
     *,
@@ -296,7 +199,7 @@ def baseline_of(
 ) -> Baseline:
     """The baseline of a checked ``report`` (:func:`check_report`) whose measured rows are ``entries``."""
     stored = {entry.store_key: entry for entry in entries}
-    records: dict[Key, BaselineRecord] = {}
+    records: dict[Key, MeasurementRecord] = {}
     for entry in stored.values():
         records.setdefault(entry.key, entry)
     devices = {r.device: r.device_name for r in stored.values()}

@@ -23,11 +23,15 @@ import math
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidValueError
 from ..model import units
-from ..model.run_noise import RUN_NOISE
-from .baseline import Baseline, BaselineRecord, Key, machine
+from ..model.run_noise import RUN_NOISE, prior
+from .baseline import Baseline, Key
+
+if TYPE_CHECKING:
+    from .records import MeasurementRecord
 
 __all__ = ["Change", "Comparison", "RegressionRule", "compare"]
 
@@ -66,8 +70,8 @@ class Comparison:
 
     key: Key
     change: Change
-    old: BaselineRecord | None
-    new: BaselineRecord | None
+    old: MeasurementRecord | None
+    new: MeasurementRecord | None
     #: new attained / old attained, and the relative half-width of its 95% interval
     ratio: float | None = None
     ci_rel: float = 0.0
@@ -110,9 +114,9 @@ class Comparison:
             return "not run: deselected, or not reached by a run cut short"
         old, new = self._sides()
         if self.change is Change.OTHER_DEVICE:
-            fractions = f"{units.percent(old.attained)} -> {units.percent(new.attained)}"
+            fractions = f"{units.percent(old.attained or 0.0)} -> {units.percent(new.attained or 0.0)}"
             return f"not compared: baseline measured on {old.device_name} ({fractions})"
-        fractions = f"{self.baseline_figure()} -> {units.percent(new.attained)}"
+        fractions = f"{self.baseline_figure()} -> {units.percent(new.attained or 0.0)}"
         return f"{(self.ratio or 0.0) * 100 - 100:+.0f}% ({fractions})"
 
     def baseline_figure(self) -> str:
@@ -138,7 +142,7 @@ class Comparison:
         )
         remeasured = ", and in a second measurement" if new.remeasured else ""
         return (
-            f"{self.test}: attained {units.percent(new.attained)} of speed of light, {baseline}: "
+            f"{self.test}: attained {units.percent(new.attained or 0.0)} of speed of light, {baseline}: "
             f"{(ratio - 1) * 100:+.0f}% (95% interval {(low - 1) * 100:+.0f}% to {(high - 1) * 100:+.0f}%); "
             f"beyond the {self.threshold * 100:.0f}% regression threshold and beyond the "
             f"{self.noise_drop * 100:.0f}% that run-to-run noise explains (±{self.run_noise * 100:.0f}% "
@@ -163,7 +167,7 @@ class Comparison:
             "source": self.source,
         }  # fmt: skip
 
-    def _sides(self) -> tuple[BaselineRecord, BaselineRecord]:
+    def _sides(self) -> tuple[MeasurementRecord, MeasurementRecord]:
         if self.old is None or self.new is None:
             raise ValueError(f"{self.test} is {self.change}: there is no pair to describe")
         return self.old, self.new
@@ -186,7 +190,12 @@ class RegressionRule:
         return ratio < 1 - self.threshold
 
     def compare(
-        self, old: BaselineRecord | None, new: BaselineRecord | None, *, source: str = "", tests: int = 1
+        self,
+        old: MeasurementRecord | None,
+        new: MeasurementRecord | None,
+        *,
+        source: str = "",
+        tests: int = 1,
     ) -> Comparison:
         """Compare one test's record with its baseline record (``None`` where one side has none).
 
@@ -200,21 +209,21 @@ class RegressionRule:
             return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
         if new is None:
             return Comparison(key, Change.VANISHED, old, None, threshold=threshold, source=source)
-        ratio = new.attained / reference(old)
-        noise = run_noise(old.runs, old.prior_noise)
+        ratio = (new.attained or 0.0) / reference(old)
+        noise = run_noise(old.runs, prior(old.backend, old.bound))
         sd = min(_log_sd(old, new, noise), MAX_LOG_SD)
         ci = math.exp(_Z95 * sd) - 1
         z = confidence_z(tests)
         noise_drop = 1 - math.exp(-z * sd)
         noise_of = (len(old.runs), noise, noise_drop)
-        if machine(old) != machine(new) and not self.across_devices:
+        if old.machine != new.machine and not self.across_devices:
             return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source, *noise_of)
         if self.dropped(ratio):
             # a measurement the machine's load could have disturbed (contention the OS saw, threads
             # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms
             # nothing (the baseline's side: when it is a single run; a median of several runs stands)
-            old_disturbed = old.disturbed and len(old.runs) < 3
-            confirmed = ratio < 1 - noise_drop and not new.disturbed and not old_disturbed
+            old_disturbed = disturbed(old) and len(old.runs) < 3
+            confirmed = ratio < 1 - noise_drop and not disturbed(new) and not old_disturbed
             change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
         elif ratio > 1 + threshold:
             change = Change.IMPROVEMENT if ratio > 1 / (1 - noise_drop) else Change.INCONCLUSIVE
@@ -223,7 +232,7 @@ class RegressionRule:
         return Comparison(key, change, old, new, ratio, ci, threshold, source, *noise_of)
 
     def compare_all(
-        self, baseline: Baseline, records: Iterable[BaselineRecord], *, not_run: Collection[str] = ()
+        self, baseline: Baseline, records: Iterable[MeasurementRecord], *, not_run: Collection[str] = ()
     ) -> list[Comparison]:
         """Every record against the baseline, then the baseline's tests no record matched: vanished, or
         not run when ``not_run`` holds the test's node id (deselected, or not reached)."""
@@ -244,8 +253,8 @@ class RegressionRule:
 
 
 def compare(
-    old: BaselineRecord | None,
-    new: BaselineRecord | None,
+    old: MeasurementRecord | None,
+    new: MeasurementRecord | None,
     *,
     threshold: float = DEFAULT_THRESHOLD,
     across_devices: bool = False,
@@ -257,7 +266,7 @@ def compare(
     return RegressionRule(threshold, across_devices).compare(old, new, source=source, tests=tests)
 
 
-def reference(record: BaselineRecord) -> float:
+def reference(record: MeasurementRecord) -> float:
     """The baseline's figure for a test: the median of the runs it keeps (one slow run moves it little)."""
     return statistics.median(record.runs)
 
@@ -279,15 +288,15 @@ def confidence_z(tests: int) -> float:
     return statistics.NormalDist().inv_cdf(1 - FALSE_ALARMS / max(tests, 1))
 
 
-def _log_sd(old: BaselineRecord, new: BaselineRecord, noise: float) -> float:
+def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> float:
     """The sd of log(new / reference). A run's figure moves by the run-to-run noise, which already
     holds a typical run's own interval (the spread of runs is measured on their figures), or by its
     own interval when that is wider (a noisier run than usual). The reference, a median of n runs,
     has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
     n = len(old.runs)
     share = 1 / n if n <= 2 else math.pi / (2 * n)
-    new_var = max(noise, math.log1p(new.ci_rel) / _Z95) ** 2
-    old_var = max(noise, math.log1p(old.ci_rel) / _Z95) ** 2
+    new_var = max(noise, math.log1p(_interval_rel(new)) / _Z95) ** 2
+    old_var = max(noise, math.log1p(_interval_rel(old)) / _Z95) ** 2
     return math.sqrt(new_var + old_var * share)
 
 
@@ -296,6 +305,23 @@ def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
     for c in comparisons:
         totals[c.change] = totals.get(c.change, 0) + 1
     return totals
+
+
+def disturbed(record: MeasurementRecord) -> bool:
+    """The machine's load could have slowed it, so a regression it shows is not told from the load:
+    a verdict already inconclusive, busy or heavy contention, or threads that waited for a core
+    longer than their share (slowed by another job)."""
+    from ..model.verdict import WAITED_SHARE, Verdict
+
+    share = record.thread_wait_share
+    waited = share is not None and share > WAITED_SHARE
+    return record.verdict is Verdict.INCONCLUSIVE or record.contention_level in ("busy", "heavy") or waited
+
+
+def _interval_rel(record: MeasurementRecord) -> float:
+    """The relative half-width of the record's 95% interval of attained (0 where it has none)."""
+    ci = record.attained_ci_rel
+    return ci if math.isfinite(ci) and ci >= 0 else 0.0
 
 
 def _interval(ratio: float, ci_rel: float) -> tuple[float, float]:
@@ -328,7 +354,7 @@ def format_table(comparisons: Iterable[Comparison]) -> list[str]:
                 c.test,
                 (new or old).label if (new or old) is not None else "",  # type: ignore[union-attr]
                 c.baseline_figure(),
-                units.percent(new.attained) if new is not None else "-",
+                units.percent(new.attained or 0.0) if new is not None else "-",
                 f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
                 f"±{c.ci_rel * 100:.0f}%" if c.ratio is not None else "-",
                 str(c.change),

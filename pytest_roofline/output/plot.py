@@ -67,7 +67,7 @@ def _as_json(item: object) -> Record:
 
 
 def _old_time_s(baseline: Mapping[tuple[str, str], object]) -> dict[tuple[str, str], Record]:
-    """Each baseline record's time, whether a BaselineRecord or a JSON record holds it."""
+    """Each baseline record's time, whether a typed record or a JSON record holds it."""
     times: dict[tuple[str, str], Record] = {}
     for key, old in baseline.items():
         time_s = old.get("time_s") if isinstance(old, Mapping) else getattr(old, "time_s", None)

@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from ..model import run_noise
@@ -25,7 +25,6 @@ from ..model.devices import describe_peaks
 from ..model.measurement import Measurement
 from ..model.stats import Stats
 from ..model.verdict import Result, Verdict
-from .baseline import BaselineRecord, disturbed_by
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -192,12 +191,6 @@ class MeasurementRecord:
     #: what was inferred of a call that named no op: its tier, what it read, the marker that pins it
     #: (:meth:`pytest_roofline.model.inference.Inference.to_record`); None where the op was given
     inferred: JsonObject | None = None
-    #: the record as a baseline comparison reads it (None: it measured no finite fraction), made
-    #: once with the record, whichever of the gate, the save and the merge reads it
-    comparable: BaselineRecord | None = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "comparable", _comparable(self) if self.attained and self.time_s else None)
 
     @classmethod
     def from_result(
@@ -259,6 +252,30 @@ class MeasurementRecord:
         return (self.nodeid, self.name)
 
     @property
+    def comparable(self) -> MeasurementRecord | None:
+        """The record where a baseline comparison can read it: None where it measured no fraction."""
+        return self if self.attained and self.time_s else None
+
+    @property
+    def machine(self) -> str:
+        return machine_of(self.device, self.device_name or self.device)
+
+    @property
+    def store_key(self) -> tuple[str, str, str]:
+        """The test, its name and the machine: a baseline holds one record of each."""
+        return (self.nodeid, self.name, self.machine)
+
+    @property
+    def test(self) -> str:
+        """The test and, for a test with several measurements, the measurement's name."""
+        return f"{self.nodeid}[{self.name}]" if self.name else self.nodeid
+
+    @property
+    def runs(self) -> tuple[float, ...]:
+        """Every run's attained fraction this record holds, oldest first, its own last."""
+        return (*(self.history or ()), self.attained or 0.0)
+
+    @property
     def passed(self) -> bool:
         return self.verdict is Verdict.PASS
 
@@ -268,22 +285,15 @@ class MeasurementRecord:
 
     @property
     def achieved_rate(self) -> float | None:
-        """What the kernel reached of the resource that bounds it: FLOP/s when compute-bound, else
-        bytes per second; None when it did no such work or took no time."""
+        """FLOP/s when compute-bound, else bytes per second; None for no such work or no time."""
         if self.time_s <= 0:
             return None
         work = self.flops if self.compute_bound and self.flops else self.bytes
         return work / self.time_s if work else None
 
     @property
-    def flop_rate(self) -> float:
-        """FLOP/s achieved, whatever bounds it (the plot's vertical axis)."""
-        return self.flops / self.time_s if self.time_s > 0 else 0.0
-
-    @property
     def ceiling_rate(self) -> float | None:
-        """The ceiling the record was judged against: measured beside it when a probe ran, else the
-        device's figure for the bounding resource."""
+        """The ceiling it was judged against: its probe's, else the device's bounding figure."""
         if self.ceiling is not None and self.ceiling.value:
             return self.ceiling.value
         return (self.peak_flops if self.compute_bound else self.bandwidth) or None
@@ -295,8 +305,7 @@ class MeasurementRecord:
 
     @property
     def between_runs(self) -> JsonObject:
-        """How far such a measurement moves between runs beyond its own interval (``rel``, a 95%
-        half-width; :mod:`~pytest_roofline.model.run_noise`), and where that figure comes from."""
+        """How far such a measurement moves between runs (``rel``, a 95% half-width), and why."""
         sd = run_noise.prior(self.backend, self.bound)
         return {"rel": run_noise.between_runs_rel(sd), "why": run_noise.why(self.backend, self.bound)}
 
@@ -343,18 +352,10 @@ class MeasurementRecord:
         ))  # fmt: skip
 
 
-def _comparable(record: MeasurementRecord) -> BaselineRecord:
-    """``record`` as a comparison reads it."""
-    ci = record.attained_ci_rel
-    return BaselineRecord(
-        nodeid=record.nodeid, name=record.name, attained=record.attained or 0.0,
-        ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0,
-        time_s=record.time_s, device=record.device, device_name=record.device_name or record.device,
-        verdict=str(record.verdict), op=record.op, label=record.label,
-        disturbed=disturbed_by(str(record.verdict), record.contention_level, record.thread_wait_share),
-        history=record.history or (), remeasured=record.remeasured, device_index=record.device_index,
-        prior_noise=run_noise.prior(record.backend, record.bound),
-    )  # fmt: skip
+def machine_of(device: str, device_name: str) -> str:
+    """What a record was measured on: a table device by its key (the model: every GPU of a node of one
+    model has the same); a CPU by its model too, since every CPU's key is ``cpu``."""
+    return f"cpu:{device_name}" if device == "cpu" else device
 
 
 def _json_value(value: object) -> object:

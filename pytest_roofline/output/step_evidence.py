@@ -17,8 +17,7 @@ from ..model.core import Device
 from ..model.llm import LlmError
 from ..model.step_prediction import Evidence
 from ..model.verdict import Verdict
-from .baseline import machine_of
-from .records import DeviceRecord, MeasurementRecord
+from .records import DeviceRecord, MeasurementRecord, machine_of
 from .store import read_run
 
 

@@ -67,7 +67,7 @@ def read_run(path: str | Path, what: str = "baseline") -> RunFile:
             records.append(record_from_json(row))
         except (ValueError, TypeError, KeyError, OverflowError) as exc:
             raise BaselineError(f"{named} ({row['nodeid']}): cannot be read back ({exc})") from None
-    # each measured row is compared as its record reads it: one BaselineRecord a row
+    # each measured row is compared as its record reads it
     entries = (r.comparable for r in records if r.comparable is not None)
     baseline = baseline_of(data, entries, where, str(path), trimmed=trimmed)
     rows = data.get("devices") or []

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from pytest_roofline.model import run_noise
-from pytest_roofline.output.baseline import BaselineRecord
 from pytest_roofline.output.comparison import Change, compare
+from pytest_roofline.output.records import MeasurementRecord
 
 
 @pytest.mark.parametrize(
@@ -50,11 +50,12 @@ def test_the_h200s_between_run_medians_lie_within_the_band_of_their_kind() -> No
                 assert max(medians) / min(medians) - 1 <= band
 
 
-def record(attained: float, backend: str, bound: str, runs: tuple[float, ...] = ()) -> BaselineRecord:
-    return BaselineRecord(
-        "t.py::test_k", "", attained, 0.005, 1e-3, "h200", "NVIDIA H200", "pass", history=runs,
-        prior_noise=run_noise.prior(backend, bound),
-    )  # fmt: skip
+def record(attained: float, backend: str, bound: str, runs: tuple[float, ...] = ()) -> MeasurementRecord:
+    return MeasurementRecord.from_json({
+        "nodeid": "t.py::test_k", "name": "", "attained": attained, "attained_ci_rel": 0.005, "time_s": 1e-3,
+        "device": "h200", "device_name": "NVIDIA H200", "verdict": "pass", "history": list(runs),
+        "backend": backend, "bound": bound,
+    })  # fmt: skip
 
 
 def test_a_gpu_copy_12_percent_slower_than_one_saved_run_is_a_regression_where_a_cpu_one_is_not() -> None:

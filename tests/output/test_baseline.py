@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.output.baseline import Baseline, BaselineError, BaselineRecord, load_baseline
+from pytest_roofline.output.baseline import Baseline, BaselineError, load_baseline
 from pytest_roofline.output.comparison import (
     FALSE_ALARMS,
     RUN_NOISE,
@@ -18,9 +18,11 @@ from pytest_roofline.output.comparison import (
     compare,
     confidence_z,
     counts,
+    disturbed,
     parse_threshold,
     run_noise,
 )
+from pytest_roofline.output.records import MeasurementRecord
 
 
 def record(nodeid: str = "t.py::test_a", **fields: Any) -> dict[str, Any]:
@@ -52,14 +54,14 @@ def test_a_json_report_is_a_baseline(tmp_path: Path) -> None:
     b = load_baseline(path)
     assert set(b.records) == {("t.py::test_a", ""), ("t.py::test_b", "big")}  # a skipped row measured nothing
     assert b.records[("t.py::test_b", "big")].test == "t.py::test_b[big]"
-    assert b.records[("t.py::test_a", "")].ci_rel == pytest.approx(0.02)
+    assert b.records[("t.py::test_a", "")].attained_ci_rel == pytest.approx(0.02)
     assert b.describe() == f"{path} (AMD EPYC; 2026-11-20)"
 
 
 def test_a_baseline_without_intervals_compares_as_exact(tmp_path: Path) -> None:
     rec = record()
     del rec["attained_ci_rel"]
-    assert load_baseline(write(tmp_path, report(rec))).records[("t.py::test_a", "")].ci_rel == 0.0
+    assert load_baseline(write(tmp_path, report(rec))).records[("t.py::test_a", "")].attained_ci_rel == 0.0
 
 
 def test_a_test_measured_twice_on_one_device_is_refused_and_on_two_devices_kept_apart(tmp_path: Path) -> None:
@@ -129,10 +131,30 @@ def test_a_missing_or_unreadable_baseline_is_named(tmp_path: Path) -> None:
 # -- comparing ----------------------------------------------------------------------------------------
 
 
+def as_record(
+    nodeid: str,
+    name: str,
+    attained: float,
+    ci_rel: float,
+    time_s: float,
+    device: str,
+    device_name: str,
+    verdict: str,
+    *,
+    disturbed: bool = False,
+) -> MeasurementRecord:
+    """A measured record of these figures (``disturbed``: measured under busy contention)."""
+    return MeasurementRecord.from_json({
+        "nodeid": nodeid, "name": name, "attained": attained, "attained_ci_rel": ci_rel, "time_s": time_s,
+        "device": device, "device_name": device_name, "verdict": verdict,
+        "contention": {"level": "busy"} if disturbed else None,
+    })  # fmt: skip
+
+
 def measured(
     attained: float, ci_rel: float = 0.02, time_s: float = 1e-3, device: str = "cpu"
-) -> BaselineRecord:
-    return BaselineRecord.from_record(
+) -> MeasurementRecord:
+    return MeasurementRecord.from_json(
         record(attained=attained, attained_ci_rel=ci_rel, time_s=time_s, device=device)
     )
 
@@ -149,7 +171,7 @@ def measured(
     ids=["2x-slower", "small-drop", "noisy-drop", "faster", "noisy-gain"],
 )
 def test_a_change_is_judged_on_attained_and_both_intervals(
-    old: BaselineRecord, new: BaselineRecord, change: Change
+    old: MeasurementRecord, new: MeasurementRecord, change: Change
 ) -> None:
     assert compare(old, new).change is change
 
@@ -171,8 +193,8 @@ def test_the_regression_message_has_both_fractions_both_times_the_change_why_and
     assert c.summary() == "-50% (50.0% -> 25.0%)"
 
 
-def with_history(attained: float, *history: float) -> BaselineRecord:
-    return BaselineRecord.from_record(record(attained=attained, attained_ci_rel=0.02, history=list(history)))
+def with_history(attained: float, *history: float) -> MeasurementRecord:
+    return MeasurementRecord.from_json(record(attained=attained, attained_ci_rel=0.02, history=list(history)))
 
 
 def test_a_drop_within_a_single_runs_noise_is_inconclusive_never_a_regression() -> None:
@@ -225,9 +247,9 @@ def test_another_devices_baseline_is_compared_only_when_asked() -> None:
 
 
 def test_new_and_vanished_tests_are_listed() -> None:
-    kept, gone = measured(0.5), BaselineRecord.from_record(record("t.py::test_gone"))
+    kept, gone = measured(0.5), MeasurementRecord.from_json(record("t.py::test_gone"))
     baseline = Baseline("b.json", None, {"cpu": "AMD EPYC"}, {kept.key: kept, gone.key: gone})
-    fresh = BaselineRecord.from_record(record("t.py::test_new"))
+    fresh = MeasurementRecord.from_json(record("t.py::test_new"))
     result = RegressionRule().compare_all(baseline, [measured(0.5), fresh])
     assert [(c.test, c.change) for c in result] == [
         ("t.py::test_a", Change.UNCHANGED),
@@ -392,19 +414,19 @@ def test_a_threshold_reads_the_same_with_spaces_either_side() -> None:
 
 
 def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -> None:
-    old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
-    busy = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
-    quiet = BaselineRecord("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
+    old = as_record("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
+    busy = as_record("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
+    quiet = as_record("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
     assert compare(old, busy).change is Change.INCONCLUSIVE  # beside a busy neighbour: -98%, not confirmed
     assert compare(old, quiet).change is Change.REGRESSION
-    disturbed_old = BaselineRecord("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass", disturbed=True)
+    disturbed_old = as_record("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass", disturbed=True)
     assert compare(disturbed_old, quiet).change is Change.INCONCLUSIVE  # the baseline's figure is the load's
 
 
 def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
-    old = BaselineRecord("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
-    other = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
-    same = BaselineRecord("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "AMD EPYC 7J13", "pass")
+    old = as_record("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
+    other = as_record("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
+    same = as_record("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "AMD EPYC 7J13", "pass")
     assert compare(old, other).change is Change.OTHER_DEVICE
     assert compare(old, other, across_devices=True).change is Change.REGRESSION
     assert compare(old, same).change is Change.REGRESSION
@@ -417,5 +439,5 @@ def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
 def test_a_record_the_load_could_have_slowed_is_disturbed(disturbance: dict[str, object]) -> None:
     record = {"nodeid": "t.py::t", "name": "", "attained": 0.5, "time_s": 1e-3, "device": "cpu",
               "verdict": "pass", "contention": {"level": "quiet"}, "thread_wait_share": 0.01}  # fmt: skip
-    assert not BaselineRecord.from_record(record).disturbed
-    assert BaselineRecord.from_record({**record, **disturbance}).disturbed
+    assert not disturbed(MeasurementRecord.from_json(record))
+    assert disturbed(MeasurementRecord.from_json({**record, **disturbance}))

@@ -273,11 +273,14 @@ def test_figures_out_of_range_and_unknown_verdicts_are_refused_never_a_traceback
 
 
 def test_the_comparison_maths_is_clamped_where_figures_are_extreme() -> None:
-    from pytest_roofline.output.baseline import BaselineRecord
     from pytest_roofline.output.comparison import Change, compare
+    from pytest_roofline.output.records import MeasurementRecord
 
-    def rec(attained: float, *history: float, ci: float = 0.0) -> BaselineRecord:
-        return BaselineRecord("t.py::t", "", attained, ci, 1e-3, "cpu", "CPU", "pass", history=history)
+    def rec(attained: float, *history: float, ci: float = 0.0) -> MeasurementRecord:
+        return MeasurementRecord.from_json({
+            "nodeid": "t.py::t", "name": "", "attained": attained, "attained_ci_rel": ci, "time_s": 1e-3,
+            "device": "cpu", "device_name": "CPU", "verdict": "pass", "history": list(history),
+        })  # fmt: skip
 
     spread = rec(0.5, 1e-300, 1e300)  # a history whose logs' spread overflows exp()
     for old, new in [(spread, rec(0.5)), (rec(1e308), rec(1e-300)), (rec(0.5), rec(0.5, ci=1e308))]:

@@ -4,15 +4,17 @@ the Markdown summary (the terminal's naming: tests/plugin/test_gating.py)."""
 
 from __future__ import annotations
 
-from pytest_roofline.output.baseline import BaselineRecord
 from pytest_roofline.output.comparison import Change, compare, format_table
 from pytest_roofline.output.markdown import section
-from pytest_roofline.output.records import record_from_json
+from pytest_roofline.output.records import MeasurementRecord, record_from_json
 
 
-def baseline_record(attained: float, history: tuple[float, ...] = ()) -> BaselineRecord:
-    return BaselineRecord("t.py::test_k", "", attained, 0.01, 1e-3, "cpu", "AMD EPYC", "pass",
-                          label="copy n=1", history=history)  # fmt: skip
+def baseline_record(attained: float, history: tuple[float, ...] = ()) -> MeasurementRecord:
+    return MeasurementRecord.from_json({
+        "nodeid": "t.py::test_k", "name": "", "attained": attained, "attained_ci_rel": 0.01, "time_s": 1e-3,
+        "device": "cpu", "device_name": "AMD EPYC", "verdict": "pass", "label": "copy n=1",
+        "history": list(history),
+    })  # fmt: skip
 
 
 def test_the_baseline_column_is_the_median_the_change_is_against() -> None:

@@ -323,10 +323,25 @@ def test_a_result_becomes_a_record_in_one_place() -> None:
     assert calls_of("MeasurementRecord.from_result") == [("pytest_roofline.plugin.measurer", "of")]
 
 
-def test_a_record_becomes_comparable_once() -> None:
-    """This run's records each make theirs with the record; a file's rows each become one."""
-    assert calls_of("BaselineRecord") == [("pytest_roofline.output.records", "_comparable")]
-    assert calls_of("BaselineRecord.from_record") == [("pytest_roofline.output.baseline", "parse_baseline")]
+def test_one_record_type_is_read_by_every_output() -> None:
+    """A measurement is one record: this run's come from its results, a file's rows (a report, a
+    baseline, a shard to merge) through one reader; no output keeps a record type of its own."""
+    readers = calls_of("MeasurementRecord.from_json")
+    assert ("pytest_roofline.output.baseline", "parse_baseline") in readers
+    assert {module for module, _ in readers} <= {
+        "pytest_roofline.output.baseline",
+        "pytest_roofline.output.records",
+    }
+    records = [
+        (module, node.name)
+        for module in sorted(ALL)
+        for node in ast.walk(source(module)[1])
+        if isinstance(node, ast.ClassDef)
+        and {"nodeid", "attained"} <= {
+            ast.unparse(item.target) for item in node.body if isinstance(item, ast.AnnAssign)
+        }
+    ]  # fmt: skip
+    assert records == [("pytest_roofline.output.records", "MeasurementRecord")]
 
 
 def test_the_regression_threshold_is_checked_in_one_place() -> None:
