@@ -12,6 +12,7 @@ A measurement's two precisions are named as the model names them: ``dtype`` is t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -367,8 +368,10 @@ def _json_value(value: object) -> object:
         return _fields_json(value)
     if isinstance(value, _NESTED):
         return value.to_json()
+    if isinstance(value, CacheSize):
+        return _cache_json(value)
     if isinstance(value, tuple):
-        return [item.to_json() if isinstance(item, _NESTED) else item for item in value]
+        return [_json_value(item) for item in value]
     if isinstance(value, Mapping):
         return dict(value)
     return value
@@ -511,35 +514,22 @@ class LevelRecord:
         return cls(**_read_fields(cls, data, name=str(data.get("name", ""))))
 
 
-@dataclass(frozen=True, slots=True)
-class CacheRecord:
-    """A cache level as the OS (or driver) reports it and as the capacity sweep found it."""
+def _cache_json(cache: CacheSize) -> JsonObject:
+    """A cache level as a report writes it (its sweeps' ``seen`` stay in the calibration)."""
+    return {
+        "name": cache.name, "reported_bytes": cache.reported_bytes, "effective_bytes": cache.effective_bytes,
+        "per_core": cache.per_core, "found": cache.found, "note": cache.note,
+    }  # fmt: skip
 
-    name: str
-    reported_bytes: int
-    #: None: the sweep went past it and saw no step (not used)
-    effective_bytes: int | None
-    per_core: bool = False
-    #: ``knee``, ``unseen`` or ``unreached``
-    found: str = "knee"
-    note: str = ""
 
-    def to_json(self) -> JsonObject:
-        return _fields_json(self)
-
-    def to_cache(self) -> CacheSize:
-        level = self.name[1:]
-        found = self.found if self.found in ("unseen", "unreached") else "knee"
-        return CacheSize(
-            int(level) if level.isdigit() else 0, self.reported_bytes, self.effective_bytes, self.per_core,
-            found, self.note,  # type: ignore[arg-type]
-        )  # fmt: skip
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CacheRecord:
-        effective = data.get("effective_bytes")
-        effective = int(effective) if isinstance(effective, int) and not isinstance(effective, bool) else None
-        return cls(**_read_fields(cls, data, name=str(data.get("name", "")), effective_bytes=effective))
+def _cache_from_json(data: Mapping[str, Any]) -> CacheSize:
+    level, effective, found = str(data.get("name", ""))[1:], data.get("effective_bytes"), data.get("found")
+    return CacheSize(
+        int(level) if level.isdigit() else 0, int(data.get("reported_bytes") or 0),
+        effective if isinstance(effective, int) and not isinstance(effective, bool) else None,
+        data.get("per_core") is True, found if found in ("unseen", "unreached") else "knee",
+        str(data.get("note") or ""),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,7 +550,7 @@ class DeviceRecord:
     levels: tuple[LevelRecord, ...] = ()
     notes: tuple[str, ...] = ()
     #: every cache level the OS or driver reports, with the capacity this process sees
-    caches: tuple[CacheRecord, ...] = ()
+    caches: tuple[CacheSize, ...] = ()
 
     @classmethod
     def of(cls, device: Device) -> DeviceRecord:
@@ -592,10 +582,7 @@ class DeviceRecord:
             bandwidth=device.bandwidth.value, bandwidth_source=str(device.bandwidth.source),
             bandwidth_note=device.bandwidth.note, llc_bytes=device.llc_bytes, cores=device.cores,
             peaks=peaks, levels=levels, notes=tuple(device.notes),
-            caches=tuple(
-                CacheRecord(c.name, c.reported_bytes, c.effective_bytes, c.per_core, c.found, c.note)
-                for c in device.caches
-            ),
+            caches=tuple(dataclasses.replace(c, seen=()) for c in device.caches),
         )  # fmt: skip
 
     @property
@@ -613,12 +600,12 @@ class DeviceRecord:
             peaks=tuple(PeakRecord.from_json(p) for p in data.get("peaks") or ()),
             levels=tuple(LevelRecord.from_json(level) for level in data.get("levels") or ()),
             notes=tuple(map(str, data.get("notes") or ())),
-            caches=tuple(CacheRecord.from_json(cache) for cache in data.get("caches") or ()),
+            caches=tuple(_cache_from_json(cache) for cache in data.get("caches") or ()),
         ))  # fmt: skip
 
 
 #: the records that nest in another, each its fields as JSON
-_NESTED = (CeilingRecord, PeakRecord, LevelRecord, CacheRecord)
+_NESTED = (CeilingRecord, PeakRecord, LevelRecord)
 
 
 def figures_id(device: Device) -> str:

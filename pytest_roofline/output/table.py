@@ -92,9 +92,7 @@ def _caches(d: DeviceRecord) -> str:
 
     roofs = {level.name: level.bandwidth for level in d.levels}
     by = "sysfs" if d.kind == "cpu" else "driver"
-    parts = [
-        f"{c.name} {describe_cache(c.to_cache(), reported_by=by, rate=roofs.get(c.name))}" for c in d.caches
-    ]
+    parts = [f"{c.name} {describe_cache(c, reported_by=by, rate=roofs.get(c.name))}" for c in d.caches]
     if not d.caches:
         parts = [
             f"{level.name} {units.binary_bytes(level.capacity_bytes)}{' per core' if level.per_core else ''}"
