@@ -329,7 +329,7 @@ class MeasurementRecord:
         data["passed"] = self.passed
         data["between_runs"] = self.between_runs
         data["reason"] = None  # a skipped record's; in every record, so every record has every field
-        return {name: data[name] for name in (*RECORD_FIELDS, *_OPTIONAL) if name in data}
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> MeasurementRecord:
@@ -444,29 +444,14 @@ def record_from_json(data: Mapping[str, Any]) -> Record:
     return MeasurementRecord.from_json(data)
 
 
-#: the fields of every record, in the JSON file's order; what a skipped test did not measure is null
-RECORD_FIELDS = (
-    "nodeid", "name", "label", "op", "shape", "params", "dtype", "peak_precision", "unit", "flops",
-    "bytes", "intensity", "ridge", "bound", "compute_s", "memory_s", "floor_s", "peak_flops",
-    "peak_source", "bandwidth", "bandwidth_source", "time_s", "stat", "attained", "attained_at_held_clock",
-    "min_fraction", "passed", "verdict", "remeasured", "xfailed", "mode", "device", "device_name",
-    "device_figures",
-    "device_index", "device_from",
-    "backend", "flushed", "stop_reason", "calls_per_sample", "wall_s", "measurements", "attained_ci_rel",
-    "between_runs",
-    "verdict_reason", "verdict_rule", "calibrated_floor_s", "cache", "cache_state", "memory_level",
-    "cold_method",
-    "rotation_copies", "low_confidence", "budget_note", "excluded_samples", "transient_samples",
-    "still_falling", "ceiling",
-    "contention",
-    "threads", "thread_wait_share", "latency_floor_s", "latency_bound", "diagnosis", "clocks", "vs_base",
-    "stats",
-    "samples_s", "reason", "inferred",
-)  # fmt: skip
-
-
-#: fields a record has only where they apply, written after the others
+#: fields a record has only where they apply
 _OPTIONAL = ("history",)
+#: the fields of every record, in the JSON file's order (its own, then what is derived from them);
+#: what a skipped test did not measure is null
+RECORD_FIELDS = (
+    *(f.name for f in fields(MeasurementRecord) if f.name not in _OPTIONAL),
+    "passed", "between_runs", "reason",
+)  # fmt: skip
 
 
 # -- devices ---------------------------------------------------------------------------------------
