@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from reference import pytest_benchmark_median
 
-from pytest_roofline.machine.calibrate import cpu_calibration, cpu_device_with_levels
+from pytest_roofline.machine.calibrate import cpu_calibration, cpu_device
 from pytest_roofline.machine.calibration_report import cache_rows
 from pytest_roofline.machine.capacity import samples_from_details
 from pytest_roofline.machine.cpupeak import cpu_peak
@@ -91,7 +91,7 @@ def kernels(max_exp: int, only: list[str] | None) -> list[Kernel]:
 
 def judged(kernel: Kernel, state: str, backend: Backend) -> Result:
     """One measurement as the plugin's session makes it (mode report: no re-measure)."""
-    est: Estimate = estimate(kernel.op, dtype="fp64", device=cpu_device_with_levels(), **kernel.params)
+    est: Estimate = estimate(kernel.op, dtype="fp64", device=cpu_device(), **kernel.params)
     plan = plan_cache(
         state, op_bytes=est.bytes, llc_bytes=est.device.llc_bytes, fn=kernel.fn, args=kernel.args,
         kwargs=kernel.kwargs, setup=None, budget_s=Policy().max_time_s,
@@ -133,7 +133,7 @@ def main() -> None:
     parser.add_argument("--only", action="append", metavar="KERNEL", help="add, copy, scale, sum, matmul")
     args = parser.parse_args()
 
-    device = cpu_device_with_levels()
+    device = cpu_device()
     backend = cpu_backend_for(device)  # as the plugin makes it: its flush twice the effective cache
     work = kernels(args.max_exp, args.only)
     results: dict[tuple[str, int, str], list[Result]] = {}

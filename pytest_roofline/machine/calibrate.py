@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Literal
 from ..errors import RooflineWarning
 from ..model.core import Device, Figure, MemoryLevel, Precision, Source, Unit
 from ..timing.cpu import cpu_model_name
-from .cachelevels import measure_capacities
 from .calibration_cache import (
     Calibration,
     Ceilings,
@@ -54,7 +53,6 @@ __all__ = [
     "calibrate_cuda",
     "cpu_calibration",
     "cpu_device",
-    "cpu_device_with_levels",
     "cpu_identity",
     "cuda_l2_roof",
     "gpu_l2_levels",
@@ -110,12 +108,8 @@ def _calibrate(
     measure: Callable[[], Ceilings],
     build: Callable[[Ceilings], Device],
     reset: bool = False,
-    complete: Callable[[Ceilings], Ceilings] | None = None,
 ) -> Calibration:
     """Load or measure, then cache: the one path both CPU and GPU calibrations take.
-
-    ``complete`` adds to cached ceilings what an older release did not measure (the CPU's cache
-    levels); what it returns, when it added something, is cached in their place.
 
     A re-measure (``force``) never makes the cache worse: each figure keeps the better of the
     cached and the new value, with a warning naming the figures that came out much lower. Only
@@ -130,13 +124,7 @@ def _calibrate(
             _warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
             cached = None
         if cached is not None:
-            completed = cached if complete is None else complete(cached)
-            written = completed is cached or write_ceilings(
-                path, ceilings_payload(kind, key, completed, time.perf_counter() - start)
-            )
-            return Calibration(
-                build(completed), path if written else None, True, time.perf_counter() - start, cached.probes
-            )
+            return Calibration(build(cached), path, True, time.perf_counter() - start, cached.probes)
     with _exclusive(path.with_name(f".{path.stem}.lock")):
         previous = None
         with contextlib.suppress(CorruptCache):
@@ -168,9 +156,7 @@ def calibrate_cpu(
     ``force=True`` measures again, keeping the better of each cached and new figure; ``reset=True``
     measures again and forgets what was cached. A measurement that breaks a sanity rule
     (:func:`sanity_problems`) is taken once more, with a warning. ``measure`` replaces
-    :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both). Cached ceilings
-    from before the cache capacities were measured gain them now (:func:`measure_capacities`),
-    unless ``measure`` is replaced.
+    :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both).
     """
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     if peak == "auto":
@@ -185,63 +171,7 @@ def calibrate_cpu(
         reset=reset,
         measure=_sane(measure or measure_cpu, peak),
         build=_cpu_device,
-        complete=_with_capacities if measure is None else None,
     )
-
-
-def cpu_device_with_levels(*, cache_dir: Path | str | None = None) -> Device:
-    """This CPU as a Device with its cache levels' roofs, measured now (and cached) when the cached
-    calibration predates them: what a warm measurement is judged against."""
-    device = cpu_device()
-    if device.levels:
-        return device
-    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
-    calibration = _calibrate(
-        "cpu", cpu_identity(), directory=directory, force=False, measure=measure_cpu, build=_cpu_device,
-        complete=lambda ceilings: _with_cache_levels(_with_capacities(ceilings)),
-    )  # fmt: skip
-    _cpu_memo["cpu"] = calibration
-    return calibration.device
-
-
-def _with_capacities(ceilings: Ceilings) -> Ceilings:
-    """Cached ceilings with the cache capacities this process sees: swept now when a release before
-    the sweep wrote the cache (the same ceilings, unchanged, when they are there or the OS names no
-    level). A level roof measured at a size the sweep did not confirm is dropped, to be measured again
-    at the size this process sees when a warm measurement needs it."""
-    from ..timing.host_caches import cpu_caches
-    from .cachelevels import level_details, rates_from_details
-    from .capacity import capacities_from_details, capacity_details
-
-    if capacities_from_details(ceilings.details):  # swept already: no need to read the OS's levels
-        return ceilings
-    caches = cpu_caches()
-    if not caches:
-        return ceilings
-    swept = measure_capacities(caches)
-    confirmed = {cache.name for cache in swept.caches if cache.sizing_bytes == cache.reported_bytes}
-    rates = {name: rate for name, rate in rates_from_details(ceilings.details).items() if name in confirmed}
-    details = {key: value for key, value in ceilings.details.items() if not key.startswith("level_")}
-    details.update(level_details(rates))
-    details.update(capacity_details(swept))
-    return dataclasses.replace(ceilings, details=details)
-
-
-def _with_cache_levels(ceilings: Ceilings) -> Ceilings:
-    """Cached ceilings with the roofs of this CPU's cache levels, at the sizes this process sees:
-    the levels that have none (a release before them wrote the cache, or their size changed) are
-    measured now (the same ceilings, unchanged, when none is missing or the OS names no level)."""
-    from ..timing.host_caches import cpu_caches
-    from .cachelevels import level_details, measure_level_rates, rates_from_details
-    from .capacity import capacities_from_details, roof_caches
-
-    rates = rates_from_details(ceilings.details)
-    found = capacities_from_details(ceilings.details)
-    missing = [cache for cache in roof_caches(found) or cpu_caches() if cache.name not in rates]
-    if not missing:
-        return ceilings
-    details = {**ceilings.details, **level_details({**rates, **measure_level_rates(missing)})}
-    return dataclasses.replace(ceilings, details=details)
 
 
 def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[], Ceilings]:
@@ -400,16 +330,13 @@ def calibrate_cuda(
     l2_cache = (CacheInfo(2, base.llc_bytes, per_core=False),) if base.llc_bytes else ()
     sweep_fn = l2_capacity if l2_capacity is not None or measure is not None else l2_rate_at
 
-    def with_capacity(ceilings: Ceilings) -> Ceilings:
-        """The L2's capacity as this GPU sees it (a MIG slice's share), swept where it is missing."""
-        if sweep_fn is None or not l2_cache or capacities_from_details(ceilings.details):
-            return ceilings
-        details = {**ceilings.details, **sweep_details(l2_cache[0], sweep_fn(index), kernel="ld.global.cg")}
-        return dataclasses.replace(ceilings, details=details)
-
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
-        return with_capacity(Ceilings(bandwidth=bandwidth, peaks=dict(peaks)))
+        # and the L2's capacity as this GPU sees it (a MIG slice's share)
+        details = {}
+        if sweep_fn is not None and l2_cache:
+            details = sweep_details(l2_cache[0], sweep_fn(index), kernel="ld.global.cg")
+        return Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details)
 
     def build(ceilings: Ceilings) -> Device:
         device = base.with_figures(peaks={**base.peaks, **ceilings.peaks}, bandwidth=ceilings.bandwidth)
@@ -421,9 +348,8 @@ def calibrate_cuda(
 
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     calibration = _calibrate(
-        base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build,
-        complete=with_capacity,
-    )  # fmt: skip
+        base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build
+    )
     roof = cuda_l2_roof(index, cache_dir=directory, measure=l2_fn, force=force, reset=reset, device=base)
     levels = gpu_l2_levels(calibration.device, roof)
     return dataclasses.replace(calibration, device=dataclasses.replace(calibration.device, levels=levels))

@@ -123,20 +123,17 @@ class Devices:
 
     def with_cache_levels(self, spec: str) -> Device:
         """The device of ``spec`` with the roofs of its cache levels, for a warm measurement: a
-        measured CPU whose cached calibration predates them measures them now (once, then cached),
-        and so does a GPU of this machine its L2's, whatever its peaks' source."""
+        measured CPU's come with its calibration; a GPU of this machine measures its L2's now (once,
+        then cached), whatever its peaks' source."""
         device = self.device(spec)
         gpu = local_gpu(spec) if device.kind != "cpu" else None
-        if device.levels or (gpu is None and (device.kind != "cpu" or not self.measured_cpu)):
+        if device.levels or gpu is None:
             return device
         with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            from ..machine.calibrate import cpu_device_with_levels, cuda_l2_roof, gpu_l2_levels
+            from ..machine.calibrate import cuda_l2_roof, gpu_l2_levels
 
-            if gpu is not None:
-                levels = gpu_l2_levels(device, cuda_l2_roof(gpu, measure=self._l2_roof))
-            else:
-                levels = cpu_device_with_levels().levels
+            levels = gpu_l2_levels(device, cuda_l2_roof(gpu, measure=self._l2_roof))
         self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
         self._devices[spec] = device = dataclasses.replace(device, levels=levels)
         from ..output.records import DeviceRecord

@@ -247,7 +247,7 @@ def test_a_schema_1_cache_is_recalibrated(cache: Path, fake: FakeMeasure) -> Non
     path, payload = cached_payload(cache, fake)
     payload["schema"] = 1
     path.write_text(json.dumps(payload))
-    with pytest.warns(RooflineWarning, match="has schema 1 .* expected 2"):
+    with pytest.warns(RooflineWarning, match="has schema 1 .* expected 3"):
         cal = calibrate_cpu(measure=fake)
     assert not cal.from_cache
 

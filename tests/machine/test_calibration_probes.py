@@ -13,11 +13,9 @@ from fake_calibration import FakeMeasure, cached_payload, private_cache
 from pytest_roofline.errors import RooflineWarning
 from pytest_roofline.machine import calibrate, cpupeak
 from pytest_roofline.machine.cachelevels import level_details
-from pytest_roofline.machine.calibrate import calibrate_cpu, cpu_device
+from pytest_roofline.machine.calibrate import calibrate_cpu
 from pytest_roofline.machine.calibration_cache import Ceilings
-from pytest_roofline.machine.capacity import Sweep
-from pytest_roofline.model.core import CacheSize, Figure, Precision, Source, Unit
-from pytest_roofline.timing.host_caches import CacheInfo
+from pytest_roofline.model.core import Figure, Precision, Source, Unit
 
 P, V = Precision, Unit.VECTOR
 
@@ -191,32 +189,6 @@ def test_a_figure_and_probe_that_ran_under_different_loads_are_rejected(cache: P
     bad.ceilings = dataclasses.replace(bad.ceilings, details={"probe_ratio_bandwidth": 14.0})
     with pytest.warns(RooflineWarning, match=r"bandwidth figure / probe ratio 14.00 is outside 0.5-10"):
         calibrate_cpu(measure=Sequenced(bad, FakeMeasure()), peak=None)
-
-
-def test_cached_ceilings_without_levels_gain_them_once_and_keep_them(
-    cache: Path, fake: FakeMeasure, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a cache written before the cache levels: a warm measurement measures them, then they are kept
-    fake.ceilings = dataclasses.replace(fake.ceilings, details={"bandwidth_kernel": "copy"})  # and no sweep
-    swept = Sweep((), (CacheSize(1, 48 * 2**10, 48 * 2**10, per_core=True),), 0.1, "past the l1's knee")
-    monkeypatch.setattr(calibrate, "measure_capacities", lambda caches: swept)
-    monkeypatch.setattr(calibrate, "measure_cpu", fake)
-    monkeypatch.setattr(
-        "pytest_roofline.timing.host_caches.cpu_caches", lambda root=None: (CacheInfo(1, 48 * 2**10, True),)
-    )
-    measured: list[int] = []
-
-    def rates(caches: object, **kwargs: object) -> dict[str, tuple[float, str]]:
-        measured.append(1)
-        return {"l1": (3e11, "copy 24 KiB")}
-
-    monkeypatch.setattr("pytest_roofline.machine.cachelevels.measure_level_rates", rates)
-    assert cpu_device().levels == ()
-    (level,) = calibrate.cpu_device_with_levels().levels
-    assert (level.name, level.bandwidth.value) == ("l1", 3e11)
-    calibrate._cpu_memo.clear()
-    assert calibrate.cpu_device_with_levels().levels == (level,)  # from the cache file now
-    assert measured == [1]
 
 
 def test_a_forced_calibration_keeps_the_better_cache_level_roofs() -> None:

@@ -358,46 +358,6 @@ def test_add_sweep_counts_three_arrays_of_traffic() -> None:
     assert rate == 3 * 1024 * 8
 
 
-# -- older cache files ---------------------------------------------------------------------------
-
-
-def test_a_cache_from_before_the_sweep_gains_capacities_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(calibrate, "_cpu_memo", {})
-    caches = fake_sysfs(tmp_path / "sys", SYSFS_480)
-    monkeypatch.setattr("pytest_roofline.timing.host_caches.cpu_caches", lambda root=None: caches)
-    old = Ceilings(
-        bandwidth=Figure(DRAM, Source.MEASURED),
-        peaks={(p, Unit.VECTOR): Figure(1e11, Source.MEASURED) for p in (Precision.FP64, Precision.FP32)},
-        details=level_details(ROOFS),  # roofs measured at sysfs's sizes, no capacities
-    )
-    calibrate.calibrate_cpu(measure=lambda: old, peak=None)  # what an older release wrote
-    sweeps: list[int] = []
-    timer = FakeTimer([(48 * KiB, 200e9), (2 * MiB, 55e9), (40 * MiB, 27e9)])
-
-    def measure_capacities(guesses: Sequence[CacheInfo]) -> Sweep:
-        sweeps.append(1)
-        return swept(guesses, timer)
-
-    monkeypatch.setattr(calibrate, "measure_capacities", measure_capacities)
-    monkeypatch.setattr(calibrate, "measure_cpu", never)
-    device = calibrate.cpu_device()  # the first time they are needed: swept now, and written
-    assert sweeps == [1]
-    assert device.llc_bytes is not None
-    assert 30 * MiB <= device.llc_bytes <= 40 * MiB
-    # the L3's roof was measured at a size the sweep did not confirm: gone, to be measured again
-    assert [level.name for level in device.levels] == ["l2"]
-    calibrate._cpu_memo.clear()
-    assert calibrate.cpu_device() == device  # from the file now: no second sweep
-    assert sweeps == [1]
-
-
-def never() -> Ceilings:
-    raise AssertionError("measured the whole CPU again")
-
-
 def test_capacity_sweep_details_of_the_real_machine_are_consistent() -> None:
     """A real sweep of this machine, tiny: its samples are positive and its levels are sysfs's."""
     from pytest_roofline.machine.cachelevels import measure_capacities
