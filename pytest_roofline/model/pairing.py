@@ -231,6 +231,21 @@ def _mean_half(diffs: Sequence[float]) -> tuple[float, float]:
     return mean, t_975(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
 
 
+#: the median absolute deviation of a normal sample, over its standard deviation
+_MAD_PER_SD = 0.6745
+
+
+def _robust_mean_half(diffs: Sequence[float]) -> tuple[float, float]:
+    """:func:`_mean_half` from the median and the median absolute deviation: one round slowed by a
+    one-off (a burst of page faults, a neighbour's spike) moves neither, where it would widen the t
+    half-width of every difference it enters."""
+    if len(diffs) < 2:
+        return _mean_half(diffs)
+    centre = statistics.median(diffs)
+    sd = statistics.median(abs(d - centre) for d in diffs) / _MAD_PER_SD
+    return centre, t_975(len(diffs) - 1) * sd / math.sqrt(len(diffs))
+
+
 def _check_order(rounds: Sequence[Round]) -> None:
     if not rounds:
         raise InvalidValueError("a paired comparison needs rounds; got none")
@@ -358,7 +373,7 @@ def judge_pairs(rounds: Sequence[Round], *, threshold: float) -> Pairing:
     mean, half = _mean_half(diffs)
     log_floor = math.inf
     if len(rounds) // 4 >= AA_MIN_BLOCKS:
-        aa_mean, aa_half = _mean_half(aa_differences(rounds))
+        aa_mean, aa_half = _robust_mean_half(aa_differences(rounds))
         log_floor = abs(aa_mean) + aa_half
     heavy = sum(r.heavy for r in rounds)
     facts = _Facts(

@@ -163,6 +163,16 @@ def test_change_within_aa_floor_is_undecided() -> None:
     assert f"identical code changed up to {round(p.aa_floor * 100)}%" in p.reason
 
 
+def test_one_round_slowed_alone_does_not_raise_the_aa_floor_over_a_clear_drop() -> None:
+    # a head 1.2x slower, and one base round of 7 blocks slowed 2x by a one-off: the drop stands,
+    # where a t half-width of the A/A differences read a floor of 18% (``undecided``)
+    rounds = rounds_on(noisy(6, sd=0.02), slow=1.2, blocks=7)
+    rounds[4] = Round("base", rounds[4].time_s * 2, FLOOR)
+    p = judge_pairs(rounds, threshold=0.10)
+    assert p.aa_floor < 0.05
+    assert p.verdict == "slower"
+
+
 def test_aa_floor_unknown_before_two_blocks() -> None:
     p = judge_pairs(rounds_on(noisy(5), slow=1.5, blocks=1), threshold=0.10)
     assert math.isinf(p.aa_floor)
