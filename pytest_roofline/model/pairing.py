@@ -243,6 +243,8 @@ def _robust_mean_half(diffs: Sequence[float]) -> tuple[float, float]:
         return _mean_half(diffs)
     centre = statistics.median(diffs)
     sd = statistics.median(abs(d - centre) for d in diffs) / _MAD_PER_SD
+    if sd == 0:  # half the differences alike (times on a coarse clock): no spread to read from them
+        return _mean_half(diffs)
     return centre, t_975(len(diffs) - 1) * sd / math.sqrt(len(diffs))
 
 

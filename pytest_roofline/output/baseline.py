@@ -3,7 +3,8 @@
 Any ``--roofline-json`` file is a baseline (``--roofline-save`` writes the same schema). What a
 comparison needs of each measured record is its identity (``nodeid`` and ``name``), the attained
 fraction with its confidence interval, the time, and the device it ran on; every other field is
-kept for the report. A record that measured nothing (``skipped``) is not a baseline for anything.
+read as a report's is, and one that cannot be is an error too. A record that measured nothing
+(``skipped``) is not a baseline for anything.
 Every mistake in the file is a :class:`BaselineError` naming the file and what is wrong: a figure out
 of :data:`ATTAINED_RANGE` or :data:`MAX_TIME_S`, a verdict this version does not know, one test
 measured twice on one device. A history longer than a baseline keeps is trimmed, with a note.
@@ -57,7 +58,8 @@ HISTORY_RUNS = 8
 
 #: a test and its measurement's name
 Key = tuple[str, str]
-#: a test, its measurement's name and the machine it ran on (:func:`machine`): a baseline's record
+#: a test, its measurement's name and the machine it ran on
+#: (:attr:`~.records.MeasurementRecord.machine`): a baseline's record
 StoreKey = tuple[str, str, str]
 
 
@@ -144,6 +146,10 @@ def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
             entries.append(MeasurementRecord.from_json(row))
         except OverflowError:  # a nested number past the largest float (a top-level one is checked)
             raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
+        except (ValueError, TypeError, KeyError) as exc:  # a field of another kind than the record's
+            raise BaselineError(
+                f"{where}: measurement {index} ({row['nodeid']}): cannot be read back ({exc})"
+            ) from None
     return baseline_of(report, entries, where, path, trimmed=trimmed)
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidValueError
 from ..model import units
-from ..model.run_noise import RUN_NOISE, prior
+from ..model.run_noise import RUN_NOISE, prior, why
 from .baseline import Baseline, Key
 
 if TYPE_CHECKING:
@@ -135,10 +135,11 @@ class Comparison:
         baseline = f"{units.percent(reference(old))} in the baseline"
         if self.runs > 1:
             baseline += f" (median of {self.runs} runs)"
+        assumed = why(old.backend, old.bound) if old.backend == "cuda" else "the reference CI machine's"
         learned = (
             f"learned from {self.runs} baseline runs"
             if self.runs > 1
-            else "assumed: the reference CI machine's, until the baseline keeps runs of its own"
+            else f"assumed: {assumed}, until the baseline keeps runs of its own"
         )
         remeasured = ", and in a second measurement" if new.remeasured else ""
         return (

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_roofline.model.conditions import Contention
@@ -169,6 +169,10 @@ def _steal_fraction(before: Snapshot, after: Snapshot) -> float | None:
 #: kernel's threads: BLAS threads share the work evenly, while one that spins on for a few ms after
 #: an earlier call (the probe's) runs far less than the thread calling the kernel
 KERNEL_THREAD_SHARE = 0.5
+#: a round ran the kernel alone where the process's other threads together ran or waited for a core
+#: less than this share of what its one thread ran: they slept (a BLAS thread that waited instead,
+#: starved beside a neighbour, was still the kernel's)
+ALONE_SHARE = 0.1
 
 _TASKS = Path("/proc/self/task")
 
@@ -209,6 +213,10 @@ class ThreadWait:
     threads: int
     #: of those threads' runnable time (running or waiting for a core), the share spent waiting
     wait_share: float
+    #: one thread ran the kernel and the others slept (:data:`ALONE_SHARE`): whatever other rounds
+    #: count (BLAS threads that a probe woke spin on for up to about 0.1 s after it), the kernel
+    #: runs on one thread
+    alone: bool = field(default=False, compare=False)
 
 
 def thread_wait(
@@ -229,4 +237,9 @@ def thread_wait(
     busy = [tid for tid, ns in ran.items() if ns >= KERNEL_THREAD_SHARE * busiest]
     waited = sum(after[tid][1] - before[tid][1] for tid in busy)
     runnable = waited + sum(ran[tid] for tid in busy)
-    return ThreadWait(threads=len(busy), wait_share=max(0.0, waited / runnable) if runnable > 0 else 0.0)
+    others = sum(ns + after[tid][1] - before[tid][1] for tid, ns in ran.items() if tid not in busy)
+    return ThreadWait(
+        threads=len(busy),
+        wait_share=max(0.0, waited / runnable) if runnable > 0 else 0.0,
+        alone=len(busy) == 1 and others < ALONE_SHARE * busiest,
+    )

@@ -30,7 +30,7 @@ from pytest_roofline.timing.budget import (
 )
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
 from pytest_roofline.timing.calls import KernelCall, check_backend, check_call
-from pytest_roofline.timing.sampling import Sampler, Seed, ceil_count
+from pytest_roofline.timing.sampling import Readings, Sampler, Seed, ceil_count
 
 if TYPE_CHECKING:
     from pytest_roofline.timing.clocks import ClockWatcher
@@ -247,7 +247,7 @@ def measure(
             # the least any round showed: BLAS threads that a probe woke spin on for a while after it
             parallelism=min(parallelism) if (parallelism := readings.parallelism) else None,
             cpu_share=_middle(readings.cpu_share),
-            threads=_kernel_threads(readings.threads, readings.parallelism),
+            threads=_kernel_threads(readings),
             wait_share=_middle(readings.wait_share),
             setup=each_setup,
             rotation_copies=rotation.copies if rotation is not None else 0,
@@ -502,21 +502,13 @@ def _calls_per_sample(per_call_s: float, resolution_s: float, batch_factor: floa
     return min(MAX_CALLS_PER_SAMPLE, ceil_count(floor_s / per_call_s))
 
 
-#: a round in which the process used less CPU time than this per second of the timing thread's ran
-#: the kernel on that thread alone
-ALONE_PARALLELISM = 1.1
-
-
-def _kernel_threads(threads: Sequence[int], parallelism: Sequence[float]) -> int | None:
+def _kernel_threads(readings: Readings) -> int | None:
     """The threads the kernel ran on: the middle round's count (a BLAS thread starved below the
-    count's cut in one round beside a neighbour is still the kernel's), but one where a round ran the
-    kernel with no other thread of the process running: the second thread other rounds counted was
-    not the kernel's (BLAS threads a probe woke spin on for up to about 0.1 s after it)."""
-    if not threads:
+    count's cut in one round beside a neighbour is still the kernel's), but one where a round ran it
+    alone (:attr:`~.contention.ThreadWait.alone`)."""
+    if not readings.threads:
         return None
-    if parallelism and min(parallelism) < ALONE_PARALLELISM:
-        return 1
-    return int(_middle(threads) or 0)
+    return 1 if readings.alone else int(_middle(readings.threads) or 0)
 
 
 def _middle(values: Sequence[float]) -> float | None:

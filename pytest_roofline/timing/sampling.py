@@ -222,15 +222,16 @@ class Sampler:
             )
         )
 
-    def readings(self) -> _Readings:
+    def readings(self) -> Readings:
         """The backend's readings of the runs that ended after the last cut (all, without one)."""
         kept = [r for r in self._readings if r.at > self.kept_at]
         waits = [r.wait for r in kept if r.wait is not None]
-        return _Readings(
+        return Readings(
             parallelism=[r.parallelism for r in kept if r.parallelism is not None],
             cpu_share=[r.cpu_share for r in kept if r.cpu_share is not None],
             threads=[w.threads for w in waits],
             wait_share=[w.wait_share for w in waits],
+            alone=any(w.alone for w in waits),
         )
 
     def _stop(self, n: int, stats: Stats) -> StopReason | None:
@@ -349,13 +350,15 @@ class _Reading:
 
 
 @dataclass(frozen=True, slots=True)
-class _Readings:
+class Readings:
     """The readings of the kept runs, one list per figure."""
 
     parallelism: list[float]
     cpu_share: list[float]
     threads: list[int]
     wait_share: list[float]
+    #: some round ran the kernel alone (:attr:`~.contention.ThreadWait.alone`)
+    alone: bool = False
 
 
 def _trusted(samples: list[_T], clean: list[_T], *, floor: int = MIN_PRECISION_SAMPLES) -> list[_T]:

@@ -58,6 +58,17 @@ def test_a_json_report_is_a_baseline(tmp_path: Path) -> None:
     assert b.describe() == f"{path} (AMD EPYC; 2026-11-20)"
 
 
+@pytest.mark.parametrize(
+    "field",
+    [{"samples_s": "abc"}, {"params": 5}, {"measurements": "many"}, {"stats": {"n": "x"}}],
+    ids=["samples", "params", "measurements", "stats"],
+)
+def test_a_field_that_cannot_be_read_back_is_a_clear_error(tmp_path: Path, field: dict[str, Any]) -> None:
+    path = write(tmp_path, report(record(**field)))
+    with pytest.raises(BaselineError, match=r"measurement 0 \(t.py::test_a\): cannot be read back"):
+        load_baseline(path)
+
+
 def test_a_baseline_without_intervals_compares_as_exact(tmp_path: Path) -> None:
     rec = record()
     del rec["attained_ci_rel"]

@@ -411,5 +411,23 @@ def test_thread_wait_counts_the_kernels_threads_and_their_wait(
     assert contention.thread_wait(before, after, wall_ns=1_000) == expected
 
 
+@pytest.mark.parametrize(
+    ("after", "alone"),
+    [
+        ({"1": (1_000, 0), "2": (0, 0)}, True),  # the other thread slept
+        ({"1": (1_000, 0), "2": (300, 600)}, False),  # it spun on: it ran, if less
+        ({"1": (1_000, 0), "2": (20, 700)}, False),  # starved: it waited for a core, a kernel thread
+        ({"1": (500, 500), "2": (500, 500)}, False),  # two threads
+    ],
+    ids=["slept", "spun", "starved", "two"],
+)
+def test_a_round_ran_the_kernel_alone_where_the_other_threads_slept(
+    after: dict[str, tuple[int, int]], alone: bool
+) -> None:
+    wait = contention.thread_wait({"1": (0, 0), "2": (0, 0)}, after, wall_ns=1_000)
+    assert wait is not None
+    assert wait.alone is alone
+
+
 def test_thread_wait_needs_a_round_that_took_time() -> None:
     assert contention.thread_wait({"1": (0, 0)}, {"1": (10, 0)}, wall_ns=0) is None

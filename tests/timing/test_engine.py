@@ -593,22 +593,17 @@ def test_policy_validation(kwargs: dict[str, Any], message: str) -> None:
 
 
 class ThreadReadingBackend(FakeBackend):
-    """A FakeBackend that says, round by round, what the OS saw of the kernel's threads (and, given
-    ``parallelism``, of the process's CPU time over the timing thread's)."""
+    """A FakeBackend that says, round by round, what the OS saw of the kernel's threads."""
 
-    def __init__(
-        self, readings: list[ThreadWait], parallelism: list[float] | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, readings: list[ThreadWait], **kwargs: Any) -> None:
         super().__init__(lambda i: (1e-3, 3e-3)[i % 2], **kwargs)  # noisy: several rounds to a target
         self._readings = iter(readings)
-        self._parallelism = iter(parallelism or [])
         self.last_thread_wait: ThreadWait | None = None
 
     def run(
         self, fn: Callable[..., object], args: Any, *, calls: int, samples: int, flush: bool
     ) -> list[float]:
         self.last_thread_wait = next(self._readings, None)
-        self.last_parallelism = next(self._parallelism, None)
         return super().run(fn, args, calls=calls, samples=samples, flush=flush)
 
 
@@ -626,16 +621,12 @@ def test_the_measurement_keeps_the_middle_thread_count_and_wait_of_its_rounds() 
 
 def test_a_round_that_ran_the_kernel_on_one_thread_alone_makes_it_single_threaded() -> None:
     # a single-threaded kernel after a BLAS probe: the probe's threads spin on beside most rounds,
-    # counted and using a core; one round ran with no other thread of the process running
-    readings = [ThreadWait(2, 0.5), ThreadWait(1, 0.0), ThreadWait(2, 0.4), ThreadWait(2, 0.6)] * 10
-    parallelism = [1.98, 1.0, 2.0, 1.9] * 10
-    backend = ThreadReadingBackend(readings, parallelism, resolution_s=1e-6)
+    # counted; in one round the others slept
+    alone = ThreadWait(1, 0.0, alone=True)
+    readings = [ThreadWait(2, 0.5), alone, ThreadWait(2, 0.4), ThreadWait(2, 0.6)] * 10
+    backend = ThreadReadingBackend(readings, resolution_s=1e-6)
     policy = Policy(warmup_s=0.0, min_samples=3, max_samples=40, target_rel_ci=1e-6, max_time_s=1e3)
-    m = measure(noop, policy=policy, backend=backend)
-    assert m.threads == 1
-    # a kernel whose every round used two cores' worth keeps its two threads
-    backend = ThreadReadingBackend(readings, [1.98, 1.3, 2.0, 1.9] * 10, resolution_s=1e-6)
-    assert measure(noop, policy=policy, backend=backend).threads == 2
+    assert measure(noop, policy=policy, backend=backend).threads == 1
 
 
 def test_a_backend_that_cannot_count_threads_leaves_them_unknown() -> None:
