@@ -173,6 +173,19 @@ def test_one_round_slowed_alone_does_not_raise_the_aa_floor_over_a_clear_drop() 
     assert p.verdict == "slower"
 
 
+@pytest.mark.parametrize("n", [4, 6, 14])
+def test_the_aa_floor_from_the_median_holds_identical_code_95_percent_of_the_time(n: int) -> None:
+    from pytest_roofline.model.pairing import _robust_mean_half
+
+    rng = random.Random(n)
+    trials = 4000
+    held = 0
+    for _ in range(trials):
+        centre, half = _robust_mean_half([rng.gauss(0.0, 0.05) for _ in range(n)])
+        held += abs(centre) <= half
+    assert 0.93 <= held / trials <= 0.97
+
+
 def test_aa_floor_unknown_before_two_blocks() -> None:
     p = judge_pairs(rounds_on(noisy(5), slow=1.5, blocks=1), threshold=0.10)
     assert math.isinf(p.aa_floor)
