@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from ..errors import RooflineUsageError
 
 if TYPE_CHECKING:  # the records import the model: read only when a baseline is
-    from .records import MeasurementRecord
+    from .records import MeasurementRecord, Record
 
 #: the JSON schema this version writes (:meth:`.records.MeasurementRecord.to_json`), the one it reads
 SCHEMA_VERSION = 2
@@ -135,22 +135,29 @@ def read_json(path: str | Path, what: str) -> object:
 
 def parse_baseline(data: object, where: str, path: str = "") -> Baseline:
     """The baseline in ``data`` (a decoded JSON report), read from ``path`` (``where`` says so in errors)."""
-    from .records import MeasurementRecord
-
     report, rows, trimmed = check_report(data, where)
-    entries = []
-    for index, row in enumerate(rows):
-        if row.get("verdict") == _UNMEASURED:
-            continue
-        try:
-            entries.append(MeasurementRecord.from_json(row))
-        except OverflowError:  # a nested number past the largest float (a top-level one is checked)
-            raise BaselineError(f"{where}: measurement {index}: a number too large for a float") from None
-        except (ValueError, TypeError, KeyError) as exc:  # a field of another kind than the record's
-            raise BaselineError(
-                f"{where}: measurement {index} ({row['nodeid']}): cannot be read back ({exc})"
-            ) from None
+    measured = ((index, row) for index, row in enumerate(rows) if row.get("verdict") != _UNMEASURED)
+    entries = [r.comparable for r in read_records(measured, where) if r.comparable is not None]
     return baseline_of(report, entries, where, path, trimmed=trimmed)
+
+
+def read_records(rows: Iterable[tuple[int, Mapping[str, Any]]], where: str) -> list[Record]:
+    """The typed records of a checked report's rows, each with its index in the file: a row this
+    version cannot read back is a :class:`BaselineError` naming it."""
+    from .records import record_from_json
+
+    records = []
+    for index, row in rows:
+        named = f"{where}: measurement {index}"
+        if not isinstance(row.get("nodeid"), str):
+            raise BaselineError(f"{named}: 'nodeid' is {row.get('nodeid')!r}, not a string")
+        try:
+            records.append(record_from_json(row))
+        except OverflowError:  # a nested number past the largest float (a top-level one is checked)
+            raise BaselineError(f"{named} ({row['nodeid']}): a number too large for a float") from None
+        except (ValueError, TypeError, KeyError) as exc:  # a field of another kind than the record's
+            raise BaselineError(f"{named} ({row['nodeid']}): cannot be read back ({exc})") from None
+    return records
 
 
 def check_report(data: object, where: str) -> tuple[dict[str, Any], list[dict[str, Any]], int]:

@@ -37,9 +37,10 @@ from .baseline import (
     baseline_of,
     check_report,
     read_json,
+    read_records,
 )
 from .comparison import Change, RegressionRule
-from .records import DeviceRecord, JsonObject, MeasurementRecord, Record, record_from_json
+from .records import DeviceRecord, JsonObject, MeasurementRecord, Record
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +59,7 @@ def read_run(path: str | Path, what: str = "baseline") -> RunFile:
     the fault (a row this version cannot read back is one)."""
     where = f"{what} {path}"
     data, rows, trimmed = check_report(read_json(path, what), where)
-    records: list[Record] = []
-    for index, row in enumerate(rows):
-        named = f"{where}: measurement {index}"
-        if not isinstance(row.get("nodeid"), str):
-            raise BaselineError(f"{named}: 'nodeid' is {row.get('nodeid')!r}, not a string")
-        try:
-            records.append(record_from_json(row))
-        except (ValueError, TypeError, KeyError, OverflowError) as exc:
-            raise BaselineError(f"{named} ({row['nodeid']}): cannot be read back ({exc})") from None
+    records = read_records(enumerate(rows), where)
     # each measured row is compared as its record reads it
     entries = (r.comparable for r in records if r.comparable is not None)
     baseline = baseline_of(data, entries, where, str(path), trimmed=trimmed)
