@@ -246,9 +246,11 @@ def _robust_mean_half(diffs: Sequence[float]) -> tuple[float, float]:
     round slowed by a one-off (a burst of page faults, a neighbour's spike) moves neither, where it
     would widen the t half-width of every difference it enters."""
     n = len(diffs)
-    centre = statistics.median(diffs) if diffs else 0.0
-    sd = statistics.median(abs(d - centre) for d in diffs) / _MAD_PER_SD if diffs else 0.0
-    if n < min(_MEDIAN_975) or sd == 0:  # too few, or half of them alike (a coarse clock's times)
+    if n < min(_MEDIAN_975):
+        return _mean_half(diffs)
+    centre = statistics.median(diffs)
+    sd = statistics.median(abs(d - centre) for d in diffs) / _MAD_PER_SD
+    if sd == 0:  # half of them alike (a coarse clock's times): no spread to read from them
         return _mean_half(diffs)
     multiple = _MEDIAN_975[max(k for k in _MEDIAN_975 if k <= n)]
     return centre, multiple * sd / math.sqrt(n)

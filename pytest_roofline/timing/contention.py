@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_roofline.model.conditions import Contention
@@ -216,7 +216,7 @@ class ThreadWait:
     #: one thread ran the kernel and the others slept (:data:`ALONE_SHARE`): whatever other rounds
     #: count (BLAS threads that a probe woke spin on for up to about 0.1 s after it), the kernel
     #: runs on one thread
-    alone: bool = field(default=False, compare=False)
+    alone: bool = False
 
 
 def thread_wait(

@@ -392,7 +392,7 @@ def test_thread_schedstats_is_none_where_the_os_does_not_say(tmp_path: Path) -> 
     ("after", "expected"),
     [
         # one thread ran the whole round and never waited: a single-threaded kernel
-        ({"1": (1_000, 0), "2": (0, 0)}, contention.ThreadWait(threads=1, wait_share=0.0)),
+        ({"1": (1_000, 0), "2": (0, 0)}, contention.ThreadWait(threads=1, wait_share=0.0, alone=True)),
         # two BLAS threads beside a core hog: each ran half the round and waited the other half
         ({"1": (500, 500), "2": (500, 500)}, contention.ThreadWait(threads=2, wait_share=0.5)),
         # a thread that ran much less than the busiest (a BLAS thread spinning on after an
