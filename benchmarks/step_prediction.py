@@ -4,7 +4,10 @@ Runs the example project's decoder tests (the per-op tests of the ops its decode
 the whole steps) ``--runs`` times, each run a pytest process writing its own JSON report; then, for
 every whole step measured (a record of ``op="llm"``: its config, batch and context), asks
 ``roofline llm CONFIG --device cpu --batch B --context C --from REPORT --json`` for the predicted
-step and divides it by the step that run measured. Printed: each run's ratio per step, and per step
+step and divides it by the step that run measured, both at the machine's calibrated speed (the
+prediction takes each op's time so; the step's time is scaled by the speed its probe saw, as
+``step_evidence.calibrated_time_s`` scales an op's). Printed: each run's ratio per step (and the
+step's time as measured, and the speed), and per step
 the median of the runs' ratios and their range (the targets of issue 42: the tiny decoder within
 10% at batch 1 and 8, the second config within 15%). ``-n 2`` runs pytest under pytest-xdist.
 
@@ -71,6 +74,7 @@ def main() -> None:
     parser.add_argument("-k", default=None, help="pytest's -k, to run fewer tests")
     parser.add_argument("--report", type=Path, help="predict from this report instead of running the suite")
     parser.add_argument("--device", default="cpu", help="with --report: the device its records came from")
+    parser.add_argument("--keep", type=Path, help="write each run's report into this folder")
     args = parser.parse_args()
     if args.report is not None:
         for step in steps(args.report):
@@ -83,16 +87,21 @@ def main() -> None:
             )  # type: ignore[arg-type]
         return
     ratios: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory(prefix="step-prediction-") as folder:
+    with tempfile.TemporaryDirectory(prefix="step-prediction-") as scratch:
+        folder = args.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
         for i in range(args.runs):
-            report = Path(folder) / f"run{i}.json"
+            report = folder / f"run{i}.json"
             run_suite(report, args.n, args.k)
             line = []
             for step in steps(report):
                 measured = float(step["time_s"])  # type: ignore[arg-type]
-                ratio = predicted_s(report, step) / measured
+                ceiling = step.get("ceiling")
+                speed = float(ceiling["speed"]) if isinstance(ceiling, dict) else 1.0
+                ratio = predicted_s(report, step) / (measured * speed)
                 ratios.setdefault(str(step["nodeid"]), []).append(ratio)
-                line.append(f"{str(step['nodeid']).split('::')[-1]} {ratio:.3f} ({measured * 1e3:.2f} ms)")
+                name = str(step["nodeid"]).split("::")[-1]
+                line.append(f"{name} {ratio:.3f} ({measured * 1e3:.2f} ms at speed {speed:.2f})")
             print(f"run {i + 1}: " + "  ".join(line), flush=True)
     print(f"\npredicted / measured step, {args.runs} runs{' under -n ' + str(args.n) if args.n else ''}:")
     for nodeid, values in ratios.items():

@@ -23,16 +23,19 @@ from pytest_roofline import Roofline
 from pytest_roofline.model.llm import StepOp, load_config, step_ops
 
 HERE = Path(__file__).resolve().parents[1]
-#: the longest each kernel is timed (the default is 1 s): a few cold calls of a GEMM, thousands of
-#: a warm norm
-MAX_TIME_S = 0.5
+#: the longest each kernel is timed: a cold one the default 1 s, whose budget affords rotation's
+#: copies (with less, a flush comes before every call instead, and the BLAS threads it leaves asleep
+#: make a GEMV 20-40% slower than in the step); a warm one half that
+MAX_TIME_S = {"cold": 1.0, "warm": 0.5}
 #: ops timed warm, as the step runs them: their inputs are what the op before just wrote (and a
 #: norm's gain; the cache write's one slot), still in the cache. The others read what a step finds
 #: in DRAM (the weights, the embedding table, the KV cache) and are timed cold, as the plugin does
-#: by default. So timed, the step's ops add up to near the step's own time; timed cold (a flush
-#: before every call, their code and their few KiB of data all out of the cache), these alone add
-#: half the step again (docs/llm.md: where composing ops loses accuracy)
+#: by default (docs/llm.md: where composing ops loses accuracy)
 WARM_OPS = ("add_rmsnorm", "rope", "swiglu", "kv_cache_write")
+#: in the step each warm op follows a projection that streamed MiBs of weights through the core's
+#: caches, and takes 2-4x as long as when called back to back with itself: each call of a warm op is
+#: timed after a read of this much (twice the L2 this CPU's calibration sees), untimed
+STEP_PRELUDE_BYTES = 8 * 2**20
 
 Array = numpy_decoder.Array
 #: what a kernel's test times: the function and its arguments, and the shapes it must return
@@ -127,6 +130,16 @@ CASES: dict[str, Callable[[dict[str, Any], np.random.Generator], Case]] = {
 }  # fmt: skip
 
 
+def step_prelude() -> Callable[[], None]:
+    """What the step does before a warm op, as its setup: a read of STEP_PRELUDE_BYTES."""
+    streamed = np.ones(STEP_PRELUDE_BYTES // 8)
+
+    def read() -> None:
+        streamed.max()
+
+    return read
+
+
 def returned(out: object) -> list[tuple[tuple[int, ...], np.dtype[Any]]]:
     """The shape and dtype of each array a kernel returned (none, one, or a tuple of them)."""
     arrays = out if isinstance(out, tuple) else () if out is None else (out,)
@@ -141,6 +154,8 @@ def test_decoder_op(kernel: Kernel, roofline: Roofline, rng: np.random.Generator
     assert returned(fn(*args)) == [(shape, np.dtype(np.float32)) for shape in shapes]  # fp32 throughout
 
     cache = "warm" if op.op in WARM_OPS else "cold"
-    roofline(fn, *args, op=op.op, dtype=op.dtype, **op.params, device="cpu", max_time=MAX_TIME_S, cache=cache,
+    roofline(fn, *args, op=op.op, dtype=op.dtype, **op.params, device="cpu", max_time=MAX_TIME_S[cache],
+             cache=cache,
              name="+".join(kernel.modules) if len(kernel.modules) > 1 else None,
+             setup=step_prelude() if cache == "warm" else None,
              min_fraction=DECODER_OP_BUDGETS[op.op])  # fmt: skip

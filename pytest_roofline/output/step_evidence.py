@@ -87,9 +87,10 @@ def _evidence(
 
 def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device | None) -> float:
     """``record``'s fraction on the step's roofs: the floor the step gives its op and shape (estimated
-    on ``device``, the one it was measured on, as the step's rows are) over its measured time. So an
-    exact match predicts the time the test measured, whatever the test was judged against: the
-    ceiling measured beside it, a cache level's roof (a warm test), a latency floor. Where the op
+    on ``device``, the one it was measured on, as the step's rows are) over its measured time at the
+    machine's calibrated speed (:func:`calibrated_time_s`). So an exact match predicts the time the
+    test measured, on the machine as its calibration found it, whatever the test was judged against:
+    the ceiling measured beside it, a cache level's roof (a warm test), a latency floor. Where the op
     cannot be estimated again (an op the step does not know, params it cannot read, a device not in
     the table): its attained fraction, a warm measurement's scaled by its floor at DRAM's bandwidth
     over its floor at the cache's."""
@@ -101,7 +102,7 @@ def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], de
         except (ValueError, TypeError):  # the op or its params are not the table's
             floor_s = 0.0
         if floor_s > 0:
-            return floor_s / record.time_s
+            return floor_s / calibrated_time_s(record)
     attained = float(record.attained or 0.0)
     level_floor = max(record.compute_s or 0.0, record.memory_s)
     if record.memory_level == "dram" or record.bytes <= 0 or level_floor <= 0:
@@ -114,6 +115,16 @@ def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], de
     else:
         return attained
     return attained * max(record.compute_s or 0.0, record.bytes / dram) / level_floor
+
+
+def calibrated_time_s(record: MeasurementRecord) -> float:
+    """The time ``record`` measured, at the speed the machine's calibration found: times the share of
+    its calibrated rate the probe beside it saw (0.7: the machine ran at 70%). A shared machine's
+    speed drifts by tens of percent from one test to the next; a step predicted from tests timed at
+    one speed, and compared with a step timed at another, would carry that drift. A measurement with
+    no probe beside it (a warm one, a GPU's) is taken as it was timed."""
+    speed = record.ceiling.speed if record.ceiling is not None else 0.0
+    return record.time_s * speed if speed > 0 and math.isfinite(speed) else record.time_s
 
 
 def _table_device(key: str) -> Device | None:

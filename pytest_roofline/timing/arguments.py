@@ -4,11 +4,11 @@ rebuild the call around copies of them.
 What an array is, and which containers a call's arguments are looked for in, is :mod:`.arrays`'s
 answer; rotation takes the arrays it can copy (a ``copy`` (NumPy, CuPy) or ``clone`` (PyTorch)
 method). Arrays are looked for in the positional arguments, ``kwargs``' values and
-``functools.partial`` arguments, and inside the tuples, named tuples, lists and dicts there that
-hold nothing but arrays and plain values (numbers, strings, None, dtypes): such a container is
-rebuilt around each set of copies. A container that holds anything else (an object that may keep
-arrays and state of its own), or that nests deeper than :data:`.arrays.MAX_DEPTH`, is passed as it
-is, in every set, and the arrays in it are not copied.
+``functools.partial`` arguments, and inside the tuples, named tuples, lists, dicts and dataclass
+instances (a model's weights) there that hold nothing but arrays and plain values (numbers, strings,
+None, dtypes): such a container is rebuilt around each set of copies. A container that holds
+anything else (an object that may keep arrays and state of its own), or that nests deeper than
+:data:`.arrays.MAX_DEPTH`, is passed as it is, in every set, and the arrays in it are not copied.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidValueError
-from .arrays import MAX_DEPTH, gpu_of, is_array, is_container, items_of, nbytes_of
+from .arrays import MAX_DEPTH, gpu_of, is_array, is_container, is_dataclass_value, items_of, nbytes_of
 
 #: at most this many objects are looked at in a call's arguments: past it (a list of a million
 #: floats), the search stops and the kernel is not rotated
@@ -83,6 +83,20 @@ class Items(Template):
     def build(self, arrays: Sequence[object]) -> Any:
         built = [item.build(arrays) for item in self.items]
         return self.kind._make(built) if hasattr(self.kind, "_make") else self.kind(built)
+
+
+@dataclass(frozen=True, slots=True)
+class Fields(Template):
+    """A dataclass instance rebuilt with its fields' templates (:func:`dataclasses.replace`)."""
+
+    original: object
+    fields: dict[str, Template]
+
+    def build(self, arrays: Sequence[object]) -> Any:
+        import dataclasses
+
+        built = {name: item.build(arrays) for name, item in self.fields.items()}
+        return dataclasses.replace(self.original, **built)  # type: ignore[type-var]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +211,11 @@ class _Scanner:
         return self._rebuilt(value, where)
 
     def _rebuilt(self, value: object, where: str) -> Template:
-        if isinstance(value, (list, dict)):
+        if isinstance(value, (list, dict)) or _mutable_dataclass(value):
             self.found.mutable.append((f"{where} (a {type(value).__name__})", value))
+        if is_dataclass_value(value):
+            fields = {str(name): self.template(item, f"{where}.{name}") for name, item in items_of(value)}
+            return Fields(value, fields)
         if isinstance(value, dict):
             return Entries({k: self.template(v, f"{where}[{k!r}]") for k, v in value.items()})
         assert isinstance(value, (tuple, list))
@@ -232,6 +249,11 @@ class _Scanner:
             elif not _plain(item):
                 plain = False
         return holds, plain
+
+
+def _mutable_dataclass(value: object) -> bool:
+    params = getattr(type(value), "__dataclass_params__", None)
+    return is_dataclass_value(value) and not getattr(params, "frozen", True)
 
 
 def _plain(value: object) -> bool:

@@ -273,17 +273,34 @@ def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
 
 def is_container(value: object) -> bool:
     """A container whose items are a call's arguments too: a tuple, named tuple, list or dict, not
-    another subclass (which may hold more than its items)."""
+    another subclass (which may hold more than its items), or a dataclass instance whose fields are
+    all its constructor's (a model's weights: :func:`dataclasses.replace` rebuilds it)."""
     kind = type(value)
     if kind in (tuple, list, dict):
         return True
-    return isinstance(value, tuple) and callable(getattr(kind, "_make", None))
+    if isinstance(value, tuple):
+        return callable(getattr(kind, "_make", None))
+    return is_dataclass_value(value)
+
+
+def is_dataclass_value(value: object) -> bool:
+    """A dataclass instance (not a class) whose every field its constructor takes."""
+    import dataclasses
+
+    if isinstance(value, type) or not dataclasses.is_dataclass(value):
+        return False
+    return all(f.init for f in dataclasses.fields(value))
 
 
 def items_of(value: object) -> Iterable[tuple[object, object]]:
-    """A container's items, each with its key (an index, or a dict's key)."""
-    assert isinstance(value, (tuple, list, dict))
-    return value.items() if isinstance(value, dict) else enumerate(value)
+    """A container's items, each with its key (an index, a dict's key, a dataclass's field name)."""
+    if isinstance(value, dict):
+        return value.items()
+    if isinstance(value, (tuple, list)):
+        return enumerate(value)
+    import dataclasses
+
+    return ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
 
 
 def arguments_of_call(

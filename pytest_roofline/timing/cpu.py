@@ -141,10 +141,9 @@ class CpuBackend(Backend):
         own misses would then pay to write back. The buffer is written once, when it is made, so its
         pages are real (an untouched one maps every page to the one zero page, which stays cached).
         """
-        import numpy as np
-
-        #: the read's result, kept so that the read is one nothing can skip
-        self.flush_checksum = int(np.bitwise_or.reduce(self.prepare_flush()))
+        # the read's result, kept so that the read is one nothing can skip; a max, single-threaded,
+        # reads 1.3x as fast as a bitwise or (benchmarks/flush_read.py)
+        self.flush_checksum = int(self.prepare_flush().max())
 
     def prepare_flush(self) -> npt.NDArray[np.uint64]:
         """The flush buffer, made and written on first use (once a process: the plugin makes it

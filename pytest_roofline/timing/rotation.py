@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, flat, scan_call
-from .arrays import gpu_of, is_array, nbytes_of
+from .arrays import gpu_of, is_array, items_of, nbytes_of
 from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memory, settle, units_of
 from .host_memory import mem_available
 
@@ -267,7 +267,8 @@ def _too_few(copies: int, set_bytes: float, llc_bytes: int | None) -> str:
 def _changes(
     fn: Kernel, args: Sequence[object], kwargs: Mapping[str, object] | None, mutable: list[tuple[str, object]]
 ) -> str:
-    """Which of the lists and dicts in the call the kernel changes (one call, untimed), if any."""
+    """Which of the lists, dicts and mutable dataclasses in the call the kernel changes (one call,
+    untimed), if any."""
     before = [_contents(container) for _, container in mutable]
     fn(*args, **(kwargs or {}))
     for (where, container), was in zip(mutable, before, strict=True):
@@ -277,9 +278,8 @@ def _changes(
 
 
 def _contents(container: object) -> tuple[object, ...]:
-    if isinstance(container, dict):
-        return tuple((key, id(value)) for key, value in container.items())
-    return tuple(map(id, container))  # type: ignore[call-overload]
+    """What a list, dict or mutable dataclass holds: each item's key and identity."""
+    return tuple((key, id(value)) for key, value in items_of(container))
 
 
 class _Made:

@@ -131,6 +131,29 @@ def test_json_matches_each_op_and_sums_the_step(capsys: pytest.CaptureFixture[st
     assert data["total"]["floor_s"] == pytest.approx(sum(op["step_floor_s"] for op in data["ops"]))
 
 
+def test_a_test_timed_while_the_machine_ran_slow_predicts_the_step_at_its_calibrated_speed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The probe beside the GEMM saw half the calibrated bandwidth and its time is twice as long: the
+    step is predicted as from the GEMM timed at full speed (a shared machine's drift between the op
+    tests and the step is not the prediction's error)."""
+    gemm = record("tests/test_ops.py::test_gemm[qkv]", "gemm", 0.8, 0.25, **QKV)
+    norm = record("tests/test_ops.py::test_add_rmsnorm", "add_rmsnorm", 0.3, 0.1, **NORM)
+    bandwidth = 3.35e12
+    slowed = {
+        **gemm, "time_s": 2 * gemm["time_s"], "ceiling": {
+            "resource": "bandwidth", "value": bandwidth / 2, "calibrated": bandwidth, "speed": 0.5,
+            "share_of_best": 0.5, "ci_rel": 0.01, "probe": "copy", "probe_rates": [bandwidth / 2],
+            "probe_wall_s": 0.01,
+        },
+    }  # fmt: skip
+    at_speed = step(capsys, "--from", report(tmp_path, gemm, norm, name="at_speed.json"))
+    at_half = step(capsys, "--from", report(tmp_path, slowed, norm, name="at_half.json"))
+    assert at_half["total"]["predicted_s"] == pytest.approx(at_speed["total"]["predicted_s"])
+    ops = {op["name"]: op for op in at_half["ops"]}
+    assert ops["qkv_proj"]["match"]["fraction"] == pytest.approx(0.8)
+
+
 def test_the_table_says_how_each_op_was_matched(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = exact_report(tmp_path)
     total, lo, hi, share = expected(step(capsys, "--from", path)["ops"], EXACT)

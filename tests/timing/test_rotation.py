@@ -273,6 +273,58 @@ def test_a_named_tuple_of_arrays_is_rotated_and_keeps_its_type() -> None:
     assert seen[1].label == "gemm"
 
 
+def test_a_dataclass_of_weights_is_rotated_and_rebuilt_with_its_copies() -> None:
+    """A model object (a dataclass of weights, nested) is rebuilt around each set, its other fields
+    kept: a decode step's weights are the op's bytes, and a rotated step is cold in its data alone."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Layer:
+        w: np.ndarray[Any, Any]
+
+    @dataclasses.dataclass(frozen=True)
+    class Model:
+        layers: tuple[Layer, ...]
+        heads: int
+
+    model = Model((Layer(np.ones(512)), Layer(np.ones(512))), heads=8)
+    seen: list[Model] = []
+    r = plan(lambda m: seen.append(m), model, op_bytes=2 * 4096)
+    assert isinstance(r, Rotation)
+    r.kernel()
+    r.kernel()
+    assert seen[0] is model  # the caller's own set first
+    assert type(seen[1]) is Model
+    assert type(seen[1].layers[1]) is Layer
+    assert seen[1].heads == 8
+    assert not np.shares_memory(seen[1].layers[1].w, model.layers[1].w)
+
+
+def test_a_dataclass_the_constructor_cannot_rebuild_or_the_kernel_changes_is_not_rotated() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Derived:
+        w: np.ndarray[Any, Any]
+        n: int = dataclasses.field(init=False, default=0)
+
+    r = plan(lambda d: None, Derived(np.ones(512)), op_bytes=4096)
+    assert isinstance(r, NoRotation)  # a field its constructor does not take: passed as it is
+    assert "no array among the kernel's arguments" in r.reason
+
+    @dataclasses.dataclass
+    class State:
+        w: np.ndarray[Any, Any]
+        step: int = 0
+
+    def advance(state: State) -> None:
+        state.step += 1
+
+    r = plan(advance, State(np.ones(512)), op_bytes=4096)
+    assert isinstance(r, NoRotation)
+    assert r.reason.startswith("the kernel changes argument 0 (a State), which each set's copy")
+
+
 def test_other_containers_are_passed_as_they_are() -> None:
     class Holder(list[object]):  # a subclass may need more than its items to be rebuilt
         pass
