@@ -4,11 +4,10 @@ Runs the example project's decoder tests (the per-op tests of the ops its decode
 the whole steps) ``--runs`` times, each run a pytest process writing its own JSON report; then, for
 every whole step measured (a record of ``op="llm"``: its config, batch and context), asks
 ``roofline llm CONFIG --device cpu --batch B --context C --from REPORT --json`` for the predicted
-step and divides it by the step that run measured, both at the machine's calibrated speed (the
-prediction takes each op's time so; the step's time is scaled by the speed its probe saw, as
-``step_evidence.calibrated_time_s`` scales an op's). Printed: each run's ratio per step (and the
-step's time as measured, and the speed), and per step
-the median of the runs' ratios and their range (the targets of issue 42: the tiny decoder within
+step over the step that run measured (its ``predicted_over_measured``: both at the machine's
+calibrated speed, each time scaled by the speed its probe saw). Printed: each run's ratio per step
+(with the step's time as measured, and the speed), and per step the median of the runs' ratios and
+their range (the targets of issue 42: the tiny decoder within
 10% at batch 1 and 8, the second config within 15%). ``-n 2`` runs pytest under pytest-xdist.
 
     python benchmarks/step_prediction.py [--runs 5] [-n 2] [-k EXPR]
@@ -53,7 +52,9 @@ def steps(report: Path) -> list[dict[str, object]]:
     return [r for r in json.loads(report.read_text())["measurements"] if r.get("op") == "llm"]
 
 
-def predicted_s(report: Path, step: dict[str, object], device: str = "cpu") -> float:
+def prediction(report: Path, step: dict[str, object], device: str = "cpu") -> dict[str, float]:
+    """``roofline llm --from REPORT --json``'s total for the step: ``predicted_s``, and, the report
+    having measured the step, ``measured_step_s`` and ``predicted_over_measured``."""
     params = step["params"]
     assert isinstance(params, dict)
     done = subprocess.run(
@@ -64,7 +65,8 @@ def predicted_s(report: Path, step: dict[str, object], device: str = "cpu") -> f
     )  # fmt: skip
     if done.returncode != 0:
         sys.exit(f"roofline llm exited {done.returncode}: {done.stderr.strip()}")
-    return float(json.loads(done.stdout)["total"]["predicted_s"])
+    total: dict[str, float] = json.loads(done.stdout)["total"]
+    return total
 
 
 def main() -> None:
@@ -78,13 +80,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.report is not None:
         for step in steps(args.report):
-            measured = float(step["time_s"])  # type: ignore[arg-type]
-            predicted = predicted_s(args.report, step, args.device)
+            total = prediction(args.report, step, args.device)
             print(
-                f"{step.get('name') or step['nodeid']}: measured {measured * 1e3:.3f} ms, predicted"
-                f" {predicted * 1e3:.3f} ms, predicted / measured {predicted / measured:.3f},"
-                f" floor {float(step['floor_s']) * 1e3:.3f} ms, attained {float(step['attained']):.3f}"
-            )  # type: ignore[arg-type]
+                f"{step.get('name') or step['nodeid']}: measured {total['measured_step_s'] * 1e3:.3f} ms,"
+                f" predicted {total['predicted_s'] * 1e3:.3f} ms, predicted / measured"
+                f" {total['predicted_over_measured']:.3f}, floor {float(step['floor_s']) * 1e3:.3f} ms,"  # type: ignore[arg-type]
+                f" attained {float(step['attained']):.3f}"  # type: ignore[arg-type]
+            )
         return
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="step-prediction-") as scratch:
@@ -98,7 +100,7 @@ def main() -> None:
                 measured = float(step["time_s"])  # type: ignore[arg-type]
                 ceiling = step.get("ceiling")
                 speed = float(ceiling["speed"]) if isinstance(ceiling, dict) else 1.0
-                ratio = predicted_s(report, step) / (measured * speed)
+                ratio = prediction(report, step)["predicted_over_measured"]
                 ratios.setdefault(str(step["nodeid"]), []).append(ratio)
                 name = str(step["nodeid"]).split("::")[-1]
                 line.append(f"{name} {ratio:.3f} ({measured * 1e3:.2f} ms at speed {speed:.2f})")

@@ -12,16 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .model import units
 from .model.core import Device, Estimate
 from .model.devices import INTERCONNECTS
 from .model.llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops, step_weights
 from .model.step_prediction import ASSUMED_FRACTION, Evidence, Match, StepPrediction, match_op, predict
+
+if TYPE_CHECKING:
+    from .output.step_evidence import MeasuredStep, Reports
 
 #: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
 LINKS = INTERCONNECTS
@@ -158,8 +163,12 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
     summary = step_summary(config, options, rows, device)
     prediction = None
     if args.reports:
-        prediction = predicted_step(rows, args, device)
-        summary = {**summary, **prediction_summary(prediction, summary, args)}
+        from .output.step_evidence import read_reports
+
+        reports = read_reports(args.reports, device, across_devices=args.across_devices)
+        prediction = predicted_step(rows, reports, args)
+        measured = [step for step in reports.steps if same_step(step, args.config, summary)]
+        summary = {**summary, **prediction_summary(prediction, summary, args, measured)}
     verdict, status = budget_verdict(prediction, rows, args.budget_ms)
     if not (args.plot or args.json):
         return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict]), status
@@ -173,11 +182,8 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
     return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict, wrote]), status
 
 
-def predicted_step(rows: list[Row], args: argparse.Namespace, device: Device) -> StepPrediction:
+def predicted_step(rows: list[Row], reports: Reports, args: argparse.Namespace) -> StepPrediction:
     """Each row matched to the reports' measurements (``--from``), its floor over its fraction."""
-    from .output.step_evidence import read_reports
-
-    reports = read_reports(args.reports, device, across_devices=args.across_devices)
     assume = assumed_fraction(args)
     prediction = predict([(r.floor_s, r.op.count, match_row(r, reports.evidence)) for r in rows], assume)
     if not any(p.match.measured for p in prediction.rows):
@@ -187,6 +193,22 @@ def predicted_step(rows: list[Row], args: argparse.Namespace, device: Device) ->
             stacklevel=1,
         )
     return prediction
+
+
+def same_step(step: MeasuredStep, config: str, summary: dict[str, Any]) -> bool:
+    """Whether a report's measured step is the step predicted: the same config (the same file, or
+    the same name), dtype, and phase, batch, context, prompt and tp where the test gave them."""
+    given = step.params
+    if _config_key(str(given.get("config", ""))) != _config_key(config) or step.dtype != summary["dtype"]:
+        return False
+    return all(
+        given[key] == summary[key] for key in ("phase", "batch", "context", "prompt", "tp") if key in given
+    )
+
+
+def _config_key(config: str) -> str:
+    path = Path(config)
+    return str(path.resolve()) if path.is_file() else config
 
 
 def assumed_fraction(args: argparse.Namespace) -> float:
@@ -204,18 +226,27 @@ def match_row(row: Row, evidence: tuple[Evidence, ...]) -> Match | None:
 
 
 def prediction_summary(
-    prediction: StepPrediction, summary: dict[str, Any], args: argparse.Namespace
+    prediction: StepPrediction,
+    summary: dict[str, Any],
+    args: argparse.Namespace,
+    measured: list[MeasuredStep],
 ) -> dict[str, Any]:
-    """The summary's additions for a predicted step: the total's prediction and its interval, and for
-    decode the tokens/s they imply."""
+    """The summary's additions for a predicted step: the total's prediction and its interval, for
+    decode the tokens/s they imply, and where the reports measured the step itself, its time (the
+    median of theirs) and the prediction over it."""
+    total = {
+        **summary["total"], "predicted_s": prediction.total_s, "predicted_lo_s": prediction.lo_s,
+        "predicted_hi_s": prediction.hi_s, "measured_share": prediction.measured_share,
+    }  # fmt: skip
+    if measured:
+        step_s = statistics.median(step.time_s for step in measured)
+        total["measured_step_s"], total["measured_step_by"] = step_s, [step.test for step in measured]
+        total["predicted_over_measured"] = prediction.total_s / step_s
     added: dict[str, Any] = {
-        "total": {
-            **summary["total"], "predicted_s": prediction.total_s, "predicted_lo_s": prediction.lo_s,
-            "predicted_hi_s": prediction.hi_s, "measured_share": prediction.measured_share,
-        },
+        "total": total,
         "from": list(args.reports),
         "assume_fraction": assumed_fraction(args),
-    }  # fmt: skip
+    }
     if summary["phase"] == "decode":
         batch = summary["batch"]
         added["predicted_tokens_per_s"] = batch / prediction.total_s
@@ -496,6 +527,13 @@ def _prediction_lines(prediction: StepPrediction, summary: dict[str, Any]) -> li
         lines.append(
             f"                {_rate(summary['predicted_tokens_per_s'])} tokens/s (95% "
             f"{_rate(summary['predicted_tokens_per_s_lo'])}..{_rate(summary['predicted_tokens_per_s_hi'])})"
+        )
+    if "measured_step_s" in total:
+        by = total["measured_step_by"]
+        lines.append(
+            f"measured step   {units.seconds(total['measured_step_s'])} ({by[0]}"
+            f"{f' and {len(by) - 1} more, the median' if len(by) > 1 else ''}); predicted / measured "
+            f"{total['predicted_over_measured']:.3f}"
         )
     assumed = sum(not p.match.measured for p in prediction.rows)
     if assumed:

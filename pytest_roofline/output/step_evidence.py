@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.core import Device
 from ..model.llm import LlmError
@@ -22,12 +23,25 @@ from .store import read_run
 
 
 @dataclass(frozen=True, slots=True)
+class MeasuredStep:
+    """A whole step a report measured (a test of ``op="llm"``): what it ran, and its time at the
+    machine's calibrated speed (:func:`calibrated_time_s`), as a prediction takes its ops'."""
+
+    test: str
+    params: Mapping[str, Any]
+    dtype: str
+    time_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class Reports:
     """What the reports hold of use to a step on one device."""
 
     evidence: tuple[Evidence, ...]
     #: the reports' measured records, all of them (on any device)
     measured: int
+    #: the whole steps they measured on the device
+    steps: tuple[MeasuredStep, ...] = ()
 
 
 def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) -> Reports:
@@ -36,6 +50,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
     gives that device's measurements alone (a warning says how many it left out)."""
     here = machine_of(device.key, device.name)
     evidence: list[Evidence] = []
+    steps: list[MeasuredStep] = []
     measured = 0
     for path in paths:
         run = read_run(path, "--from")
@@ -58,7 +73,12 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
             )
             records = own
         evidence += [_evidence(r, run.devices, device, own=id(r) in mine) for r in records]
-    return Reports(tuple(evidence), measured)
+        steps += [
+            MeasuredStep(measurement_id(r), r.params, r.dtype, calibrated_time_s(r))
+            for r in own
+            if r.op == "llm"
+        ]
+    return Reports(tuple(evidence), measured, tuple(steps))
 
 
 def measurement_id(record: MeasurementRecord) -> str:

@@ -154,6 +154,38 @@ def test_a_test_timed_while_the_machine_ran_slow_predicts_the_step_at_its_calibr
     assert ops["qkv_proj"]["match"]["fraction"] == pytest.approx(0.8)
 
 
+def step_record(nodeid: str, time_s: float, **params: Any) -> dict[str, Any]:
+    """A whole decode step measured by a test (``op="llm"``), as a --roofline-json report holds it."""
+    given = {"config": "llama-3-8b", "phase": "decode", "batch": 1, "context": 0, "tp": 1, **params}
+    return {
+        "nodeid": nodeid, "name": "", "op": "llm", "params": given, "dtype": "bf16", "flops": 1.0,
+        "bytes": 1.0, "floor_s": time_s / 2, "time_s": time_s, "attained": 0.5, "attained_ci_rel": 0.05,
+        "verdict": "pass", "device": "h100-sxm", "device_name": H100, "memory_level": "dram",
+    }  # fmt: skip
+
+
+def test_the_step_the_reports_measured_is_printed_beside_the_prediction(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gemm = record("t.py::test_gemm[qkv]", "gemm", 0.8, 0.25, **QKV)
+    norm = record("t.py::test_add_rmsnorm", "add_rmsnorm", 0.3, 0.1, **NORM)
+    ops_only = step(capsys, "--from", report(tmp_path, gemm, norm, name="ops.json"))
+    context, predicted = ops_only["context"], ops_only["total"]["predicted_s"]
+    measured = step_record("t.py::test_step", predicted / 0.8, context=context)
+    other = step_record("t.py::test_step[b8]", predicted, context=context, batch=8)  # another step
+    path = report(tmp_path, gemm, norm, measured, other)
+    total = step(capsys, "--from", path)["total"]
+    assert total["predicted_s"] == pytest.approx(predicted)  # a step's own record predicts no op
+    assert (total["measured_step_s"], total["measured_step_by"]) == (predicted / 0.8, ["t.py::test_step"])
+    assert total["predicted_over_measured"] == pytest.approx(0.8)
+    _, out, _ = run(capsys, "--from", path)
+    line = f"measured step   {units.seconds(predicted / 0.8)} (t.py::test_step); predicted / measured 0.800"
+    assert line in out
+    # no step of this batch measured: no line, no figure
+    total = step(capsys, "--from", path, "--batch", "4")["total"]
+    assert "measured_step_s" not in total
+
+
 def test_the_table_says_how_each_op_was_matched(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = exact_report(tmp_path)
     total, lo, hi, share = expected(step(capsys, "--from", path)["ops"], EXACT)
