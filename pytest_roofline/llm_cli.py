@@ -192,6 +192,15 @@ def predicted_step(rows: list[Row], reports: Reports, args: argparse.Namespace) 
             f"every op is assumed at {assume:g} of its floor",
             stacklevel=1,
         )
+    used = {test for row in prediction.rows for test in row.match.tests}
+    loaded = sorted({e.test for e in reports.evidence if e.disturbed and e.test in used})
+    if loaded:
+        warnings.warn(
+            f"--from: {len(loaded)} measurement(s) the prediction uses ran under load (busy or heavy "
+            f"contention, or threads that waited for a core), which could have slowed them: "
+            f"{', '.join(loaded)}",
+            stacklevel=1,
+        )
     return prediction
 
 

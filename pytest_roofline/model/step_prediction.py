@@ -37,6 +37,9 @@ class Evidence:
     ci_rel: float
     #: measured on the device the step is predicted for (another's is used only when none is)
     own_device: bool = True
+    #: the machine's load could have slowed it (:func:`~..output.comparison.disturbed`): the
+    #: prediction says so where it uses it
+    disturbed: bool = False
 
     @property
     def fraction_lo(self) -> float:

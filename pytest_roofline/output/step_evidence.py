@@ -18,6 +18,7 @@ from ..model.core import Device
 from ..model.llm import LlmError
 from ..model.step_prediction import Evidence
 from ..model.verdict import Verdict
+from .comparison import disturbed
 from .records import DeviceRecord, MeasurementRecord, machine_of
 from .store import read_run
 
@@ -101,7 +102,7 @@ def _evidence(
         test=measurement_id(record), op=record.op, dtype=record.dtype, params=dict(record.params),
         flops=record.flops, bytes=record.bytes,
         fraction=step_fraction(record, devices, device if own else _table_device(record.device)),
-        ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0, own_device=own,
+        ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0, own_device=own, disturbed=disturbed(record),
     )  # fmt: skip
 
 

@@ -186,6 +186,23 @@ def test_the_step_the_reports_measured_is_printed_beside_the_prediction(
     assert "measured_step_s" not in total
 
 
+def test_a_measurement_taken_under_load_is_named_where_the_prediction_uses_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gemm = {**record("t.py::test_gemm", "gemm", 0.8, **QKV), "contention": {"level": "heavy"}}
+    waited = {**record("t.py::test_norm", "add_rmsnorm", 0.3, **NORM), "thread_wait_share": 0.4}
+    unused = {**record("t.py::test_copy", "copy", 0.9, n=1000), "contention": {"level": "heavy"}}
+    code, _, err = run(capsys, "--from", report(tmp_path, gemm, waited, unused))
+    assert code == 0
+    assert err == (
+        "roofline: warning: --from: 2 measurement(s) the prediction uses ran under load (busy or heavy"
+        " contention, or threads that waited for a core), which could have slowed them: t.py::test_gemm,"
+        " t.py::test_norm\n"
+    )
+    _, _, err = run(capsys, "--from", report(tmp_path, record("t.py::test_gemm", "gemm", 0.8, **QKV), unused))
+    assert err == ""  # a quiet one, and a loaded one no op of the step matched
+
+
 def test_the_table_says_how_each_op_was_matched(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = exact_report(tmp_path)
     total, lo, hi, share = expected(step(capsys, "--from", path)["ops"], EXACT)
