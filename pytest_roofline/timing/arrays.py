@@ -284,12 +284,26 @@ def is_container(value: object) -> bool:
 
 
 def is_dataclass_value(value: object) -> bool:
-    """A dataclass instance (not a class) whose every field its constructor takes."""
+    """A dataclass instance (not a class) whose constructor takes its fields and nothing else (no
+    ``InitVar``, no ``init=False`` field, no ``__init__`` of its own): :func:`dataclasses.replace`
+    rebuilds it from them."""
     import dataclasses
 
-    if isinstance(value, type) or not dataclasses.is_dataclass(value):
+    kind: type = type(value)
+    return not isinstance(value, type) and dataclasses.is_dataclass(value) and _rebuilt_by_fields(kind)
+
+
+@functools.cache
+def _rebuilt_by_fields(kind: type) -> bool:
+    import dataclasses
+    import inspect
+
+    fields = dataclasses.fields(kind)
+    try:
+        parameters = list(inspect.signature(kind).parameters)
+    except (TypeError, ValueError):  # a signature Python cannot read
         return False
-    return all(f.init for f in dataclasses.fields(value))
+    return all(f.init for f in fields) and parameters == [f.name for f in fields]
 
 
 def items_of(value: object) -> Iterable[tuple[object, object]]:

@@ -4,6 +4,7 @@ alone. Fake arrays stand in for GPU ones; nothing here is timed."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -276,7 +277,6 @@ def test_a_named_tuple_of_arrays_is_rotated_and_keeps_its_type() -> None:
 def test_a_dataclass_of_weights_is_rotated_and_rebuilt_with_its_copies() -> None:
     """A model object (a dataclass of weights, nested) is rebuilt around each set, its other fields
     kept: a decode step's weights are the op's bytes, and a rotated step is cold in its data alone."""
-    import dataclasses
 
     @dataclasses.dataclass(frozen=True)
     class Layer:
@@ -301,16 +301,24 @@ def test_a_dataclass_of_weights_is_rotated_and_rebuilt_with_its_copies() -> None
 
 
 def test_a_dataclass_the_constructor_cannot_rebuild_or_the_kernel_changes_is_not_rotated() -> None:
-    import dataclasses
-
     @dataclasses.dataclass
     class Derived:
         w: np.ndarray[Any, Any]
         n: int = dataclasses.field(init=False, default=0)
 
-    r = plan(lambda d: None, Derived(np.ones(512)), op_bytes=4096)
-    assert isinstance(r, NoRotation)  # a field its constructor does not take: passed as it is
-    assert "no array among the kernel's arguments" in r.reason
+    @dataclasses.dataclass
+    class Scaled:
+        w: np.ndarray[Any, Any]
+        scale: dataclasses.InitVar[float]
+
+        def __post_init__(self, scale: float) -> None:
+            self.w = self.w * scale
+
+    # a field its constructor does not take, or a value it takes that is no field: passed as it is
+    for made in (Derived(np.ones(512)), Scaled(np.ones(512), 2.0)):
+        r = plan(lambda d: None, made, op_bytes=4096)
+        assert isinstance(r, NoRotation)
+        assert "no array among the kernel's arguments" in r.reason
 
     @dataclasses.dataclass
     class State:
