@@ -81,6 +81,9 @@ def main() -> None:
     if args.report is not None:
         for step in steps(args.report):
             total = prediction(args.report, step, args.device)
+            if "measured_step_s" not in total:  # its config given another way, or another dtype
+                print(f"{step.get('name') or step['nodeid']}: roofline llm matched no measured step to it")
+                continue
             print(
                 f"{step.get('name') or step['nodeid']}: measured {total['measured_step_s'] * 1e3:.3f} ms,"
                 f" predicted {total['predicted_s'] * 1e3:.3f} ms, predicted / measured"
@@ -100,7 +103,10 @@ def main() -> None:
                 measured = float(step["time_s"])  # type: ignore[arg-type]
                 ceiling = step.get("ceiling")
                 speed = float(ceiling["speed"]) if isinstance(ceiling, dict) else 1.0
-                ratio = prediction(report, step)["predicted_over_measured"]
+                total = prediction(report, step)
+                if "measured_step_s" not in total:
+                    sys.exit(f"roofline llm matched no measured step to {step['nodeid']} in {report}")
+                ratio = total["predicted_over_measured"]
                 ratios.setdefault(str(step["nodeid"]), []).append(ratio)
                 name = str(step["nodeid"]).split("::")[-1]
                 line.append(f"{name} {ratio:.3f} ({measured * 1e3:.2f} ms at speed {speed:.2f})")

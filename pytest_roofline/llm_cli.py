@@ -16,13 +16,12 @@ import statistics
 import sys
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .model import units
 from .model.core import Device, Estimate
 from .model.devices import INTERCONNECTS
-from .model.llm import PHASES, LlmError, ModelConfig, StepOp, load_config, step_ops, step_weights
+from .model.llm import PHASES, LlmError, ModelConfig, StepOp, config_key, load_config, step_ops, step_weights
 from .model.step_prediction import ASSUMED_FRACTION, Evidence, Match, StepPrediction, match_op, predict
 
 if TYPE_CHECKING:
@@ -167,7 +166,8 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
 
         reports = read_reports(args.reports, device, across_devices=args.across_devices)
         prediction = predicted_step(rows, reports, args)
-        measured = [step for step in reports.steps if same_step(step, args.config, summary)]
+        measured = [step for step in reports.steps if same_step(step, args.config, summary, options)]
+        warn_disturbed([step.test for step in measured if step.disturbed], "of the step itself")
         summary = {**summary, **prediction_summary(prediction, summary, args, measured)}
     verdict, status = budget_verdict(prediction, rows, args.budget_ms)
     if not (args.plot or args.json):
@@ -193,31 +193,41 @@ def predicted_step(rows: list[Row], reports: Reports, args: argparse.Namespace) 
             stacklevel=1,
         )
     used = {test for row in prediction.rows for test in row.match.tests}
-    loaded = sorted({e.test for e in reports.evidence if e.disturbed and e.test in used})
-    if loaded:
-        warnings.warn(
-            f"--from: {len(loaded)} measurement(s) the prediction uses ran under load (busy or heavy "
-            f"contention, or threads that waited for a core), which could have slowed them: "
-            f"{', '.join(loaded)}",
-            stacklevel=1,
-        )
+    warn_disturbed(
+        sorted({e.test for e in reports.evidence if e.disturbed and e.test in used}), "the prediction uses"
+    )
     return prediction
 
 
-def same_step(step: MeasuredStep, config: str, summary: dict[str, Any]) -> bool:
-    """Whether a report's measured step is the step predicted: the same config (the same file, or
-    the same name), dtype, and phase, batch, context, prompt and tp where the test gave them."""
+#: the measurements a warning names, at most
+NAMED = 5
+
+
+def warn_disturbed(tests: list[str], which: str) -> None:
+    """One line naming the measurements (at most :data:`NAMED`) whose time the machine's load could
+    have lengthened: judged inconclusive, taken beside busy or heavy contention, or with threads
+    that waited for a core."""
+    if tests:
+        more = f" and {len(tests) - NAMED} more" if len(tests) > NAMED else ""
+        warnings.warn(
+            f"--from: {len(tests)} measurement(s) {which} could have been slowed by the machine's load (an"
+            f" inconclusive verdict, busy or heavy contention, or threads that waited for a core):"
+            f" {', '.join(tests[:NAMED])}{more}",
+            stacklevel=1,
+        )
+
+
+def same_step(step: MeasuredStep, config: str, summary: dict[str, Any], options: dict[str, Any]) -> bool:
+    """Whether a report's measured step is the step predicted: the same config (however spelled:
+    :func:`~.model.llm.config_key`) and dtype, the same phase, batch, context, prompt and tp where
+    the test gave them, and the same weight and KV-cache dtypes given (or neither given)."""
     given = step.params
-    if _config_key(str(given.get("config", ""))) != _config_key(config) or step.dtype != summary["dtype"]:
+    if config_key(str(given.get("config", ""))) != config_key(config) or step.dtype != summary["dtype"]:
         return False
-    return all(
-        given[key] == summary[key] for key in ("phase", "batch", "context", "prompt", "tp") if key in given
-    )
-
-
-def _config_key(config: str) -> str:
-    path = Path(config)
-    return str(path.resolve()) if path.is_file() else config
+    shape = ("phase", "batch", "context", "prompt", "tp")
+    storage = ("weight_dtype", "kv_dtype")
+    same_shape = all(given[key] == summary[key] for key in shape if given.get(key) is not None)
+    return same_shape and all(given.get(key) == options.get(key) for key in storage)
 
 
 def assumed_fraction(args: argparse.Namespace) -> float:
@@ -540,7 +550,7 @@ def _prediction_lines(prediction: StepPrediction, summary: dict[str, Any]) -> li
     if "measured_step_s" in total:
         by = total["measured_step_by"]
         lines.append(
-            f"measured step   {units.seconds(total['measured_step_s'])} ({by[0]}"
+            f"measured step   {units.seconds(total['measured_step_s'])} at the calibrated speed ({by[0]}"
             f"{f' and {len(by) - 1} more, the median' if len(by) > 1 else ''}); predicted / measured "
             f"{total['predicted_over_measured']:.3f}"
         )

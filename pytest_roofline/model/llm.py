@@ -108,12 +108,30 @@ class StepOp:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def load_config(source: str | Path) -> ModelConfig:
-    """A config.json's path (or its model directory), or the name of a shipped example
-    (``llama-3-8b``), as a ModelConfig."""
+def config_path(source: str | Path) -> Path:
+    """The file a config's path (or its model directory) names; ``source`` itself where it names
+    none (a shipped example's name, or nothing)."""
     path = Path(source).expanduser()
     if path.is_dir() and (path / "config.json").is_file():  # a downloaded model's directory
         path = path / "config.json"
+    return path
+
+
+def config_key(source: str | Path) -> str:
+    """What tells two spellings of one config apart from another config: the file's resolved path,
+    or a shipped example's name (given as its name or as the path of its file)."""
+    path = config_path(source)
+    if not path.exists() and str(source) in EXAMPLES:
+        return str(source)
+    resolved = path.resolve()
+    shipped = Path(str(resources.files("pytest_roofline").joinpath("configs"))).resolve()
+    return resolved.stem if resolved.parent == shipped and resolved.stem in EXAMPLES else str(resolved)
+
+
+def load_config(source: str | Path) -> ModelConfig:
+    """A config.json's path (or its model directory), or the name of a shipped example
+    (``llama-3-8b``), as a ModelConfig."""
+    path = config_path(source)
     text: str
     if not path.exists() and str(source) in EXAMPLES:
         text = resources.files("pytest_roofline").joinpath(f"configs/{source}.json").read_text("utf-8")

@@ -32,6 +32,8 @@ class MeasuredStep:
     params: Mapping[str, Any]
     dtype: str
     time_s: float
+    #: the machine's load could have slowed it (:func:`.comparison.disturbed`)
+    disturbed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
             records = own
         evidence += [_evidence(r, run.devices, device, own=id(r) in mine) for r in records]
         steps += [
-            MeasuredStep(measurement_id(r), r.params, r.dtype, calibrated_time_s(r))
+            MeasuredStep(measurement_id(r), r.params, r.dtype, calibrated_time_s(r), disturbed(r))
             for r in own
             if r.op == "llm"
         ]
@@ -143,8 +145,9 @@ def calibrated_time_s(record: MeasurementRecord) -> float:
     its calibrated rate the probe beside it saw (0.7: the machine ran at 70%). A shared machine's
     speed drifts by tens of percent from one test to the next; a step predicted from tests timed at
     one speed, and compared with a step timed at another, would carry that drift. A measurement with
-    no probe beside it (a warm one, a GPU's) is taken as it was timed."""
-    speed = record.ceiling.speed if record.ceiling is not None else 0.0
+    no probe beside it (a warm one, a GPU's), or bound by its calls' latency rather than by the
+    resource the probe measures, is taken as it was timed."""
+    speed = record.ceiling.speed if record.ceiling is not None and not record.latency_bound else 0.0
     return record.time_s * speed if speed > 0 and math.isfinite(speed) else record.time_s
 
 

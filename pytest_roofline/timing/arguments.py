@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidValueError
-from .arrays import MAX_DEPTH, gpu_of, is_array, is_container, is_dataclass_value, items_of, nbytes_of
+from .arrays import MAX_DEPTH, gpu_of, is_array, is_container, items_of, nbytes_of
 
 #: at most this many objects are looked at in a call's arguments: past it (a list of a million
 #: floats), the search stops and the kernel is not rotated
@@ -87,16 +87,19 @@ class Items(Template):
 
 @dataclass(frozen=True, slots=True)
 class Fields(Template):
-    """A dataclass instance rebuilt with its fields' templates (:func:`dataclasses.replace`)."""
+    """A dataclass instance rebuilt with its fields' templates: a shallow copy of it, each field set
+    in place (its ``__init__`` and ``__post_init__`` not run again, its other attributes kept)."""
 
     original: object
     fields: dict[str, Template]
 
     def build(self, arrays: Sequence[object]) -> Any:
-        import dataclasses
+        import copy
 
-        built = {name: item.build(arrays) for name, item in self.fields.items()}
-        return dataclasses.replace(self.original, **built)  # type: ignore[type-var]
+        built = copy.copy(self.original)
+        for name, item in self.fields.items():
+            object.__setattr__(built, name, item.build(arrays))  # a frozen dataclass's way too
+        return built
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +126,8 @@ class Found:
     used_bytes: int = 0
     #: where the first tensor with no data is (:func:`check_has_data`)
     meta: str = ""
-    #: the lists and dicts rebuilt around the copies, with where they are: a kernel that changes one
-    #: would change the copy, not the caller's
+    #: the lists, dicts and mutable dataclasses rebuilt around the copies, with where they are: a
+    #: kernel that changes one would change the copy, not the caller's
     mutable: list[tuple[str, object]] = field(default_factory=list)
     #: containers that hold arrays and other objects, passed as they are (their arrays not copied)
     kept: list[str] = field(default_factory=list)
@@ -200,7 +203,7 @@ class _Scanner:
                 for k, v in value.keywords.items()
             }
             return Partial(self.template(value.func, where), Items(tuple, args), Entries(keywords))
-        if not is_container(value):
+        if not rotated_container(value):
             return Constant(value)
         holds, plain = self._contents(value, where, depth=1)
         if not holds:
@@ -213,8 +216,10 @@ class _Scanner:
     def _rebuilt(self, value: object, where: str) -> Template:
         if isinstance(value, (list, dict)) or _mutable_dataclass(value):
             self.found.mutable.append((f"{where} (a {type(value).__name__})", value))
-        if is_dataclass_value(value):
-            fields = {str(name): self.template(item, f"{where}.{name}") for name, item in items_of(value)}
+        if _dataclass(value):
+            fields = {
+                str(name): self.template(item, _place(where, name, value)) for name, item in contents(value)
+            }
             return Fields(value, fields)
         if isinstance(value, dict):
             return Entries({k: self.template(v, f"{where}[{k!r}]") for k, v in value.items()})
@@ -237,13 +242,13 @@ class _Scanner:
         """Whether the container ``value`` holds arrays (at any depth), and whether everything else
         in it is a plain value or such a container (one nested past :data:`.arrays.MAX_DEPTH` is not)."""
         holds, plain = False, depth <= MAX_DEPTH
-        for key, item in items_of(value) if plain else ():
-            place = f"{where}[{key!r}]"
+        for key, item in contents(value) if plain else ():
+            place = _place(where, key, value)
             if not self._look(item, place):
                 return holds, False
             if copyable(item):
                 holds = True
-            elif is_container(item):
+            elif rotated_container(item):
                 inner_holds, inner_plain = self._contents(item, place, depth=depth + 1)
                 holds, plain = holds or inner_holds, plain and inner_plain
             elif not _plain(item):
@@ -251,9 +256,34 @@ class _Scanner:
         return holds, plain
 
 
+def rotated_container(value: object) -> bool:
+    """A container rotation rebuilds around each set: one :func:`.arrays.is_container` names, or a
+    dataclass instance (a model's weights)."""
+    return is_container(value) or _dataclass(value)
+
+
+def contents(value: object) -> Iterable[tuple[object, object]]:
+    """A rotated container's items, each with its key: an index, a dict's key, a field's name."""
+    if not _dataclass(value):
+        return items_of(value)
+    import dataclasses
+
+    return ((f.name, getattr(value, f.name, None)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
+
+
+def _dataclass(value: object) -> bool:
+    import dataclasses
+
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
 def _mutable_dataclass(value: object) -> bool:
     params = getattr(type(value), "__dataclass_params__", None)
-    return is_dataclass_value(value) and not getattr(params, "frozen", True)
+    return _dataclass(value) and not getattr(params, "frozen", True)
+
+
+def _place(where: str, key: object, container: object) -> str:
+    return f"{where}.{key}" if _dataclass(container) else f"{where}[{key!r}]"
 
 
 def _plain(value: object) -> bool:

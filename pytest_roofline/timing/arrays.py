@@ -273,48 +273,17 @@ def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
 
 def is_container(value: object) -> bool:
     """A container whose items are a call's arguments too: a tuple, named tuple, list or dict, not
-    another subclass (which may hold more than its items), or a dataclass instance whose fields are
-    all its constructor's (a model's weights: :func:`dataclasses.replace` rebuilds it)."""
+    another subclass (which may hold more than its items)."""
     kind = type(value)
     if kind in (tuple, list, dict):
         return True
-    if isinstance(value, tuple):
-        return callable(getattr(kind, "_make", None))
-    return is_dataclass_value(value)
-
-
-def is_dataclass_value(value: object) -> bool:
-    """A dataclass instance (not a class) whose constructor takes its fields and nothing else (no
-    ``InitVar``, no ``init=False`` field, no ``__init__`` of its own): :func:`dataclasses.replace`
-    rebuilds it from them."""
-    import dataclasses
-
-    kind: type = type(value)
-    return not isinstance(value, type) and dataclasses.is_dataclass(value) and _rebuilt_by_fields(kind)
-
-
-@functools.cache
-def _rebuilt_by_fields(kind: type) -> bool:
-    import dataclasses
-    import inspect
-
-    fields = dataclasses.fields(kind)
-    try:
-        parameters = list(inspect.signature(kind).parameters)
-    except (TypeError, ValueError):  # a signature Python cannot read
-        return False
-    return all(f.init for f in fields) and parameters == [f.name for f in fields]
+    return isinstance(value, tuple) and callable(getattr(kind, "_make", None))
 
 
 def items_of(value: object) -> Iterable[tuple[object, object]]:
-    """A container's items, each with its key (an index, a dict's key, a dataclass's field name)."""
-    if isinstance(value, dict):
-        return value.items()
-    if isinstance(value, (tuple, list)):
-        return enumerate(value)
-    import dataclasses
-
-    return ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
+    """A container's items, each with its key (an index, or a dict's key)."""
+    assert isinstance(value, (tuple, list, dict))
+    return value.items() if isinstance(value, dict) else enumerate(value)
 
 
 def arguments_of_call(

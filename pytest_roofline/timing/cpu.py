@@ -124,6 +124,7 @@ class CpuBackend(Backend):
         self.resolution_s = _measure_resolution_s(clock_ns) if resolution_s is None else resolution_s
         self.device_name = cpu_model_name() if device_name is None else device_name
         self._flush_buffer: npt.NDArray[np.uint64] | None = None
+        #: the last flush's read, kept so that the read is one nothing can skip
         self.flush_checksum = 0
 
     def clock(self) -> float:
@@ -141,8 +142,7 @@ class CpuBackend(Backend):
         own misses would then pay to write back. The buffer is written once, when it is made, so its
         pages are real (an untouched one maps every page to the one zero page, which stays cached).
         """
-        # the read's result, kept so that the read is one nothing can skip; a max, single-threaded,
-        # reads 1.3x as fast as a bitwise or (benchmarks/flush_read.py)
+        # a max reads 1.3x as fast as a bitwise or, single-threaded (benchmarks/flush_read.py)
         self.flush_checksum = int(self.prepare_flush().max())
 
     def prepare_flush(self) -> npt.NDArray[np.uint64]:

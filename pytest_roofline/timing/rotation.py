@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, flat, scan_call
-from .arrays import gpu_of, is_array, items_of, nbytes_of
+from .arguments import MAX_SCANNED, Entries, Found, Items, Slot, Template, contents, flat, scan_call
+from .arrays import gpu_of, is_array, nbytes_of
 from .copies import MIN_SPAN_COVER, Copier, HostPool, Unit, release_device_memory, settle, units_of
 from .host_memory import mem_available
 
@@ -279,7 +279,7 @@ def _changes(
 
 def _contents(container: object) -> tuple[object, ...]:
     """What a list, dict or mutable dataclass holds: each item's key and identity."""
-    return tuple((key, id(value)) for key, value in items_of(container))
+    return tuple((key, id(value)) for key, value in contents(container))
 
 
 class _Made:

@@ -179,11 +179,24 @@ def test_the_step_the_reports_measured_is_printed_beside_the_prediction(
     assert (total["measured_step_s"], total["measured_step_by"]) == (predicted / 0.8, ["t.py::test_step"])
     assert total["predicted_over_measured"] == pytest.approx(0.8)
     _, out, _ = run(capsys, "--from", path)
-    line = f"measured step   {units.seconds(predicted / 0.8)} (t.py::test_step); predicted / measured 0.800"
-    assert line in out
-    # no step of this batch measured: no line, no figure
-    total = step(capsys, "--from", path, "--batch", "4")["total"]
-    assert "measured_step_s" not in total
+    at = "at the calibrated speed (t.py::test_step); predicted / measured 0.800"
+    assert f"measured step   {units.seconds(predicted / 0.8)} {at}" in out
+    # no step of this batch, this dtype, these weights measured: no line, no figure
+    for other_step in (["--batch", "4"], ["--dtype", "fp16"], ["--weight-dtype", "int4"]):
+        total = step(capsys, "--from", path, *other_step)["total"]
+        assert "measured_step_s" not in total
+    # the step timed while the machine ran at half speed, and under load: scaled, and said
+    shipped = Path(cli.__file__).parent / "configs" / "llama-3-8b.json"  # the same config, as a path
+    slowed = {
+        **step_record("t.py::test_step", 2 * predicted / 0.8, context=context, config=str(shipped)),
+        "ceiling": {"resource": "bandwidth", "value": 1.0, "calibrated": 2.0, "speed": 0.5},
+        "contention": {"level": "heavy"},
+    }
+    code, out, err = run(capsys, "--from", report(tmp_path, gemm, norm, slowed, name="slowed.json"))
+    assert code == 0
+    assert f"measured step   {units.seconds(predicted / 0.8)} {at}" in out
+    assert "measurement(s) of the step itself could have been slowed" in err
+    assert err.endswith("for a core): t.py::test_step\n")
 
 
 def test_a_measurement_taken_under_load_is_named_where_the_prediction_uses_it(
@@ -195,9 +208,9 @@ def test_a_measurement_taken_under_load_is_named_where_the_prediction_uses_it(
     code, _, err = run(capsys, "--from", report(tmp_path, gemm, waited, unused))
     assert code == 0
     assert err == (
-        "roofline: warning: --from: 2 measurement(s) the prediction uses ran under load (busy or heavy"
-        " contention, or threads that waited for a core), which could have slowed them: t.py::test_gemm,"
-        " t.py::test_norm\n"
+        "roofline: warning: --from: 2 measurement(s) the prediction uses could have been slowed by the"
+        " machine's load (an inconclusive verdict, busy or heavy contention, or threads that waited for a"
+        " core): t.py::test_gemm, t.py::test_norm\n"
     )
     _, _, err = run(capsys, "--from", report(tmp_path, record("t.py::test_gemm", "gemm", 0.8, **QKV), unused))
     assert err == ""  # a quiet one, and a loaded one no op of the step matched

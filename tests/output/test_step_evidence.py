@@ -137,3 +137,23 @@ def test_a_report_that_cannot_be_read_names_itself(tmp_path: Path, text: str, fa
     path.write_text(text)
     with pytest.raises(BaselineError, match=rf"^--from {path}: .*{fault}"):
         read_reports([str(path)], H100, across_devices=False)
+
+
+def test_a_time_is_taken_at_the_calibrated_speed_unless_latency_bound_or_unprobed(tmp_path: Path) -> None:
+    """The probe beside it saw half the calibrated rate: its time counts half, as if the machine had
+    run at full speed; a latency-bound call (its time mostly overhead) and an unprobed one count as
+    timed."""
+    from pytest_roofline.model.estimate import estimate
+
+    floor_s = estimate("copy", dtype="fp32", device=H100, n=1000).floor_s
+    half = {"resource": "bandwidth", "value": 1.0, "calibrated": 2.0, "speed": 0.5}
+    probed = record("t.py::test_probed", time_s=4 * floor_s, ceiling=half)
+    latency = record("t.py::test_latency", time_s=4 * floor_s, ceiling=half, latency_bound=True)
+    unprobed = record("t.py::test_unprobed", time_s=4 * floor_s)
+    evidence = read_reports([write(tmp_path, probed, latency, unprobed)], H100, across_devices=False).evidence
+    fractions = {e.test: e.fraction for e in evidence}
+    assert fractions == {
+        "t.py::test_probed": pytest.approx(0.5),
+        "t.py::test_latency": pytest.approx(0.25),
+        "t.py::test_unprobed": pytest.approx(0.25),
+    }

@@ -300,26 +300,36 @@ def test_a_dataclass_of_weights_is_rotated_and_rebuilt_with_its_copies() -> None
     assert not np.shares_memory(seen[1].layers[1].w, model.layers[1].w)
 
 
-def test_a_dataclass_the_constructor_cannot_rebuild_or_the_kernel_changes_is_not_rotated() -> None:
-    @dataclasses.dataclass
-    class Derived:
-        w: np.ndarray[Any, Any]
-        n: int = dataclasses.field(init=False, default=0)
+def test_a_dataclass_is_copied_as_it_is_not_built_again() -> None:
+    """Its constructor and ``__post_init__`` do not run for the copies: one that transposes its weight
+    would hand the copies the weight transposed twice, an ``InitVar`` would be missing, an attribute
+    set after it was made would be lost."""
 
-    @dataclasses.dataclass
-    class Scaled:
+    @dataclasses.dataclass(frozen=True)
+    class Transposed:
         w: np.ndarray[Any, Any]
         scale: dataclasses.InitVar[float]
+        steps: int = dataclasses.field(init=False, default=0)
 
         def __post_init__(self, scale: float) -> None:
-            self.w = self.w * scale
+            object.__setattr__(self, "w", self.w.T * scale)
 
-    # a field its constructor does not take, or a value it takes that is no field: passed as it is
-    for made in (Derived(np.ones(512)), Scaled(np.ones(512), 2.0)):
-        r = plan(lambda d: None, made, op_bytes=4096)
-        assert isinstance(r, NoRotation)
-        assert "no array among the kernel's arguments" in r.reason
+    made = Transposed(np.ones((4, 128)), 2.0)
+    object.__setattr__(made, "cached", "kept")
+    seen: list[Transposed] = []
+    r = plan(lambda m: seen.append(m), made, op_bytes=4096)
+    assert isinstance(r, Rotation)
+    r.kernel()
+    r.kernel()
+    copy = seen[1]
+    assert copy is not made
+    assert copy.w.shape == made.w.shape == (128, 4)
+    assert (copy.w == 2.0).all()
+    assert not np.shares_memory(copy.w, made.w)
+    assert (copy.steps, copy.cached) == (0, "kept")  # type: ignore[attr-defined]
 
+
+def test_a_dataclass_the_kernel_changes_or_that_holds_other_objects_is_not_rotated() -> None:
     @dataclasses.dataclass
     class State:
         w: np.ndarray[Any, Any]
@@ -331,6 +341,15 @@ def test_a_dataclass_the_constructor_cannot_rebuild_or_the_kernel_changes_is_not
     r = plan(advance, State(np.ones(512)), op_bytes=4096)
     assert isinstance(r, NoRotation)
     assert r.reason.startswith("the kernel changes argument 0 (a State), which each set's copy")
+
+    @dataclasses.dataclass
+    class Holder:
+        w: np.ndarray[Any, Any]
+        log: object
+
+    r = plan(lambda h: None, Holder(np.ones(512), object()), op_bytes=4096)
+    assert isinstance(r, NoRotation)
+    assert "argument 0 (a Holder holding other objects) is passed as it is" in r.reason
 
 
 def test_other_containers_are_passed_as_they_are() -> None:
