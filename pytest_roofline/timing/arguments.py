@@ -268,7 +268,8 @@ def contents(value: object) -> Iterable[tuple[object, object]]:
         return items_of(value)
     import dataclasses
 
-    return ((f.name, getattr(value, f.name, None)) for f in dataclasses.fields(value))  # type: ignore[arg-type]
+    fields = dataclasses.fields(value)  # type: ignore[arg-type]
+    return ((f.name, getattr(value, f.name)) for f in fields if hasattr(value, f.name))  # set ones alone
 
 
 def _dataclass(value: object) -> bool:
