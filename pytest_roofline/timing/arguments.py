@@ -13,6 +13,8 @@ anything else (an object that may keep arrays and state of its own), or that nes
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import enum
 import functools
 from collections.abc import Iterable, Mapping, Sequence
@@ -94,8 +96,6 @@ class Fields(Template):
     fields: dict[str, Template]
 
     def build(self, arrays: Sequence[object]) -> Any:
-        import copy
-
         built = copy.copy(self.original)
         for name, item in self.fields.items():
             object.__setattr__(built, name, item.build(arrays))  # a frozen dataclass's way too
@@ -266,15 +266,11 @@ def contents(value: object) -> Iterable[tuple[object, object]]:
     """A rotated container's items, each with its key: an index, a dict's key, a field's name."""
     if not _dataclass(value):
         return items_of(value)
-    import dataclasses
-
     fields = dataclasses.fields(value)  # type: ignore[arg-type]
     return ((f.name, getattr(value, f.name)) for f in fields if hasattr(value, f.name))  # set ones alone
 
 
 def _dataclass(value: object) -> bool:
-    import dataclasses
-
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
