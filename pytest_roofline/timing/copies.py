@@ -146,12 +146,13 @@ def _contiguous(array: object) -> bool:
 
 
 class Copier:
-    """The copies of one unit: made by :meth:`fill`, each a tuple with one copy per member."""
+    """The copies of one unit: made by :meth:`fill`, in order, each a tuple with one copy per member."""
 
-    copies: list[tuple[object, ...]]
+    def __init__(self) -> None:
+        self.copies: list[tuple[object, ...]] = []
 
     def fill(self, start: int, stop: int) -> None:
-        """Make copies ``start`` to ``stop - 1``."""
+        """Make copies ``start`` to ``stop - 1`` (``start``: the copies made so far)."""
         raise NotImplementedError
 
     def restore(self, target: int, source: int) -> None:
@@ -163,6 +164,7 @@ class _PooledCopies(Copier):
     """Copies of a plain NumPy array side by side in the pool, its axis order and alignment kept."""
 
     def __init__(self, array: npt.NDArray[Any], n: int, pool: HostPool) -> None:
+        super().__init__()
         self._array = array
         # the copy's axes laid out outermost first, as the caller's are (C, Fortran, any dense order)
         order = sorted(range(array.ndim), key=lambda axis: -abs(array.strides[axis]))
@@ -172,14 +174,15 @@ class _PooledCopies(Copier):
         raw = pool.take(slot, n, array.ctypes.data % ALIGN)
         block = over_pool(raw, (n, *shape), array.dtype, (slot, *strides))
         self._block = block.transpose(0, *(1 + order.index(axis) for axis in range(array.ndim)))
-        # block[i, ...], not block[i]: a 0-d copy stays an array (block[i] would be a NumPy scalar)
-        self.copies = [(self._block[i, ...],) for i in range(n)]
-        if not array.flags.writeable:
-            for (copy,) in self.copies:
-                copy.flags.writeable = False  # type: ignore[attr-defined]
 
     def fill(self, start: int, stop: int) -> None:
         self._block[start:stop] = self._array
+        # block[i, ...], not block[i]: a 0-d copy stays an array (block[i] would be a NumPy scalar)
+        made = [self._block[i, ...] for i in range(start, stop)]
+        if not self._array.flags.writeable:
+            for copy in made:
+                copy.flags.writeable = False
+        self.copies += [(copy,) for copy in made]
 
     def restore(self, target: int, source: int) -> None:
         self._block[target] = self._block[source]
@@ -192,28 +195,29 @@ class _GroupCopies(Copier):
     def __init__(self, unit: Unit, n: int, pool: HostPool) -> None:
         import numpy as np
 
+        super().__init__()
         assert unit.span is not None
         low, high = unit.span
         size = high - low
-        slot = padded(size)
-        raw = pool.take(slot, n, low % ALIGN)
-        self._slots = over_pool(raw, (n, size), np.dtype(np.uint8), (slot, 1))
+        self._slot = slot = padded(size)
+        self._raw = pool.take(slot, n, low % ALIGN)
+        self._slots = over_pool(self._raw, (n, size), np.dtype(np.uint8), (slot, 1))
         self._arrays = unit.arrays  # kept alive while their bytes are read
+        self._low = low
         self._source = np.asarray(_Memory(low, size))
-        self.copies = []
-        for i in range(n):
-            views = []
-            for array in unit.arrays:
-                layout = layout_of(array)
-                assert layout is not None
-                offset = i * slot + layout.address - low
-                view = over_pool(raw, array.shape, array.dtype, array.strides, offset=offset)  # type: ignore[attr-defined]
-                view.flags.writeable = bool(array.flags.writeable)  # type: ignore[attr-defined]
-                views.append(view)
-            self.copies.append(tuple(views))
 
     def fill(self, start: int, stop: int) -> None:
         self._slots[start:stop] = self._source
+        for i in range(start, stop):
+            views = []
+            for array in self._arrays:
+                layout = layout_of(array)
+                assert layout is not None
+                offset = i * self._slot + layout.address - self._low
+                view = over_pool(self._raw, array.shape, array.dtype, array.strides, offset=offset)  # type: ignore[attr-defined]
+                view.flags.writeable = bool(array.flags.writeable)  # type: ignore[attr-defined]
+                views.append(view)
+            self.copies.append(tuple(views))
 
     def restore(self, target: int, source: int) -> None:
         self._slots[target] = self._slots[source]
@@ -224,12 +228,11 @@ class _OwnCopies(Copier):
     Python objects, any other kind."""
 
     def __init__(self, array: object, n: int) -> None:
+        super().__init__()
         self._array = array
-        self.copies = [(array,)] * n  # replaced by fill
 
     def fill(self, start: int, stop: int) -> None:
-        for i in range(start, stop):
-            self.copies[i] = (copy_of(self._array),)
+        self.copies += [(copy_of(self._array),) for _ in range(start, stop)]
 
     def restore(self, target: int, source: int) -> None:
         (into,), (values,) = self.copies[target], self.copies[source]

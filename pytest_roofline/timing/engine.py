@@ -175,9 +175,12 @@ def measure(
         start = backend.clock()
         replayed = rotation is not None and _replays_graphs(backend)
         # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
-        # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old
-        cycle = rotation.copies if rotation is not None and (replayed or not rotation.kernel.turned) else 0
-        warm = _warm_up(backend, call, policy, cycle=cycle, flush=flush, cut=not replayed)
+        # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old. A
+        # cycle made as the calls need it has none: the samples' sets are made out of the cache
+        grows = rotation is not None and rotation.kernel.grows
+        turns = rotation is not None and not grows and (replayed or not rotation.kernel.turned)
+        cycle = rotation.copies if rotation is not None and turns else 0
+        warm = _warm_up(backend, call, policy, cycle=cycle, flush=flush, cut=not (replayed or grows))
         if rotation is not None:
             rotation.kernel.turned = True
         warmup_s = (warm.seed.start if warm.seed is not None else backend.clock()) - start
@@ -192,6 +195,11 @@ def measure(
         if warm.seed is not None and k != 1:  # a batched sample is k calls: the seed was a warm-up call
             warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
             warmup_s = backend.clock() - start
+        ready = None
+        if grows:
+            assert rotation is not None
+            ready = rotation.kernel.take
+            rotation.kernel.took(warm.calls)
         sampler = Sampler(
             backend,
             call,
@@ -202,6 +210,7 @@ def measure(
             budget_start=start + warm.apart_s,
             rewarm=cache.rewarm,
             throttle=throttle,
+            ready=ready,
         )
         before = snapshot() if snapshot is not None else None
         samples, stats, reason = sampler.run(max(warm.per_call_s, warm.cost_s), seed=warm.seed)
@@ -250,7 +259,7 @@ def measure(
             threads=_kernel_threads(readings),
             wait_share=_middle(readings.wait_share),
             setup=each_setup,
-            rotation_copies=rotation.copies if rotation is not None else 0,
+            rotation_copies=rotation.kernel.made if rotation is not None else 0,
             budget_note=_budget_note(policy, warm.calls, len(samples), sampler.per_sample_s, reason),
         )
 

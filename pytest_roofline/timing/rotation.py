@@ -60,6 +60,14 @@ MAX_COPIED_OBJECTS = 1 << 18
 MAX_COPY_SHARE = 0.25
 #: ... as projected from the time the first 1/FIRST_FILL_SHARE of the sets took
 FIRST_FILL_SHARE = 16
+#: a cycle of at least this many sets of host arrays is made as the calls need it (:class:`_Growth`),
+#: from its first 1/FIRST_FILL_SHARE: a kernel that short calls far fewer sets than a cycle holds in
+#: its samples (grown, 43,352 sets of 24 KiB cost 0.37x as much, 10,902 of 96 KiB 0.79x, 5,457 of
+#: 192 KiB 0.95x, 2,730 of 384 KiB 1.25x: ``benchmarks/grown_cycle.py``) ...
+GROWN_FROM = 8192
+#: ... growing to this many times the sets made, or what the calls are predicted to need where that
+#: is more, and whole where that is more than half of it
+GROWTH = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,13 @@ class Rotation:
     def describe(self) -> str:
         from pytest_roofline.model.units import binary_bytes
 
+        sets = self.kernel.made
+        if sets < self.copies:  # made as the calls needed them (_Growth)
+            return (
+                f"cold by rotation over {sets} argument sets ({binary_bytes(sets * self.set_bytes)}), each"
+                f" called once after a flush: the {self.copies} sets of a cycle out of the cache were"
+                " made as the calls needed them"
+            )
         made = f"yours and {_copies(self.copies - 1)}" if self.own_set else f"{_copies(self.copies)} of yours"
         return (
             f"cold by rotation over {self.copies} argument sets ({binary_bytes(self.cycle_bytes)} a cycle,"
@@ -154,21 +169,33 @@ def plan_rotation(
     if not own_set:
         fn(*args, **(kwargs or {}))
     made = _Made(units, copies - own_set + (setup is not None), clock)
-    if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s):
-        return NoRotation(why)
     gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
+    # a long cycle of host copies is made as the calls need it (:class:`_Growth`)
+    grown = setup is None and not gpu_arrays and copies >= GROWN_FROM
+    if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s, stop=0 if grown else made.n):
+        return NoRotation(why)
     settle(gpu_arrays)
-    columns: list[list[object]] = [[array] if own_set else [] for array in found.arrays]
-    for unit, copier in zip(units, made.copiers, strict=True):
-        for made_copy in copier.copies[: copies - own_set]:
-            for member, copy in zip(unit.members, made_copy, strict=True):
-                columns[member].append(copy)
-    calls = _calls(kernel, positional, keywords, columns, copies, rebuilt=rebuilt)
-    if own_set:
-        calls[0] = functools.partial(fn, *args, **(kwargs or {}))  # the caller's own objects, as given
+
+    def calls_on(first: int, stop: int) -> list[Callable[[], object]]:
+        """One bound call on each of copies ``first`` to ``stop - 1``."""
+        columns: list[list[object]] = [[] for _ in found.arrays]
+        for unit, copier in zip(units, made.copiers, strict=True):
+            for made_copy in copier.copies[first:stop]:
+                for member, copy in zip(unit.members, made_copy, strict=True):
+                    columns[member].append(copy)
+        return _calls(kernel, positional, keywords, columns, stop - first, rebuilt=rebuilt)
+
+    def grow(stop: int) -> list[Callable[[], object]]:
+        first = made.made
+        made.grow(stop)
+        return calls_on(first, stop)
+
+    # the caller's own objects, as given
+    calls: list[Callable[[], object]] = [functools.partial(fn, *args, **(kwargs or {}))] if own_set else []
+    calls += calls_on(0, min(made.made, copies - own_set))
     outputs = _Outputs(cycle_target(llc_bytes), copies)
     rotating = (
-        _Rotating(calls, gpu_arrays, outputs)
+        _Rotating(calls, gpu_arrays, outputs, _Growth(calls, copies, grow, own_set) if grown else None)
         if setup is None
         else _Resetting(calls, gpu_arrays, outputs, setup, made)
     )
@@ -287,6 +314,8 @@ class _Made:
 
     def __init__(self, units: list[Unit], n: int, clock: Callable[[], float]) -> None:
         self.n, self.clock = n, clock
+        #: the copies made so far
+        self.made = 0
         pooled = [unit for unit in units if unit.pooled]
         self.footprint = sum(unit.footprint(n) for unit in units)
         pool = HostPool.get() if pooled else None
@@ -297,8 +326,9 @@ class _Made:
         self.grown_s = clock() - start
         self.copiers: list[Copier] = [unit.copier(n, pool) for unit in units]
 
-    def fill(self, budget_s: float | None, *, spent_s: float) -> str:
-        """Make the copies; why not, when the first set shows they would cost too much of the budget."""
+    def fill(self, budget_s: float | None, *, spent_s: float, stop: int) -> str:
+        """Make the first ``stop`` copies; why not, when the first of them show that all ``n`` would
+        cost too much of the budget."""
         from pytest_roofline.model.units import seconds
 
         allowed = math.inf if budget_s is None else MAX_COPY_SHARE * budget_s
@@ -319,12 +349,18 @@ class _Made:
                     f"making {_copies(self.n)} of the arguments would take about {seconds(projected)}, more"
                     f" than {MAX_COPY_SHARE:.0%} of the {seconds(budget_s or 0)} time budget"
                 )
-            for copier in self.copiers:
-                copier.fill(first, self.n)
+            self.made = first
+            self.grow(max(stop, first))
         except (TypeError, ValueError, RuntimeError, MemoryError) as exc:  # a copy of the user's own kind
             self.copiers = []
             return f"copying the arrays failed ({type(exc).__name__}: {exc})"
         return ""
+
+    def grow(self, stop: int) -> None:
+        """Make the copies up to ``stop - 1``."""
+        for copier in self.copiers:
+            copier.fill(self.made, stop)
+        self.made = stop
 
     def restore(self, index: int) -> None:
         """Give copy ``index`` the values the copies were made with (the last copy's, never called)."""
@@ -426,17 +462,49 @@ def _arrays_returned(result: object) -> list[object]:
     return [result] if is_array(result) else []
 
 
+class _Growth:
+    """A cycle of host copies made as the calls need it (:meth:`_Rotating.take`). Until the whole
+    cycle is made, each set is called at most once between flushes (a shorter cycle would find a set
+    still in the cache when it came round again), and a growth ends in a flush (writing a set brings
+    it into the cache). A cold small kernel's samples call about a third of a cycle of six times the
+    cache; making the rest was most of what its measurement cost (docs/methodology.md, "The rotation
+    cycle")."""
+
+    __slots__ = ("calls", "fresh", "grow", "own_set", "sets")
+
+    def __init__(
+        self,
+        calls: list[Callable[[], object]],
+        sets: int,
+        grow: Callable[[int], list[Callable[[], object]]],
+        own_set: bool,
+    ) -> None:
+        #: the calls on the sets made so far, in the order they are called
+        self.calls = calls
+        #: the sets of the whole cycle
+        self.sets = sets
+        #: the sets ahead of the next call that no call has touched since the last flush
+        self.fresh = 0
+        #: ``grow(stop)``: copies made up to ``stop - 1``, the calls on the new ones returned
+        self.grow, self.own_set = grow, own_set
+
+
 class _Rotating:
     """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
 
-    __slots__ = ("_gpu_arrays", "_keep", "_next", "_outputs", "turned")
+    __slots__ = ("_gpu_arrays", "_growth", "_keep", "_next", "_outputs", "made", "turned")
 
     def __init__(
         self,
         calls: Sequence[Callable[[], object]],
         gpu_arrays: Sequence[object],
         outputs: _Outputs | None = None,
+        growth: _Growth | None = None,
     ) -> None:
+        #: the cycle as it is made, None once it is whole (or made whole at the start)
+        self._growth = growth
+        #: the argument sets made so far
+        self.made = len(calls)
         self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
         #: the caller's arrays on a GPU, whose copies' memory goes back to it on release
         self._gpu_arrays = list(gpu_arrays)
@@ -457,7 +525,40 @@ class _Rotating:
         self._keep(result)
         return result
 
+    @property
+    def grows(self) -> bool:
+        """Whether the cycle is made as the calls need it, and not whole yet (:meth:`take`)."""
+        return self._growth is not None
+
+    def took(self, calls: int) -> None:
+        """``calls`` calls were made, on sets out of the cache as far as there were any."""
+        if self._growth is not None:
+            self._growth.fresh = max(self._growth.fresh - calls, 0)
+
+    def take(self, calls: int, ahead: int, flush: Callable[[], object]) -> None:
+        """The next ``calls`` calls each on a set out of the cache: where fewer are left, a flush, and
+        where the sets made are fewer than the ``ahead`` calls predicted in all, more sets first (at
+        least :data:`GROWTH` times those made: each growth costs a flush). Once the whole cycle is
+        made and flushed, it turns as one made whole at the start does."""
+        growth = self._growth
+        if growth is None:
+            return
+        if calls > growth.fresh:
+            sets = made = len(growth.calls)
+            if (needed := max(calls, ahead)) > made:
+                sets = growth.sets if 2 * needed > growth.sets else max(needed, GROWTH * made)
+                sets = min(sets, growth.sets)
+                growth.calls += growth.grow(sets - growth.own_set)
+            flush()
+            growth.fresh, self.made = sets, sets
+            self._next = itertools.cycle(growth.calls).__next__
+            if sets == growth.sets:
+                self._growth = None
+                return
+        growth.fresh -= calls
+
     def release(self) -> None:
+        self._growth = None
         self._next = _released
         self._keep = self._first_result  # the kept results go with the ring
         release_device_memory(self._gpu_arrays)

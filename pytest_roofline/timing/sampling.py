@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from pytest_roofline.model.measurement import ProbeRun, StopReason
+from pytest_roofline.model.paired_ceilings import BANDWIDTH
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.model.stats import MIN_PRECISION_SAMPLES, Stats
 from pytest_roofline.timing.base import Backend, Probe
@@ -56,38 +57,37 @@ class Sampler:
         budget_start: float,
         rewarm: bool = False,
         throttle: ClockWatcher | None = None,
+        ready: Callable[[int, int, Callable[[], object]], object] | None = None,
     ) -> None:
         self.backend, self.call, self.policy = backend, call, policy
+        #: ``ready(calls, ahead, flush)`` before a round: a rotation grown as used makes their sets;
+        #: no flush where a probe streamed through more than a flush reads since the last round
+        self.ready, self._evicted = ready, False
         #: which samples ran at slowed GPU clocks, and the GPU's rest before the next round
         self.slow = SlowedSamples(throttle)
         #: samples left out because the GPU's clocks were slowed over them, and those kept (too
         #: few others were left to leave them out), counted over the samples since the last cut
-        self.slowed = 0
-        self.slowed_kept = 0
+        self.slowed = self.slowed_kept = 0
         self.k, self.flush, self.probe = k, flush, probe
         #: a probe streamed through the cache: a warm measurement calls the kernel once after it
-        self.rewarm = rewarm
-        self.budget_start = budget_start
-        self.preempted = 0
+        self.rewarm, self.budget_start, self.preempted = rewarm, budget_start, 0
         #: leading samples left out: taken before the kernel settled (:mod:`.transient`), and when
         #: the samples after them began: the probes and readings that count are those from then on
-        self.transient = 0
-        self.kept_at = -math.inf
+        self.transient, self.kept_at = 0, -math.inf
         #: what the backend said after each of its runs (:meth:`_read_backend`)
         self._readings: list[_Reading] = []
         self._probe_rates: list[float] = []
         self._probe_times: list[float] = []
         self._probe_preempted: list[bool] = []
-        self._probe_wall = 0.0
-        self._last_probe = -math.inf
-        #: what the last probe cost: kept in the budget for the probe that ends the measurement
-        self._probe_s = 0.0
+        self._probe_wall, self._last_probe = 0.0, -math.inf
+        #: (when it ended, how long it took) of each making of sets (``ready``), not the samples' span
+        self._making: list[tuple[float, float]] = []
+        #: what the last probe cost (kept in the budget for the probe that ends the measurement), and
         #: what a sample cost when sampling stopped, flush and bookkeeping included
-        self.per_sample_s = 0.0
+        self._probe_s = self.per_sample_s = 0.0
         #: whether the samples the statistics use still ran slower first than last, beyond doubt,
         #: when sampling stopped: the kernel had not settled (:mod:`.transient`)
-        self.still_falling = False
-        self._rewarm_due = False
+        self.still_falling = self._rewarm_due = False
 
     def run(self, per_call_s: float, seed: Seed | None = None) -> tuple[list[float], Stats, StopReason]:
         """Sample until a stopping rule holds; ``per_call_s`` is what one call is expected to cost.
@@ -118,13 +118,17 @@ class Sampler:
         # cost is not known yet (it may be most of a sample's), so the next round knows it
         size = 1 if flush_s is None else self._within(0, policy.min_samples, per_sample_s)
         size = 0 if seed is not None else min(size, policy.max_samples)
+        ahead = size  # the samples the statistics are predicted to want
         while True:
             if size:
                 taken = len(samples) - self.transient
-                size = self._cut_for_probe(
-                    size, (backend.clock() - self.kept_at) / taken if taken else per_sample_s
-                )
+                size = self._cut_for_probe(size, self._sampled_s() / taken if taken else per_sample_s)
                 self.slow.rest()
+                if self.ready is not None:  # the call's frames stay few: a flush is the backend's
+                    made_at, flush = backend.clock(), _no_flush if self._evicted else backend.flush_cache
+                    self.ready(size * self.k, ahead * self.k, flush)
+                    self._making.append((backend.clock(), backend.clock() - made_at))
+                self._evicted = False
                 self._rewarm()
                 round_start = backend.clock()
                 windows, hits = self.call.run(
@@ -158,21 +162,20 @@ class Sampler:
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
             # and a suite of them would pay it per test
             spans = stats.median >= MIN_TIME_FROM_S
-            short_s = policy.min_time_s - (backend.clock() - self.kept_at) if spans else 0.0
+            short_s = policy.min_time_s - self._sampled_s() if spans else 0.0
             precise_but_short = reason is StopReason.PRECISION and short_s > 0
             if precise_but_short:
                 reason = None  # precise, but over too short a span to trust: sample on
             if reason is None and backend.clock() - self._last_probe >= policy.probe_interval_s:
                 self._time_probe()
             if reason is None:
-                now = backend.clock()
-                elapsed_s = now - self.kept_at
+                now, elapsed_s = backend.clock(), self._sampled_s()
                 # what a sample costs, flush and bookkeeping included, predicts the next ones: the
                 # last round's (and its probe's), or the average since the cut where that is less (a
                 # round that paid a one-off, a first flush's buffer, must not stop the measurement)
                 last = rounds[-1]
                 per_sample_s = min((now - last.start) / last.size, elapsed_s / max(len(kept), 1))
-                wanted = _next_round(len(kept), stats.ci_rel, elapsed_s, policy, short_s=short_s)
+                wanted, ahead = _next_round(len(kept), stats.ci_rel, elapsed_s, policy, short_s=short_s)
                 # min_samples in all where the budget affords them, after a first round of one
                 wanted = max(wanted, policy.min_samples - len(samples))
                 size = self._within(len(kept), wanted, per_sample_s)
@@ -196,6 +199,11 @@ class Sampler:
         left_s = self._left_s() - self.slow.rest_s
         return samples_within(n, wanted, left_s, per_sample_s, policy.max_time_s)
 
+    def _sampled_s(self) -> float:
+        """The time since the samples kept began, less what making sets for them took."""
+        made_s = math.fsum(took for end, took in self._making if end > self.kept_at)
+        return self.backend.clock() - self.kept_at - made_s
+
     def _left_s(self) -> float:
         spent_s = self.backend.clock() - self.budget_start
         return self.policy.max_time_s - spent_s - self._probe_s
@@ -212,15 +220,8 @@ class Sampler:
 
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
-        backend = self.backend
-        self._readings.append(
-            _Reading(
-                at=backend.clock(),
-                parallelism=backend.last_parallelism,
-                cpu_share=backend.last_cpu_share,
-                wait=backend.last_thread_wait,
-            )
-        )
+        b = self.backend
+        self._readings.append(_Reading(b.clock(), b.last_parallelism, b.last_cpu_share, b.last_thread_wait))
 
     def readings(self) -> Readings:
         """The backend's readings of the runs that ended after the last cut (all, without one)."""
@@ -259,17 +260,17 @@ class Sampler:
             timed = backend.run(probe.fn, (), calls=calls, samples=1, flush=False)
             (window,), (preempted,) = checked_windows(backend, timed, 1)
         self._probe_rates.append(probe.work / max(window, 1e-12))
-        self._probe_times.append(self.backend.clock())
-        self._probe_preempted.append(preempted)
         self._last_probe = self.backend.clock()
+        self._probe_times.append(self._last_probe)
+        self._probe_preempted.append(preempted)
         self._probe_s = self._last_probe - t0
+        self._evicted = probe.resource == BANDWIDTH and probe.work >= (backend.flush_bytes or math.inf)
         self._probe_wall += self._probe_s
         self._rewarm_due = self.rewarm and not last
 
     def _rewarm(self) -> None:
-        """The probe streamed through the cache: one untimed call warms it again before the next
-        round, so a warm measurement's next sample is not partly cold (after setup, like every call);
-        none where no round follows. Its time is the probe's."""
+        """After a probe, which streamed through the cache, one untimed call warms a warm
+        measurement's cache again (after setup, like every call); its time is the probe's."""
         if self._rewarm_due:
             t0 = self.backend.clock()
             self.call.run(self.backend, calls=1, samples=1, flush=False)
@@ -369,20 +370,26 @@ def _trusted(samples: list[_T], clean: list[_T], *, floor: int = MIN_PRECISION_S
     return clean
 
 
-def _next_round(n: int, ci_rel: float, elapsed_s: float, policy: Policy, *, short_s: float = 0.0) -> int:
-    """Samples the statistics want next (the budget decides how many of them are taken).
+def _no_flush() -> None:
+    """A flush a probe made needless."""
+
+
+def _next_round(
+    n: int, ci_rel: float, elapsed_s: float, policy: Policy, *, short_s: float = 0.0
+) -> tuple[int, int]:
+    """Samples the statistics want next (the budget decides how many of them are taken), and all
+    they are predicted to want.
 
     ``elapsed_s`` is what the ``n`` samples so far cost; ``short_s`` what they still lack of
     ``policy.min_time_s``.
     """
     ratio = ci_rel / policy.target_rel_ci
     # the interval of the median narrows like 1/sqrt(n): about n * ratio² samples reach the target
-    growth = ratio * ratio * _ROUND_MARGIN
-    wanted = n if growth >= 2 else math.ceil(n * growth) - n
+    wanted = math.ceil(n * min(ratio * ratio * _ROUND_MARGIN, policy.max_samples)) - n
     if short_s > 0 and elapsed_s > 0:  # the rest of the minimum span, at what samples have cost
         wanted = max(wanted, ceil_count(short_s * n / elapsed_s))
     size = min(max(wanted, math.ceil(n * _MIN_ROUND_GROWTH)), n)
-    return max(size, MIN_PRECISION_SAMPLES - n, 0)
+    return max(size, MIN_PRECISION_SAMPLES - n, 0), wanted
 
 
 def ceil_count(x: float) -> int:

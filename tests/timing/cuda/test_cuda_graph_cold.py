@@ -5,7 +5,6 @@ is never a captured window of nothing (issues 27 and 28)."""
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.cache import CachePlan
 from pytest_roofline.timing.cuda.backend import CudaBackend
 from pytest_roofline.timing.engine import MAX_GRAPH_COPIES, measure
-from pytest_roofline.timing.rotation import Rotation
+from pytest_roofline.timing.rotation import Rotation, _Rotating
 
 FAST = Policy(warmup_s=0, warmup_calls=1, min_samples=5, max_time_s=0.5)
 
@@ -26,8 +25,8 @@ pytestmark = pytest.mark.usefixtures("no_profiler")
 def rotation_of(fake: FakeCupy, copies: int) -> tuple[Rotation, list[int]]:
     """A rotation of ``copies`` fake arrays for ``fake.kernel``, and the arrays' pointers."""
     arrays = [fake.cupy.empty(1 << 20, dtype=np.uint8) for _ in range(copies)]
-    calls = itertools.cycle([functools.partial(fake.kernel, a) for a in arrays])
-    rotation = Rotation(kernel=lambda *_: next(calls)(), copies=copies, set_bytes=1 << 20)
+    calls = [functools.partial(fake.kernel, a) for a in arrays]
+    rotation = Rotation(kernel=_Rotating(calls, []), copies=copies, set_bytes=1 << 20)
     return rotation, [a.data.ptr for a in arrays]
 
 
