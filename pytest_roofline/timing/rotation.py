@@ -170,8 +170,9 @@ def plan_rotation(
         fn(*args, **(kwargs or {}))
     made = _Made(units, copies - own_set + (setup is not None), clock)
     gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
-    # a long cycle of host copies is made as the calls need it (:class:`_Growth`)
-    grown = setup is None and not gpu_arrays and copies >= GROWN_FROM
+    # a long cycle of host copies is made as the calls need it (:class:`_Growth`); not an A/B
+    # comparison's, whose many short rounds would each pay a flush where a whole cycle turns on
+    grown = setup is None and own_set and not gpu_arrays and copies >= GROWN_FROM
     if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s, stop=0 if grown else made.n):
         return NoRotation(why)
     settle(gpu_arrays)

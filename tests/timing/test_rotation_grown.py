@@ -123,3 +123,14 @@ def test_the_samples_span_leaves_out_the_time_making_their_sets_took() -> None:
     m = measure(log, policy=Policy(max_time_s=1.0), backend=backend, cache=CachePlan("rotation", rotation=r))
     assert log.seen.count(FLUSH) >= 2
     assert m.stats.n * 20e-6 >= Policy().min_time_s
+
+
+def test_an_ab_comparison_s_long_cycle_is_made_whole() -> None:
+    # its rounds measure with one rotation again and again: a whole cycle turns on without a flush
+    arrays = [np.ones(128) for _ in range(3)]
+    r = plan_rotation(
+        Log(), arrays, None, op_bytes=3 * 1024, llc_bytes=LLC, free_bytes=lambda _: 10**12, own_set=False
+    )
+    assert isinstance(r, Rotation)
+    assert not r.kernel.grows
+    assert r.kernel.made == r.copies == 2048
