@@ -1,14 +1,8 @@
 """pytest-roofline: speed-of-light performance budgets for kernel tests.
 
-The model and the op catalogue import neither pytest nor CuPy, so they work from a notebook::
-
-    >>> import pytest_roofline as rl
-    >>> e = rl.estimate("gemm", M=4096, N=4096, K=4096, dtype="bf16", device="h100-sxm")
-    >>> f"{e.floor_s * 1e6:.0f} µs, {e.bound}-bound"
-    '139 µs, compute-bound'
-
-Every name is imported on first use: pytest loads this package for its plugin entry point in every
-run, and a run that measures nothing should pay for nothing.
+The public API: the model and the op catalogue import neither pytest nor CuPy (``rl.estimate`` in a
+notebook: docs/cli.md), and every name is imported on first use (a run that measures nothing pays
+for nothing: docs/options.md ("Options")).
 """
 
 from __future__ import annotations

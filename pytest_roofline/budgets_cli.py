@@ -1,16 +1,8 @@
 """``roofline budgets RUN.json [RUN.json ...]``: a ``min_fraction`` per test, suggested from reports.
 
-    pytest --roofline-mode report --roofline-json run1.json     # a few runs, on the CI machine
-    roofline budgets run1.json run2.json run3.json                  # a marker per test, to paste
-    roofline budgets run*.json --table [--fraction 0.5]
-
-Per measurement (a test, and ``name=`` where a test measures several): the lowest attained
-fraction over the runs, their spread, and the suggested budget, ``--fraction`` (default 0.6) of
-the lowest, rounded down to two figures: a kernel more than 1/``fraction`` times slower than its
-slowest run misses it (2x slower, at the default), and what the machine moves between runs (its
-``between_runs``, :mod:`.model.run_noise`) does not, which is said where it could not. Printed as
-markers to paste over each test, or ``--table``. Bad input (an unreadable report, a fraction
-outside (0, 1), no measurement) is one line and exit 2.
+``--fraction`` (default 0.6) of each measurement's lowest attained fraction over the report runs,
+rounded down to two figures, as markers to paste or ``--table``; bad input is one line and exit 2.
+Why that budget, with an example: docs/cli.md (``roofline budgets``).
 """
 
 from __future__ import annotations

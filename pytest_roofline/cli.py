@@ -1,20 +1,8 @@
-"""The ``roofline`` command: napkin estimates before any code exists.
+"""The ``roofline`` command: napkin estimates before any code exists, and the tools around a run.
 
-    roofline floor gemm M=4096 N=4096 K=4096 dtype=bf16 --device h100-sxm
-    roofline devices
-    roofline ops [--markdown]
-    roofline calibrate [--device D] [--force | --reset]
-    roofline compare OLD.json NEW.json [--threshold 10%] [--across-devices] [--markdown PATH]
-    roofline merge SHARD.json ... -o RUN.json [--save BASELINE.json] [--markdown PATH]
-    roofline plot RESULTS.json -o roofline.svg [--baseline OLD.json]
-    roofline analyze kernel.cu --kernel NAME --arch sm_90 --block 256 [--op gemm M=... --dtype D --device D]
-    roofline llm config.json --device h100-sxm [--phase decode|prefill --batch N --context N --prompt N ...]
-    roofline llm config.json --device h100-sxm --from REPORT.json [--budget-ms MS --assume-fraction F]
-    roofline selfcheck [--device D] [--json FILE] [--fake]
-
-Bad input prints one line saying what is wrong and exits 2; there is no traceback. ``compare``
-exits 1 when a test regressed, ``llm --budget-ms`` when the predicted step is over its budget,
-``selfcheck`` when a timer disagrees with the engine, and for nothing else: a bug's traceback exits 2.
+Bad input prints one line and exits 2, with no traceback; a bug keeps its traceback and exits 2 too,
+never the 1 of a finding (``compare``'s regression, ``llm --budget-ms``'s step over budget). Each
+command and its exit status: docs/cli.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""The plugin's errors and its warning: one base, so a caller (and the plugin itself) can tell an error
-raised on purpose from a bug.
-
-Every exception the package defines derives from :class:`RooflineError`; a user's mistake (a bad
-argument, marker, option, op, device spec or file) from :class:`RooflineUsageError`. Each also keeps
-the built-in base its kind of fault has in Python (``ValueError``, ``TypeError``, ``RuntimeError``),
-so ``except ValueError`` catches a bad value as it would from any library.
-
-Inside a test, only a :class:`RooflineError` becomes a one-line ``roofline: ...`` failure; anything
-else (a bug of ours or of a library) keeps its traceback. Imports nothing: every layer may use it.
+"""The package's errors and its warning, all :class:`RooflineError`s (a user's mistake a
+:class:`RooflineUsageError`), so that a caller can tell an error raised on purpose from a bug; each
+keeps its fault's built-in base (``ValueError``, ...). Imports nothing: every layer may use it.
+What a test shows for each: docs/usage.md ("The fixture").
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``roofline llm CONFIG``: the speed of light of one decode or prefill step of a whole model.
 
-One row per kernel of a layer (and the once-per-step embedding, final norm and LM head): its FLOPs,
-bytes, intensity, bound and floor, times its count; the step's floor is the sum of the rows'. The
-all-reduce of ``--tp`` is timed at the device's interconnect (the table's NVLink and xGMI figures, sourced).
-``--from REPORT.json`` predicts the step from a suite's measurements of its ops
-(:mod:`.model.step_prediction`), and ``--budget-ms`` gates the prediction.
+A row per kernel of a layer, the step's floor their sum; ``--from REPORT.json`` predicts the step
+from a suite's measurements (:mod:`.model.step_prediction`), ``--budget-ms`` gates the prediction.
+docs/llm.md ("A whole model: `roofline llm`", "Predicting the step from the suite").
 """
 
 from __future__ import annotations

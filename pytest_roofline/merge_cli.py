@@ -1,11 +1,7 @@
 """``roofline merge SHARD.json ... -o RUN.json``: one report from a sharded run's, for CI's last job.
 
-    roofline merge shards/*.json -o roofline.json [--markdown "$GITHUB_STEP_SUMMARY"]
-    roofline merge shards/*.json -o roofline.json --save baseline.json [--accept] [--threshold 10%]
-
-The merged file reads as one run's (``roofline compare``, ``roofline plot``); ``--save`` merges it
-into a baseline as ``--roofline-save`` does (:mod:`.output.store`), so shards saved after merging
-leave the store one full run would. Bad input is one line and exit 2 (``cli.main``).
+The merged file reads as one run's; ``--save`` merges it into a baseline as ``--roofline-save`` does
+(:mod:`.output.store`). Bad input is one line and exit 2 (``cli.main``). docs/ci.md ("Scaling out").
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """A stand-in for the plugin while ``-p no:roofline`` turns it off: its own ``pytest11`` entry point.
 
-A suite written for the plugin keeps running without it: the ``speed_of_light`` marker stays
-registered (so ``--strict-markers`` accepts it), the options and ini keys are still accepted (and
-ignored), and the ``roofline`` fixture calls the kernel once, untimed, as mode ``off`` does.
-
-Loaded beside the plugin in every run, it does nothing unless the plugin is blocked, and its import
-imports only pytest. Once it knows the plugin is off, it imports two light modules of the plugin:
-:mod:`.plugin.options` (the options to accept) and :mod:`.plugin.marker` (the marker's signature, and
-its reading for ``roofline.estimate``); importing them runs ``pytest_roofline/plugin/__init__.py``,
-which defines the plugin's hooks and, blocked, registers none. A ``roofline(...)`` call then imports
-the engine's call checks (:mod:`.timing.calls`) and the plugin's split of its keywords
-(:mod:`.plugin.request`), and ``roofline.estimate`` the model's floor (:mod:`.model.estimate`). None
-of these imports numpy.
+It keeps the marker registered, accepts and ignores the options, and serves a ``roofline`` fixture
+that calls the kernel once, untimed. It imports only pytest until it knows the plugin is off, and
+no NumPy after: docs/options.md ("Options") lists what it imports.
 """
 
 from __future__ import annotations

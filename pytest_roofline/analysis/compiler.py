@@ -1,12 +1,7 @@
 """The CUDA toolkit as a fact source: nvcc's PTX, ptxas's resource usage, cuobjdump's SASS.
 
-``nvcc --ptx`` first, then ``nvcc -cubin --resource-usage`` on that PTX (ptxas alone: the C++
-front end runs once), then ``cuobjdump -sass`` on the cubin where cuobjdump exists (the CUDA
-toolkit, or the ``nvidia-cuda-cuobjdump`` wheel). The outputs are cached on disk by the source's
-hash, the architecture, the options and the nvcc binary, so a second analysis costs no compile.
-
-Tools are found on PATH, then in ``$CUDA_HOME/bin`` (and ``$CUDA_PATH/bin``); none is a runtime
-dependency: without nvcc, :func:`compile_source` raises :class:`ToolchainUnavailable`.
+Each output is cached on disk; without nvcc, :func:`compile_source` raises :class:`ToolchainUnavailable`.
+The steps and the cache's key: docs/architecture.md ("The layers").
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Why did it miss? A judged result plus the compiler's facts -> a short ranked list of likely causes.
 
-Each cause is one line: the fact that triggered it, then the first fix ("memory-bound at 9% of
-bandwidth, and the PTX has no 128-bit global loads: vectorize loads (float4) ..."). Every rule is
-a small named function of (:class:`Standing`, facts) returning a :class:`Cause` or None, taken
-from the references: the decision matrix and the occupancy/cliff steps of
-``kernel-bottleneck-procedure.md``, the memory-bound priorities (coalescing, then vector loads,
-then fusion) of ``roofline-llm-operations.md``, the three regimes (memory, compute, overhead) of
-``speed-of-light-napkin.md``. Where no rule finds anything specific, the regime's generic first
-fixes stand in.
-
-Entry points: :func:`diagnose` ``(result_or_standing, facts) -> Diagnosis``; a Diagnosis gives
-:meth:`Diagnosis.lines` (for a failure message, see :func:`format_diagnosis`) and
-:meth:`Diagnosis.to_record` (JSON). No pytest here.
+Each rule is a function of (:class:`Standing`, facts) -> :class:`Cause` or None; :func:`diagnose` ranks
+them. No pytest here. The rules and their sources: docs/verdicts.md ("On a GPU"), docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -449,12 +439,11 @@ def diagnose(
     *,
     limit: int = 4,
 ) -> Diagnosis:
-    """The likely causes of a result (a :class:`~pytest_roofline.model.verdict.Result`, a
-    :class:`Standing`, an unmeasured :class:`~pytest_roofline.model.core.Estimate`, or None when only
-    the static facts are known), best first, at most ``limit`` of them.
+    """The likely causes of ``judged``, best first, at most ``limit`` of them.
 
-    ``facts``: the static facts of the kernel(s) the test ran (from
-    :func:`~pytest_roofline.analysis.kernelfacts.facts_for`), an
+    ``judged``: a :class:`~pytest_roofline.model.verdict.Result`, a :class:`Standing`, an unmeasured
+    :class:`~pytest_roofline.model.core.Estimate`, or None when only the static facts are known; ``facts``:
+    those of the kernel(s) the test ran (:func:`~pytest_roofline.analysis.kernelfacts.facts_for`), an
     :class:`~pytest_roofline.analysis.kernelfacts.Unavailable` saying why there are none, or None.
     """
     standing = _standing(judged)

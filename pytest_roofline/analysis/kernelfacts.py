@@ -1,19 +1,7 @@
-"""Static facts about a GPU kernel, read from the compiler: resources, occupancy, instruction mix.
+"""Static facts about a GPU kernel from the compiler: resources, occupancy, instruction mix. No CuPy here.
 
-Two entry points:
-
-- :func:`static_facts` ``(source, kernel, arch, block=None)``: CUDA C++ source compiled with nvcc
-  (:mod:`pytest_roofline.analysis.compiler`, cached) and read: registers, spills, local and shared memory
-  from ptxas, the PTX instruction mix and strided accesses (:mod:`pytest_roofline.analysis.ptx`), SASS
-  counts where cuobjdump exists, and the occupancy of ``block``-thread blocks.
-- :func:`facts_for` ``(kernel_object, arch=..., block=...)``: the same from what a test passes: a
-  CuPy ``RawKernel`` (``.code``, ``.name``), a ``RawModule`` (``.code``: every kernel in it), a
-  :class:`CudaKernel` (source or ``.cu`` path, and a name), a Triton compiled kernel (duck-typed:
-  ``.asm["ptx"]``, ``.n_regs``, ``.n_spills``; no compile needed), or any callable carrying a
-  ``roofline_kernels`` attribute that lists such objects. None for anything else (a NumPy
-  function is not a CUDA C++ kernel); :class:`Unavailable` when nvcc is missing or fails.
-
-No pytest and no CuPy here.
+:func:`static_facts` reads CUDA C++ source; :func:`facts_for` a CuPy ``RawKernel``/``RawModule``, a
+:class:`CudaKernel`, a Triton kernel (no compile) or a callable listing such in ``roofline_kernels``.
 """
 
 from __future__ import annotations
@@ -274,14 +262,12 @@ def static_facts(
     cache_dir: Path | str | None = None,
     where: str = "the source",
 ) -> StaticFacts:
-    """Compile CUDA C++ ``source`` for ``arch`` and read ``kernel``'s facts (see the module docstring).
+    """Compile CUDA C++ ``source`` for ``arch`` (cached) and read ``kernel``'s facts.
 
-    ``kernel``: as :func:`find_kernel` takes it (None: the only kernel ``source`` defines);
-    ``block``: threads per block of the launch (occupancy is left out without it); ``where``: the
-    source's name in error messages.
-    Raises :class:`~pytest_roofline.analysis.occupancy.ArchError` or :class:`KernelFactsError` (both
-    ValueErrors) for a bad argument, :class:`~pytest_roofline.analysis.compiler.ToolchainUnavailable`
-    without nvcc, :class:`~pytest_roofline.analysis.compiler.CompileError` when nvcc rejects the source.
+    ``kernel``: as :func:`find_kernel` takes it (None: the only kernel ``source`` defines); ``block``:
+    threads per block of the launch (no occupancy without it); ``where``: the source's name in errors.
+    Raises :class:`~.occupancy.ArchError` or :class:`KernelFactsError` (ValueErrors) for a bad argument,
+    :class:`~.compiler.ToolchainUnavailable` without nvcc, :class:`~.compiler.CompileError` if nvcc fails.
     """
     target = normalize_arch(arch)
     block = _check_block(block)

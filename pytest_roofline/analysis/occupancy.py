@@ -1,16 +1,8 @@
 """Theoretical occupancy: how many blocks of a kernel fit on one SM, and which resource says so.
 
-Blocks per SM = min(register limit, shared-memory limit, warp limit, block limit), computed as
-CUDA's own occupancy calculator does (``cuda_occupancy.h`` in the CUDA toolkit): registers are
-allocated per warp in units of 256 and per sub-partition (4 per SM); shared memory per block is
-rounded up to the allocation granularity after adding the driver's reserved 1 KiB (sm_80 and
-later); the shared memory an SM can give is its largest carveout (the default lets the driver
-choose it). The per-architecture limits below come from the CUDA C++ Programming Guide's table
-"Technical Specifications per Compute Capability" and, for the granularities, the block limits
-of sm_100/sm_120, from ``cuda_occupancy.h`` (CUDA 13.0).
-
-Pure arithmetic: no compiler, no GPU.
-"""
+Pure arithmetic, as CUDA's occupancy calculator does it (docs/architecture.md, "The layers"), on limits
+from the CUDA C++ Programming Guide's "Technical Specifications per Compute Capability" and, for the
+granularities and sm_100/sm_120's block limits, ``cuda_occupancy.h`` (CUDA 13.0)."""
 
 from __future__ import annotations
 

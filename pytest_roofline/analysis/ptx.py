@@ -1,18 +1,8 @@
-"""What a kernel's PTX shows: its entry points, the instruction mix that matters, and the global
-accesses whose neighbouring threads land far apart.
+"""What a kernel's PTX shows: its entry points, the instruction mix that matters
+(kernel-bottleneck-procedure.md step 5) and, by a dataflow pass over ``%tid.x``, the global accesses
+whose neighbouring threads land far apart. Text in, frozen facts out; no compiler here.
 
-The mix (kernel-bottleneck-procedure.md step 5): 128-bit global loads and stores, ``cp.async``,
-tensor-core instructions (``mma``/``wmma``/``wgmma``), warp shuffles, barriers, shared and local
-memory traffic, and FP64 arithmetic (in a kernel that claims fp32, an accidental promotion).
-
-The access pattern comes from a small dataflow pass: each register gets its coefficient in
-``%tid.x`` (how far its value moves from one thread to the next in a warp), a constant, a value
-known only at run time (a kernel parameter times ``%tid.x``), or "not affine". A global access
-whose address moves by more than the access's own width per thread (or by a run-time amount)
-is strided: each thread's bytes land in a sector of their own.
-
-Text in, frozen facts out; no compiler here.
-"""
+The mix and the pass: docs/architecture.md ("The layers")."""
 
 from __future__ import annotations
 

@@ -1,29 +1,7 @@
 """The CPU's cache levels and their bandwidths: the roofs a warm measurement is judged against.
 
-The floor of a cold kernel counts DRAM bytes at DRAM bandwidth. A kernel timed warm, on request,
-has its bytes served by a cache level; judged against DRAM it can read faster than light, so it
-is judged against the roof of the smallest level that holds its bytes (the cache-aware roofline,
-CARM; :meth:`.model.Device.level_for`).
-
-The levels come from ``/sys/devices/system/cpu/cpu0/cache/index*/`` (data and unified caches;
-a level shared by one CPU is per core; :mod:`pytest_roofline.timing.host_caches` reads them), and
-their sizes from a footprint sweep of ``np.add`` (:func:`measure_capacities`, :class:`AddSweep`;
-:mod:`.capacity` finds the knees): what this process gets, which on a VM can be a tenth of what
-sysfs says. Each level's bandwidth is measured with numpy, in the manner of the Empirical Roofline
-Toolkit: several kernels over buffers that fill part of the level's effective size (:data:`FILLS`),
-each called back to back so that the buffers stay in it, the best rate kept:
-
-============  ===========================================  ================
-kernel        numpy                                        bytes counted
-============  ===========================================  ================
-copy          ``np.copyto(c, a)``                          read a, write c
-add           ``np.add(a, b, out=c)``                      read a, b, write c
-dot           ``np.dot(a, b)`` (BLAS, read only)           read a, b
-============  ===========================================  ================
-
-numpy's call overhead keeps it below what compiled code reaches in the L1, so these roofs are the
-best this machine showed with numpy, not the silicon's. A roof is never below the roof of a larger
-level (a kernel served by the L2 is at least as fast as one served by the L3), nor below DRAM's.
+Each roof is the best of numpy's copy, add and dot over :data:`FILLS` of the level's swept capacity
+(:func:`measure_capacities`), never below a larger level's nor DRAM's: docs/cache.md ("Warm (on request)").
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Measured ceilings, cached: this machine's CPU (and, on request, a GPU).
 
-One path for both (:func:`_calibrate`): read the device's cache file (:mod:`.calibration_cache`), or
-else, under a file lock (:mod:`.files`) so that pytest-xdist workers starting together calibrate
-once, measure and write it. The CPU is measured with numpy (:mod:`.cpu_ceilings`; a measurement
-that breaks a sanity rule is taken once more, with a :class:`RooflineWarning`), a GPU by the CUDA
-backend (:func:`calibrate_cuda`). :func:`cpu_device` is this CPU, calibrated once per process;
-:func:`format_calibration` (:mod:`.calibration_report`) is what ``roofline calibrate`` prints.
+:func:`_calibrate` reads a device's cache file, or else measures and writes it under a file lock, so
+that pytest-xdist workers calibrate once: docs/architecture.md ("Files and locks").
 """
 
 from __future__ import annotations
@@ -299,16 +295,12 @@ def calibrate_cuda(
     l2: Callable[[int], Figure] | None = None,
     l2_capacity: Callable[[int], Callable[[int], float]] | None = None,
 ) -> Calibration:
-    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's
-    roof (what a warm measurement whose bytes the L2 holds is judged against).
+    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's roof.
 
-    Keyed by what identifies the model, not the slot: name, table key, SM count, L2 size and the
-    CuPy version, so identical GPUs share one calibration. ``measure`` replaces
-    ``timing.cuda.measured_ceilings.measure_ceilings``; ``l2`` replaces ``timing.l2.measure_l2_roof`` and
-    ``l2_capacity`` ``timing.l2.l2_rate_at``, the kernel the L2's capacity is swept with (by default
-    both only when ``measure`` is not replaced). The L2 roof is cached in a file of its own
-    (:func:`cuda_l2_roof`), so the ceilings measured with or without it never shadow it: whoever
-    measured it first (``roofline calibrate``, the plugin), every later calibration finds it.
+    Cached per GPU model, not per slot, with the L2 roof in a file of its own (:func:`cuda_l2_roof`):
+    docs/architecture.md ("Files and locks"). ``measure`` replaces
+    ``timing.cuda.measured_ceilings.measure_ceilings``; ``l2`` and ``l2_capacity`` replace
+    ``timing.l2.measure_l2_roof`` and ``timing.l2.l2_rate_at``, by default only with the default ``measure``.
     """
     from ..timing.cuda.device import cuda_device
     from ..timing.cuda.measured_ceilings import CEILINGS_METHOD, measure_ceilings, tf32_requested

@@ -1,16 +1,7 @@
 """The calibration cache: one JSON file per calibrated device, and the ceilings it holds.
 
-A calibration is stored in :func:`.files.cache_dir` (``$XDG_CACHE_HOME/pytest-roofline`` or
-``~/.cache/pytest-roofline``), in a file named after a hash of its key: for the CPU the model
-name, the core count and the numpy version; for a GPU its name, table key, SM count, cache size
-and the CuPy version. The key is stored in the file too and checked on load. Files are written
-atomically (:func:`.files.writing_atomically`). A file that is not valid JSON, not of this schema
-(a figure that is not a positive number, no vector peak) or keyed for another machine is a
-:class:`CorruptCache`, which the caller recalibrates and replaces; a cache folder that cannot be
-written to costs a warning, not the run.
-
-A re-measure never makes the cache worse (:func:`keep_best`): each figure keeps the better of the
-cached and the new value.
+Each file holds its key; an unusable one is a :class:`CorruptCache`; a re-measure keeps each figure's
+better value (:func:`keep_best`). The key and the rules: docs/architecture.md ("Files and locks").
 """
 
 from __future__ import annotations

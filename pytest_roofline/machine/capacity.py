@@ -1,12 +1,7 @@
-"""How much of each cache level this process gets: the knees of a footprint sweep.
+"""How much of each cache level this process gets: the knees of a footprint sweep (:func:`sweep`).
 
-sysfs (or a GPU's driver) says what the hardware has, not what a process sees (a VM's share of the
-host's L3, one die's slice, a MIG slice's L2). So one kernel is swept, warm, over growing
-footprints (:func:`sweep`); its rate's staircase gives a knee per level (:func:`find_knees`, pure);
-a sweep whose last knee lies below the reported size is taken again and each level keeps the largest
-capacity found (:func:`repeated`, :func:`widest`); sysfs's sizes are the first guess for which knee
-is which level (:func:`capacities`, pure). The rules and their figures, and why: docs/cache.md
-("How big the caches are").
+:func:`find_knees` and :func:`capacities` (pure) find each level's knee; :func:`repeated` and
+:func:`widest` keep the largest over repeated sweeps. Why: docs/cache.md ("How big the caches are").
 """
 
 from __future__ import annotations

@@ -77,17 +77,14 @@ def measure_cpu(
     available: Callable[[], int | None] | None = None,
     sweep: Callable[[Sequence[CacheInfo]], Sweep] | None = None,
 ) -> Ceilings:
-    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy (see the
-    module docstring).
+    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy.
 
-    ``caches`` are the levels sysfs lists (default: :func:`..timing.host_caches.cpu_caches`), the
-    first guess of the capacity sweep ``sweep(caches)`` (default: :func:`.cachelevels.measure_capacities`);
-    ``available()`` the memory the process may still take (default:
-    :func:`..timing.host_memory.available_memory`). ``array_bytes`` defaults to 4× the effective
-    last-level cache, within memory (:func:`array_bytes_for`); ``matmul_n`` to a size chosen so one
-    call takes about ``matmul_target_s``. Matmul runs first, then the bandwidth kernels get what is
-    left of ``budget_s`` (each runs at least once, at most :data:`MAX_KERNEL_RUNS` times), then
-    matmul runs again and the better round counts. ``clock`` times every call.
+    ``caches`` (default :func:`..timing.host_caches.cpu_caches`) are the first guess of ``sweep(caches)``
+    (default :func:`.cachelevels.measure_capacities`); ``available()`` is the memory the process may
+    still take (default :func:`..timing.host_memory.available_memory`). ``array_bytes`` defaults to
+    :func:`array_bytes_for`, ``matmul_n`` to a call of about ``matmul_target_s``. Matmul runs, then the
+    bandwidth kernels share what is left of ``budget_s`` (1 to :data:`MAX_KERNEL_RUNS` runs each), then
+    matmul again, the better round counting. ``clock`` times every call.
     """
     import numpy as np
 

@@ -1,19 +1,7 @@
 """The CPU's theoretical compute peak: cores × max clock × FLOPs per cycle from its SIMD flags.
 
-It is a hard *upper* bound, not an estimate: a measured rate above it is a counting bug (a wrong
-FLOP count, a timer that missed work), whatever the noise. So every uncertain choice errs high:
-
-- **cores** are the logical CPUs this process may run on, SMT siblings included, each assumed as
-  fast as the fastest core (hybrid and big.LITTLE parts too);
-- **the clock** is the highest max clock cpufreq reports for any of those CPUs, else lscpu's
-  ``CPU max MHz``, else the base clock (the model name's ``@ 2.20GHz`` or ``/proc/cpuinfo``'s
-  ``cpu MHz``, whichever is higher) times :data:`BOOST_ALLOWANCE`, since a VM shows the nominal
-  clock while its cores may boost;
-- **FLOPs per cycle** assume two FMA units per core wherever the flags cannot tell (table below).
-
-Only Linux on x86 and 64-bit Arm is read; elsewhere (macOS, Windows, other architectures) the peak
-is unknown and said so, never guessed. Nothing here imports numpy or pytest, and the machine is
-read once per process (:func:`system_peak`).
+A hard *upper* bound, so every uncertain choice errs high: docs/methodology.md ("Why the CPU's theoretical
+peak errs high"). Nothing here imports numpy or pytest; the machine is read once (:func:`system_peak`).
 """
 
 from __future__ import annotations
@@ -118,11 +106,10 @@ def derive_peak(
 ) -> CpuPeak | str:
     """The peak derived from these texts, or the reason it cannot be (a phrase, for ``unknown (...)``).
 
-    ``cpuinfo`` is ``/proc/cpuinfo``; ``lscpu`` lscpu's output (``LC_ALL=C``), when it was run;
-    ``max_khz`` the highest ``cpufreq/cpuinfo_max_freq``, when there is one; ``boost_unlisted``
-    says that ``max_khz`` is the highest non-boost clock (acpi-cpufreq with boost enabled lists no
-    boost states), so it gets the boost allowance; ``sve_bits`` the SVE vector length, when
-    known; ``cores`` the logical CPUs counted; ``machine`` ``platform.machine()``.
+    ``cpuinfo``: ``/proc/cpuinfo``; ``lscpu``: lscpu's output (``LC_ALL=C``), if run; ``max_khz``: the
+    highest ``cpufreq/cpuinfo_max_freq``, if any, a clock without boost (given the boost allowance) when
+    ``boost_unlisted``; ``sve_bits``: the SVE vector length, if known; ``cores``: the logical CPUs
+    counted; ``machine``: ``platform.machine()``.
     """
     if cores < 1:
         raise InvalidValueError(f"cores must be a positive integer; got {cores!r}")

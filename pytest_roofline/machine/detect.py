@@ -1,21 +1,7 @@
-"""Which device a run uses: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or a table key.
+"""Which device a spec means: ``auto`` (the first GPU CuPy sees, else this CPU), ``cpu`` (this CPU,
+measured), ``cuda`` (GPU 0) or ``cuda:N`` (visible), a table key or a driver's name; keywords in any case.
 
-:func:`parse_target` is cheap enough for option parsing: it never calibrates, and imports CuPy (through
-:mod:`pytest_roofline.timing.cuda`, lazily) only when the spec needs to know which GPUs are
-there: ``auto``, ``cuda[:N]``, and a table GPU, to learn whether it is this machine's. A table
-device without local hardware is fine for estimates and an error for measurements
-(:func:`require_local`). :func:`detect_device` and :func:`get_device` turn specs into devices;
-``cpu`` is this machine's measured CPU (:func:`pytest_roofline.machine.calibrate.cpu_device`).
-
-The spec grammar, case-insensitive for the keywords:
-
-- ``auto``: the first CUDA device when CuPy sees one, else this CPU (:func:`auto_spec`);
-- ``cpu``: this CPU, with measured ceilings;
-- ``cuda`` (= ``cuda:0``) or ``cuda:N``: GPU N, which must be visible;
-- a table key (``h100-sxm``) or the name a driver reports (``NVIDIA H100 80GB HBM3``).
-
-Under pytest-xdist, a run's ``auto`` or ``cuda`` means GPU i mod n to worker ``gw<i>``
-(:func:`worker_device_spec`), so the workers of a machine with n GPUs measure side by side.
+:func:`parse_target` never calibrates, and imports CuPy only when the spec asks which GPUs are there.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """One timing window per device at a time, across the pytest-xdist workers of one test run.
 
-Two workers timing kernels on one device at once slow each other down, and both verdicts suffer.
-So each measurement holds its device's lock: an exclusive ``flock`` on an empty file in the temp
-dir, ``pytest-roofline-<run id>-<device>.lock``, shared by the workers of one run (the run id is
-pytest-xdist's ``testrunuid``) and by no other run. Only the timing windows are serialized: a
-test's own code, and every test that only checks correctness, keeps running in parallel.
-
-The OS releases a lock when its holder exits, crashed or not, so a dead worker never blocks the
-others. The files are created on first use and never deleted while workers may use them: the
-controller removes them when the run ends (:func:`remove_lock_files`); a run killed before that
-leaves a few empty files behind, harmless.
-
-Where a lock cannot be made (no ``fcntl``, as on Windows, or a temp dir that cannot be written)
-measurements go unlocked, with one note: a verdict measured beside another worker is noisier,
-never wrong in a way a crash would be better than. A serial run (no run id) locks nothing.
+Each measurement holds an exclusive ``flock`` on its run's and device's lock file; where none can be
+made it measures unlocked, with one note: docs/architecture.md ("Files and locks").
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""Files: every write that must be whole or not at all, and the file locks that let pytest-xdist
-workers take turns.
+"""Files: every write that must be whole or not at all, and the locks pytest-xdist workers take turns by.
 
-**The plugin's own files** (the calibration cache, the per-device timing locks, the compiler's
-cache) live in :func:`cache_dir`, are written by :func:`writing_atomically` (mode 0600, flushed to
-disk before they replace the old one) and locked with POSIX ``flock``: the OS releases a lock when
-its holder exits, crashed or not, so a dead worker never blocks the others.
-
-**The files a user names** (the JSON report, the baseline, the plot, the Markdown summary) are
-written by :func:`write` and :func:`append`. A regular file, or a new path, is written to a
-temporary file beside it and renamed over it, with the existing file's mode (a new one gets 0666
-less the umask, as any program's output would). A symlink is followed: the file it points to is
-replaced, the link kept. A character device (``/dev/null``, a terminal) or a pipe is written in
-place, since renaming over one would destroy it; it is opened non-blocking, so a FIFO nobody reads
-is an error rather than a hang. Every error is an OSError naming the path the user gave, never a
-temporary file. :func:`problem` is the check made before a run (and before a command works), so
-that a path that cannot be written is a usage error before any test runs rather than a lost report
-at the end; it creates and removes the temporary file a write would, and leaves an existing file as
-it is.
+The plugin's own files: :func:`cache_dir`, :func:`writing_atomically`; those a user names: :func:`write`,
+:func:`append`, checked before a run by :func:`problem`. The rules: docs/architecture.md ("Files and locks").
 """
 
 from __future__ import annotations
@@ -173,7 +158,7 @@ def _held_open(pipe: os.stat_result) -> bool:
 
 
 def write(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` (see the module's docstring); returns the path of what was written."""
+    """Write ``data`` to ``path`` (the rules: docs/json.md); returns the path of what was written."""
     try:
         existing: os.stat_result | None = os.stat(path)
     except FileNotFoundError:

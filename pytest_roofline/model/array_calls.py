@@ -1,23 +1,8 @@
 """NumPy's and CuPy's calls the catalogue knows, mapped to its ops with the shape from the arguments.
 
-- ufuncs (``np.add``, ``np.exp``, SciPy's ``special`` functions: any elementwise ufunc, with
-  ``out=``): ``elementwise`` over the output's ``n`` elements, the inputs read once each, the
-  outputs written once, one FLOP per element (the catalogue's count; a transcendental function is
-  one, as softmax counts its exp). Inputs broadcast to the output, or arrays in several formats,
-  are counted as the arrays really are, with ``custom``;
-- ``matmul``, ``dot`` (a function, or an array's method) and ``@`` (``operator.matmul``): ``gemm``
-  (batch dimensions of a matrix times a matrix fold into M), ``gemv`` or ``dot``; ``einsum`` whose
-  subscripts are a matrix product (``ij,jk->ik``, ``ij,jk``, ``bij,bjk->bik``): ``gemm``;
-- ``copyto``: ``copy``; reductions (``sum``, ``max``, ``min``, ``mean``, as functions or methods of
-  the array) over an axis or all of them: ``reduction``.
-
-Functions that only view or move data (``reshape``, ``concatenate``...) do no arithmetic
-(:func:`moves_only`): a count of a kernel's calls prices them at no FLOPs.
-
-A call is matched by identity with the library's own function, looked up in the module already
-imported (``sys.modules``): nothing is imported here, and a function that merely shares a name is
-never taken for the library's. A call that does not fit (``where=``, an ``axes=``, arguments that do
-not broadcast) maps to nothing, and the next tier answers.
+Which calls, and how each counts: docs/usage.md ("Budgets without an op"), docs/floor.md ("A call
+with no op"). A call is matched by identity with the library's own function, in the module already
+imported (``sys.modules``: nothing is imported here); one that does not fit maps to nothing.
 """
 
 from __future__ import annotations

@@ -23,14 +23,11 @@ def _quantized(p: Params, operand: str, size: float) -> bool:
 def _gemm(p: Params, size: float) -> Cost:
     """C[M,N] = A[M,K] @ B[K,N], ``batch`` times.
 
-    FLOPs 2·batch·M·N·K (one multiply and one add per term); bytes batch·(M·K·a + K·N·b + M·N·c +
-    scales): A and B read once, C written once, each at its own storage size (``a_dtype``,
-    ``b_dtype``, ``c_dtype``; ``dtype`` where not given: it is the math and picks the peak). With
-    ``group_size`` g, B (the weights) carries one ``scale_dtype`` per g elements along K, K·N/g
-    scales (A too when it is stored in 4 bits: NVFP4, MXFP4). W4A16: dtype=bf16 b_dtype=int4
-    group_size=128. Assumes C is not read (beta = 0) and that a tiled kernel keeps its reuse on
-    chip; the floor therefore ignores re-reads a real kernel may pay for. Complex data: each term
-    is a complex multiply-add, 8 real FLOPs (the count × 4; a 3M kernel does fewer).
+    FLOPs 2·batch·M·N·K; bytes batch·(M·K·a + K·N·b + M·N·c + scales): A and B read once, C written
+    once, each at its own storage size (``a_dtype``, ``b_dtype``, ``c_dtype``, else ``dtype``'s), and
+    with ``group_size`` g one ``scale_dtype`` per g elements along K of B (of A too where it is stored in
+    4 bits). Assumes C is not read (beta = 0) and a tiled kernel keeps its reuse on chip. Complex data:
+    the count × 4 (a 3M kernel does fewer). Operand dtypes and scales: docs/llm.md ("Per-operand dtypes").
     """
     b, m, n, k = p["batch"], p["M"], p["N"], p["K"]
     operands = (("a", m * k), ("b", k * n))
@@ -247,22 +244,12 @@ register_op(OpSpec(
 def _attention(p: Params, size: float) -> Cost:
     """Fused scaled-dot-product attention, O = softmax(Q·Kᵀ)·V, as FlashAttention and FlashInfer count it.
 
-    Forward FLOPs 2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v): Q·Kᵀ and P·V over the
-    visible (query, key) pairs, softmax not counted. Without a mask avg_k = seq_k. ``causal`` is
-    aligned bottom-right (the last query sees every key, as in a KV cache): avg_k = (max(0, seq_k −
-    seq_q) + seq_k)/2, FlashAttention's benchmark convention (for seq_q > seq_k, where the first
-    queries see nothing, the seq_k visible rows count seq_k/2 each). ``window`` w (a causal sliding
-    window, Mistral's and Gemma's) caps each query at w keys along that ramp. ``pass`` (fwd unless given): bwd
-    is 2.5× and fwd+bwd 3.5× the forward FLOPs.
-
-    Bytes: Q + K + V + O, Q and O at ``heads`` and K, V at ``kv_heads`` (GQA/MQA: a decode kernel
-    reads the KV cache once per KV head, not once per query head; LLM-Viewer#12 charged GQA as MHA),
-    each at its dtype (``q_dtype``, ``kv_dtype``, ``o_dtype``). With a window only the last
-    w + seq_q − 1 keys are read. ``shared_kv`` (MLA's latent cache: V is the first head_dim_v
-    values of each cached K row) reads the cache once, kv_heads·keys·head_dim. The score matrix
-    never leaves the chip (a non-fused kernel moves seq_q·seq_k more per head); a paged cache
-    moves the same bytes. Backward reads Q, K, V, dO and
-    writes dQ, dK, dV. Decode is seq_q=1. No complex form: its softmax needs real scores.
+    Forward FLOPs 2·batch·heads·seq_q·avg_k·(head_dim + head_dim_v), the softmax not counted: avg_k =
+    seq_k, or with ``causal`` (bottom-right) (max(0, seq_k − seq_q) + seq_k)/2, each query's keys capped
+    at ``window``; ``pass`` bwd is 2.5× and fwd+bwd 3.5× that. Bytes: Q and O at ``heads``, K and V at
+    ``kv_heads`` (only the last window + seq_q − 1 keys; the cache once with ``shared_kv``), each at its
+    dtype, the scores kept on chip; backward reads Q, K, V, dO and writes dQ, dK, dV. No complex form (its
+    softmax needs real scores). Each term, and why: docs/llm.md ("Attention as kernels count it").
     """
     b, h, sq, sk, d = p["batch"], p["heads"], p["seq_q"], p["seq_k"], p["head_dim"]
     kvh = p["kv_heads"] or h
@@ -379,13 +366,9 @@ register_op(OpSpec(
 
 
 def _fft(p: Params, size: float) -> Cost:
-    """``batch`` complex-to-complex FFTs of n points each.
-
-    FLOPs 5·batch·n·log2(n), the conventional count of a radix-2 transform in real FLOPs (the one
-    FFT benchmarks quote for every n; an actual algorithm does somewhat fewer); bytes
-    2·batch·n·size, size the complex item size: the input read once, the output written once. A
-    multi-dimensional transform is counted with n its total number of points (the log of a product
-    is the sum of the logs).
+    """``batch`` complex-to-complex FFTs of n points each: FLOPs 5·batch·n·log2(n), the conventional count
+    in real FLOPs; bytes 2·batch·n·size (size: the complex item size), the input read once and the output
+    written once. A multi-dimensional transform is one of n = all its points. Why: docs/floor.md ("Ops").
     """
     n, b = p["n"], p["batch"]
     return Cost(flops=5 * b * n * math.log2(n), bytes=2 * b * n * size)

@@ -426,14 +426,10 @@ class Device:
         return self.peaks.get((precision.rate_class, unit))
 
     def resolve_peak(self, precision: Precision, unit: Unit) -> tuple[Figure | None, Unit]:
-        """The peak a kernel of this precision and unit runs against, falling back honestly.
-
-        A missing tensor peak falls back to the vector one (the kernel cannot use units that
-        are not there). A missing vector peak for a narrow float format falls back to the fastest
-        float vector peak the sheet has, marked derived: narrow formats are at least as fast as fp32
-        on every device we know, and a floor must never be above the true best time. Integer rates
-        are not on datasheets and have no such relation to float ones: a missing integer peak is
-        None, the compute side unknown.
+        """The peak a kernel of this precision and unit runs against, falling back honestly: a missing tensor
+        peak to the vector one, a narrow float format's missing vector peak to the fastest float vector peak
+        (marked derived); a missing integer peak is None, the compute side unknown. Why: docs/floor.md
+        ("Precisions and units").
         """
         figure = self.peak(precision, unit)
         if figure is not None:

@@ -1,12 +1,7 @@
-"""Attained at the clock a GPU held: a datasheet peak assumes a clock, and a GPU at its power limit
-runs below it (kernelmeter's "attained at held clock").
-
-A compute-bound kernel's rate follows the SM clock, so at the held clock its attained fraction is
-``attained x quoted clock / held SM clock`` (the held clock: the median of the busy samples',
-:attr:`~.conditions.ClockLog.median_sm_mhz`). A memory-bound kernel's follows the memory clock,
-which the datasheet bandwidth assumes at its maximum: ``attained x maximum / held memory clock``,
-equal to attained while the memory clock held its maximum (an HBM GPU's does under the power cap,
-which lowers the SM clock only). Why not the SM clock for it too: docs/gpu.md.
+"""Attained at the clock a GPU held (kernelmeter's "attained at held clock"): a compute-bound kernel's
+``attained x quoted clock / held SM clock`` (the busy samples' median,
+:attr:`~.conditions.ClockLog.median_sm_mhz`), a memory-bound one's ``attained x maximum / held
+memory clock``. Why, and why not the SM clock for both: docs/gpu.md ("Attained at the held clock").
 """
 
 from __future__ import annotations

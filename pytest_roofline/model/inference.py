@@ -1,21 +1,7 @@
-"""A budget with no op: what the kernel call is, inferred in three tiers, and what is known of it.
-
-1. **catalogue**: a library call the catalogue knows (:mod:`.array_calls` for NumPy and CuPy,
-   :mod:`.torch_calls` for PyTorch) is its op, with the shape from the arguments: the floor is the
-   one an explicit marker gives, to the byte and the FLOP (:func:`catalogue_call`);
-2. **flop_counter**: FLOPs counted by running the kernel once, its bytes as in tier 3 (a
-   :class:`FlopCount` says what counted them). A PyTorch callable of any composition: its FLOPs as
-   PyTorch's ``FlopCounterMode`` counts them (matmul, convolution and attention; not elementwise
-   work). A function of NumPy arrays (``def matmul(a, b): return a @ b``): the NumPy calls it made
-   on its array arguments, each priced as tier 1 prices it, summed (:func:`count_numpy_calls`);
-   unknown, with the reason, where a call has no price or an array it holds was never seen in one
-   (captured in a closure, stripped by ``np.asarray``, handed to a C extension);
-3. **arguments**: anything else: the compulsory bytes of the arrays it was given or captured, each
-   once, plus what it returns; its FLOPs as ``flops=`` says, else unknown.
-
-Tiers 2 and 3 run the kernel once (``timing/footprint.py``); this module only says what their
-findings mean (:func:`from_arrays`). ``flops=`` and ``bytes=`` given alone override their half of
-any tier (:func:`with_given`). An :class:`Inference` knows the explicit marker that pins it.
+"""A budget with no op: what the kernel call is, inferred in three tiers (catalogue, flop_counter,
+arguments: docs/usage.md, "Budgets without an op"), and what is known of it. Tiers 2 and 3 run the
+kernel once (``timing/footprint.py``); this module says what their findings mean (:func:`from_arrays`,
+:func:`count_numpy_calls`), and ``flops=`` or ``bytes=`` given alone override their half (:func:`with_given`).
 """
 
 from __future__ import annotations

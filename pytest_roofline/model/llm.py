@@ -1,16 +1,6 @@
-"""A whole model's step, op by op: a Hugging Face ``config.json`` turned into the catalogue's ops.
-
-One decode step (``batch`` sequences, one new token each, ``context`` tokens already cached) or one
-prefill (``prompt`` new tokens per sequence) is the list of kernels an inference engine such as vLLM
-runs: per layer the fused residual add + RMSNorm, the QKV projection, rotary embedding, the KV-cache
-write, attention, the output projection, the second norm, and the MLP (or the router and the fused
-MoE); once per step the embedding gather, the final norm and the LM head (for the last token of
-each sequence only, as vLLM computes logits). Its floor is the **sum** of the ops' floors: the
-kernels run one after another, so a memory-bound norm cannot hide under a compute-bound GEMM.
-
-Families: llama, mistral, qwen2/qwen3 (dense), gemma/gemma2/gemma3 (sliding-window layers),
-mixtral and qwen2_moe/qwen3_moe (experts), deepseek_v2/v3 (multi-head latent attention, as vLLM
-runs it: decode on the absorbed latent cache, prefill up-projected; routed and shared experts).
+"""A whole model's step, op by op: a Hugging Face ``config.json`` turned into the catalogue's ops, the
+kernels an inference engine such as vLLM runs for one decode or prefill step, whose floor is the sum
+of theirs. Which kernels, which families and fields, and why the sum: docs/llm.md ("A whole model").
 Pure arithmetic: no pytest, no numpy, no network (only the file the user names).
 """
 

@@ -83,16 +83,13 @@ register_op(OpSpec(
 
 
 def _moe(p: Params, size: float) -> Cost:
-    """A fused MoE block: route each token to top_k experts, run their MLPs, combine: vLLM's fused_moe.
+    """A fused MoE block, vLLM's fused_moe: each token routed to top_k experts, their MLPs run, combined.
 
-    FLOPs 2·tokens·top_k·hidden·intermediate·(3 if gated else 2): per routed token, gate and up
-    (hidden → 2·intermediate) and down (intermediate → hidden). Bytes: the weights of the experts
-    hit, hidden·intermediate·(3 or 2) each at ``w_dtype`` (with ``group_size``, their block scales),
-    plus the tokens read and written (2·tokens·hidden·size) and the routing (top_k ids and fp32
-    weights per token). The experts hit are ``active`` where given, else min(tokens·top_k, experts):
-    balanced routing, the most any routing can touch. Skewed routing touches fewer (as few as top_k)
-    and moves fewer bytes: the balanced count is the upper bound of the weight traffic, so pass
-    ``active=`` to judge a kernel under a known skewed routing.
+    FLOPs 2·tokens·top_k·hidden·intermediate·(3 if gated else 2): gate and up, then down, per routed
+    token. Bytes: hidden·intermediate·(3 or 2) weights per expert hit at ``w_dtype`` (with ``group_size``,
+    their block scales), the tokens read and written (2·tokens·hidden·size) and the routing (top_k ids and
+    fp32 weights per token). The experts hit: ``active``, else min(tokens·top_k, experts), the most any
+    routing hits (docs/llm.md, "vLLM's kernel set").
     """
     t, k, h, i = p["tokens"], p["top_k"], p["hidden"], p["intermediate"]
     mats = 3 if p["gated"] else 2

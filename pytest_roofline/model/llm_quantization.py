@@ -1,12 +1,6 @@
-"""A checkpoint's ``quantization_config``, as a step's weights read it.
-
-Read: AWQ (int4 weights, one fp16 scale per ``group_size`` along K), GPTQ (int4 or int8, likewise)
-and FP8 (e4m3 weights; with an ``activation_scheme`` the linear layers' math is fp8 too, W8A8, as
-vLLM runs such checkpoints on GPUs with fp8 tensor cores). Zero points and per-block or per-channel
-scales are not counted: they are a small part of the weights' bytes, and leaving them out keeps
-the floor a floor. Any other method (bitsandbytes, compressed-tensors, GGUF, ...) is named as not
-read, so that a step never assumes bf16 weights in silence; ``--weight-dtype`` (``weight_dtype=``)
-then says what the weights are.
+"""A checkpoint's ``quantization_config``, as a step's weights read it: AWQ, GPTQ and FP8 are read, any
+other method is named as not read. What each gives, and what is not counted: docs/llm.md ("What is
+read from a config.json").
 """
 
 from __future__ import annotations

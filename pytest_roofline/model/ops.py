@@ -1,15 +1,9 @@
 """The op catalogue, loaded: import an op lookup from here, never from :mod:`.op_registry`.
 
-Importing this module registers every catalogue: the built-in ops (:mod:`.builtin_ops`), the LLM
-kernels (:mod:`.llm_ops`) and the whole-model ``llm`` op (:mod:`.llm_op`). The lookups and
-registrations below are the registry's own (:mod:`.op_registry`, which defines them and the types,
-:class:`~.op_registry.OpSpec`, :class:`~.op_registry.Param`, :class:`~.op_registry.OpError`: import
-those from there); taken from here, they see the whole catalogue. The registry cannot load the
-catalogues itself: they register into it, and the ``llm`` op looks the others up, so they sit above it.
-
-Byte counts are the *ideal* DRAM traffic: every input read once, every output written once, as a
-perfectly fused kernel would. That is what makes the result a floor: a kernel that re-reads memory
-pays for it in measured time, and the gap shows up as a lower attained fraction.
+Importing this module registers every catalogue (:mod:`.builtin_ops`, :mod:`.llm_ops`, :mod:`.llm_op`).
+The registry, which defines the lookups and the types (import those from there), cannot load them
+itself: they register into it, and the ``llm`` op looks the others up. What an op counts:
+docs/floor.md ("Ops").
 """
 
 from __future__ import annotations

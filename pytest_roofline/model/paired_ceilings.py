@@ -1,15 +1,7 @@
-"""Ceilings measured beside the kernel: a calibrated figure scaled by a probe timed in the same window.
-
-A kernel measured *now* must be judged against the ceiling of *now*: on a shared machine the same
-``np.add`` runs at half its quiet speed beside a memory-bound neighbour, and a calibration taken at
-a busy moment understates the machine for every later run. So a calibration measures, beside each
-figure F (bandwidth, fp64 and fp32 FLOP/s), a short reference probe P of the same resource, under
-the same load; F / P is then a property of the machine, not of the moment. While a kernel is
-sampled the probe runs again, interleaved with it (:mod:`pytest_roofline.timing.engine`), and the
-ceiling of that window is ``F x P_now / P_calibration``. The calibration's absolute level cancels
-out: a calibration taken at half speed has F and P both halved.
-
-Pure arithmetic: no numpy, no pytest. The probes themselves are built in :mod:`pytest_roofline.timing.probes`.
+"""Ceilings measured beside the kernel: a calibrated figure F scaled by a probe timed in the same window,
+``F x P_now / P_calibration`` (P: the probe's rate). Pure arithmetic: the probes are built in
+:mod:`pytest_roofline.timing.probes` and run beside the kernel by :mod:`pytest_roofline.timing.engine`.
+Why: docs/verdicts.md ("Budgets and verdicts").
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """A paired A/B comparison: base and head measured in turns, rounds turned into a verdict.
 
-``--roofline-against REF`` measures the base version of a test and the head version in turns on one
-machine, in ABBA blocks (base, head, head, base), each turn a short measurement (a *round*) giving
-the kernel's median time per call. This module turns those rounds into a verdict (:data:`RULES`,
-tried in turn); it times nothing. Why the rules are what they are: docs/ci.md ("How the rounds
-become a verdict").
+``--roofline-against REF`` measures them in ABBA blocks, each turn a *round* giving the kernel's
+median time per call; this module times nothing, and judges the rounds by :data:`RULES`, tried in
+turn. Why the rules are what they are: docs/ci.md ("How the rounds become a verdict").
 """
 
 from __future__ import annotations

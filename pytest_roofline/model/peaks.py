@@ -1,31 +1,7 @@
-"""User peaks files (``--roofline-peaks FILE``) and the peak keys they use (``"bf16:tensor"``); a
-CPU's theoretical peak (:class:`CpuPeak`, worked out from the machine by :mod:`..machine.cpupeak`).
-
-A peaks file, read by :func:`load_peaks_file`, is a JSON object::
-
-    {
-      "name": "my-gpu",                       # required without a base device
-      "key": "my-gpu",                        # optional: default the base's key, else from the name
-      "kind": "cuda",                         # cpu | cuda | rocm; required without a base device
-      "bandwidth_gbs": 3350,                  # DRAM bandwidth, GB/s (1e9 bytes per second)
-      "peaks_tflops": {"bf16:tensor": 989.4, "fp32:vector": 66.9},
-      "peaks_gflops": {"fp64:vector": 33500}, # the same, in GFLOP/s (handier for CPUs)
-      "llc_mib": 50,                          # optional: last-level cache, MiB
-      "cores": 132,                           # optional: SMs, CUs or CPU cores
-      "notes": ["anything worth printing"]    # optional
-    }
-
-A peak's key is ``precision:unit``: the precision in any spelling :func:`~.model.parse_dtype`
-accepts (``fp32``, ``float32``, ``bf16``, ``fp8``, ``int8``, ``int32``, ...), the unit ``tensor``
-or ``vector``; integer figures are TOPS (or GOPS), and give integer kernels the compute side no
-datasheet has (``int32:vector``; an unsigned format shares its signed width's peak). Complex
-formats have no key: they run at their parts' peaks (``fp32`` for complex64). Every figure in
-the file is :attr:`Source.USER`. With a base device, the figures the file does not give are kept
-from the base; without one, the file needs ``name``, ``kind``, ``bandwidth_gbs`` and at least one
-``vector`` peak. Any mistake is one
-:class:`~.devices.DeviceError` naming the file, the key and the value.
-
-The calibration cache (``calibrate.py``) writes its peaks under the same keys.
+"""User peaks files (``--roofline-peaks FILE``, :func:`load_peaks_file`) and the peak keys they and the
+calibration cache use (``"bf16:tensor"``); a CPU's theoretical peak (:class:`CpuPeak`, worked out
+from the machine by :mod:`..machine.cpupeak`). A peaks file's fields: docs/floor.md ("Ceilings"),
+docs/options.md ("Your own peaks").
 """
 
 from __future__ import annotations
@@ -93,7 +69,7 @@ _KINDS: tuple[Kind, ...] = ("cpu", "cuda", "rocm")
 
 
 def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
-    """A device from a user peaks file (schema in the module docstring); ``base`` fills the gaps."""
+    """A device from a user peaks file (its fields: docs/floor.md, "Ceilings"); ``base`` fills the gaps."""
     path = Path(path)
 
     def fail(message: str) -> DeviceError:

@@ -1,20 +1,8 @@
 """How far a measurement moves between runs of unchanged code, beyond the interval one run reports: a
-run cannot see it (its samples share the run's machine state), so it is a prior, measured on a
-reference machine of each kind and stated with every record (the JSON's ``between_runs``). A
-baseline comparison starts from it and pools it with a history's own spread
-(:func:`pytest_roofline.output.comparison.run_noise`).
-
-Each figure is the standard deviation of log(attained) between runs:
-
-- the CPU's (:data:`RUN_NOISE`): the 2-core reference VM, ``benchmarks/gate_noise.py``
-  (docs/methodology.md);
-- a GPU's memory- or latency-bound kernel (:data:`GPU_RUN_NOISE`): an H200, six processes in two
-  leases (``benchmarks/gpu_runs/2026-11-28-h200``, ``between_runs.py``): the medians of one kernel
-  spread by up to 4.8% (a warm GEMV; a copy 0.1%, decode attention 2.1%) where each run reported
-  ±0.05-0.6%;
-- a GPU's compute-bound kernel (:data:`GPU_COMPUTE_RUN_NOISE`): the same runs' bf16 and fp8 GEMMs
-  spread by 11-15%: their time follows the SM clock, which the power cap takes down to 75-78% in
-  some runs and not in others (at an NVML-reported clock of 1980 MHz in most of them).
+prior (the standard deviation of log(attained) between runs, measured on a reference machine of each
+kind) stated with every record (the JSON's ``between_runs``), which a baseline comparison pools with a
+history's own spread (:func:`pytest_roofline.output.comparison.run_noise`). The figures' evidence:
+docs/methodology.md ("The regression gate across runs"), docs/gpu.md ("What the second round showed").
 """
 
 from __future__ import annotations

@@ -27,16 +27,10 @@ MIN_PRECISION_SAMPLES = 6
 
 
 def median_ci_ranks(n: int) -> tuple[int, int]:
-    """1-based ranks ``(lo, hi)`` of the order statistics bounding a 95% interval for the median.
-
-    Distribution-free: the number of samples below the true median is Binomial(n, 1/2), with mean
-    ``n/2`` and standard deviation ``√n/2``. Its normal approximation, with a continuity correction
-    that keeps the ranks symmetric about the sample median's rank ``(n+1)/2``, gives
-    ``lo = ⌊n/2 − 1.96·√n/2⌋`` and ``hi = n + 1 − lo`` (= ``⌈n/2 + 1 + 1.96·√n/2⌉``), clamped
-    to ``[1, n]``. For n = 100 this is (40, 61), the textbook interval.
-
-    The clamping means that for n < 6, where no pair of order statistics reaches 95% coverage,
-    the interval is ``[min, max]`` (coverage 1 − 2^(1−n)): it is then narrower than an honest one.
+    """1-based ranks ``(lo, hi)`` of the order statistics bounding a distribution-free 95% interval for
+    the median: ``lo = ⌊n/2 − 1.96·√n/2⌋``, ``hi = n + 1 − lo``, clamped to ``[1, n]`` ((40, 61) for
+    n = 100). For n < 6 that is ``[min, max]``, narrower than an honest interval. Why: docs/verdicts.md
+    ("Budgets and verdicts").
     """
     if n < 1:
         raise InvalidValueError(f"n must be >= 1; got {n}")

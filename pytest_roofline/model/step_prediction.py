@@ -131,14 +131,9 @@ def match_op(
     evidence: Sequence[Evidence],
 ) -> Match | None:
     """The fraction an op of the step attains, from ``evidence`` of the same op and dtype (the step's
-    device's own when it has any, else another's); None when there is none of its kind.
-
-    - **exact**: a measurement with the op's params, or its bytes and FLOPs (several: the tightest
-      interval);
-    - **interpolated**: measurements either side of its bytes and none at them: the nearest (by
-      :func:`distance`) on each side, the fraction (and each end of its interval) linear in
-      ln(bytes) between theirs;
-    - **nearest**: otherwise the one at the smallest :func:`distance`.
+    device's own when it has any, else another's), matched exact, interpolated or nearest (by
+    :func:`distance`) as docs/llm.md ("Predicting the step from the suite") says; None when there is
+    none of its kind.
     """
     kind = [e for e in evidence if e.op == op and e.dtype == dtype]
     kind = [e for e in kind if e.own_device] or kind

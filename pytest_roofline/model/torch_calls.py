@@ -1,21 +1,8 @@
 """PyTorch's calls the catalogue knows, mapped to its ops with the shape from the tensors.
 
-- ``torch.mm``, ``torch.bmm``, ``torch.matmul`` (and ``@``), ``torch.addmm``, ``F.linear``: ``gemm``
-  (or ``gemv``, ``dot`` for 1-D operands, as matmul's rules say). The bias of ``addmm`` and
-  ``linear`` is not counted, as a ``gemm`` marker would not count it: N values read and M·N adds,
-  a fraction 1/K of the work;
-- ``F.layer_norm`` with its weight and bias, ``F.rms_norm`` with its weight: ``layernorm``,
-  ``rmsnorm`` (without them, ``custom``: the catalogue's norms read their affine parameters);
-- ``F.softmax``: ``softmax`` over ``dim``;
-- ``F.silu`` (4 FLOPs an element: x / (1 + exp(-x))), ``F.gelu`` (5: 0.5·x·(1 + erf(x/√2)); 9 for
-  its tanh form), ``torch.add`` (2 with an ``alpha``), ``torch.mul``: ``elementwise``;
-- ``F.scaled_dot_product_attention``: ``attention``, the heads and KV heads read from the shapes
-  (``enable_gqa``), ``is_causal`` as ``causal`` where the query and key lengths are equal (PyTorch
-  aligns its causal mask top-left, the catalogue bottom-right: the two differ only there). A call
-  with an ``attn_mask`` maps to nothing: the mask says which pairs count.
-
-Matched by identity with PyTorch's own functions, in the ``torch`` module already imported: without
-PyTorch nothing here runs, and nothing imports it.
+Which calls, and how each counts: docs/usage.md ("Budgets without an op"), docs/floor.md ("A call
+with no op"). Matched by identity with PyTorch's own functions, in the ``torch`` module already
+imported: without PyTorch nothing here runs, and nothing imports it.
 """
 
 from __future__ import annotations

@@ -25,13 +25,9 @@ def check_math(math: object, precision: Precision | None = None) -> None:
 def select_unit(
     spec: OpSpec, params: dict[str, Any], precision: Precision, math: str | None
 ) -> tuple[Precision, Unit]:
-    """The (precision, unit) whose peak bounds this op.
-
-    Matrix-shaped ops use tensor units when the device has them for the precision, except fp32,
-    which runs on tensor units (as TF32) only when the caller says ``math="tf32"``: fp32 GEMMs are
-    IEEE by default in cuBLAS, CuPy and PyTorch, so the TF32 peak would set an unreachable floor.
-    Complex data is real arithmetic on its components: complex64 runs as fp32 does (TF32 tensor
-    units with ``math="tf32"``), complex128 as fp64 (whose tensor units cuBLAS uses for ZGEMM).
+    """The (precision, unit) whose peak bounds this op: a matrix-shaped op's tensor units (fp32's only
+    with ``math="tf32"``, as TF32), complex data as its components' precision. Why: docs/floor.md
+    ("Precisions and units").
     """
     check_math(math, precision)
     if precision.component is not None:

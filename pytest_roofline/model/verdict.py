@@ -1,16 +1,7 @@
-"""The verdict: how close a measured time came to the floor, and the message a kernel engineer reads.
-
-attained = floor / time. Where a probe ran beside the kernel (the CPU's default), the floor is
-computed at the ceiling measured in that same window (:mod:`pytest_roofline.model.paired_ceilings`), so a busy
-machine slows kernel and ceiling alike. The verdict has three outcomes and a guard:
-
-- **pass** / **miss**: attained at or above the budget, or below it, beyond the noise;
-- **inconclusive**: the 95% interval of attained (kernel and probe noise combined) straddles the
-  budget, or the OS saw heavy contention during a measurement that would have missed;
-- **faster than light**: attained above the limit for its ceiling's source by more than the
-  noise, or a FLOP rate above the CPU's theoretical peak (a counting bug, whatever the noise).
-
-No pytest here: the plugin decides what a verdict does to a test.
+"""The verdict: how close a measured time came to the floor (attained = floor / time, at the ceiling
+measured beside the kernel where a probe ran: :mod:`.paired_ceilings`), and the message a kernel
+engineer reads. The outcomes and the rules that give them: docs/verdicts.md. No pytest here: the
+plugin decides what a verdict does to a test.
 """
 
 from __future__ import annotations
@@ -219,13 +210,11 @@ def judge(
 ) -> Judgement:
     """Judge one measurement (no re-measuring here: see :func:`second_look`).
 
-    ``reference``: the calibration's probe for the resource that bounds ``estimate``; with the
-    measurement's probe rates it gives the ceiling of the window. ``peak``: the CPU's theoretical
-    peak, above which a FLOP rate is a counting bug. ``inference``: what was inferred of a call
-    that named no op; with its FLOPs unknown the floor is the memory floor alone, so attained is a
-    lower bound: a pass is a pass, and what would be a miss is inconclusive. So too where the
-    measurement's samples were still falling when it stopped (``Measurement.still_falling``): its
-    time is an upper bound, unless even its fastest call missed the budget.
+    ``reference``: the calibration's probe for the resource that bounds ``estimate`` (with the
+    measurement's probe rates, the ceiling of the window); ``peak``: the CPU's theoretical peak;
+    ``inference``: what was inferred of a call that named no op. Where attained is only a lower bound
+    (FLOPs unknown, samples still falling), a miss may be inconclusive: docs/verdicts.md ("The rules,
+    in order").
     """
     judgement = _judge(estimate, measurement, min_fraction, reference=reference, peak=peak,
                        latency_floor_s=latency_floor_s)  # fmt: skip

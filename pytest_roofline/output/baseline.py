@@ -1,21 +1,7 @@
 """Baselines: an earlier run's JSON report, read and checked. No pytest here.
 
-Any ``--roofline-json`` file is a baseline (``--roofline-save`` writes the same schema). What a
-comparison needs of each measured record is its identity (``nodeid`` and ``name``), the attained
-fraction with its confidence interval, the time, and the device it ran on; every other field is
-read as a report's is, and one that cannot be is an error too. A record that measured nothing
-(``skipped``) is not a baseline for anything.
-Every mistake in the file is a :class:`BaselineError` naming the file and what is wrong: a figure out
-of :data:`ATTAINED_RANGE` or :data:`MAX_TIME_S`, a verdict this version does not know, one test
-measured twice on one device. A history longer than a baseline keeps is trimmed, with a note.
-
-A baseline is a **store**: it keeps one record per test and device (:data:`StoreKey`), so the same
-test measured on an H100 and an A100 keeps both, each compared with its own (:meth:`Baseline.record_for`).
-
-A file is checked here field by field (:data:`SCHEMA_VERSION`, the one this version writes) before
-anything reads it: a file is untrusted input, and its faults must be errors naming them. Each of its
-rows then becomes one :class:`~.records.MeasurementRecord`, as this run's records are: a comparison reads
-the same record type on both sides.
+A file is untrusted input, each fault a :class:`BaselineError` naming it; each measured row becomes a
+:class:`~.records.MeasurementRecord`, one per :data:`StoreKey`. docs/ci.md ("What a save does").
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """A measurement against its baseline: regression, improvement, unchanged, inconclusive. No pytest here.
 
-What is compared is the **attained fraction**, not the time: a fraction is portable across machines
-of one kind and survives a driver or BLAS upgrade that moves the ceiling as much as the kernel.
-
-A run's 95% interval does not cover how far a test moves from one run to the next when nothing
-changed (the machine's state, other jobs, where the allocator put the arrays). So the baseline's
-side is the median of the runs its file keeps (``--roofline-save`` appends, up to
-:data:`HISTORY_RUNS`), and the noise of the ratio is the **run-to-run** noise (or a run's own
-interval where that is wider): the spread of the kept runs, pooled with the record's prior
-(:mod:`pytest_roofline.model.run_noise`: the reference machine's of its kind, the CPU's or a GPU's
-by bound, worth :data:`PRIOR_RUNS` runs) while there are few. A drop beyond the threshold
-is a **regression** only when it is beyond that noise too, at a confidence that keeps the whole
-suite's false alarms to :data:`FALSE_ALARMS` of runs; otherwise it is **inconclusive**: reported,
-never failed. A measurement the machine's load could have disturbed confirms nothing. Improvements
-mirror that, and are never failures. A baseline from another device is compared only when asked.
+Attained fractions are compared, against the baseline's median run and the noise between runs
+(:mod:`pytest_roofline.model.run_noise`'s prior while runs are few): docs/ci.md ("The regression verdict").
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The run as a Markdown section, for ``$GITHUB_STEP_SUMMARY`` or ``--roofline-markdown``. No pytest here.
 
-A pull request's reader wants what went wrong first: misses, regressions and faster-than-light
-results lead the table, then inconclusive ones, then the rest. Every cell is escaped, so a test id
-with a ``|`` or a newline cannot break the table, and shows on GitHub as it is (``<``, ``&``,
-backslashes and backticks included). The section is appended to the file (GitHub
-collects every step's summary in one file, and other tools may write beside us).
+Misses, regressions and faster-than-light results lead, then inconclusive ones; every cell is escaped, so
+a test id shows as it is (``|``, newlines, ``<``, backticks). Appended: other steps and tools write there too.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """One report from many: the ``--roofline-json`` files of a sharded run joined. No pytest here.
 
-A suite split over CI jobs (a job matrix, pytest-split's ``--splits``/``--group``, ``-k``
-selections) leaves one report per shard. :func:`merge_shards` joins them into one that reads as a
-single run's: ``roofline compare``, ``roofline plot``, the Markdown summary and a save read it as
-they read one. It checks as it goes:
-
-- every shard is a report this version reads (its one schema);
-- a test measured in two shards on one machine is an error, unless both rows are the same record
-  (the same file given twice); the same test measured on two machines (an H100 shard and an A100
-  one) keeps both, each its device's;
-- a skipped row of a test that another shard measured goes (the measurement says more);
-- a shard cut short makes the merged run cut short, naming the shard.
+:func:`merge_shards` checks what it joins as docs/ci.md ("Scaling out") says; a skipped row of a test
+another shard measured goes (the measurement says more).
 """
 
 from __future__ import annotations

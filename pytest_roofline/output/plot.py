@@ -1,14 +1,7 @@
 """The roofline plot: arithmetic intensity against achieved FLOP/s, on log-log axes. No pytest here.
 
-Each device used gets a panel: its DRAM-bandwidth slope and a flat roof for each precision and unit
-that a measurement was judged against, labelled, with the ridge point marked; each measurement is a
-point coloured by its verdict and labelled by its test (points drawn over each other share one
-label, and a label goes where it covers no other text or point); with a baseline, an arrow runs
-from where the test stood then. matplotlib is imported only here, only when a plot is asked for
-(the ``plot`` extra); :func:`require_matplotlib` says so as a clear error. Ops that do no
-arithmetic (a copy) have no place on a FLOP/s axis: the caption counts them, and those whose
-figures cannot be drawn (a NaN, a negative byte count: :func:`fault` says which) too. Every text
-from the data is drawn as it is, never as mathtext or TeX: a test id may hold a ``$``.
+What it draws: docs/ci.md ("The regression verdict"). matplotlib (the ``plot`` extra) is imported only
+here, when a plot is asked for (:func:`require_matplotlib`); every text from the data is drawn as it is.
 """
 
 from __future__ import annotations

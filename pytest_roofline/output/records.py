@@ -1,13 +1,7 @@
 """The typed records of a run: one per measurement, per skipped test, per device. No pytest here.
 
-A :class:`MeasurementRecord` is made from a :class:`~pytest_roofline.model.verdict.Result` in one
-place (:meth:`MeasurementRecord.from_result`); every output (the table, the JSON file, Markdown, the
-plot, the baseline comparison) reads its attributes. Records become plain JSON only where they leave
-the process: on the test reports that carry them from a pytest-xdist worker to the controller, and in
-the JSON file (``to_json``; ``from_json`` reads them back).
-
-A measurement's two precisions are named as the model names them: ``dtype`` is the data's format
-(the model's ``Estimate.precision``), ``peak_precision`` the math's, whose peak judged it.
+Made once (:meth:`MeasurementRecord.from_result`), read by every output, and plain JSON only where they
+leave the process (``to_json``, ``from_json``): docs/architecture.md ("The layers"), docs/json.md.
 """
 
 from __future__ import annotations

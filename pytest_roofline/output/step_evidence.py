@@ -109,14 +109,10 @@ def _evidence(
 
 
 def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device | None) -> float:
-    """``record``'s fraction on the step's roofs: the floor the step gives its op and shape (estimated
-    on ``device``, the one it was measured on, as the step's rows are) over its measured time at the
-    machine's calibrated speed (:func:`calibrated_time_s`). So an exact match predicts the time the
-    test measured, on the machine as its calibration found it, whatever the test was judged against:
-    the ceiling measured beside it, a cache level's roof (a warm test), a latency floor. Where the op
-    cannot be estimated again (an op the step does not know, params it cannot read, a device not in
-    the table): its attained fraction, a warm measurement's scaled by its floor at DRAM's bandwidth
-    over its floor at the cache's."""
+    """``record``'s fraction on the step's roofs: the floor the step gives its op and shape on ``device``
+    over its time at the machine's calibrated speed (:func:`calibrated_time_s`); where the op cannot be
+    estimated again, its attained fraction, a warm one's scaled to DRAM's roof. Why: docs/llm.md
+    ("Predicting the step from the suite")."""
     from ..model.estimate import estimate
 
     if device is not None and record.time_s and record.time_s > 0:

@@ -1,23 +1,7 @@
 """A baseline is a store, and a save merges this run into it. No pytest here.
 
-``--roofline-save`` (and ``roofline merge --save``) read the baseline first, refusing what they
-cannot read (the file stays as it is), then merge the run into it per test and per device
-(:data:`.baseline.StoreKey`):
-
-- a test measured now on a machine the baseline has a record of replaces that record, which
-  becomes the new one's ``history`` (up to :data:`.baseline.HISTORY_RUNS` runs), unless the change
-  is beyond the noise: then the code changed, and its history starts anew;
-- a test measured now on a machine the baseline has no record of is added, beside the records of
-  other machines (an H100's and an A100's each stay, each the baseline of its own);
-- a test not measured now keeps its record and history (deselected, in another shard, not reached
-  by a run cut short): a save loses nothing it did not measure;
-- a measurement that failed its regression check (against this baseline, or the run's
-  ``--roofline-compare`` one) replaces nothing unless the user accepts it: a retried CI job that
-  regressed fails again.
-
-A run cut short updates what it measured and leaves the baseline as complete as it was; a new
-baseline from a run cut short is marked so, as the run's JSON is. :class:`Saved` says in one line
-what the save did.
+Per test and device (:data:`.baseline.StoreKey`), after reading the baseline first; what replaces,
+keeps or refuses what, and why: docs/ci.md ("What a save does"). :class:`Saved` says it in one line.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """The pytest11 entry point: options, the ``speed_of_light`` marker and the ``roofline`` fixture.
 
-Typed hooks only; the work is done elsewhere: the settings in ``options.py``, the marker in
-``marker.py``, and the runtime hooks in :class:`~.session.RooflineSession`, a plugin that
-exists only once the run needs it.
-
-Installed but unused, this module costs a test run almost nothing: it imports no numpy, no CuPy, no
-tabulate, no timing code, no op catalogue, device table or model, and not even the session. The
-session is made (and registered, with its per-test hooks) when collection finds a test that is
-marked or takes the fixture, when a conftest registers ops or devices, or up front when the run
-asks for something only it can give (a report, a JSON file, a named device, or a pytest-xdist
-controller's view of its workers' records). ``benchmarks/idle_overhead.py`` measures what is left.
+Typed hooks only; the runtime hooks are :class:`~.session.RooflineSession`'s, a plugin made only once
+the run needs it (:func:`session_of`, :func:`_needs_session_now`), so that the plugin installed but
+unused costs almost nothing: docs/options.md ("Options").
 """
 
 from __future__ import annotations

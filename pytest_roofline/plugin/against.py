@@ -1,27 +1,8 @@
 """``--roofline-against REF``: every measuring test beside its base's version, in the same job.
 
-The head (the run the user started) prepares the base's tree once (:mod:`.base_checkout`) and starts
-a second pytest process there, the **follower**: the same options, in report mode, writing nothing.
-The two talk over a socket pair (``multiprocessing.connection``), one message at a time:
-
-- the follower collects and says what it has (``collected``), or why it cannot (``failed``);
-- once the head has measured a test's first call, it asks the follower to run the same test
-  (``run``); the follower runs it until its own ``roofline(...)`` call, prepares its kernel as the
-  head did (its own copies, its own cache plan) and says so (``ready``, with the call's ``name=``).
-  After the rounds it goes on to the test's next call while the head does, and the head times
-  nothing until it is ready there (:meth:`Against.wait_ready`; why the first call is not prepared
-  on both sides at once: docs/ci.md);
-- then the two sides take turns on the device, in ABBA order (base, head, head, base, ...), each
-  turn a short cold measurement of its own kernel (``round``, answered with its time and floor),
-  until the paired interval decides (:func:`..model.pairing.decided`) or the test's budget for
-  rounds is spent; ``done`` lets the follower's test go on;
-- when the follower's test ends, ``finished`` comes back; a ``roofline(...)`` call of the base's
-  test that the head did not make is answered ``skip``.
-
-So drift over minutes, which whole-run passes turn into phantom changes, acts on both sides of every
-pair alike. A test only the head has is ``new``; one only the base has is ``gone``; neither is an
-error. Rounds are judged on times against each side's own floor (:mod:`..model.pairing`), never on
-a ceiling probed beside one side.
+The head (the run the user started) runs a second pytest process in the base's tree, the follower,
+and the two take turns on the device, one message at a time over a socket pair. The messages and
+their order: docs/ci.md ("How the two processes take turns").
 """
 
 from __future__ import annotations

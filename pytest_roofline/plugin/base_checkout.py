@@ -1,21 +1,8 @@
 """The base of an A/B comparison (``--roofline-against REF``): the tree its pytest process runs in.
 
-REF is a directory (used as is: a checkout of the base, with no uncommitted changes to tracked files)
-or a commit-ish of the head's repository (a branch, tag or commit id), which :func:`prepare_base`
-checks out as a detached git worktree in a temporary folder. A directory wins when REF names both.
-
-An optional setup command runs once in the base's tree, with ``ROOFLINE_BASE_SITE`` set to
-``<root>/.roofline-base-site``, to build what the base needs, for example::
-
-    pip install --no-deps --target "$ROOFLINE_BASE_SITE" .
-    python setup.py build_ext --inplace
-
-A site folder it fills goes first on the base process's ``PYTHONPATH`` (:meth:`BaseCheckout.path_entries`),
-so the base imports its own package and not the head's installed one.
-
-A temporary checkout is removed by :meth:`BaseCheckout.remove` (the caller calls it at session end,
-after ^C too) and, failing that, at interpreter exit; a worktree whose folder went without git
-knowing (a killed run) is forgotten by :func:`prune_stale`. Imports no pytest.
+A directory REF as it is, a commit-ish as a detached git worktree in a temporary folder, and an
+optional setup command run there once. Imports no pytest. docs/ci.md ("Gate a pull request against
+its base").
 """
 
 from __future__ import annotations

@@ -38,13 +38,10 @@ def fail_test(message: str) -> NoReturn:
 
 
 class failing_the_test:  # lower case, like contextlib.suppress: it reads as a with-statement
-    """Any of ``errors`` raised inside fails the current test with ``roofline: <its message>``.
-
-    Only our own errors (:class:`RooflineError` and its children): their messages say all there is
-    to say, while anything else (a bug of ours or of a library) keeps its traceback.
-
-    A class, not a generator: its ``__exit__`` hides its own frame, so a failure in a hook shows no
-    frame at all, as it would without the ``with``.
+    """Any of ``errors`` (our own :class:`RooflineError` kinds) raised inside fails the current test
+    with ``roofline: <its message>`` alone; anything else (a bug of ours or of a library) keeps its
+    traceback. A class, not a generator: its ``__exit__`` hides its own frame, so a failure in a hook
+    shows no frame at all, as it would without the ``with``.
     """
 
     def __init__(self, *errors: type[RooflineError]) -> None:

@@ -1,10 +1,8 @@
 """The ``roofline`` fixture's object, and the two per-test wrappers a marked test may need.
 
-:class:`Roofline` is what a test's ``roofline`` argument is. :class:`BodyTimer` times the body of
-a marked test that takes no fixture; :class:`MeasurementCheck` notices a marked test that takes the
-fixture and measures nothing. Each wrapper is a plugin of its own, registered by the session on the
-first test that needs it, so a suite without such tests pays nothing for it. Each measures
-through the run's :class:`~.measurer.Measurer`.
+:class:`Roofline` is a test's ``roofline``; :class:`BodyTimer` times a marked test without the fixture,
+:class:`MeasurementCheck` notices one that takes it and measures nothing (each registered on the first
+test that needs it). All measure through the run's :class:`~.measurer.Measurer`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """CI gating: each measurement against a baseline, this run saved as one, a step summary, a plot.
 
-:class:`Gate` is a plugin the session registers beside itself. In the process that measures (a
-serial run, or each pytest-xdist worker) :meth:`Gate.check` fails a test whose attained fraction
-regressed against the baseline's record of it, inside that test. In the process that reports (a
-serial run, or the controller) the run's records are compared once more as a whole, for the
-report, the summary and the list of tests that vanished; then the run is saved, summarized and
-drawn as asked.
+:class:`Gate`, registered beside the session, fails a regressed test inside it where it is measured;
+where the run is reported it compares the whole run once more (for the report, the summary and the
+vanished tests), then saves, summarizes and draws it. docs/ci.md ("The saved baseline").
 """
 
 from __future__ import annotations

@@ -1,31 +1,8 @@
 """One GPU per pytest-xdist worker, for everything the worker does (``--roofline-gpus``).
 
-Worker ``gw<i>`` gets the i-th GPU of the list, round the list again past its end (all the GPUs
-the controller sees, by default). The controller starts each worker with ``CUDA_VISIBLE_DEVICES``
-narrowed to that one GPU (the environment of pytest-xdist's worker spec, ``XSpec.env``, which
-execnet sets in the worker process before any of pytest runs there). So in a worker its GPU is the
-only one, as device 0, for every library and thread and for processes the tests start: a test's
-own ``torch.randn(..., device="cuda")``, CuPy arrays, Triton kernels and the plugin's measurements
-all run on it, and the device locks (one per GPU: ``machine/devicelock.py``) serialize only the
-workers that share a GPU.
-
-Why narrowing and not making the GPU current in each worker (``cudaSetDevice``): CUDA reads
-``CUDA_VISIBLE_DEVICES`` once, when a process first initializes it, and a conftest file that calls
-``torch.cuda.is_available()`` as it is imported (common, for skip marks) runs before any plugin
-hook but the earliest; narrowing before the worker's Python starts is before all of them. The
-current device would also be per thread (a thread a test starts is back on GPU 0), per library in
-the ways they cache it, and would need CUDA initialized in every worker to set. What narrowing
-costs: a worker sees one GPU, so a test that needs two, or names ``cuda:1``, finds only
-``cuda:0`` (``--roofline-gpus none`` keeps every GPU visible, as before). Records name the GPU by
-the controller's index (``device_index``), not the worker's 0.
-
-The controller counts the GPUs it sees once, as the workers start (:func:`count_gpus`: the CUDA
-driver through ctypes, so a run on a machine without one costs nothing and imports nothing).
-
-Not spread: ``none``; a session device that names one GPU (``--roofline-device cuda:1``, a table
-key); a worker whose spec sets ``CUDA_VISIBLE_DEVICES`` itself (``--tx popen//env:...``) or runs
-elsewhere (``--tx ssh=...``); ROCm visibility variables set (``HIP_VISIBLE_DEVICES``,
-``ROCR_VISIBLE_DEVICES``), which would be applied with it. The summary says which in one line.
+The controller starts worker ``gw<i>`` with ``CUDA_VISIBLE_DEVICES`` narrowed to the i-th GPU of the
+list (``XSpec.env``), so its GPU is its only one. Why narrowing, what it costs, and when workers are
+not spread: docs/gpu.md ("Several GPUs: one per worker").
 """
 
 from __future__ import annotations

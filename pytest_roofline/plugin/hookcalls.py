@@ -1,10 +1,8 @@
 """Calling the plugin's own hooks so that a plugin's mistake names the plugin.
 
-A ``pytest_roofline_device`` that returns a string would otherwise surface as ``'str' object has
-no attribute 'key'`` somewhere far from it. :func:`first_result` calls a ``firstresult`` hook's
-implementations in pluggy's order, checks the first answer, and names the hook and the plugin
-that gave a wrong one; :func:`registering_plugin` finds the plugin whose register hook made a bad
-``register(...)`` call. No pytest here, only pluggy's public API.
+:func:`first_result` checks a ``firstresult`` hook's answer and names the hook and the plugin that
+gave a wrong one; :func:`registering_plugin` finds the plugin whose register hook made a bad
+``register(...)`` call. No pytest here, only pluggy's public API. docs/usage.md ("Hooks").
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The ``speed_of_light`` marker: its signature, reading and checking it, and parametrize values.
 
-A marker is bound to a real Python signature (:func:`_marker_signature`), so a typo or an extra
-argument is a clear error; markers on the function, its class and its module merge, the closest
-winning. Every check raises ValueError (an OpError for an op's parameters) naming the argument
-and the value; the session turns it into the test's failure.
+Bound to a real Python signature (:func:`_marker_signature`), so a typo or an extra argument is a clear
+error; markers on the function, its class and its module merge, the closest winning. Every check raises
+ValueError (an OpError for an op's parameters) naming the argument and the value: docs/usage.md.
 """
 
 from __future__ import annotations
@@ -120,13 +119,11 @@ def read_marker(item: pytest.Item) -> MarkerArgs | None:
 
 
 def _check_together(item: pytest.Item, marker: MarkerArgs, spec: OpSpec | None) -> None:
-    """What the marker and the test's parametrize values say together, before the test body runs.
-
-    ``math`` against a parametrized dtype (a marker's own is checked with its keywords). And once
-    they give every parameter the op requires (every parameter, for an op that requires none, such
-    as ``custom``), they describe a whole kernel: its parameters are checked as one, defaults filled
-    in, cross-parameter rules included (a conv2d filter larger than its padded input, a custom op
-    with no work). A marker that leaves parameters to the fixture call is checked there.
+    """What the marker and the test's parametrize values say together, before the test body runs:
+    ``math`` against a parametrized dtype (a marker's own is checked with its keywords), and, once they
+    give every parameter the op requires (every one, for an op that requires none, such as ``custom``),
+    the whole kernel's parameters checked as one, defaults filled in, cross-parameter rules included.
+    A marker that leaves parameters to the fixture call is checked there. docs/usage.md ("The marker").
     """
     parametrized = parametrize_values(item)
     if "math" in marker.keywords and "dtype" not in marker.keywords and "dtype" in parametrized:

@@ -1,9 +1,8 @@
 """The session settings: each ``--roofline-*`` option, its ini twin, its parser and its default.
 
-Every parser raises :class:`argparse.ArgumentTypeError`, which pytest turns into a usage error
-(exit 4) naming the option. :func:`resolve_setting` is the one precedence chain, command line >
-ini > default; a marker's keywords go over all three, test by test (``request.py``). No hooks
-here: the plugin's ``__init__.py`` declares the options from :data:`SETTINGS`.
+Every parser raises :class:`argparse.ArgumentTypeError`, a usage error (exit 4) naming the option.
+:func:`resolve_setting` is the one precedence chain, command line > ini > default, under a marker's
+keywords (``request.py``). No hooks: the plugin's ``__init__.py`` declares the options from :data:`SETTINGS`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The measurement of one call, without pytest: the request's estimate -> the cache plan -> the engine
-over a backend -> the verdict.
-
-:func:`measure_call` takes a request already resolved (:mod:`.request`) and the run's devices
-(:mod:`.run_devices`), and gives the frozen :class:`~..model.verdict.Result`. What the result means
-for a test (fail, skip, warn, the gate) is :mod:`.outcome`'s; this module imports no pytest, so
-the whole path can be driven, and tested, from outside a test run.
+"""The measurement of one call, without pytest: the request's estimate, the cache plan, the engine over a
+backend, the verdict. :func:`measure_call` gives the frozen :class:`~..model.verdict.Result`; what it
+means for a test is :mod:`.outcome`'s. Importing no pytest, the path can be driven, and tested, from
+outside a test run. docs/architecture.md ("One measurement, hop by hop").
 """
 
 from __future__ import annotations
@@ -197,14 +194,10 @@ def _beside_the_base(
 
 class _Rounds:
     """The rounds of an A/B comparison on this side (:mod:`.against`): each a short measurement of the
-    kernel, as its :class:`~..model.pairing.Round`. Both sides' times are compared, each against its
-    own floor, never a ceiling, so a round times no probe: its budget goes to the kernel. (Divided
-    in, a probe whose arrays one process placed better read 8-11% faster there for a whole job, and
-    unchanged kernels read ``slower``.)
-
-    On the host, both sides' kernels run on copies in the pool the two processes share
-    (:class:`~..timing.copies.SharedPool`, planned with ``paired``): where each process's own memory
-    landed moved its times by 10-20% for as long as it lived.
+    kernel, as its :class:`~..model.pairing.Round`, timing no probe (each side's time is judged against
+    its own floor). On the host, both sides' kernels run on copies in the pool the two processes share
+    (:class:`~..timing.copies.SharedPool`, planned with ``paired``). Why, with the runs that showed it:
+    docs/ci.md ("Gate a pull request against its base").
     """
 
     def __init__(self, measure_once: Callable[[float], Measurement], est: Estimate, state: RunState) -> None:

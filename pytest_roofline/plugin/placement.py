@@ -1,25 +1,8 @@
 """Which device a kernel is timed on: the device its arrays live on, under ``--roofline-device auto``.
 
-On a machine with a GPU, ``auto`` is the GPU; a NumPy kernel in the same suite would be timed by
-CUDA events around host work (a window of no time at all, and a verdict faster than light). So,
-with no ``device=`` in the marker or the call and the session's device ``auto``, the kernel's
-arguments decide (:func:`.timing.arrays.placement_of` finds the arrays):
-
-- arrays on one GPU (host arrays beside them or not: scalars and parameters often stay on the
-  host): that GPU;
-- host arrays only (NumPy, CPU tensors, buffers): this CPU, with the host timer;
-- no array at all (a closure, a lambda): the session's device, as before;
-- arrays on two GPUs: an error asking for ``device=``.
-
-A device someone named (``device=`` in the marker or the call, or ``--roofline-device`` other than
-``auto``) is kept, but a kernel whose arrays all live on another GPU than the one it would be timed
-on, or on a GPU when the host timer would time it, is an error naming both: never a timing of a
-device the kernel does not run on. Host arrays under a named GPU are kept as asked (a kernel may
-copy its inputs to the GPU itself).
-
-Each measurement's record says which rule chose its device (``device_from``): ``arguments``,
-``session`` (no arrays), ``option`` (``--roofline-device`` or its ini key) or ``keyword``
-(``device=``).
+A named device is kept, but never to time a device the kernel's arrays do not run on. The rules,
+and what each record's ``device_from`` says: docs/gpu.md ("Several GPUs: one per worker", "A
+kernel's device follows its arguments").
 """
 
 from __future__ import annotations
@@ -47,13 +30,11 @@ def place(
     session_spec: Callable[[], str],
 ) -> tuple[str, str]:
     """The device spec a kernel whose arrays lie as ``placement`` says is timed with, and what chose
-    it (one of :data:`DEVICE_FROM`).
-
-    ``keyword``: the marker's or the call's ``device=``; ``setting``: ``--roofline-device`` as given
-    (``origin`` says where: the flag, ``ini roofline_device`` or ``default``); ``session_spec()``:
-    the session's device as this process measures with it (a pytest-xdist worker's own GPU).
-    ``placement`` None (an estimate) runs nothing: the session's device. An InvalidValueError names
-    a kernel whose arrays live on a device other than the one named.
+    it (one of :data:`DEVICE_FROM`). ``keyword``: the marker's or the call's ``device=``; ``setting``:
+    ``--roofline-device`` as given (``origin`` says where: the flag, ``ini roofline_device`` or
+    ``default``); ``session_spec()``: the session's device as this process measures with it (a
+    pytest-xdist worker's own GPU); ``placement`` None (an estimate): ``keyword``, else the session's
+    device. An InvalidValueError names a kernel whose arrays live on a device other than the one named.
     """
     if placement is None:
         return (keyword, "keyword") if keyword is not None else (session_spec(), "session")

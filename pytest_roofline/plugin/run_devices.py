@@ -1,11 +1,8 @@
-"""Which device and which timer a spec means, for one run.
-
-The plugin's device hooks answer first (a conftest may serve its own), then detection; a peaks
-file (``--roofline-peaks FILE``) refines whichever device that is. Each spec is resolved once: the
-CPU is calibrated on first use, a backend made once per spec and device. Under pytest-xdist the
-worker ``gw<i>`` of a run on ``auto`` or ``cuda`` takes GPU i mod n of those it sees (its one GPU
-when the controller spread the workers: :mod:`.gpus`), and one worker at a time measures on a
-device (:mod:`.devicelock`).
+"""Which device and which timer a spec means, for one run: the device hooks first, then detection,
+refined by a peaks file; each spec resolved once, a backend made once per spec and device, the CPU
+calibrated on first use. A pytest-xdist worker on ``auto`` or ``cuda`` takes GPU i mod n (its one GPU
+when spread: :mod:`.gpus`), one worker at a time measuring on a device (:mod:`.devicelock`):
+docs/gpu.md ("Several GPUs: one per worker"), docs/options.md ("pytest-xdist and reruns").
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The session: the runtime hooks of one test run.
 
-:class:`RooflineSession` is registered as a plugin once the run needs it (``plugin.session_of``).
-It only answers hooks; the work is done by the objects it holds:
-
-- :class:`.measurer.Measurer` measures each call the ``roofline`` fixture (:mod:`.fixture`) or a
-  marked test's body makes: the request (:mod:`.request`), the pytest-free pipeline
-  (:mod:`.pipeline`: estimate, cache plan, engine, verdict) and the outcome (:mod:`.outcome`: fail,
-  skip, warn, the gate's check);
-- :class:`.run_devices.Devices` resolves the devices and timers specs mean;
-- :class:`.transport.RecordTransport` puts the records on the test reports, so that under
-  pytest-xdist they reach the controller, and gathers them there;
-- :class:`.registrations.Registrations` keeps what the register hooks added, to undo it;
-- :class:`.run_state.RunState` holds what the run gathered, which the JSON file, the gate
-  (:mod:`.gate`) and the terminal summary (:mod:`.summary`) read at the end.
+:class:`RooflineSession` is registered once the run needs it (``plugin.session_of``); it only answers
+hooks, and the objects it holds do the work (the measurer, the devices, the record transport, the
+registrations, the run's state): docs/architecture.md ("The layers", "One measurement, hop by hop").
 """
 
 from __future__ import annotations

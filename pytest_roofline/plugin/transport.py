@@ -1,11 +1,7 @@
-"""Records' travel from the process that measures to the one that shows the run.
-
-Records travel on the test reports: each phase's report carries what was measured in it
-(``roofline_records``), so under pytest-xdist a worker's measurements reach the controller as each
-test finishes. The process that shows the run (the controller, or a serial run) gathers them into
-its :class:`.run_state.RunState`: a worker's as the JSON they crossed as, its own as the typed
-records they were made as (a serial run's reports carry their JSON for other plugins to read, and
-never read it back).
+"""Records' travel from the process that measures to the one that shows the run: on each phase's
+test report (``roofline_records``), so under pytest-xdist they reach the controller as each test
+ends. The controller reads a worker's records from their JSON; a serial run keeps its own typed
+records, and its reports carry the JSON only for other plugins. docs/json.md.
 """
 
 from __future__ import annotations
@@ -53,13 +49,11 @@ class RecordTransport:
         self._unsent.append(SkippedRecord(nodeid=nodeid, label=op, reason=reason))
 
     def carry(self, report: pytest.TestReport) -> None:
-        """Records travel on the report of the phase that measured them: under pytest-xdist to the
-        controller as soon as the phase ends, so a worker that crashes later loses none of it.
-        The process that shows the report (the controller, or a serial run) collects them, and
-        remembers the tests that failed as expected (their misses are what bad variants show off).
-
-        A test run again (pytest-rerunfailures reports the failed attempt as ``rerun``) keeps only
-        its last attempt's records: they replace the earlier ones when the new attempt starts.
+        """Put the records measured in this phase on its ``report``; in the process that shows the run
+        (the controller, or a serial run), collect them, and remember the tests that failed as expected
+        (their misses are what bad variants show off). A test run again (pytest-rerunfailures' failed
+        attempt is ``rerun``) keeps only its last attempt's records: docs/options.md ("pytest-xdist and
+        reruns").
         """
         state = self._state
         carried = report.__dict__  # (``report.nodeid`` is a property: read only where needed)

@@ -1,14 +1,7 @@
 """The arrays in a kernel's call, as rotation (:mod:`.rotation`) finds them, and templates that
-rebuild the call around copies of them.
-
-What an array is, and which containers a call's arguments are looked for in, is :mod:`.arrays`'s
-answer; rotation takes the arrays it can copy (a ``copy`` (NumPy, CuPy) or ``clone`` (PyTorch)
-method). Arrays are looked for in the positional arguments, ``kwargs``' values and
-``functools.partial`` arguments, and inside the tuples, named tuples, lists, dicts and dataclass
-instances (a model's weights) there that hold nothing but arrays and plain values (numbers, strings,
-None, dtypes): such a container is rebuilt around each set of copies. A container that holds
-anything else (an object that may keep arrays and state of its own), or that nests deeper than
-:data:`.arrays.MAX_DEPTH`, is passed as it is, in every set, and the arrays in it are not copied.
+rebuild the call around copies of them. What an array is, and which containers are searched (to
+:data:`.arrays.MAX_DEPTH`), is :mod:`.arrays`'s answer; which arrays are copied, and which
+containers are passed as they are: docs/cache.md ("Rotation").
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The latency floor a backend's measurements are judged against: what an empty call costs on its
-timer, measured once per process, device and mode.
-
-A backend that knows its floor says so (:meth:`~pytest_roofline.timing.base.Backend.latency_floor_s`).
-Otherwise it is measured here, outside the backend classes (a floor is measured by the engine,
-which builds the default CPU backend, so a backend class cannot own that measurement without an
-import cycle): an empty Python call on a backend that times host code, an empty kernel launch on
-the CUDA backend. Any other backend has none (0): the plugin cannot time its calls empty.
+timer, measured once per process, device and mode, for a backend that does not know its own
+(:meth:`~pytest_roofline.timing.base.Backend.latency_floor_s`). Why it is measured here, not in
+the backend classes, and each backend's floor: docs/development.md ("A timer backend of your own").
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""A measurement's time budget: what fits in it, what may run past it, and what a flush costs.
-
-``policy.max_time_s`` bounds the whole measurement, warm-up, flushes, probes and samples included.
-Within it, a measurement wants two warm-up calls and at least :data:`MIN_SAMPLES_FLOOR` samples (its
-floor); it starts nothing it expects to end past the budget, except its floor, which may run past
-it by at most :data:`OVERRUN_SHARE` of it in all, and, whatever the budget, one warm-up call and one
-sample: the least a kernel can be judged on. A kernel too long for its budget so gets fewer calls,
-and :func:`budget_note` says so.
-
-The engine chooses between rotation's untimed cycle and a flush by what each costs. What a flush
-costs on a backend is learnt from the flushes this process has seen on it (:func:`saw_flush`): the
-least, as the first may have paid for making its buffer; before the first, what the plugin expects
-(:func:`expect_flush`: the buffer at the device's bandwidth). :func:`seen_flush_s` answers.
+"""A measurement's time budget: what fits in it, what may run past it (:data:`OVERRUN_SHARE`), and
+what a flush costs on a backend (:func:`saw_flush`, :func:`expect_flush`, :func:`seen_flush_s`), by
+which the engine chooses between rotation's untimed cycle and a flush. The rules and why:
+docs/measurement.md ("The time budget").
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""Where a measurement's bytes come from: cold (DRAM, the floor's assumption) or warm, and how.
-
-A **cold** measurement (the default) keeps every timed call's data out of the cache, by the first
-of these that applies:
-
-1. ``past-cache``: the op moves at least :data:`~.flushing.NO_FLUSH_MULTIPLE` x the last-level
-   cache, so it evicts its own data (:func:`~.flushing.choose_flush`);
-2. ``rotation``: each call takes the next of several copies of its arrays (:mod:`.rotation`), so a
-   batch of short calls is still cold;
-3. ``flush``: a pass over twice the cache before every call, one call per sample; for a kernel whose
-   arrays cannot be rotated (a closure, a ``setup=`` that makes the arguments, a strided view, too
-   little memory or time), and said so.
-
-The method is decided once, here, and carried as a value (:attr:`CachePlan.method`): the engine,
-the sampler, the latency floor and the verdict read it, never work it out again.
-
-A **warm** measurement (``cache="warm"``, ``--roofline-cache=warm``) neither flushes nor rotates;
-its bytes are served by the smallest cache level that holds them, whose bandwidth it is judged
-against (:meth:`~pytest_roofline.model.core.Device.level_for`).
+"""Where a measurement's bytes come from: cold (DRAM, the floor's assumption) by ``past-cache``,
+``rotation`` or ``flush``, the first that applies, or warm, served by the smallest cache level that
+holds them. The method is decided once, here, and carried as :attr:`CachePlan.method`, which the
+rest only reads. Each method and when it applies: docs/cache.md ("Cold (the default)", "Warm").
 """
 
 from __future__ import annotations

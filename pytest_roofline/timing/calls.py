@@ -77,13 +77,10 @@ def checked_windows(backend: Backend, windows: list[float], samples: int) -> tup
 
 @dataclass(frozen=True, slots=True)
 class KernelCall:
-    """A kernel's call: the kernel, its arguments and keywords, and ``setup`` before every call.
-
-    What a ``roofline(...)`` call asks to run, and how the engine calls it. Without setup, a round
-    is one backend run of back-to-back calls. With setup, each call is a backend run of its own,
-    setup first: the backend opens and closes its window around that call alone, so setup (host
-    code) is never timed, on a CUDA stream either. A window of several calls (a warm-up round) is
-    then the sum of theirs.
+    """A kernel's call (what a ``roofline(...)`` call asks to run): the kernel, its arguments and
+    keywords, and ``setup`` before every call. Without setup, a round is one backend run of
+    back-to-back calls; with setup, each call is a backend run of its own, setup first, so setup
+    (host code) is never timed, on a CUDA stream either; a window of several calls is their sum.
     """
 
     fn: Kernel

@@ -1,20 +1,7 @@
-"""GPU clocks, temperature and throttle reasons watched while a measurement runs, through NVML.
-
-NVML comes from ``nvidia-ml-py`` (``pip install 'pytest-roofline[nvml]'``; module ``pynvml``),
-imported lazily on the first watch and never required: without it (or without a driver that
-answers) a watch records nothing, says why in :attr:`ClockLog.note`, and :func:`unwatched_note`
-gives that reason once per process, for the report.
-
-A :class:`ClockWatcher` samples at its start, every ``interval_s`` on a daemon thread, and at its
-end: SM and memory clocks (``nvmlDeviceGetClockInfo``), GPU temperature
-(``nvmlDeviceGetTemperature``), the board's power draw (``nvmlDeviceGetPowerUsage``) and the
-clock-event (throttle) reasons (``nvmlDeviceGetCurrentClocksEventReasons``, named
-``...ThrottleReasons`` before NVML 12.5); the enforced power limit once, at its end. A log
-whose samples show power or thermal slowdown is :attr:`ClockLog.throttled`: that measurement ran
-below the clocks the peaks assume and should be taken again, or reported inconclusive. A watcher is
-also the engine's throttle (:mod:`.throttle`): asked, after each sampling round, which of the
-round's samples ran slowed (:meth:`ClockWatcher.slowed`), it takes a reading then and reads the
-ones around each sample; :meth:`ClockWatcher.rest` lets the GPU recover.
+"""GPU clocks, temperature, power and throttle reasons watched while a measurement runs, through
+NVML (``nvidia-ml-py``, imported on the first watch and never required: without it a watch records
+nothing and says why). A :class:`ClockWatcher` samples on a daemon thread; it is also the engine's
+throttle (:mod:`.throttle`). What is recorded and why: docs/gpu.md ("The clocks each test ran at").
 """
 
 from __future__ import annotations

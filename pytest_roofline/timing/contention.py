@@ -1,19 +1,7 @@
-"""What the OS says about contention during a measurement.
-
-Four readings, each where the OS has it:
-
-- **preemption**: :func:`involuntary_switches` is read around every timed window of a CPU sample;
-  a window in which the count rose was cut short by the scheduler, and its time includes someone
-  else's work;
-- **steal**: the time the hypervisor ran other guests while this VM's CPUs wanted to run
-  (``/proc/stat``'s aggregate ``cpu`` line, Linux guests only);
-- **load**: the 1-minute load average against the core count, less this process's own share;
-- **CPU against wall**: the process's CPU seconds per wall second over the measurement.
-
-:func:`take_snapshot` before and after a measurement and :func:`between` turn them into a
-:class:`Contention`, whose :attr:`~Contention.level` is ``quiet``, ``busy`` or ``heavy`` by the
-thresholds of :mod:`pytest_roofline.model.conditions`. Nothing here imports numpy or pytest; every
-source is injectable for tests.
+"""What the OS says about contention during a measurement: preemption, steal, load and CPU per wall
+second, each where the OS has it, read by :func:`take_snapshot` before and after a measurement and
+turned into a :class:`Contention` by :func:`between`. Nothing here imports numpy or pytest; every
+source is injectable for tests. What each reading means: docs/measurement.md ("The CPU timer").
 """
 
 from __future__ import annotations
@@ -126,13 +114,11 @@ def take_snapshot(
 
 
 def between(before: Snapshot, after: Snapshot, *, samples: int, preempted: int, cores: int) -> Contention:
-    """The contention of the measurement that ran from ``before`` to ``after``.
-
-    ``samples`` timed windows were taken, ``preempted`` of them saw an involuntary switch, on
-    ``cores`` logical CPUs. The steal fraction is counted one jiffy short, since the kernel rounds
-    the counter to whole jiffies (10 ms) and rounding alone must not read as steal; it is None when
-    either snapshot lacks it or no jiffy passed. CPU per wall is None when no wall time passed.
-    The load is the higher of the two snapshots' (None only when both lack it).
+    """The contention of the measurement from ``before`` to ``after``: ``samples`` timed windows,
+    ``preempted`` of them switched out, on ``cores`` logical CPUs. Steal is counted one jiffy (10 ms)
+    short, so that the kernel's rounding never reads as steal; None when a snapshot lacks it or no
+    jiffy passed. CPU per wall is None when no wall time passed; the load is the higher of the two
+    snapshots' (None only when both lack it).
     """
     wall = after.wall_s - before.wall_s
     cpu = after.cpu_s - before.cpu_s

@@ -1,25 +1,7 @@
 """Copies of a kernel's arrays for rotation (:mod:`.rotation`), each the same to the kernel as the
-caller's: its values, its layout, its flags, its kind.
-
-What is copied as one is a :class:`Unit`: an array, or arrays whose memory overlaps (an output that
-is a view of an input), copied together so that each set keeps the overlap. How:
-
-- a plain NumPy array (no ``object`` field) is carved out of one host buffer per thread
-  (:class:`HostPool`), laid out in the same axis order (C, Fortran or any dense permutation), at
-  the same offset from a cache line, read-only when the caller's is; a 0-d array stays a 0-d array;
-- NumPy arrays that share memory are copied as the bytes they span, each a view at its own offset
-  with its own strides;
-- an array holding Python objects is never carved: its pointers would be laid over old bytes, and
-  NumPy would release them as objects. It is copied by its own ``copy``, as are NumPy subclasses;
-- a PyTorch tensor by ``detach().clone()`` (dense strides kept, ``channels_last`` included), which
-  then requires grad if the caller's does (an ``nn.Parameter`` stays one);
-- a CuPy array by its ``copy(order="K")`` on its own GPU (CuPy copies to the *current* one), after
-  which that GPU is synchronized, so copies are done before anything is timed.
-
-Host memory comes from the pool because, on a VM, first touching a fresh GiB costs most of a second
-in page faults, and a suite measures many kernels; GPU memory the copies took goes back to the
-device after the measurement (:func:`release_device_memory`), as PyTorch cannot use what CuPy's pool
-keeps.
+caller's: its values, its layout, its flags, its kind. What is copied as one is a :class:`Unit` (an
+array, or arrays whose memory overlaps); plain NumPy arrays are carved out of a host buffer
+(:class:`HostPool`). How each kind is copied, and why: docs/cache.md ("Rotation").
 """
 
 from __future__ import annotations
@@ -330,14 +312,9 @@ class _Memory:
 
 class SharedPool:
     """Host memory the two processes of an A/B comparison (``--roofline-against``) carve their copies
-    from: one file in memory, each process's copies in its own half, the halves' pages allocated in
-    turns (:data:`SHARED_CHUNK` of one, then of the other).
-
-    Why: on a shared VM, where a process's memory landed moved its kernels' times by 10-20% for as
-    long as the process lived (two processes taking turns on ``np.add`` over their own arrays; sets
-    made within one process differed by under 3%). Pages allocated in turns give both sides the same
-    mix, and their paired times agree within a few percent (``docs/ci.md``). The file is sparse: only
-    what is allocated takes memory.
+    from: one sparse file in memory, each process's copies in its own half, the halves' pages
+    allocated in turns (:data:`SHARED_CHUNK` of one, then of the other). Why: docs/cache.md
+    ("Rotation"), docs/ci.md.
     """
 
     #: the pool of this process, where it takes part in a comparison

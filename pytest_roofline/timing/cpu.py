@@ -55,25 +55,19 @@ def last_level_cache_bytes() -> int:
 
 
 class CpuBackend(Backend):
-    """Times windows of back-to-back calls on the host CPU.
+    """Times windows of back-to-back calls on the host CPU, garbage collection paused inside each (as
+    :mod:`timeit` does) and restored afterwards, also when the kernel raises. With ``flush=True`` a
+    buffer of twice the last-level cache, allocated (and written) on the first flush and reused, is
+    read before each window, outside it.
 
-    Inside a window garbage collection is paused (as :mod:`timeit` does) and restored to its
-    previous state afterwards, also when the kernel raises. With ``flush=True`` a buffer of twice
-    the last-level cache is read before each window, outside it; the buffer is allocated (and written)
-    on the first flush and reused.
-
-    Every input that touches the machine is injectable for tests: ``clock_ns`` (default
-    ``time.perf_counter_ns``), ``llc_bytes`` (default :func:`last_level_cache_bytes`, called on
-    the first flush), ``resolution_s`` (default: measured, see :attr:`resolution_s`) and
-    ``device_name`` (default: the CPU model the OS reports) and ``switches`` (default: this
-    thread's involuntary context switches, read around every window) and ``thread_clock_ns``
-    (default: this thread's CPU time): a window during which the OS switched the thread out and
-    it ran less than 95% of the window is marked preempted in :attr:`last_preempted` (windows of
-    :data:`PER_WINDOW_FROM_S` or more: after a shorter first window the rest are read as a whole); and
-    ``schedstats`` (default: :func:`~pytest_roofline.timing.contention.thread_schedstats`), read around
-    each :meth:`run`, for how many threads the kernel ran on and how long they waited for a core;
-    and ``page_faults`` (default: :func:`minor_page_faults`, the process's minor page faults), read
-    around each :meth:`run`, for :attr:`last_page_faults`.
+    Every input that touches the machine is injectable for tests, each defaulting to the real one:
+    ``clock_ns`` (``time.perf_counter_ns``), ``llc_bytes`` (:func:`last_level_cache_bytes`, called on
+    the first flush), ``resolution_s`` (measured), ``device_name`` (the CPU model the OS reports),
+    ``switches`` and ``thread_clock_ns`` (this thread's involuntary context switches and CPU time,
+    which mark a window :attr:`last_preempted`: docs/measurement.md ("The CPU timer")),
+    ``schedstats`` (:func:`~pytest_roofline.timing.contention.thread_schedstats`, for how many threads
+    the kernel ran on and how long they waited for a core) and ``page_faults``
+    (:func:`minor_page_faults`, for :attr:`last_page_faults`).
     """
 
     name = "cpu"

@@ -1,14 +1,7 @@
-"""The latency floor: the shortest time any call can show on a timer, and the CPU's, measured.
-
-A roofline floor of 40 ns (a 64-element saxpy on an H100) says nothing about a kernel: no launch
-is that short. The latency floor is what an *empty* call costs as the engine measures it (an empty
-kernel launch on a GPU, :func:`pytest_roofline.timing.cuda.launch_latency.latency_floor`; a Python
-call that does nothing on the CPU, :func:`cpu_latency_floor`), measured once per device and process.
-A kernel whose roofline floor is below it is latency-bound: the verdict
-(:func:`pytest_roofline.model.verdict.judge`) raises its floor to the latency floor, never past the
-measured time, and says so.
-
-Nothing here imports CuPy; the CPU measurement imports the engine lazily.
+"""The latency floor, the shortest time any call can show on a timer, and the CPU's, measured once
+per device and process (the GPU's: :func:`pytest_roofline.timing.cuda.launch_latency.latency_floor`).
+What it is and how the verdict uses it: docs/measurement.md ("The latency floor"). Nothing here
+imports CuPy; the CPU measurement imports the engine lazily.
 """
 
 from __future__ import annotations

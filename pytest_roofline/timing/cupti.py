@@ -1,18 +1,7 @@
-"""Kernel activity records through CUPTI (``cupti-python``, ``pip install 'pytest-roofline[cupti]'``).
-
-CUPTI's activity API reports each kernel's own GPU interval (``CUpti_ActivityKernel*``:
-``start``/``end`` in ns, ``device_id``, ``stream_id``, ``correlation_id``), so a window's time can
-be the union of its kernels' intervals: launch gaps between them do not count, with no blocking
-kernel (FlashInfer's ``bench_gpu_time`` and TileOPs time short kernels this way, since event pairs
-inflate kernels under ~10 µs).
-
-Written against cupti-python's ``cupti.cupti`` module (docs.nvidia.com/cupti-python, "Python
-Bindings for CUPTI C APIs"; its samples): ``activity_register_callbacks(func_buffer_requested,
-func_buffer_completed)`` where ``func_buffer_requested() -> (buffer_size, max_num_records)`` and
-``func_buffer_completed(activities: list)`` (each kernel record with ``start``, ``end``, ``name``,
-``device_id``, ``stream_id``, ``correlation_id``), ``activity_enable(ActivityKind.CONCURRENT_KERNEL)``,
-``activity_flush_all(1)`` (``CUPTI_ACTIVITY_FLAG_FLUSH_FORCED``), ``activity_disable(kind)``,
-``cuptiError``. The module is imported only when asked for; nothing here imports CuPy.
+"""Kernel activity records through CUPTI (``cupti-python``, ``pip install 'pytest-roofline[cupti]'``):
+each kernel's own GPU interval, so that a window's time can be the union of its kernels' intervals,
+launch gaps left out. The module is imported only when asked for; nothing here imports CuPy. Why,
+and the cupti-python API it is written against: docs/measurement.md ("The CUDA timer").
 """
 
 from __future__ import annotations

@@ -124,14 +124,12 @@ def measure(
 
     ``setup``: called before every call, outside the timed window; it may return ``(args, kwargs)``
     for that call, which then must be the only place the kernel's arguments come from. ``cache``:
-    how the cache is kept (:class:`~.cache.CachePlan`): :data:`~.cache.FLUSHED` (a flush before
-    every call, the default), :data:`~.cache.WARM`, or :func:`~.cache.plan_cache`'s plan, whose
-    rotation's copies the calls then take in turn instead of ``args``. ``probe``: a reference
-    kernel timed beside this one.
-    ``snapshot``: reads the OS's contention counters (:func:`.contention.take_snapshot`).
-    ``throttle``: a watch on the GPU's clocks (:class:`.clocks.ClockWatcher`); samples taken while
-    they were slowed are left out, and the GPU rests after a round that ended so (:mod:`.throttle`).
-    Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
+    how the cache is kept (:class:`~.cache.CachePlan`): :data:`~.cache.FLUSHED` (a flush before every
+    call, the default), :data:`~.cache.WARM`, or :func:`~.cache.plan_cache`'s plan, whose rotation's
+    copies the calls take in turn instead of ``args``. ``probe``: a reference kernel timed beside
+    this one. ``snapshot``: reads the OS's contention counters (:func:`.contention.take_snapshot`).
+    ``throttle``: a watch on the GPU's clocks (:class:`.clocks.ClockWatcher`), whose slowed samples
+    are left out (:mod:`.throttle`). Exceptions raised by ``fn`` or ``setup`` propagate unchanged.
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     if not callable(fn):
@@ -353,18 +351,10 @@ def _warm_up(
 ) -> _WarmUp:
     """Run the warm-up rounds; return the calls made, the per-call estimate in seconds, and what a
     call cost in wall time in the last round (setup and the backend's bookkeeping included).
-
-    ``cycle``: the rotation's copies, each called once here, untimed: fresh copies are in the cache.
-    One flush evicts what the copies left in the cache instead where the rest of that cycle would
-    cost more than a flush does on this backend (once one was seen), or, before, more than
-    :data:`CYCLE_SHARE` of the time budget (86 copies of a 15 ms GEMM): the calls after it take
-    copies untouched since they were made.
-
-    Where the first call leaves too little of the budget for a second and the floor's samples
-    (:func:`.budget.floor_fits`), the next call is taken as a sample is (after its flush, with
-    ``flush``): as long again, the kernel is that slow, and it is the first sample (``seed``), the
-    warm-up one call; far shorter, the first call paid a one-off (a compilation), and the warm-up
-    goes on. ``cut``: False where a sample is not one call (a graph replays the whole cycle).
+    ``cycle``: the rotation's copies, each called once here, untimed (or one flush where the rest of
+    the cycle costs more: :func:`_flush_instead`). A kernel too slow for the floor's samples has its
+    second call taken as a sample (``seed``; flushed with ``flush``): docs/measurement.md ("The time
+    budget"). ``cut``: False where a sample is not one call (a graph replays the whole cycle).
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
     # what the warm-up wants, set here and where a flush stands in for the cycle; never the policy's

@@ -1,13 +1,6 @@
-"""When to flush the cache before a sample: only when the kernel's own bytes could sit in it.
-
-A flush costs a write of the flush buffer before every sample, which is most of the time a small
-kernel's measurement takes. It buys nothing once the op's bytes are well past the last-level cache:
-the kernel then evicts its own data (``benchmarks/flush_policy.py``; docs/methodology.md). So an op
-whose bytes reach :data:`NO_FLUSH_MULTIPLE` x the last-level cache is timed unflushed, and the
-result says why.
-The cache is the one this process sees (``Device.llc_bytes``, the calibration's effective figure):
-on a VM whose sysfs claims ten times the share it gets, the threshold would otherwise sit ten times
-too high and every op below it pay a flush or a rotation it does not need.
+"""When to flush the cache before a sample: only when the kernel's own bytes could sit in it, below
+:data:`NO_FLUSH_MULTIPLE` x the last-level cache this process sees (``Device.llc_bytes``, the
+calibration's effective figure). Why: docs/cache.md ("Cold (the default)").
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """The op of a call that names none (:func:`infer_call`): a library call the catalogue knows, or what
-one first call of the kernel shows.
-
-Tier 1 runs nothing (:func:`pytest_roofline.model.inference.catalogue_call`). Otherwise the kernel
-is called once, untimed, and its footprint taken (:func:`first_call`):
-
-- the arrays it was given or captured: its positional arguments, ``kwargs``' values,
-  ``functools.partial`` arguments, closure cells (and the closures of functions found there), and
-  a PyTorch module's parameters and buffers; inside tuples, named tuples, lists and dicts too. An
-  array that lies inside another one found (a view of it) is counted through that one;
-- which of them the call changed: a host array's bytes hashed before and after it; a device array
-  copied on the device before it and compared there after it (one boolean comes back), the device
-  synchronized around the call;
-- what it returned: each array that is not one of the above (or a view of one), written once;
-- for a PyTorch callable (a module, a function of ``torch``, or a call on tensors), the FLOPs
-  ``torch.utils.flop_counter.FlopCounterMode`` counts in it. Nothing else enters it, and without
-  PyTorch nothing imports it;
-- for any other kernel given NumPy arrays, the NumPy calls it made on them (:mod:`.numpy_counter`,
-  imported only then), priced by the catalogue: unknown where an array it holds was not seen used.
+one untimed first call of the kernel shows (:func:`first_call`): the arrays it holds, which of them
+it changed, what it returned, and the FLOPs PyTorch or the NumPy counter (:mod:`.numpy_counter`,
+imported only then) counts in it. The tiers and their limits: docs/usage.md ("Budgets without an op").
 """
 
 from __future__ import annotations
@@ -106,7 +91,9 @@ class Footprint:
 def first_call(
     fn: object, args: Sequence[object], kwargs: Mapping[str, object], *, count_flops: bool = True
 ) -> Footprint:
-    """Call ``fn(*args, **kwargs)`` once and take its footprint (the module's docstring)."""
+    """Call ``fn(*args, **kwargs)`` once and take its footprint (docs/usage.md, "Budgets without an
+    op"): a device array is copied on the device before the call and compared there after it (one
+    boolean comes back), the device synchronized around the call."""
     found = _Arrays()
     found.scan_call(fn, args, kwargs)
     precision = found.precision()

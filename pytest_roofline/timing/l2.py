@@ -1,16 +1,7 @@
-"""A GPU's L2 roof, measured: what a warm measurement served by the L2 is judged against.
-
-One kernel reads a buffer of :data:`L2_FILL` x the L2 ``reps`` times over, every thread the same
-elements each time, with ``ld.global.cg`` loads (cached in the L2, not the L1), so that every read
-after the first pass is an L2 hit and no launch gap sits between passes (the Empirical Roofline
-Toolkit's method). H100 and A100 split their L2 into two partitions, and a line may sit in the far
-one: 0.4 of the capacity keeps the buffer within what one SM's side holds. The bytes counted are
-the buffer times the passes; the first pass, from DRAM, makes the figure err low, never high.
-
-The kernel itself (:data:`L2_READ_SOURCE`) lives with the other CUDA sources in :mod:`.cuda.kernels`:
-the backend's flush reads with it too. :func:`l2_rate_at` times it over any footprint, for the sweep
-that finds how much of the L2 this GPU really has (a MIG slice's part, one partition's):
-:mod:`pytest_roofline.machine.capacity` finds the knee.
+"""A GPU's L2 roof, measured: what a warm measurement served by the L2 is judged against, read by the
+kernel of :mod:`.cuda.kernels` (:data:`L2_READ_SOURCE`); :func:`l2_rate_at` times it over any
+footprint, for the sweep of :mod:`pytest_roofline.machine.capacity`. How and why: docs/cache.md
+("Warm (on request)", "How big the caches are").
 """
 
 from __future__ import annotations

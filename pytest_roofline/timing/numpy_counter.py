@@ -1,21 +1,7 @@
 """Tier 2 for NumPy: the calls a kernel makes on its NumPy array arguments, recorded in its one
-untimed first call (:func:`counting`).
-
-The kernel is given each plain host ``ndarray`` argument as a view of type :class:`Counted`, a thin
-subclass. Through NumPy's ``__array_ufunc__`` and ``__array_function__`` protocols, and the array
-methods that compute (``.sum()``, ``.dot()``...), each call on one is recorded with its arguments
-as plain arrays (:class:`~pytest_roofline.model.inference.SeenCall`), then made on plain arrays:
-its values are NumPy's own, and what it calls inside (``np.einsum`` calling ``np.dot``, ``np.mean``
-a ``sum``) is not recorded again. A new array it makes comes back counted, so the next call on it
-is seen too; an ``out=`` array comes back as given, its writes in the caller's memory.
-
-What is not seen: an array stripped of the subclass (``np.asarray``, a C extension, numba), and the
-calls on it; an array captured in a closure; a call on NumPy scalars. Which arguments were used
-through the counter is kept (:attr:`Counting.used`), so that a kernel whose arrays were not all
-seen has no count. A counted array that outlives the run (kept in the caller's objects) behaves as
-a plain one: outside a count it records nothing and returns plain arrays.
-
-Imported only where a kernel is given a NumPy array (NumPy is loaded already).
+untimed first call (:func:`counting`) through a thin ``ndarray`` subclass (:class:`Counted`). What
+is counted, and what is not seen: docs/usage.md ("Budgets without an op"). Imported only where a
+kernel is given a NumPy array (NumPy is loaded already).
 """
 
 from __future__ import annotations
@@ -166,7 +152,12 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 class Counted(np.ndarray[Any, Any]):
-    """A NumPy array whose calls are recorded while a run is counted (the module's docstring)."""
+    """A NumPy array whose calls are recorded while a run is counted (``__array_ufunc__``,
+    ``__array_function__`` and the computing methods), each with its arguments as plain arrays
+    (:class:`~pytest_roofline.model.inference.SeenCall`), then made on plain arrays: its values are
+    NumPy's own, and the calls it makes inside are not recorded again. A new array it makes comes
+    back counted, an ``out=`` array as given (its writes in the caller's memory); outside a count it
+    records nothing and returns plain arrays."""
 
     #: the ``id`` of the argument this is, or a view of; None for an array a call made
     root: int | None = None

@@ -1,14 +1,7 @@
-"""The CPU's reference probes: short kernels whose rate tracks how fast the machine runs right now.
-
-- ``copy``: ``np.copyto`` between two float64 arrays of :func:`copy_probe_bytes` each (2x the
-  last-level cache, within 32-256 MiB), counted as 2 arrays of traffic (STREAM's convention). It
-  is single-threaded on purpose: on a shared machine a neighbour slows a single-threaded numpy
-  kernel and a single-threaded probe alike (docs/methodology.md), while a multi-threaded probe
-  waits for its slowest thread and overstates the slowdown.
-- ``matmul``: ``np.matmul`` of two n x n matrices of the precision (2 n^3 FLOPs), n chosen by the
-  calibration (:func:`matmul_probe_n`) so one call takes a few milliseconds.
-
-Arrays are allocated on first use and kept for the process (a session probes many tests).
+"""The CPU's reference probes, short kernels whose rate tracks how fast the machine runs right now:
+a single-threaded ``copy`` (``np.copyto``, 2 arrays of traffic, STREAM's convention) and a
+``matmul`` of a few milliseconds, their arrays made on first use and kept for the process. Why and
+how large: docs/measurement.md ("The CPU timer", "Calibration").
 """
 
 from __future__ import annotations

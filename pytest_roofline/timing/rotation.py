@@ -1,11 +1,7 @@
-"""Cold by rotation: copies of the kernel's arrays, each call on the next set.
-
-Before sampling, enough copies of the kernel's array arguments (inputs and outputs alike) are made
-that one cycle through them touches :data:`CYCLE_MULTIPLE` x the last-level cache this process sees;
-each call takes the next set, so by the time a set comes round again the cycle has pushed it out.
-Each copy is the same to the kernel (:mod:`.copies`, :mod:`.arguments`); where that cannot be kept,
-:func:`plan_rotation` says why and the engine flushes instead. What rotation copies, its limits and
-why: docs/cache.md ("Rotation", "When rotation cannot apply").
+"""Cold by rotation: copies of the kernel's arrays (:mod:`.copies`, :mod:`.arguments`), enough that one
+cycle through them touches :data:`CYCLE_MULTIPLE` x the last-level cache this process sees, each call
+on the next set; where a copy cannot be the same to the kernel, :func:`plan_rotation` says why and
+the engine flushes instead. What is copied, its limits and why: docs/cache.md ("Rotation").
 """
 
 from __future__ import annotations
@@ -136,15 +132,14 @@ def plan_rotation(
 ) -> Rotation | NoRotation:
     """Copies of the arrays in ``fn(*args, **kwargs)`` enough for one cycle to leave the cache cold.
 
-    ``free_bytes(device)`` is the memory free on the host (False) or on the GPU (True), None when
-    unknown (default: :func:`free_memory`). ``clock`` times the planning (:attr:`Rotation.made_s`;
-    default: ``time.perf_counter``); growing the host pool, once a process, is not counted.
-    ``budget_s``: the measurement's time budget, of which the copies may take
-    :data:`MAX_COPY_SHARE` (None: no bound). ``setup``: the call's ``setup=`` (see the module's
-    docstring); called here, once, and again before every call through :attr:`Rotation.reset`.
-    ``own_set=False`` (an A/B comparison's, without ``setup``): every set of the cycle is a copy in the
-    pool, none the caller's (whose memory is its process's alone); the caller's arguments get one
-    untimed call, so that what the test reads after holds the kernel's results.
+    ``free_bytes(device)``: the memory free on the host (False) or the GPU (True), None when unknown
+    (default: :func:`free_memory`). ``clock`` times the planning (:attr:`Rotation.made_s`; default
+    ``time.perf_counter``), growing the host pool, once a process, not counted. ``budget_s``: the
+    measurement's time budget, of which the copies may take :data:`MAX_COPY_SHARE` (None: no bound).
+    ``setup``: the call's ``setup=`` (docs/cache.md, "Rotation"), called here once and before every
+    call through :attr:`Rotation.reset`. ``own_set=False`` (an A/B comparison's, without ``setup``):
+    every set is a copy in the pool, none the caller's (whose memory is its process's alone), and the
+    caller's arguments get one untimed call, so that what the test reads holds the kernel's results.
     """
     own_set = own_set or setup is not None
     clock = clock or time.perf_counter

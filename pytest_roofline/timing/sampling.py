@@ -1,11 +1,7 @@
-"""The sampling phase of a measurement: rounds of samples, probes between them, the stopping rules.
-
-:class:`Sampler` takes rounds of windows until the interval of the median is tight enough, the
-samples run out or the time budget does (:class:`StopReason`); a slower start is cut
-(:mod:`.transient`), a probe is timed between rounds (:class:`ProbeRun`), and samples taken while
-the GPU had slowed its clocks are left out, the GPU resting after a round that ended so
-(:mod:`.throttle`). The engine
-(:mod:`.engine`) warms up and batches first, then hands the kernel's call here.
+"""The sampling phase of a measurement (:class:`Sampler`), after the engine's warm-up and batching:
+rounds of windows until the interval of the median is tight enough, the samples run out or the time
+budget does (:class:`StopReason`), a slower start cut (:mod:`.transient`), a probe timed between
+rounds, slowed samples left out (:mod:`.throttle`): docs/measurement.md ("The phases of one measurement").
 """
 
 from __future__ import annotations

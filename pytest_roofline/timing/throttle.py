@@ -1,20 +1,7 @@
-"""Samples taken while the GPU had slowed its clocks: left out, and the GPU let to recover.
-
-A GPU at its power limit lowers its SM clock within tens of milliseconds of sustained heavy work:
-on the H200 of ``benchmarks/gpu_runs/2026-11-26-h200/run4`` an 8192³ bf16 matmul ran its first 25
-samples in 1.39 ms, then fell to 1.63 ms as the SM clock went down to 74% of its maximum, and the
-median of the measurement was the slowed one. The peaks a kernel is judged against are the
-maximum clock's, so a sample at a slowed clock measures the GPU's power state, not the kernel.
-
-nvbench's rule (``nvbench/detail/measure_cold.cu``, ``record_measurements``): a sample whose SM
-clock is below 75% of the maximum (:data:`~pytest_roofline.model.conditions.THROTTLE_CLOCK_SHARE`)
-is discarded, and the GPU rests for ``throttle_recovery_delay`` (0.05 s), a pause that grows by one
-and a half times itself, by at most 0.5 s at a time, from the fourth slowed trial in a row on. The sampler
-(:mod:`.sampling`) does the same with a :class:`~.clocks.ClockWatcher`: after each round it asks which of the
-round's samples ran slowed, leaves them out of the statistics while enough others remain, and
-rests before the next round when the round ended slowed. What watches the clocks (NVML, through
-:class:`~.clocks.ClockWatcher`) sees them every few milliseconds, not per sample: a sample counts as
-slowed when a reading from its span, or the last before it or first after it, shows the slowdown.
+"""Samples taken while the GPU had slowed its clocks: left out, and the GPU let to recover
+(:class:`Recovery`), as nvbench does; the sampler (:mod:`.sampling`) asks a
+:class:`~.clocks.ClockWatcher` after each round which samples ran slowed. The rule, and the H200 run
+that called for it: docs/gpu.md ("The clocks each test ran at"), docs/floor.md.
 """
 
 from __future__ import annotations

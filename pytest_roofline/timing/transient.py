@@ -1,11 +1,7 @@
-"""Whether a measurement's samples began before the kernel settled: the start of the series is slower.
-
-A fixed warm-up cannot know how long a machine takes to settle on a new kernel: right after other
-work (another kernel, a cold measurement's flushes, a sleep) a small kernel runs slow for tens of
-milliseconds, and run right after itself it is steady from the first sample (docs/methodology.md).
-A slowdown that even is invisible to the confidence interval, so the engine asks the samples
-instead: when the first half of the samples since the last cut is slower than the second half
-beyond doubt, and by :data:`MIN_SHIFT` or more, the first half was warm-up, and is left out.
+"""Whether a measurement's samples began before the kernel settled: the start of the series is
+slower (:func:`slower_start`), and the engine leaves that first half out. Why the samples are asked,
+not a fixed warm-up: docs/measurement.md ("The phases of one measurement"), docs/methodology.md
+("Why a slow start is cut, and why at 5%").
 """
 
 from __future__ import annotations
@@ -27,15 +23,11 @@ SETTLE_WITHIN_S = 0.25
 
 
 def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> bool:
-    """Whether the first half of ``samples`` ran slower than the second, beyond doubt.
-
-    Beyond doubt: the 95% intervals of the halves' medians
-    (:func:`~pytest_roofline.model.stats.median_ci_ranks`) are apart, the first's lower end above
-    the second's upper end, and the medians differ by at least ``min_shift`` of the second's (the
-    engine passes the larger of :data:`MIN_SHIFT` and its precision target: a smaller gap is drift,
-    or not worth the samples a cut costs). Only a
-    *slower* start counts: a machine that slows down later (a neighbour starting) is load, not
-    warm-up, and the contention checks judge it.
+    """Whether the first half of ``samples`` ran slower than the second, beyond doubt: the 95%
+    intervals of the halves' medians (:func:`~pytest_roofline.model.stats.median_ci_ranks`) apart,
+    the first's lower end above the second's upper end, and the medians at least ``min_shift`` of
+    the second's apart (the engine passes the larger of :data:`MIN_SHIFT` and its precision target).
+    Only a *slower* start counts: a later slowdown is load, not warm-up.
     """
     half = len(samples) // 2
     if half < MIN_HALF:

@@ -21,6 +21,8 @@ PACKAGE = Path(pytest_roofline.__file__).parent
 LAYERS = ("model", "timing", "machine", "analysis", "output", "plugin")
 MAX_MODULE_LINES = 750
 MAX_CLASS_LINES = 250
+#: a module docstring, closing quotes included
+MAX_MODULE_DOCSTRING_LINES = 7
 
 
 def modules() -> list[str]:
@@ -98,6 +100,12 @@ def test_a_module_and_its_classes_are_short_enough_to_read(name: str) -> None:
     path, tree = source(name)
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines"
+    # a module docstring says what the module is for; design reasoning and evidence live in docs/
+    opening = tree.body[0] if tree.body else None
+    assert isinstance(opening, ast.Expr), f"{name}: no docstring"
+    assert isinstance(opening.value, ast.Constant), f"{name}: no docstring"
+    length = (opening.end_lineno or opening.lineno) - opening.lineno + 1
+    assert length <= MAX_MODULE_DOCSTRING_LINES, f"{name}'s docstring has {length} lines"
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             length = (node.end_lineno or node.lineno) - node.lineno + 1

@@ -1,19 +1,7 @@
 """``roofline selfcheck``: does the engine's timer agree with the other timers on this machine?
 
-A user with a new GPU or CI runner runs it once to see whether to trust the numbers. On a GPU
-(:mod:`.gpu_check`, :mod:`.gpu_run`): the engine beside ``cupyx.profiler.benchmark``, ``torch.cuda.Event``
-pairs and Triton's ``do_bench`` where installed, warm beside warm and cold beside do_bench's cold,
-graph replay beside a CUDA graph replayed between events; ncu's kernel durations beside the engine's
-where Nsight Compute is installed (:mod:`.ncu_clock`); then the latency floor, the clocks NVML
-saw and the measured ceilings against the device table. On the CPU (:mod:`.cpu_check`): the engine beside
-:mod:`timeit` and pytest-benchmark. A kernel's timers run in alternating rounds
-(:mod:`.interleave`), and each ratio is the median of the rounds' paired ratios. One table of
-ratios and a verdict line (:mod:`.compare`): ``agrees within 2.1%``, exit status 0, or
-``disagrees: ...``, exit status 1, when a timer differs beyond its noise (the 95% interval of that
-median, with a stated floor) or the engine failed on a kernel.
-``--fake`` (:mod:`.fake`) runs the GPU path on the test suite's fakes, for CI.
-
-Nothing here imports CuPy, PyTorch, Triton or NumPy until a check runs.
+Timed by :mod:`.gpu_check` or :mod:`.cpu_check`, judged by :mod:`.compare`; no CuPy, PyTorch, Triton or
+NumPy is imported until a check runs. docs/cli.md ("roofline selfcheck: can the numbers be trusted here?").
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
-"""Set each timer beside the engine's figure for the same kernel, round by round, judge the ratio
-against its own noise, and say it in one table and one line.
+"""Each timer beside the engine's figure for the same kernel, round by round: its median paired ratio,
+judged against that median's 95% interval and a :class:`Rule`, said in one table and one line.
 
-**Paired rounds.** The timers of a kernel run in alternating rounds (:mod:`.interleave`), so each
-round gives every timer a figure (the median of that round's samples) taken moments from the
-engine's. A timer's ratio is the median, over the rounds, of its figure over the engine's figure in
-the same round: a drift of the machine's speed that reaches both within a round cancels in it.
-
-**Noise.** A ratio's noise is the spread of those paired ratios: the half-width of the 95%
-confidence interval of their median (:attr:`~pytest_roofline.model.stats.Stats.ci_half`,
-distribution-free), as a fraction of the engine's figure. It holds both timers' own spread and
-whatever drift a round did not cancel. A timer disagrees when its ratio differs from 1 by more than
-that *and* by more than the comparison's floor (:attr:`Rule.floor`): a drift within a round, or one
-that reaches the two timers unalike, need not show in the rounds' spread. With a single round (or
-no spread) only the floor covers it.
-
-**Allowance.** A comparison may allow the other timer to read higher by a known amount that its
-method adds (:attr:`Rule.allowance_s`: Triton's ``do_bench`` clears the L2 by writing, and the
-write-back of those dirty lines lands in its timed window). It is stated with the rule and in the
-table, never folded into the noise.
-
-**Not judged.** A warm or cold comparison of a kernel shorter than :attr:`Rule.min_time_s` (by the
-engine's median figure) is shown, not judged: below it a timer's own launch overhead shows (an event
-pair per call, as ``cupyx`` and ``do_bench`` take, against back-to-back calls with the launch gaps
-hidden), and the timers differ there by design.
+Why: docs/cli.md ("roofline selfcheck: can the numbers be trusted here?"), docs/methodology.md.
 """
 
 from __future__ import annotations

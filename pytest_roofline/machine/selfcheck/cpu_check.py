@@ -1,10 +1,7 @@
-"""The self-check on this CPU: the engine, warm, for a few kernels beside :mod:`timeit` and, where
-it is installed, pytest-benchmark (its ``BenchmarkFixture``, driven in-process), in alternating
-rounds (:mod:`.interleave`): each timer takes its share of its budget in each round.
+"""The self-check on this CPU: the engine, warm, beside :mod:`timeit` and, where installed,
+pytest-benchmark (its ``BenchmarkFixture``, in-process), in alternating rounds (:mod:`.interleave`).
 
-Every timer reads the clock it is given, so the tests drive all three with one fake clock. The
-kernels run from 0.1 to 10 ms on any CPU in use today, long enough for every timer to time a call
-of its own: under :data:`MIN_JUDGED_S` they would still be shown, not judged.
+Every timer reads the clock it is given (the tests drive all three with one fake clock).
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
-"""The self-check on a GPU: the engine beside the other GPU timers, kernel by kernel.
+"""The self-check on a GPU: the engine beside the other GPU timers, kernel by kernel (:data:`CASES`).
 
-For each case (a 256 MiB device-to-device copy, a 4096³ float32 matmul, an elementwise kernel of a few
-microseconds over 8 MiB, and a 4 KiB one short enough to be launch-bound), in alternating rounds
-(:mod:`.interleave`: each timer takes a round's share of the budget below in every round), the
-per-call time of:
-
-- the engine over :class:`~pytest_roofline.timing.cuda.backend.CudaBackend`, warm (``cache=WARM``) on the
-  default stream: the reference of every warm ratio; with events (where CUPTI would time by default),
-  on a side stream, with ``block="off"`` and ``block="on"``; cold (``cache=FLUSHED``: a read of twice
-  the L2 before each call); in graph mode (kernels that can be captured: no cuBLAS);
-- ``cupyx.profiler.benchmark`` (``gpu_times``: an event pair around each repeat), warm, each repeat
-  :data:`EVENT_CALLS` back-to-back calls: cupyx synchronizes after every repeat, so its start event
-  is recorded on an idle GPU and the window holds the host's launch too (8 µs a call on the first
-  H200 run: 1.06× on a 129 µs copy at one call a repeat); over many calls that is a sliver;
-- ``torch.cuda.Event`` pairs around back-to-back calls, warm, where PyTorch has CUDA;
-- ``triton.testing.do_bench``, where Triton is installed, beside the engine's cold figure: it clears
-  the L2 before each call too, but by *writing* 256 MB (``cache.zero_()``, Triton's CUDA driver), and
-  the kernel then writes back the dirty lines that evicts. Up to the whole L2 of them: at most
-  L2 / DRAM bandwidth more time in its window, allowed above (:func:`rules`);
-- a CUDA graph of the kernel's calls captured with CuPy and replayed between two events, beside the
-  engine's graph mode.
-
-PyTorch and Triton time on *their* current device, whatever CuPy's is: both run inside
-``torch.cuda.device(index)``, so ``--device cuda:1`` times GPU 1 with every timer.
+The engine in each of its modes, cupyx, ``torch.cuda.Event``, Triton's ``do_bench`` and a replayed CUDA
+graph, in alternating rounds (:mod:`.interleave`). Why: docs/methodology.md ("Timers in the self-check").
 """
 
 from __future__ import annotations

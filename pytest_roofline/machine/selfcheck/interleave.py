@@ -1,13 +1,7 @@
-"""Every timer of one kernel in alternating rounds, so that a drift of the machine's speed reaches
-them alike and cancels in their ratio.
+"""Every timer of one kernel in alternating rounds, so that a drift of the machine's speed cancels.
 
-A shared machine's speed drifts by tens of percent over seconds (a neighbour's load, clocks, heat).
-Timed one after another, two timers see two different machines, and their ratio shows the drift.
-Here a kernel's time budget is split into :data:`ROUNDS` rounds; each round runs every timer once,
-briefly (its share of the budget: :func:`share`), in an order shuffled afresh each round, so that
-no timer always runs just before or after the engine. A timer's figure for a round is the median of
-that round's samples; :func:`.compare.compare` sets each timer's figure beside the engine's from the
-same round. The shuffle is seeded by the kernel's name: a run is reproducible.
+:data:`ROUNDS` rounds, each timer running its :func:`share` of its budget in each, in an order shuffled
+afresh each round (seeded by the kernel's name). Why: docs/cli.md ("roofline selfcheck").
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""A second clock for the self-check's kernels: Nsight Compute's ``gpu__time_duration.sum`` for the same
-kernels and shapes, beside the engine's warm and cold figures (``roofline selfcheck --ncu``; run by
-default when ``ncu`` is on the PATH).
+"""A second clock for the self-check's kernels: Nsight Compute's ``gpu__time_duration.sum``.
 
-The events the engine reads and the kernel durations ncu reads come from different clocks, so a
-short kernel the two agree on is timed right where the rest of the self-check cannot judge it (under
-its 100 µs floor: the other timers pay a launch per event pair there, by design). ncu runs in a
-subprocess, once warm (``--cache-control none``: a kernel after its own previous launch) and once
-cold (``--cache-control all``: caches flushed before each kernel, as the engine's cold figure
-flushes), both at the clocks the GPU runs at (``--clock-control none``; ncu's default locks them to
-base). The child (:func:`launch`) calls each kernel once, then :data:`CALLS` times, each call after
-one launch of a marker kernel: the kernels between two markers are one call's, their durations summed
-(cuBLAS may launch two); the first calls, before any marker, are left out.
-
-A kernel agrees when the engine's median is within :data:`AGREE_REL` of ncu's, or within
-:data:`AGREE_ABS_S`; kernels under :data:`MIN_JUDGED_S` are shown, not judged. The engine's warm
-figure holds the GPU's gap between back-to-back kernels, which no kernel's duration holds. Its cold
-figure, one call between two events (a flush before each), holds the event pair's own time too:
-the time an event pair around nothing reads (the latency floor's ``event_pair_s``, 1.28 µs on an
-H200, where a cold 2.37 µs kernel read 3.7 µs), which a warm window spreads over its calls. The cold
-comparison is of the engine's figure less that pair (as Triton's ``do_bench`` and nvbench's cold
-figures, the engine's keep it: a fixed cost of timing one call, said beside the figure).
+Warm and cold, beside the engine's (``--ncu``; by default where ``ncu`` is on the PATH), in a subprocess
+(:func:`launch`). Why: docs/cli.md ("roofline selfcheck"), docs/methodology.md ("Timers in the self-check").
 """
 
 from __future__ import annotations

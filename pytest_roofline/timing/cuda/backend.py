@@ -1,12 +1,7 @@
-"""The CUDA timer backend: windows of back-to-back calls timed with CUDA event pairs, through CuPy.
-
-:class:`CudaBackend` records a ``cupy.cuda.Event`` pair around each window on one stream
-(:mod:`.streams`), queues every window of a :meth:`~CudaBackend.run` back to back (the cache flush
-between them, outside the events, :mod:`.flush`) and synchronizes the host once, on the last end
-event: a host sync per sample would inflate a 4 µs kernel by an order of magnitude. A blocking
-kernel holds the stream while a sampling window is queued (:mod:`.blocking`); graph mode times
-replays of a captured graph (:mod:`.graphs`); with cupti-python installed, CUPTI's kernel records
-time the windows instead (:mod:`pytest_roofline.timing.cupti`).
+"""The CUDA timer backend (:class:`CudaBackend`): windows of back-to-back calls timed with CUDA event
+pairs on one stream (:mod:`.streams`), a run's windows queued back to back and synchronized once,
+with the flush (:mod:`.flush`), the blocking kernel (:mod:`.blocking`), graph mode (:mod:`.graphs`)
+and CUPTI (:mod:`pytest_roofline.timing.cupti`) around them: docs/measurement.md ("The CUDA timer").
 """
 
 from __future__ import annotations
@@ -52,37 +47,28 @@ TIMERS = ("auto", "events", "cupti")
 
 
 class CudaBackend(Backend):
-    """Times windows of back-to-back calls on a GPU with CUDA events.
+    """Times windows of back-to-back calls on GPU ``device`` with CUDA event pairs, or CUPTI's kernel
+    records (``timer``: one of :data:`TIMERS`). What each option does: docs/measurement.md ("The CUDA
+    timer").
 
-    ``stream``: where the events are recorded and the calls run (entered as ``with stream:``, so
-    CuPy kernels launch on it, and made PyTorch's current stream when PyTorch has initialized
-    CUDA). ``None`` means the framework's current stream at each :meth:`run`: PyTorch's
-    (``torch.cuda.current_stream(device)``) when PyTorch is loaded and has initialized CUDA, else
-    CuPy's. Or a CuPy stream; or a foreign stream: an int handle, an object with ``cuda_stream``
-    (``torch.cuda.Stream``) or ``__cuda_stream__``, wrapped with ``Stream.from_external``
-    (CuPy >= 14) or ``ExternalStream``. Kernels of other libraries must launch on that same
-    stream. :meth:`on_stream` names one for a block of runs.
+    ``stream``: where the events are recorded and the calls run (entered as ``with stream:``, and
+    made PyTorch's current stream when PyTorch has initialized CUDA): a CuPy stream, an int handle,
+    or an object with ``cuda_stream`` (``torch.cuda.Stream``) or ``__cuda_stream__``; ``None``: the
+    framework's current stream at each :meth:`run` (:mod:`.streams`). Kernels of other libraries must
+    launch on that same stream. :meth:`on_stream` names one for a block of runs.
 
-    ``flush_bytes``: size of the device buffer read before every window when ``run(flush=True)``;
-    default max(2 × last-level cache, 256 MiB), the cache the larger of the L2 the driver reports and
-    ``llc_bytes`` (the device table's: an MI300X's 256 MiB Infinity Cache sits behind an L2 the
-    driver reports). It is allocated on the first flush and reused.
+    ``flush_bytes``: the device buffer read before every window of ``run(flush=True)``, allocated on
+    the first flush and reused; default max(2 × cache, 256 MiB), the cache the larger of the L2 the
+    driver reports and ``llc_bytes`` (the device table's last-level cache).
 
-    ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one
-    CUDA graph, launches it once untimed, then times one replay per window; for kernels dominated
-    by launch overhead. Capture needs a non-default stream: with ``stream=None`` the backend uses
-    a private non-blocking stream, ordered after the current one (and made PyTorch's current
-    stream while capturing and replaying). What cannot be captured (a kernel that synchronizes,
-    allocates with ``cudaMalloc`` or calls a library that refuses capture) is a RuntimeError that
-    says so. In a pytest run, serve such a backend from the ``pytest_roofline_backend`` hook.
+    ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one CUDA
+    graph (on a private non-blocking stream where ``stream=None``), launches it once untimed and
+    times one replay per window; what cannot be captured is a RuntimeError that says so.
 
-    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``; None:
-    ``auto``; the plugin passes the session's ``--roofline-cuda-block``): whether a one-thread
-    kernel holds the stream before a sampling window's start event until the window's first calls
-    are queued, so that the window times the GPU's work, not the host's launch rate (:mod:`.blocking`
-    says when and how many calls; docs/gpu.md). The flush stays before the hold, outside the window;
-    a first call and a window of one sample are never held. ``block_timeout_s``: a hold lasting
-    that long gives up on the GPU: ``auto`` then times that kernel unheld, ``on`` raises.
+    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``, None ``"auto"``):
+    whether the blocking kernel holds the stream until a sampling window's first calls are queued
+    (:mod:`.blocking`); ``block_timeout_s``: a hold lasting that long gives up on the GPU: ``auto``
+    then times that kernel unheld, ``on`` raises.
     """
 
     name = "cuda"

@@ -1,20 +1,7 @@
-"""The blocking kernel: holding a timing stream while a window's calls are queued, and the rules
-of when a window may be held.
-
-A one-thread kernel (:class:`Blocker`, nvbench's ``blocking_kernel``) holds the stream before a
-sampling window's start event, spinning on a flag in mapped pinned host memory, until the host
-has queued the window's first calls: the window then times the GPU's work, not the host's launch
-rate. ``block=`` (:data:`BLOCK_SETTINGS`) says when: ``auto`` holds a kernel only once an unheld
-window proved it asynchronous (:class:`KernelProbes`), and nothing under ``CUDA_LAUNCH_BLOCKING=1``
-or a profiler (:func:`blocking_environment`).
-
-How many calls a hold may take is bounded by launches, not calls: an unheld window behind the
-delay kernel shows how many calls of a kernel the launch queue takes while the GPU is busy (its
-calls returned before the delay ended), and a hold takes no more than the most such a probe showed
-(:data:`UNPROVEN_HELD_CALLS` before one has, :data:`MAX_HELD_CALLS` at most). A hold the host does
-not release, with no call queued behind it for :data:`HOLD_WATCHDOG_S`, is released by a watchdog
-thread (:class:`HoldWatchdog`), and every window's hold is checked as it is released, so a kernel
-that waits for the GPU while held costs one short wait, not the GPU's timeout once per window.
+"""The blocking kernel (:class:`Blocker`, nvbench's ``blocking_kernel``): holding a timing stream
+while a window's calls are queued, so that the window times the GPU's work, not the host's launch
+rate; and the rules of when a window may be held (:data:`BLOCK_SETTINGS`, :class:`KernelProbes`),
+for how many calls, and what releases a hold. The rules and why: docs/gpu.md ("The blocking kernel").
 """
 
 from __future__ import annotations
@@ -330,14 +317,11 @@ def blocking_environment() -> str | None:
 
 
 class KernelProbes:
-    """What the probes found of each kernel a backend timed, and the delays of the next probes.
-
-    A kernel is known by :func:`kernel_key`; its state is the probes so far (0 ..
-    :data:`PROBE_TRIES` - 1) that could not tell, or proved asynchronous, or synchronizing. Once
-    asynchronous, a larger unheld window is probed again, up to :data:`MAX_HELD_CALLS` calls: how
-    many calls the launch queue took behind the delay kernel is what a hold may take
-    (:meth:`held_calls`), and a probe the queue (or the host) could not keep ahead of ends the
-    growing.
+    """What the probes found of each kernel (known by :func:`kernel_key`): not yet told (0 ..
+    :data:`PROBE_TRIES` - 1 probes that could not), asynchronous or synchronizing; and the delays of
+    the next probes. An asynchronous kernel's larger unheld windows are probed again, up to
+    :data:`MAX_HELD_CALLS` calls, until one the queue (or the host) could not keep ahead of: the most
+    calls the launch queue took behind the delay kernel is what a hold may take (:meth:`held_calls`).
     """
 
     def __init__(self) -> None:

@@ -10,13 +10,11 @@ from pytest_roofline.timing.cuda.persisting import PersistingLines
 
 
 class L2Flush:
-    """Evicts the L2 by reading ``nbytes`` on a stream: read, not written, since a memset leaves the
-    L2 full of dirty lines that the kernel's own misses would then write back. The buffer is
-    allocated on the first flush and reused until :meth:`release`.
-
-    A read does not evict persisting lines (:mod:`.persisting`): :meth:`begin`, before a run's cold
-    windows, resets them; while the L2 has a set-aside for them, each flush waits for the stream's
-    last window to end (a reset is not ordered with queued work) and resets them again first.
+    """Evicts the L2 by reading ``nbytes`` on a stream (read, not written: docs/cache.md, "When
+    rotation cannot apply"), from a buffer allocated on the first flush and reused until
+    :meth:`release`. :meth:`begin`, before a run's cold windows, resets persisting lines
+    (:mod:`.persisting`), which a read does not evict; while the L2 has a set-aside for them, each
+    flush waits for the stream's last window to end and resets them again first.
     """
 
     def __init__(self, cupy: Any, nbytes: int, multiprocessors: int, *, rocm: bool = False) -> None:

@@ -37,16 +37,11 @@ def latency_floor(
     refresh: bool = False,
 ) -> LatencyFloor:
     """The shortest time a kernel call can show on GPU ``index``, measured once per process, device
-    and mode.
-
-    ``floor_s``: the per-call time of an empty ``RawKernel`` launch, timed by the engine over a
-    :class:`CudaBackend` in the mode of the backend it judges: ``graph`` (replays of captured empty
-    launches) or eager, held by the blocking kernel or not (``block``); measured after the GPU's
-    clocks ramp up (:func:`ramp_clocks`). ``event_pair_s``: the median of an event pair around
-    nothing. A kernel whose roofline floor is below ``floor_s`` is latency-bound
-    (:func:`pytest_roofline.model.verdict.judge`); the verdict never lets it raise
-    attained past the measured time, so a latency floor is never grounds for faster than light.
-    Cached per device and mode; ``refresh=True`` measures again.
+    and mode (``refresh=True`` measures again). ``floor_s``: the per-call time of an empty
+    ``RawKernel`` launch, timed by the engine in the mode of the backend it judges (``graph`` or
+    eager, held by the blocking kernel or not: ``block``), after :func:`ramp_clocks`;
+    ``event_pair_s``: the median of an event pair around nothing. How the verdict uses it:
+    docs/measurement.md ("The latency floor").
     """
     from pytest_roofline.timing.cache import WARM
     from pytest_roofline.timing.engine import measure

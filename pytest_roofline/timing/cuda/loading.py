@@ -1,18 +1,7 @@
 """Loading CuPy, on first CUDA use: the only place :mod:`cupy` is imported, and only inside functions.
-
-Importing this package, or calling :func:`device_count` without CuPy, costs nothing and raises
-nothing. CuPy warns (a ``UserWarning``) when several of its packages are installed side by side
-(``cupy/_environment.py``, ``_detect_duplicate_installation``); that state is an error here
-(:class:`CupyInstallError`), never a silent fallback to the CPU.
-
-CuPy compiles CUDA C with NVRTC on a kernel's first launch, caching the binary in
-``CUPY_CACHE_DIR`` (``cupy/cuda/_compiler_cache.py``: ``~/.cupy/kernel_cache`` by default, made
-with ``os.makedirs``); CuPy 14 for CUDA finds libnvrtc through ``cuda.pathfinder``
-(``cupy_backends/cuda/libs/_cnvrtc.pxi``, which raises its ``DynamicLibNotFoundError``), earlier
-CuPy through its own loader ("CuPy failed to load libnvrtc..."). Around the plugin's own first
-launches (:func:`compiling`), either is one :class:`KernelCompileError` naming what is missing and
-the fix, remembered for the process: every later CUDA measurement fails with the same line at
-once, not with the same traceback again.
+Several CuPy packages side by side are an error here (:class:`CupyInstallError`), never a silent
+fallback to the CPU; a missing NVRTC or an unwritable kernel cache around the plugin's own first
+launches (:func:`compiling`) is one :class:`KernelCompileError`: docs/gpu.md ("Installing for a GPU").
 """
 
 from __future__ import annotations

@@ -35,24 +35,10 @@ CEILINGS_METHOD = (
 def measure_ceilings(
     index: int = 0, policy: Policy | None = None, *, block: bool | str | None = None
 ) -> tuple[Figure, dict[tuple[Precision, Unit], Figure]]:
-    """Measured DRAM bandwidth and matmul FLOP/s of GPU ``index``, each timed with the engine.
-
-    Bandwidth: the faster of ``cupy.copyto`` of a max(4 × L2, 512 MiB) buffer, counted as read +
-    write, and the L2 roof's ``ld.global.cg`` read kernel over a buffer as large: HBM reads faster
-    than it mixes reads and writes (a copy is half writes), so a read-heavy kernel beat the copy's
-    figure on the first H200 run (a Triton add, two reads a write: 1.03 of it).
-    FLOP/s: ``cupy.matmul`` of random square matrices (2·n³ FLOP), the best of n = 4096 and 8192
-    (:data:`MATMUL_SIZES`): fp32 keyed vector, fp16 and, where CuPy with ml_dtypes supports it, bf16
-    keyed tensor. fp64 is keyed *tensor* from compute capability 8.0: CuPy asks cuBLAS for
-    ``CUBLAS_GEMM_DEFAULT_TENSOR_OP`` there for every dtype (``cupy/_core/_routines_linalg.pyx``,
-    ``tensordot_core_v11``: ``compute_capability >= 80``), so an A100 or H100 runs it on FP64
-    tensor cores (DMMA) at about twice the vector rate; the fp64 vector ceiling stays the table's.
-    fp16 and bf16 tensor take the faster of the two (:data:`SHARED_RATE`).
-    Random inputs, since constant ones draw less power and can run at clocks no real operand sees.
-    TF32 is not measured: CuPy reads ``CUPY_TF32`` once per process, on its first fp32 matmul, and
-    has no public per-call switch; when it is set, the fp32 result is reported as TF32 tensor.
-    Measured warm (no flush): these buffers dwarf the cache. ``block``: the
-    blocking kernel's setting (:class:`CudaBackend`); every first call runs unheld either way.
+    """Measured DRAM bandwidth and matmul FLOP/s of GPU ``index``, each timed warm by the engine under
+    ``policy``: the bandwidth, and the FLOP/s keyed by precision and unit. ``block``: the blocking
+    kernel's setting (:class:`CudaBackend`); every first call runs unheld either way. Which kernels,
+    which keys and why: docs/measurement.md ("Calibration").
     """
     cupy = require_device(index)
     # cuBLAS is refused during stream capture (cupy/cupy#6290): never graph mode here

@@ -1,11 +1,6 @@
 """Giving device memory back: CuPy's memory pool keeps the blocks of freed arrays for reuse, where
-no other allocator (PyTorch's, a library's) can use them.
-
-``cupy.get_default_memory_pool().free_all_blocks()`` hands the pool's free blocks of the current
-device back to the driver (``cupy/cuda/memory.pyx``: ``MemoryPool.free_all_blocks`` frees the arenas
-of ``device_pool()``; a split block stays until its parts are free again). Calibration's buffers (a
-copy of 4 x the L2 each way, 8192² matmul operands: a few GiB) and the flush buffer are given back
-once they are no longer needed, before the tests' own kernels want the memory.
+no other allocator (PyTorch's, a library's) can use them, so calibration's buffers and the flush
+buffer are handed back once they are no longer needed (docs/measurement.md, "Calibration").
 """
 
 from __future__ import annotations

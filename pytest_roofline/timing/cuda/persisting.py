@@ -1,18 +1,6 @@
-"""Persisting L2 lines: what a plain flush cannot evict.
-
-A kernel that sets an access-policy window (``cudaStreamAttributeAccessPolicyWindow`` with
-``hitProp = cudaAccessPropertyPersisting``, CUDA Programming Guide, "L2 Cache Set-Aside for
-Persisting Accesses") keeps its lines in the L2's set-aside, where the flush's normal reads do not
-evict them: a cold window would find that data warm. ``cudaCtxResetPersistingL2Cache`` turns every
-persisting line back to normal ("Reset L2 Access to Normal"), so the next flush evicts it; NVIDIA's
-SOL-ExecBench and GPU MODE's harness reset before every timed iteration. Lines persist only in a
-set-aside (``cudaLimitPersistingL2CacheSize``, 0 unless a program asked for one).
-
-CuPy 14 binds neither (``cupy_backends/cuda/api/runtime.pyx`` has ``deviceGetLimit`` but no
-``ctxResetPersistingL2Cache``, and ``_runtime_enum.pxd`` no ``cudaLimitPersistingL2CacheSize``), so
-the limit is read by its CUDA value and the reset is the driver's ``cuCtxResetPersistingL2Cache``
-(CUDA 11.0+), through ctypes on ``libcuda``, for the context current on this thread (the device's
-primary context, which CuPy's runtime calls made current).
+"""Persisting L2 lines, which a plain flush cannot evict: the L2's set-aside for them, read, and the
+driver's ``cuCtxResetPersistingL2Cache`` that turns them back to normal, called through ctypes (CuPy
+binds neither). Why and when: docs/cache.md ("On a GPU").
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Which CUDA stream a window is timed on: the caller's, PyTorch's current one, CuPy's, or graph
-mode's own; and the wrapping of a foreign stream for CuPy and PyTorch.
-
-PyTorch is never imported here. When it is already loaded (``"torch" in sys.modules``) and has
-initialized CUDA (``torch.cuda.is_initialized()``), the default timing stream is PyTorch's current
-stream for the device (``torch.cuda.current_stream(device).cuda_stream``, wrapped for CuPy), and
-any other timing stream is made PyTorch's current one for the windows (``torch.cuda.stream(...)``,
-``torch.cuda.ExternalStream(ptr, device)``), so PyTorch kernels launch where the events are.
+mode's own; and the wrapping of a foreign stream for CuPy and PyTorch. PyTorch is never imported
+here, only used once loaded and with CUDA initialized, so that its kernels launch where the events
+are (docs/measurement.md, "The CUDA timer").
 """
 
 from __future__ import annotations
