@@ -168,16 +168,13 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
         warn_disturbed([step.test for step in measured if step.disturbed], "of the step itself")
         summary = {**summary, **prediction_summary(prediction, summary, args, measured)}
     verdict, status = budget_verdict(prediction, rows, args.budget_ms)
-    if not (args.plot or args.json):
-        return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict]), status
     data = step_json(rows, summary, device, prediction)
-    wrote = f"roofline: wrote {draw_step(data, args.plot)}" if args.plot else ""
+    wrote = [f"roofline: wrote {draw_step(data, args.plot)}"] if args.plot else []
     if args.json:
-        for line in (wrote, *verdict):  # stdout is the JSON's alone
-            if line:
-                print(line, file=sys.stderr)
+        for line in (*wrote, *verdict):  # stdout is the JSON's alone
+            print(line, file=sys.stderr)
         return json.dumps(data, indent=2), status
-    return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict, wrote]), status
+    return "\n".join([format_step(rows, summary, prediction, wide=args.wide), *verdict, *wrote]), status
 
 
 def predicted_step(rows: list[Row], reports: Reports, args: argparse.Namespace) -> StepPrediction:

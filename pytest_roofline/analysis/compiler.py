@@ -57,16 +57,6 @@ def find_tool(name: str) -> str | None:
     return None
 
 
-def nvcc_or_raise() -> str:
-    nvcc = find_tool("nvcc")
-    if nvcc is None:
-        raise ToolchainUnavailable(
-            "nvcc is not available (not on PATH, nor in $CUDA_HOME/bin): static kernel facts need the "
-            "CUDA toolkit (not a GPU)"
-        )
-    return nvcc
-
-
 def _cache_key(source: str, arch: str, options: Sequence[str], nvcc: str) -> str:
     stat = os.stat(nvcc)
     ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
@@ -85,7 +75,12 @@ def compile_source(
     Cached under ``cache_dir`` (default: the plugin's cache directory, ``kernels/``); pass a
     directory of your own in tests.
     """
-    nvcc = nvcc_or_raise()
+    nvcc = find_tool("nvcc")
+    if nvcc is None:
+        raise ToolchainUnavailable(
+            "nvcc is not available (not on PATH, nor in $CUDA_HOME/bin): static kernel facts need the "
+            "CUDA toolkit (not a GPU)"
+        )
     directory = Path(cache_dir) if cache_dir is not None else files.cache_dir() / "kernels"
     entry = directory / _cache_key(source, arch, options, nvcc)
     cached = _read_cache(entry, arch)
@@ -94,20 +89,9 @@ def compile_source(
     with tempfile.TemporaryDirectory(prefix="roofline-nvcc-") as tmp:
         work = Path(tmp)
         (work / "kernel.cu").write_text(source, encoding="utf-8")
-        _run([nvcc, "--ptx", f"-arch={arch}", *options, "-o", "kernel.ptx", "kernel.cu"], work)
-        usage = _run(
-            [
-                nvcc,
-                "-cubin",
-                f"-arch={arch}",
-                *options,
-                "--resource-usage",
-                "-o",
-                "kernel.cubin",
-                "kernel.ptx",
-            ],
-            work,
-        )
+        target = [f"-arch={arch}", *options]
+        _run([nvcc, "--ptx", *target, "-o", "kernel.ptx", "kernel.cu"], work)
+        usage = _run([nvcc, "-cubin", *target, "--resource-usage", "-o", "kernel.cubin", "kernel.ptx"], work)
         ptx = (work / "kernel.ptx").read_text(encoding="utf-8")
         sass = _sass(work / "kernel.cubin")
     compiled = Compiled(arch, ptx, usage, sass)
@@ -131,12 +115,13 @@ def _run(cmd: list[str], cwd: Path) -> str:
 
 def _sass(cubin: Path) -> str | None:
     cuobjdump = find_tool("cuobjdump")
-    if cuobjdump is None:
-        return None
+    return None if cuobjdump is None else _stdout([cuobjdump, "-sass", str(cubin)])
+
+
+def _stdout(cmd: list[str]) -> str | None:
+    """What a helper tool printed, or None where it could not run or failed."""
     try:
-        done = subprocess.run(
-            [cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, timeout=60, check=False
-        )
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -154,12 +139,8 @@ def demangle(symbols: Sequence[str]) -> dict[str, str]:
     tool = binutils or find_tool("cu++filt")
     if tool is None or not symbols:
         return {}
-    try:
-        done = subprocess.run([tool, *symbols], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    lines = done.stdout.splitlines()
-    if done.returncode != 0 or len(lines) != len(symbols):
+    lines = (_stdout([tool, *symbols]) or "").splitlines()
+    if len(lines) != len(symbols):
         return {}
     # binutils' lines are its form already: a type of the user's named T1 stays T1
     read = (lambda line: line) if binutils else source_form

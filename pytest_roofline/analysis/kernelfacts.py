@@ -138,13 +138,12 @@ _BARRIERS = re.compile(r"used (\d+) barriers")
 def resource_usage(log: str) -> dict[str, ResourceUsage]:
     """ptxas's ``-v`` output, per kernel (by its name in the PTX)."""
     usage = {}
-    blocks = list(_ENTRY_USAGE.finditer(log))
-    for i, match in enumerate(blocks):
-        text = log[match.end() : blocks[i + 1].start() if i + 1 < len(blocks) else len(log)]
+    parts = _ENTRY_USAGE.split(log)  # [before, name, arch, text, name, arch, text, ...]
+    for name, text in zip(parts[1::3], parts[3::3], strict=True):
         used = _USED.search(text)
         figures = {kind: int(n) for n, kind in _BYTES.findall(text)}
         barriers = _BARRIERS.search(text)
-        usage[match.group(1)] = ResourceUsage(
+        usage[name] = ResourceUsage(
             registers=int(used.group(1)) if used else 0,
             spill_stores=figures.get("spill stores", 0),
             spill_loads=figures.get("spill loads", 0),
@@ -201,10 +200,7 @@ def _label(entry: KernelEntry, entries: Sequence[KernelEntry]) -> str:
 
 
 def _listing(entries: Sequence[KernelEntry]) -> str:
-    labels = [_label(e, entries) for e in entries]
-    return ", ".join(
-        label if label == e.name else repr(label) for e, label in zip(entries, labels, strict=True)
-    )
+    return ", ".join(e.name if _label(e, entries) == e.name else repr(e.signature) for e in entries)
 
 
 def _squeezed(text: str) -> str:
@@ -278,19 +274,17 @@ def static_facts(
         entries = kernel_entries(compiled.ptx)
         found = find_kernel(entries, kernel, where)
         name, label = found.symbol, _label(found, entries)
-    usage = resource_usage(compiled.resource_usage).get(name, ResourceUsage(registers=0))
-    notes = [] if compiled.sass is not None else ["no SASS counts: cuobjdump is not available"]
     return _facts(
         kernel=label,
         arch=target,
         origin="nvcc",
         ptx=compiled.ptx,
         entry=name,
-        usage=usage,
+        usage=resource_usage(compiled.resource_usage).get(name, ResourceUsage(registers=0)),
         block=block,
         dynamic_smem=dynamic_smem,
         sass=None if compiled.sass is None else sasslib.counts(compiled.sass, name),
-        notes=notes,
+        notes=[] if compiled.sass is not None else ["no SASS counts: cuobjdump is not available"],
     )
 
 
@@ -309,9 +303,7 @@ def _facts(
 ) -> StaticFacts:
     body = ptxlib.entry_body(ptx, entry)
     _check_launch(kernel, arch, body, block, usage.static_smem, dynamic_smem)
-    occ = None
-    if block is not None:
-        occ = occupancy(arch, block, usage.registers, usage.static_smem + dynamic_smem)
+    occ = None if block is None else occupancy(arch, block, usage.registers, usage.static_smem + dynamic_smem)
     return StaticFacts(
         kernel=kernel,
         arch=arch,
@@ -373,12 +365,11 @@ def triton_facts(compiled: Any, arch: str | None = None) -> StaticFacts:
     if not entries:
         raise KernelFactsError("the Triton kernel's asm['ptx'] defines no .entry")
     regs = getattr(compiled, "n_regs", None)
-    spills = getattr(compiled, "n_spills", None)
     warps = getattr(metadata, "num_warps", None)
     notes = [] if regs is not None else ["registers unknown: the Triton kernel is not loaded yet"]
     usage = ResourceUsage(
         registers=int(regs or 0),
-        spill_stores=4 * int(spills or 0),
+        spill_stores=4 * int(getattr(compiled, "n_spills", None) or 0),
         static_smem=int(getattr(metadata, "shared", 0) or 0),
     )
     return _facts(
@@ -399,23 +390,20 @@ def triton_facts(compiled: Any, arch: str | None = None) -> StaticFacts:
 _PORTABLE_OPTION = re.compile(r"^(?:-D|-I|-U|-std=|--std=|--use_fast_math|-use_fast_math|-lineinfo)")
 
 
+def _is_triton(obj: Any) -> bool:
+    asm = getattr(obj, "asm", None)
+    return isinstance(asm, Mapping) and "ptx" in asm
+
+
 def _kernels_of(obj: Any) -> list[Any] | None:
     """The kernel objects ``obj`` stands for, or None when it is no CUDA kernel at all."""
     if isinstance(obj, (list, tuple)):
         found = [_kernels_of(item) for item in obj]
         return None if any(f is None for f in found) else [k for f in found if f for k in f]
-    if isinstance(obj, CudaKernel):
-        return [obj]
-    asm = getattr(obj, "asm", None)
-    if isinstance(asm, Mapping) and "ptx" in asm:
-        return [obj]
-    code = getattr(obj, "code", None)
-    if isinstance(code, str):
+    if isinstance(obj, CudaKernel) or _is_triton(obj) or isinstance(getattr(obj, "code", None), str):
         return [obj]
     declared = getattr(obj, "roofline_kernels", None)
-    if declared is not None:
-        return _kernels_of(declared if isinstance(declared, (list, tuple)) else [declared])
-    return None
+    return None if declared is None else _kernels_of(declared)
 
 
 def facts_for(
@@ -446,8 +434,7 @@ def facts_for(
 
 
 def _one(k: Any, arch: str, block: int | None, cache_dir: Path | str | None) -> list[StaticFacts]:
-    asm = getattr(k, "asm", None)
-    if isinstance(asm, Mapping) and "ptx" in asm:
+    if _is_triton(k):
         return [triton_facts(k, arch)]
     if isinstance(k, CudaKernel):
         return [

@@ -211,14 +211,13 @@ def occupancy(arch: str, block: int, registers: int, smem: int = 0) -> Occupancy
         ("warps", lim.max_warps_per_sm // warps),
         ("blocks", lim.max_blocks_per_sm),
     )
-    blocks = min(n for _, n in limits)
     return Occupancy(
         arch=lim.arch,
         block=block,
         registers=registers,
         smem=smem,
         limits=limits,
-        blocks_per_sm=blocks,
+        blocks_per_sm=min(n for _, n in limits),
         warps_per_block=warps,
         max_warps_per_sm=lim.max_warps_per_sm,
     )

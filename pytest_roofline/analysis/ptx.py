@@ -107,8 +107,8 @@ def instruction_mix(body: str) -> InstructionMix:
             counts["shared_loads" if head == "ld" else "shared_stores"] += 1
         elif head in ("ld", "st") and "local" in parts:
             counts["local_accesses"] += 1
-        elif head == "cp" and len(parts) > 1 and parts[1] == "async" and "wait" not in opcode:
-            counts["cp_async"] += 1 if "commit_group" not in opcode else 0
+        elif parts[:2] == ["cp", "async"] and "wait" not in opcode and "commit_group" not in opcode:
+            counts["cp_async"] += 1
         elif head in ("mma", "wgmma") or (head == "wmma" and "mma" in parts):
             counts["tensor_core"] += 1 if "fence" not in parts and "commit_group" not in parts else 0
         elif head == "shfl":
@@ -117,9 +117,7 @@ def instruction_mix(body: str) -> InstructionMix:
             counts["barriers"] += 1
         if head in _MATH and "f32" in parts:
             counts["fp32_math"] += 1
-        if ("f64" in parts and head in (*_MATH, "cvt", "setp", "ex2", "lg2", "sin", "cos")) or (
-            head == "cvt" and "f64" in parts
-        ):
+        if "f64" in parts and head in (*_MATH, "cvt", "setp", "ex2", "lg2", "sin", "cos"):
             counts["fp64_math"] += 1
     return InstructionMix(**counts)
 
@@ -129,28 +127,25 @@ _INSTRUCTION = re.compile(_GUARD + r"([a-z][\w.:]*)\s*(.*?);", re.MULTILINE)
 
 def _instructions(body: str) -> list[tuple[str, str]]:
     """(opcode, operands) of each instruction; declarations and labels are skipped."""
-    start = body.find("{")
-    return [(m.group(1), m.group(2)) for m in _INSTRUCTION.finditer(body, start if start >= 0 else 0)]
+    return [(m.group(1), m.group(2)) for m in _INSTRUCTION.finditer(body, max(body.find("{"), 0))]
 
 
 # --- the tid.x coefficient of each register ------------------------------------------------------
 
 
-class _Runtime:
-    """A coefficient known only at run time (tid.x times a parameter)."""
+class _Unknown:
+    """A coefficient that is no constant: RUNTIME (tid.x times a parameter) or NOT_AFFINE."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def __repr__(self) -> str:
-        return "RUNTIME"
+        return self.name
 
 
-class _NotAffine:
-    def __repr__(self) -> str:
-        return "NOT_AFFINE"
-
-
-RUNTIME = _Runtime()
-NOT_AFFINE = _NotAffine()
-Coef = int | _Runtime | _NotAffine
+RUNTIME = _Unknown("RUNTIME")
+NOT_AFFINE = _Unknown("NOT_AFFINE")
+Coef = int | _Unknown
 #: special registers: how far each moves from one thread of a warp to the next
 _SPECIAL: Mapping[str, int] = {"%tid.x": 1, "%laneid": 1}
 _REG = re.compile(r"^%[\w.]+$")
@@ -229,11 +224,9 @@ def _transfer(flow: _Flow, opcode: str, operands: list[str]) -> tuple[Coef, int 
     if head in ("mov", "cvt", "cvta") and len(src) == 1:
         return coefs[0], values[0]
     if head in ("add", "sub") and len(src) == 2:
-        a, b = coefs
-        value = None
-        if values[0] is not None and values[1] is not None:
-            value = values[0] + values[1] if head == "add" else values[0] - values[1]
-        return _add(a, b if head == "add" else _scale(b, -1)), value
+        sign = 1 if head == "add" else -1
+        value = None if values[0] is None or values[1] is None else values[0] + sign * values[1]
+        return _add(coefs[0], _scale(coefs[1], sign)), value
     if head == "mul" and len(src) == 2:
         return _product(coefs, values), _times(values[0], values[1])
     if head == "mad" and len(src) == 3:
@@ -243,8 +236,7 @@ def _transfer(flow: _Flow, opcode: str, operands: list[str]) -> tuple[Coef, int 
     if head == "neg" and len(src) == 1:
         return _scale(coefs[0], -1), None if values[0] is None else -values[0]
     if head == "ld" and src:
-        address = src[0].strip("[]").split("+")[0]
-        return (0 if flow.coef_of(address) == 0 else NOT_AFFINE), None
+        return (0 if flow.coef_of(_address(src[0])) == 0 else NOT_AFFINE), None
     return (0 if all(c == 0 for c in coefs) else NOT_AFFINE), None
 
 
@@ -267,7 +259,7 @@ def strided_accesses(body: str) -> tuple[StridedAccess, ...]:
     for _ in range(12):  # to a fixed point: loop-carried registers join their updates
         changed = False
         for opcode, text in instructions:
-            operands = [o.strip() for o in _split_operands(text)]
+            operands = _split_operands(text)
             if not operands or opcode.split(".")[0] in ("st", "bra", "ret", "bar", "setp", "red", "atom"):
                 continue
             dest = operands[0]
@@ -282,9 +274,7 @@ def strided_accesses(body: str) -> tuple[StridedAccess, ...]:
         parts = opcode.split(".")
         if parts[0] not in ("ld", "st") or "global" not in parts:
             continue
-        operands = _split_operands(text)
-        address = operands[1 if parts[0] == "ld" else 0].strip().strip("[]").split("+")[0].strip()
-        coef = flow.coef_of(address)
+        coef = flow.coef_of(_address(_split_operands(text)[1 if parts[0] == "ld" else 0]))
         width = _width(opcode)
         if coef is RUNTIME or (isinstance(coef, int) and abs(coef) > width):
             kind = "load" if parts[0] == "ld" else "store"
@@ -294,20 +284,19 @@ def strided_accesses(body: str) -> tuple[StridedAccess, ...]:
 
 
 def _split_operands(text: str) -> list[str]:
-    """Operands split at top-level commas (vector operands ``{%f1, %f2}`` stay whole)."""
-    out: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        if char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
+    """Operands split at top-level commas and stripped (vector operands ``{%f1, %f2}`` stay whole)."""
+    out = []
+    depth = begun = 0
+    for i, char in enumerate(text):
+        depth += {"{": 1, "[": 1, "}": -1, "]": -1}.get(char, 0)
         if char == "," and depth == 0:
-            out.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    if current:
-        out.append("".join(current))
+            out.append(text[begun:i].strip())
+            begun = i + 1
+    if text[begun:]:
+        out.append(text[begun:].strip())
     return out
+
+
+def _address(operand: str) -> str:
+    """The register of an address operand: ``[%rd4+16]`` -> ``%rd4``."""
+    return operand.strip().strip("[]").split("+")[0].strip()

@@ -37,11 +37,9 @@ _INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_
 
 def counts(sass: str, kernel: str) -> dict[str, int] | None:
     """Each pattern's count in ``kernel``'s SASS, or None when the listing has no such function."""
-    headers = list(_FUNCTION.finditer(sass))
-    for i, header in enumerate(headers):
-        if header.group(1) != kernel:
-            continue
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(sass)
-        opcodes = [m.group(1) for m in _INSTRUCTION.finditer(sass, header.end(), end)]
-        return {name: sum(1 for op in opcodes if pattern.match(op)) for name, pattern in PATTERNS.items()}
+    parts = _FUNCTION.split(sass)  # [before, name, body, name, body, ...]
+    for function, body in zip(parts[1::2], parts[2::2], strict=True):
+        if function == kernel:
+            opcodes = [m.group(1) for m in _INSTRUCTION.finditer(body)]
+            return {name: sum(1 for op in opcodes if pattern.match(op)) for name, pattern in PATTERNS.items()}
     return None

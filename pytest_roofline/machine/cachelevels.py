@@ -29,13 +29,11 @@ SWEEP_REPEATS = 3
 SWEEP_MEMORY_SHARE = 0.25
 MAX_SWEEP_BYTES = 2**30
 
-Clock = Callable[[], float]
-
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from .capacity import Sweep
+    from .capacity import Clock, Sweep
 
 
 def measure_capacities(
@@ -48,9 +46,8 @@ def measure_capacities(
     """The capacity of each of the ``caches`` sysfs lists, as this process sees it: a sweep of
     :class:`AddSweep` up to where the last level's knee is clear (:func:`.capacity.sweep`), taken
     again where that knee lies below the reported size, the largest kept (:func:`.capacity.widest`),
-    each within
-    ``budget_s``, :data:`MAX_SWEEP_BYTES` and :data:`SWEEP_MEMORY_SHARE` of ``available()`` memory
-    (default: :func:`..timing.host_memory.available_memory`)."""
+    each within ``budget_s``, :data:`MAX_SWEEP_BYTES` and :data:`SWEEP_MEMORY_SHARE` of ``available()``
+    memory (default: :func:`..timing.host_memory.available_memory`)."""
     from ..timing.host_memory import available_memory
     from .capacity import Sweep, passed_at, repeated, sweep
 

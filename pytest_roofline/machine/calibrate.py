@@ -12,13 +12,11 @@ import json
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..errors import RooflineWarning
 from ..model.core import Device, Figure, MemoryLevel, Precision, Source, Unit
 from ..timing.cpu import cpu_model_name
 from .calibration_cache import (
@@ -32,6 +30,7 @@ from .calibration_cache import (
     probes_to_json,
     read_ceilings,
     read_figure,
+    warn,
     write_ceilings,
 )
 from .cpu_ceilings import (
@@ -60,14 +59,17 @@ _LOCK_TIMEOUT_S = 60.0
 #: integer work: their compute side stays unknown unless a peaks file gives it)
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3)
 
-_default_cache_dir = cache_dir  # the calibrate functions take a parameter of that name
-
 
 def cpu_identity() -> dict[str, str | int]:
     """What a CPU calibration is keyed by: the CPU model, the core count and the numpy version."""
     import numpy as np
 
     return {"cpu_model": cpu_model_name(), "cores": os.cpu_count() or 1, "numpy": np.__version__}
+
+
+def _directory(given: Path | str | None) -> Path:
+    """Where the cache files are: ``given``, else the plugin's cache folder."""
+    return Path(given) if given is not None else cache_dir()
 
 
 @contextlib.contextmanager
@@ -85,14 +87,10 @@ def _exclusive(path: Path, *, timeout_s: float = _LOCK_TIMEOUT_S) -> Iterator[No
     try:
         with contextlib.suppress(OSError):  # a file system that cannot lock: unlocked, as without fcntl
             if not lock(fd, timeout_s=timeout_s):
-                _warn(f"{path} stayed locked for {timeout_s:.0f} s; calibrating without the lock")
+                warn(f"{path} stayed locked for {timeout_s:.0f} s; calibrating without the lock")
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, RooflineWarning, stacklevel=3)
 
 
 def _calibrate(
@@ -117,7 +115,7 @@ def _calibrate(
         try:
             cached = read_ceilings(path, kind, key)
         except CorruptCache as exc:
-            _warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
+            warn(f"calibration cache {path} {exc}; recalibrating and replacing it")
             cached = None
         if cached is not None:
             return Calibration(build(cached), path, True, time.perf_counter() - start, cached.probes)
@@ -154,7 +152,6 @@ def calibrate_cpu(
     (:func:`sanity_problems`) is taken once more, with a warning. ``measure`` replaces
     :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both).
     """
-    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     if peak == "auto":
         from .cpupeak import cpu_peak
 
@@ -162,7 +159,7 @@ def calibrate_cpu(
     return _calibrate(
         "cpu",
         cpu_identity(),
-        directory=directory,
+        directory=_directory(cache_dir),
         force=force,
         reset=reset,
         measure=_sane(measure or measure_cpu, peak),
@@ -178,11 +175,11 @@ def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[],
         problems = sanity_problems(ceilings, peak)
         if not problems:
             return ceilings
-        _warn(f"CPU calibration rejected ({'; '.join(problems)}); measuring again")
+        warn(f"CPU calibration rejected ({'; '.join(problems)}); measuring again")
         again = measure()
         problems = sanity_problems(again, peak)
         if problems:
-            _warn(f"CPU calibration still fails its checks ({'; '.join(problems)}); its figures are suspect")
+            warn(f"CPU calibration still fails its checks ({'; '.join(problems)}); its figures are suspect")
         return again
 
     return checked
@@ -194,9 +191,8 @@ def raise_probe_bests(rates: Mapping[str, float], *, cache_dir: Path | str | Non
     Only ever raises, under the cache's lock; the figures and their probes are left as they are.
     Returns whether the file changed. A missing or unusable cache is left alone.
     """
-    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     key = cpu_identity()
-    path = cache_file_of(directory, "cpu", key)
+    path = cache_file_of(_directory(cache_dir), "cpu", key)
     with _exclusive(path.with_name(f".{path.stem}.lock")):
         try:
             cached = read_ceilings(path, "cpu", key)
@@ -237,10 +233,9 @@ def cached_cpu_device(*, cache_dir: Path | str | None = None) -> Device | None:
     process, or in the cache file), else None: what an estimate may use without asking to measure."""
     if "cpu" in _cpu_memo:
         return _cpu_memo["cpu"].device
-    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
     key = cpu_identity()
     try:
-        cached = read_ceilings(cache_file_of(directory, "cpu", key), "cpu", key)
+        cached = read_ceilings(cache_file_of(_directory(cache_dir), "cpu", key), "cpu", key)
     except CorruptCache:  # calibrating replaces it, with a warning: not an estimate's business
         return None
     return None if cached is None else _cpu_device(cached)
@@ -338,7 +333,7 @@ def calibrate_cuda(
             llc_bytes=caches[-1].sizing_bytes if caches else base.llc_bytes,
         )  # fmt: skip
 
-    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
+    directory = _directory(cache_dir)
     calibration = _calibrate(
         base.kind, key, directory=directory, force=force, reset=reset, measure=run, build=build
     )
@@ -369,13 +364,10 @@ def cuda_l2_roof(
     if not base.llc_bytes:
         return None
     key: dict[str, object] = {**_gpu_identity(base), "method": L2_METHOD}
-    directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir()
-    path = cache_file_of(directory, "cuda-l2", key)
+    path = cache_file_of(_directory(cache_dir), "cuda-l2", key)
     start = time.perf_counter()
     cached = None if reset else _cached_figure(path, "cuda-l2", key)
-    if cached is not None and not force:
-        return cached
-    if measure is None:
+    if measure is None or (cached is not None and not force):
         return cached
     with _exclusive(path.with_name(f".{path.stem}.lock")):
         if not force and not reset and (waited := _cached_figure(path, "cuda-l2", key)) is not None:
@@ -391,7 +383,7 @@ def _cached_figure(path: Path, kind: str, key: Mapping[str, object]) -> Figure |
     try:
         return read_figure(path, kind, key)
     except CorruptCache as exc:
-        _warn(f"calibration cache {path} {exc}; measuring again and replacing it")
+        warn(f"calibration cache {path} {exc}; measuring again and replacing it")
         return None
 
 
@@ -416,10 +408,6 @@ def _gpu_identity(base: Device) -> dict[str, object]:
         "key": base.key,
         "sms": base.cores,
         "llc_bytes": base.llc_bytes,
-        "cupy": _cupy_version(),
+        # timing.cuda imported it to find the device
+        "cupy": str(getattr(sys.modules.get("cupy"), "__version__", "unknown")),
     }
-
-
-def _cupy_version() -> str:
-    module = sys.modules.get("cupy")  # timing.cuda imported it to find the device
-    return str(getattr(module, "__version__", "unknown"))

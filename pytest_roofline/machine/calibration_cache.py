@@ -36,6 +36,7 @@ __all__ = [
     "probes_to_json",
     "read_ceilings",
     "read_figure",
+    "warn",
     "write_ceilings",
 ]
 
@@ -140,7 +141,7 @@ def read_figure(path: Path, kind: str, key: Mapping[str, object]) -> Figure | No
         data = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # a UnicodeDecodeError is a ValueError
         raise CorruptCache(f"cannot be read ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("kind") != kind:
         raise CorruptCache(f"is not a {kind!r} cache file of schema {SCHEMA}")
@@ -209,7 +210,7 @@ def write_ceilings(path: Path, payload: Mapping[str, object]) -> bool:
             json.dump(payload, out, indent=2, sort_keys=True)
             out.write("\n")
     except OSError as exc:
-        _warn(
+        warn(
             f"cannot write the calibration cache {path} ({exc}); the measured ceilings are used but not kept"
         )
         return False
@@ -248,7 +249,7 @@ def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceil
             continue
         if fresh.value < _MUCH_LOWER * cached.value:
             lower.append(f"{name} {plain_rate(fresh.value, name)} (cached {plain_rate(cached.value, name)})")
-        resource = BANDWIDTH if name == BANDWIDTH else name.split(":")[0]
+        resource = name.partition(":")[0]  # "bandwidth", or a peak's precision
         if name == BANDWIDTH:
             bandwidth = cached
         else:
@@ -262,7 +263,7 @@ def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceil
         if seen is not None and seen.best_rate > probe.best_rate:
             probes[resource] = dataclasses.replace(probe, best_rate=seen.best_rate, best_seen=seen.best_seen)
     if lower:
-        _warn(
+        warn(
             f"the new calibration came out much lower than {where} for {'; '.join(lower)}: the machine is "
             "busy or slower; the cached figures are kept (`roofline calibrate --reset` forgets them)"
         )
@@ -290,5 +291,6 @@ def plain_rate(value: float, name: str) -> str:
     return f"{value / GB:.1f} GB/s" if name == BANDWIDTH else f"{value / 1e9:.1f} GFLOP/s"
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """A :class:`RooflineWarning` pointing at the caller's caller."""
     warnings.warn(message, RooflineWarning, stacklevel=3)

@@ -93,9 +93,8 @@ def _source(figure: Figure) -> str:
 
 
 def _rate(value: float, unit: str) -> str:
-    if unit == "OPS":
-        return f"{value / 1e12:,.1f} TOPS" if value >= 1e12 else f"{value / 1e9:,.1f} GOPS"
-    return f"{value / 1e12:,.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:,.1f} GFLOP/s"
+    prefix, scale = ("T", 1e12) if value >= 1e12 else ("G", 1e9)
+    return f"{value / scale:,.1f} {prefix}{unit}"
 
 
 def _duration(seconds: float) -> str:

@@ -216,8 +216,7 @@ def sweep(
             stopped = "at its time budget"
             break
     reached = samples[-1][0] if samples else 0
-    note = f"stopped {stopped}"
-    found = capacities(guesses, find_knees(samples), reached=reached, sweep_note=note)
+    found = capacities(guesses, find_knees(samples), reached=reached, sweep_note=f"stopped {stopped}")
     return Sweep(tuple(samples), found, clock() - began, stopped, kernel)
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ..model.peaks import CpuPeak
     from ..timing.host_caches import CacheInfo
-    from .capacity import Sweep
+    from .capacity import Clock, Sweep
 
 __all__ = [
     "ARRAY_MEMORY_SHARE",
@@ -61,8 +61,6 @@ _DISAGREE = 2.0
 #: a figure / probe ratio outside this range means the two did not run under one load (the probe
 #: is the same kind of kernel, a little smaller: quietly the ratio is 1 to 3)
 PROBE_RATIO_RANGE = (0.5, 10.0)
-
-Clock = Callable[[], float]
 
 
 def measure_cpu(

@@ -155,18 +155,21 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _hex(text: str) -> int | None:
+def _hex(block: str, name: str) -> int | None:
+    """The first ``name:`` value as a hexadecimal number (``0x41``); None when there is none."""
     try:
-        return int(text, 16)  # "0x41"
-    except ValueError:
+        return int(_fields(block, name)[0], 16)
+    except (IndexError, ValueError):
         return None
 
 
+def _words(text: str | None, name: str) -> set[str]:
+    """The union of every ``name:`` line's words, lower-cased: a hybrid part's widest core sets the bound."""
+    return {word for line in _fields(text, name) for word in line.lower().split()}
+
+
 def _x86_isa(cpuinfo: str, lscpu: str | None) -> tuple[str, int] | str:
-    # the union over every processor's flags: a hybrid part's widest core sets the bound
-    flags = {flag for line in _fields(cpuinfo, "flags") for flag in line.lower().split()}
-    if not flags:
-        flags = {flag for line in _fields(lscpu, "flags") for flag in line.lower().split()}
+    flags = _words(cpuinfo, "flags") or _words(lscpu, "flags")
     if not flags:
         return "no CPU flags in /proc/cpuinfo or lscpu"
     for label, needed, fp64 in X86_FP64:
@@ -176,9 +179,7 @@ def _x86_isa(cpuinfo: str, lscpu: str | None) -> tuple[str, int] | str:
 
 
 def _arm_isa(cpuinfo: str, lscpu: str | None, sve_bits: int | None) -> tuple[str, int] | str:
-    features = {f for line in _fields(cpuinfo, "features") for f in line.lower().split()}
-    if not features:
-        features = {f for line in _fields(lscpu, "flags") for f in line.lower().split()}
+    features = _words(cpuinfo, "features") or _words(lscpu, "flags")
     if not features:
         return "no CPU features in /proc/cpuinfo or lscpu"
     if "sve" in features:
@@ -201,13 +202,10 @@ def _processor_blocks(cpuinfo: str) -> list[str]:
 
 
 def _arm_part(block: str) -> int | None:
-    implementer, part = _fields(block, "cpu implementer"), _fields(block, "cpu part")
-    if not implementer or not part:
+    implementer, part = _hex(block, "cpu implementer"), _hex(block, "cpu part")
+    if implementer is None or part is None:
         return None
-    imp, prt = _hex(implementer[0]), _hex(part[0])
-    if imp is None or prt is None:
-        return None
-    entry = ARM_PARTS.get((imp, prt))
+    entry = ARM_PARTS.get((implementer, part))
     return entry[1] if entry else None
 
 
@@ -221,13 +219,13 @@ def _clock(
             base = max_khz / 1e3
             return base * 1e6 * BOOST_ALLOWANCE, f"cpufreq non-boost max {base:.0f} MHz {allowance}"
         return max_khz * 1e3, "cpufreq max"
-    lscpu_max = max(_positive(map(_number, _fields(lscpu, "cpu max mhz"))), default=0.0)
+    lscpu_max = _highest(map(_number, _fields(lscpu, "cpu max mhz")))
     if lscpu_max > 0:
         if any(v.lower() == "enabled" for v in _fields(lscpu, "frequency boost")):
             return lscpu_max * 1e6 * BOOST_ALLOWANCE, f"lscpu non-boost max {lscpu_max:.0f} MHz {allowance}"
         return lscpu_max * 1e6, "lscpu CPU max MHz"
-    model = max(_positive(map(_model_clock_mhz, _fields(cpuinfo, "model name"))), default=0.0)
-    current = max(_positive(map(_number, _fields(cpuinfo, "cpu mhz"))), default=0.0)
+    model = _highest(map(_model_clock_mhz, _fields(cpuinfo, "model name")))
+    current = _highest(map(_number, _fields(cpuinfo, "cpu mhz")))
     if model <= 0 and current <= 0:
         return None
     # cpu MHz may be a current, throttled clock, the model name's is the base: the higher is kept
@@ -236,9 +234,9 @@ def _clock(
     return current * 1e6 * BOOST_ALLOWANCE, f"cpu MHz {current:.0f} {allowance}"
 
 
-def _positive(values: Iterable[float | None]) -> list[float]:
-    """The values that are positive numbers: what did not parse (None) and zeros are dropped."""
-    return [value for value in values if value is not None and math.isfinite(value) and value > 0]
+def _highest(values: Iterable[float | None]) -> float:
+    """The highest of the values that are positive numbers (what did not parse is None); else 0."""
+    return max((v for v in values if v is not None and math.isfinite(v) and v > 0), default=0.0)
 
 
 def _model_clock_mhz(name: str) -> float | None:

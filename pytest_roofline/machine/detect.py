@@ -32,7 +32,6 @@ _KEYWORDS = ("auto", "cpu", "cuda")
 CUDA_SPEC = re.compile(r"cuda(?::(?P<index>\d+))?")
 #: pytest-xdist's worker ids: gw0, gw1, ...
 _WORKER_ID = re.compile(r"gw(?P<index>\d+)")
-_MEASURE_HINT = "run with --roofline-device auto|cpu|cuda[:N]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +105,7 @@ def require_local(target: Target) -> Target:
     if not target.local:
         raise DeviceError(
             f"device {target.spec!r} is a table entry with no local hardware: it can be used for "
-            f"estimates, not measurements; {_MEASURE_HINT}"
+            "estimates, not measurements; run with --roofline-device auto|cpu|cuda[:N]"
         )
     return target
 

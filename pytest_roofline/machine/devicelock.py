@@ -65,11 +65,8 @@ class DeviceLocks:
         return fd is not None
 
     def _acquire(self, key: str) -> None:
-        if key in self._held:
-            fd, depth = self._held[key]
-            self._held[key] = (fd, depth + 1)
-            return
-        self._held[key] = (self._lock(key), 1)
+        fd, depth = self._held[key] if key in self._held else (self._lock(key), 0)
+        self._held[key] = (fd, depth + 1)
 
     def _release(self, key: str) -> None:
         fd, depth = self._held.pop(key)

@@ -55,11 +55,9 @@ def resolve_device(spec: Device | str, *, measure: bool) -> Device:
     if isinstance(spec, Device):
         return spec
     keyword = spec.strip().lower() if isinstance(spec, str) else ""
-    if keyword == "auto" or keyword == "cuda" or keyword.startswith("cuda:"):
+    if keyword in ("auto", "cpu", "cuda") or keyword.startswith("cuda:"):
         target = parse_target(keyword)
         return this_cpu(measure=measure, spec=keyword) if target.kind == "cpu" else target_device(target)
-    if keyword == "cpu":
-        return this_cpu(measure=measure)
     return lookup(spec)  # names a non-string in its error
 
 

@@ -83,11 +83,10 @@ def _report(
     if target.kind == "cpu":
         from .cpu_check import run_cpu
 
-        if ncu is not None and wanted_ncu:
+        if wanted_ncu:  # _ncu found it, or refused to go on
             raise InvalidValueError(
                 f"--ncu: Nsight Compute times GPU kernels; --device {device} checks this CPU"
             )
-
         return run_cpu(progress=progress)
     if target.index is None:  # a table device with no hardware here
         raise InvalidValueError(

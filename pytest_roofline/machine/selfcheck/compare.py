@@ -135,14 +135,12 @@ def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Co
             paired = Stats.from_samples(ratios)
             base = reference.stats.median
             judged = base >= rule.min_time_s
-            note = (
-                ""
-                if judged
-                else f"not judged: {seconds(base)} is under {seconds(rule.min_time_s)}, where launch "
-                "overhead differs between timers by design"
-            )
-            if judged and rule.allowance_s:
-                note = rule.allowance_note
+            note = rule.allowance_note if rule.allowance_s else ""
+            if not judged:
+                note = (
+                    f"not judged: {seconds(base)} is under {seconds(rule.min_time_s)}, where launch "
+                    "overhead differs between timers by design"
+                )
             found.append(
                 Comparison(
                     case=result.case,

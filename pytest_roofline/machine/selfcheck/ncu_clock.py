@@ -107,8 +107,7 @@ def parse_launches(text: str) -> list[Launch]:
         except ValueError:
             continue
         name = (row.get("Kernel Name") or row.get("Function Name") or "").split("(")[0].strip()
-        unit = (row.get("Metric Unit") or "").strip().lower()
-        scale = UNITS.get(unit, 1.0)
+        scale = UNITS.get((row.get("Metric Unit") or "").strip().lower(), 1.0)
         found.setdefault((ident, name), {})[row.get("Metric Name") or ""] = value * scale
     return [
         (ident, name, metrics) for (ident, name), metrics in sorted(found.items(), key=lambda kv: kv[0][0])
