@@ -128,10 +128,8 @@ def _stdout(cmd: list[str]) -> str | None:
 
 
 def demangle(symbols: Sequence[str]) -> dict[str, str]:
-    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by ``c++filt``
-    (binutils'; device symbols use the host's mangling) or else ``cu++filt`` (the CUDA toolkit's),
-    whose EDG form is brought towards binutils' (:func:`source_form`: the spacing and template
-    parameters; ``const int*`` against binutils' ``int const*`` still differ).
+    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by binutils'
+    ``c++filt`` or else the CUDA toolkit's ``cu++filt``, whose form :func:`source_form` brings nearer.
 
     Best effort: without either tool, or when it fails, the symbols it did not read are left out.
     """
@@ -148,11 +146,9 @@ def demangle(symbols: Sequence[str]) -> dict[str, str]:
 
 
 def source_form(text: str) -> str:
-    """A ``cu++filt`` line (CUDA 13) nearer binutils' form. It writes ``scale(float *, int)`` and
-    leaves a function template's parameters as EDG's ``T1``, ``T2`` (``ns::scale<float>(T1 *)``):
-    the spaces before ``*`` and ``&`` go, and each ``Tn`` in the parameter list becomes the
-    template's n-th argument (``ns::scale<float>(float*)``). Const placement and the casts of
-    non-type arguments (``(int)4``) are left as EDG writes them."""
+    """A ``cu++filt`` line nearer binutils' form: the spaces before ``*`` and ``&`` go, and each EDG
+    ``Tn`` in the parameter list becomes the template's n-th argument (``ns::scale<float>(T1 *)`` ->
+    ``ns::scale<float>(float*)``). Const placement and non-type casts (``(int)4``) stay as EDG wrote them."""
     text = re.sub(r"\s+(?=[*&])", "", text)
     opening = _parameters_start(text)
     if opening is None:

@@ -417,8 +417,7 @@ def facts_for(
 
     One entry per kernel: a RawModule contributes every kernel it defines. ``block`` applies to
     kernels that do not carry their own (a :class:`CudaKernel`'s ``block``, a Triton kernel's warps).
-    Raises ArchError (a ValueError) for an unknown ``arch``: that is the caller's mistake, not the
-    kernel's.
+    Raises ArchError (a ValueError) for an unknown ``arch``.
     """
     kernels = _kernels_of(kernel)
     if not kernels:
@@ -458,7 +457,6 @@ def load_source(spec: str) -> str:
     ``NAME`` is a module-level CUDA source string, or an object with a ``.code`` string (a CuPy
     RawKernel or RawModule, an example's ``CudaSource``); dots and mapping keys reach into
     objects (``CUDA_SOURCES.transpose_naive``). Raises KernelFactsError naming what is missing.
-    Which kernels it defines is the compiler's to say (:func:`kernel_entries`).
     """
     path, sep, attr = spec.rpartition(":")
     if sep and attr and path.endswith(".py"):

@@ -42,11 +42,8 @@ class ArchLimits:
 
     @property
     def smem_cliff(self) -> int:
-        """The most shared memory per block (bytes) at which two blocks still fit on one SM.
-
-        One byte more and only one block fits: the procedure's "shared memory cliff" (step 6;
-        ~50 KB on sm_86, 49 KiB exactly once the reserved 1 KiB is counted).
-        """
+        """The most shared memory per block (bytes) at which two blocks still fit on one SM: one byte
+        more and only one fits (the "shared memory cliff"; docs/architecture.md, "The layers")."""
         half = self.smem_per_sm // 2
         return half - half % self.smem_granularity - self.reserved_smem_per_block
 

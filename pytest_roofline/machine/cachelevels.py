@@ -142,11 +142,10 @@ def _best_call_s(fn: Callable[[], object], clock: Clock, repeats: int = REPEATS)
 def levels_of(
     caches: Sequence[CacheInfo], rates: Mapping[str, tuple[float, str]], *, dram: float
 ) -> tuple[MemoryLevel, ...]:
-    """The memory levels with measured roofs, smallest first; each roof at least every larger
-    level's and DRAM's (``dram``, bytes/s): a smaller level never serves bytes slower. A level
-    measured in ``rates`` but left out of ``caches`` (the capacity sweep did not see it) is served by
-    the next larger level, whose roof is then at least its rate: bytes it holds may still read at
-    that rate."""
+    """The memory levels with measured roofs, smallest first, each roof at least every larger level's
+    and DRAM's (``dram``, bytes/s). A level in ``rates`` but not in ``caches`` (the capacity sweep did
+    not see it) is served by the next larger level, whose roof is then at least its rate
+    (docs/cache.md, "Warm (on request)")."""
     levels: list[MemoryLevel] = []
     floor = dram
     below = 0

@@ -105,9 +105,8 @@ def _calibrate(
 ) -> Calibration:
     """Load or measure, then cache: the one path both CPU and GPU calibrations take.
 
-    A re-measure (``force``) never makes the cache worse: each figure keeps the better of the
-    cached and the new value, with a warning naming the figures that came out much lower. Only
-    ``reset`` forgets what was cached (a machine that really became slower).
+    ``force`` keeps the better of each cached and new figure (docs/measurement.md, "Calibration");
+    ``reset`` forgets what was cached.
     """
     start = time.perf_counter()
     path = cache_file_of(directory, kind, key)

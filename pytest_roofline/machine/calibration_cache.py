@@ -232,8 +232,7 @@ def ceilings_payload(
 def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceilings:
     """Per figure, the better of ``old`` and ``new``, kept together with the probe measured beside it.
 
-    Warns, naming each figure, where ``new`` came out below :data:`_MUCH_LOWER` of ``old``: a busy
-    moment, most likely, which must not become the machine's figure.
+    Warns, naming each figure, where ``new`` came out below :data:`_MUCH_LOWER` of ``old``.
     """
     peaks = dict(new.peaks)
     probes = dict(new.probes)

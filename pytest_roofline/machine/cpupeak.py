@@ -74,8 +74,7 @@ _MODEL_CLOCK = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE
 def check_rate(flops_per_s: float, precision: Precision, peak: CpuPeak | None) -> str | None:
     """A message when ``flops_per_s`` exceeds the theoretical peak for ``precision``; else None.
 
-    None also when the peak is unknown: nothing can be said then. A rate that is not a finite
-    number is reported: it is a counting bug too (a zero time, a NaN count).
+    None also when the peak is unknown. A rate that is not a finite number is reported too.
     """
     if peak is None:
         return None
@@ -260,9 +259,8 @@ def system_peak() -> CpuPeak | str:
     """This machine's peak, or why it is unknown. Read once per process.
 
     Linux only: ``/proc/cpuinfo``, cpufreq's ``cpuinfo_max_freq`` of the CPUs this process may
-    use, lscpu (run only when cpufreq gives no max clock) and the SVE vector length. macOS and
-    Windows give no max clock and no flags in one reliable place (Apple silicon reports no clock
-    at all), so their peak is unknown rather than guessed.
+    use, lscpu (run only when cpufreq gives no max clock) and the SVE vector length; elsewhere
+    unknown (docs/methodology.md, "Why the CPU's theoretical peak errs high").
     """
     if not sys.platform.startswith("linux"):
         return f"not derived on {sys.platform} (Linux only)"

@@ -89,9 +89,8 @@ def worker_device_spec(spec: str, worker_id: str | None, cuda_count: Callable[[]
     """The spec pytest-xdist worker ``worker_id`` measures with when the run's device is ``spec``.
 
     ``auto`` and ``cuda`` (no index) become ``cuda:<i mod n>`` for worker ``gw<i>`` when
-    ``cuda_count()`` sees n GPUs, so each GPU times one worker's kernels; every other spec, and
-    every spec outside a worker (``worker_id`` None), is kept. ``cuda_count`` is called only for
-    those two specs in a worker, so a CPU run never imports CuPy for it.
+    ``cuda_count()`` sees n GPUs; every other spec, and every spec outside a worker (``worker_id``
+    None), is kept. ``cuda_count`` is called only for those two specs in a worker.
     """
     worker = _WORKER_ID.fullmatch(worker_id or "")
     if worker is None or spec.strip().lower() not in ("auto", "cuda"):

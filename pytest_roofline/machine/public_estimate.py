@@ -49,8 +49,7 @@ def resolve_device(spec: Device | str, *, measure: bool) -> Device:
     (no GPU is looked for); ``auto`` and ``cuda[:N]`` detected; ``cpu`` (and ``auto`` on a machine with
     no GPU) this CPU, from its calibration when one is cached, measured now only when ``measure``.
 
-    Without ``measure`` and with nothing cached, a DeviceError says how to get the CPU's ceilings:
-    an estimate is arithmetic, and must not spend seconds calibrating unless its caller asks.
+    Without ``measure`` and with nothing cached, a DeviceError says how to get the CPU's ceilings.
     """
     if isinstance(spec, Device):
         return spec

@@ -67,13 +67,8 @@ class Contention:
 
     @property
     def load_beside(self) -> float | None:
-        """The load of everything else: the load average less this process's CPU per wall second.
-
-        A process that keeps n threads busy adds about n to the load average itself, and a 2-thread
-        BLAS on 2 cores is no contention. What it spent waiting to run still counts as others' load,
-        which errs toward saying contention. The load average looks back a minute, the CPU time only
-        over the measurement: a rough figure, which is why its thresholds are wide.
-        """
+        """The load of everything else: the load average less this process's CPU per wall second; a
+        rough figure (why: docs/verdicts.md ("Budgets and verdicts"))."""
         if self.load_avg is None:
             return None
         return max(0.0, self.load_avg - (self.cpu_per_wall or 0.0))

@@ -291,11 +291,10 @@ def _dtype_name(dtype: object) -> str:
 class Figure:
     """One number on a device sheet and where it came from.
 
-    ``value`` is the figure as its source gives it (a datasheet's, at the clock the vendor quotes it
-    at), and the floor and attained use it. ``at_max_clock`` is the same unit's rate at the device's
-    maximum SM clock, where the figure is quoted at a lower one (NVIDIA's H100 and H200 tensor
-    figures: 1830 of 1980 MHz): a kernel running at that clock can beat ``value``, so this rate is
+    ``value`` is the figure as its source quotes it; the floor and attained use it. ``at_max_clock``
+    is the same unit's rate at the device's maximum SM clock where ``value`` is quoted at a lower one,
     used only to call a reading faster than light (:func:`~.verdict.ftl_limit`), never for a floor.
+    Why: docs/floor.md ("Limits").
     """
 
     value: float
@@ -361,14 +360,13 @@ class MemoryLevel:
 
 @dataclass(frozen=True, slots=True)
 class CacheSize:
-    """A cache level's capacity as the OS (or the GPU's driver) reports it, and as this process sees it.
+    """A cache level's capacity as the OS (or the GPU's driver) reports it, and as this process sees it
+    (less where it gets a share: docs/cache.md ("How big the caches are")).
 
-    The two differ where the process gets a share: a VM's part of a host's last-level cache, one
-    die's slice of a chip's, a MIG slice's part of a GPU's L2. ``effective_bytes`` is where a
-    footprint sweep's bandwidth steps down (:mod:`pytest_roofline.machine.capacity`); None where the
-    sweep went past the level and saw no step: the level is then not used. ``found`` says which:
-    ``knee``, ``unseen``, or ``unreached`` (the sweep stopped short of it: the reported size stands).
-    ``note`` says more, in words a report shows.
+    ``effective_bytes`` is where a footprint sweep's bandwidth steps down
+    (:mod:`pytest_roofline.machine.capacity`); None where the sweep went past the level and saw no
+    step: the level is then not used. ``found`` says which: ``knee``, ``unseen``, or ``unreached``
+    (the sweep stopped short of it: the reported size stands). ``note`` says more, for a report.
     """
 
     level: int
@@ -479,8 +477,8 @@ class Cost:
     """What one call of an op does: FLOPs (or integer ops) and bytes of DRAM traffic.
 
     ``parts``: a sequence of kernels (a whole model step) whose floor is the *sum* of their own
-    floors, each on its own unit (``part_units``: "tensor" or "vector"), not the floor of the sums:
-    a step cannot overlap its memory-bound norms with its compute-bound GEMMs' arithmetic.
+    floors, each on its own unit (``part_units``: "tensor" or "vector"), not the floor of the sums
+    (why: docs/llm.md ("A whole model: `roofline llm`")).
     """
 
     flops: float

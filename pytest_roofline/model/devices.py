@@ -442,10 +442,9 @@ _MIG_SUFFIX = re.compile(r"\s+MIG\s+\S+$")
 def from_properties(props: DeviceProperties) -> Device:
     """The device a driver describes: the table's entry when the name matches, else derived.
 
-    A table match whose reported SM count is lower (a MIG slice) has its compute peaks scaled by
-    the SM ratio; bandwidth is left whole, which keeps the floor optimistic. A table entry with no
-    last-level cache figure takes the L2 the driver reports. MI250 and MI250X report one name and
-    are told apart by their CU count.
+    A table match whose reported SM count is lower (a MIG slice) has its compute peaks scaled by the
+    SM ratio, its bandwidth left whole; a row with no last-level cache figure takes the driver's L2.
+    MI250 and MI250X report one name and are told apart by their CU count.
     """
     # MIG slices report e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb": the card is the name before " MIG"
     known = find_device(_MIG_SUFFIX.sub("", props.name))
@@ -468,11 +467,9 @@ def from_properties(props: DeviceProperties) -> Device:
 
 def at_reported_clock(device: Device, max_mhz: float) -> Device:
     """A built-in device whose driver reports a higher maximum SM clock than its row's figures are
-    quoted at (a factory-overclocked GeForce card), with each such figure's rate at that clock as
-    its :attr:`~.core.Figure.at_max_clock`: a kernel running at the reported clock must not be called
-    faster than light. The figures themselves stay as quoted: the floor and attained use them. A
-    clock no higher than the row's maximum, or unknown (0), changes nothing.
-    """
+    quoted at (a factory-overclocked GeForce card), with each such figure's rate at that clock as its
+    :attr:`~.core.Figure.at_max_clock`; the figures themselves stay as quoted. A clock no higher than
+    the row's maximum, or unknown (0), changes nothing. Why: docs/floor.md ("Limits")."""
     row = _ROW_OF.get(device.key)
     if row is None or max_mhz <= 0 or _BUILT_IN.get(device.key) is not device:
         return device  # not a built-in row: a registered device keeps its own figures, under any key

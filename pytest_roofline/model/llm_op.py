@@ -9,11 +9,9 @@ from .op_registry import OpError, OpSpec, Param, Params, register_op
 
 
 def _llm(p: Params, size: float) -> Cost:
-    """One decode or prefill step of a whole model, from its Hugging Face config.json.
-
-    The sum of every kernel's floor (see ``roofline llm``): the step's FLOPs and bytes are the sums,
-    and its floor is the sum of the ops' floors, each on its own unit, not the floor of the sums.
-    """
+    """One decode or prefill step of a whole model, from its Hugging Face config.json: its FLOPs and
+    bytes are its kernels' sums, its floor the sum of their floors (docs/llm.md ("A whole model:
+    `roofline llm`"))."""
     config = load_config(p["config"])
     ops = step_ops(config, step_options(p))
     return Cost(

@@ -136,10 +136,8 @@ def _as_real(value: object) -> float | None:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OpSpec:
     """An operation, every field given: a field left out is an error where the op is declared, never a
-    default that is wrong for it (an op that forgot ``complex_flops`` would take complex data).
-
-    The catalogues declare each op as one ``register_op(OpSpec(...))``; :func:`register_op` also
-    builds one from keywords, with defaults for a user's op.
+    default. The catalogues declare each op as one ``register_op(OpSpec(...))``; :func:`register_op`
+    also builds one from keywords, with defaults for a user's op (docs/floor.md ("Ops")).
     """
 
     name: str
@@ -233,8 +231,7 @@ class OpSpec:
 
         Complex data costs :attr:`complex_flops` real FLOPs per FLOP the formula counts; bytes
         follow the item size (complex64 is 8 bytes). A registered cost function that returns
-        anything but a Cost of finite, non-negative numbers is an OpError naming the op: a floor
-        built on it would be nonsense.
+        anything but a Cost of finite, non-negative numbers is an OpError naming the op.
         """
         self.check_dtype(precision)
         cost = self.cost_fn(

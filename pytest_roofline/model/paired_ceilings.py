@@ -74,11 +74,8 @@ class PairedCeiling:
 
 
 def resource_of(estimate: Estimate) -> str:
-    """The resource that bounds ``estimate``: bandwidth, or the compute of its peak's precision.
-
-    Narrow formats run on the CPU at fp32's rate (numpy has no faster path), so fp32's probe
-    stands for them.
-    """
+    """The resource that bounds ``estimate``: bandwidth, or the compute of its peak's precision (fp32's
+    for every narrower format: docs/measurement.md ("Calibration"))."""
     if estimate.bound == "memory":
         return BANDWIDTH
     return "fp64" if estimate.peak_precision is Precision.FP64 else "fp32"
@@ -100,11 +97,8 @@ def pair(reference: ProbeReference, rate_now: float, ci_rel: float, probes: int)
 
 
 def paired_floor_s(estimate: Estimate, ceiling: PairedCeiling) -> float:
-    """The floor of ``estimate`` with its bounding resource at the paired ceiling.
-
-    Only the bounding resource is probed; near the ridge point the other term may bind at the
-    paired speed instead, so the floor is the larger of the scaled bound and the other term.
-    """
+    """The floor of ``estimate`` with its bounding resource at the paired ceiling: the larger of the
+    scaled bound and the other, unprobed term (which may bind near the ridge point)."""
     compute_s = estimate.compute_s or 0.0  # an unknown compute side bounds nothing
     if ceiling.resource == BANDWIDTH:
         return max(estimate.memory_s / ceiling.speed, compute_s)

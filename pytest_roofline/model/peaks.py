@@ -222,12 +222,9 @@ class CpuPeak:
     fp32_per_cycle: int
 
     def flops(self, precision: Precision) -> float:
-        """The peak FLOP/s for ``precision``: fp64's figure, or fp32's for fp32 and every narrower format.
-
-        tf32, fp16, bf16 and fp8 take fp32's figure: numpy has no CPU path for them that is faster
-        than fp32 (it computes fp16 through fp32), so fp32's peak is their honest upper bound. Complex
-        work is judged at its parts' precision (fp64 for complex128); integer operations are not
-        FLOPs, and nothing here bounds them.
+        """The peak FLOP/s for ``precision``: fp64's figure, or fp32's for fp32 and every narrower format
+        (why: docs/measurement.md ("Calibration")). Complex work is judged at its parts' precision;
+        integer operations are not FLOPs, and nothing here bounds them.
         """
         return self.cores * self.clock_hz * self.per_cycle(precision)
 

@@ -12,11 +12,8 @@ from .stats import STATS, Stat
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """How long and how carefully to measure. Every field is checked on construction.
-
-    How the cache is kept (warm, or cold by rotation, a flush, or an op past the cache) is not a
-    setting here: the measurement's cache plan decides it (:class:`~pytest_roofline.timing.cache.CachePlan`).
-    """
+    """How long and how carefully to measure. Every field is checked on construction. How the cache is
+    kept is not a setting here: :class:`~pytest_roofline.timing.cache.CachePlan` decides it."""
 
     #: warm-up runs until at least this much wall time (at most a quarter of ``max_time_s``) *and*
     #: ``warmup_calls`` calls have passed; a kernel too slow for the budget, one call

@@ -315,13 +315,8 @@ def _single_threaded_compute(estimate: Estimate, m: Measurement) -> bool:
 
 
 def _threads_waited(estimate: Estimate, m: Measurement) -> str:
-    """Why a compute-bound kernel on several threads cannot be judged against a probe, or "".
-
-    Beside a job that takes a core, threads that synchronize (BLAS) slow by far more than the
-    share of the time they wait for a core, and by how much depends on the kernel's own shape
-    (docs/methodology.md), so no matmul probe of another shape follows them. A memory-bound
-    kernel's probe still does.
-    """
+    """Why a compute-bound CPU kernel whose threads waited for a core cannot be judged against a probe,
+    or "" (why: docs/methodology.md ("Threads, probes and the host's counters"))."""
     if estimate.bound != "compute" or estimate.device.kind != "cpu":
         return ""
     if m.threads is None or m.threads < 2 or m.wait_share is None or m.wait_share <= WAITED_SHARE:

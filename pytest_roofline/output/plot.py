@@ -331,8 +331,7 @@ def _lead_apart(drawn: Figure, labels: Sequence[tuple[Annotation, float]]) -> No
     """Place each point's label, top point first, where it overlaps no marker and no text placed
     before it (the roofs' labels, the labels of points above) and stays inside its panel: the first
     such place beside its point, else the first place inside the panel, moved down below what is in
-    its way. The figure is laid out first: a label's extent depends on it, and a label takes no
-    part in it (a moved label moves no point)."""
+    its way. The figure is laid out first: a label's extent depends on it."""
     gap = 1.0  # points between two texts
     to_points = 72 / drawn.dpi
 

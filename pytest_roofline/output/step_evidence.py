@@ -138,11 +138,9 @@ def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], de
 
 def calibrated_time_s(record: MeasurementRecord) -> float:
     """The time ``record`` measured, at the speed the machine's calibration found: times the share of
-    its calibrated rate the probe beside it saw (0.7: the machine ran at 70%). A shared machine's
-    speed drifts by tens of percent from one test to the next; a step predicted from tests timed at
-    one speed, and compared with a step timed at another, would carry that drift. A measurement with
-    no probe beside it (a warm one, a GPU's), or bound by its calls' latency rather than by the
-    resource the probe measures, is taken as it was timed."""
+    its calibrated rate the probe beside it saw (0.7: the machine ran at 70%; docs/llm.md, "Predicting
+    the step from the suite"). A measurement with no probe beside it (a warm one, a GPU's), or bound
+    by its calls' latency rather than by the resource the probe measures, is taken as it was timed."""
     speed = record.ceiling.speed if record.ceiling is not None and not record.latency_bound else 0.0
     return record.time_s * speed if speed > 0 and math.isfinite(speed) else record.time_s
 

@@ -177,8 +177,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def roofline_mode(config: pytest.Config) -> str:
     """This session's mode: ``enforce``, ``report`` or ``off`` (for conftest.py files).
 
-    A suite whose bad variants are ``xfail(strict=True)`` tests can mark them so only in
-    ``enforce`` mode, where a miss fails the test; see ``example_project/conftest.py``.
+    Its use: docs/usage.md ("Hooks").
     """
     settings = config.stash.get(SETTINGS_KEY, None)
     return "off" if settings is None else settings.mode  # -p no:roofline enforces nothing

@@ -319,11 +319,9 @@ _LEFT_OUT = {
 
 
 def rootdir_taken_by(config: pytest.Config, ref: str) -> bool:
-    """Whether a directory REF given as its own argument (``--roofline-against DIR``) moved the head's
-    rootdir: pytest picks the rootdir and the ini file from the command line's paths before plugins
-    add their options, so it reads DIR as one of them, and a DIR outside the tests' common folder
-    moves the rootdir up to a folder above both (every node id changes, and the ini file is missed).
-    ``--roofline-against=DIR`` is one argument, never read as a path."""
+    """Whether a directory REF given as its own argument (``--roofline-against DIR``, unlike
+    ``--roofline-against=DIR``) moved the head's rootdir: docs/ci.md ("Gate a pull request against
+    its base")."""
     args = list(config.invocation_params.args)
     if not any(flag == "--roofline-against" and value == ref for flag, value in itertools.pairwise(args)):
         return False

@@ -40,8 +40,7 @@ def fail_test(message: str) -> NoReturn:
 class failing_the_test:  # lower case, like contextlib.suppress: it reads as a with-statement
     """Any of ``errors`` (our own :class:`RooflineError` kinds) raised inside fails the current test
     with ``roofline: <its message>`` alone; anything else (a bug of ours or of a library) keeps its
-    traceback. A class, not a generator: its ``__exit__`` hides its own frame, so a failure in a hook
-    shows no frame at all, as it would without the ``with``.
+    traceback. Its own frame is hidden: a failure in a hook shows none, as without the ``with``.
     """
 
     def __init__(self, *errors: type[RooflineError]) -> None:

@@ -102,9 +102,9 @@ class Gate:
 
         A baseline test not measured now is ``vanished``, unless it was ``deselected`` (``-k``, a
         shard), the run was cut short before it or measured nothing (``--roofline-mode off``): then
-        it is ``not run``. A run that measured
-        nothing (``--roofline-mode off``, no marked test selected) saves nothing; a save merges the
-        run into the baseline (:mod:`..output.store`)."""
+        it is ``not run``. A run that measured nothing (``--roofline-mode off``, no marked test
+        selected) saves nothing; a save merges the run into the baseline (:mod:`..output.store`).
+        """
         if not self._reporting:
             return
         baseline = self.baseline

@@ -28,10 +28,8 @@ class HookResultError(RooflineUsageError, RuntimeError):
 def first_result(hook: HookCaller, check: Check, **kwargs: Any) -> Any:
     """The first non-None answer of ``hook``'s implementations (pluggy's ``firstresult``), checked.
 
-    Called one by one, in the order pluggy calls them, so a wrong answer is known by its plugin:
-    a HookResultError names the hook, the plugin and the value. Where a wrapper implementation
-    exists the hook is called as a whole (a wrapper may change the answer), and only the hook
-    is named.
+    A wrong answer raises HookResultError naming the hook, the plugin and the value; where a
+    wrapper implementation exists, the hook is called as a whole and only the hook is named.
     """
     impls = hook.get_hookimpls()
     if any(impl.wrapper or impl.hookwrapper for impl in impls):

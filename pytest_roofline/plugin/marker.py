@@ -64,11 +64,8 @@ class MarkerArgs:
 
 
 def has_marker(item: pytest.Item) -> bool:
-    """Whether ``item`` or a node above it carries a speed_of_light marker.
-
-    The nodes and markers ``item.iter_markers`` walks, without its generators: every unmarked
-    test pays for this check, in collection and in setup, and this is a third of the cost.
-    """
+    """Whether ``item`` or a node above it carries a speed_of_light marker: the nodes and markers
+    ``item.iter_markers`` walks, without its generators (why: docs/options.md, its last paragraph)."""
     node: Any = item  # a Node: pytest exports only its subclasses, Item and Collector
     while node is not None:
         for mark in node.own_markers:

@@ -126,11 +126,8 @@ def parse_gpus(text: str) -> str | tuple[int, ...]:
 
 
 def parse_peaks(text: str) -> str:
-    """``datasheet``, ``measured``, or a JSON file of the user's own peaks (read and checked now).
-
-    The file is applied over the session's device, so it need not be complete: it is checked here
-    over a stand-in device, which makes every mistake in it a usage error before any test runs.
-    """
+    """``datasheet``, ``measured``, or a JSON file of the user's own peaks, read and checked now over
+    a stand-in device (it need not be complete): docs/options.md ("Your own peaks")."""
     if text in PEAK_SOURCES:
         return text
     from ..model.core import Device, Figure, Precision, Source, Unit, did_you_mean
@@ -516,8 +513,7 @@ def _check_distinct_outputs(values: Mapping[str, Any], origins: Mapping[str, str
 def check_peaks_kind(settings: SessionSettings, *, device_hooks: bool) -> None:
     """A peaks file for another kind of device than the session's is a usage error before any test
     runs, wherever the session's kind is known without CuPy or a device hook: ``cpu``, and ``auto``
-    where CuPy is not installed. (Named devices are resolved at configure time anyway; elsewhere the
-    first measurement fails, naming the file: ``session.RooflineSession.device``.)"""
+    where CuPy is not installed: docs/options.md ("Your own peaks")."""
     peaks, spec = settings.peaks, settings.device.strip().lower()
     if peaks in PEAK_SOURCES or settings.mode == "off" or device_hooks or spec not in ("auto", "cpu"):
         return

@@ -300,11 +300,8 @@ def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
 
 def check_dtype_against_arguments(op: str, dtype: object, kernel: KernelCall | None) -> None:
     """A floating-point ``dtype`` given for ``op`` that none of the kernel's floating-point arrays has
-    is an error naming both: it would count every byte at the wrong width (``dtype="fp16"`` over
-    float32 arrays: half of them) and judge against the wrong peaks. An op's operands may differ
-    (fp8 inputs with a bf16 output, an fp32 rope cache beside bf16 heads): one array of the given
-    format is enough. Math in another format than the storage is ``math=`` (``dtype="fp32",
-    math="tf32"``). Nothing is checked where no floating-point array is found, or it is not known."""
+    is an InvalidValueError naming both; one array of that format is enough. Nothing is checked where
+    no floating-point array is found, or it is not known. Why: docs/usage.md ("The marker")."""
     from ..model.core import Precision, parse_dtype
 
     if kernel is None:

@@ -80,11 +80,9 @@ class RooflineSession:
         return self.devices.builtin_backend(spec, device)
 
     def skip_absent_devices(self, items: list[pytest.Item]) -> None:
-        """A test whose marker names a device that is not on this machine is skipped, with the reason
-        (the plugin calls this at the end of collection, after -k and -m have deselected).
-
-        Skipped through a mark, so pytest reports the test's own location; a marker with a mistake
-        is left to :meth:`pytest_runtest_setup`, which fails the test with the message.
+        """A test whose marker names a device that is not on this machine gets a skip mark, with the
+        reason (called at the end of collection, after -k and -m); a marker with a mistake is left to
+        :meth:`pytest_runtest_setup`, which fails the test with the message.
         """
         for item in items:
             if not has_marker(item):  # most tests: skip read_marker's walk and checks

@@ -50,10 +50,9 @@ class RecordTransport:
 
     def carry(self, report: pytest.TestReport) -> None:
         """Put the records measured in this phase on its ``report``; in the process that shows the run
-        (the controller, or a serial run), collect them, and remember the tests that failed as expected
-        (their misses are what bad variants show off). A test run again (pytest-rerunfailures' failed
-        attempt is ``rerun``) keeps only its last attempt's records: docs/options.md ("pytest-xdist and
-        reruns").
+        (the controller, or a serial run), collect them, and remember the tests that failed as expected.
+        A test run again (pytest-rerunfailures' ``rerun``) keeps only its last attempt's records:
+        docs/options.md ("pytest-xdist and reruns").
         """
         state = self._state
         carried = report.__dict__  # (``report.nodeid`` is a property: read only where needed)

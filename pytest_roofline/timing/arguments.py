@@ -155,10 +155,9 @@ def check_has_data(
     fn: object, args: Sequence[object], kwargs: Mapping[str, object] | None, *, given_by: str = ""
 ) -> None:
     """A ValueError naming the argument of ``fn(*args, **kwargs)`` that is a tensor with no data
-    (PyTorch's meta device: a shape and a dtype, no storage), found where rotation finds arrays.
-
-    The kernel would compute nothing on it, and be judged faster than light. ``given_by`` names who
-    gave the arguments (``setup's ``).
+    (PyTorch's meta device: a shape and a dtype, no storage), found where rotation finds arrays
+    (docs/cache.md, "When rotation cannot apply"). ``given_by`` names who gave the arguments
+    (``setup's ``).
     """
     found, *_ = scan_call(fn, args, kwargs)
     if found.meta:

@@ -58,11 +58,10 @@ def check_window_counts(calls: int, samples: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """A reference kernel timed beside the kernel under test, so both see the same load.
-
-    Its rate (``work`` per second) tracks how fast the machine runs *now*: the verdict scales the
-    calibrated ceiling by it (:mod:`pytest_roofline.model.paired_ceilings`). ``resource`` names what it
-    measures: ``"bandwidth"`` (bytes per call) or a precision's compute (``"fp64"``, FLOPs).
+    """A reference kernel timed beside the kernel under test, so both see the same load; the verdict
+    scales the calibrated ceiling by its rate, ``work`` per second
+    (:mod:`pytest_roofline.model.paired_ceilings`). ``resource``: ``"bandwidth"`` (bytes per call) or
+    a precision's compute (``"fp64"``, FLOPs).
     """
 
     name: str

@@ -49,9 +49,8 @@ def samples_within(n: int, wanted: int, left_s: float, per_sample_s: float, max_
     """Of ``wanted`` more samples, after ``n``, how many to take with ``left_s`` of the budget left
     (negative: already past it), each costing about ``per_sample_s``: those expected to end within
     the budget; up to the floor of :data:`MIN_SAMPLES_FLOOR`, those that run past it by at most
-    :data:`OVERRUN_SHARE` of ``max_time_s`` together (past what a first call that paid a one-off, a
-    compilation, already overran it by: three 1 ms samples after a 1.5 s first call are still taken);
-    and at least one sample in all."""
+    :data:`OVERRUN_SHARE` of ``max_time_s`` together, past what a first call that paid a one-off (a
+    compilation) already overran it by; and at least one sample in all."""
     if per_sample_s <= 0:
         return max(wanted, MIN_SAMPLES_FLOOR - n, 1 - n, 0)
     size = min(wanted, max(_count(left_s / per_sample_s), 0))

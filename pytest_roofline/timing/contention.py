@@ -64,12 +64,9 @@ class Snapshot:
 
 
 def parse_proc_stat(text: str) -> tuple[int, int] | None:
-    """(steal, total) jiffies from ``/proc/stat``'s aggregate ``cpu`` line; None when it has none.
-
-    The total sums user, nice, system, idle, iowait, irq, softirq and steal; guest and guest_nice
-    are left out, since the kernel counts them in user and nice already. A line with fewer than
-    those eight columns (kernels before 2.6.11 had no steal), or one that is not numbers, is None.
-    """
+    """(steal, total) jiffies from ``/proc/stat``'s aggregate ``cpu`` line, the total of its first eight
+    columns, user to steal (docs/measurement.md, "The CPU timer"); None when there is no such line,
+    or it has fewer columns or columns that are not numbers."""
     for line in text.splitlines():
         fields = line.split()
         if not fields or fields[0] != "cpu":
@@ -116,10 +113,9 @@ def take_snapshot(
 def between(before: Snapshot, after: Snapshot, *, samples: int, preempted: int, cores: int) -> Contention:
     """The contention of the measurement from ``before`` to ``after``: ``samples`` timed windows,
     ``preempted`` of them switched out, on ``cores`` logical CPUs. Steal is counted one jiffy (10 ms)
-    short, so that the kernel's rounding never reads as steal; None when a snapshot lacks it or no
-    jiffy passed. CPU per wall is None when no wall time passed; the load is the higher of the two
-    snapshots' (None only when both lack it).
-    """
+    short (docs/measurement.md, "The CPU timer"); None when a snapshot lacks it or no jiffy passed.
+    CPU per wall is None when no wall time passed; the load is the higher of the two snapshots'
+    (None only when both lack it)."""
     wall = after.wall_s - before.wall_s
     cpu = after.cpu_s - before.cpu_s
     cpu_per_wall = cpu / wall if wall > 0 and cpu >= 0 else None
@@ -166,10 +162,9 @@ _TASKS = Path("/proc/self/task")
 def thread_schedstats(tasks: Path = _TASKS) -> dict[str, tuple[int, int]] | None:
     """Each thread of this process: (ns it ran on a CPU, ns it waited on a run queue) so far.
 
-    Linux's ``/proc/self/task/<tid>/schedstat``; None where the OS does not say (macOS, Windows, a
-    kernel without scheduler statistics). A thread that ends between the listing and its read is
-    left out. Read around every backend run (tens of times in a small kernel's test), so through
-    ``os`` calls, which cost a fraction of pathlib's (docs/methodology.md).
+    Linux's ``/proc/self/task/<tid>/schedstat``, read through ``os`` calls (docs/methodology.md); None
+    where the OS does not say (macOS, Windows, a kernel without scheduler statistics). A thread that
+    ends between the listing and its read is left out.
     """
     base = os.fspath(tasks)
     try:
@@ -208,12 +203,8 @@ class ThreadWait:
 def thread_wait(
     before: Mapping[str, tuple[int, int]], after: Mapping[str, tuple[int, int]], wall_ns: int
 ) -> ThreadWait | None:
-    """The kernel's threads over a round that took ``wall_ns``, from two :func:`thread_schedstats`.
-
-    Beside a job that takes a core, a single-threaded kernel waits for none (the scheduler gives it
-    the other), while two BLAS threads wait for a core half the time and, synchronizing, run
-    several times slower than that alone would make them (docs/methodology.md).
-    """
+    """The kernel's threads over a round that took ``wall_ns``, from two :func:`thread_schedstats`;
+    what the verdict makes of their waits: docs/verdicts.md, docs/methodology.md."""
     if wall_ns <= 0:
         return None
     ran = {tid: after[tid][0] - before[tid][0] for tid in after.keys() & before.keys()}

@@ -130,12 +130,8 @@ class CpuBackend(Backend):
         return 2 * self._llc_bytes()
 
     def flush_cache(self) -> None:
-        """Evict the caches by reading a buffer twice the size of the last-level cache.
-
-        Read, not written: a written buffer leaves the cache full of dirty lines, which the kernel's
-        own misses would then pay to write back. The buffer is written once, when it is made, so its
-        pages are real (an untouched one maps every page to the one zero page, which stays cached).
-        """
+        """Evict the caches by reading a buffer twice the size of the last-level cache, written once
+        when it is made (why: docs/cache.md, "When rotation cannot apply")."""
         # a max reads 1.3x as fast as a bitwise or, single-threaded (benchmarks/flush_read.py)
         self.flush_checksum = int(self.prepare_flush().max())
 
@@ -212,12 +208,8 @@ class CpuBackend(Backend):
 
 
 def minor_page_faults() -> int | None:
-    """The process's minor page faults so far (``getrusage``), None where the OS has no such count.
-
-    A minor fault is a page the process touches for the first time (or again, after the OS took it
-    back): a kernel whose calls fault is writing into memory it never owned, which costs more than
-    the bytes it moves, until the allocator serves its outputs from memory freed earlier.
-    """
+    """The process's minor page faults so far (``getrusage``), None where the OS has no such count
+    (what the warm-up reads from them: docs/measurement.md, "The phases of one measurement")."""
     try:
         import resource
     except ImportError:  # Windows

@@ -454,10 +454,9 @@ def _faulting(r: _Round) -> bool:
 def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> bool:
     """Whether the warm-up has not settled yet, after the round ``now`` (``before``: the round before
     it, the first round left out): its time per call still falling by :data:`SETTLING_SHIFT` or more,
-    or its calls still faulting in pages, while the rotation's first cycle of outputs is made (each
-    kept for a cycle: memory never touched, until a cycle's outputs are freed to the allocator), or
-    fewer of them each round. Calls that fault as much round after round once the cycle is made pay
-    for the kernel's own allocations (an output past the allocator's largest reused block): settled."""
+    or its calls still faulting in pages while the rotation's first cycle of outputs is made, or fewer
+    of them each round; faulting as much round after round after that is settled (docs/measurement.md,
+    "The phases of one measurement")."""
     if before is None:
         return _faulting(now) and calls <= sets
     if now.per_call_s < (1 - SETTLING_SHIFT) * before.per_call_s:
@@ -481,9 +480,8 @@ def _flush_for_cycle(backend: Backend, calls: int) -> int:
 def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_time_s: float) -> bool:
     """Whether one flush should stand in for the ``rest_s`` of rotation's untimed cycle: where that
     costs more than a flush on this backend (once one was seen; else more than :data:`CYCLE_SHARE`
-    of the budget), and more than the warm-up still to run, which the cycle's calls are part of.
-    Decided by what each costs, not by the budget, where that is known: a budget a little larger
-    must not buy the dearer of the two."""
+    of the budget), and more than the warm-up still to run, which the cycle's calls are part of
+    (docs/measurement.md, "The time budget")."""
     flush_s = seen_flush_s(backend)
     return rest_s > max(CYCLE_SHARE * max_time_s if flush_s is None else flush_s, warmup_left_s)
 

@@ -460,11 +460,8 @@ def _arrays_returned(result: object) -> list[object]:
 
 class _Growth:
     """A cycle of host copies made as the calls need it (:meth:`_Rotating.take`). Until the whole
-    cycle is made, each set is called at most once between flushes (a shorter cycle would find a set
-    still in the cache when it came round again), and a growth ends in a flush (writing a set brings
-    it into the cache). A cold small kernel's samples call about a third of a cycle of six times the
-    cache; making the rest was most of what its measurement cost (docs/methodology.md, "The rotation
-    cycle")."""
+    cycle is made, each set is called at most once between flushes, and a growth ends in a flush
+    (why: docs/cache.md, "Rotation")."""
 
     __slots__ = ("calls", "fresh", "grow", "own_set", "sets")
 

@@ -27,8 +27,7 @@ def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> b
     intervals of the halves' medians (:func:`~pytest_roofline.model.stats.median_ci_ranks`) apart,
     the first's lower end above the second's upper end, and the medians at least ``min_shift`` of
     the second's apart (the engine passes the larger of :data:`MIN_SHIFT` and its precision target).
-    Only a *slower* start counts: a later slowdown is load, not warm-up.
-    """
+    Only a *slower* start counts (docs/measurement.md, "The phases of one measurement")."""
     half = len(samples) // 2
     if half < MIN_HALF:
         return False

@@ -52,9 +52,8 @@ def run_gpu(
 ) -> Report:
     """The self-check on GPU ``index``, each kernel's timers in ``rounds`` alternating rounds.
     ``extra``: PyTorch and ``do_bench`` (default: those installed, :func:`.gpu_check.optional_timers`);
-    ``calibration_dir``: where the ceilings are cached (default: the user's cache, so a calibration
-    already taken is read, not taken again); ``ncu``: Nsight Compute's path, for the second clock
-    (:mod:`.ncu_clock`, run by ``ncu_run``), None for none."""
+    ``calibration_dir``: where the ceilings are cached (default: the user's cache); ``ncu``: Nsight
+    Compute's path, for the second clock (:mod:`.ncu_clock`, run by ``ncu_run``), None for none."""
     import cupy
     from cupyx.profiler import benchmark
 

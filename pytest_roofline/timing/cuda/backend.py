@@ -301,8 +301,7 @@ def _queue_windows(
 
     ``held``: the calls of a window queued behind its hold, the rest after the release. ``probe``:
     queues the probe before the first window's calls, and gives what ends it after them. A hold
-    released late (the host waited for the GPU inside it) is :class:`HoldTimedOut` at once: the next
-    windows would wait as long again.
+    released late (the host waited for the GPU inside it) is :class:`HoldTimedOut` at once.
     """
     __tracebackhide__ = True
     pairs = []

@@ -147,10 +147,7 @@ WATCHDOG = HoldWatchdog()
 
 class PinnedSlots:
     """Two counters' worth (16 bytes) of mapped pinned host memory per :class:`Blocker`, cut from
-    arenas that are never freed: freeing pinned memory (``cudaFreeHost``) synchronizes the device, so
-    a blocker collected while another backend's blocking kernel holds the GPU would wait for that
-    hold, and the watchdog would take its kernel for one that synchronizes (seen on an H200: a
-    4 KiB kernel then timed unheld at 7 µs, held at 1.9 µs; ``block="on"`` raised)."""
+    arenas that are never freed (why: docs/gpu.md, "The blocking kernel")."""
 
     ARENA_BYTES = 4096
     SLOT_BYTES = 16

@@ -106,10 +106,8 @@ def _cupy_package() -> str:
 
 
 def device_count() -> int:
-    """GPUs CuPy can see; 0 when CuPy is missing or broken, or there is no driver or device.
-
-    Raises only :class:`CupyInstallError`: several CuPy packages installed is a broken environment
-    to fix, not a machine without a GPU.
+    """GPUs CuPy can see; 0 when CuPy is missing or broken, or there is no driver or device. Raises
+    only :class:`CupyInstallError`, for several CuPy packages installed (docs/gpu.md, "Installing for a GPU").
     """
     try:
         cupy = load_cupy()
@@ -141,11 +139,9 @@ def require_cupy() -> Any:
 
 
 def load_cupy() -> Any:
-    """``import cupy``; a :class:`CupyInstallError` when CuPy says several of its packages are installed.
-
-    CuPy only warns then (a UserWarning at import); under ``filterwarnings = error`` that warning
-    aborted the import, and a GPU machine silently measured on its CPU. Other warnings CuPy gives
-    at import are given again, unchanged, after it.
+    """``import cupy``; a :class:`CupyInstallError` when CuPy says several of its packages are installed
+    (docs/gpu.md, "Installing for a GPU"). Other warnings CuPy gives at import are given again,
+    unchanged, after it.
     """
     global _duplicate_error
     if _duplicate_error is not None:

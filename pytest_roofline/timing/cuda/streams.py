@@ -78,13 +78,8 @@ class TimingStreams:
         return stream, torch_cuda.stream(self._torch_view(torch_cuda, stream))
 
     def _private_stream(self, current: Any) -> Any:
-        """Graph mode's own *blocking* stream, ordered after ``current``'s queued work.
-
-        Blocking, so that a launch on the legacy default stream during the capture is an error
-        (``cudaErrorStreamCaptureImplicit``: the legacy stream would depend on a capturing blocking
-        stream) rather than run eagerly and be missing from the graph, as it is beside a
-        non-blocking capture stream (CUDA Programming Guide, stream capture and the legacy stream).
-        """
+        """Graph mode's own *blocking* stream, ordered after ``current``'s queued work (why blocking:
+        docs/measurement.md, "The CUDA timer")."""
         if self._capture_stream is None:
             self._capture_stream = self._cupy.cuda.Stream(non_blocking=False)
         # order it after the current stream's queued work (PyTorch's may be a side stream), no host sync
