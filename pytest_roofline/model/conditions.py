@@ -77,10 +77,11 @@ class Contention:
     def level(self) -> Level:
         """``heavy`` when any reading reaches its HEAVY threshold, else ``busy`` when any reaches its
         BUSY threshold, else ``quiet``."""
+        load = self.load_beside
         readings = (
             (self.steal_fraction, BUSY_STEAL, HEAVY_STEAL),
             (self.preempted_fraction, BUSY_PREEMPTED, HEAVY_PREEMPTED),
-            (_per_core(self.load_beside, self.cores), BUSY_LOAD_PER_CORE, HEAVY_LOAD_PER_CORE),
+            (None if load is None else load / self.cores, BUSY_LOAD_PER_CORE, HEAVY_LOAD_PER_CORE),
         )
         known = [(value, busy, heavy) for value, busy, heavy in readings if value is not None]
         if any(value >= heavy for value, _, heavy in known):
@@ -93,9 +94,9 @@ class Contention:
         """``heavy contention: 62% of 40 samples preempted, steal 12%, load 4.10 on 2 cores (...)``."""
         headline = {"quiet": "quiet", "busy": "busy machine", "heavy": "heavy contention"}[self.level]
         fraction = self.preempted_fraction
-        parts = ["no samples"]
-        if fraction is not None:
-            parts = [f"{_percent(fraction)} of {self.samples} samples preempted"]
+        parts = [
+            "no samples" if fraction is None else f"{_percent(fraction)} of {self.samples} samples preempted"
+        ]
         if self.steal_fraction is not None:
             parts.append(f"steal {_percent(self.steal_fraction)}")
         if self.load_avg is not None:
@@ -121,10 +122,6 @@ class Contention:
             "cores": self.cores,
             "cpu_per_wall": self.cpu_per_wall,
         }
-
-
-def _per_core(load: float | None, cores: int) -> float | None:
-    return None if load is None else load / cores
 
 
 def _percent(fraction: float) -> str:

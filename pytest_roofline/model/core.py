@@ -279,12 +279,10 @@ def _dtype_name(dtype: object) -> str:
         # numpy scalar types (np.float32) and ml_dtypes types carry the dtype name as __name__
         return dtype.__name__
     inner = getattr(dtype, "dtype", None)
-    if inner is not None and inner is not dtype and not isinstance(dtype, type):
+    if inner is not None and inner is not dtype:
         return _dtype_name(inner)
     name = getattr(dtype, "name", None)  # numpy / cupy dtype objects
-    if isinstance(name, str):
-        return name
-    return str(dtype)  # torch.float16 prints as "torch.float16"
+    return name if isinstance(name, str) else str(dtype)  # torch.float16 prints as "torch.float16"
 
 
 @dataclass(frozen=True, slots=True)
@@ -648,11 +646,8 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     close = [repr(c) for c in close_matches(word, choices)]
     if not close:
         return ""
-    return (
-        f" (did you mean {', '.join(close[:-1])} or {close[-1]}?)"
-        if len(close) > 1
-        else f" (did you mean {close[0]}?)"
-    )
+    names = f"{', '.join(close[:-1])} or {close[-1]}" if len(close) > 1 else close[0]
+    return f" (did you mean {names}?)"
 
 
 def close_matches(word: str, choices: Iterable[str]) -> list[str]:

@@ -295,17 +295,15 @@ def _build(row: _Row) -> Device:
         figure = _figure(cell, T)
         if figure is not None:
             peaks[column] = figure
-    bf16_cells: tuple[tuple[Unit, Cell | Literal["same"]], ...] = (
-        (V, row.bf16_vector),
-        (TC, row.bf16_tensor),
+    extra_cells: tuple[tuple[Precision, Unit, Cell | Literal["same"]], ...] = (
+        (P.BF16, V, row.bf16_vector),
+        (P.BF16, TC, row.bf16_tensor),
+        (P.FP4, TC, row.fp4_tensor),
     )
-    for unit, bf16 in bf16_cells:
-        figure = peaks.get((P.FP16, unit)) if bf16 == "same" else _figure(bf16, T)
+    for precision, unit, extra in extra_cells:
+        figure = peaks.get((P.FP16, unit)) if extra == "same" else _figure(extra, T)
         if figure is not None:
-            peaks[(P.BF16, unit)] = figure
-    fp4 = _figure(row.fp4_tensor, T)
-    if fp4 is not None:
-        peaks[(P.FP4, TC)] = fp4
+            peaks[(precision, unit)] = figure
     return Device(
         key=row.key,
         name=row.names[0],

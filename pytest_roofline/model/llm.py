@@ -235,10 +235,7 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
             f"{where}: num_experts_per_tok={moe['top_k']} is more than the {moe['experts']} experts"
         )
     intermediate = number("intermediate_size") if model_type not in MOE or moe.get("dense_layers") else 0
-    try:
-        dtype = parse_dtype(dtype).label
-    except ValueError as exc:
-        raise LlmError(f"{where}: torch_dtype: {exc}") from None
+    dtype = _dtype(dtype, f"{where}: torch_dtype")
     quantization, unread = read_quantization(data.get("quantization_config"), where)
     return ModelConfig(
         name=name, model_type=model_type, hidden=hidden, intermediate=intermediate, layers=layers,
@@ -364,18 +361,7 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
     ops.append(("input_layernorm", "add_rmsnorm", {"rows": tokens, "cols": h}, layers))
     kv_params = {"kv_dtype": kv} if kv != dtype else {}
     if config.mla is not None:
-        _mla(
-            config.mla,
-            config,
-            ops,
-            gemm,
-            kv_params,
-            batch=batch,
-            tokens=tokens,
-            seq_q=seq_q,
-            seq_k=seq_k,
-            tp=tp,
-        )
+        _mla(config.mla, config, ops, gemm, kv_params, batch, tokens, seq_q, seq_k, tp)
     else:
         _attention_block(config, ops, gemm, kv_params, batch, tokens, seq_q, seq_k, heads, kv_heads)
     ops.append(("post_attention_layernorm", "add_rmsnorm", {"rows": tokens, "cols": h}, layers))
@@ -444,8 +430,7 @@ def _attention_block(
 
 def _mla(
     mla: tuple[int, int, int, int, int], config: ModelConfig, ops: Ops, gemm: Any,
-    kv_params: dict[str, Any], *, batch: int, tokens: int,
-    seq_q: int, seq_k: int, tp: int,
+    kv_params: dict[str, Any], batch: int, tokens: int, seq_q: int, seq_k: int, tp: int,
 ) -> None:  # fmt: skip
     """Multi-head latent attention as vLLM runs it. The cache holds one latent row per token
     (kv_lora_rank + qk_rope_head_dim values), written once. Decode absorbs the up-projections: the
@@ -455,8 +440,7 @@ def _mla(
     up-projects every key's latent (kv_b_proj) and runs ordinary attention at d_qk = nope + rope,
     d_v = v_head_dim. The compressions (q_a_proj, kv_a_proj_with_mqa) are replicated under tp."""
     q_lora, kv_lora, nope, rope_dim, v_dim = mla
-    h, layers, heads = config.hidden, config.layers, config.heads // tp
-    n = layers
+    h, n, heads = config.hidden, config.layers, config.heads // tp
     if q_lora:
         gemm("q_a_proj", q_lora, h, n)
         ops.append(("q_a_layernorm", "rmsnorm", {"rows": tokens, "cols": q_lora}, n))

@@ -45,37 +45,10 @@ AA_MIN_BLOCKS = 2
 
 #: Student's t quantile at 0.975 for 1..30 degrees of freedom (beyond: a Cornish-Fisher expansion)
 _T_975 = (
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-)
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
 _Z_975 = 1.959964
 
 
@@ -264,23 +237,23 @@ def _check_order(rounds: Sequence[Round]) -> None:
         raise InvalidValueError(f"a paired comparison needs both sides; got only {rounds[0].side!r}")
 
 
-def _blocks(rounds: Sequence[Round]) -> list[tuple[Round, Round, Round, Round]]:
-    """The whole ABBA blocks ``(b1, h1, h2, b2)`` of ``rounds``."""
-    return [(rounds[i], rounds[i + 1], rounds[i + 2], rounds[i + 3]) for i in range(0, len(rounds) - 3, 4)]
+def _block_starts(rounds: Sequence[Round]) -> range:
+    """Where each whole ABBA block ``(b1, h1, h2, b2)`` of ``rounds`` starts."""
+    return range(0, len(rounds) - 3, 4)
 
 
 def pair_differences(rounds: Sequence[Round], *, clean: bool = True) -> list[float]:
     """The A/B differences ``log(head attained / base attained)`` of each whole block's two pairs;
     ``clean``: but those with a round under heavy contention."""
     return [math.log(rounds[i + h].attained / rounds[i + b].attained)
-            for i in range(0, 4 * len(_blocks(rounds)), 4) for b, h in ((0, 1), (3, 2))
+            for i in _block_starts(rounds) for b, h in ((0, 1), (3, 2))
             if not (clean and (rounds[i + b].heavy or rounds[i + h].heavy))]  # fmt: skip
 
 
 def aa_differences(rounds: Sequence[Round]) -> list[float]:
     """The A/A differences ``log(h1/h2)`` and ``log(b2/b1)`` of attained in each whole block."""
     scores = [r.attained for r in rounds]
-    return [math.log(scores[i + x] / scores[i + y]) for i in range(0, 4 * len(_blocks(rounds)), 4)
+    return [math.log(scores[i + x] / scores[i + y]) for i in _block_starts(rounds)
             for x, y in ((1, 2), (3, 0))]  # fmt: skip
 
 

@@ -99,13 +99,10 @@ class Stats:
 
     def value(self, stat: Stat) -> float:
         """The statistic a verdict uses: ``"median"``, ``"min"`` or ``"mean"``."""
-        if stat == "median":
-            return self.median
-        if stat == "min":
-            return self.min
-        if stat == "mean":
-            return self.mean
-        raise InvalidValueError(f"stat must be one of median, min, mean; got {stat!r}")
+        if stat not in STATS:
+            raise InvalidValueError(f"stat must be one of median, min, mean; got {stat!r}")
+        value: float = getattr(self, stat)
+        return value
 
 
 def quantile_of_sorted(xs: Sequence[float], p: float) -> float:

@@ -223,14 +223,11 @@ def judge(
     from .inference import UNKNOWN_FLOPS
 
     # what makes attained a lower bound, each in words
-    lower_bound = [
-        *([UNKNOWN_FLOPS] if inference is not None and not inference.flops_known else []),
-        *(
-            [STILL_FALLING]
-            if measurement.still_falling and _fastest_reaches(judgement, measurement, min_fraction)
-            else []
-        ),
-    ]
+    lower_bound: list[str] = []
+    if inference is not None and not inference.flops_known:
+        lower_bound.append(UNKNOWN_FLOPS)
+    if measurement.still_falling and _fastest_reaches(judgement, measurement, min_fraction):
+        lower_bound.append(STILL_FALLING)
     if not lower_bound:
         return judgement
     reason = "; ".join([*lower_bound, *([judgement.reason] if judgement.reason else [])])

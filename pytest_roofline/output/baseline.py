@@ -75,11 +75,8 @@ class Baseline:
     def record_for(self, new: MeasurementRecord) -> MeasurementRecord | None:
         """The record ``new`` is judged against: the same test's on the same machine; else its record
         from another machine (compared only when asked); None for a test the baseline has not."""
-        if self.stored:
-            same = self.stored.get(new.store_key)
-            if same is not None:
-                return same
-        return self.records.get(new.key)
+        same = self.stored.get(new.store_key)
+        return same if same is not None else self.records.get(new.key)
 
     def describe(self) -> str:
         """Where the baseline comes from: ``baseline.json (NVIDIA H100, 2026-11-20)``."""
@@ -242,7 +239,8 @@ def _check_record(record: Mapping[str, Any], where: str) -> None:
             raise BaselineError(f"{named}: no {name!r} field")
         value = record[name]
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise BaselineError(f"{named}: {name!r} is {value!r}, not a {_expected(kind)}")
+            expected = "number" if isinstance(kind, tuple) else "string"
+            raise BaselineError(f"{named}: {name!r} is {value!r}, not a {expected}")
     for name in ("attained", "time_s"):
         value = record[name]
         if not math.isfinite(value) or value <= 0:
@@ -288,10 +286,6 @@ def finite_number(value: object) -> TypeGuard[float]:
 
 def positive_number(value: object) -> bool:
     return finite_number(value) and value > 0
-
-
-def _expected(kind: type | tuple[type, ...]) -> str:
-    return "number" if isinstance(kind, tuple) else "string"
 
 
 def json_kind(value: object) -> str:

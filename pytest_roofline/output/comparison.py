@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import statistics
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -50,6 +51,14 @@ class Change(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: the summary of a test with one side only
+_UNPAIRED = {
+    Change.NEW: "new: no baseline record",
+    Change.VANISHED: "vanished: in the baseline, not measured now",
+    Change.NOT_RUN: "not run: deselected, or not reached by a run cut short",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +103,8 @@ class Comparison:
 
     def summary(self) -> str:
         """One line: the change and both fractions (``-48% (45.0% -> 23.4%)``), or why there is none."""
-        if self.change is Change.NEW:
-            return "new: no baseline record"
-        if self.change is Change.VANISHED:
-            return "vanished: in the baseline, not measured now"
-        if self.change is Change.NOT_RUN:
-            return "not run: deselected, or not reached by a run cut short"
+        if self.change in _UNPAIRED:
+            return _UNPAIRED[self.change]
         old, new = self._sides()
         if self.change is Change.OTHER_DEVICE:
             fractions = f"{units.percent(old.attained or 0.0)} -> {units.percent(new.attained or 0.0)}"
@@ -230,14 +235,13 @@ class RegressionRule:
         seen: dict[Key, Comparison] = {}
         for record in records:
             seen[record.key] = self.compare(baseline.record_for(record), record, source=source, tests=tests)
-        missing = []
-        for key, old in baseline.records.items():
-            if key in seen:
-                continue
-            if key[0] in not_run:
-                missing.append(Comparison(key, Change.NOT_RUN, old, None, source=source))
-            else:
-                missing.append(self.compare(old, None, source=source))
+        missing = [
+            Comparison(key, Change.NOT_RUN, old, None, source=source)
+            if key[0] in not_run
+            else self.compare(old, None, source=source)
+            for key, old in baseline.records.items()
+            if key not in seen
+        ]
         return [*seen.values(), *missing]
 
 
@@ -284,16 +288,13 @@ def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> flo
     has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
     n = len(old.runs)
     share = 1 / n if n <= 2 else math.pi / (2 * n)
-    new_var = max(noise, math.log1p(_interval_rel(new)) / _Z95) ** 2
-    old_var = max(noise, math.log1p(_interval_rel(old)) / _Z95) ** 2
+    new_var = max(noise, math.log1p(interval_rel(new)) / _Z95) ** 2
+    old_var = max(noise, math.log1p(interval_rel(old)) / _Z95) ** 2
     return math.sqrt(new_var + old_var * share)
 
 
 def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
-    totals: dict[Change, int] = {}
-    for c in comparisons:
-        totals[c.change] = totals.get(c.change, 0) + 1
-    return totals
+    return Counter(c.change for c in comparisons)
 
 
 def disturbed(record: MeasurementRecord) -> bool:
@@ -307,7 +308,7 @@ def disturbed(record: MeasurementRecord) -> bool:
     return record.verdict is Verdict.INCONCLUSIVE or record.contention_level in ("busy", "heavy") or waited
 
 
-def _interval_rel(record: MeasurementRecord) -> float:
+def interval_rel(record: MeasurementRecord) -> float:
     """The relative half-width of the record's 95% interval of attained (0 where it has none)."""
     ci = record.attained_ci_rel
     return ci if math.isfinite(ci) and ci >= 0 else 0.0
@@ -320,13 +321,12 @@ def _interval(ratio: float, ci_rel: float) -> tuple[float, float]:
 
 def parse_threshold(text: str) -> float:
     """``10%`` or ``0.1`` -> 0.1: a drop, as a fraction in (0, 1); ValueError naming the text otherwise."""
-    value: float | None
     stripped = text.strip()
     try:
         value = float(stripped[:-1]) / 100 if stripped.endswith("%") else float(stripped)
     except ValueError:
-        value = None
-    if value is None or not 0 < value < 1:
+        value = math.nan  # no number: out of range below
+    if not 0 < value < 1:
         raise InvalidValueError(f"expected a drop such as 10% or 0.1, in (0, 1); got {text!r}")
     return value
 
@@ -337,11 +337,11 @@ def format_table(comparisons: Iterable[Comparison]) -> list[str]:
 
     rows = []
     for c in sorted(comparisons, key=lambda c: (_ORDER.index(c.change), c.test)):
-        old, new = c.old, c.new
+        new, record = c.new, c.new or c.old
         rows.append(
             [
                 c.test,
-                (new or old).label if (new or old) is not None else "",  # type: ignore[union-attr]
+                record.label if record is not None else "",
                 c.baseline_figure(),
                 units.percent(new.attained or 0.0) if new is not None else "-",
                 f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
@@ -362,12 +362,11 @@ _ORDER = (
 def other_gpu_lines(comparisons: Iterable[Comparison]) -> list[str]:
     """One line per pair of GPUs whose records were compared though their slots differ (GPU 3's
     measurement with GPU 0's baseline record): they are one model, so the comparison stands."""
-    pairs: dict[tuple[int, int, str], int] = {}
-    for c in comparisons:
-        gpus = c.other_gpu
-        if gpus is not None and c.new is not None:
-            pair = (gpus[0], gpus[1], c.new.device_name)
-            pairs[pair] = pairs.get(pair, 0) + 1
+    pairs = Counter(
+        (*gpus, c.new.device_name)
+        for c in comparisons
+        if (gpus := c.other_gpu) is not None and c.new is not None
+    )
     return [
         f"{n} measurement(s) on GPU {now} compared with the baseline's from GPU {then}: the same model"
         f" ({name})"

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,12 +21,7 @@ from ..machine import files
 if TYPE_CHECKING:
     from .comparison import Comparison
 from .baseline import SCHEMA_VERSION
-from .records import (
-    DeviceRecord,
-    JsonObject,
-    MeasurementRecord,
-    Record,
-)
+from .records import DeviceRecord, JsonObject, MeasurementRecord, Record
 
 __all__ = ["device_judgements", "environment", "payload", "write_json_atomic"]
 
@@ -91,9 +87,7 @@ def device_judgements(
     is an entry of its own), and how many ``records`` its figures judged."""
     listed = list(devices)  # read twice
     measured = [r for r in records if isinstance(r, MeasurementRecord)]
-    versions: dict[str, int] = {}
-    for device in listed:
-        versions[device.key] = versions.get(device.key, 0) + 1
+    versions = Counter(device.key for device in listed)
     return [
         (device, versions[device.key] > 1, sum(r.device_version == device.version for r in measured))
         for device in listed

@@ -14,7 +14,7 @@ from ..machine import files
 from ..model import units
 from ..model.verdict import Verdict
 from .comparison import Change, Comparison
-from .records import DeviceRecord, MeasurementRecord, Record
+from .records import DeviceRecord, MeasurementRecord, Record, shown_test
 
 #: the table's order: what fails a test first
 _RANK = {
@@ -52,15 +52,13 @@ def section(
             )
             lines.append(f"<br>peaks: {figures}")
         lines.append("")
-    by_key = {c.key: c for c in comparisons}
     if not records:
         lines.append("No measurements.")
     else:
-        lines += _table(records, by_key if comparisons else None)
-        lines.append("")
         from .table import summary_counts
 
-        lines.append(summary_counts(records))
+        lines += _table(records, {c.key: c for c in comparisons} if comparisons else None)
+        lines += ["", summary_counts(records)]
     if comparisons:
         vanished = [c.test for c in comparisons if c.change is Change.VANISHED]
         regressions = sum(c.change is Change.REGRESSION for c in comparisons)
@@ -94,13 +92,12 @@ def _table(records: Sequence[Record], comparisons: Mapping[tuple[str, str], Comp
         return 1 if regressed and r.verdict is Verdict.PASS else _RANK.get(r.verdict, 3)
 
     for r in sorted(records, key=rank):
-        test = r.nodeid + (f" [{r.name}]" if r.name else "")
         attained = budget = ""
         if isinstance(r, MeasurementRecord):
             attained = "" if r.attained is None else units.percent(r.attained)
             budget = units.percent(r.min_fraction)
         verdict = f"**{r.verdict}**" if r.verdict in _FAILED else str(r.verdict)
-        cells = [_code(test), _escape(r.label), attained, budget, verdict]
+        cells = [_code(shown_test(r)), _escape(r.label), attained, budget, verdict]
         if comparisons is not None:
             c = comparisons.get(r.key)
             text = c.summary() if c is not None else ""
@@ -123,10 +120,9 @@ def _against(records: Sequence[Record], ref: str) -> list[str]:
         lines += ["", "| test | vs base | base | this run | pairs |", "|---|---|---|---|---|"]
         for r in sorted(changed, key=lambda r: (r.vs_base or {}).get("verdict") != "slower"):
             vs = r.vs_base or {}
-            test = r.nodeid + (f" [{r.name}]" if r.name else "")
             summary = _escape(str(vs.get("summary", "")))
             cells = [
-                _code(test), f"**{summary}**" if vs.get("verdict") == "slower" else summary,
+                _code(shown_test(r)), f"**{summary}**" if vs.get("verdict") == "slower" else summary,
                 units.percent(float(vs.get("base_attained") or 0)),
                 units.percent(float(vs.get("head_attained") or 0)), str(vs.get("pairs", "")),
             ]  # fmt: skip

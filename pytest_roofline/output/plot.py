@@ -228,12 +228,7 @@ def _panel(
     ax.set_xlim(low, high)
     floor_y = min([r["flops"] / r["time_s"] for r in records] + [bandwidth * low])
     ax.set_ylim(floor_y / 3, top * 3)
-    # the memory roof, up to the highest compute roof
-    ax.plot([low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.6)
-    ax.text(
-        low * 1.3, bandwidth * low * 1.6, f"DRAM {units.byte_rate(bandwidth)}", rotation=0, fontsize=8,
-        color="#444444", va="bottom", **_AS_IS,
-    )  # fmt: skip
+    _memory_roof(ax, "DRAM", bandwidth, low, top, linewidth=1.6)
     for colour, peak in zip(_ROOF_COLOURS * 3, sorted(roofs, key=lambda p: -p["flops"]), strict=False):
         ridge = peak["flops"] / bandwidth
         ax.plot([ridge, high], [peak["flops"]] * 2, color=colour, linewidth=1.6)
@@ -393,14 +388,18 @@ def _level_roofs(ax: Axes, device: Record, records: Sequence[Record], low: float
     for level in device.get("levels") or ():
         if level.get("name") not in judged or not positive_number(level.get("bandwidth")):
             continue
-        bandwidth = float(level["bandwidth"])
-        ax.plot(
-            [low, top / bandwidth], [bandwidth * low, top], color="#444444", linewidth=1.0, linestyle="--"
+        _memory_roof(
+            ax, str(level["name"]).upper(), float(level["bandwidth"]), low, top, linewidth=1.0, linestyle="--"
         )
-        ax.text(
-            low * 1.3, bandwidth * low * 1.6, f"{str(level['name']).upper()} {units.byte_rate(bandwidth)}",
-            fontsize=8, color="#444444", va="bottom", **_AS_IS,
-        )  # fmt: skip
+
+
+def _memory_roof(ax: Axes, name: str, bandwidth: float, low: float, top: float, **line: Any) -> None:
+    """A memory roof, up to the highest compute roof, named at its foot."""
+    ax.plot([low, top / bandwidth], [bandwidth * low, top], color="#444444", **line)
+    ax.text(
+        low * 1.3, bandwidth * low * 1.6, f"{name} {units.byte_rate(bandwidth)}", fontsize=8, color="#444444",
+        va="bottom", **_AS_IS,
+    )  # fmt: skip
 
 
 def _short(r: Record) -> str:

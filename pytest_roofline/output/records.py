@@ -358,10 +358,8 @@ def _json_value(value: object) -> object:
     ceiling, a device's peaks, levels and caches) and a tuple of them plain."""
     if isinstance(value, Verdict):
         return str(value)
-    if isinstance(value, Stats):  # the statistics of the trusted samples (seconds per call)
-        return _fields_json(value)
     if isinstance(value, _NESTED):
-        return value.to_json()
+        return _fields_json(value)
     if isinstance(value, CacheSize):
         return _cache_json(value)
     if isinstance(value, tuple):
@@ -429,6 +427,11 @@ class SkippedRecord:
 
 #: a row of the report: a measurement, or a test that measured nothing
 Record = MeasurementRecord | SkippedRecord
+
+
+def shown_test(record: Record) -> str:
+    """The test as the reports show it: with the measurement's name, for a test with several."""
+    return record.nodeid + (f" [{record.name}]" if record.name else "")
 
 
 def record_from_json(data: Mapping[str, Any]) -> Record:
@@ -583,8 +586,9 @@ class DeviceRecord:
         ))  # fmt: skip
 
 
-#: the records that nest in another, each its fields as JSON
-_NESTED = (CeilingRecord, PeakRecord, LevelRecord)
+#: the records that nest in another, each its fields as JSON (``Stats``: of the trusted samples, seconds
+#: per call)
+_NESTED = (Stats, CeilingRecord, PeakRecord, LevelRecord)
 
 
 def figures_id(device: Device) -> str:

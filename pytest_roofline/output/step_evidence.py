@@ -18,7 +18,7 @@ from ..model.core import Device
 from ..model.llm import LlmError
 from ..model.step_prediction import Evidence
 from ..model.verdict import Verdict
-from .comparison import disturbed
+from .comparison import disturbed, interval_rel
 from .records import DeviceRecord, MeasurementRecord, machine_of
 from .store import read_run
 
@@ -59,9 +59,8 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
         run = read_run(path, "--from")
         records = [r for r in run.records if isinstance(r, MeasurementRecord) and _timed(r)]
         measured += len(records)
-        own = [r for r in records if machine_of(r.device, r.device_name) == here]
-        others = [r for r in records if machine_of(r.device, r.device_name) != here]
-        mine = {id(r) for r in own}
+        own = [r for r in records if r.machine == here]
+        others = [r for r in records if r.machine != here]
         if others and not across_devices:
             if not own:
                 names = sorted({r.device_name or r.device for r in others})
@@ -75,18 +74,13 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
                 stacklevel=1,
             )
             records = own
-        evidence += [_evidence(r, run.devices, device, own=id(r) in mine) for r in records]
+        evidence += [_evidence(r, run.devices, device, own=r.machine == here) for r in records]
         steps += [
-            MeasuredStep(measurement_id(r), r.params, r.dtype, calibrated_time_s(r), disturbed(r))
+            MeasuredStep(r.test, r.params, r.dtype, calibrated_time_s(r), disturbed(r))
             for r in own
             if r.op == "llm"
         ]
     return Reports(tuple(evidence), measured, tuple(steps))
-
-
-def measurement_id(record: MeasurementRecord) -> str:
-    """The test's node id, and the measurement's name where a test measures several."""
-    return f"{record.nodeid}[{record.name}]" if record.name else record.nodeid
 
 
 def _timed(record: MeasurementRecord) -> bool:
@@ -99,12 +93,11 @@ def _timed(record: MeasurementRecord) -> bool:
 def _evidence(
     record: MeasurementRecord, devices: Sequence[DeviceRecord], device: Device, *, own: bool
 ) -> Evidence:
-    ci = record.attained_ci_rel
     return Evidence(
-        test=measurement_id(record), op=record.op, dtype=record.dtype, params=dict(record.params),
+        test=record.test, op=record.op, dtype=record.dtype, params=dict(record.params),
         flops=record.flops, bytes=record.bytes,
         fraction=step_fraction(record, devices, device if own else _table_device(record.device)),
-        ci_rel=ci if math.isfinite(ci) and ci >= 0 else 0.0, own_device=own, disturbed=disturbed(record),
+        ci_rel=interval_rel(record), own_device=own, disturbed=disturbed(record),
     )  # fmt: skip
 
 

@@ -106,10 +106,9 @@ class Saved:
             counts = [f"{self.added} added"]
         else:
             counts = [f"{self.updated} updated", f"{self.added} added", f"{self.kept} kept"]
-        if self.refused:
-            counts.append(f"{len(self.refused)} refused")
         details = []
         if self.refused:
+            counts.append(f"{len(self.refused)} refused")
             details.append(
                 f"refused, since they regressed (their baseline records stay; {accept_flag} saves them):"
                 f" {', '.join(self.refused)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .records import MeasurementRecord, Record
+from .records import MeasurementRecord, Record, shown_test
 
 
 def suggestion_lines(records: Sequence[Record]) -> list[str]:
@@ -15,8 +15,9 @@ def suggestion_lines(records: Sequence[Record]) -> list[str]:
         if not isinstance(record, MeasurementRecord) or not record.inferred:
             continue
         inferred = record.inferred
-        test = record.nodeid + (f" [{record.name}]" if record.name else "")
-        lines.append(f"{test}: {inferred.get('summary', '')} (tier {inferred.get('tier', '?')})")
+        lines.append(
+            f"{shown_test(record)}: {inferred.get('summary', '')} (tier {inferred.get('tier', '?')})"
+        )
         lines.append(f"    {inferred.get('marker', '')}")
         if record.name:
             lines.append(

@@ -4,6 +4,7 @@ No pytest here (the plugin's summary writes these lines)."""
 from __future__ import annotations
 
 import posixpath
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -13,7 +14,7 @@ from ..model import units
 from ..model.core import Unit
 from ..model.verdict import Verdict, budget_percent
 from .jsonfile import device_judgements
-from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record
+from .records import DeviceRecord, MeasurementRecord, PeakRecord, Record, shown_test
 
 #: a row of the report: a measurement's record or a skipped test's
 AnyRecord = TypeVar("AnyRecord", bound="Record")
@@ -134,7 +135,7 @@ def table_rows(
     prefix = _common_directory([r.nodeid for r in records])
     rows = []
     for r in ordered(records):
-        row = Row(r, r.nodeid[len(prefix) :] + (f" [{r.name}]" if r.name else ""), numbers)
+        row = Row(r, shown_test(r)[len(prefix) :], numbers)
         rows.append([column.read(row) for column in table_columns(clocks, against)])
     return rows
 
@@ -224,18 +225,14 @@ def machine_cell(record: MeasurementRecord) -> str:
 
 def _machine(row: Row) -> str:
     """The machine cell, after the GPU the row ran on (``GPU 3``, as the run numbers them) when the
-    record names one."""
+    record names one, and before the set of figures that judged it (``figures #2``) where there were
+    several."""
     record, numbers = row.record, row.figures
     if not isinstance(record, MeasurementRecord):
         return ""
     gpu = f"GPU {record.device_index}" if record.device_index is not None else ""
-    return ", ".join(part for part in (gpu, _with_figures(machine_cell(record), record, numbers)) if part)
-
-
-def _with_figures(cell: str, record: MeasurementRecord, numbers: Mapping[str, tuple[int, int]]) -> str:
-    if record.device_version not in numbers:
-        return cell
-    return ", ".join(part for part in (cell, f"figures #{numbers[record.device_version][0]}") if part)
+    figures = f"figures #{numbers[record.device_version][0]}" if record.device_version in numbers else ""
+    return ", ".join(part for part in (gpu, machine_cell(record), figures) if part)
 
 
 def _clock_cell(read: Callable[[Mapping[str, Any]], str]) -> Callable[[Row], str]:
@@ -314,9 +311,9 @@ class Column:
     header: str
     read: Callable[[Row], str]
     #: 0 for a column a narrow terminal always keeps; the others join by this rank while the table fits
-    keep: int
+    keep: int = 0
     #: how a kept column's cells are shortened when the kept columns alone are too wide, or None: never
-    cut: Cut | None
+    cut: Cut | None = None
 
 
 def _measured(read: Callable[[MeasurementRecord], str]) -> Callable[[Row], str]:
@@ -326,34 +323,33 @@ def _measured(read: Callable[[MeasurementRecord], str]) -> Callable[[Row], str]:
 
 #: the terminal table's columns, in their order
 TABLE_COLUMNS: tuple[Column, ...] = (
-    Column("test", "test", lambda row: row.test, keep=0, cut=Cut.ENDS),
-    Column("op", "op and shape", lambda row: _op_cell(row.record), keep=0, cut=Cut.HEAD),
-    Column("dtype", "dtype", _measured(_dtype_cell), keep=7, cut=None),
-    Column("bound", "bound", _measured(bound_cell), keep=4, cut=None),
-    Column("intensity", "FLOP/B", _measured(_intensity_cell), keep=8, cut=None),
-    Column("floor", "floor", _measured(lambda r: units.seconds(r.floor_s)), keep=6, cut=None),
-    Column("time", "measured (± noise)", _measured(_time_cell), keep=3, cut=None),
-    Column("achieved", "achieved", _measured(achieved_cell), keep=1, cut=None),
-    Column("ceiling", "ceiling", _measured(ceiling_cell), keep=2, cut=None),
-    Column("attained", "attained", _measured(_attained_cell), keep=0, cut=None),
-    Column("budget", "budget", _measured(lambda r: budget_percent(r.min_fraction)), keep=0, cut=None),
-    Column("machine", "machine", _machine, keep=5, cut=None),
-    Column("verdict", "verdict", lambda row: _verdict_cell(row.record), keep=0, cut=None),
+    Column("test", "test", lambda row: row.test, cut=Cut.ENDS),
+    Column("op", "op and shape", lambda row: _op_cell(row.record), cut=Cut.HEAD),
+    Column("dtype", "dtype", _measured(_dtype_cell), keep=7),
+    Column("bound", "bound", _measured(bound_cell), keep=4),
+    Column("intensity", "FLOP/B", _measured(_intensity_cell), keep=8),
+    Column("floor", "floor", _measured(lambda r: units.seconds(r.floor_s)), keep=6),
+    Column("time", "measured (± noise)", _measured(_time_cell), keep=3),
+    Column("achieved", "achieved", _measured(achieved_cell), keep=1),
+    Column("ceiling", "ceiling", _measured(ceiling_cell), keep=2),
+    Column("attained", "attained", _measured(_attained_cell)),
+    Column("budget", "budget", _measured(lambda r: budget_percent(r.min_fraction))),
+    Column("machine", "machine", _machine, keep=5),
+    Column("verdict", "verdict", lambda row: _verdict_cell(row.record)),
 )  # fmt: skip
 #: the columns ``--roofline-report-clocks`` adds, before the verdict: a GPU's clocks, power and clock
 #: events over the measurement, and attained at the clock it held; never dropped to fit (asked for)
 CLOCK_COLUMNS: tuple[Column, ...] = (
-    Column("sm_clock", "SM MHz (min)", _mhz_cell("sm"), keep=0, cut=None),
-    Column("mem_clock", "mem MHz (min)", _mhz_cell("mem"), keep=0, cut=None),
-    Column("power", "power", _clock_cell(_power_cell), keep=0, cut=None),
-    Column("clock_events", "clock events", _clock_cell(_events_cell), keep=0, cut=None),
-    Column("held", "at held clock", _measured(_held_cell), keep=0, cut=None),
+    Column("sm_clock", "SM MHz (min)", _mhz_cell("sm")),
+    Column("mem_clock", "mem MHz (min)", _mhz_cell("mem")),
+    Column("power", "power", _clock_cell(_power_cell)),
+    Column("clock_events", "clock events", _clock_cell(_events_cell)),
+    Column("held", "at held clock", _measured(_held_cell)),
 )  # fmt: skip
 #: the column ``--roofline-against`` adds before the verdict: the comparison with the base's version
 #: (``-18% slower (±4%)``, ``new``); never dropped to fit (asked for)
 AGAINST_COLUMNS: tuple[Column, ...] = (
-    Column("vs_base", "vs base", _measured(lambda r: str((r.vs_base or {}).get("summary", ""))), keep=0,
-           cut=None),
+    Column("vs_base", "vs base", _measured(lambda r: str((r.vs_base or {}).get("summary", "")))),
 )  # fmt: skip
 #: every column's name -> its header, in the table's order (``--roofline-columns`` chooses among them)
 COLUMNS: dict[str, str] = {column.name: column.header for column in TABLE_COLUMNS}
@@ -367,8 +363,7 @@ def skipped_notes(records: Sequence[Record]) -> list[str]:
     notes = []
     for r in ordered(records):
         if not isinstance(r, MeasurementRecord):
-            name = f" [{r.name}]" if r.name else ""
-            notes.append(f"  {r.nodeid}{name} skipped: {r.reason}")
+            notes.append(f"  {shown_test(r)} skipped: {r.reason}")
     return notes
 
 
@@ -417,8 +412,7 @@ def format_table(
     table = table_columns(clocks, against)
     rows = table_rows(records, devices, clocks=clocks, against=against)
     if columns is not None:  # as asked, then the clock and comparison columns
-        extra = [*(CLOCK_COLUMNS if clocks else ()), *(AGAINST_COLUMNS if against else ())]
-        return _tabulate(rows, table, [*columns, *(column.name for column in extra)])
+        return _tabulate(rows, table, [*columns, *(c.name for c in table if c.name not in COLUMNS)])
     if width is None:  # every column
         return _tabulate(rows, table, [column.name for column in table])
     chosen = _fitting(rows, table, width)
@@ -507,9 +501,6 @@ def _shorten(text: str, width: int, cut: Cut) -> str:
 
 
 def summary_counts(records: Sequence[Record]) -> str:
-    counts: dict[str, int] = {}
-    for r in records:
-        verdict = str(r.verdict)
-        counts[verdict] = counts.get(verdict, 0) + 1
+    counts = Counter(str(r.verdict) for r in records)
     parts = [f"{n} {verdict}" for verdict, n in sorted(counts.items(), key=lambda kv: kv[0].lower())]
     return f"{len(records)} measurement(s): " + ", ".join(parts) if parts else "no measurements"

@@ -112,15 +112,7 @@ def _start_against(config: pytest.Config, settings: SessionSettings) -> None:
     except BaseCheckoutError as exc:  # a REF that names no base, a setup that failed: a mistake
         raise pytest.UsageError(str(exc)) from None
     except BaseUnavailable as exc:
-        _without_base(config, settings, str(exc))
-
-
-def _without_base(config: pytest.Config, settings: SessionSettings, why: str) -> None:
-    """The base cannot be compared with: in enforce mode the gate cannot hold (a usage error, exit 4);
-    in report mode the run goes on without the comparison, and says so."""
-    if settings.mode == "enforce":
-        raise pytest.UsageError(why)
-    session_of(config).state.notes.append(f"{why}; this run compares nothing")
+        session_of(config).without_base(str(exc))
 
 
 def _needs_session_now(config: pytest.Config, settings: SessionSettings) -> bool:
@@ -163,12 +155,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return
-    against, session.state.against = session.state.against, None
-    if against is not None and not against.follows:  # the follower ends, the base's checkout goes
-        from .against import Against
-
-        if isinstance(against, Against):
-            against.close()
+    partner = session.state.partner()
+    session.state.against = None
+    if partner is not None:  # the follower ends, the base's checkout goes
+        partner.close()
     session.registrations.undo()
     session.unregister()
     del config.stash[SESSION_KEY]

@@ -153,10 +153,10 @@ class Gate:
             write()
         except (OSError, ValueError) as exc:
             message = f"roofline: could not write {what}: {exc}"
-            if not fails:
+            if fails:
+                self._fail(session, message)
+            else:
                 self.notes.append(message)
-                return False
-            self._fail(session, message)
             return False
         return True
 

@@ -34,8 +34,7 @@ def visible_entries(count: int, environ: Mapping[str, str]) -> list[str]:
     text = environ.get(VISIBLE)
     if text is None:
         return [str(i) for i in range(count)]
-    entries = [entry.strip() for entry in text.split(",")]
-    return entries[:count]
+    return [entry.strip() for entry in text.split(",")][:count]
 
 
 def count_gpus() -> int:

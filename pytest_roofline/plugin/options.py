@@ -273,24 +273,17 @@ def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
     ``default``), for messages. A bad ini value is a usage error naming the key and the value.
     """
     setting = _SETTINGS_BY_NAME[name]
-    for read in (_on_command_line, _in_ini):
-        value, origin = read(config, setting)
-        if origin:
-            return value, origin
-    return setting.default, "default"
-
-
-def _on_command_line(config: pytest.Config, s: Setting) -> tuple[Any, str]:
-    """The setting's value on the command line and its flag, or (None, "") when it was not given there."""
-    value = config.getoption(s.dest)
-    return (None, "") if value is None else (value, s.flag)
+    value = config.getoption(setting.dest)
+    if value is not None:
+        return value, setting.flag
+    return _in_ini(config, setting)
 
 
 def _in_ini(config: pytest.Config, s: Setting) -> tuple[Any, str]:
-    """The setting's value in the ini file, as :func:`_on_command_line` gives it."""
+    """The setting's value in the ini file and ``ini <key>``, else its default and ``default``."""
     raw = config.getini(s.dest)
     if raw is None or not str(raw).strip():
-        return None, ""
+        return s.default, "default"
     text = str(raw).strip()
     if s.path and text not in PEAK_SOURCES and not Path(text).expanduser().is_absolute():
         base = config.inipath.parent if config.inipath is not None else config.rootpath

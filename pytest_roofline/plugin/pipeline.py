@@ -44,8 +44,6 @@ def _propagating(*errors: type[Exception]) -> AbstractContextManager[object]:
 
 def estimate_of(request: Request, device: Device) -> Estimate:
     """The floor of ``request`` on ``device``."""
-    import dataclasses
-
     from ..model.estimate import estimate
 
     est = estimate(request.op, dtype=request.dtype, device=device, math=request.math, **request.params)
@@ -93,7 +91,7 @@ def measure_call(
             with failing_the_test(RooflineError):
                 est = warm_floor(est, devices.with_cache_levels(request.device_spec))
         on_cpu = backend.times_host  # it times host code: the host's load matters
-        partner = _partner(state)
+        partner = state.partner()
         # the base's side of an A/B comparison times rounds alone, which take no probe
         following = state.against is not None and state.against.follows
         reference = _probe_reference(est, devices, state) if on_cpu and not following else None
@@ -169,16 +167,6 @@ def measure_call(
     return result
 
 
-def _partner(state: RunState) -> Against | None:
-    """The head's partner in an A/B comparison; None elsewhere."""
-    if state.against is None or state.against.follows:
-        return None
-    from .against import Against
-
-    assert isinstance(state.against, Against)
-    return state.against
-
-
 def _beside_the_base(
     result: Result, head: _Rounds, partner: Against, request: Request, nodeid: str, budget_s: float
 ) -> Result:
@@ -244,8 +232,6 @@ def _follow(
 def warm_floor(est: Estimate, device: Device) -> Estimate:
     """The cache-aware roofline: a warm op's bytes at the bandwidth of the cache level of ``device``
     that holds them (DRAM's, when none does or the device names no level)."""
-    import dataclasses
-
     from ..model.core import at_level
 
     if device is not est.device and device.levels and not est.device.levels:
@@ -265,8 +251,6 @@ def _measurer(
     on_cpu: bool,
 ) -> Callable[[float], Measurement]:
     """``measure_once(budget_s)``: the engine, with this kernel's cache plan, probe and OS readings."""
-    import dataclasses
-
     from ..timing.clocks import ClockWatcher, unwatched_note
     from ..timing.engine import measure
 

@@ -23,14 +23,10 @@ class Registrations:
 
     def add_op(self, *args: Any, **kwargs: Any) -> OpSpec:
         from ..model.op_registry import OpError
-        from ..model.ops import op_names, register_op
+        from ..model.ops import get_op, op_names, register_op
 
         name = args[0] if args else kwargs.get("name")
-        previous = None
-        if isinstance(name, str) and name in op_names():
-            from ..model.ops import get_op
-
-            previous = get_op(name)
+        previous = get_op(name) if isinstance(name, str) and name in op_names() else None
         try:
             spec = register_op(*args, **kwargs)
         except (OpError, TypeError) as exc:

@@ -282,9 +282,8 @@ def _argument_dtypes(kernel: KernelCall) -> Iterator[tuple[str, object]]:
 
 
 def dtype_of_arguments(op: str, kernel: KernelCall | None) -> object:
-    """The dtype of the first argument that has one, when neither the marker nor the call gives it:
-    the positional arguments, then ``kwargs``' values, then the kernel's own (a ``functools.partial``'s,
-    a bound method's object), inside containers too (:mod:`..timing.arrays` walks them)."""
+    """The dtype of the first argument that has one (:func:`_argument_dtypes`), when neither the marker
+    nor the call gives it."""
     from ..model.array_operands import argument_precision
 
     if kernel is not None:  # roofline.estimate runs nothing

@@ -54,3 +54,11 @@ class RunState:
         if topic not in self._said:
             self._said.add(topic)
             self.notes.append(note)
+
+    def partner(self) -> Against | None:
+        """The head's partner in an A/B comparison; None without one, and in the base's process."""
+        if self.against is None or self.against.follows:
+            return None  # before the import: a run without a comparison imports nothing
+        from .against import Against
+
+        return self.against if isinstance(self.against, Against) else None

@@ -106,10 +106,10 @@ class RooflineSession:
         with failing_the_test(RooflineError):
             marker = read_marker(item)
             item.stash[MARKER_KEY] = marker
-            if marker is not None and "device" in marker.keywords:
-                device_skip_reason(marker.keywords["device"])  # a misspelled device is a mistake
             if marker is None:
                 return
+            if "device" in marker.keywords:
+                device_skip_reason(marker.keywords["device"])  # a misspelled device is a mistake
             # each wrapper is registered on the first test that needs it: a suite without pays nothing
             if FIXTURE not in getattr(item, "fixturenames", ()):
                 check_fixtureless(item, marker)
@@ -174,19 +174,21 @@ class RooflineSession:
         except BaseUnavailable as exc:
             self.state.against = None
             against.close()
-            if self.settings.mode == "enforce":
-                raise pytest.UsageError(str(exc)) from None
-            self.state.notes.append(f"{exc}; this run compares nothing")
+            self.without_base(str(exc))
+
+    def without_base(self, why: str) -> None:
+        """The base cannot be compared with: in enforce mode the gate cannot hold (a usage error, exit 4);
+        in report mode the run goes on without the comparison, and says so."""
+        if self.settings.mode == "enforce":
+            raise pytest.UsageError(why) from None
+        self.state.notes.append(f"{why}; this run compares nothing")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> None:
         """The head's test ended: the base's version of it ends too."""
-        against = self.state.against
-        if against is not None and not against.follows:
-            from .against import Against
-
-            if isinstance(against, Against):
-                against.end_test(item.nodeid)
+        partner = self.state.partner()
+        if partner is not None:
+            partner.end_test(item.nodeid)
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         """``-k``, ``-m``, a shard's selection (pytest-split): a baseline's tests left out are not run,

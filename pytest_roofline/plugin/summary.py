@@ -147,13 +147,12 @@ def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) 
 def against_lines(state: RunState) -> list[str]:
     """What ``--roofline-against`` found: the verdicts counted, then each test slower or faster than
     its base's version, and the base's tests this run has not (gone)."""
+    from collections import Counter
+
     from ..output.records import MeasurementRecord
 
     compared = [r for r in state.records if isinstance(r, MeasurementRecord) and r.vs_base]
-    counts: dict[str, int] = {}
-    for record in compared:
-        verdict = str((record.vs_base or {}).get("verdict", "?"))
-        counts[verdict] = counts.get(verdict, 0) + 1
+    counts = Counter(str((record.vs_base or {}).get("verdict", "?")) for record in compared)
     gone = list(state.gone_from_head)
     order = ("slower", "faster", "same", "undecided", "new")
     ranked = sorted(counts.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order))
