@@ -160,11 +160,11 @@ class _PooledCopies(Copier):
     def fill(self, start: int, stop: int) -> None:
         self._block[start:stop] = self._array
         # block[i, ...], not block[i]: a 0-d copy stays an array (block[i] would be a NumPy scalar)
-        made = [self._block[i, ...] for i in range(start, stop)]
+        made = [(self._block[i, ...],) for i in range(start, stop)]
         if not self._array.flags.writeable:
-            for copy in made:
+            for (copy,) in made:
                 copy.flags.writeable = False
-        self.copies += [(copy,) for copy in made]
+        self.copies += made
 
     def restore(self, target: int, source: int) -> None:
         self._block[target] = self._block[source]

@@ -181,8 +181,9 @@ def plan_rotation(
                     columns[member].append(copy)
         return _calls(kernel, positional, keywords, columns, stop - first, rebuilt=rebuilt)
 
-    def grow(stop: int) -> list[Callable[[], object]]:
-        first = made.made
+    def grow(sets: int) -> list[Callable[[], object]]:
+        """The cycle made up to ``sets`` sets (the caller's one of them): the calls on the new copies."""
+        first, stop = made.made, sets - own_set
         made.grow(stop)
         return calls_on(first, stop)
 
@@ -191,7 +192,7 @@ def plan_rotation(
     calls += calls_on(0, min(made.made, copies - own_set))
     outputs = _Outputs(cycle_target(llc_bytes), copies)
     rotating = (
-        _Rotating(calls, gpu_arrays, outputs, _Growth(calls, copies, grow, own_set) if grown else None)
+        _Rotating(calls, gpu_arrays, outputs, _Growth(calls, copies, grow) if grown else None)
         if setup is None
         else _Resetting(calls, gpu_arrays, outputs, setup, made)
     )
@@ -463,14 +464,13 @@ class _Growth:
     cycle is made, each set is called at most once between flushes, and a growth ends in a flush
     (why: docs/cache.md, "Rotation")."""
 
-    __slots__ = ("calls", "fresh", "grow", "own_set", "sets")
+    __slots__ = ("calls", "fresh", "grow", "sets")
 
     def __init__(
         self,
         calls: list[Callable[[], object]],
         sets: int,
         grow: Callable[[int], list[Callable[[], object]]],
-        own_set: bool,
     ) -> None:
         #: the calls on the sets made so far, in the order they are called
         self.calls = calls
@@ -478,8 +478,8 @@ class _Growth:
         self.sets = sets
         #: the sets ahead of the next call that no call has touched since the last flush
         self.fresh = 0
-        #: ``grow(stop)``: copies made up to ``stop - 1``, the calls on the new ones returned
-        self.grow, self.own_set = grow, own_set
+        #: ``grow(sets)``: the cycle made up to ``sets`` sets, the calls on the new ones returned
+        self.grow = grow
 
 
 class _Rotating:
@@ -541,7 +541,7 @@ class _Rotating:
             if (needed := max(calls, ahead)) > made:
                 sets = growth.sets if 2 * needed > growth.sets else max(needed, GROWTH * made)
                 sets = min(sets, growth.sets)
-                growth.calls += growth.grow(sets - growth.own_set)
+                growth.calls += growth.grow(sets)
             flush()
             growth.fresh, self.made = sets, sets
             self._next = itertools.cycle(growth.calls).__next__

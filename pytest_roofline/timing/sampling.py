@@ -66,7 +66,9 @@ class Sampler:
         self.slowed = self.slowed_kept = 0
         self.k, self.flush, self.probe = k, flush, probe
         #: a probe streamed through the cache: a warm measurement calls the kernel once after it
-        self.rewarm, self.budget_start, self.preempted = rewarm, budget_start, 0
+        self.rewarm = rewarm
+        self.budget_start = budget_start
+        self.preempted = 0
         #: leading samples left out: taken before the kernel settled (:mod:`.transient`), and when
         #: the samples after them began: the probes and readings that count are those from then on
         self.transient, self.kept_at = 0, -math.inf
@@ -78,12 +80,14 @@ class Sampler:
         self._probe_wall, self._last_probe = 0.0, -math.inf
         #: (when it ended, how long it took) of each making of sets (``ready``), not the samples' span
         self._making: list[tuple[float, float]] = []
-        #: what the last probe cost (kept in the budget for the probe that ends the measurement), and
+        #: what the last probe cost: kept in the budget for the probe that ends the measurement
+        self._probe_s = 0.0
         #: what a sample cost when sampling stopped, flush and bookkeeping included
-        self._probe_s = self.per_sample_s = 0.0
+        self.per_sample_s = 0.0
         #: whether the samples the statistics use still ran slower first than last, beyond doubt,
         #: when sampling stopped: the kernel had not settled (:mod:`.transient`)
-        self.still_falling = self._rewarm_due = False
+        self.still_falling = False
+        self._rewarm_due = False
 
     def run(self, per_call_s: float, seed: Seed | None = None) -> tuple[list[float], Stats, StopReason]:
         """Sample until a stopping rule holds; ``per_call_s`` is what one call is expected to cost.
@@ -118,7 +122,9 @@ class Sampler:
         while True:
             if size:
                 taken = len(samples) - self.transient
-                size = self._cut_for_probe(size, self._sampled_s() / taken if taken else per_sample_s)
+                size = _cut_for_probe(
+                    size, self._sampled_s() / taken if taken else per_sample_s, self.probe, policy
+                )
                 self.slow.rest()
                 if self.ready is not None:  # the call's frames stay few: a flush is the backend's
                     made_at, flush = backend.clock(), _no_flush if self._evicted else backend.flush_cache
@@ -154,7 +160,7 @@ class Sampler:
             stats = Stats.from_samples([samples[i] for i in used_at])
             self.slowed = len(samples) - self.transient - len(steady_at)
             self.slowed_kept = sum(slow[i] for i in used_at)
-            reason = self._stop(len(samples), stats)
+            reason = _stop(len(samples), stats, policy)
             # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
             # and a suite of them would pay it per test
             spans = stats.median >= MIN_TIME_FROM_S
@@ -216,8 +222,15 @@ class Sampler:
 
     def _read_backend(self) -> None:
         """What the backend saw of its last run: the kernel's parallelism, threads and waits."""
-        b = self.backend
-        self._readings.append(_Reading(b.clock(), b.last_parallelism, b.last_cpu_share, b.last_thread_wait))
+        backend = self.backend
+        self._readings.append(
+            _Reading(
+                at=backend.clock(),
+                parallelism=backend.last_parallelism,
+                cpu_share=backend.last_cpu_share,
+                wait=backend.last_thread_wait,
+            )
+        )
 
     def readings(self) -> Readings:
         """The backend's readings of the runs that ended after the last cut (all, without one)."""
@@ -230,19 +243,6 @@ class Sampler:
             wait_share=[w.wait_share for w in waits],
             alone=any(w.alone for w in waits),
         )
-
-    def _stop(self, n: int, stats: Stats) -> StopReason | None:
-        if stats.n >= MIN_PRECISION_SAMPLES and stats.ci_rel <= self.policy.target_rel_ci:
-            return StopReason.PRECISION
-        if n >= self.policy.max_samples:
-            return StopReason.MAX_SAMPLES
-        return None
-
-    def _cut_for_probe(self, size: int, per_sample_s: float) -> int:
-        """With a probe, a round lasts about one probe interval, so probes spread through the window."""
-        if self.probe is None or per_sample_s <= 0:
-            return size
-        return max(1, min(size, math.floor(self.policy.probe_interval_s / per_sample_s)))
 
     def _time_probe(self, *, last: bool = False) -> None:
         probe = self.probe
@@ -364,6 +364,21 @@ def _trusted(samples: list[_T], clean: list[_T], *, floor: int = MIN_PRECISION_S
     if len(clean) == len(samples) or len(clean) < max(floor, len(samples) / 2):
         return samples
     return clean
+
+
+def _stop(n: int, stats: Stats, policy: Policy) -> StopReason | None:
+    if stats.n >= MIN_PRECISION_SAMPLES and stats.ci_rel <= policy.target_rel_ci:
+        return StopReason.PRECISION
+    if n >= policy.max_samples:
+        return StopReason.MAX_SAMPLES
+    return None
+
+
+def _cut_for_probe(size: int, per_sample_s: float, probe: Probe | None, policy: Policy) -> int:
+    """With a probe, a round lasts about one probe interval, so probes spread through the window."""
+    if probe is None or per_sample_s <= 0:
+        return size
+    return max(1, min(size, math.floor(policy.probe_interval_s / per_sample_s)))
 
 
 def _no_flush() -> None:
