@@ -11,6 +11,7 @@ import math
 import operator
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from .array_operands import Mapped, counted, elementwise, inputs_read, operand, operand_dtypes, product
@@ -136,7 +137,12 @@ def _rows_cols(shape: tuple[int, ...], normalized: object) -> tuple[int, int] | 
 
 
 def _norm(
-    kind: str, flops: int, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
+    kind: str,
+    flops: int,
+    torch: Any,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    main: Precision | None,
 ) -> Mapped | None:
     names = ("input", "normalized_shape", "weight", "bias", "eps") if kind == "layernorm" else (
         "input", "normalized_shape", "weight", "eps")  # fmt: skip
@@ -156,18 +162,6 @@ def _norm(
         return Mapped(kind, {"rows": rows, "cols": cols}, p)
     moved = 2 * x.nbytes + sum(f.nbytes for f in found if f is not None)
     return counted(flops * rows * cols, moved, p, f"{kind} without its affine parameters, or across dtypes")
-
-
-def _layer_norm(
-    torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-) -> Mapped | None:
-    return _norm("layernorm", 8, args, kwargs, main)
-
-
-def _rms_norm(
-    torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-) -> Mapped | None:
-    return _norm("rmsnorm", 4, args, kwargs, main)
 
 
 def _softmax(
@@ -198,9 +192,13 @@ def _softmax(
 
 
 def _activation(
-    name: str, args: Sequence[object], kwargs: Mapping[str, object], names: Sequence[str],
+    name: str,
+    names: Sequence[str],
+    torch: Any,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
     main: Precision | None,
-) -> Mapped | None:  # fmt: skip
+) -> Mapped | None:
     bound = _bind(args, kwargs, names)
     if bound is None or "input" not in bound:
         return None
@@ -210,18 +208,6 @@ def _activation(
     flops = ACTIVATION_FLOPS["gelu_tanh" if bound.get("approximate") == "tanh" else name]
     results = [next(iter(read.values())).precision]
     return elementwise(name, read, [], results, main, flops_per_element=flops)
-
-
-def _silu(
-    torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-) -> Mapped | None:
-    return _activation("silu", args, kwargs, ("input", "inplace"), main)
-
-
-def _gelu(
-    torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-) -> Mapped | None:
-    return _activation("gelu", args, kwargs, ("input", "approximate"), main)
 
 
 def _binary(
@@ -242,18 +228,6 @@ def _binary(
         return None
     flops = 2 if bound.get("alpha", 1) != 1 else 1
     return elementwise(name, read, list(written.values()), [result], main, flops_per_element=flops)
-
-
-def _add(
-    torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-) -> Mapped | None:
-    return _binary("add", torch, args, kwargs, main)
-
-
-def _mul(
-    torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-) -> Mapped | None:
-    return _binary("mul", torch, args, kwargs, main)
 
 
 def _attention(
@@ -295,6 +269,13 @@ def _attention(
         params["head_dim_v"] = v.shape[-1]
     return Mapped("attention", params, p)
 
+
+_layer_norm = partial(_norm, "layernorm", 8)
+_rms_norm = partial(_norm, "rmsnorm", 4)
+_silu = partial(_activation, "silu", ("input", "inplace"))
+_gelu = partial(_activation, "gelu", ("input", "approximate"))
+_add = partial(_binary, "add")
+_mul = partial(_binary, "mul")
 
 _TORCH: dict[str, Handler] = {
     "mm": _mm, "bmm": _bmm, "matmul": _matmul, "addmm": _addmm, "add": _add, "mul": _mul, "multiply": _mul,
