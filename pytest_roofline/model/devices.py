@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from ..errors import RooflineUsageError
-from .core import CacheSize, Device, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
+from .core import CacheSize, Device, Estimate, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
 
 T = 1e12
 GB = 1e9
@@ -260,12 +260,14 @@ def _quoted_mhz(row: _Row, precision: Precision, unit: Unit) -> float | None:
     return row.clock_mhz
 
 
-def quoted_clock_mhz(device: Device, precision: Precision, unit: Unit) -> float | None:
-    """The SM clock a built-in device's figure for (precision, unit) is quoted at: what its rate
-    assumes (None: a device not in the table, a figure it does not hold, or a row that names no
-    clock)."""
-    row = _ROW_OF.get(device.key)
-    figure = device.peaks.get((precision, unit))
+def quoted_clock_mhz(estimate: Estimate) -> float | None:
+    """The SM clock the peak bounding a compute-bound ``estimate`` assumes: the clock its device
+    table row quotes it at (tensor figures are quoted below the top boost clock). None for any other
+    figure (measured, a peaks file's, derived from the driver's properties, a MIG slice's) and for a
+    row that names no clock: what clock it assumes is not known."""
+    precision, unit = estimate.peak_precision, estimate.unit
+    row = _ROW_OF.get(estimate.device.key)
+    figure = estimate.device.peaks.get((precision, unit))
     if row is None or figure is None or figure.source is not Source.DATASHEET:
         return None
     return _quoted_mhz(row, precision, unit)

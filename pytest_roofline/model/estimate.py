@@ -7,7 +7,6 @@ from typing import Any
 
 from .core import Device, Estimate, parse_dtype, roofline
 from .devices import DeviceError, lookup
-from .op_registry import check_params
 from .ops import get_op
 from .unit_choice import select_unit
 
@@ -27,7 +26,7 @@ def estimate(
     (139, 'compute')
     """
     spec = get_op(op)
-    checked = check_params(spec, params)
+    checked = spec.check(params)
     precision = parse_dtype(dtype)
     spec.check_dtype(precision)
     peak_precision, unit = select_unit(spec, checked, precision, math)

@@ -11,16 +11,7 @@ from typing import Literal
 
 from .conditions import ClockLog
 from .core import Estimate
-
-
-def quoted_clock_mhz(estimate: Estimate) -> float | None:
-    """The SM clock the peak bounding a compute-bound ``estimate`` assumes: the clock its device
-    table row quotes it at (tensor figures are quoted below the top boost clock). None for any other
-    figure (measured, a peaks file's, derived from the driver's properties, a MIG slice's): what clock
-    it assumes is not known."""
-    from .devices import quoted_clock_mhz as quoted
-
-    return quoted(estimate.device, estimate.peak_precision, estimate.unit)
+from .devices import quoted_clock_mhz
 
 
 @dataclass(frozen=True, slots=True)

@@ -468,8 +468,3 @@ def op_names() -> list[str]:
 
 def all_ops() -> Iterable[OpSpec]:
     return (_REGISTRY[name] for name in sorted(_REGISTRY))
-
-
-def check_params(spec: OpSpec, params: Params) -> dict[str, Any]:
-    """Check ``params`` against ``spec``, cross-parameter rules included (same as ``spec.check``)."""
-    return spec.check(params)

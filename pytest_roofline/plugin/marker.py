@@ -134,12 +134,10 @@ def _check_together(item: pytest.Item, marker: MarkerArgs, spec: OpSpec | None) 
         check_math(marker.keywords["math"], precision)
     if spec is None:
         return
-    from ..model.op_registry import check_params
-
     given = located(item, spec.name, {**op_params(spec, parametrized), **marker.params})
     required = [p.name for p in spec.params if p.required] or list(spec.param_names)
     if all(name in given for name in required):
-        check_params(spec, given)
+        spec.check(given)
 
 
 def check_fixtureless(item: pytest.Item, marker: MarkerArgs) -> None:
@@ -190,7 +188,7 @@ def check_op_params(
     required parameter missing while one of them is a close match says so.
     """
     from ..model.core import did_you_mean
-    from ..model.op_registry import OpError, check_params
+    from ..model.op_registry import OpError
     from ..model.ops import get_op
 
     spec = get_op(op)
@@ -206,7 +204,7 @@ def check_op_params(
         missing = [p.name for p in spec.params if p.required and p.name not in params]
         if missing and forwarded:
             raise OpError(_needs_but_forwarded(spec, missing, forwarded))
-        check_params(spec, params)  # required ones present, cross-parameter rules (custom has work)
+        spec.check(params)  # required ones present, cross-parameter rules (custom has work)
         return spec
     by_name = {p.name: p for p in spec.params}
     for name, value in params.items():

@@ -8,7 +8,6 @@ from typing import Any
 from pytest_roofline.model.core import Cost, parse_dtype
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import Estimate, estimate
-from pytest_roofline.model.op_registry import check_params
 from pytest_roofline.model.ops import get_op
 
 H100 = lookup("h100-sxm")
@@ -21,7 +20,7 @@ BUILTIN = [
 
 def cost(op: str, dtype: str = "fp32", **params: Any) -> Cost:
     spec = get_op(op)
-    return spec.cost(check_params(spec, params), parse_dtype(dtype))
+    return spec.cost(spec.check(params), parse_dtype(dtype))
 
 
 def on_h100(op: str, dtype: str = "bf16", **params: Any) -> Estimate:

@@ -17,7 +17,7 @@ from fakes import FakeBackend
 from pytest_roofline.model.core import Cost, Device, Figure, Precision, Source, Unit, parse_dtype, roofline
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.model.op_registry import OpError, check_params
+from pytest_roofline.model.op_registry import OpError
 from pytest_roofline.model.ops import get_op, register_op
 from pytest_roofline.model.paired_ceilings import PairedCeiling, paired_floor_s
 from pytest_roofline.model.peaks import CpuPeak, load_peaks_file, parse_peak_key
@@ -40,7 +40,7 @@ def result_record(result: Result, *, nodeid: str, mode: str) -> JsonObject:
 
 def cost(op: str, dtype: object, **params: Any) -> Cost:
     spec = get_op(op)
-    return spec.cost(check_params(spec, params), parse_dtype(dtype))
+    return spec.cost(spec.check(params), parse_dtype(dtype))
 
 
 class FakeTorchDtype:

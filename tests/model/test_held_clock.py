@@ -9,9 +9,8 @@ from test_verdict import measurement
 
 from pytest_roofline.model.conditions import ClockLog, ClockSample
 from pytest_roofline.model.core import Device, Estimate, Figure, Precision, Source, Unit
-from pytest_roofline.model.devices import at_reported_clock, lookup
+from pytest_roofline.model.devices import at_reported_clock, lookup, quoted_clock_mhz
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.model.held_clock import quoted_clock_mhz
 from pytest_roofline.model.measurement import Measurement
 from pytest_roofline.model.verdict import Verdict, failure_message, result_of
 

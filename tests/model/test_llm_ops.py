@@ -13,7 +13,7 @@ from pytest_roofline import cli
 from pytest_roofline.model.core import Cost, parse_dtype
 from pytest_roofline.model.devices import lookup
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.model.op_registry import OpError, check_params, get_op
+from pytest_roofline.model.op_registry import OpError, get_op
 from pytest_roofline.plugin.request import dtype_of_arguments
 
 H100 = lookup("h100-sxm")
@@ -21,7 +21,7 @@ H100 = lookup("h100-sxm")
 
 def cost(op: str, dtype: str = "bf16", **params: Any) -> Cost:
     spec = get_op(op)
-    return spec.cost(check_params(spec, params), parse_dtype(dtype))
+    return spec.cost(spec.check(params), parse_dtype(dtype))
 
 
 # -- per-operand dtypes, int4 and block scales -------------------------------------------------

@@ -11,7 +11,6 @@ from op_costs import BUILTIN, H100, cost, on_h100
 from pytest_roofline.model import ops
 from pytest_roofline.model.core import Cost, Device, Precision, Source, Unit, parse_dtype
 from pytest_roofline.model.estimate import estimate
-from pytest_roofline.model.op_registry import check_params
 from pytest_roofline.model.ops import get_op, op_names
 
 P = Precision
@@ -95,7 +94,7 @@ def test_the_documented_formulas_match_the_cost_functions(
 ) -> None:
     """``roofline ops`` prints flops_formula/bytes_formula: evaluate them and compare with the code."""
     spec = get_op(op)
-    checked = check_params(spec, params)
+    checked = spec.check(params)
     names: dict[str, Any] = dict(checked)
     # operands at the dtype's size (1 element), no block scales, every key visible, MHA, d_v = d_qk
     names.update(dict.fromkeys(("a", "b", "c", "q", "kv", "o"), 1), scales=0)
