@@ -287,18 +287,15 @@ def _dtype_name(dtype: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """One number on a device sheet and where it came from.
+    """One number on a device sheet and where it came from."""
 
-    ``value`` is the figure as its source quotes it; the floor and attained use it. ``at_max_clock``
-    is the same unit's rate at the device's maximum SM clock where ``value`` is quoted at a lower one,
-    used only to call a reading faster than light (:func:`~.verdict.ftl_limit`), never for a floor.
-    Why: docs/floor.md ("Limits").
-    """
-
+    #: the figure as its source quotes it: the floor and attained use it
     value: float
     source: Source
     note: str = ""
-    #: the rate at the device's maximum SM clock, where ``value`` is quoted at a lower one; None otherwise
+    #: the same unit's rate at the device's maximum SM clock, where ``value`` is quoted at a lower one
+    #: (None otherwise): used only to call a reading faster than light (:func:`~.verdict.ftl_limit`),
+    #: never for a floor (why: docs/floor.md ("Limits"))
     at_max_clock: float | None = None
 
     def __post_init__(self) -> None:

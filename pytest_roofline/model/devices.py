@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from ..errors import RooflineUsageError
 from .core import CacheSize, Device, Estimate, Figure, Kind, PeakTable, Precision, Source, Unit, did_you_mean
@@ -35,27 +35,19 @@ _COLUMNS: tuple[tuple[Precision, Unit], ...] = (
 )  # fmt: skip
 
 
-class _Marked(NamedTuple):
-    """A figure no vendor source confirms: derived (``_D``) or unconfirmed (``_Q``), and from what."""
-
-    value: float
-    mark: str
-    origin: str
-
-
-# A peak cell: a number (the vendor's figure), a _Marked one, or None (absent).
-Cell = float | _Marked | None
-_D, _Q = "d", "?"
+# A peak cell, in TFLOP/s: a number (the vendor's figure), a figure no vendor source confirms
+# (:func:`_derived`, :func:`_unconfirmed`), or None (absent).
+Cell = float | Figure | None
 #: how a figure's note starts where no source confirms it (``roofline devices`` marks it ``?``)
 UNCONFIRMED = "unconfirmed"
 
 
-def _derived(value: float, origin: str) -> _Marked:
-    return _Marked(value, _D, origin)
+def _derived(value: float, origin: str) -> Figure:
+    return Figure(value * T, Source.DERIVED, origin)
 
 
-def _unconfirmed(value: float, origin: str) -> _Marked:
-    return _Marked(value, _Q, origin)
+def _unconfirmed(value: float, origin: str) -> Figure:
+    return Figure(value * T, Source.DATASHEET, f"{UNCONFIRMED}: {origin}")
 
 
 def _per_sm(count: int, rate: int, mhz: float, unit: str = "FLOP", cores: str = "SMs") -> str:
@@ -238,14 +230,10 @@ _ROWS: tuple[_Row, ...] = (
 )  # fmt: skip
 
 
-def _figure(cell: Cell | Literal["same"], scale: float) -> Figure | None:
-    if cell is None or cell == "same":
-        return None
-    if isinstance(cell, _Marked):
-        if cell.mark == _D:
-            return Figure(cell.value * scale, Source.DERIVED, cell.origin)
-        return Figure(cell.value * scale, Source.DATASHEET, f"{UNCONFIRMED}: {cell.origin}")
-    return Figure(cell * scale, Source.DATASHEET)
+def _figure(cell: Cell | Literal["same"]) -> Figure | None:
+    if isinstance(cell, (int, float)):
+        return Figure(cell * T, Source.DATASHEET)
+    return cell if isinstance(cell, Figure) else None
 
 
 def is_unconfirmed(figure: Figure) -> bool:
@@ -294,7 +282,7 @@ _CLOCK_TOLERANCE = 0.005
 def _build(row: _Row) -> Device:
     peaks: dict[tuple[Precision, Unit], Figure] = {}
     for column, cell in zip(_COLUMNS, row.peaks, strict=True):
-        figure = _figure(cell, T)
+        figure = _figure(cell)
         if figure is not None:
             peaks[column] = figure
     extra_cells: tuple[tuple[Precision, Unit, Cell | Literal["same"]], ...] = (
@@ -303,9 +291,10 @@ def _build(row: _Row) -> Device:
         (P.FP4, TC, row.fp4_tensor),
     )
     for precision, unit, extra in extra_cells:
-        figure = peaks.get((P.FP16, unit)) if extra == "same" else _figure(extra, T)
+        figure = peaks.get((P.FP16, unit)) if extra == "same" else _figure(extra)
         if figure is not None:
             peaks[(precision, unit)] = figure
+    link = INTERCONNECTS.get(row.key)
     return Device(
         key=row.key,
         name=row.names[0],
@@ -316,13 +305,8 @@ def _build(row: _Row) -> Device:
         cores=row.cores,
         names=row.names,
         notes=row.notes,
-        interconnect=_interconnect(row.key),
+        interconnect=None if link is None else Figure(link[0], Source.DATASHEET, link[1]),
     )
-
-
-def _interconnect(key: str) -> Figure | None:
-    link = INTERCONNECTS.get(key)
-    return None if link is None else Figure(link[0], Source.DATASHEET, link[1])
 
 
 #: per-GPU interconnect bandwidth, bytes/s in each direction, and where it comes from. An

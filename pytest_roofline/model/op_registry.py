@@ -71,7 +71,8 @@ class Param:
         if self.kind in ("size", "count"):
             number = _as_integer(value)
             if number is None or number < (1 if self.kind == "size" else 0):
-                raise OpError(f"{where} must be a {_kind_words(self.kind)}; got {brief(value)}")
+                kind = "positive integer" if self.kind == "size" else "non-negative integer"
+                raise OpError(f"{where} must be a {kind}; got {brief(value)}")
             if number > MAX_SIZE:  # no device indexes past it, and products of such sizes overflow floats
                 raise OpError(f"{where} must be at most 2**63 - 1 ({MAX_SIZE:.3g}); got {brief(value)}")
             return number
@@ -104,10 +105,6 @@ class Param:
 
     def __str__(self) -> str:
         return self.name if self.required else f"{self.name}={self.default!r}"
-
-
-def _kind_words(kind: ParamKind) -> str:
-    return "positive integer" if kind == "size" else "non-negative integer"
 
 
 def _is_bool(value: object) -> bool:

@@ -54,8 +54,6 @@ _Z_975 = 1.959964
 
 def t_975(df: int) -> float:
     """Student's t quantile at 0.975 for ``df`` >= 1 degrees of freedom (to 3 decimals)."""
-    if df < 1:
-        raise InvalidValueError(f"degrees of freedom must be >= 1; got {df}")
     if df <= len(_T_975):
         return _T_975[df - 1]
     z = _Z_975
@@ -136,17 +134,11 @@ class Pairing:
         """Some round ran under heavy contention."""
         return any(r.heavy for r in self.rounds)
 
-    @property
-    def half_rel(self) -> float:
-        """The interval's relative half-width (0.04 for ±4%; inf with no interval)."""
-        if not (self.lo > 0 and math.isfinite(self.hi)):
-            return math.inf
-        return max(self.hi / self.ratio - 1, 1 - self.lo / self.ratio)
-
     def describe(self) -> str:
         """For the report column: ``-18% slower (±4%)``, ``+2% same (±1%)``, ``undecided (±9%)``."""
-        half = self.half_rel
-        spread = "no interval" if math.isinf(half) else f"±{_percent(half)}%"
+        spread = "no interval"
+        if self.lo > 0 and math.isfinite(self.hi):  # the interval's relative half-width
+            spread = f"±{_percent(max(self.hi / self.ratio - 1, 1 - self.lo / self.ratio))}%"
         if self.verdict == "undecided":
             return f"undecided ({spread})"
         return f"{_signed_percent(self.ratio - 1)} {self.verdict} ({spread})"
