@@ -569,11 +569,8 @@ def roofline(
     bandwidth = device.bandwidth
     memory_s = cost.bytes / bandwidth.value
     compute_s: float | None
-    bound: Bound
-    floor_s: float
-    summed = _summed_floor(cost, math_precision, device) if cost.parts else None
-    if summed is not None:
-        compute_s, memory_s, floor_s, bound = summed
+    if cost.parts:
+        compute_s, memory_s = _summed_times(cost, math_precision, device)
         note = "the sum of its kernels' floors, each on its own unit"
         peak = peak or device.resolve_peak(math_precision, Unit.VECTOR)[0]
     elif peak is not None:
@@ -591,9 +588,9 @@ def roofline(
     else:
         compute_s, note = 0.0, ""  # no work takes no time, whatever the peak
     # Ties go to memory: with nothing to compute, or equal times, moving bytes is the wall.
-    if summed is None:
-        bound = "compute" if compute_s is not None and compute_s > memory_s else "memory"
-        floor_s = max(compute_s or 0.0, memory_s)
+    bound: Bound = "compute" if compute_s is not None and compute_s > memory_s else "memory"
+    # a sequence of kernels' floor is the sum of theirs, each at its own wall
+    floor_s = (compute_s or 0.0) + memory_s if cost.parts else max(compute_s or 0.0, memory_s)
     intensity = cost.flops / cost.bytes if cost.bytes else math.inf
     return Estimate(
         op=op,
@@ -621,9 +618,9 @@ def roofline(
     )
 
 
-def _summed_floor(cost: Cost, precision: Precision, device: Device) -> tuple[float, float, float, Bound]:
-    """(compute time, memory time, floor, bound) of a sequence of kernels: the compute and memory
-    times of the parts whose wall they are, their sum the floor; the bound is the side with more time."""
+def _summed_times(cost: Cost, precision: Precision, device: Device) -> tuple[float, float]:
+    """(compute time, memory time) of a sequence of kernels: the compute and memory times of the
+    parts whose wall they are."""
     compute_s = memory_s = 0.0
     for flops, nbytes, unit in cost.parts:
         peak, _ = device.resolve_peak(precision, Unit(unit))
@@ -633,8 +630,7 @@ def _summed_floor(cost: Cost, precision: Precision, device: Device) -> tuple[flo
             compute_s += part_compute
         else:
             memory_s += part_memory
-    bound: Bound = "compute" if compute_s > memory_s else "memory"
-    return compute_s, memory_s, compute_s + memory_s, bound
+    return compute_s, memory_s
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -10,6 +10,9 @@ from .devices import DeviceError, lookup
 from .ops import get_op
 from .unit_choice import select_unit
 
+#: the specs that name this machine's hardware rather than a table entry
+THIS_MACHINE = re.compile(r"auto|cpu|cuda(:.*)?")
+
 
 def estimate(
     op: str, *, dtype: object, device: Device | str, math: str | None = None, **params: Any
@@ -30,8 +33,15 @@ def estimate(
     precision = parse_dtype(dtype)
     spec.check_dtype(precision)
     peak_precision, unit = select_unit(spec, checked, precision, math)
+    if isinstance(device, str) and THIS_MACHINE.fullmatch(device.strip().lower()):
+        # this machine's devices need detection or a calibration: the machine layer's
+        raise DeviceError(
+            f"device {device!r} is this machine's: pytest_roofline.estimate(..., device={device!r}) finds it "
+            "(the CPU from its cached calibration; measure=True measures it), or pass a Device or a "
+            "table key (`roofline devices`)"
+        )
     if not isinstance(device, Device):
-        device = table_device(device)
+        device = lookup(device)
     cost = spec.cost(checked, precision)
     return roofline(
         cost,
@@ -45,19 +55,3 @@ def estimate(
         shape=spec.shape(checked),
         peak_precision=peak_precision,
     )
-
-
-#: the specs that name this machine's hardware rather than a table entry
-THIS_MACHINE = re.compile(r"auto|cpu|cuda(:.*)?")
-
-
-def table_device(spec: object) -> Device:
-    """The table device a key or reported name names; a DeviceError for this machine's specs, which
-    need detection or a calibration (the machine layer's), naming the call that resolves them."""
-    if isinstance(spec, str) and THIS_MACHINE.fullmatch(spec.strip().lower()):
-        raise DeviceError(
-            f"device {spec!r} is this machine's: pytest_roofline.estimate(..., device={spec!r}) finds it "
-            "(the CPU from its cached calibration; measure=True measures it), or pass a Device or a "
-            "table key (`roofline devices`)"
-        )
-    return lookup(spec)  # type: ignore[arg-type]  # lookup names a non-string in its error

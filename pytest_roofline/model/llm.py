@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,10 @@ class ModelConfig:
     unread_quantization: str = ""
 
 
+#: the step's kernels as they are listed: (name, op, parameters, count)
+Ops = list[tuple[str, str, dict[str, Any], int]]
+
+
 @dataclass(frozen=True, slots=True)
 class StepOp:
     """One kernel of the step: the module it stands for, the catalogue op and its parameters."""
@@ -92,8 +96,6 @@ class StepOp:
     unit: str
     #: bytes over the interconnect (an all-reduce), timed at the link's bandwidth, not DRAM's
     link_bytes: float = 0.0
-    per: str = "layer"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def config_path(source: str | Path) -> Path:
@@ -342,7 +344,7 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
     if w8a8:
         w = {"c_dtype": dtype}
     math_of: dict[str, str] = {}  # a kernel whose math is not the step's dtype
-    ops: list[tuple[str, str, dict[str, Any], int]] = []
+    ops: Ops = []
     layers = config.layers
 
     def gemm(name: str, n: int, k: int, count: int, m: int = tokens, quantized: bool = True) -> None:
@@ -397,9 +399,6 @@ def step_ops(config: ModelConfig, options: dict[str, Any]) -> list[StepOp]:
             StepOp("all_reduce", "all_reduce", params, dtype, 2 * layers, 0.0, 0.0, "vector", moved)
         )
     return result
-
-
-Ops = list[tuple[str, str, dict[str, Any], int]]
 
 
 def _attention_block(
@@ -469,8 +468,7 @@ def _step_op(name: str, op: str, params: dict[str, Any], dtype: str, count: int)
     precision = parse_dtype(dtype)
     cost = spec.cost(checked, precision)
     _, unit = select_unit(spec, checked, precision, None)
-    per = "step" if count == 1 and name in ("embed_tokens", "norm", "lm_head") else "layer"
-    return StepOp(name, spec.name, params, dtype, count, cost.flops, cost.bytes, str(unit), per=per)
+    return StepOp(name, spec.name, params, dtype, count, cost.flops, cost.bytes, str(unit))
 
 
 def step_weights(config: ModelConfig, options: dict[str, Any]) -> tuple[str, Quantization | None]:

@@ -34,10 +34,8 @@ class Policy:
     #: stop once the 95% confidence half-width of the median is within this fraction of it
     target_rel_ci: float = 0.01
     #: and, for a kernel of 10 µs or more a call (``engine.MIN_TIME_FROM_S``), once the samples
-    #: span at least this much wall time (nvbench's ``--min-time``): a machine that was just doing
-    #: something else runs a kernel slow for tens of ms, too evenly for the interval to see, and a
-    #: 25 µs kernel meets its precision in 15 ms. Shorter kernels are exempt: a suite of them would
-    #: pay the span per test, and it bought nothing measurable there (docs/methodology.md)
+    #: span at least this much wall time (nvbench's ``--min-time``; why, and why not shorter
+    #: kernels: docs/methodology.md ("Why 60 ms of samples"))
     min_time_s: float = 0.06
     #: with a probe, time it at least this often while sampling (seconds), and once before and after
     probe_interval_s: float = 0.1

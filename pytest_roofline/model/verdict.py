@@ -395,11 +395,13 @@ def _wall(result: Result) -> str:
     """``compute-bound at 989 TFLOP/s bf16 tensor`` or ``memory-bound at 3.35 TB/s``; with a paired
     ceiling, the ceiling of the window and how far the machine was from its best."""
     est, ceiling = result.estimate, result.ceiling
-    rate = est.bounding_figure.value * (ceiling.speed if ceiling is not None else 1.0)
+    figure = est.bounding_figure.value
+    rate = units.flop_rate if est.bound == "compute" else units.byte_rate
+    beside = rate(figure * (ceiling.speed if ceiling is not None else 1.0))
     if est.bound == "compute":
-        wall = f"compute-bound at {units.flop_rate(rate)} {est.peak_precision} {est.unit}"
+        wall = f"compute-bound at {beside} {est.peak_precision} {est.unit}"
     else:
-        wall = f"memory-bound at {units.byte_rate(rate)}"
+        wall = f"memory-bound at {beside}"
         if est.compute_s is None:  # an integer without an integer peak: memory time alone
             wall += f" ({est.peak_note})"
     if ceiling is not None:
@@ -411,19 +413,13 @@ def _wall(result: Result) -> str:
         )
         wall += (
             f" measured beside the kernel (machine at {units.percent(ceiling.share_of_best)} of its best;"
-            f" calibrated {_figure(result)}{above})"
+            f" calibrated {rate(figure)}{above})"
         )
     return wall
 
 
 #: a paired ceiling this far above the calibrated figure says so where it is printed
 ABOVE_CALIBRATION = 1.05
-
-
-def _figure(result: Result) -> str:
-    est = result.estimate
-    figure = est.bounding_figure.value
-    return units.flop_rate(figure) if est.bound == "compute" else units.byte_rate(figure)
 
 
 def _achieved(result: Result) -> str:
