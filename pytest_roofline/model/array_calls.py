@@ -61,15 +61,10 @@ def map_array_call(
         module = sys.modules.get(library)
         if module is None:
             continue
-        known = _name_in(module, fn)
-        if known == "matmul":
-            return _matmul(numpy, args, kwargs, main)
-        if known == "dot":
-            return _dot(numpy, args, kwargs, main)
-        if known == "einsum":
-            return _einsum(numpy, args, kwargs, main)
-        if known == "copyto":
-            return _copyto(args, kwargs, main)
+        names = vars(module)
+        known = next((n for n in (*_FUNCTIONS, *_REDUCTIONS) if names.get(n) is fn), None)
+        if known in _FUNCTIONS:
+            return _FUNCTIONS[known](numpy, args, kwargs, main)
         if known in _REDUCTIONS:
             return _reduction(numpy, _REDUCTIONS[known], args[0] if args else None, args[1:], kwargs, main)
         ufunc = getattr(module, "ufunc", None)
@@ -86,12 +81,6 @@ def moves_only(fn: object) -> bool:
         if module is not None and name in _MOVES_ONLY and vars(module).get(name) is fn:
             return True
     return False
-
-
-def _name_in(module: Any, fn: object) -> str | None:
-    """The name under which ``module`` holds ``fn`` itself, among the functions mapped here."""
-    names = vars(module)
-    return next((n for n in ("matmul", "dot", "einsum", "copyto", *_REDUCTIONS) if names.get(n) is fn), None)
 
 
 def _library_array(value: object) -> bool:
@@ -188,7 +177,9 @@ def _result(numpy: Any, out: object, dtype: object, operands: Sequence[object]) 
         return None
 
 
-def _copyto(args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None) -> Mapped | None:
+def _copyto(
+    numpy: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
+) -> Mapped | None:
     bound = _bind(args, kwargs, ("dst", "src", "casting", "where"))
     if bound is None or "src" not in bound or bound.get("where", True) is not True:
         return None
@@ -305,3 +296,7 @@ def _resolved(numpy: Any, fn: Any, inputs: Sequence[object], dtype: object) -> l
         return [parse_dtype(d) for d in resolved[ufunc.nin :]]
     except (TypeError, ValueError, AttributeError):  # AttributeError: NumPy before 1.24
         return []
+
+
+#: the library functions mapped here beside the reductions, by name
+_FUNCTIONS = {"matmul": _matmul, "dot": _dot, "einsum": _einsum, "copyto": _copyto}

@@ -50,8 +50,8 @@ def _gemv(p: Params, size: float) -> Cost:
 
 
 def _check_groups(op: str, p: Params) -> None:
-    group, k = p.get("group_size"), p.get("K", p.get("hidden"))
-    if group and k is not None and k % group:
+    group, k = p["group_size"], p["K"]
+    if group and k % group:
         raise OpError(f"{op}: group_size={group} does not divide K={k}; scales come one per group along K")
 
 

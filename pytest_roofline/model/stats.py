@@ -41,13 +41,9 @@ def median_ci_ranks(n: int) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """Summary of a set of samples (seconds, or any unit: nothing here assumes one).
-
-    Quartiles use linear interpolation between order statistics (numpy's default ``linear``
-    method), so ``median`` equals the usual middle value or mean of the two middle values.
-    ``ci_half`` is half the width of the 95% interval ``[x(lo), x(hi)]`` of
-    :func:`median_ci_ranks`; relative figures (``iqr_rel``, ``ci_rel``) divide by ``|median|``
-    and are ``inf`` when the median is 0 but the spread is not.
+    """Summary of a set of samples (seconds, or any unit: nothing here assumes one): quartiles by
+    :func:`quantile_of_sorted`, the median's 95% interval by :func:`median_ci_ranks`. Relative
+    figures (``iqr_rel``, ``ci_rel``) divide by ``|median|``: ``inf`` when it is 0 and the spread is not.
     """
 
     n: int
