@@ -276,16 +276,10 @@ def _change_text(f: _Facts) -> str:
     return f"{_signed_percent(math.expm1(f.log_ratio))} ({interval})"
 
 
-def _beyond(f: _Facts, sign: int) -> bool:
-    """Whether the change in direction ``sign`` (-1: drop, +1: gain) clears the interval and threshold."""
-    if sign < 0:
-        return f.log_ratio + f.half < 0 and 1 - math.exp(f.log_ratio) > f.threshold
-    return f.log_ratio - f.half > 0 and math.exp(f.log_ratio) - 1 > f.threshold
-
-
 def _rule_change(f: _Facts, sign: int, verdict: PairVerdict) -> tuple[PairVerdict, str] | None:
-    """``verdict`` (slower or faster) when its change is beyond interval, threshold, floor and load."""
-    if not _beyond(f, sign):
+    """``verdict`` (slower or faster: ``sign`` -1 a drop, +1 a gain) when its change is beyond
+    interval, threshold, floor and load."""
+    if not (sign * f.log_ratio - f.half > 0 and sign * (math.exp(f.log_ratio) - 1) > f.threshold):
         return None
     word = "drop" if sign < 0 else "gain"
     if abs(f.log_ratio) <= f.log_floor:

@@ -120,10 +120,9 @@ def load_peaks_file(path: Path | str, *, base: Device | None = None) -> Device:
 
     note = f"from {path.name}"
     name = text_field("name")
-    kind_text = text_field("kind")
-    if kind_text is not None and kind_text not in _KINDS:
-        raise fail(f"'kind' is {kind_text!r}{did_you_mean(kind_text, _KINDS)}; accepted: {', '.join(_KINDS)}")
-    kind = kind_text
+    kind = text_field("kind")
+    if kind is not None and kind not in _KINDS:
+        raise fail(f"'kind' is {kind!r}{did_you_mean(kind, _KINDS)}; accepted: {', '.join(_KINDS)}")
 
     peaks: dict[tuple[Precision, Unit], Figure] = {}
     for table, scale in (("peaks_tflops", 1e12), ("peaks_gflops", 1e9)):
