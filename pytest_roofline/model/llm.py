@@ -165,12 +165,8 @@ def locate_config(source: str, folders: Sequence[tuple[str, Path]]) -> str:
 
 
 def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "config") -> ModelConfig:
-    """The fields a step needs, from a Hugging Face config dict, each checked.
-
-    A null field is read as absent, as Hugging Face reads it (``head_dim: null`` is hidden_size /
-    num_attention_heads). A multimodal config's text model is its ``text_config``
-    (:func:`_text_model`).
-    """
+    """The fields a step needs, from a Hugging Face config dict, each checked as docs/llm.md ("What is
+    read from a config.json") says (a null field is absent; a multimodal config's is its text_config's)."""
     data = _text_model(data, where)
     model_type = data.get("model_type")
     if model_type not in DENSE + MOE:
@@ -244,9 +240,8 @@ def parse_config(data: dict[str, Any], *, name: str = "model", where: str = "con
 
 
 def _text_model(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """A multimodal config's text model: its ``text_config``, with the outer config's fields (its
-    torch_dtype, its quantization_config) where the text model has none. A text_config that names
-    no model_type is the one Hugging Face defaults it to (:data:`TEXT_MODELS`: llava's is llama)."""
+    """A multimodal config's text model: its ``text_config`` over the outer config's fields, its
+    model_type defaulted as Hugging Face defaults it (:data:`TEXT_MODELS`)."""
     inner = data.get("text_config")
     if inner is None:
         return data
@@ -265,11 +260,8 @@ def _text_model(data: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def _sliding(data: dict[str, Any], model_type: str, layers: int, where: str) -> tuple[int, int]:
-    """(layers with a sliding window, its size): those ``layer_types`` names ``sliding_attention``
-    where the config lists them; else mistral's on every layer; qwen2's only with
-    use_sliding_window (above max_window_layers); gemma2's on every other layer; gemma3's on five
-    of every sliding_window_pattern (6) layers. A qwen config without use_sliding_window has no
-    window at all, as Hugging Face reads it, whatever layer_types says."""
+    """(layers with a sliding window, its size), family by family as docs/llm.md ("What is read from a
+    config.json") says."""
     kinds = _layer_types(data.get("layer_types"), layers, where)
     window = data.get("sliding_window")
     if window is None or window is False:
@@ -427,13 +419,8 @@ def _mla(
     mla: tuple[int, int, int, int, int], config: ModelConfig, ops: Ops, gemm: Any,
     kv_params: dict[str, Any], batch: int, tokens: int, seq_q: int, seq_k: int, tp: int,
 ) -> None:  # fmt: skip
-    """Multi-head latent attention as vLLM runs it. The cache holds one latent row per token
-    (kv_lora_rank + qk_rope_head_dim values), written once. Decode absorbs the up-projections: the
-    query's nope part is multiplied into the latent space (w_uk, one kv_lora × nope matrix per
-    head), attention runs over the latent cache as one shared KV head (d_qk = kv_lora + rope, d_v =
-    kv_lora, K and V the same row), and w_uv takes each head back to v_head_dim. Prefill
-    up-projects every key's latent (kv_b_proj) and runs ordinary attention at d_qk = nope + rope,
-    d_v = v_head_dim. The compressions (q_a_proj, kv_a_proj_with_mqa) are replicated under tp."""
+    """Multi-head latent attention as vLLM runs it: decode absorbed over the latent cache, prefill
+    up-projected (docs/llm.md ("Multi-head latent attention"))."""
     q_lora, kv_lora, nope, rope_dim, v_dim = mla
     h, n, heads = config.hidden, config.layers, config.heads // tp
     if q_lora:

@@ -78,34 +78,31 @@ def _result(torch: Any, out: object, *operands: object) -> Precision | None:
 
 
 def _product(
-    torch: Any, first: object, second: object, out: object, main: Precision | None, *, ndim: int | None = None
+    names: Sequence[str],
+    first: str,
+    second: str,
+    ndim: int | None,
+    torch: Any,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    main: Precision | None,
 ) -> Mapped | None:
-    a, b = operand(first), operand(second)
+    """A matrix product whose signature is ``names``, its operands ``first`` and ``second`` (of
+    ``ndim`` dimensions each, where given)."""
+    bound = _bind(args, kwargs, names)
+    if bound is None or second not in bound:
+        return None
+    a, b = operand(bound[first]), operand(bound[second])
     if a is None or b is None or (ndim is not None and not len(a.shape) == len(b.shape) == ndim):
         return None
-    c = _result(torch, out, first, second)
+    c = _result(torch, bound.get("out"), bound[first], bound[second])
     return None if c is None else product(a, b, c, main)
 
 
-def _product_of(names: Sequence[str], first: str, second: str, ndim: int | None) -> Handler:
-    """The handler of a matrix product whose signature is ``names``, its operands ``first`` and
-    ``second`` (of ``ndim`` dimensions each, where given)."""
-
-    def handler(
-        torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
-    ) -> Mapped | None:
-        bound = _bind(args, kwargs, names)
-        if bound is None or second not in bound:
-            return None
-        return _product(torch, bound[first], bound[second], bound.get("out"), main, ndim=ndim)
-
-    return handler
-
-
-_mm = _product_of(("input", "mat2", "out"), "input", "mat2", 2)
-_bmm = _product_of(("input", "mat2", "out"), "input", "mat2", 3)
-_matmul = _product_of(("input", "other", "out"), "input", "other", None)
-_addmm = _product_of(("input", "mat1", "mat2", "beta", "alpha", "out"), "mat1", "mat2", 2)
+_mm = partial(_product, ("input", "mat2", "out"), "input", "mat2", 2)
+_bmm = partial(_product, ("input", "mat2", "out"), "input", "mat2", 3)
+_matmul = partial(_product, ("input", "other", "out"), "input", "other", None)
+_addmm = partial(_product, ("input", "mat1", "mat2", "beta", "alpha", "out"), "mat1", "mat2", 2)
 
 
 def _linear(
@@ -139,13 +136,12 @@ def _rows_cols(shape: tuple[int, ...], normalized: object) -> tuple[int, int] | 
 def _norm(
     kind: str,
     flops: int,
+    names: Sequence[str],
     torch: Any,
     args: Sequence[object],
     kwargs: Mapping[str, object],
     main: Precision | None,
 ) -> Mapped | None:
-    names = ("input", "normalized_shape", "weight", "bias", "eps") if kind == "layernorm" else (
-        "input", "normalized_shape", "weight", "eps")  # fmt: skip
     bound = _bind(args, kwargs, names)
     if bound is None or "normalized_shape" not in bound:
         return None
@@ -154,7 +150,7 @@ def _norm(
     if x is None or shape is None:
         return None
     rows, cols = shape
-    affine = [bound.get(name) for name in ("weight", "bias")[: 2 if kind == "layernorm" else 1]]
+    affine = [bound.get(name) for name in names if name in ("weight", "bias")]
     found = [operand(value) for value in affine if value is not None]
     p = main or x.precision
     affine_fits = all(f is not None and f.shape == (cols,) and f.precision is p for f in found)
@@ -211,11 +207,14 @@ def _activation(
 
 
 def _binary(
-    name: str, torch: Any, args: Sequence[object], kwargs: Mapping[str, object], main: Precision | None
+    name: str,
+    names: Sequence[str],
+    torch: Any,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    main: Precision | None,
 ) -> Mapped | None:
-    bound = _bind(
-        args, kwargs, ("input", "other", "alpha", "out") if name == "add" else ("input", "other", "out")
-    )
+    bound = _bind(args, kwargs, names)
     if bound is None or "other" not in bound:
         return None
     read = inputs_read([bound["input"], bound["other"]])
@@ -270,12 +269,12 @@ def _attention(
     return Mapped("attention", params, p)
 
 
-_layer_norm = partial(_norm, "layernorm", 8)
-_rms_norm = partial(_norm, "rmsnorm", 4)
+_layer_norm = partial(_norm, "layernorm", 8, ("input", "normalized_shape", "weight", "bias", "eps"))
+_rms_norm = partial(_norm, "rmsnorm", 4, ("input", "normalized_shape", "weight", "eps"))
 _silu = partial(_activation, "silu", ("input", "inplace"))
 _gelu = partial(_activation, "gelu", ("input", "approximate"))
-_add = partial(_binary, "add")
-_mul = partial(_binary, "mul")
+_add = partial(_binary, "add", ("input", "other", "alpha", "out"))
+_mul = partial(_binary, "mul", ("input", "other", "out"))
 
 _TORCH: dict[str, Handler] = {
     "mm": _mm, "bmm": _bmm, "matmul": _matmul, "addmm": _addmm, "add": _add, "mul": _mul, "multiply": _mul,
