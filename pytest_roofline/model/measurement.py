@@ -94,9 +94,8 @@ class Measurement:
     #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
     cpu_share: float | None = None
     #: the threads the kernel ran on and the share of their time they waited for a core (each the
-    #: median of the rounds: beside a busy neighbour one round may see a BLAS thread starved below
-    #: the count's cut; but 1 where a round ran the kernel alone: ``engine._kernel_threads``), when
-    #: the backend can tell (``last_thread_wait``)
+    #: median of the rounds, as ``engine._kernel_threads`` reads them), when the backend can tell
+    #: (``last_thread_wait``)
     threads: int | None = None
     wait_share: float | None = None
     #: what a GPU's clocks did while it was measured (:mod:`.clocks`), when the backend watched them

@@ -61,11 +61,6 @@ class Match:
     fraction_lo: float
     fraction_hi: float
 
-    @classmethod
-    def assumed(cls, fraction: float) -> Match:
-        """No measurement of the op's kind: ``fraction`` stated, with no interval of its own."""
-        return cls("assumed", (), fraction, fraction, fraction)
-
     @property
     def measured(self) -> bool:
         return self.how != "assumed"
@@ -180,9 +175,11 @@ def distance(bytes_m: float, flops_m: float, bytes_row: float, flops_row: float)
 
 
 def predict(rows: Sequence[tuple[float, int, Match | None]], assume: float) -> StepPrediction:
-    """Each row's (floor of one call, count, match) predicted; a row with no match at ``assume``."""
+    """Each row's (floor of one call, count, match) predicted; a row with no match at ``assume``, with
+    no interval of its own."""
+    assumed = Match("assumed", (), assume, assume, assume)
     return StepPrediction(
-        tuple(RowPrediction(floor_s, count, match or Match.assumed(assume)) for floor_s, count, match in rows)
+        tuple(RowPrediction(floor_s, count, match or assumed) for floor_s, count, match in rows)
     )
 
 

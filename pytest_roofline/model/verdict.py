@@ -555,11 +555,6 @@ def failure_message(result: Result) -> str:
     )
 
 
-#: where a miss's likely causes are told, by the docs' anchors
-CPU_CAUSES = "docs/verdicts.md#a-cpu-kernel-that-misses"
-GPU_CAUSES = "docs/verdicts.md#why-did-it-miss"
-
-
 def _next_step(result: Result) -> str:
     """What to look at first, by what bounds the kernel, and where the causes are told; nothing where
     the kernel met its budget at the clock the GPU held (the miss is the power cap's)."""
@@ -567,7 +562,8 @@ def _next_step(result: Result) -> str:
     if result.held_clock is not None and held is not None and held >= result.min_fraction:
         return ""
     gpu = result.estimate.device.kind != "cpu"
-    where = GPU_CAUSES if gpu else CPU_CAUSES
+    # where a miss's likely causes are told
+    where = "docs/verdicts.md#why-did-it-miss" if gpu else "docs/verdicts.md#a-cpu-kernel-that-misses"
     if result.latency_bound:
         return (
             "\nNext: the kernel is shorter than an empty call on this timer; give it more work per call"
