@@ -197,17 +197,15 @@ def _mean_half(diffs: Sequence[float]) -> tuple[float, float]:
 #: the median absolute deviation of a normal sample, over its standard deviation
 _MAD_PER_SD = 0.6745
 #: for n differences (n >= 4, even: two a block), the multiple of ``sd / sqrt(n)`` (sd the MAD's
-#: estimate) that the median of n normal differences stays within 95% of the time: Student's t plays
-#: this part for the mean, but the median wanders 1.25x farther and a few MADs understate the
-#: spread (200,000 simulated samples per n; beyond the table, its last entry, a little wide)
+#: estimate) that the median of n normal differences stays within 95% of the time, as Student's t
+#: for the mean (200,000 simulated samples per n; beyond the table, its last entry, a little wide)
 _MEDIAN_975 = {4: 6.49, 6: 4.39, 8: 3.67, 10: 3.35, 12: 3.13, 14: 3.02, 16: 2.94, 18: 2.88, 20: 2.81,
                24: 2.76, 28: 2.71, 32: 2.67, 40: 2.61}  # fmt: skip
 
 
 def _robust_mean_half(diffs: Sequence[float]) -> tuple[float, float]:
-    """:func:`_mean_half` from the median and the median absolute deviation, at the same 95%: one
-    round slowed by a one-off (a burst of page faults, a neighbour's spike) moves neither, where it
-    would widen the t half-width of every difference it enters."""
+    """:func:`_mean_half` from the median and the median absolute deviation, at the same 95%, so
+    that one round slowed by a one-off moves neither (why: docs/ci.md)."""
     n = len(diffs)
     if n < min(_MEDIAN_975):
         return _mean_half(diffs)

@@ -40,9 +40,8 @@ MULTITHREADED = 1.5
 #: their time was slowed by another job in a way no probe follows (see :func:`_threads_waited`)
 WAITED_SHARE = 0.15
 #: the relative half-width a kernel's time is given when its samples are too few for an interval of
-#: their own (:data:`.stats.MIN_PRECISION_SAMPLES`: a slow kernel under a short budget): two standard
-#: deviations of attained between runs of identical code (:data:`.run_noise.RUN_NOISE`), so a
-#: miss on one or two samples is a miss only beyond what a run's noise explains
+#: their own (:data:`.stats.MIN_PRECISION_SAMPLES`): twice :data:`.run_noise.RUN_NOISE` (why:
+#: docs/measurement.md ("The time budget"))
 FEW_SAMPLES_CI = 0.16
 #: what is left of the first measurement's budget once what came before it (rotation's copies) took
 #: the rest: with it, the measurement takes its least, a warm-up call and a sample
