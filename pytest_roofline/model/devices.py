@@ -35,7 +35,7 @@ _COLUMNS: tuple[tuple[Precision, Unit], ...] = (
 )  # fmt: skip
 
 
-# A peak cell, in TFLOP/s: a number (the vendor's figure), a figure no vendor source confirms
+# A peak cell: a number in TFLOP/s (the vendor's figure), a Figure no vendor source confirms
 # (:func:`_derived`, :func:`_unconfirmed`), or None (absent).
 Cell = float | Figure | None
 #: how a figure's note starts where no source confirms it (``roofline devices`` marks it ``?``)

@@ -316,16 +316,14 @@ def register_op(
     **fields: Any,
 ) -> OpSpec:
     """Add an op to the catalogue: an :class:`OpSpec` with every field given (as the catalogues
-    declare theirs), or its name, parameters and cost function with the other fields as keywords.
+    declare theirs), or its name, parameters and cost function with the other fields as keywords
+    (what each means: docs/floor.md ("Ops")). Registering an existing name is an OpError unless
+    ``replace``.
 
     ``params`` are Param objects or plain names (a required positive integer each). ``cost`` is
     called as ``cost(params, itemsize)`` with checked parameters (``itemsize`` in bytes, 0.5 for
-    fp4) and returns a :class:`Cost`; its docstring should state the formula and what it assumes.
-    ``flops`` and ``bytes`` are short formulas for ``roofline ops``. ``check(op_name, params)`` may
-    raise OpError for rules across parameters. The cost counts real FLOPs; on complex data they are
-    multiplied by ``complex_flops`` (4 for multiply-add ops, whose complex multiply-add is 8 real
-    FLOPs to a real one's 2), and ``None`` refuses complex data; ``real=False`` refuses real and integer data.
-    Registering an existing name is an error unless ``replace``.
+    fp4) and returns a :class:`Cost` of real FLOPs; its docstring should state the formula and
+    what it assumes. ``check(op_name, params)`` may raise OpError for rules across parameters.
 
     >>> from pytest_roofline import Cost, register_op
     >>> spec = register_op("axpby", ["n"], lambda p, size: Cost(3 * p["n"], 3 * p["n"] * size),

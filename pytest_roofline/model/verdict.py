@@ -366,9 +366,8 @@ def result_of(
 
 def first_budget_s(budget_s: float, spent_s: float) -> float:
     """The first measurement's budget: what ``spent_s`` (rotation's copies, made before its first
-    timing) left of ``budget_s``, at least :data:`MIN_FIRST_BUDGET_S`. A second measurement, where
-    one is taken (:func:`second_look`), has ``budget_s`` of its own, so a result in doubt gets as
-    careful a look as the first and costs at most twice the budget."""
+    timing) left of ``budget_s``, at least :data:`MIN_FIRST_BUDGET_S` (a second measurement has
+    ``budget_s`` of its own: docs/measurement.md ("The time budget"))."""
     return max(budget_s - spent_s, MIN_FIRST_BUDGET_S)
 
 
