@@ -221,10 +221,9 @@ class CpuPeak:
     fp32_per_cycle: int
 
     def flops(self, precision: Precision) -> float:
-        """The peak FLOP/s for ``precision``: fp64's figure, or fp32's for fp32 and every narrower format
-        (why: docs/measurement.md ("Calibration")). Complex work is judged at its parts' precision;
-        integer operations are not FLOPs, and nothing here bounds them.
-        """
+        """The peak FLOP/s for ``precision`` (:meth:`per_cycle`'s; why: docs/measurement.md
+        ("Calibration")). Pass a complex format's parts' precision; integer operations are not FLOPs,
+        and nothing here bounds them."""
         return self.cores * self.clock_hz * self.per_cycle(precision)
 
     def per_cycle(self, precision: Precision) -> int:
