@@ -240,13 +240,9 @@ def parse_dtype(dtype: object) -> Precision:
     except KeyError:
         raise InvalidValueError(
             f"unknown dtype {name!r}{did_you_mean(key, _DTYPE_ALIASES)}; "
-            f"accepted: {', '.join(_PRIMARY_NAMES)} "
-            f"(also numpy/cupy/torch dtypes and spellings such as {', '.join(_EXAMPLE_SPELLINGS)})"
+            f"accepted: {', '.join(p.label for p in Precision)} (also numpy/cupy/torch dtypes and "
+            "spellings such as float32, f32, half, bfloat16, double, i4, c8)"
         ) from None
-
-
-_PRIMARY_NAMES = tuple(p.label for p in Precision)
-_EXAMPLE_SPELLINGS = ("float32", "f32", "half", "bfloat16", "double", "i4", "c8")
 
 
 def _non_numeric(dtype: object) -> tuple[str, str] | None:

@@ -52,7 +52,6 @@ class Rule:
     applies ("" for none), None when it does not."""
 
     name: str
-    #: the verdict it gives (:class:`.verdict.Verdict`'s value)
     verdict: VerdictName
     when: str
     applies: Callable[[Facts], str | None]
