@@ -212,7 +212,8 @@ def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> s
                 rows.append([result.case, timing.timer, "", "", "", "", "", failed])
                 continue
             stats = timing.stats
-            cells = [result.case, timing.timer, seconds(stats.median), _spread_cell(stats), str(stats.n)]
+            spread = f"{stats.ci_rel:.1%}" if math.isfinite(stats.ci_rel) else "?"
+            cells = [result.case, timing.timer, seconds(stats.median), spread, str(stats.n)]
             if comparison is None:
                 rows.append([*cells, "", "", ""])
                 continue
@@ -226,10 +227,6 @@ def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> s
     headers = ["kernel", "timer", "median", "±95%", "rounds", "ratio", "noise", "judged"]
     text = tabulate(rows, headers=headers, disable_numparse=True)
     return "\n".join([text, *(f"({number}) {note}" for note, number in notes.items())])
-
-
-def _spread_cell(stats: Stats) -> str:
-    return f"{stats.ci_rel:.1%}" if math.isfinite(stats.ci_rel) else "?"
 
 
 def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
