@@ -93,7 +93,8 @@ def compile_source(
         _run([nvcc, "--ptx", *target, "-o", "kernel.ptx", "kernel.cu"], work)
         usage = _run([nvcc, "-cubin", *target, "--resource-usage", "-o", "kernel.cubin", "kernel.ptx"], work)
         ptx = (work / "kernel.ptx").read_text(encoding="utf-8")
-        sass = _sass(work / "kernel.cubin")
+        cuobjdump = find_tool("cuobjdump")
+        sass = None if cuobjdump is None else _stdout([cuobjdump, "-sass", str(work / "kernel.cubin")])
     compiled = Compiled(arch, ptx, usage, sass)
     _write_cache(entry, compiled)
     return compiled
@@ -111,11 +112,6 @@ def _run(cmd: list[str], cwd: Path) -> str:
         detail = "; ".join(line.replace("kernel.cu", "source").strip() for line in errors[:3])
         raise CompileError(f"nvcc could not compile the kernel source: {detail or done.stderr.strip()}")
     return done.stdout + done.stderr
-
-
-def _sass(cubin: Path) -> str | None:
-    cuobjdump = find_tool("cuobjdump")
-    return None if cuobjdump is None else _stdout([cuobjdump, "-sass", str(cubin)])
 
 
 def _stdout(cmd: list[str]) -> str | None:

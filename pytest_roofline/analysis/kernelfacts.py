@@ -203,10 +203,6 @@ def _listing(entries: Sequence[KernelEntry]) -> str:
     return ", ".join(e.name if _label(e, entries) == e.name else repr(e.signature) for e in entries)
 
 
-def _squeezed(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str = "the source") -> KernelEntry:
     """The entry ``kernel`` names: its PTX name, its signature (spaces aside), or its name, plain
     (``scale``) or qualified (``ns::scale``) when no overload shares it. None: the only kernel.
@@ -220,7 +216,7 @@ def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str =
             return entries[0]
         raise KernelFactsError(f"--kernel is required: {where} defines {_listing(entries)}")
     for entry in entries:
-        if kernel == entry.symbol or _squeezed(kernel) == _squeezed(entry.signature):
+        if kernel == entry.symbol or re.sub(r"\s+", "", kernel) == re.sub(r"\s+", "", entry.signature):
             return entry
     # the name as written first: `scale` is the global one even where an `ns::scale` exists too
     named = [e for e in entries if kernel == e.name] or [
@@ -237,14 +233,6 @@ def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str =
         f"kernel {kernel!r} is not defined in {where}{did_you_mean(kernel, names)}; it defines: "
         + _listing(entries)
     )
-
-
-def _check_block(block: object) -> int | None:
-    if block is None:
-        return None
-    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1024:
-        raise KernelFactsError(f"block must be a thread count from 1 to 1024; got {block!r}")
-    return block
 
 
 def static_facts(
@@ -266,7 +254,10 @@ def static_facts(
     :class:`~.compiler.ToolchainUnavailable` without nvcc, :class:`~.compiler.CompileError` if nvcc fails.
     """
     target = normalize_arch(arch)
-    block = _check_block(block)
+    if block is not None and (
+        isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1024
+    ):
+        raise KernelFactsError(f"block must be a thread count from 1 to 1024; got {block!r}")
     compiled = compile_source(source, target, options=tuple(options), cache_dir=cache_dir)
     if kernel is not None and kernel in ptxlib.entries(compiled.ptx):
         name, label = kernel, kernel  # a PTX name (a RawModule's entry, extern "C"): nothing to demangle

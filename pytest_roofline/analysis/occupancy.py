@@ -92,11 +92,6 @@ DEVICE_ARCH: dict[str, str] = {
 }
 
 
-def arch_of_device(key: str) -> str | None:
-    """The ``sm_XY`` of a device-table GPU, or None (a CPU, an AMD GPU, a key not listed)."""
-    return DEVICE_ARCH.get(key)
-
-
 _ARCH = re.compile(r"^(?:sm_?|compute_)?(\d{2,3})([af]?)$")
 
 

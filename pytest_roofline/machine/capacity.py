@@ -55,11 +55,7 @@ MIN_STEP = 1.25
 #: holds more than it says (a victim L3 adds the L2s)
 WINDOW = {"per core": (4.0, 4.0), "shared": (64.0, 4.0)}
 #: a knee is where the rate has come this share of the way (in log) down to the next plateau: where
-#: the level serves little of the footprint any more. Not where it stops holding all of it (a quarter
-#: of the way down): a victim or non-LRU cache still serves part of a footprint well past that point
-#: (docs/methodology.md), and every use of a capacity needs where the level stops serving: rotation's
-#: cycle and the flush must outlast it, and a warm op within it is partly served by it. Nearer the
-#: next plateau than this, a sweep's noise moves the point by doublings (docs/methodology.md)
+#: the level stops serving, not where it starts to miss (docs/methodology.md, "How big the caches are")
 KNEE_SHARE = 0.75
 #: the sweep goes on to this many times the last level's knee: a cache in two partitions steps twice
 PAST_KNEE = 4.0

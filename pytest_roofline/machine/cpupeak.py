@@ -32,11 +32,7 @@ __all__ = [
     "system_peak",
 ]
 
-#: the base clock is multiplied by this when no max clock is known. The largest max-turbo/base
-#: ratios of the server parts clouds rent out are close to 2 (Xeon Platinum 8480+: 2.0 -> 3.8 GHz,
-#: 1.9; Xeon E5-2699 v4 behind GCP's "Xeon CPU @ 2.20GHz": 2.2 -> 3.6, 1.64; EPYC 7B13 behind
-#: this project's reference VM, "cpu MHz 2445": 2.45 -> 3.5, 1.43), and FMA-heavy code runs below
-#: the max turbo; 1.5 would sit under the first two.
+#: the base clock is multiplied by this when no max clock is known (why 2: docs/methodology.md)
 BOOST_ALLOWANCE = 2.0
 
 #: x86 fp64 FLOPs per cycle per core, the widest ISA first: (label, flags that must all be present, FLOPs).
