@@ -70,11 +70,8 @@ def compile_source(
     options: Sequence[str] = (),
     cache_dir: Path | str | None = None,
 ) -> Compiled:
-    """PTX, resource usage and (where possible) SASS of CUDA C++ ``source`` for ``arch`` (``sm_90``).
-
-    Cached under ``cache_dir`` (default: the plugin's cache directory, ``kernels/``); pass a
-    directory of your own in tests.
-    """
+    """PTX, resource usage and (where possible) SASS of CUDA C++ ``source`` for ``arch`` (``sm_90``),
+    cached under ``cache_dir`` (default: the plugin's cache directory, ``kernels/``)."""
     nvcc = find_tool("nvcc")
     if nvcc is None:
         raise ToolchainUnavailable(
@@ -124,11 +121,8 @@ def _stdout(cmd: list[str]) -> str | None:
 
 
 def demangle(symbols: Sequence[str]) -> dict[str, str]:
-    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by binutils'
-    ``c++filt`` or else the CUDA toolkit's ``cu++filt``, whose form :func:`source_form` brings nearer.
-
-    Best effort: without either tool, or when it fails, the symbols it did not read are left out.
-    """
+    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by binutils' ``c++filt``
+    or else the toolkit's ``cu++filt`` (:func:`source_form`); best effort: a symbol not read is left out."""
     binutils = find_tool("c++filt")
     tool = binutils or find_tool("cu++filt")
     if tool is None or not symbols:

@@ -29,11 +29,8 @@ LOW_COMPUTE_PER_LOAD = 5.0
 
 @dataclass(frozen=True, slots=True)
 class Standing:
-    """Where a kernel stands on the roofline: what the rules read from a judged result.
-
-    ``attained`` and the fractions are None when nothing was measured (``roofline analyze`` with
-    an op): the rules then cite the intensity against the ridge instead.
-    """
+    """Where a kernel stands on the roofline, as the rules read it; ``attained`` and the fractions are
+    None when nothing was measured (the rules then cite the intensity against the ridge)."""
 
     op: str
     bound: str  # "memory" or "compute"

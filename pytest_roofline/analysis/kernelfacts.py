@@ -182,11 +182,8 @@ def _plain(symbol: str) -> str:
 
 
 def kernel_entries(ptx: str) -> tuple[KernelEntry, ...]:
-    """The kernels a compiled module defines, with their source names and signatures.
-
-    The compiler's list, not a look at the text: kernels made by macros are there, commented-out
-    ones are not, and each overload has an entry of its own.
-    """
+    """The kernels a compiled module defines, with their source names and signatures: the compiler's
+    list (macro-made kernels in, commented-out ones out, one entry per overload)."""
     symbols = ptxlib.entries(ptx)
     demangled = demangle([s for s in symbols if s.startswith("_Z")])
     # a function template's mangling carries its return type, and a kernel's is always void
@@ -404,12 +401,9 @@ def facts_for(
     block: int | None = None,
     cache_dir: Path | str | None = None,
 ) -> tuple[StaticFacts, ...] | Unavailable | None:
-    """The static facts of the kernel(s) a test passes (see the module docstring), or None.
-
-    One entry per kernel: a RawModule contributes every kernel it defines. ``block`` applies to
-    kernels that do not carry their own (a :class:`CudaKernel`'s ``block``, a Triton kernel's warps).
-    Raises ArchError (a ValueError) for an unknown ``arch``.
-    """
+    """The static facts of the kernel(s) a test passes (see the module docstring), one entry per kernel
+    (a RawModule's every kernel), or None; ``block`` for kernels that carry none of their own (a
+    :class:`CudaKernel`'s ``block``, a Triton kernel's warps). ArchError for an unknown ``arch``."""
     kernels = _kernels_of(kernel)
     if not kernels:
         return None

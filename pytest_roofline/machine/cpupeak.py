@@ -68,10 +68,8 @@ _MODEL_CLOCK = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE
 
 
 def check_rate(flops_per_s: float, precision: Precision, peak: CpuPeak | None) -> str | None:
-    """A message when ``flops_per_s`` exceeds the theoretical peak for ``precision``; else None.
-
-    None also when the peak is unknown. A rate that is not a finite number is reported too.
-    """
+    """Why ``flops_per_s`` cannot be right: not a finite number, or above the theoretical peak for
+    ``precision``; None when it can be, or when the peak is unknown."""
     if peak is None:
         return None
     if not math.isfinite(flops_per_s):
@@ -252,12 +250,8 @@ _SVE_DEFAULT = Path("/proc/sys/abi/sve_default_vector_length")
 
 @functools.cache
 def system_peak() -> CpuPeak | str:
-    """This machine's peak, or why it is unknown. Read once per process.
-
-    Linux only: ``/proc/cpuinfo``, cpufreq's ``cpuinfo_max_freq`` of the CPUs this process may
-    use, lscpu (run only when cpufreq gives no max clock) and the SVE vector length; elsewhere
-    unknown (docs/methodology.md, "Why the CPU's theoretical peak errs high").
-    """
+    """This machine's peak, or why it is unknown; read once per process, on Linux only
+    (docs/methodology.md, "Why the CPU's theoretical peak errs high")."""
     if not sys.platform.startswith("linux"):
         return f"not derived on {sys.platform} (Linux only)"
     try:

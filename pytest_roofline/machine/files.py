@@ -79,11 +79,9 @@ def open_lock_file(path: Path) -> int:
 
 
 def lock(fd: int, *, timeout_s: float | None = None) -> bool:
-    """Take the exclusive lock of the open file ``fd``; closing ``fd`` releases it.
-
-    Waits while another process holds it: for good without ``timeout_s``, else at most that long
-    and then returns False. OSError where the file system cannot lock (ENOLCK on some network ones).
-    """
+    """Take the exclusive lock of the open file ``fd`` (closing ``fd`` releases it), waiting for good,
+    or at most ``timeout_s`` and then returning False; OSError where the file system cannot lock
+    (ENOLCK on some network ones)."""
     import fcntl
 
     if timeout_s is None:

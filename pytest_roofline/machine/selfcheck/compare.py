@@ -161,12 +161,9 @@ def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Co
 def verdict(
     results: Sequence[CaseResult], comparisons: Sequence[Comparison], engine: Collection[str]
 ) -> Verdict:
-    """``agrees within 2.1%`` (status 0) or ``disagrees: ...`` (status 1).
-
-    ``engine``: the engine's own timers, whose failure on a kernel is a finding, as is a kernel
-    that could not be built (another timer's failure is shown in the table, not judged). Nothing
-    judged at all is no agreement either.
-    """
+    """``agrees within 2.1%`` (status 0) or ``disagrees: ...`` (status 1): a judged timer out of its
+    bounds, a failure of one of the ``engine``'s own timers (not another timer's: that is shown) or a
+    kernel that could not be built, or nothing judged at all."""
     failed = [
         f"{t.timer} failed on {r.case}"
         for r in results
