@@ -193,21 +193,20 @@ def sweep(
     kernel: str = "",
 ) -> Sweep:
     """Measure ``rate_at`` over footprints growing by ``step`` from ``start``, up to ``max_bytes``
-    and for about ``budget_s``, and find each of the ``guesses`` levels' capacity in it
-    (:func:`capacities`)."""
+    and for about ``budget_s``, and find the capacity of each of the ``guesses`` levels (one at least)
+    in it (:func:`capacities`)."""
     began = clock()
     samples: list[Sample] = []
-    last = max(guesses, key=lambda cache: cache.level, default=None)
+    last = max(guesses, key=lambda cache: cache.level)
     stopped = "at its reach"
     point = 0
     while (footprint := round(start * step**point)) <= max_bytes:
         samples.append((footprint, rate_at(footprint)))
         point += 1
-        if last is not None:
-            knee = _assign(guesses, find_knees(samples)).get(last.level)
-            if knee is not None and footprint >= PAST_KNEE * knee.footprint:
-                stopped = f"past the {last.name}'s knee"
-                break
+        knee = _assign(guesses, find_knees(samples)).get(last.level)
+        if knee is not None and footprint >= PAST_KNEE * knee.footprint:
+            stopped = f"past the {last.name}'s knee"
+            break
         if clock() - began > budget_s:
             stopped = "at its time budget"
             break
@@ -405,8 +404,6 @@ def _window(cache: CacheInfo) -> tuple[float, float]:
 
 def _assign(guesses: Sequence[CacheInfo], knees: Sequence[Knee]) -> dict[int, Knee]:
     """Per level, the knee that ends it (see the module); a level without one is left out."""
-    if not guesses:
-        return {}
     *smaller, last = sorted(guesses, key=lambda cache: cache.level)
     found: dict[int, Knee] = {}
     reach = max((_window(cache)[1] for cache in smaller), default=0.0)

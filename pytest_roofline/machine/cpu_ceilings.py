@@ -223,14 +223,11 @@ def _matmul_rate(dtype: type[np.floating[Any]], n: int, runs: int, clock: Clock)
 
 
 def _stream(
-    n: int, *, deadline: float, clock: Clock, probe: Callable[[], object] | None = None
+    n: int, *, deadline: float, clock: Clock, probe: Callable[[], object]
 ) -> tuple[dict[str, float], dict[str, int], list[tuple[float, float]]]:
     """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, how often each ran,
-    and per pass over the kernels that included the probe, (the pass's best kernel, the probe).
-
-    ``probe``, when given, runs in every pass as one more kernel named ``probe``, its rate counted
-    as a 2-array kernel over ``n`` elements (the caller rescales it to the probe's own arrays).
-    """
+    and per pass that ran ``probe``, (the pass's best kernel, the probe); ``probe`` is one more kernel,
+    named ``probe``, counted as moving 2 arrays of ``n`` elements (the caller rescales it)."""
     import numpy as np
 
     a = np.full(n, 1.0)
@@ -250,9 +247,8 @@ def _stream(
         ("add", 3, lambda: np.add(a, b, out=c)),
         ("triad", 5, triad),
         ("dot", 2, lambda: np.dot(a, b)),
+        ("probe", 2, probe),
     )
-    if probe is not None:
-        kernels = (*kernels, ("probe", 2, probe))
     rates: dict[str, float] = {}
     runs: dict[str, int] = {}
     last: dict[str, float] = {}
