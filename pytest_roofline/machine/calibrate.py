@@ -305,15 +305,15 @@ def calibrate_cuda(
     }
     measure_fn = measure or measure_ceilings
     l2_fn = l2 if l2 is not None or measure is not None else measure_l2_roof
-    l2_cache = (CacheInfo(2, base.llc_bytes, per_core=False),) if base.llc_bytes else ()
     sweep_fn = l2_capacity if l2_capacity is not None or measure is not None else l2_rate_at
 
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
         # and the L2's capacity as this GPU sees it (a MIG slice's share)
         details = {}
-        if sweep_fn is not None and l2_cache:
-            details = sweep_details(l2_cache[0], sweep_fn(index), kernel="ld.global.cg")
+        if sweep_fn is not None and base.llc_bytes:
+            l2_guess = CacheInfo(2, base.llc_bytes, per_core=False)
+            details = sweep_details(l2_guess, sweep_fn(index), kernel="ld.global.cg")
         return Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details)
 
     def build(ceilings: Ceilings) -> Device:

@@ -25,10 +25,8 @@ WARM, COLD, GRAPH = "engine warm", "engine cold", "engine graph"
 ENGINE_TIMERS = frozenset(
     {WARM, "engine events", "engine side stream", "engine block=off", "engine block=on", COLD, GRAPH}
 )
-#: floors (see :mod:`.compare`): what two timers' paired ratio may differ from 1 by through what
-#: alternating rounds do not cancel (a drift within a round), warm, cold and for
-#: a replayed graph of a few-µs kernel (where a replay's own launch is a larger share); the bounds a
-#: first GPU run is held to
+#: floors (:mod:`.compare`), warm, cold and for a replayed graph (whose own launch is a larger share
+#: of a few-µs kernel): the drift within a round that alternating rounds do not cancel
 WARM_FLOOR, COLD_FLOOR, GRAPH_FLOOR = 0.03, 0.05, 0.10
 #: warm and cold comparisons of kernels shorter than this are shown, not judged
 MIN_JUDGED_S = 100e-6
