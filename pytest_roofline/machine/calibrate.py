@@ -281,13 +281,10 @@ def calibrate_cuda(
     l2: Callable[[int], Figure] | None = None,
     l2_capacity: Callable[[int], Callable[[int], float]] | None = None,
 ) -> Calibration:
-    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's roof.
-
-    Cached per GPU model, not per slot, with the L2 roof in a file of its own (:func:`cuda_l2_roof`):
-    docs/architecture.md ("Files and locks"). ``measure`` replaces
-    ``timing.cuda.measured_ceilings.measure_ceilings``; ``l2`` and ``l2_capacity`` replace
-    ``timing.l2.measure_l2_roof`` and ``timing.l2.l2_rate_at``, by default only with the default ``measure``.
-    """
+    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's roof
+    (:func:`cuda_l2_roof`), cached per GPU model (docs/architecture.md, "Files and locks"). ``measure``,
+    ``l2`` and ``l2_capacity`` replace ``measure_ceilings``, ``measure_l2_roof`` and ``l2_rate_at`` (the
+    last two, by default, only with the default ``measure``)."""
     from ..timing.cuda.device import cuda_device
     from ..timing.cuda.measured_ceilings import CEILINGS_METHOD, measure_ceilings, tf32_requested
     from ..timing.host_caches import CacheInfo

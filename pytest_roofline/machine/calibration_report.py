@@ -17,13 +17,9 @@ __all__ = ["cache_rows", "format_calibration"]
 
 
 def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = None) -> str:
-    """A few lines for ``roofline calibrate``: the device, its ceilings, the cache and the time taken.
-
-    Precisions whose peaks are the same figure share a line (the CPU's narrow formats take fp32's).
-    A CPU also gets its ``theoretical`` peak, the hard limit of its ceilings: a :class:`CpuPeak`,
-    or the reason it is unknown; None (the default) reads this machine's
-    (:func:`cpupeak.system_peak`).
-    """
+    """What ``roofline calibrate`` prints (see the module docstring); precisions whose peaks are one
+    figure share a line. A CPU also gets its ``theoretical`` peak: a :class:`CpuPeak`, the reason it
+    is unknown, or None (the default) for this machine's (:func:`cpupeak.system_peak`)."""
     device = cal.device
     facts: list[str] = [device.kind]
     if device.cores:

@@ -75,15 +75,11 @@ def measure_cpu(
     available: Callable[[], int | None] | None = None,
     sweep: Callable[[Sequence[CacheInfo]], Sweep] | None = None,
 ) -> Ceilings:
-    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy.
-
-    ``caches`` (default :func:`..timing.host_caches.cpu_caches`) are the first guess of ``sweep(caches)``
-    (default :func:`.cachelevels.measure_capacities`); ``available()`` is the memory the process may
-    still take (default :func:`..timing.host_memory.available_memory`). ``array_bytes`` defaults to
-    :func:`array_bytes_for`, ``matmul_n`` to a call of about ``matmul_target_s``. Matmul runs, then the
-    bandwidth kernels share what is left of ``budget_s`` (1 to :data:`MAX_KERNEL_RUNS` runs each), then
-    matmul again, the better round counting. ``clock`` times every call.
-    """
+    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy; the
+    bandwidth kernels share what matmul leaves of ``budget_s``. ``caches`` (default: sysfs's) are
+    ``sweep``'s first guess (default :func:`.cachelevels.measure_capacities`); ``available()``: the
+    memory the process may still take; ``array_bytes`` defaults to :func:`array_bytes_for`,
+    ``matmul_n`` to a call of about ``matmul_target_s``; ``clock`` times every call."""
     import numpy as np
 
     from ..timing.host_caches import cpu_caches
