@@ -57,12 +57,6 @@ def find_tool(name: str) -> str | None:
     return None
 
 
-def _cache_key(source: str, arch: str, options: Sequence[str], nvcc: str) -> str:
-    stat = os.stat(nvcc)
-    ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
-    return hashlib.sha256(ident.encode()).hexdigest()[:32]
-
-
 def compile_source(
     source: str,
     arch: str,
@@ -79,7 +73,9 @@ def compile_source(
             "CUDA toolkit (not a GPU)"
         )
     directory = Path(cache_dir) if cache_dir is not None else files.cache_dir() / "kernels"
-    entry = directory / _cache_key(source, arch, options, nvcc)
+    stat = os.stat(nvcc)  # a reinstalled nvcc compiles afresh
+    ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
+    entry = directory / hashlib.sha256(ident.encode()).hexdigest()[:32]
     cached = _read_cache(entry, arch)
     if cached is not None:
         return cached

@@ -183,15 +183,11 @@ def _arm_isa(cpuinfo: str, lscpu: str | None, sve_bits: int | None) -> tuple[str
         return "no Advanced SIMD (asimd) in the CPU features"
     # without a vendor figure: NEON's upper bound, or 2 SVE pipes of the vector length when wider
     fallback = max(ARM_DEFAULT_FP64, 2 * (sve_bits or 0) // 64 * 2)
-    known = [_arm_part(block) for block in _processor_blocks(cpuinfo)]
+    processors = [block for block in re.split(r"\n\s*\n", cpuinfo) if _fields(block, "processor")]
+    known = [_arm_part(block) for block in processors]
     if not known or None in known:  # a core nobody identified may be the widest
         return label, fallback
     return label, max(fp64 for fp64 in known if fp64 is not None)
-
-
-def _processor_blocks(cpuinfo: str) -> list[str]:
-    """``/proc/cpuinfo`` split per processor (blank-line separated), the blocks that name a processor."""
-    return [block for block in re.split(r"\n\s*\n", cpuinfo) if _fields(block, "processor")]
 
 
 def _arm_part(block: str) -> int | None:

@@ -54,11 +54,6 @@ class Timing:
         """Over the rounds' figures (their median, its 95% interval, ``n`` rounds); None when it failed."""
         return Stats.from_samples(self.figures) if self.rounds else None
 
-    @property
-    def samples(self) -> int:
-        """Samples taken in all its rounds."""
-        return sum(r.n for r in self.rounds)
-
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
@@ -234,9 +229,17 @@ def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison
     for result in results:
         timers: dict[str, object] = {}
         for timing in result.timings:
-            entry: dict[str, object] = (
-                {"error": timing.error} if timing.stats is None else _timing_json(timing, timing.stats)
-            )
+            stats = timing.stats
+            entry: dict[str, object] = {"error": timing.error}
+            if stats is not None:
+                entry = {
+                    "median_s": stats.median,
+                    "min_s": stats.min,
+                    "rounds": stats.n,
+                    "samples": sum(r.n for r in timing.rounds),
+                    "ci_rel": stats.ci_rel if math.isfinite(stats.ci_rel) else None,
+                    "rounds_s": list(timing.figures),
+                }
             comparison = by_key.get((result.case, timing.timer))
             if comparison is not None:
                 entry["comparison"] = {
@@ -253,17 +256,6 @@ def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison
             timers[timing.timer] = entry
         out.append({"kernel": result.case, "timers": timers})
     return out
-
-
-def _timing_json(timing: Timing, stats: Stats) -> dict[str, object]:
-    return {
-        "median_s": stats.median,
-        "min_s": stats.min,
-        "rounds": stats.n,
-        "samples": timing.samples,
-        "ci_rel": stats.ci_rel if math.isfinite(stats.ci_rel) else None,
-        "rounds_s": list(timing.figures),
-    }
 
 
 @dataclass(frozen=True, slots=True)
