@@ -334,13 +334,13 @@ def _analyze(args: argparse.Namespace) -> str:
     from .analysis.compiler import ToolchainUnavailable
     from .analysis.diagnosis import diagnose
     from .analysis.kernelfacts import load_source, static_facts
-    from .analysis.occupancy import arch_of_device, limits_for
+    from .analysis.occupancy import DEVICE_ARCH, limits_for
 
     if args.block is not None and args.block < 1:
         raise CliError(f"--block must be a positive thread count; got {args.block}")
     if args.dynamic_smem < 0:
         raise CliError(f"--dynamic-smem must be a byte count (0 or more); got {args.dynamic_smem}")
-    arch = args.arch or (arch_of_device(args.device) if args.device else None)
+    arch = args.arch or (DEVICE_ARCH.get(args.device) if args.device else None)
     if arch is None:
         hint = f" ({args.device} is not a table GPU)" if args.device else ""
         raise CliError(f"--arch is required (for example --arch sm_90), or --device with a table GPU{hint}")

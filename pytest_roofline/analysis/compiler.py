@@ -57,12 +57,6 @@ def find_tool(name: str) -> str | None:
     return None
 
 
-def _cache_key(source: str, arch: str, options: Sequence[str], nvcc: str) -> str:
-    stat = os.stat(nvcc)
-    ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
-    return hashlib.sha256(ident.encode()).hexdigest()[:32]
-
-
 def compile_source(
     source: str,
     arch: str,
@@ -70,11 +64,8 @@ def compile_source(
     options: Sequence[str] = (),
     cache_dir: Path | str | None = None,
 ) -> Compiled:
-    """PTX, resource usage and (where possible) SASS of CUDA C++ ``source`` for ``arch`` (``sm_90``).
-
-    Cached under ``cache_dir`` (default: the plugin's cache directory, ``kernels/``); pass a
-    directory of your own in tests.
-    """
+    """PTX, resource usage and (where possible) SASS of CUDA C++ ``source`` for ``arch`` (``sm_90``),
+    cached under ``cache_dir`` (default: the plugin's cache directory, ``kernels/``)."""
     nvcc = find_tool("nvcc")
     if nvcc is None:
         raise ToolchainUnavailable(
@@ -82,7 +73,9 @@ def compile_source(
             "CUDA toolkit (not a GPU)"
         )
     directory = Path(cache_dir) if cache_dir is not None else files.cache_dir() / "kernels"
-    entry = directory / _cache_key(source, arch, options, nvcc)
+    stat = os.stat(nvcc)  # a reinstalled nvcc compiles afresh
+    ident = json.dumps([source, arch, list(options), nvcc, stat.st_size, stat.st_mtime_ns])
+    entry = directory / hashlib.sha256(ident.encode()).hexdigest()[:32]
     cached = _read_cache(entry, arch)
     if cached is not None:
         return cached
@@ -93,7 +86,8 @@ def compile_source(
         _run([nvcc, "--ptx", *target, "-o", "kernel.ptx", "kernel.cu"], work)
         usage = _run([nvcc, "-cubin", *target, "--resource-usage", "-o", "kernel.cubin", "kernel.ptx"], work)
         ptx = (work / "kernel.ptx").read_text(encoding="utf-8")
-        sass = _sass(work / "kernel.cubin")
+        cuobjdump = find_tool("cuobjdump")
+        sass = None if cuobjdump is None else _stdout([cuobjdump, "-sass", str(work / "kernel.cubin")])
     compiled = Compiled(arch, ptx, usage, sass)
     _write_cache(entry, compiled)
     return compiled
@@ -113,11 +107,6 @@ def _run(cmd: list[str], cwd: Path) -> str:
     return done.stdout + done.stderr
 
 
-def _sass(cubin: Path) -> str | None:
-    cuobjdump = find_tool("cuobjdump")
-    return None if cuobjdump is None else _stdout([cuobjdump, "-sass", str(cubin)])
-
-
 def _stdout(cmd: list[str]) -> str | None:
     """What a helper tool printed, or None where it could not run or failed."""
     try:
@@ -128,11 +117,8 @@ def _stdout(cmd: list[str]) -> str | None:
 
 
 def demangle(symbols: Sequence[str]) -> dict[str, str]:
-    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by binutils'
-    ``c++filt`` or else the CUDA toolkit's ``cu++filt``, whose form :func:`source_form` brings nearer.
-
-    Best effort: without either tool, or when it fails, the symbols it did not read are left out.
-    """
+    """Each C++ symbol's source form (``_Z5scalePfi`` -> ``scale(float*, int)``), by binutils' ``c++filt``
+    or else the toolkit's ``cu++filt`` (:func:`source_form`); best effort: a symbol not read is left out."""
     binutils = find_tool("c++filt")
     tool = binutils or find_tool("cu++filt")
     if tool is None or not symbols:

@@ -29,11 +29,8 @@ LOW_COMPUTE_PER_LOAD = 5.0
 
 @dataclass(frozen=True, slots=True)
 class Standing:
-    """Where a kernel stands on the roofline: what the rules read from a judged result.
-
-    ``attained`` and the fractions are None when nothing was measured (``roofline analyze`` with
-    an op): the rules then cite the intensity against the ridge instead.
-    """
+    """Where a kernel stands on the roofline, as the rules read it; ``attained`` and the fractions are
+    None when nothing was measured (the rules then cite the intensity against the ridge)."""
 
     op: str
     bound: str  # "memory" or "compute"
@@ -209,15 +206,13 @@ def unfused_kernels(s: Standing | None, facts: Facts) -> Cause | None:
     )
 
 
-def _tiles(f: StaticFacts) -> bool:
-    return f.mix.shared_loads + f.mix.shared_stores + f.mix.cp_async + f.mix.tensor_core > 0
-
-
 def no_data_reuse(s: Standing | None, facts: Facts) -> Cause | None:
     """A compute-bound op whose kernel stages nothing on chip: every operand comes from DRAM/L2."""
     if s is None or s.bound != "compute":
         return None
-    culprits = [f for f in facts if not _tiles(f)]
+    culprits = [
+        f for f in facts if f.mix.shared_loads + f.mix.shared_stores + f.mix.cp_async + f.mix.tensor_core == 0
+    ]
     if not culprits:
         return None
     return Cause(

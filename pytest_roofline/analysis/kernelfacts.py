@@ -182,11 +182,8 @@ def _plain(symbol: str) -> str:
 
 
 def kernel_entries(ptx: str) -> tuple[KernelEntry, ...]:
-    """The kernels a compiled module defines, with their source names and signatures.
-
-    The compiler's list, not a look at the text: kernels made by macros are there, commented-out
-    ones are not, and each overload has an entry of its own.
-    """
+    """The kernels a compiled module defines, with their source names and signatures: the compiler's
+    list (macro-made kernels in, commented-out ones out, one entry per overload)."""
     symbols = ptxlib.entries(ptx)
     demangled = demangle([s for s in symbols if s.startswith("_Z")])
     # a function template's mangling carries its return type, and a kernel's is always void
@@ -203,10 +200,6 @@ def _listing(entries: Sequence[KernelEntry]) -> str:
     return ", ".join(e.name if _label(e, entries) == e.name else repr(e.signature) for e in entries)
 
 
-def _squeezed(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str = "the source") -> KernelEntry:
     """The entry ``kernel`` names: its PTX name, its signature (spaces aside), or its name, plain
     (``scale``) or qualified (``ns::scale``) when no overload shares it. None: the only kernel.
@@ -220,7 +213,7 @@ def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str =
             return entries[0]
         raise KernelFactsError(f"--kernel is required: {where} defines {_listing(entries)}")
     for entry in entries:
-        if kernel == entry.symbol or _squeezed(kernel) == _squeezed(entry.signature):
+        if kernel == entry.symbol or re.sub(r"\s+", "", kernel) == re.sub(r"\s+", "", entry.signature):
             return entry
     # the name as written first: `scale` is the global one even where an `ns::scale` exists too
     named = [e for e in entries if kernel == e.name] or [
@@ -237,14 +230,6 @@ def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str =
         f"kernel {kernel!r} is not defined in {where}{did_you_mean(kernel, names)}; it defines: "
         + _listing(entries)
     )
-
-
-def _check_block(block: object) -> int | None:
-    if block is None:
-        return None
-    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1024:
-        raise KernelFactsError(f"block must be a thread count from 1 to 1024; got {block!r}")
-    return block
 
 
 def static_facts(
@@ -266,7 +251,10 @@ def static_facts(
     :class:`~.compiler.ToolchainUnavailable` without nvcc, :class:`~.compiler.CompileError` if nvcc fails.
     """
     target = normalize_arch(arch)
-    block = _check_block(block)
+    if block is not None and (
+        isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1024
+    ):
+        raise KernelFactsError(f"block must be a thread count from 1 to 1024; got {block!r}")
     compiled = compile_source(source, target, options=tuple(options), cache_dir=cache_dir)
     if kernel is not None and kernel in ptxlib.entries(compiled.ptx):
         name, label = kernel, kernel  # a PTX name (a RawModule's entry, extern "C"): nothing to demangle
@@ -413,12 +401,9 @@ def facts_for(
     block: int | None = None,
     cache_dir: Path | str | None = None,
 ) -> tuple[StaticFacts, ...] | Unavailable | None:
-    """The static facts of the kernel(s) a test passes (see the module docstring), or None.
-
-    One entry per kernel: a RawModule contributes every kernel it defines. ``block`` applies to
-    kernels that do not carry their own (a :class:`CudaKernel`'s ``block``, a Triton kernel's warps).
-    Raises ArchError (a ValueError) for an unknown ``arch``.
-    """
+    """The static facts of the kernel(s) a test passes (see the module docstring), one entry per kernel
+    (a RawModule's every kernel), or None; ``block`` for kernels that carry none of their own (a
+    :class:`CudaKernel`'s ``block``, a Triton kernel's warps). ArchError for an unknown ``arch``."""
     kernels = _kernels_of(kernel)
     if not kernels:
         return None

@@ -92,20 +92,12 @@ DEVICE_ARCH: dict[str, str] = {
 }
 
 
-def arch_of_device(key: str) -> str | None:
-    """The ``sm_XY`` of a device-table GPU, or None (a CPU, an AMD GPU, a key not listed)."""
-    return DEVICE_ARCH.get(key)
-
-
 _ARCH = re.compile(r"^(?:sm_?|compute_)?(\d{2,3})([af]?)$")
 
 
 def normalize_arch(arch: str) -> str:
-    """``sm_90``, ``sm90``, ``90``, ``9.0``, ``sm_90a`` -> the compiler's spelling (``sm_90``, ``sm_90a``).
-
-    Raises :class:`ArchError` naming the value (and the closest known one) when the table has no
-    limits for it.
-    """
+    """``sm_90``, ``sm90``, ``90``, ``9.0``, ``sm_90a`` -> the compiler's spelling (``sm_90``, ``sm_90a``);
+    an :class:`ArchError` naming the value (and the closest known one) for one the table lacks."""
     text = str(arch).strip().lower()
     text = re.sub(r"^(\d+)\.(\d)$", r"\1\2", text)  # "9.0" -> "90"
     match = _ARCH.match(text)
@@ -169,12 +161,9 @@ def _round_up(value: int, unit: int) -> int:
 
 
 def occupancy(arch: str, block: int, registers: int, smem: int = 0) -> Occupancy:
-    """Theoretical occupancy of blocks of ``block`` threads using ``registers`` per thread and
-    ``smem`` bytes of shared memory per block, on ``arch``.
-
-    Raises :class:`ArchError` for an unknown architecture or a block no SM can hold (too many
-    threads, registers or shared memory), naming the parameter and its value.
-    """
+    """Theoretical occupancy of ``block``-thread blocks using ``registers`` per thread and ``smem``
+    bytes of shared memory per block on ``arch``; an :class:`ArchError` naming the parameter and
+    its value for an unknown architecture or a block no SM can hold."""
     lim = limits_for(arch)
     for name, value in (("block", block), ("registers", registers), ("smem", smem)):
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "block" else 0):

@@ -43,11 +43,9 @@ def measure_capacities(
     budget_s: float = SWEEP_BUDGET_S,
     available: Callable[[], int | None] | None = None,
 ) -> Sweep:
-    """The capacity of each of the ``caches`` sysfs lists, as this process sees it: a sweep of
-    :class:`AddSweep` up to where the last level's knee is clear (:func:`.capacity.sweep`), taken
-    again where that knee lies below the reported size, the largest kept (:func:`.capacity.widest`),
-    each within ``budget_s``, :data:`MAX_SWEEP_BYTES` and :data:`SWEEP_MEMORY_SHARE` of ``available()``
-    memory (default: :func:`..timing.host_memory.available_memory`)."""
+    """The capacity of each of the ``caches`` sysfs lists, as this process sees it: sweeps of
+    :class:`AddSweep` (:func:`.capacity.repeated`) within ``budget_s`` and the bounds above, on
+    ``available()`` memory (default: :func:`..timing.host_memory.available_memory`)."""
     from ..timing.host_memory import available_memory
     from .capacity import Sweep, passed_at, repeated, sweep
 

@@ -103,11 +103,8 @@ def _calibrate(
     build: Callable[[Ceilings], Device],
     reset: bool = False,
 ) -> Calibration:
-    """Load or measure, then cache: the one path both CPU and GPU calibrations take.
-
-    ``force`` keeps the better of each cached and new figure (docs/measurement.md, "Calibration");
-    ``reset`` forgets what was cached.
-    """
+    """Load or measure, then cache, for the CPU and a GPU alike: ``force`` keeps the better of each
+    cached and new figure, ``reset`` forgets what was cached (docs/measurement.md, "Calibration")."""
     start = time.perf_counter()
     path = cache_file_of(directory, kind, key)
     if not force and not reset:
@@ -144,13 +141,10 @@ def calibrate_cpu(
     measure: Callable[[], Ceilings] | None = None,
     peak: CpuPeak | Literal["auto"] | None = "auto",
 ) -> Calibration:
-    """This CPU's measured ceilings, from the cache when it has them.
-
-    ``force=True`` measures again, keeping the better of each cached and new figure; ``reset=True``
-    measures again and forgets what was cached. A measurement that breaks a sanity rule
-    (:func:`sanity_problems`) is taken once more, with a warning. ``measure`` replaces
-    :func:`measure_cpu` and ``peak`` the CPU's theoretical peak (tests inject both).
-    """
+    """This CPU's measured ceilings, from the cache when it has them; ``force`` and ``reset`` measure
+    again, as :func:`_calibrate` says. A measurement that breaks a sanity rule (:func:`sanity_problems`)
+    is taken once more, with a warning. ``measure`` and ``peak`` replace :func:`measure_cpu` and the
+    CPU's theoretical peak (tests inject both)."""
     if peak == "auto":
         from .cpupeak import cpu_peak
 
@@ -185,11 +179,9 @@ def _sane(measure: Callable[[], Ceilings], peak: CpuPeak | None) -> Callable[[],
 
 
 def raise_probe_bests(rates: Mapping[str, float], *, cache_dir: Path | str | None = None) -> bool:
-    """Raise the cached CPU calibration's best probe rates to ``rates`` (per resource) where higher.
-
-    Only ever raises, under the cache's lock; the figures and their probes are left as they are.
-    Returns whether the file changed. A missing or unusable cache is left alone.
-    """
+    """Raise the cached CPU calibration's best probe rates to ``rates`` (per resource) where higher,
+    under the cache's lock, touching nothing else; whether the file changed (a missing or unusable
+    cache is left alone)."""
     key = cpu_identity()
     path = cache_file_of(_directory(cache_dir), "cpu", key)
     with _exclusive(path.with_name(f".{path.stem}.lock")):
@@ -289,13 +281,10 @@ def calibrate_cuda(
     l2: Callable[[int], Figure] | None = None,
     l2_capacity: Callable[[int], Callable[[int], float]] | None = None,
 ) -> Calibration:
-    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's roof.
-
-    Cached per GPU model, not per slot, with the L2 roof in a file of its own (:func:`cuda_l2_roof`):
-    docs/architecture.md ("Files and locks"). ``measure`` replaces
-    ``timing.cuda.measured_ceilings.measure_ceilings``; ``l2`` and ``l2_capacity`` replace
-    ``timing.l2.measure_l2_roof`` and ``timing.l2.l2_rate_at``, by default only with the default ``measure``.
-    """
+    """GPU ``index`` with measured ceilings replacing its datasheet (or derived) ones, and its L2's roof
+    (:func:`cuda_l2_roof`), cached per GPU model (docs/architecture.md, "Files and locks"). ``measure``,
+    ``l2`` and ``l2_capacity`` replace ``measure_ceilings``, ``measure_l2_roof`` and ``l2_rate_at`` (the
+    last two, by default, only with the default ``measure``)."""
     from ..timing.cuda.device import cuda_device
     from ..timing.cuda.measured_ceilings import CEILINGS_METHOD, measure_ceilings, tf32_requested
     from ..timing.host_caches import CacheInfo
@@ -313,15 +302,15 @@ def calibrate_cuda(
     }
     measure_fn = measure or measure_ceilings
     l2_fn = l2 if l2 is not None or measure is not None else measure_l2_roof
-    l2_cache = (CacheInfo(2, base.llc_bytes, per_core=False),) if base.llc_bytes else ()
     sweep_fn = l2_capacity if l2_capacity is not None or measure is not None else l2_rate_at
 
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
         # and the L2's capacity as this GPU sees it (a MIG slice's share)
         details = {}
-        if sweep_fn is not None and l2_cache:
-            details = sweep_details(l2_cache[0], sweep_fn(index), kernel="ld.global.cg")
+        if sweep_fn is not None and base.llc_bytes:
+            l2_guess = CacheInfo(2, base.llc_bytes, per_core=False)
+            details = sweep_details(l2_guess, sweep_fn(index), kernel="ld.global.cg")
         return Ceilings(bandwidth=bandwidth, peaks=dict(peaks), details=details)
 
     def build(ceilings: Ceilings) -> Device:
@@ -350,12 +339,10 @@ def cuda_l2_roof(
     reset: bool = False,
     device: Device | None = None,
 ) -> Figure | None:
-    """The L2 roof of GPU ``index`` (bytes/s), from a cache file of its own, one per GPU model, CuPy
-    version and method; measured with ``measure`` (``timing.l2.measure_l2_roof`` with the caller's
-    blocking setting) when the file has none, or when ``force`` (keeping the better of the two) or
-    ``reset`` asks. None for a GPU whose L2 size is unknown, or when there is none and nothing to
-    measure it with. ``device``: what the driver says of GPU ``index``, where the caller asked it
-    already."""
+    """The L2 roof of GPU ``index`` (bytes/s), cached in a file of its own (per GPU model, CuPy version
+    and method); measured with ``measure`` when that has none, or on ``force`` (the better kept) or
+    ``reset``. None where the L2 size is unknown, or nothing is cached and ``measure`` is None.
+    ``device``: what the driver says of GPU ``index``, where the caller asked it already."""
     from ..timing.cuda.device import cuda_device
     from ..timing.l2 import L2_METHOD
 

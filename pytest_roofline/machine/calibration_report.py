@@ -17,13 +17,9 @@ __all__ = ["cache_rows", "format_calibration"]
 
 
 def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = None) -> str:
-    """A few lines for ``roofline calibrate``: the device, its ceilings, the cache and the time taken.
-
-    Precisions whose peaks are the same figure share a line (the CPU's narrow formats take fp32's).
-    A CPU also gets its ``theoretical`` peak, the hard limit of its ceilings: a :class:`CpuPeak`,
-    or the reason it is unknown; None (the default) reads this machine's
-    (:func:`cpupeak.system_peak`).
-    """
+    """What ``roofline calibrate`` prints (see the module docstring); precisions whose peaks are one
+    figure share a line. A CPU also gets its ``theoretical`` peak: a :class:`CpuPeak`, the reason it
+    is unknown, or None (the default) for this machine's (:func:`cpupeak.system_peak`)."""
     device = cal.device
     facts: list[str] = [device.kind]
     if device.cores:
@@ -40,14 +36,16 @@ def format_calibration(cal: Calibration, *, theoretical: CpuPeak | str | None = 
     for precision, unit, figure in describe_peaks(device):
         groups.setdefault((figure, unit, precision.integral), []).append(precision)
     for (figure, unit, integer), precisions in groups.items():
-        rate = _rate(figure.value, "OPS" if integer else "FLOP/s")
+        prefix, scale = ("T", 1e12) if figure.value >= 1e12 else ("G", 1e9)
+        rate = f"{figure.value / scale:,.1f} {prefix}{'OPS' if integer else 'FLOP/s'}"
         rows.append((", ".join(p.label for p in precisions), f"{rate} {unit}  {_source(figure)}"))
     rows.extend(cache_rows(device))
     if device.kind == "cpu":
         rows.append(("theoretical", _theoretical(theoretical)))
     rows.append(("cache", "not written (see the warning)" if cal.cache_path is None else str(cal.cache_path)))
     how = "read from the cache" if cal.from_cache else "calibrated"
-    rows.append(("", f"{how} in {_duration(cal.seconds)}"))
+    took = f"{cal.seconds:.2f} s" if cal.seconds >= 1 else f"{cal.seconds * 1e3:.1f} ms"
+    rows.append(("", f"{how} in {took}"))
     width = max(len(label) for label, _ in rows if len(label) <= 16)  # a long group just sticks out
     return "\n".join(f"{label:<{width}}  {text}" for label, text in rows)
 
@@ -90,12 +88,3 @@ def _theoretical(peak: CpuPeak | str | None) -> str:
 
 def _source(figure: Figure) -> str:
     return f"({figure.source}: {figure.note})" if figure.note else f"({figure.source})"
-
-
-def _rate(value: float, unit: str) -> str:
-    prefix, scale = ("T", 1e12) if value >= 1e12 else ("G", 1e9)
-    return f"{value / scale:,.1f} {prefix}{unit}"
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"

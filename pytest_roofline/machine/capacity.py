@@ -55,11 +55,7 @@ MIN_STEP = 1.25
 #: holds more than it says (a victim L3 adds the L2s)
 WINDOW = {"per core": (4.0, 4.0), "shared": (64.0, 4.0)}
 #: a knee is where the rate has come this share of the way (in log) down to the next plateau: where
-#: the level serves little of the footprint any more. Not where it stops holding all of it (a quarter
-#: of the way down): a victim or non-LRU cache still serves part of a footprint well past that point
-#: (docs/methodology.md), and every use of a capacity needs where the level stops serving: rotation's
-#: cycle and the flush must outlast it, and a warm op within it is partly served by it. Nearer the
-#: next plateau than this, a sweep's noise moves the point by doublings (docs/methodology.md)
+#: the level stops serving, not where it starts to miss (docs/methodology.md, "How big the caches are")
 KNEE_SHARE = 0.75
 #: the sweep goes on to this many times the last level's knee: a cache in two partitions steps twice
 PAST_KNEE = 4.0
@@ -197,21 +193,20 @@ def sweep(
     kernel: str = "",
 ) -> Sweep:
     """Measure ``rate_at`` over footprints growing by ``step`` from ``start``, up to ``max_bytes``
-    and for about ``budget_s``, and find each of the ``guesses`` levels' capacity in it
-    (:func:`capacities`)."""
+    and for about ``budget_s``, and find the capacity of each of the ``guesses`` levels (one at least)
+    in it (:func:`capacities`)."""
     began = clock()
     samples: list[Sample] = []
-    last = max(guesses, key=lambda cache: cache.level, default=None)
+    last = max(guesses, key=lambda cache: cache.level)
     stopped = "at its reach"
     point = 0
     while (footprint := round(start * step**point)) <= max_bytes:
         samples.append((footprint, rate_at(footprint)))
         point += 1
-        if last is not None:
-            knee = _assign(guesses, find_knees(samples)).get(last.level)
-            if knee is not None and footprint >= PAST_KNEE * knee.footprint:
-                stopped = f"past the {last.name}'s knee"
-                break
+        knee = _assign(guesses, find_knees(samples)).get(last.level)
+        if knee is not None and footprint >= PAST_KNEE * knee.footprint:
+            stopped = f"past the {last.name}'s knee"
+            break
         if clock() - began > budget_s:
             stopped = "at its time budget"
             break
@@ -409,8 +404,6 @@ def _window(cache: CacheInfo) -> tuple[float, float]:
 
 def _assign(guesses: Sequence[CacheInfo], knees: Sequence[Knee]) -> dict[int, Knee]:
     """Per level, the knee that ends it (see the module); a level without one is left out."""
-    if not guesses:
-        return {}
     *smaller, last = sorted(guesses, key=lambda cache: cache.level)
     found: dict[int, Knee] = {}
     reach = max((_window(cache)[1] for cache in smaller), default=0.0)

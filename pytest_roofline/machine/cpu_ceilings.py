@@ -75,15 +75,11 @@ def measure_cpu(
     available: Callable[[], int | None] | None = None,
     sweep: Callable[[Sequence[CacheInfo]], Sweep] | None = None,
 ) -> Ceilings:
-    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy.
-
-    ``caches`` (default :func:`..timing.host_caches.cpu_caches`) are the first guess of ``sweep(caches)``
-    (default :func:`.cachelevels.measure_capacities`); ``available()`` is the memory the process may
-    still take (default :func:`..timing.host_memory.available_memory`). ``array_bytes`` defaults to
-    :func:`array_bytes_for`, ``matmul_n`` to a call of about ``matmul_target_s``. Matmul runs, then the
-    bandwidth kernels share what is left of ``budget_s`` (1 to :data:`MAX_KERNEL_RUNS` runs each), then
-    matmul again, the better round counting. ``clock`` times every call.
-    """
+    """Measure this CPU's cache capacities, bandwidth and fp64/fp32 matmul FLOP/s with numpy; the
+    bandwidth kernels share what matmul leaves of ``budget_s``. ``caches`` (default: sysfs's) are
+    ``sweep``'s first guess (default :func:`.cachelevels.measure_capacities`); ``available()``: the
+    memory the process may still take; ``array_bytes`` defaults to :func:`array_bytes_for`,
+    ``matmul_n`` to a call of about ``matmul_target_s``; ``clock`` times every call."""
     import numpy as np
 
     from ..timing.host_caches import cpu_caches
@@ -223,14 +219,11 @@ def _matmul_rate(dtype: type[np.floating[Any]], n: int, runs: int, clock: Clock)
 
 
 def _stream(
-    n: int, *, deadline: float, clock: Clock, probe: Callable[[], object] | None = None
+    n: int, *, deadline: float, clock: Clock, probe: Callable[[], object]
 ) -> tuple[dict[str, float], dict[str, int], list[tuple[float, float]]]:
     """Best bytes/s of each bandwidth kernel over ``n``-element float64 arrays, how often each ran,
-    and per pass over the kernels that included the probe, (the pass's best kernel, the probe).
-
-    ``probe``, when given, runs in every pass as one more kernel named ``probe``, its rate counted
-    as a 2-array kernel over ``n`` elements (the caller rescales it to the probe's own arrays).
-    """
+    and per pass that ran ``probe``, (the pass's best kernel, the probe); ``probe`` is one more kernel,
+    named ``probe``, counted as moving 2 arrays of ``n`` elements (the caller rescales it)."""
     import numpy as np
 
     a = np.full(n, 1.0)
@@ -250,9 +243,8 @@ def _stream(
         ("add", 3, lambda: np.add(a, b, out=c)),
         ("triad", 5, triad),
         ("dot", 2, lambda: np.dot(a, b)),
+        ("probe", 2, probe),
     )
-    if probe is not None:
-        kernels = (*kernels, ("probe", 2, probe))
     rates: dict[str, float] = {}
     runs: dict[str, int] = {}
     last: dict[str, float] = {}

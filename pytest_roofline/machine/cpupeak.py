@@ -32,11 +32,7 @@ __all__ = [
     "system_peak",
 ]
 
-#: the base clock is multiplied by this when no max clock is known. The largest max-turbo/base
-#: ratios of the server parts clouds rent out are close to 2 (Xeon Platinum 8480+: 2.0 -> 3.8 GHz,
-#: 1.9; Xeon E5-2699 v4 behind GCP's "Xeon CPU @ 2.20GHz": 2.2 -> 3.6, 1.64; EPYC 7B13 behind
-#: this project's reference VM, "cpu MHz 2445": 2.45 -> 3.5, 1.43), and FMA-heavy code runs below
-#: the max turbo; 1.5 would sit under the first two.
+#: the base clock is multiplied by this when no max clock is known (why 2: docs/methodology.md)
 BOOST_ALLOWANCE = 2.0
 
 #: x86 fp64 FLOPs per cycle per core, the widest ISA first: (label, flags that must all be present, FLOPs).
@@ -72,10 +68,8 @@ _MODEL_CLOCK = re.compile(r"@\s*([0-9]+(?:\.[0-9]+)?)\s*([GM])Hz", re.IGNORECASE
 
 
 def check_rate(flops_per_s: float, precision: Precision, peak: CpuPeak | None) -> str | None:
-    """A message when ``flops_per_s`` exceeds the theoretical peak for ``precision``; else None.
-
-    None also when the peak is unknown. A rate that is not a finite number is reported too.
-    """
+    """Why ``flops_per_s`` cannot be right: not a finite number, or above the theoretical peak for
+    ``precision``; None when it can be, or when the peak is unknown."""
     if peak is None:
         return None
     if not math.isfinite(flops_per_s):
@@ -189,15 +183,11 @@ def _arm_isa(cpuinfo: str, lscpu: str | None, sve_bits: int | None) -> tuple[str
         return "no Advanced SIMD (asimd) in the CPU features"
     # without a vendor figure: NEON's upper bound, or 2 SVE pipes of the vector length when wider
     fallback = max(ARM_DEFAULT_FP64, 2 * (sve_bits or 0) // 64 * 2)
-    known = [_arm_part(block) for block in _processor_blocks(cpuinfo)]
+    processors = [block for block in re.split(r"\n\s*\n", cpuinfo) if _fields(block, "processor")]
+    known = [_arm_part(block) for block in processors]
     if not known or None in known:  # a core nobody identified may be the widest
         return label, fallback
     return label, max(fp64 for fp64 in known if fp64 is not None)
-
-
-def _processor_blocks(cpuinfo: str) -> list[str]:
-    """``/proc/cpuinfo`` split per processor (blank-line separated), the blocks that name a processor."""
-    return [block for block in re.split(r"\n\s*\n", cpuinfo) if _fields(block, "processor")]
 
 
 def _arm_part(block: str) -> int | None:
@@ -256,12 +246,8 @@ _SVE_DEFAULT = Path("/proc/sys/abi/sve_default_vector_length")
 
 @functools.cache
 def system_peak() -> CpuPeak | str:
-    """This machine's peak, or why it is unknown. Read once per process.
-
-    Linux only: ``/proc/cpuinfo``, cpufreq's ``cpuinfo_max_freq`` of the CPUs this process may
-    use, lscpu (run only when cpufreq gives no max clock) and the SVE vector length; elsewhere
-    unknown (docs/methodology.md, "Why the CPU's theoretical peak errs high").
-    """
+    """This machine's peak, or why it is unknown; read once per process, on Linux only
+    (docs/methodology.md, "Why the CPU's theoretical peak errs high")."""
     if not sys.platform.startswith("linux"):
         return f"not derived on {sys.platform} (Linux only)"
     try:

@@ -86,12 +86,9 @@ def auto_spec() -> str:
 
 
 def worker_device_spec(spec: str, worker_id: str | None, cuda_count: Callable[[], int]) -> str:
-    """The spec pytest-xdist worker ``worker_id`` measures with when the run's device is ``spec``.
-
-    ``auto`` and ``cuda`` (no index) become ``cuda:<i mod n>`` for worker ``gw<i>`` when
-    ``cuda_count()`` sees n GPUs; every other spec, and every spec outside a worker (``worker_id``
-    None), is kept. ``cuda_count`` is called only for those two specs in a worker.
-    """
+    """The spec pytest-xdist worker ``worker_id`` (``gw<i>``) measures with when the run's is ``spec``:
+    ``auto`` and ``cuda`` become ``cuda:<i mod n>`` where ``cuda_count()`` (called only then) sees n
+    GPUs; any other spec, or no worker (``worker_id`` None), is kept."""
     worker = _WORKER_ID.fullmatch(worker_id or "")
     if worker is None or spec.strip().lower() not in ("auto", "cuda"):
         return spec

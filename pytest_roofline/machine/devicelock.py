@@ -34,12 +34,9 @@ def remove_lock_files(run_id: str, directory: str | os.PathLike[str] | None = No
 
 
 class DeviceLocks:
-    """The device locks of one run, as one process holds them.
-
-    ``hold(key)`` is a context manager; a process may nest holds of one key, the inner ones free
-    (docs/architecture.md, "Files and locks"). ``run_id=None`` (a serial run) makes every hold a
-    no-op. ``note`` hears, once, why locking does not work here.
-    """
+    """The device locks of one run, as one process holds them: ``hold(key)`` is a context manager,
+    nestable (docs/architecture.md, "Files and locks"), a no-op for ``run_id=None`` (a serial run);
+    ``note`` hears, once, why locking does not work here."""
 
     def __init__(
         self,

@@ -47,12 +47,9 @@ def cache_dir() -> Path:
 
 @contextlib.contextmanager
 def writing_atomically(path: Path) -> Iterator[TextIO]:
-    """A text file to write ``path``'s new content to, which replaces ``path`` when the block ends.
-
-    A reader of ``path`` sees the old file or the new one, never half of one (docs/architecture.md,
-    "Files and locks"). The folder is made when missing. An exception in the block, or an OSError
-    writing, leaves ``path`` as it was and no temporary file behind, and propagates.
-    """
+    """A text file to write ``path``'s new content to, which replaces ``path`` whole when the block
+    ends (the folder made if missing); an exception in the block or an OSError writing leaves ``path``
+    as it was, no temporary file behind, and propagates."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -79,11 +76,9 @@ def open_lock_file(path: Path) -> int:
 
 
 def lock(fd: int, *, timeout_s: float | None = None) -> bool:
-    """Take the exclusive lock of the open file ``fd``; closing ``fd`` releases it.
-
-    Waits while another process holds it: for good without ``timeout_s``, else at most that long
-    and then returns False. OSError where the file system cannot lock (ENOLCK on some network ones).
-    """
+    """Take the exclusive lock of the open file ``fd`` (closing ``fd`` releases it), waiting for good,
+    or at most ``timeout_s`` and then returning False; OSError where the file system cannot lock
+    (ENOLCK on some network ones)."""
     import fcntl
 
     if timeout_s is None:

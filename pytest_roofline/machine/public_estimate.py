@@ -45,12 +45,8 @@ def estimate(
 
 
 def resolve_device(spec: Device | str, *, measure: bool) -> Device:
-    """The device an estimate is for: a Device as it is; a table key or reported name from the table
-    (no GPU is looked for); ``auto`` and ``cuda[:N]`` detected; ``cpu`` (and ``auto`` on a machine with
-    no GPU) this CPU, from its calibration when one is cached, measured now only when ``measure``.
-
-    Without ``measure`` and with nothing cached, a DeviceError says how to get the CPU's ceilings.
-    """
+    """The device an estimate is for (see the module docstring): a Device as it is; this CPU without
+    ``measure`` and with nothing cached is a DeviceError saying how to get its ceilings."""
     if isinstance(spec, Device):
         return spec
     keyword = spec.strip().lower() if isinstance(spec, str) else ""

@@ -109,8 +109,8 @@ def _diagnosis(kernel: KernelCall, result: Result, *, when: str) -> Diagnosis | 
         return None
     from ..analysis.diagnosis import diagnose
     from ..analysis.kernelfacts import facts_for
-    from ..analysis.occupancy import arch_of_device
+    from ..analysis.occupancy import DEVICE_ARCH
 
-    arch = arch_of_device(result.estimate.device.key)
+    arch = DEVICE_ARCH.get(result.estimate.device.key)
     facts = facts_for(kernel.fn, arch=arch) if arch else None
     return diagnose(result, facts)

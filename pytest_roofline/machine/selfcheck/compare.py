@@ -54,11 +54,6 @@ class Timing:
         """Over the rounds' figures (their median, its 95% interval, ``n`` rounds); None when it failed."""
         return Stats.from_samples(self.figures) if self.rounds else None
 
-    @property
-    def samples(self) -> int:
-        """Samples taken in all its rounds."""
-        return sum(r.n for r in self.rounds)
-
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
@@ -161,12 +156,9 @@ def compare(results: Sequence[CaseResult], rules: Mapping[str, Rule]) -> list[Co
 def verdict(
     results: Sequence[CaseResult], comparisons: Sequence[Comparison], engine: Collection[str]
 ) -> Verdict:
-    """``agrees within 2.1%`` (status 0) or ``disagrees: ...`` (status 1).
-
-    ``engine``: the engine's own timers, whose failure on a kernel is a finding, as is a kernel
-    that could not be built (another timer's failure is shown in the table, not judged). Nothing
-    judged at all is no agreement either.
-    """
+    """``agrees within 2.1%`` (status 0) or ``disagrees: ...`` (status 1): a judged timer out of its
+    bounds, a failure of one of the ``engine``'s own timers (not another timer's: that is shown) or a
+    kernel that could not be built, or nothing judged at all."""
     failed = [
         f"{t.timer} failed on {r.case}"
         for r in results
@@ -212,7 +204,8 @@ def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> s
                 rows.append([result.case, timing.timer, "", "", "", "", "", failed])
                 continue
             stats = timing.stats
-            cells = [result.case, timing.timer, seconds(stats.median), _spread_cell(stats), str(stats.n)]
+            spread = f"{stats.ci_rel:.1%}" if math.isfinite(stats.ci_rel) else "?"
+            cells = [result.case, timing.timer, seconds(stats.median), spread, str(stats.n)]
             if comparison is None:
                 rows.append([*cells, "", "", ""])
                 continue
@@ -228,10 +221,6 @@ def table(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> s
     return "\n".join([text, *(f"({number}) {note}" for note, number in notes.items())])
 
 
-def _spread_cell(stats: Stats) -> str:
-    return f"{stats.ci_rel:.1%}" if math.isfinite(stats.ci_rel) else "?"
-
-
 def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison]) -> list[dict[str, object]]:
     """The table as JSON: per kernel, each timer's statistics over its rounds and each round's figure
     (or its error), and its comparison with every paired ratio."""
@@ -240,9 +229,17 @@ def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison
     for result in results:
         timers: dict[str, object] = {}
         for timing in result.timings:
-            entry: dict[str, object] = (
-                {"error": timing.error} if timing.stats is None else _timing_json(timing, timing.stats)
-            )
+            stats = timing.stats
+            entry: dict[str, object] = {"error": timing.error}
+            if stats is not None:
+                entry = {
+                    "median_s": stats.median,
+                    "min_s": stats.min,
+                    "rounds": stats.n,
+                    "samples": sum(r.n for r in timing.rounds),
+                    "ci_rel": stats.ci_rel if math.isfinite(stats.ci_rel) else None,
+                    "rounds_s": list(timing.figures),
+                }
             comparison = by_key.get((result.case, timing.timer))
             if comparison is not None:
                 entry["comparison"] = {
@@ -259,17 +256,6 @@ def results_json(results: Sequence[CaseResult], comparisons: Sequence[Comparison
             timers[timing.timer] = entry
         out.append({"kernel": result.case, "timers": timers})
     return out
-
-
-def _timing_json(timing: Timing, stats: Stats) -> dict[str, object]:
-    return {
-        "median_s": stats.median,
-        "min_s": stats.min,
-        "rounds": stats.n,
-        "samples": timing.samples,
-        "ci_rel": stats.ci_rel if math.isfinite(stats.ci_rel) else None,
-        "rounds_s": list(timing.figures),
-    }
 
 
 @dataclass(frozen=True, slots=True)

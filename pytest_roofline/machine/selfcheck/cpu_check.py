@@ -21,7 +21,7 @@ from ...model.policy import Policy
 from ...model.stats import Stats
 from ...timing.base import Backend, Kernel
 from .compare import SETUP, CaseResult, Report, Rule, Timing, compare, verdict
-from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share, share_count
+from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share_count
 
 #: the engine's figure every other timer is set beside
 ENGINE = "engine warm"
@@ -148,7 +148,7 @@ def pytest_benchmark_timer(
     settings: dict[str, object] = {
         "node": types.SimpleNamespace(name="selfcheck", nodeid="roofline-selfcheck"),
         "disable_gc": False, "timer": utils.NameWrapper(clock), "min_rounds": 5, "min_time": 0.000005,
-        "max_time": share(BENCHMARK_MAX_TIME_S, rounds), "precision": None, "confidence": None,
+        "max_time": BENCHMARK_MAX_TIME_S / rounds, "precision": None, "confidence": None,
         "warmup": False, "warmup_iterations": 100000, "calibration_precision": 10, "add_stats": quiet,
         "logger": types.SimpleNamespace(debug=quiet, info=quiet, warning=quiet, error=quiet),
         "warner": quiet, "disabled": False, "cprofile": False, "cprofile_loops": None,

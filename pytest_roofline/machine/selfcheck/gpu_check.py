@@ -17,7 +17,7 @@ from ...model.stats import Stats
 from ...timing.base import Kernel
 from ...timing.cuda.backend import CudaBackend
 from .compare import SETUP, CaseResult, Rule, Timing
-from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share, share_count
+from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share_count
 
 #: the engine's figures other timers are set beside
 WARM, COLD, GRAPH = "engine warm", "engine cold", "engine graph"
@@ -25,14 +25,12 @@ WARM, COLD, GRAPH = "engine warm", "engine cold", "engine graph"
 ENGINE_TIMERS = frozenset(
     {WARM, "engine events", "engine side stream", "engine block=off", "engine block=on", COLD, GRAPH}
 )
-#: floors (see :mod:`.compare`): what two timers' paired ratio may differ from 1 by through what
-#: alternating rounds do not cancel (a drift within a round), warm, cold and for
-#: a replayed graph of a few-µs kernel (where a replay's own launch is a larger share); the bounds a
-#: first GPU run is held to
+#: floors (:mod:`.compare`), warm, cold and for a replayed graph (whose own launch is a larger share
+#: of a few-µs kernel): the drift within a round that alternating rounds do not cancel
 WARM_FLOOR, COLD_FLOOR, GRAPH_FLOOR = 0.03, 0.05, 0.10
 #: warm and cold comparisons of kernels shorter than this are shown, not judged
 MIN_JUDGED_S = 100e-6
-# the budgets below are a kernel's over all rounds; each round takes its share (:func:`.interleave.share`)
+# the budgets below are a kernel's over all rounds; each round takes a ``rounds``-th of it
 #: the engine's time budget per timer here (the kernels are short and steady)
 MAX_TIME_S = 0.5
 #: calls between one event pair (and calls untimed before the first), and pairs taken
@@ -153,7 +151,7 @@ def time_case(
             theirs = benchmark(
                 calls, args, n_repeat=share_count(CUPYX_REPEAT, rounds),
                 n_warmup=share_count(CUPYX_WARMUP, rounds),
-                max_duration=share(CUPYX_MAX_DURATION_S, rounds), devices=(index,),
+                max_duration=CUPYX_MAX_DURATION_S / rounds, devices=(index,),
             )  # fmt: skip
             # gpu_times: seconds, one row per device in ``devices``, one column per repeat
             return Stats.from_samples(float(t) / EVENT_CALLS for t in theirs.gpu_times[0])
@@ -218,7 +216,7 @@ def triton_do_bench(
     """``do_bench``'s every call (``return_mode="all"``, Triton 3.2+; its median alone, one figure,
     where the installed Triton refuses that) with a round's share of its default warm-up and timing
     budgets, on GPU ``index``: its cache buffer and its events are on PyTorch's current device."""
-    budget = {"warmup": share(DO_BENCH_WARMUP_MS, rounds), "rep": share(DO_BENCH_REP_MS, rounds)}
+    budget = {"warmup": DO_BENCH_WARMUP_MS / rounds, "rep": DO_BENCH_REP_MS / rounds}
     with torch.cuda.device(index):
         try:
             times = do_bench(lambda: fn(*args), return_mode="all", **budget)

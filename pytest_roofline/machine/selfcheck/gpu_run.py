@@ -7,7 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...model.core import Device, Source
 from ...model.units import byte_rate, flop_rate, seconds
@@ -28,9 +28,6 @@ from .gpu_check import (
 from .interleave import ROUNDS
 from .ncu_clock import Run, SecondClock, second_clocks
 from .ncu_clock import lines as second_clock_lines
-
-if TYPE_CHECKING:
-    from ...model.conditions import ClockLog
 
 #: an empty kernel launch slower than this says launches are slow here (a VM, a MIG slice, a busy GPU)
 LATENCY_EXPECTED_S = 10e-6
@@ -110,6 +107,7 @@ def run_gpu(
     if ceiling_error:
         prefix = found.line if found.status == DISAGREES else "disagrees:"
         found = Verdict(f"{prefix} {ceiling_error}", DISAGREES)
+    log = watcher.log
     latency = f"latency floor: {seconds(floor.floor_s)} ({floor.note})"
     if floor.floor_s >= LATENCY_EXPECTED_S:
         latency += (
@@ -118,7 +116,7 @@ def run_gpu(
     notes = [
         latency,
         f"latency floor, graph mode: {seconds(graph_floor.floor_s)} ({graph_floor.note})",
-        f"clocks while measuring: {watcher.log.summary()}",
+        f"clocks while measuring: {log.summary()}",
         *ceiling_lines,
         *clock_lines,
     ]
@@ -134,7 +132,15 @@ def run_gpu(
         "latency_floor_s": floor.floor_s,
         "latency_floor_graph_s": graph_floor.floor_s,
         "event_pair_s": floor.event_pair_s,
-        "clocks": _clocks_json(watcher.log),
+        "clocks": {
+            "watched": log.watched,
+            "note": log.note,
+            "summary": log.summary(),
+            "min_sm_mhz": log.min_sm_mhz,
+            "max_sm_mhz": log.max_sm_mhz,
+            "throttled": list(log.reasons),
+            "events": list(log.events),
+        },
         "ceilings": ceilings,
         "second_clock": [clock.to_json() for clock in clocks] if ncu is not None else None,
     }
@@ -197,18 +203,6 @@ def _ceilings(
         cells, headers=["ceiling", "measured", "datasheet", "ratio", ""], disable_numparse=True
     )
     return [title, table_text], data, ""
-
-
-def _clocks_json(log: ClockLog) -> dict[str, object]:
-    return {
-        "watched": log.watched,
-        "note": log.note,
-        "summary": log.summary(),
-        "min_sm_mhz": log.min_sm_mhz,
-        "max_sm_mhz": log.max_sm_mhz,
-        "throttled": list(log.reasons),
-        "events": list(log.events),
-    }
 
 
 def _stderr(line: str) -> None:

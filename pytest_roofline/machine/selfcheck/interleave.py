@@ -1,6 +1,6 @@
 """Every timer of one kernel in alternating rounds, so that a drift of the machine's speed cancels.
 
-:data:`ROUNDS` rounds, each timer running its :func:`share` of its budget in each, in an order shuffled
+:data:`ROUNDS` rounds, each timer running 1/ROUNDS of its budget in each, in an order shuffled
 afresh each round (seeded by the kernel's name). Why: docs/cli.md ("roofline selfcheck").
 """
 
@@ -25,11 +25,6 @@ ROUNDS = 15
 RoundTimer = Callable[[], Stats]
 
 
-def share(total: float, rounds: int) -> float:
-    """One round's part of a budget of ``total`` split over ``rounds``."""
-    return total / rounds
-
-
 def share_count(total: int, rounds: int) -> int:
     """One round's part of ``total`` calls, repeats or pairs: at least one."""
     return max(1, math.ceil(total / rounds))
@@ -40,9 +35,9 @@ def round_policy(policy: Policy, rounds: int) -> Policy:
     ``rounds``: a round's measurement."""
     return dataclasses.replace(
         policy,
-        max_time_s=share(policy.max_time_s, rounds),
-        warmup_s=share(policy.warmup_s, rounds),
-        min_time_s=share(policy.min_time_s, rounds),
+        max_time_s=policy.max_time_s / rounds,
+        warmup_s=policy.warmup_s / rounds,
+        min_time_s=policy.min_time_s / rounds,
     )
 
 

@@ -190,7 +190,8 @@ def lines(clocks: Sequence[SecondClock], problems: Sequence[str]) -> list[str]:
     rows = [
         [
             c.case, c.mode, str(c.kernels), seconds(c.engine_s), seconds(c.kernel_s), seconds(c.ncu_s),
-            f"{c.kernel_s / c.ncu_s:.3f}", _judgement(c),
+            f"{c.kernel_s / c.ncu_s:.3f}",
+            ("agrees" if c.agrees else "DISAGREES") if c.judged else "shown, not judged",
         ]
         for c in clocks
     ]  # fmt: skip
@@ -201,12 +202,6 @@ def lines(clocks: Sequence[SecondClock], problems: Sequence[str]) -> list[str]:
     )
     headers = ["kernel", "cache", "kernels", "engine", "less window", "ncu", "ratio", ""]
     return [title, tabulate(rows, headers=headers, disable_numparse=True), *problems]
-
-
-def _judgement(clock: SecondClock) -> str:
-    if not clock.judged:
-        return "shown, not judged"
-    return "agrees" if clock.agrees else "DISAGREES"
 
 
 def _launched(stdout: str) -> list[str]:
