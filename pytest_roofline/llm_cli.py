@@ -25,8 +25,6 @@ from .model.step_prediction import ASSUMED_FRACTION, Evidence, Match, StepPredic
 if TYPE_CHECKING:
     from .output.step_evidence import MeasuredStep, Reports
 
-#: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
-LINKS = INTERCONNECTS
 #: what ``--json`` writes, by the name ``roofline plot`` knows it by
 SCHEMA = "roofline-llm/1"
 
@@ -149,7 +147,9 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
 
         key = args.device.strip().lower()
         if key in table() and table()[key].interconnect is None:
-            raise LlmError(f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(LINKS)}")
+            raise LlmError(
+                f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(INTERCONNECTS)}"
+            )
     if args.plot:
         from .output.plot import check_path, require_matplotlib
 
@@ -303,7 +303,7 @@ def floors(ops: list[StepOp], device: Device) -> list[Row]:
         if op.op == "all_reduce":
             if device.interconnect is None:
                 raise LlmError(f"tp={op.params['tp']}: no interconnect figure for {device.key}; known: "
-                               f"{', '.join(LINKS)}")  # fmt: skip
+                               f"{', '.join(INTERCONNECTS)}")  # fmt: skip
             rows.append(Row(op, None, op.link_bytes / device.interconnect.value))
             continue
         est = estimate(op.op, dtype=op.dtype, device=device, **op.params)

@@ -10,7 +10,7 @@ import enum
 import math
 import statistics
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from .baseline import Baseline, Key
 if TYPE_CHECKING:
     from .records import MeasurementRecord
 
-__all__ = ["Change", "Comparison", "RegressionRule", "compare"]
+__all__ = ["Change", "Comparison", "RegressionRule"]
 
 DEFAULT_THRESHOLD = 0.10
 #: how many runs' worth of evidence a record's prior run-to-run noise
@@ -245,20 +245,6 @@ class RegressionRule:
         return [*seen.values(), *missing]
 
 
-def compare(
-    old: MeasurementRecord | None,
-    new: MeasurementRecord | None,
-    *,
-    threshold: float = DEFAULT_THRESHOLD,
-    across_devices: bool = False,
-    source: str = "",
-    tests: int = 1,
-) -> Comparison:
-    """One comparison under the rule of ``threshold`` and ``across_devices``
-    (:meth:`RegressionRule.compare`)."""
-    return RegressionRule(threshold, across_devices).compare(old, new, source=source, tests=tests)
-
-
 def reference(record: MeasurementRecord) -> float:
     """The baseline's figure for a test: the median of the runs it keeps (one slow run moves it little)."""
     return statistics.median(record.runs)
@@ -291,10 +277,6 @@ def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> flo
     new_var = max(noise, math.log1p(interval_rel(new)) / _Z95) ** 2
     old_var = max(noise, math.log1p(interval_rel(old)) / _Z95) ** 2
     return math.sqrt(new_var + old_var * share)
-
-
-def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
-    return Counter(c.change for c in comparisons)
 
 
 def disturbed(record: MeasurementRecord) -> bool:
@@ -375,6 +357,6 @@ def other_gpu_lines(comparisons: Iterable[Comparison]) -> list[str]:
 
 
 def summary_line(comparisons: Iterable[Comparison]) -> str:
-    totals = counts(comparisons)
+    totals = Counter(c.change for c in comparisons)
     parts = [f"{totals[change]} {change}" for change in _ORDER if totals.get(change)]
     return "compared with the baseline: " + (", ".join(parts) if parts else "nothing")
