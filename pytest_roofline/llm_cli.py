@@ -79,7 +79,7 @@ def add_parser(commands: Any) -> None:
         help="a --roofline-json report (repeatable): predict the step from its tests of the step's ops",
     )  # fmt: skip
     llm.add_argument(
-        "--assume-fraction", type=_fraction, metavar="F",
+        "--assume-fraction", type=_positive("a number", "above 0 and at most 1", 1.0), metavar="F",
         help="with --from: the fraction of its floor an op with no measurement of its kind attains "
         f"(default: {ASSUMED_FRACTION}, the plugin's default budget)",
     )  # fmt: skip
@@ -87,7 +87,8 @@ def add_parser(commands: Any) -> None:
         "--across-devices", action="store_true", help="with --from: use measurements of other devices too"
     )
     llm.add_argument(
-        "--budget-ms", type=_milliseconds, metavar="MS",
+        "--budget-ms", metavar="MS",
+        type=_positive("a number of milliseconds", "a positive number of milliseconds", math.inf),
         help="with --from: exit 1 when the predicted step takes longer than MS milliseconds",
     )  # fmt: skip
     llm.set_defaults(run=run)
@@ -106,24 +107,19 @@ def _count(low: int) -> Any:
     return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
-    if not 0 < value <= 1:  # also refuses a NaN
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1; got {text}")
-    return value
+def _positive(expected: str, must: str, most: float) -> Any:
+    """A parser of a finite number in (0, ``most``]; ``expected`` and ``must`` name it in its errors."""
 
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+        if not (0 < value <= most and math.isfinite(value)):  # also refuses a NaN
+            raise argparse.ArgumentTypeError(f"must be {must}; got {text}")
+        return value
 
-def _milliseconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of milliseconds; got {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of milliseconds; got {text}")
-    return value
+    return parse
 
 
 def run(args: argparse.Namespace) -> str | tuple[str, int]:
@@ -399,10 +395,6 @@ def _how(match: Match) -> str:
     return f"interp. {low}..{high}"
 
 
-def _fraction_text(value: float) -> str:
-    return f"{value:.2g}"
-
-
 #: the columns the table leaves out unless ``--wide``: one call's figures, which the step's share does
 #: not need (``--json`` keeps every figure), so that the table fits :data:`.output.wrapping.TEXT_WIDTH`
 NARROW_LEAVES_OUT = ("FLOPs", "bytes", "FLOP/B", "floor", "floor × count")
@@ -449,7 +441,7 @@ def format_step(
             [
                 r.op.name, kernel, f"×{r.op.count}",
                 units.intensity(r.estimate.intensity) if r.estimate is not None else "-",
-                units.seconds(r.total_s), _how(p.match), _fraction_text(p.match.fraction),
+                units.seconds(r.total_s), _how(p.match), f"{p.match.fraction:.2g}",
                 units.seconds(p.predicted_s), units.percent(p.predicted_s / predicted),
             ]
             for r, kernel, p in zip(rows, kernels, prediction.rows, strict=True)
@@ -553,7 +545,7 @@ def _prediction_lines(prediction: StepPrediction, summary: dict[str, Any]) -> li
     if assumed:
         lines.append(
             f"assumed         {assumed} of {len(prediction.rows)} ops at "
-            f"{_fraction_text(summary['assume_fraction'])} of their floor (no measurement of their kind)"
+            f"{summary['assume_fraction']:.2g} of their floor (no measurement of their kind)"
         )
     return lines
 
@@ -605,6 +597,7 @@ def is_step(data: object) -> bool:
 def plot_step(data: dict[str, Any], path: str, output: str) -> str:
     """``roofline plot STEP.json -o OUT``: a saved step (``data``, read from ``path``) drawn as
     ``--plot`` draws it; a field it needs that is missing or of the wrong kind is an LlmError naming it."""
+    from .output.baseline import finite_number, positive_number
     from .output.plot import PlotError, check_devices
 
     where = f"{path} (roofline llm --json)"
@@ -612,7 +605,7 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
         if not isinstance(data.get(key), str):
             raise LlmError(f"{where}: {key!r} must be a string; got {data.get(key)!r}")
     total = data.get("total")
-    if not isinstance(total, dict) or not _positive_number(total.get("floor_s")):
+    if not isinstance(total, dict) or not positive_number(total.get("floor_s")):
         raise LlmError(f"{where}: 'total' must hold a positive 'floor_s'; got {total!r}")
     ops = data.get("ops")
     if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
@@ -620,7 +613,7 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
     for index, op in enumerate(ops):
         for key in ("flops", "bytes", "floor_s", "step_floor_s"):
             value = op.get(key)
-            if not _positive_number(value) and not (value == 0 and not isinstance(value, bool)):
+            if not finite_number(value) or value < 0:
                 raise LlmError(f"{where}: ops[{index}].{key} must be a number, 0 or more; got {value!r}")
         for key in ("name", "peak_precision", "unit"):
             if not isinstance(op.get(key), str) and not (key != "name" and op.get(key) is None):
@@ -628,13 +621,13 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
         if "predicted_s" in total:  # a step predicted with --from: each op's match is drawn
             match = op.get("match")
             if not isinstance(match, dict) or not all(
-                _positive_number(match.get(key)) for key in ("fraction", "predicted_s")
+                positive_number(match.get(key)) for key in ("fraction", "predicted_s")
             ):
                 raise LlmError(
                     f"{where}: ops[{index}].match must hold a positive 'fraction' and 'predicted_s'; "
                     f"got {match!r}"
                 )
-    if "predicted_s" in total and not _positive_number(total["predicted_s"]):
+    if "predicted_s" in total and not positive_number(total["predicted_s"]):
         raise LlmError(
             f"{where}: 'total.predicted_s' must be a positive number; got {total['predicted_s']!r}"
         )
@@ -643,7 +636,3 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
     except PlotError as exc:
         raise LlmError(f"{where}: {exc}") from None
     return f"roofline: wrote {draw_step(data, output)}"
-
-
-def _positive_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")

@@ -96,11 +96,6 @@ class Comparison:
             return None
         return new.device_index, old.device_index
 
-    @property
-    def percent_change(self) -> float | None:
-        """The change of attained in percent (-48.0 for a kernel that lost 48% of its fraction)."""
-        return None if self.ratio is None else (self.ratio - 1) * 100
-
     def summary(self) -> str:
         """One line: the change and both fractions (``-48% (45.0% -> 23.4%)``), or why there is none."""
         if self.change in _UNPAIRED:
@@ -191,10 +186,8 @@ class RegressionRule:
         source: str = "",
         tests: int = 1,
     ) -> Comparison:
-        """Compare one test's record with its baseline record (``None`` where one side has none).
-
-        ``tests``: how many tests the baseline compares in all; each is held to the confidence that
-        keeps the whole suite's false alarms to :data:`FALSE_ALARMS` of runs."""
+        """One test's record against its baseline record (``None`` where one side has none); ``tests``:
+        how many the baseline compares, each held to the suite's :data:`FALSE_ALARMS`."""
         threshold = self.threshold
         if new is None and old is None:
             raise ValueError("compare needs at least one record")
@@ -268,10 +261,8 @@ def confidence_z(tests: int) -> float:
 
 
 def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> float:
-    """The sd of log(new / reference). A run's figure moves by the run-to-run noise, which already
-    holds a typical run's own interval (the spread of runs is measured on their figures), or by its
-    own interval when that is wider (a noisier run than usual). The reference, a median of n runs,
-    has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
+    """The sd of log(new / reference): each side moves by the run-to-run noise, or by its own interval
+    where that is wider; the reference, a median of n runs, by less (docs/ci.md)."""
     n = len(old.runs)
     share = 1 / n if n <= 2 else math.pi / (2 * n)
     new_var = max(noise, math.log1p(interval_rel(new)) / _Z95) ** 2
@@ -326,7 +317,7 @@ def format_table(comparisons: Iterable[Comparison]) -> list[str]:
                 record.label if record is not None else "",
                 c.baseline_figure(),
                 units.percent(new.attained or 0.0) if new is not None else "-",
-                f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
+                f"{(c.ratio - 1) * 100:+.0f}%" if c.ratio is not None else "-",
                 f"±{c.ci_rel * 100:.0f}%" if c.ratio is not None else "-",
                 str(c.change),
             ]

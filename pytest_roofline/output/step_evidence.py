@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.core import Device
+from ..model.devices import table
 from ..model.llm import LlmError
 from ..model.step_prediction import Evidence
 from ..model.verdict import Verdict
@@ -96,7 +97,7 @@ def _evidence(
     return Evidence(
         test=record.test, op=record.op, dtype=record.dtype, params=dict(record.params),
         flops=record.flops, bytes=record.bytes,
-        fraction=step_fraction(record, devices, device if own else _table_device(record.device)),
+        fraction=step_fraction(record, devices, device if own else table().get(record.device)),
         ci_rel=interval_rel(record), own_device=own, disturbed=disturbed(record),
     )  # fmt: skip
 
@@ -130,16 +131,7 @@ def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], de
 
 
 def calibrated_time_s(record: MeasurementRecord) -> float:
-    """The time ``record`` measured, at the speed the machine's calibration found: times the share of
-    its calibrated rate the probe beside it saw (0.7: the machine ran at 70%; docs/llm.md, "Predicting
-    the step from the suite"). A measurement with no probe beside it (a warm one, a GPU's), or bound
-    by its calls' latency rather than by the resource the probe measures, is taken as it was timed."""
+    """``record``'s time at the machine's calibrated speed: times its probe's ``speed``; as timed with no
+    probe beside it or when latency-bound (docs/llm.md, "Predicting the step from the suite")."""
     speed = record.ceiling.speed if record.ceiling is not None and not record.latency_bound else 0.0
     return record.time_s * speed if speed > 0 and math.isfinite(speed) else record.time_s
-
-
-def _table_device(key: str) -> Device | None:
-    """Another device's figures, where the table has them (a measurement across devices)."""
-    from ..model.devices import table
-
-    return table().get(key)

@@ -124,13 +124,8 @@ def table_rows(
     clocks: bool = False,
     against: bool = False,
 ) -> list[list[str]]:
-    """One row per record, in :func:`ordered` order, a cell per column of :data:`TABLE_COLUMNS`
-    (with ``clocks`` or ``against``, of :func:`table_columns`'s); readable without color (MISS is
-    upper case).
-
-    Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
-    which judged the row (``figures #2``), as the device headers number them.
-    """
+    """One row per record, in :func:`ordered` order, a cell per column of :func:`table_columns`;
+    ``devices``: the run's, so that a row judged by one of several sets of figures says which."""
     numbers = _figures_numbers(devices)
     prefix = _common_directory([r.nodeid for r in records])
     rows = []
@@ -404,11 +399,8 @@ def format_table(
     against: bool = False,
 ) -> list[str]:
     """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
-    when no width is given): the essential ones, then others by priority while the table fits; if
-    the essential ones alone are wider, the test and op columns lose their middles. ``devices``:
-    the run's device records, so that a row judged by one of several sets of figures says which.
-    ``clocks``: the :data:`CLOCK_COLUMNS` too, whatever the width; ``against``: the
-    :data:`AGAINST_COLUMNS` too."""
+    when no width is given), the essential ones first, then others by priority; if the essential ones
+    alone are wider, the op and test columns are cut. The rest as :func:`table_rows`."""
     table = table_columns(clocks, against)
     rows = table_rows(records, devices, clocks=clocks, against=against)
     if columns is not None:  # as asked, then the clock and comparison columns
