@@ -264,12 +264,8 @@ def prediction_summary(
         added["predicted_tokens_per_s_hi"] = batch / prediction.lo_s
     if args.budget_ms is not None:
         added["budget_s"] = args.budget_ms / 1e3
-        added["over_budget"] = over_budget(prediction, args.budget_ms)
+        added["over_budget"] = prediction.total_s > args.budget_ms / 1e3
     return added
-
-
-def over_budget(prediction: StepPrediction, budget_ms: float) -> bool:
-    return prediction.total_s > budget_ms / 1e3
 
 
 def budget_verdict(
@@ -279,7 +275,7 @@ def budget_verdict(
     if prediction is None or budget_ms is None:
         return [], 0
     total, budget = prediction.total_s, budget_ms / 1e3
-    if not over_budget(prediction, budget_ms):
+    if total <= budget:
         return [f"within budget: predicted step {units.seconds(total)} <= {units.seconds(budget)}"], 0
     largest = prediction.rows[prediction.largest]
     name = rows[prediction.largest].op.name

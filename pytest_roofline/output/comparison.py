@@ -189,8 +189,6 @@ class RegressionRule:
         """One test's record against its baseline record (``None`` where one side has none); ``tests``:
         how many the baseline compares, each held to the suite's :data:`FALSE_ALARMS`."""
         threshold = self.threshold
-        if new is None and old is None:
-            raise ValueError("compare needs at least one record")
         key = (new or old).key  # type: ignore[union-attr]
         if old is None:
             return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
