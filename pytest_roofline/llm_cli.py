@@ -550,7 +550,7 @@ def draw_step(data: dict[str, Any], path: str) -> str:
     """Each op of a step (``--json``'s ``data``) on the device's roofline, its marker sized by its share
     of the step: at its floor, or with ``--from`` at its predicted time, measured and assumed ops
     apart; the path written."""
-    from .output.plot import Point, draw
+    from .output.plot import draw
 
     predicted = "predicted_s" in data["total"]
     total = float(data["total"]["predicted_s" if predicted else "floor_s"])
@@ -563,12 +563,12 @@ def draw_step(data: dict[str, Any], path: str) -> str:
         return float(op["match"]["predicted_s"] if predicted else op["step_floor_s"]) / total
 
     points = [
-        Point(
-            nodeid=op["name"], name="", device=data["device"], flops=op["flops"], bytes=op["bytes"],
-            time_s=time_s(op), peak_precision=op["peak_precision"], unit=op["unit"],
-            verdict=_drawn_as(op) if predicted else "floor",
-            size=4 + 16 * share(op) ** 0.5,
-        )
+        {
+            "nodeid": op["name"], "device": data["device"], "flops": op["flops"], "bytes": op["bytes"],
+            "time_s": time_s(op), "peak_precision": op["peak_precision"], "unit": op["unit"],
+            "verdict": _drawn_as(op) if predicted else "floor",
+            "size": 4 + 16 * share(op) ** 0.5,
+        }
         for op in ops
         if op["peak_precision"] is not None and op["flops"]
     ]  # fmt: skip

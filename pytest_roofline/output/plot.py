@@ -6,7 +6,6 @@ here, when a plot is asked for (:func:`require_matplotlib`); every text from the
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import math
 import os
@@ -31,32 +30,9 @@ if TYPE_CHECKING:
 Record = Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
-    """A point drawn without a measurement behind it (``roofline llm`` draws each op's floor)."""
-
-    nodeid: str
-    name: str
-    device: str
-    flops: float
-    bytes: float
-    time_s: float
-    #: the roof it was judged against
-    peak_precision: str
-    unit: str
-    #: a verdict's value, or another word (``roofline llm`` draws floors: ``floor``)
-    verdict: str
-    cache_state: str = "cold"
-    memory_level: str = "dram"
-    #: the marker's size (``roofline llm`` sizes each op by its share of the step)
-    size: float = 7.0
-
-
 def _as_json(item: object) -> Record:
-    """A typed record, a device record or a :class:`Point` as the JSON this module reads (one shape to
-    check: a report's file and this run's records are drawn alike)."""
-    if isinstance(item, Point):
-        return dataclasses.asdict(item)
+    """A typed record or device record as the JSON this module reads (one shape to check: a report's
+    file and this run's records are drawn alike)."""
     to_json = getattr(item, "to_json", None)
     return to_json() if callable(to_json) else item  # type: ignore[return-value]
 
@@ -155,7 +131,8 @@ def draw(
     title: str = "",
 ) -> Path:
     """Draw the plot to ``path`` (.svg or .png), atomically; returns the path written. ``records`` and
-    ``devices``: typed records, :class:`Point` s or their JSON; ``baseline``: each test's baseline record."""
+    ``devices``: typed records or their JSON (``roofline llm``'s points: JSON with a marker ``size``);
+    ``baseline``: each test's baseline record."""
     target = check_path(path)
     drawn = figure(records, devices, baseline=baseline, title=title)
     image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was

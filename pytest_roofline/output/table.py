@@ -207,27 +207,23 @@ def bound_cell(record: MeasurementRecord) -> str:
     return record.bound
 
 
-def machine_cell(record: MeasurementRecord) -> str:
-    """``62% of best`` (the probe beside the kernel against the best it has shown), and the
-    contention the OS reported when it was more than quiet."""
+def _machine(row: Row) -> str:
+    """``GPU 3, 62% of best, heavy, figures #2``: the GPU the row ran on, as the run numbers them; the
+    probe beside the kernel against the best it has shown; the contention the OS reported when more
+    than quiet; the set of figures that judged it, where there were several."""
+    record, numbers = row.record, row.figures
+    if not isinstance(record, MeasurementRecord):
+        return ""
     parts = []
+    if record.device_index is not None:
+        parts.append(f"GPU {record.device_index}")
     if record.ceiling is not None:
         parts.append(f"{units.percent(record.ceiling.share_of_best)} of best")
     if record.contention_level not in (None, "quiet"):
         parts.append(str(record.contention_level))
+    if record.device_version in numbers:
+        parts.append(f"figures #{numbers[record.device_version][0]}")
     return ", ".join(parts)
-
-
-def _machine(row: Row) -> str:
-    """The machine cell, after the GPU the row ran on (``GPU 3``, as the run numbers them) when the
-    record names one, and before the set of figures that judged it (``figures #2``) where there were
-    several."""
-    record, numbers = row.record, row.figures
-    if not isinstance(record, MeasurementRecord):
-        return ""
-    gpu = f"GPU {record.device_index}" if record.device_index is not None else ""
-    figures = f"figures #{numbers[record.device_version][0]}" if record.device_version in numbers else ""
-    return ", ".join(part for part in (gpu, machine_cell(record), figures) if part)
 
 
 def _clock_cell(read: Callable[[Mapping[str, Any]], str]) -> Callable[[Row], str]:
