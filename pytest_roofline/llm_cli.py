@@ -195,9 +195,7 @@ NAMED = 5
 
 
 def warn_disturbed(tests: list[str], which: str) -> None:
-    """One line naming the measurements (at most :data:`NAMED`) whose time the machine's load could
-    have lengthened: judged inconclusive, taken beside busy or heavy contention, or with threads
-    that waited for a core."""
+    """One warning naming the measurements (at most :data:`NAMED`) the machine's load could have slowed."""
     if tests:
         more = f" and {len(tests) - NAMED} more" if len(tests) > NAMED else ""
         warnings.warn(

@@ -269,9 +269,8 @@ def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> flo
 
 
 def disturbed(record: MeasurementRecord) -> bool:
-    """The machine's load could have slowed it, so a regression it shows is not told from the load:
-    a verdict already inconclusive, busy or heavy contention, or threads that waited for a core
-    longer than their share (slowed by another job)."""
+    """Whether the machine's load could have slowed it, so that a regression it shows is not told from
+    the load (docs/ci.md, "Load confirms nothing")."""
     from ..model.verdict import WAITED_SHARE, Verdict
 
     share = record.thread_wait_share
