@@ -23,7 +23,8 @@ from .model.llm import PHASES, LlmError, ModelConfig, StepOp, config_key, load_c
 from .model.step_prediction import ASSUMED_FRACTION, Evidence, Match, StepPrediction, match_op, predict
 
 if TYPE_CHECKING:
-    from .output.step_evidence import MeasuredStep, Reports
+    from .output.records import MeasurementRecord
+    from .output.step_evidence import Reports
 
 #: what ``--json`` writes, by the name ``roofline plot`` knows it by
 SCHEMA = "roofline-llm/1"
@@ -156,12 +157,13 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
     summary = step_summary(config, options, rows, device)
     prediction = None
     if args.reports:
+        from .output.comparison import disturbed
         from .output.step_evidence import read_reports
 
         reports = read_reports(args.reports, device, across_devices=args.across_devices)
         prediction = predicted_step(rows, reports, args)
         measured = [step for step in reports.steps if same_step(step, args.config, summary, options)]
-        warn_disturbed([step.test for step in measured if step.disturbed], "of the step itself")
+        warn_disturbed([step.test for step in measured if disturbed(step)], "of the step itself")
         summary = {**summary, **prediction_summary(prediction, summary, args, measured)}
     verdict, status = budget_verdict(prediction, rows, args.budget_ms)
     data = step_json(rows, summary, device, prediction)
@@ -206,7 +208,7 @@ def warn_disturbed(tests: list[str], which: str) -> None:
         )
 
 
-def same_step(step: MeasuredStep, config: str, summary: dict[str, Any], options: dict[str, Any]) -> bool:
+def same_step(step: MeasurementRecord, config: str, summary: dict[str, Any], options: dict[str, Any]) -> bool:
     """Whether a report's measured step is the step predicted: the same config (however spelled:
     :func:`~.model.llm.config_key`) and dtype, the same phase, batch, context, prompt and tp where
     the test gave them, and the same weight and KV-cache dtypes given (or neither given)."""
@@ -237,17 +239,19 @@ def prediction_summary(
     prediction: StepPrediction,
     summary: dict[str, Any],
     args: argparse.Namespace,
-    measured: list[MeasuredStep],
+    measured: list[MeasurementRecord],
 ) -> dict[str, Any]:
     """The summary's additions for a predicted step: the total's prediction and its interval, for
-    decode the tokens/s they imply, and where the reports measured the step itself, its time (the
-    median of theirs) and the prediction over it."""
+    decode the tokens/s they imply, and where the reports measured the step itself, its time at the
+    calibrated speed (the median of theirs) and the prediction over it."""
+    from .output.step_evidence import calibrated_time_s
+
     total = {
         **summary["total"], "predicted_s": prediction.total_s, "predicted_lo_s": prediction.lo_s,
         "predicted_hi_s": prediction.hi_s, "measured_share": prediction.measured_share,
     }  # fmt: skip
     if measured:
-        step_s = statistics.median(step.time_s for step in measured)
+        step_s = statistics.median(calibrated_time_s(step) for step in measured)
         total["measured_step_s"], total["measured_step_by"] = step_s, [step.test for step in measured]
         total["predicted_over_measured"] = prediction.total_s / step_s
     added: dict[str, Any] = {

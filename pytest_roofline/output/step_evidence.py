@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..model.core import Device
 from ..model.devices import table
@@ -25,27 +24,14 @@ from .store import read_run
 
 
 @dataclass(frozen=True, slots=True)
-class MeasuredStep:
-    """A whole step a report measured (a test of ``op="llm"``): what it ran, and its time at the
-    machine's calibrated speed (:func:`calibrated_time_s`), as a prediction takes its ops'."""
-
-    test: str
-    params: Mapping[str, Any]
-    dtype: str
-    time_s: float
-    #: the machine's load could have slowed it (:func:`.comparison.disturbed`)
-    disturbed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class Reports:
     """What the reports hold of use to a step on one device."""
 
     evidence: tuple[Evidence, ...]
     #: the reports' measured records, all of them (on any device)
     measured: int
-    #: the whole steps they measured on the device
-    steps: tuple[MeasuredStep, ...] = ()
+    #: the whole steps they measured on the device (tests of ``op="llm"``)
+    steps: tuple[MeasurementRecord, ...] = ()
 
 
 def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) -> Reports:
@@ -54,7 +40,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
     gives that device's measurements alone (a warning says how many it left out)."""
     here = machine_of(device.key, device.name)
     evidence: list[Evidence] = []
-    steps: list[MeasuredStep] = []
+    steps: list[MeasurementRecord] = []
     measured = 0
     for path in paths:
         run = read_run(path, "--from")
@@ -76,11 +62,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
             )
             records = own
         evidence += [_evidence(r, run.devices, device, own=r.machine == here) for r in records]
-        steps += [
-            MeasuredStep(r.test, r.params, r.dtype, calibrated_time_s(r), disturbed(r))
-            for r in own
-            if r.op == "llm"
-        ]
+        steps += [r for r in own if r.op == "llm"]
     return Reports(tuple(evidence), measured, tuple(steps))
 
 
