@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .errors import RooflineUsageError
+from .errors import InvalidValueError
 from .model import units
 from .model.core import Device, Estimate, Precision, Unit
 from .model.devices import table
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     from .analysis.kernelfacts import StaticFacts
 
 USAGE_ERROR = 2
-
-
-class CliError(RooflineUsageError):
-    """A mistake in the command line; printed as one line, exit status 2."""
 
 
 def parse_value(text: str) -> Any:
@@ -57,9 +53,9 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise CliError(f"expected key=value, got {item!r} (for example M=4096 or dtype=bf16)")
+            raise InvalidValueError(f"expected key=value, got {item!r} (for example M=4096 or dtype=bf16)")
         if name in params:
-            raise CliError(f"{name} is given twice")
+            raise InvalidValueError(f"{name} is given twice")
         params[name] = parse_value(value)
     return params
 
@@ -72,12 +68,12 @@ def _floor(args: argparse.Namespace) -> str:
     params = parse_assignments(args.params)
     for option in ("device", "math"):
         if option in params:
-            raise CliError(f"{option} is an option here: write --{option} {params[option]}")
+            raise InvalidValueError(f"{option} is an option here: write --{option} {params[option]}")
     if "op" in params:
-        raise CliError(f"the op comes first: roofline floor {params['op']} key=value ...")
+        raise InvalidValueError(f"the op comes first: roofline floor {params['op']} key=value ...")
     dtype = params.pop("dtype", None)
     if dtype is None:
-        raise CliError(f"{args.op} needs dtype=... (for example dtype=bf16, dtype=fp32)")
+        raise InvalidValueError(f"{args.op} needs dtype=... (for example dtype=bf16, dtype=fp32)")
     # the user named the device: this CPU's ceilings are measured if none are cached
     est = estimate(args.op, dtype=dtype, device=args.device, math=args.math, measure=True, **params)
     if args.json:
@@ -294,7 +290,9 @@ def _plot(args: argparse.Namespace) -> str:
     data = read_json(args.results, "results")
     if is_step(data):  # `roofline llm --json`'s output: one step's ops at their floors
         if args.baseline:
-            raise CliError(f"--baseline: {args.results} is one roofline llm step, which has no baseline")
+            raise InvalidValueError(
+                f"--baseline: {args.results} is one roofline llm step, which has no baseline"
+            )
         return plot_step(cast("dict[str, Any]", data), args.results, args.output)
     where = f"results {args.results}"
     parse_baseline(data, where, args.results)  # every fault in the file, named, before drawing
@@ -302,7 +300,7 @@ def _plot(args: argparse.Namespace) -> str:
     try:
         devices = check_devices(data.get("devices", []))
     except PlotError as exc:
-        raise CliError(f"{where}: {exc}") from None
+        raise InvalidValueError(f"{where}: {exc}") from None
     for index, record in enumerate(data["measurements"]):
         reason = fault(record) if record.get("verdict") != "skipped" else None
         if reason:  # one bad figure leaves out its point, not the plot
@@ -323,7 +321,7 @@ def _calibrate(args: argparse.Namespace) -> str:
         return format_calibration(calibrate_cpu(force=args.force, reset=args.reset))
     if target.kind == "cuda":
         return format_calibration(calibrate_cuda(target.index or 0, force=args.force, reset=args.reset))
-    raise CliError(
+    raise InvalidValueError(
         f"--device {args.device}: a table device has datasheet peaks; calibrate measures local hardware "
         "(cpu, cuda, cuda:N)"
     )
@@ -337,16 +335,18 @@ def _analyze(args: argparse.Namespace) -> str:
     from .analysis.occupancy import DEVICE_ARCH, limits_for
 
     if args.block is not None and args.block < 1:
-        raise CliError(f"--block must be a positive thread count; got {args.block}")
+        raise InvalidValueError(f"--block must be a positive thread count; got {args.block}")
     if args.dynamic_smem < 0:
-        raise CliError(f"--dynamic-smem must be a byte count (0 or more); got {args.dynamic_smem}")
+        raise InvalidValueError(f"--dynamic-smem must be a byte count (0 or more); got {args.dynamic_smem}")
     arch = args.arch or (DEVICE_ARCH.get(args.device) if args.device else None)
     if arch is None:
         hint = f" ({args.device} is not a table GPU)" if args.device else ""
-        raise CliError(f"--arch is required (for example --arch sm_90), or --device with a table GPU{hint}")
+        raise InvalidValueError(
+            f"--arch is required (for example --arch sm_90), or --device with a table GPU{hint}"
+        )
     limits = limits_for(arch)
     if args.block is not None and args.block > limits.max_threads_per_block:
-        raise CliError(
+        raise InvalidValueError(
             f"--block {args.block} is over {limits.arch}'s {limits.max_threads_per_block} threads per block"
         )
     est = _analyze_estimate(args) if args.op else None
@@ -356,7 +356,7 @@ def _analyze(args: argparse.Namespace) -> str:
             source, args.kernel, arch, args.block, dynamic_smem=args.dynamic_smem, where=args.source
         )
     except ToolchainUnavailable as exc:
-        raise CliError(str(exc)) from None
+        raise InvalidValueError(str(exc)) from None
     diagnosis = diagnose(est, facts)
     if args.json:
         record: dict[str, Any] = diagnosis.to_record()
@@ -374,9 +374,11 @@ def _analyze_estimate(args: argparse.Namespace) -> Estimate:
     params = parse_assignments(assignments)
     dtype = params.pop("dtype", None) or args.dtype
     if dtype is None:
-        raise CliError(f"--op {op} needs --dtype (for example --dtype fp32)")
+        raise InvalidValueError(f"--op {op} needs --dtype (for example --dtype fp32)")
     if args.device is None:
-        raise CliError("--op needs --device: the table GPU whose peaks give the floor (e.g. h100-sxm)")
+        raise InvalidValueError(
+            "--op needs --device: the table GPU whose peaks give the floor (e.g. h100-sxm)"
+        )
     return estimate(op, dtype=dtype, device=args.device, measure=True, **params)
 
 
@@ -438,7 +440,7 @@ def format_analysis(where: str, facts: StaticFacts, est: Estimate | None, diagno
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's default prints usage; one line is enough
-        raise CliError(message)
+        raise InvalidValueError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -599,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
         command = args.command
         if args.command is None:
-            raise CliError(
+            raise InvalidValueError(
                 "a command is required: floor, devices, ops, calibrate, compare, merge, plot, analyze, llm"
                 " or selfcheck (see roofline -h)"
             )
@@ -614,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `roofline compare old new | head`: the reader left, which is no error;
         sys.stdout = None  # the verdict stands (a regression's 1 under pipefail); no flush into the pipe
         return int(status)
-    except (CliError, ValueError) as exc:  # OpError and DeviceError are ValueErrors
+    except ValueError as exc:  # InvalidValueError, OpError and DeviceError are ValueErrors
         print(f"roofline: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     except RuntimeError as exc:  # an unavailable device or CuPy: said in one line, not a traceback

@@ -23,10 +23,9 @@ from .model.llm import PHASES, LlmError, ModelConfig, StepOp, config_key, load_c
 from .model.step_prediction import ASSUMED_FRACTION, Evidence, Match, StepPrediction, match_op, predict
 
 if TYPE_CHECKING:
-    from .output.step_evidence import MeasuredStep, Reports
+    from .output.records import MeasurementRecord
+    from .output.step_evidence import Reports
 
-#: the table's interconnect figures, by device key (each table device carries its own as ``interconnect``)
-LINKS = INTERCONNECTS
 #: what ``--json`` writes, by the name ``roofline plot`` knows it by
 SCHEMA = "roofline-llm/1"
 
@@ -81,7 +80,7 @@ def add_parser(commands: Any) -> None:
         help="a --roofline-json report (repeatable): predict the step from its tests of the step's ops",
     )  # fmt: skip
     llm.add_argument(
-        "--assume-fraction", type=_fraction, metavar="F",
+        "--assume-fraction", type=_positive("a number", "above 0 and at most 1", 1.0), metavar="F",
         help="with --from: the fraction of its floor an op with no measurement of its kind attains "
         f"(default: {ASSUMED_FRACTION}, the plugin's default budget)",
     )  # fmt: skip
@@ -89,7 +88,8 @@ def add_parser(commands: Any) -> None:
         "--across-devices", action="store_true", help="with --from: use measurements of other devices too"
     )
     llm.add_argument(
-        "--budget-ms", type=_milliseconds, metavar="MS",
+        "--budget-ms", metavar="MS",
+        type=_positive("a number of milliseconds", "a positive number of milliseconds", math.inf),
         help="with --from: exit 1 when the predicted step takes longer than MS milliseconds",
     )  # fmt: skip
     llm.set_defaults(run=run)
@@ -108,24 +108,19 @@ def _count(low: int) -> Any:
     return parse
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number; got {text!r}") from None
-    if not 0 < value <= 1:  # also refuses a NaN
-        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1; got {text}")
-    return value
+def _positive(expected: str, must: str, most: float) -> Any:
+    """A parser of a finite number in (0, ``most``]; ``expected`` and ``must`` name it in its errors."""
 
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+        if not (0 < value <= most and math.isfinite(value)):  # also refuses a NaN
+            raise argparse.ArgumentTypeError(f"must be {must}; got {text}")
+        return value
 
-def _milliseconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of milliseconds; got {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number of milliseconds; got {text}")
-    return value
+    return parse
 
 
 def run(args: argparse.Namespace) -> str | tuple[str, int]:
@@ -149,7 +144,9 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
 
         key = args.device.strip().lower()
         if key in table() and table()[key].interconnect is None:
-            raise LlmError(f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(LINKS)}")
+            raise LlmError(
+                f"--tp {args.tp}: no interconnect figure for {key}; known: {', '.join(INTERCONNECTS)}"
+            )
     if args.plot:
         from .output.plot import check_path, require_matplotlib
 
@@ -160,12 +157,13 @@ def run(args: argparse.Namespace) -> str | tuple[str, int]:
     summary = step_summary(config, options, rows, device)
     prediction = None
     if args.reports:
+        from .output.comparison import disturbed
         from .output.step_evidence import read_reports
 
         reports = read_reports(args.reports, device, across_devices=args.across_devices)
         prediction = predicted_step(rows, reports, args)
         measured = [step for step in reports.steps if same_step(step, args.config, summary, options)]
-        warn_disturbed([step.test for step in measured if step.disturbed], "of the step itself")
+        warn_disturbed([step.test for step in measured if disturbed(step)], "of the step itself")
         summary = {**summary, **prediction_summary(prediction, summary, args, measured)}
     verdict, status = budget_verdict(prediction, rows, args.budget_ms)
     data = step_json(rows, summary, device, prediction)
@@ -199,9 +197,7 @@ NAMED = 5
 
 
 def warn_disturbed(tests: list[str], which: str) -> None:
-    """One line naming the measurements (at most :data:`NAMED`) whose time the machine's load could
-    have lengthened: judged inconclusive, taken beside busy or heavy contention, or with threads
-    that waited for a core."""
+    """One warning naming the measurements (at most :data:`NAMED`) the machine's load could have slowed."""
     if tests:
         more = f" and {len(tests) - NAMED} more" if len(tests) > NAMED else ""
         warnings.warn(
@@ -212,7 +208,7 @@ def warn_disturbed(tests: list[str], which: str) -> None:
         )
 
 
-def same_step(step: MeasuredStep, config: str, summary: dict[str, Any], options: dict[str, Any]) -> bool:
+def same_step(step: MeasurementRecord, config: str, summary: dict[str, Any], options: dict[str, Any]) -> bool:
     """Whether a report's measured step is the step predicted: the same config (however spelled:
     :func:`~.model.llm.config_key`) and dtype, the same phase, batch, context, prompt and tp where
     the test gave them, and the same weight and KV-cache dtypes given (or neither given)."""
@@ -243,17 +239,19 @@ def prediction_summary(
     prediction: StepPrediction,
     summary: dict[str, Any],
     args: argparse.Namespace,
-    measured: list[MeasuredStep],
+    measured: list[MeasurementRecord],
 ) -> dict[str, Any]:
     """The summary's additions for a predicted step: the total's prediction and its interval, for
-    decode the tokens/s they imply, and where the reports measured the step itself, its time (the
-    median of theirs) and the prediction over it."""
+    decode the tokens/s they imply, and where the reports measured the step itself, its time at the
+    calibrated speed (the median of theirs) and the prediction over it."""
+    from .output.step_evidence import calibrated_time_s
+
     total = {
         **summary["total"], "predicted_s": prediction.total_s, "predicted_lo_s": prediction.lo_s,
         "predicted_hi_s": prediction.hi_s, "measured_share": prediction.measured_share,
     }  # fmt: skip
     if measured:
-        step_s = statistics.median(step.time_s for step in measured)
+        step_s = statistics.median(calibrated_time_s(step) for step in measured)
         total["measured_step_s"], total["measured_step_by"] = step_s, [step.test for step in measured]
         total["predicted_over_measured"] = prediction.total_s / step_s
     added: dict[str, Any] = {
@@ -268,12 +266,8 @@ def prediction_summary(
         added["predicted_tokens_per_s_hi"] = batch / prediction.lo_s
     if args.budget_ms is not None:
         added["budget_s"] = args.budget_ms / 1e3
-        added["over_budget"] = over_budget(prediction, args.budget_ms)
+        added["over_budget"] = prediction.total_s > args.budget_ms / 1e3
     return added
-
-
-def over_budget(prediction: StepPrediction, budget_ms: float) -> bool:
-    return prediction.total_s > budget_ms / 1e3
 
 
 def budget_verdict(
@@ -283,7 +277,7 @@ def budget_verdict(
     if prediction is None or budget_ms is None:
         return [], 0
     total, budget = prediction.total_s, budget_ms / 1e3
-    if not over_budget(prediction, budget_ms):
+    if total <= budget:
         return [f"within budget: predicted step {units.seconds(total)} <= {units.seconds(budget)}"], 0
     largest = prediction.rows[prediction.largest]
     name = rows[prediction.largest].op.name
@@ -303,7 +297,7 @@ def floors(ops: list[StepOp], device: Device) -> list[Row]:
         if op.op == "all_reduce":
             if device.interconnect is None:
                 raise LlmError(f"tp={op.params['tp']}: no interconnect figure for {device.key}; known: "
-                               f"{', '.join(LINKS)}")  # fmt: skip
+                               f"{', '.join(INTERCONNECTS)}")  # fmt: skip
             rows.append(Row(op, None, op.link_bytes / device.interconnect.value))
             continue
         est = estimate(op.op, dtype=op.dtype, device=device, **op.params)
@@ -399,10 +393,6 @@ def _how(match: Match) -> str:
     return f"interp. {low}..{high}"
 
 
-def _fraction_text(value: float) -> str:
-    return f"{value:.2g}"
-
-
 #: the columns the table leaves out unless ``--wide``: one call's figures, which the step's share does
 #: not need (``--json`` keeps every figure), so that the table fits :data:`.output.wrapping.TEXT_WIDTH`
 NARROW_LEAVES_OUT = ("FLOPs", "bytes", "FLOP/B", "floor", "floor × count")
@@ -449,7 +439,7 @@ def format_step(
             [
                 r.op.name, kernel, f"×{r.op.count}",
                 units.intensity(r.estimate.intensity) if r.estimate is not None else "-",
-                units.seconds(r.total_s), _how(p.match), _fraction_text(p.match.fraction),
+                units.seconds(r.total_s), _how(p.match), f"{p.match.fraction:.2g}",
                 units.seconds(p.predicted_s), units.percent(p.predicted_s / predicted),
             ]
             for r, kernel, p in zip(rows, kernels, prediction.rows, strict=True)
@@ -553,7 +543,7 @@ def _prediction_lines(prediction: StepPrediction, summary: dict[str, Any]) -> li
     if assumed:
         lines.append(
             f"assumed         {assumed} of {len(prediction.rows)} ops at "
-            f"{_fraction_text(summary['assume_fraction'])} of their floor (no measurement of their kind)"
+            f"{summary['assume_fraction']:.2g} of their floor (no measurement of their kind)"
         )
     return lines
 
@@ -562,7 +552,7 @@ def draw_step(data: dict[str, Any], path: str) -> str:
     """Each op of a step (``--json``'s ``data``) on the device's roofline, its marker sized by its share
     of the step: at its floor, or with ``--from`` at its predicted time, measured and assumed ops
     apart; the path written."""
-    from .output.plot import Point, draw
+    from .output.plot import draw
 
     predicted = "predicted_s" in data["total"]
     total = float(data["total"]["predicted_s" if predicted else "floor_s"])
@@ -575,12 +565,12 @@ def draw_step(data: dict[str, Any], path: str) -> str:
         return float(op["match"]["predicted_s"] if predicted else op["step_floor_s"]) / total
 
     points = [
-        Point(
-            nodeid=op["name"], name="", device=data["device"], flops=op["flops"], bytes=op["bytes"],
-            time_s=time_s(op), peak_precision=op["peak_precision"], unit=op["unit"],
-            verdict=_drawn_as(op) if predicted else "floor",
-            size=4 + 16 * share(op) ** 0.5,
-        )
+        {
+            "nodeid": op["name"], "device": data["device"], "flops": op["flops"], "bytes": op["bytes"],
+            "time_s": time_s(op), "peak_precision": op["peak_precision"], "unit": op["unit"],
+            "verdict": _drawn_as(op) if predicted else "floor",
+            "size": 4 + 16 * share(op) ** 0.5,
+        }
         for op in ops
         if op["peak_precision"] is not None and op["flops"]
     ]  # fmt: skip
@@ -605,6 +595,7 @@ def is_step(data: object) -> bool:
 def plot_step(data: dict[str, Any], path: str, output: str) -> str:
     """``roofline plot STEP.json -o OUT``: a saved step (``data``, read from ``path``) drawn as
     ``--plot`` draws it; a field it needs that is missing or of the wrong kind is an LlmError naming it."""
+    from .output.baseline import finite_number, positive_number
     from .output.plot import PlotError, check_devices
 
     where = f"{path} (roofline llm --json)"
@@ -612,7 +603,7 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
         if not isinstance(data.get(key), str):
             raise LlmError(f"{where}: {key!r} must be a string; got {data.get(key)!r}")
     total = data.get("total")
-    if not isinstance(total, dict) or not _positive_number(total.get("floor_s")):
+    if not isinstance(total, dict) or not positive_number(total.get("floor_s")):
         raise LlmError(f"{where}: 'total' must hold a positive 'floor_s'; got {total!r}")
     ops = data.get("ops")
     if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
@@ -620,7 +611,7 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
     for index, op in enumerate(ops):
         for key in ("flops", "bytes", "floor_s", "step_floor_s"):
             value = op.get(key)
-            if not _positive_number(value) and not (value == 0 and not isinstance(value, bool)):
+            if not finite_number(value) or value < 0:
                 raise LlmError(f"{where}: ops[{index}].{key} must be a number, 0 or more; got {value!r}")
         for key in ("name", "peak_precision", "unit"):
             if not isinstance(op.get(key), str) and not (key != "name" and op.get(key) is None):
@@ -628,13 +619,13 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
         if "predicted_s" in total:  # a step predicted with --from: each op's match is drawn
             match = op.get("match")
             if not isinstance(match, dict) or not all(
-                _positive_number(match.get(key)) for key in ("fraction", "predicted_s")
+                positive_number(match.get(key)) for key in ("fraction", "predicted_s")
             ):
                 raise LlmError(
                     f"{where}: ops[{index}].match must hold a positive 'fraction' and 'predicted_s'; "
                     f"got {match!r}"
                 )
-    if "predicted_s" in total and not _positive_number(total["predicted_s"]):
+    if "predicted_s" in total and not positive_number(total["predicted_s"]):
         raise LlmError(
             f"{where}: 'total.predicted_s' must be a positive number; got {total['predicted_s']!r}"
         )
@@ -643,7 +634,3 @@ def plot_step(data: dict[str, Any], path: str, output: str) -> str:
     except PlotError as exc:
         raise LlmError(f"{where}: {exc}") from None
     return f"roofline: wrote {draw_step(data, output)}"
-
-
-def _positive_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")

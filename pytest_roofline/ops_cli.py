@@ -30,13 +30,6 @@ def _op_rows() -> list[list[str]]:
     ]
 
 
-def ops_markdown() -> str:
-    """The op table as docs/floor.md holds it: a Markdown table, a pipe in a formula escaped."""
-    lines = [_markdown_row(_OP_HEADERS), "|" + "---|" * len(_OP_HEADERS)]
-    lines += [_markdown_row([cell.replace("|", "\\|") for cell in row]) for row in _op_rows()]
-    return "\n".join(lines)
-
-
 def _markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -44,8 +37,10 @@ def _markdown_row(cells: Sequence[str]) -> str:
 def ops_text(args: argparse.Namespace) -> str:
     """Every op, a few lines each, then the notes, wrapped to :data:`~.output.wrapping.TEXT_WIDTH`
     columns (the table itself, a row per op, is ``--markdown``'s: docs/floor.md)."""
-    if args.markdown:
-        return ops_markdown()
+    if args.markdown:  # the op table as docs/floor.md holds it, a pipe in a formula escaped
+        lines = [_markdown_row(_OP_HEADERS), "|" + "---|" * len(_OP_HEADERS)]
+        lines += [_markdown_row([cell.replace("|", "\\|") for cell in row]) for row in _op_rows()]
+        return "\n".join(lines)
     from .output.wrapping import TEXT_WIDTH, wrap
 
     blocks = [

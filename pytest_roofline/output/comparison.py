@@ -10,7 +10,7 @@ import enum
 import math
 import statistics
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from .baseline import Baseline, Key
 if TYPE_CHECKING:
     from .records import MeasurementRecord
 
-__all__ = ["Change", "Comparison", "RegressionRule", "compare"]
+__all__ = ["Change", "Comparison", "RegressionRule"]
 
 DEFAULT_THRESHOLD = 0.10
 #: how many runs' worth of evidence a record's prior run-to-run noise
@@ -95,11 +95,6 @@ class Comparison:
         if old.device_index is None or new.device_index is None or old.device_index == new.device_index:
             return None
         return new.device_index, old.device_index
-
-    @property
-    def percent_change(self) -> float | None:
-        """The change of attained in percent (-48.0 for a kernel that lost 48% of its fraction)."""
-        return None if self.ratio is None else (self.ratio - 1) * 100
 
     def summary(self) -> str:
         """One line: the change and both fractions (``-48% (45.0% -> 23.4%)``), or why there is none."""
@@ -191,13 +186,9 @@ class RegressionRule:
         source: str = "",
         tests: int = 1,
     ) -> Comparison:
-        """Compare one test's record with its baseline record (``None`` where one side has none).
-
-        ``tests``: how many tests the baseline compares in all; each is held to the confidence that
-        keeps the whole suite's false alarms to :data:`FALSE_ALARMS` of runs."""
+        """One test's record against its baseline record (``None`` where one side has none); ``tests``:
+        how many the baseline compares, each held to the suite's :data:`FALSE_ALARMS`."""
         threshold = self.threshold
-        if new is None and old is None:
-            raise ValueError("compare needs at least one record")
         key = (new or old).key  # type: ignore[union-attr]
         if old is None:
             return Comparison(key, Change.NEW, None, new, threshold=threshold, source=source)
@@ -245,20 +236,6 @@ class RegressionRule:
         return [*seen.values(), *missing]
 
 
-def compare(
-    old: MeasurementRecord | None,
-    new: MeasurementRecord | None,
-    *,
-    threshold: float = DEFAULT_THRESHOLD,
-    across_devices: bool = False,
-    source: str = "",
-    tests: int = 1,
-) -> Comparison:
-    """One comparison under the rule of ``threshold`` and ``across_devices``
-    (:meth:`RegressionRule.compare`)."""
-    return RegressionRule(threshold, across_devices).compare(old, new, source=source, tests=tests)
-
-
 def reference(record: MeasurementRecord) -> float:
     """The baseline's figure for a test: the median of the runs it keeps (one slow run moves it little)."""
     return statistics.median(record.runs)
@@ -282,10 +259,8 @@ def confidence_z(tests: int) -> float:
 
 
 def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> float:
-    """The sd of log(new / reference). A run's figure moves by the run-to-run noise, which already
-    holds a typical run's own interval (the spread of runs is measured on their figures), or by its
-    own interval when that is wider (a noisier run than usual). The reference, a median of n runs,
-    has about pi/2n of one run's variance (exactly 1/n for n <= 2)."""
+    """The sd of log(new / reference): each side moves by the run-to-run noise, or by its own interval
+    where that is wider; the reference, a median of n runs, by less (docs/ci.md)."""
     n = len(old.runs)
     share = 1 / n if n <= 2 else math.pi / (2 * n)
     new_var = max(noise, math.log1p(interval_rel(new)) / _Z95) ** 2
@@ -293,14 +268,9 @@ def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> flo
     return math.sqrt(new_var + old_var * share)
 
 
-def counts(comparisons: Iterable[Comparison]) -> Mapping[Change, int]:
-    return Counter(c.change for c in comparisons)
-
-
 def disturbed(record: MeasurementRecord) -> bool:
-    """The machine's load could have slowed it, so a regression it shows is not told from the load:
-    a verdict already inconclusive, busy or heavy contention, or threads that waited for a core
-    longer than their share (slowed by another job)."""
+    """Whether the machine's load could have slowed it, so that a regression it shows is not told from
+    the load (docs/ci.md, "Load confirms nothing")."""
     from ..model.verdict import WAITED_SHARE, Verdict
 
     share = record.thread_wait_share
@@ -344,7 +314,7 @@ def format_table(comparisons: Iterable[Comparison]) -> list[str]:
                 record.label if record is not None else "",
                 c.baseline_figure(),
                 units.percent(new.attained or 0.0) if new is not None else "-",
-                f"{c.percent_change:+.0f}%" if c.percent_change is not None else "-",
+                f"{(c.ratio - 1) * 100:+.0f}%" if c.ratio is not None else "-",
                 f"±{c.ci_rel * 100:.0f}%" if c.ratio is not None else "-",
                 str(c.change),
             ]
@@ -375,6 +345,6 @@ def other_gpu_lines(comparisons: Iterable[Comparison]) -> list[str]:
 
 
 def summary_line(comparisons: Iterable[Comparison]) -> str:
-    totals = counts(comparisons)
+    totals = Counter(c.change for c in comparisons)
     parts = [f"{totals[change]} {change}" for change in _ORDER if totals.get(change)]
     return "compared with the baseline: " + (", ".join(parts) if parts else "nothing")

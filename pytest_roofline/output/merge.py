@@ -10,14 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import RooflineUsageError
+from ..errors import InvalidValueError
 from .baseline import Key, StoreKey
 from .records import DeviceRecord, JsonObject, Record
 from .store import RunFile, read_run
-
-
-class MergeError(RooflineUsageError, ValueError):
-    """Shards that cannot be joined: the message names the shards and what is wrong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +39,8 @@ class Merged:
 
 
 def merge_shards(paths: Sequence[str]) -> Merged:
-    """The shards at ``paths`` joined, in the order given; :class:`MergeError` (or a
-    :class:`.BaselineError` for a shard that cannot be read) names what is wrong."""
+    """The shards at ``paths`` joined, in the order given; an InvalidValueError naming the shards (or a
+    :class:`.BaselineError` for a shard that cannot be read) says what is wrong."""
     shards = [read_run(path, "shard") for path in paths]
     measured: dict[StoreKey, tuple[Record, str]] = {}
     skipped: set[Key] = set()
@@ -62,7 +58,7 @@ def merge_shards(paths: Sequence[str]) -> Merged:
                 measured[new.store_key] = (record, shard.path)
                 rows.append(record)
             elif earlier[0].to_json() != record.to_json():
-                raise MergeError(
+                raise InvalidValueError(
                     f"{new.test} is measured on {new.device_name} in two shards, {earlier[1]} and"
                     f" {shard.path}: each test belongs to one shard (are their selections disjoint?)"
                 )

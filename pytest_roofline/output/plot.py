@@ -6,7 +6,6 @@ here, when a plot is asked for (:func:`require_matplotlib`); every text from the
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import math
 import os
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RooflineUsageError
 from ..machine import files
 from ..model import units
-from .baseline import finite_number, json_kind, positive_number
+from .baseline import Key, finite_number, json_kind, positive_number
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -26,46 +25,16 @@ if TYPE_CHECKING:
     from matplotlib.text import Annotation
     from matplotlib.transforms import Bbox
 
+    from .records import MeasurementRecord
+
 Record = Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
-    """A point drawn without a measurement behind it (``roofline llm`` draws each op's floor)."""
-
-    nodeid: str
-    name: str
-    device: str
-    flops: float
-    bytes: float
-    time_s: float
-    #: the roof it was judged against
-    peak_precision: str
-    unit: str
-    #: a verdict's value, or another word (``roofline llm`` draws floors: ``floor``)
-    verdict: str
-    cache_state: str = "cold"
-    memory_level: str = "dram"
-    #: the marker's size (``roofline llm`` sizes each op by its share of the step)
-    size: float = 7.0
-
-
 def _as_json(item: object) -> Record:
-    """A typed record, a device record or a :class:`Point` as the JSON this module reads (one shape to
-    check: a report's file and this run's records are drawn alike)."""
-    if isinstance(item, Point):
-        return dataclasses.asdict(item)
+    """A typed record or device record as the JSON this module reads (one shape to check: a report's
+    file and this run's records are drawn alike)."""
     to_json = getattr(item, "to_json", None)
     return to_json() if callable(to_json) else item  # type: ignore[return-value]
-
-
-def _old_time_s(baseline: Mapping[tuple[str, str], object]) -> dict[tuple[str, str], Record]:
-    """Each baseline record's time, whether a typed record or a JSON record holds it."""
-    times: dict[tuple[str, str], Record] = {}
-    for key, old in baseline.items():
-        time_s = old.get("time_s") if isinstance(old, Mapping) else getattr(old, "time_s", None)
-        times[key] = {"time_s": time_s}
-    return times
 
 
 FORMATS = (".svg", ".png")
@@ -158,11 +127,12 @@ def draw(
     devices: Sequence[object],
     path: str | os.PathLike[str],
     *,
-    baseline: Mapping[tuple[str, str], object] | None = None,
+    baseline: Mapping[Key, MeasurementRecord] | None = None,
     title: str = "",
 ) -> Path:
     """Draw the plot to ``path`` (.svg or .png), atomically; returns the path written. ``records`` and
-    ``devices``: typed records, :class:`Point` s or their JSON; ``baseline``: records with a time."""
+    ``devices``: typed records or their JSON (``roofline llm``'s points: JSON with a marker ``size``);
+    ``baseline``: each test's baseline record."""
     target = check_path(path)
     drawn = figure(records, devices, baseline=baseline, title=title)
     image = io.BytesIO()  # drawn whole first: a failed draw leaves the old plot as it was
@@ -178,7 +148,7 @@ def figure(
     records: Sequence[object],
     devices: Sequence[object],
     *,
-    baseline: Mapping[tuple[str, str], object] | None = None,
+    baseline: Mapping[Key, MeasurementRecord] | None = None,
     title: str = "",
 ) -> Figure:
     """The plot as a matplotlib Figure, laid out, its point labels apart (what :func:`draw` saves)."""
@@ -187,7 +157,6 @@ def figure(
 
     shown_all = [_as_json(r) for r in records]
     devices = check_devices([_as_json(d) for d in devices])
-    old_times = _old_time_s(baseline or {})
     shown = [r for r in shown_all if r.get("verdict") != "skipped"]
     measured = [r for r in shown if fault(r) is None and r["flops"] > 0]
     panels = [d for d in devices if any(r.get("device") == d["key"] for r in measured)] or list(devices[:1])
@@ -196,7 +165,7 @@ def figure(
     labels: list[tuple[Annotation, float]] = []
     for ax, device in zip(axes, panels, strict=False):
         on_device = [r for r in measured if r.get("device") == device["key"]]
-        labels += _panel(ax, device, on_device, old_times)
+        labels += _panel(ax, device, on_device, baseline or {})
     flopless = sum(1 for r in shown if fault(r) is None and r["flops"] == 0)
     faulty = sum(1 for r in shown if fault(r) is not None)
     caption = title or "pytest-roofline"
@@ -210,7 +179,7 @@ def figure(
 
 
 def _panel(
-    ax: Axes, device: Record, records: Sequence[Record], baseline: Mapping[tuple[str, str], Record]
+    ax: Axes, device: Record, records: Sequence[Record], baseline: Mapping[Key, MeasurementRecord]
 ) -> list[tuple[Annotation, float]]:
     """One device's roofs and points; the points' labels, one per spot (:func:`_spots`), each with
     the size of its spot's marker."""
@@ -244,8 +213,8 @@ def _panel(
         x, y = r["flops"] / r["bytes"], r["flops"] / r["time_s"]
         colour = COLOURS.get(r.get("verdict", ""), "#777777")
         old = baseline.get((r.get("nodeid", ""), r.get("name", "")))
-        if old is not None and old.get("time_s"):
-            y_old = r["flops"] / old["time_s"]
+        if old is not None and old.time_s:
+            y_old = r["flops"] / old.time_s
             ax.annotate(
                 "", (x, y), xytext=(x, y_old),
                 arrowprops={"arrowstyle": "->", "color": "#777777", "linewidth": 1.0},

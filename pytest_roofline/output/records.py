@@ -85,9 +85,6 @@ class CeilingRecord:
     probe_rates: tuple[float, ...]
     probe_wall_s: float
 
-    def to_json(self) -> JsonObject:
-        return _fields_json(self)
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CeilingRecord:
         resource, probe = str(data.get("resource", "")), str(data.get("probe", ""))
@@ -468,9 +465,6 @@ class PeakRecord:
     #: faster-than-light limit allows for, never the floor (:attr:`~..model.core.Figure.at_max_clock`)
     at_max_clock: float | None = None
 
-    def to_json(self) -> JsonObject:
-        return _fields_json(self)
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PeakRecord:
         precision, unit = str(data.get("precision", "")), str(data.get("unit", ""))
@@ -487,9 +481,6 @@ class LevelRecord:
     per_core: bool = False
     source: str = ""
     note: str = ""
-
-    def to_json(self) -> JsonObject:
-        return _fields_json(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LevelRecord:

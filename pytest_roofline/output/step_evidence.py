@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..model.core import Device
+from ..model.devices import table
 from ..model.llm import LlmError
 from ..model.step_prediction import Evidence
 from ..model.verdict import Verdict
@@ -24,27 +24,14 @@ from .store import read_run
 
 
 @dataclass(frozen=True, slots=True)
-class MeasuredStep:
-    """A whole step a report measured (a test of ``op="llm"``): what it ran, and its time at the
-    machine's calibrated speed (:func:`calibrated_time_s`), as a prediction takes its ops'."""
-
-    test: str
-    params: Mapping[str, Any]
-    dtype: str
-    time_s: float
-    #: the machine's load could have slowed it (:func:`.comparison.disturbed`)
-    disturbed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class Reports:
     """What the reports hold of use to a step on one device."""
 
     evidence: tuple[Evidence, ...]
     #: the reports' measured records, all of them (on any device)
     measured: int
-    #: the whole steps they measured on the device
-    steps: tuple[MeasuredStep, ...] = ()
+    #: the whole steps they measured on the device (tests of ``op="llm"``)
+    steps: tuple[MeasurementRecord, ...] = ()
 
 
 def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) -> Reports:
@@ -53,7 +40,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
     gives that device's measurements alone (a warning says how many it left out)."""
     here = machine_of(device.key, device.name)
     evidence: list[Evidence] = []
-    steps: list[MeasuredStep] = []
+    steps: list[MeasurementRecord] = []
     measured = 0
     for path in paths:
         run = read_run(path, "--from")
@@ -75,11 +62,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
             )
             records = own
         evidence += [_evidence(r, run.devices, device, own=r.machine == here) for r in records]
-        steps += [
-            MeasuredStep(r.test, r.params, r.dtype, calibrated_time_s(r), disturbed(r))
-            for r in own
-            if r.op == "llm"
-        ]
+        steps += [r for r in own if r.op == "llm"]
     return Reports(tuple(evidence), measured, tuple(steps))
 
 
@@ -96,7 +79,7 @@ def _evidence(
     return Evidence(
         test=record.test, op=record.op, dtype=record.dtype, params=dict(record.params),
         flops=record.flops, bytes=record.bytes,
-        fraction=step_fraction(record, devices, device if own else _table_device(record.device)),
+        fraction=step_fraction(record, devices, device if own else table().get(record.device)),
         ci_rel=interval_rel(record), own_device=own, disturbed=disturbed(record),
     )  # fmt: skip
 
@@ -130,16 +113,7 @@ def step_fraction(record: MeasurementRecord, devices: Sequence[DeviceRecord], de
 
 
 def calibrated_time_s(record: MeasurementRecord) -> float:
-    """The time ``record`` measured, at the speed the machine's calibration found: times the share of
-    its calibrated rate the probe beside it saw (0.7: the machine ran at 70%; docs/llm.md, "Predicting
-    the step from the suite"). A measurement with no probe beside it (a warm one, a GPU's), or bound
-    by its calls' latency rather than by the resource the probe measures, is taken as it was timed."""
+    """``record``'s time at the machine's calibrated speed: times its probe's ``speed``; as timed with no
+    probe beside it or when latency-bound (docs/llm.md, "Predicting the step from the suite")."""
     speed = record.ceiling.speed if record.ceiling is not None and not record.latency_bound else 0.0
     return record.time_s * speed if speed > 0 and math.isfinite(speed) else record.time_s
-
-
-def _table_device(key: str) -> Device | None:
-    """Another device's figures, where the table has them (a measurement across devices)."""
-    from ..model.devices import table
-
-    return table().get(key)

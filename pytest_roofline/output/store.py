@@ -214,7 +214,10 @@ class _Merge:
         if key in self.at:  # the baseline's record, or one this run measured twice
             self.rows[self.at[key]] = saved
         else:
-            self._note_apart(new.key, new.device_name)
+            others = self.devices_of.get(new.key)
+            if others:  # beside another device's records of the test
+                self.apart_now[new.device_name] = None
+                self.apart_other.update(dict.fromkeys(others))
             self.at[key] = len(self.rows)
             self.rows.append(saved)
             self.added += 1
@@ -230,12 +233,6 @@ class _Merge:
         elif record.key not in self.measured_tests:
             self.skipped_at[record.key] = len(self.rows)
             self.rows.append(record)
-
-    def _note_apart(self, key: Key, device_name: str) -> None:
-        others = self.devices_of.get(key)
-        if others:
-            self.apart_now[device_name] = None
-            self.apart_other.update(dict.fromkeys(others))
 
     def saved(self, devices: Sequence[DeviceRecord], *, path: str, interruption: str | None) -> Saved:
         rows = [r for r in self.rows if r is not None]

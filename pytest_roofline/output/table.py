@@ -124,13 +124,8 @@ def table_rows(
     clocks: bool = False,
     against: bool = False,
 ) -> list[list[str]]:
-    """One row per record, in :func:`ordered` order, a cell per column of :data:`TABLE_COLUMNS`
-    (with ``clocks`` or ``against``, of :func:`table_columns`'s); readable without color (MISS is
-    upper case).
-
-    Where a device had several sets of figures this run (``devices``), the ``machine`` cell says
-    which judged the row (``figures #2``), as the device headers number them.
-    """
+    """One row per record, in :func:`ordered` order, a cell per column of :func:`table_columns`;
+    ``devices``: the run's, so that a row judged by one of several sets of figures says which."""
     numbers = _figures_numbers(devices)
     prefix = _common_directory([r.nodeid for r in records])
     rows = []
@@ -212,27 +207,23 @@ def bound_cell(record: MeasurementRecord) -> str:
     return record.bound
 
 
-def machine_cell(record: MeasurementRecord) -> str:
-    """``62% of best`` (the probe beside the kernel against the best it has shown), and the
-    contention the OS reported when it was more than quiet."""
+def _machine(row: Row) -> str:
+    """``GPU 3, 62% of best, heavy, figures #2``: the GPU the row ran on, as the run numbers them; the
+    probe beside the kernel against the best it has shown; the contention the OS reported when more
+    than quiet; the set of figures that judged it, where there were several."""
+    record, numbers = row.record, row.figures
+    if not isinstance(record, MeasurementRecord):
+        return ""
     parts = []
+    if record.device_index is not None:
+        parts.append(f"GPU {record.device_index}")
     if record.ceiling is not None:
         parts.append(f"{units.percent(record.ceiling.share_of_best)} of best")
     if record.contention_level not in (None, "quiet"):
         parts.append(str(record.contention_level))
+    if record.device_version in numbers:
+        parts.append(f"figures #{numbers[record.device_version][0]}")
     return ", ".join(parts)
-
-
-def _machine(row: Row) -> str:
-    """The machine cell, after the GPU the row ran on (``GPU 3``, as the run numbers them) when the
-    record names one, and before the set of figures that judged it (``figures #2``) where there were
-    several."""
-    record, numbers = row.record, row.figures
-    if not isinstance(record, MeasurementRecord):
-        return ""
-    gpu = f"GPU {record.device_index}" if record.device_index is not None else ""
-    figures = f"figures #{numbers[record.device_version][0]}" if record.device_version in numbers else ""
-    return ", ".join(part for part in (gpu, machine_cell(record), figures) if part)
 
 
 def _clock_cell(read: Callable[[Mapping[str, Any]], str]) -> Callable[[Row], str]:
@@ -404,11 +395,8 @@ def format_table(
     against: bool = False,
 ) -> list[str]:
     """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
-    when no width is given): the essential ones, then others by priority while the table fits; if
-    the essential ones alone are wider, the test and op columns lose their middles. ``devices``:
-    the run's device records, so that a row judged by one of several sets of figures says which.
-    ``clocks``: the :data:`CLOCK_COLUMNS` too, whatever the width; ``against``: the
-    :data:`AGAINST_COLUMNS` too."""
+    when no width is given), the essential ones first, then others by priority; if the essential ones
+    alone are wider, the op and test columns are cut. The rest as :func:`table_rows`."""
     table = table_columns(clocks, against)
     rows = table_rows(records, devices, clocks=clocks, against=against)
     if columns is not None:  # as asked, then the clock and comparison columns

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from pytest_roofline import cli
+from pytest_roofline.errors import InvalidValueError
 from pytest_roofline.machine import cpupeak
 from pytest_roofline.machine.cpupeak import CpuPeak
 from pytest_roofline.model.core import Device, Figure, Precision, Source, Unit
@@ -434,7 +435,7 @@ def test_parse_assignments() -> None:
         "M": 4096, "dtype": "bf16", "causal": False, "expr": "a=b",
     }  # fmt: skip
     assert cli.parse_assignments([]) == {}
-    with pytest.raises(cli.CliError, match="M is given twice"):
+    with pytest.raises(InvalidValueError, match="M is given twice"):
         cli.parse_assignments(["M=1", "M=1"])
 
 

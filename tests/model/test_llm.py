@@ -21,8 +21,8 @@ from llm_configs import (
     QWEN2_MOE,
 )
 
-from pytest_roofline.llm_cli import LINKS, floors
-from pytest_roofline.model.devices import lookup
+from pytest_roofline.llm_cli import floors
+from pytest_roofline.model.devices import INTERCONNECTS, lookup
 from pytest_roofline.model.estimate import estimate
 from pytest_roofline.model.llm import LlmError, ModelConfig, load_config, parse_config, step_ops
 
@@ -360,7 +360,10 @@ def test_tensor_parallel_shards_and_all_reduces() -> None:
     # two all-reduces per layer of 4 tokens · 4096 bf16; a ring moves 2·(2−1)/2 of them
     assert (reduce.count, reduce.link_bytes) == (64, 1.0 * 4 * 4096 * 2)
     rows = floors(list(ops.values()), H100)
-    assert next(r for r in rows if r.op.name == "all_reduce").floor_s == 4 * 4096 * 2 / LINKS["h100-sxm"][0]
+    assert (
+        next(r for r in rows if r.op.name == "all_reduce").floor_s
+        == 4 * 4096 * 2 / INTERCONNECTS["h100-sxm"][0]
+    )
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from pytest_roofline.model import run_noise
-from pytest_roofline.output.comparison import Change, compare
+from pytest_roofline.output.comparison import Change, RegressionRule
 from pytest_roofline.output.records import MeasurementRecord
 
 
@@ -59,9 +59,11 @@ def record(attained: float, backend: str, bound: str, runs: tuple[float, ...] = 
 
 
 def test_a_gpu_copy_12_percent_slower_than_one_saved_run_is_a_regression_where_a_cpu_one_is_not() -> None:
-    gpu = compare(record(0.80, "cuda", "memory"), record(0.80 / 1.12, "cuda", "memory"))
-    cpu = compare(record(0.80, "cpu", "memory"), record(0.80 / 1.12, "cpu", "memory"))
-    compute = compare(record(0.80, "cuda", "compute"), record(0.80 / 1.12, "cuda", "compute"))
+    gpu = RegressionRule().compare(record(0.80, "cuda", "memory"), record(0.80 / 1.12, "cuda", "memory"))
+    cpu = RegressionRule().compare(record(0.80, "cpu", "memory"), record(0.80 / 1.12, "cpu", "memory"))
+    compute = RegressionRule().compare(
+        record(0.80, "cuda", "compute"), record(0.80 / 1.12, "cuda", "compute")
+    )
     assert (gpu.change, cpu.change, compute.change) == (
         Change.REGRESSION, Change.INCONCLUSIVE, Change.INCONCLUSIVE,
     )  # fmt: skip

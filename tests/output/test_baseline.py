@@ -15,12 +15,11 @@ from pytest_roofline.output.comparison import (
     RUN_NOISE,
     Change,
     RegressionRule,
-    compare,
     confidence_z,
-    counts,
     disturbed,
     parse_threshold,
     run_noise,
+    summary_line,
 )
 from pytest_roofline.output.records import MeasurementRecord
 
@@ -184,16 +183,18 @@ def measured(
 def test_a_change_is_judged_on_attained_and_both_intervals(
     old: MeasurementRecord, new: MeasurementRecord, change: Change
 ) -> None:
-    assert compare(old, new).change is change
+    assert RegressionRule().compare(old, new).change is change
 
 
 def test_the_threshold_is_the_users() -> None:
-    assert compare(measured(0.50), measured(0.35)).change is Change.REGRESSION  # -30%
-    assert compare(measured(0.50), measured(0.35), threshold=0.4).change is Change.UNCHANGED
+    assert RegressionRule().compare(measured(0.50), measured(0.35)).change is Change.REGRESSION  # -30%
+    assert RegressionRule(threshold=0.4).compare(measured(0.50), measured(0.35)).change is Change.UNCHANGED
 
 
 def test_the_regression_message_has_both_fractions_both_times_the_change_why_and_the_baseline() -> None:
-    c = compare(measured(0.50), measured(0.25, time_s=2e-3), source="base.json (AMD EPYC; 2026-11-20)")
+    c = RegressionRule().compare(
+        measured(0.50), measured(0.25, time_s=2e-3), source="base.json (AMD EPYC; 2026-11-20)"
+    )
     assert c.message() == (
         "t.py::test_a: attained 25.0% of speed of light, 50.0% in the baseline: -50% (95% interval -60% to "
         "-38%); beyond the 10% regression threshold and beyond the 17% that run-to-run noise explains "
@@ -211,29 +212,33 @@ def with_history(attained: float, *history: float) -> MeasurementRecord:
 def test_a_drop_within_a_single_runs_noise_is_inconclusive_never_a_regression() -> None:
     """Identical code moved -10% to -26% between runs on a shared VM (issue 22): a 1-run baseline with a
     tight interval did not cover it."""
-    c = compare(measured(0.50, 0.01), measured(0.42, 0.01))  # -16%, both intervals ±1%
+    c = RegressionRule().compare(measured(0.50, 0.01), measured(0.42, 0.01))  # -16%, both intervals ±1%
     assert c.change is Change.INCONCLUSIVE
     assert c.ci_rel > 0.2  # the run-to-run noise is in the ratio's interval
 
 
 def test_the_baseline_is_the_median_of_its_runs_so_one_slow_run_moves_it_little() -> None:
     old = with_history(0.30, 0.50, 0.51, 0.49, 0.50)  # the last save ran slow
-    assert compare(old, measured(0.49)).ratio == pytest.approx(0.49 / 0.50)
-    assert compare(old, measured(0.49)).change is Change.UNCHANGED
+    assert RegressionRule().compare(old, measured(0.49)).ratio == pytest.approx(0.49 / 0.50)
+    assert RegressionRule().compare(old, measured(0.49)).change is Change.UNCHANGED
 
 
 def test_a_history_that_agrees_catches_smaller_drops_than_one_run() -> None:
     tight = with_history(0.50, 0.50, 0.505, 0.495, 0.50, 0.502, 0.498, 0.50)
-    assert compare(measured(0.50), measured(0.425)).change is Change.INCONCLUSIVE  # -15%: one run
-    assert compare(tight, measured(0.425)).change is Change.REGRESSION
-    assert "learned from 8 baseline runs" in compare(tight, measured(0.425)).message()
+    assert (
+        RegressionRule().compare(measured(0.50), measured(0.425)).change is Change.INCONCLUSIVE
+    )  # -15%: one run
+    assert RegressionRule().compare(tight, measured(0.425)).change is Change.REGRESSION
+    assert "learned from 8 baseline runs" in RegressionRule().compare(tight, measured(0.425)).message()
 
 
 def test_a_history_that_spreads_widens_the_noise() -> None:
     wide = with_history(0.50, 0.30, 0.70, 0.40, 0.60, 0.35, 0.65, 0.50)
     assert run_noise(wide.runs) > 2 * RUN_NOISE
-    assert compare(wide, measured(0.35)).change is Change.INCONCLUSIVE  # -30%, as the history has moved
-    assert compare(measured(0.50), measured(0.35)).change is Change.REGRESSION
+    assert (
+        RegressionRule().compare(wide, measured(0.35)).change is Change.INCONCLUSIVE
+    )  # -30%, as the history has moved
+    assert RegressionRule().compare(measured(0.50), measured(0.35)).change is Change.REGRESSION
 
 
 def test_runs_that_agree_lower_the_noise_only_as_far_as_their_number_allows() -> None:
@@ -246,15 +251,18 @@ def test_a_larger_suite_holds_each_test_to_a_higher_confidence() -> None:
     assert confidence_z(100) > confidence_z(6) > confidence_z(1)
     assert NormalDist().cdf(-confidence_z(6)) * 6 == pytest.approx(FALSE_ALARMS)
     drop = (measured(0.50), measured(0.33))  # -34%
-    assert compare(*drop, tests=1).change is Change.REGRESSION
-    assert compare(*drop, tests=10_000).change is Change.INCONCLUSIVE
+    assert RegressionRule().compare(*drop, tests=1).change is Change.REGRESSION
+    assert RegressionRule().compare(*drop, tests=10_000).change is Change.INCONCLUSIVE
 
 
 def test_another_devices_baseline_is_compared_only_when_asked() -> None:
     old, new = measured(0.50, device="h100-sxm"), measured(0.25)
-    assert compare(old, new).change is Change.OTHER_DEVICE
-    assert compare(old, new).summary() == "not compared: baseline measured on AMD EPYC (50.0% -> 25.0%)"
-    assert compare(old, new, across_devices=True).change is Change.REGRESSION
+    assert RegressionRule().compare(old, new).change is Change.OTHER_DEVICE
+    assert (
+        RegressionRule().compare(old, new).summary()
+        == "not compared: baseline measured on AMD EPYC (50.0% -> 25.0%)"
+    )
+    assert RegressionRule(across_devices=True).compare(old, new).change is Change.REGRESSION
 
 
 def test_new_and_vanished_tests_are_listed() -> None:
@@ -267,7 +275,7 @@ def test_new_and_vanished_tests_are_listed() -> None:
         ("t.py::test_new", Change.NEW),
         ("t.py::test_gone", Change.VANISHED),
     ]
-    assert counts(result) == {Change.UNCHANGED: 1, Change.NEW: 1, Change.VANISHED: 1}
+    assert summary_line(result) == "compared with the baseline: 1 new, 1 vanished, 1 unchanged"
     assert result[1].summary() == "new: no baseline record"
     assert result[2].summary() == "vanished: in the baseline, not measured now"
 
@@ -413,8 +421,8 @@ def test_a_baseline_history_that_is_not_a_list_of_positive_numbers_is_named(tmp_
 
 def test_a_run_noisier_than_the_run_to_run_noise_counts_its_own_interval() -> None:
     steady, noisy = measured(0.50, 0.02), measured(0.35, 0.60)  # -30%, the new run itself ±60%
-    assert compare(steady, measured(0.35, 0.02)).change is Change.REGRESSION
-    assert compare(steady, noisy).change is Change.INCONCLUSIVE
+    assert RegressionRule().compare(steady, measured(0.35, 0.02)).change is Change.REGRESSION
+    assert RegressionRule().compare(steady, noisy).change is Change.INCONCLUSIVE
 
 
 # -- what a comparison reads from a record ---------------------------------------------------------
@@ -428,19 +436,23 @@ def test_a_drop_measured_under_contention_is_inconclusive_never_a_regression() -
     old = as_record("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass")
     busy = as_record("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "pass", disturbed=True)
     quiet = as_record("t.py::test_mm", "", 0.02, 0.01, 4e-2, "cpu", "CPU", "MISS")
-    assert compare(old, busy).change is Change.INCONCLUSIVE  # beside a busy neighbour: -98%, not confirmed
-    assert compare(old, quiet).change is Change.REGRESSION
+    assert (
+        RegressionRule().compare(old, busy).change is Change.INCONCLUSIVE
+    )  # beside a busy neighbour: -98%, not confirmed
+    assert RegressionRule().compare(old, quiet).change is Change.REGRESSION
     disturbed_old = as_record("t.py::test_mm", "", 0.8, 0.01, 1e-3, "cpu", "CPU", "pass", disturbed=True)
-    assert compare(disturbed_old, quiet).change is Change.INCONCLUSIVE  # the baseline's figure is the load's
+    assert (
+        RegressionRule().compare(disturbed_old, quiet).change is Change.INCONCLUSIVE
+    )  # the baseline's figure is the load's
 
 
 def test_a_baseline_from_another_cpu_model_is_another_device() -> None:
     old = as_record("t.py::test_add", "", 0.8, 0.01, 1e-3, "cpu", "AMD EPYC 7J13", "pass")
     other = as_record("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "Intel(R) Xeon(R) Processor", "pass")
     same = as_record("t.py::test_add", "", 0.4, 0.01, 2e-3, "cpu", "AMD EPYC 7J13", "pass")
-    assert compare(old, other).change is Change.OTHER_DEVICE
-    assert compare(old, other, across_devices=True).change is Change.REGRESSION
-    assert compare(old, same).change is Change.REGRESSION
+    assert RegressionRule().compare(old, other).change is Change.OTHER_DEVICE
+    assert RegressionRule(across_devices=True).compare(old, other).change is Change.REGRESSION
+    assert RegressionRule().compare(old, same).change is Change.REGRESSION
 
 
 @pytest.mark.parametrize(

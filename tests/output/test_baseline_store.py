@@ -273,7 +273,7 @@ def test_figures_out_of_range_and_unknown_verdicts_are_refused_never_a_traceback
 
 
 def test_the_comparison_maths_is_clamped_where_figures_are_extreme() -> None:
-    from pytest_roofline.output.comparison import Change, compare
+    from pytest_roofline.output.comparison import Change, RegressionRule
     from pytest_roofline.output.records import MeasurementRecord
 
     def rec(attained: float, *history: float, ci: float = 0.0) -> MeasurementRecord:
@@ -284,7 +284,7 @@ def test_the_comparison_maths_is_clamped_where_figures_are_extreme() -> None:
 
     spread = rec(0.5, 1e-300, 1e300)  # a history whose logs' spread overflows exp()
     for old, new in [(spread, rec(0.5)), (rec(1e308), rec(1e-300)), (rec(0.5), rec(0.5, ci=1e308))]:
-        c = compare(old, new)
+        c = RegressionRule().compare(old, new)
         assert c.change in (Change.INCONCLUSIVE, Change.UNCHANGED, Change.REGRESSION, Change.IMPROVEMENT)
         assert c.message()
         assert c.summary()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_roofline.output.comparison import compare
+from pytest_roofline.output.comparison import RegressionRule
 from pytest_roofline.output.markdown import append_section, section
 from pytest_roofline.output.records import DeviceRecord, MeasurementRecord, Record, record_from_json
 
@@ -73,7 +73,9 @@ def test_text_outside_code_spans_is_escaped_for_github() -> None:
 
 def test_code_outside_the_table_needs_no_escaped_pipe() -> None:
     gone = MeasurementRecord.from_json(record("t.py::test_x[a|b]", "pass").to_json())
-    lines = section([], [], comparisons=[compare(gone, None)], plot="C:\\out\\roofline.svg").splitlines()
+    lines = section(
+        [], [], comparisons=[RegressionRule().compare(gone, None)], plot="C:\\out\\roofline.svg"
+    ).splitlines()
     assert "<br>In the baseline, not measured now: `t.py::test_x[a|b]`." in lines
     assert lines[-1] == "Roofline plot: `C:\\out\\roofline.svg` (upload it as an artifact to see it here)."
 
@@ -83,9 +85,9 @@ def test_with_a_baseline_the_change_is_a_column_and_regressions_come_first() -> 
     old = MeasurementRecord.from_json(record("t.py::test_reg", "pass", 0.5, attained_ci_rel=0.01).to_json())
     gone = MeasurementRecord.from_json(record("t.py::test_gone", "pass").to_json())
     comparisons = [
-        compare(None, MeasurementRecord.from_json(new[0].to_json())),
-        compare(old, MeasurementRecord.from_json(new[1].to_json())),
-        compare(gone, None),
+        RegressionRule().compare(None, MeasurementRecord.from_json(new[0].to_json())),
+        RegressionRule().compare(old, MeasurementRecord.from_json(new[1].to_json())),
+        RegressionRule().compare(gone, None),
     ]
     lines = section(new, [], comparisons=comparisons, baseline="base.json").splitlines()
     table = [line for line in lines if line.startswith("| ")]

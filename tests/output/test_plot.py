@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_roofline.output.plot import PlotError, check_path, draw
+from pytest_roofline.output.records import MeasurementRecord
 
 #: the plot extra (in the test extra too); the refusals below need no matplotlib
 needs_matplotlib = pytest.mark.skipif(
@@ -75,7 +76,8 @@ def test_a_warm_point_brings_the_roof_of_the_level_that_judged_it(tmp_path: Path
 @needs_matplotlib
 def test_a_baseline_draws_an_arrow_from_the_old_point(tmp_path: Path) -> None:
     plain = draw(RECORDS, [DEVICE], tmp_path / "plain.svg").read_text()
-    old = {("tests/t.py::test_gemm", ""): {"time_s": 0.0125}}
+    gemm = MeasurementRecord.from_json({**RECORDS[0], "time_s": 0.0125})
+    old = {gemm.key: gemm}
     arrowed = draw(RECORDS, [DEVICE], tmp_path / "arrow.svg", baseline=old).read_text()
     assert arrowed.count("<path") > plain.count("<path")
 

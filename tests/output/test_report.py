@@ -38,7 +38,6 @@ from pytest_roofline.output.table import (
     format_device_header,
     format_device_headers,
     format_table,
-    machine_cell,
     ordered,
     parse_columns,
     skipped_notes,
@@ -279,9 +278,10 @@ def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
     record = result_record(a_result("gemm", 2e-3, M=1000, N=1000, K=1000), nodeid="t.py::t", mode="enforce")
 
     def cell(ceiling: JsonObject | None, contention: JsonObject | None) -> str:
-        return machine_cell(
-            MeasurementRecord.from_json({**record, "ceiling": ceiling, "contention": contention})
+        rows = table_rows(
+            [MeasurementRecord.from_json({**record, "ceiling": ceiling, "contention": contention})]
         )
+        return rows[0][11]  # the machine column
 
     assert cell(None, None) == ""
     assert cell({"share_of_best": 0.62}, {"level": "quiet"}) == "62.0% of best"
