@@ -29,9 +29,6 @@ class KernelInterval:
 
     start_ns: int
     end_ns: int
-    device_id: int
-    stream_id: int
-    correlation_id: int
     #: the kernel's name (``extern "C"`` names as written, C++ ones mangled); "" when not reported
     name: str = ""
 
@@ -70,9 +67,6 @@ class KernelActivity:
                     KernelInterval(
                         int(record.start),
                         int(record.end),
-                        int(getattr(record, "device_id", -1)),
-                        int(getattr(record, "stream_id", -1)),
-                        int(getattr(record, "correlation_id", 0)),
                         str(getattr(record, "name", "") or ""),
                     )
                 )
