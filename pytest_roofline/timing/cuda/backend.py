@@ -164,10 +164,14 @@ class CudaBackend(Backend):
     def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher:
         """An NVML watcher of this GPU's clocks (:mod:`.clocks`), found by PCI bus id: wrap a measurement
         in ``with backend.watch_clocks() as watcher:`` and read ``watcher.log``."""
-        bus_id: str | None = None
-        with suppress(Exception), using_device(self.device) as device:  # no pci_bus_id on ROCm builds
-            bus_id = str(device.pci_bus_id)
-        return ClockWatcher(index=self.device, pci_bus_id=bus_id, interval_s=interval_s)
+        return ClockWatcher(index=self.device, pci_bus_id=self.pci_bus_id, interval_s=interval_s)
+
+    @property
+    def pci_bus_id(self) -> str | None:
+        """This GPU's PCI bus id, by which NVML finds it; None where CuPy has none (ROCm builds)."""
+        with suppress(Exception), using_device(self.device) as device:
+            return str(device.pci_bus_id)
+        return None
 
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool
