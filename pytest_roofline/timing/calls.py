@@ -22,9 +22,9 @@ def call_once(
     kwargs: Mapping[str, object] | None = None,
     setup: Callable[[], object] | None = None,
 ) -> object:
-    """One untimed call, ``setup`` first: what a run that times nothing does with a kernel."""
+    """One untimed call, ``setup`` first: what a run that times nothing does with a kernel (its
+    ``kwargs`` and ``setup`` checked by the caller, :func:`check_call`)."""
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    check_call(kwargs, setup)
     kernel, call_args = KernelCall(fn, tuple(args), kwargs, setup).prepare()
     return kernel(*call_args)
 

@@ -48,7 +48,8 @@ def last_level_cache_bytes() -> int:
     """
     size: int | None = None
     if sys.platform.startswith("linux"):
-        size = _linux_llc_bytes(SYSFS_CACHE)
+        caches = cpu_caches(SYSFS_CACHE)
+        size = caches[-1].size_bytes if caches else None
     elif sys.platform == "darwin":
         size = _darwin_llc_bytes(_sysctl)
     return size or FALLBACK_LLC_BYTES
@@ -225,12 +226,6 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
         b = clock_ns()
         gaps.append(b - a)
     return max(stated, min(gaps) / 1e9)
-
-
-def _linux_llc_bytes(root: Path) -> int | None:
-    """The largest data or unified level's size under ``root`` (sysfs), None where it says nothing."""
-    caches = cpu_caches(root)
-    return caches[-1].size_bytes if caches else None
 
 
 def _sysctl(key: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -220,8 +221,10 @@ def measure(
         if snapshot is not None and before is not None:
             from pytest_roofline.timing.contention import between
 
+            affinity = getattr(os, "sched_getaffinity", None)
+            cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
             contention = between(
-                before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=_cores()
+                before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=cores
             )
         return Measurement(
             samples_s=tuple(samples),
@@ -316,13 +319,6 @@ def _cache_note(
     if k > 1:
         note += f"; {k} calls per sample"
     return f"{note}; setup before every call (one call per sample)" if setup else note
-
-
-def _cores() -> int:
-    import os
-
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @functools.cache

@@ -433,13 +433,6 @@ def _released() -> Callable[[], object]:
     raise RuntimeError("this rotation's copies were released: its measurement is over")
 
 
-def _arrays_returned(result: object) -> list[object]:
-    """The arrays a call returned: the result, or those in a tuple or list of them."""
-    if isinstance(result, (tuple, list)):
-        return [value for value in result if is_array(value)]
-    return [result] if is_array(result) else []
-
-
 class _Rotating:
     """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
 
@@ -489,7 +482,9 @@ class _Rotating:
         self.turned = False
 
     def _first_result(self, result: object) -> None:
-        nbytes = sum(map(nbytes_of, _arrays_returned(result)))
+        # the arrays the call returned: the result, or those in a tuple or list of them
+        returned = result if isinstance(result, (tuple, list)) else [result]
+        nbytes = sum(nbytes_of(value) for value in returned if is_array(value))
         kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
         self._keep = collections.deque[object](maxlen=kept).append
         self._keep(result)

@@ -127,7 +127,7 @@ class Sampler:
                 )
                 self.slow.rest()
                 if self.ready is not None:  # the call's frames stay few: a flush is the backend's
-                    made_at, flush = backend.clock(), _no_flush if self._evicted else backend.flush_cache
+                    made_at, flush = backend.clock(), (lambda: None) if self._evicted else backend.flush_cache
                     self.ready(size * self.k, ahead * self.k, flush)
                     self._making.append((backend.clock(), backend.clock() - made_at))
                 self._evicted = False
@@ -379,10 +379,6 @@ def _cut_for_probe(size: int, per_sample_s: float, probe: Probe | None, policy: 
     if probe is None or per_sample_s <= 0:
         return size
     return max(1, min(size, math.floor(policy.probe_interval_s / per_sample_s)))
-
-
-def _no_flush() -> None:
-    """A flush a probe made needless."""
 
 
 def _next_round(
