@@ -408,6 +408,7 @@ class HostPool:
 
     @classmethod
     def release(cls) -> None:
+        """Free this thread's buffer (the session's end); another thread's goes when that thread ends."""
         cls.local.pool = None
 
     def reserve(self, nbytes: int) -> None:

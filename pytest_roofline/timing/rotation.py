@@ -423,12 +423,6 @@ def free_memory(on_device: bool) -> int | None:
     return None
 
 
-def release_host_pool() -> None:
-    """Free this thread's host buffer that rotation copies are carved from (the session's end); another
-    thread's goes when that thread ends."""
-    HostPool.release()
-
-
 def _released() -> Callable[[], object]:
     raise RuntimeError("this rotation's copies were released: its measurement is over")
 
