@@ -25,8 +25,9 @@ ALIGN = 64
 MIN_SPAN_COVER = 0.5
 
 
-def padded(nbytes: int) -> int:
-    return -(-nbytes // ALIGN) * ALIGN
+def padded(nbytes: int, unit: int = ALIGN) -> int:
+    """``nbytes`` rounded up to a whole number of ``unit`` (a cache line, or :data:`SHARED_CHUNK`)."""
+    return -(-nbytes // unit) * unit
 
 
 def pooled(array: object) -> bool:
@@ -345,7 +346,7 @@ class SharedPool:
         """This half allocated and mapped up to ``nbytes`` for copies; False when it holds less."""
         if nbytes > SHARED_SIDE_BYTES or not self._allocate(self._allocated, nbytes):
             return False
-        self._allocated = max(self._allocated, _chunks(nbytes))
+        self._allocated = max(self._allocated, padded(nbytes, SHARED_CHUNK))
         return True
 
     def _allocate(self, low: int, high: int) -> bool:
@@ -355,7 +356,7 @@ class SharedPool:
         comes)."""
         import os
 
-        low, high = low // SHARED_CHUNK * SHARED_CHUNK, _chunks(high)
+        low, high = low // SHARED_CHUNK * SHARED_CHUNK, padded(high, SHARED_CHUNK)
         sides = (0, 1) if self.allocates_both else (self.side,)
         try:
             for offset in range(low, high, SHARED_CHUNK):
@@ -366,10 +367,6 @@ class SharedPool:
         # mapped now (a read per page), so that page faults are not the kernel's
         int(self.buffer[low:high:_PAGE].sum())
         return True
-
-
-def _chunks(nbytes: int) -> int:
-    return -(-nbytes // SHARED_CHUNK) * SHARED_CHUNK
 
 
 #: each side's half: what rotation's copies may take (:data:`~.rotation.MAX_ROTATION_BYTES`, and

@@ -119,8 +119,8 @@ class CudaBackend(Backend):
     @property
     def block_note(self) -> str:
         """Why no window is held ("" when they may be)."""
-        cupti = getattr(self, "_activity", None) is not None
-        return hold_refusal(self.block_mode, rocm=self.properties.kind == "rocm", cupti=cupti)
+        rocm = self.properties.kind == "rocm"
+        return hold_refusal(self.block_mode, rocm=rocm, cupti=self._activity is not None)
 
     @property
     def flush_bytes(self) -> int:
