@@ -64,7 +64,7 @@ class Unit:
         if self.pooled:
             assert pool is not None, "a plain NumPy array is copied in the pool"
             return _PooledCopies(self.arrays[0], n, pool)  # type: ignore[arg-type]
-        return _OwnCopies(self.arrays[0], n)
+        return _OwnCopies(self.arrays[0])
 
 
 def units_of(arrays: Sequence[object], places: Sequence[str]) -> list[Unit] | str:
@@ -210,7 +210,7 @@ class _OwnCopies(Copier):
     """Copies made by the array's own method: a tensor, a CuPy array, a NumPy subclass or array of
     Python objects, any other kind."""
 
-    def __init__(self, array: object, n: int) -> None:
+    def __init__(self, array: object) -> None:
         super().__init__()
         self._array = array
 
