@@ -209,8 +209,8 @@ class RooflineSession:
             self.state.interruption = f"worker {worker} went down ({error})"
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if (rotation := sys.modules.get("pytest_roofline.timing.rotation")) is not None:
-            rotation.release_host_pool()  # the buffer rotation's copies were carved from
+        if (copies := sys.modules.get("pytest_roofline.timing.copies")) is not None:
+            copies.HostPool.release()  # this thread's buffer rotation's copies were carved from
         if self._worker_id is not None:  # a pytest-xdist worker: its reports carried everything
             return
         state = self.state

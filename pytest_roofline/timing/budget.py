@@ -10,13 +10,11 @@ import contextlib
 import math
 import weakref
 
-from pytest_roofline.model.units import seconds
 from pytest_roofline.timing.base import MIN_SAMPLES_FLOOR
 
 __all__ = [
     "OVERRUN_SHARE",
     "WARMUP_SHARE",
-    "budget_note",
     "expect_flush",
     "floor_fits",
     "samples_within",
@@ -58,17 +56,6 @@ def samples_within(n: int, wanted: int, left_s: float, per_sample_s: float, max_
         over = _count((max(left_s, 0.0) + OVERRUN_SHARE * max_time_s) / per_sample_s)
         size = max(size, min(MIN_SAMPLES_FLOOR - n, over))
     return max(size, 1 - n, 0)
-
-
-def budget_note(max_time_s: float, warmup_calls: int, samples: int, per_sample_s: float, wanted: int) -> str:
-    """Why a measurement got fewer calls than it wanted: ``the 1 s time budget held 1 warm-up call
-    and 1 sample of 410 ms (10 wanted): a longer max_time gives more``."""
-    calls = f"{warmup_calls} warm-up call{'s' if warmup_calls != 1 else ''}"
-    taken = f"{samples} sample{'s' if samples != 1 else ''}"
-    return (
-        f"the {seconds(max_time_s)} time budget held {calls} and {taken} of {seconds(per_sample_s)}"
-        f" ({wanted} wanted): a longer max_time gives more"
-    )
 
 
 def saw_flush(backend: object, flush_s: float) -> None:

@@ -91,14 +91,14 @@ def plan_cache(
     asked: str = "cache='warm'",
     paired: bool = False,
 ) -> CachePlan:
-    """The plan for measuring ``fn(*args, **kwargs)`` ``state`` (``cold`` or ``warm``); rotation's
-    copies are made here, before the measurement's clock starts, within ``budget_s`` (the
-    measurement's time budget: :data:`~.rotation.MAX_COPY_SHARE` of it at most). ``asked`` says who
-    asked for a warm measurement (``cache='warm'``, ``--roofline-cache=warm``), as its note will.
-    ``paired``: one side of an A/B comparison on the host (``--roofline-against``): the kernel runs on
-    copies only, in the pool both sides share (:class:`~.copies.SharedPool`), an op past the cache
-    too (two copies) where they fit."""
-    if check_cache_state(state) == "warm":
+    """The plan for measuring ``fn(*args, **kwargs)`` ``state`` (``cold`` or ``warm``, checked at the
+    edge: :func:`check_cache_state`); rotation's copies are made here, before the measurement's clock
+    starts, within ``budget_s`` (the measurement's time budget: :data:`~.rotation.MAX_COPY_SHARE` of
+    it at most). ``asked`` says who asked for a warm measurement (``cache='warm'``,
+    ``--roofline-cache=warm``), as its note will. ``paired``: one side of an A/B comparison on the
+    host (``--roofline-against``): the kernel runs on copies only, in the pool both sides share
+    (:class:`~.copies.SharedPool`), an op past the cache too (two copies) where they fit."""
+    if state == "warm":
         return CachePlan(None, f"warm on request ({asked})")
     choice = choose_flush(op_bytes, llc_bytes)
     if choice.past_cache and not paired:

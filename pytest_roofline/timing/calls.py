@@ -22,9 +22,9 @@ def call_once(
     kwargs: Mapping[str, object] | None = None,
     setup: Callable[[], object] | None = None,
 ) -> object:
-    """One untimed call, ``setup`` first: what a run that times nothing does with a kernel."""
+    """One untimed call, ``setup`` first: what a run that times nothing does with a kernel (its
+    ``kwargs`` and ``setup`` checked by the caller, :func:`check_call`)."""
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    check_call(kwargs, setup)
     kernel, call_args = KernelCall(fn, tuple(args), kwargs, setup).prepare()
     return kernel(*call_args)
 
@@ -35,12 +35,12 @@ def check_call(kwargs: object, setup: object) -> None:
         if not isinstance(kwargs, Mapping):
             raise InvalidTypeError(
                 "kwargs must be a mapping of the kernel's keyword arguments, such as kwargs={'out': out};"
-                f" got {_short(kwargs)} ({type(kwargs).__name__})"
+                f" got {reprlib.repr(kwargs)} ({type(kwargs).__name__})"
             )
         _check_keys("kwargs", kwargs)
     if setup is not None and not callable(setup):
         raise InvalidTypeError(
-            f"setup must be callable (it runs before every timed call); got {_short(setup)}"
+            f"setup must be callable (it runs before every timed call); got {reprlib.repr(setup)}"
             f" ({type(setup).__name__})"
         )
 
@@ -51,19 +51,6 @@ def _check_keys(what: str, kwargs: Mapping[object, object]) -> None:
             raise InvalidTypeError(
                 f"{what} keys are the kernel's keyword names, strings; got {key!r} ({type(key).__name__})"
             )
-
-
-def _short(value: object) -> str:
-    """A repr a message can hold: an array's is cut short."""
-    return reprlib.repr(value)
-
-
-def check_backend(backend: object) -> None:
-    if not isinstance(backend, Backend):
-        raise InvalidTypeError(
-            f"backend must be a pytest_roofline.timing.base.Backend (a subclass of it);"
-            f" got {backend!r} ({type(backend).__name__})"
-        )
 
 
 def checked_windows(backend: Backend, windows: list[float], samples: int) -> tuple[list[float], list[bool]]:
@@ -152,7 +139,7 @@ class KernelCall:
         ):
             raise SetupError(
                 "setup must return None, or (args, kwargs) for the kernel's next call (a tuple or list"
-                f" and a dict); got {_short(made)} ({type(made).__name__})"
+                f" and a dict); got {reprlib.repr(made)} ({type(made).__name__})"
             )
         if self.args or self.kwargs:
             raise SetupError(

@@ -34,11 +34,7 @@ def _switch_reader() -> Callable[[], int]:
     getrusage = resource.getrusage
     # Linux counts per thread; elsewhere only the whole process, other threads' switches included
     who = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
-
-    def read() -> int:
-        return getrusage(who).ru_nivcsw
-
-    return read
+    return lambda: getrusage(who).ru_nivcsw
 
 
 #: this thread's involuntary context switches so far (the process's where threads are not counted),

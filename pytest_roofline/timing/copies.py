@@ -25,8 +25,9 @@ ALIGN = 64
 MIN_SPAN_COVER = 0.5
 
 
-def padded(nbytes: int) -> int:
-    return -(-nbytes // ALIGN) * ALIGN
+def padded(nbytes: int, unit: int = ALIGN) -> int:
+    """``nbytes`` rounded up to a whole number of ``unit`` (a cache line, or :data:`SHARED_CHUNK`)."""
+    return -(-nbytes // unit) * unit
 
 
 def pooled(array: object) -> bool:
@@ -63,7 +64,7 @@ class Unit:
         if self.pooled:
             assert pool is not None, "a plain NumPy array is copied in the pool"
             return _PooledCopies(self.arrays[0], n, pool)  # type: ignore[arg-type]
-        return _OwnCopies(self.arrays[0], n)
+        return _OwnCopies(self.arrays[0])
 
 
 def units_of(arrays: Sequence[object], places: Sequence[str]) -> list[Unit] | str:
@@ -209,7 +210,7 @@ class _OwnCopies(Copier):
     """Copies made by the array's own method: a tensor, a CuPy array, a NumPy subclass or array of
     Python objects, any other kind."""
 
-    def __init__(self, array: object, n: int) -> None:
+    def __init__(self, array: object) -> None:
         super().__init__()
         self._array = array
 
@@ -345,7 +346,7 @@ class SharedPool:
         """This half allocated and mapped up to ``nbytes`` for copies; False when it holds less."""
         if nbytes > SHARED_SIDE_BYTES or not self._allocate(self._allocated, nbytes):
             return False
-        self._allocated = max(self._allocated, _chunks(nbytes))
+        self._allocated = max(self._allocated, padded(nbytes, SHARED_CHUNK))
         return True
 
     def _allocate(self, low: int, high: int) -> bool:
@@ -355,7 +356,7 @@ class SharedPool:
         comes)."""
         import os
 
-        low, high = low // SHARED_CHUNK * SHARED_CHUNK, _chunks(high)
+        low, high = low // SHARED_CHUNK * SHARED_CHUNK, padded(high, SHARED_CHUNK)
         sides = (0, 1) if self.allocates_both else (self.side,)
         try:
             for offset in range(low, high, SHARED_CHUNK):
@@ -366,10 +367,6 @@ class SharedPool:
         # mapped now (a read per page), so that page faults are not the kernel's
         int(self.buffer[low:high:_PAGE].sum())
         return True
-
-
-def _chunks(nbytes: int) -> int:
-    return -(-nbytes // SHARED_CHUNK) * SHARED_CHUNK
 
 
 #: each side's half: what rotation's copies may take (:data:`~.rotation.MAX_ROTATION_BYTES`, and
@@ -408,6 +405,7 @@ class HostPool:
 
     @classmethod
     def release(cls) -> None:
+        """Free this thread's buffer (the session's end); another thread's goes when that thread ends."""
         cls.local.pool = None
 
     def reserve(self, nbytes: int) -> None:

@@ -41,14 +41,12 @@ _RESOLUTION_READS = 300
 
 @functools.cache
 def last_level_cache_bytes() -> int:
-    """Size of the largest-level data/unified CPU cache in bytes, as the OS reports it.
-
-    Linux: ``/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}``; macOS: ``sysctl
-    hw.l3cachesize``, then ``hw.l2cachesize``; otherwise, or when those fail, 64 MiB. Cached.
-    """
+    """Size of the largest-level data or unified CPU cache in bytes, as the OS reports it (Linux's
+    sysfs, macOS's ``sysctl``), else :data:`FALLBACK_LLC_BYTES`. Cached."""
     size: int | None = None
     if sys.platform.startswith("linux"):
-        size = _linux_llc_bytes(SYSFS_CACHE)
+        caches = cpu_caches(SYSFS_CACHE)
+        size = caches[-1].size_bytes if caches else None
     elif sys.platform == "darwin":
         size = _darwin_llc_bytes(_sysctl)
     return size or FALLBACK_LLC_BYTES
@@ -56,18 +54,15 @@ def last_level_cache_bytes() -> int:
 
 class CpuBackend(Backend):
     """Times windows of back-to-back calls on the host CPU, garbage collection paused inside each (as
-    :mod:`timeit` does) and restored afterwards, also when the kernel raises. With ``flush=True`` a
-    buffer of twice the last-level cache, allocated (and written) on the first flush and reused, is
-    read before each window, outside it.
+    :mod:`timeit` does); ``flush=True`` reads a buffer of twice the last-level cache before each
+    window, outside it (:meth:`flush_cache`).
 
     Every input that touches the machine is injectable for tests, each defaulting to the real one:
-    ``clock_ns`` (``time.perf_counter_ns``), ``llc_bytes`` (:func:`last_level_cache_bytes`, called on
-    the first flush), ``resolution_s`` (measured), ``device_name`` (the CPU model the OS reports),
-    ``switches`` and ``thread_clock_ns`` (this thread's involuntary context switches and CPU time,
-    which mark a window :attr:`last_preempted`: docs/measurement.md ("The CPU timer")),
-    ``schedstats`` (:func:`~pytest_roofline.timing.contention.thread_schedstats`, for how many threads
-    the kernel ran on and how long they waited for a core) and ``page_faults``
-    (:func:`minor_page_faults`, for :attr:`last_page_faults`).
+    ``clock_ns``, ``llc_bytes`` (:func:`last_level_cache_bytes`, called on the first flush),
+    ``resolution_s`` (measured), ``device_name`` (:func:`cpu_model_name`), ``switches`` and
+    ``thread_clock_ns`` (which mark a window :attr:`last_preempted`: docs/measurement.md, "The CPU
+    timer"), ``process_clock_ns``, ``schedstats`` (:func:`~.contention.thread_schedstats`: the
+    kernel's threads and their waits) and ``page_faults`` (:func:`minor_page_faults`).
     """
 
     name = "cpu"
@@ -225,12 +220,6 @@ def _measure_resolution_s(clock_ns: Callable[[], int]) -> float:
         b = clock_ns()
         gaps.append(b - a)
     return max(stated, min(gaps) / 1e9)
-
-
-def _linux_llc_bytes(root: Path) -> int | None:
-    """The largest data or unified level's size under ``root`` (sysfs), None where it says nothing."""
-    caches = cpu_caches(root)
-    return caches[-1].size_bytes if caches else None
 
 
 def _sysctl(key: str) -> str | None:

@@ -58,11 +58,10 @@ def measure_latency_floor(
     from pytest_roofline.timing.engine import measure
 
     m = measure(empty_call, policy=policy, backend=backend, cache=FLUSHED if flushed else WARM)
-    return LatencyFloor(
-        device=m.device,
-        floor_s=m.time_s,
-        note=f"empty Python call, {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s)",
-    )
+    note = f"empty Python call, {m.stat} of {m.stats.n} samples × {m.calls_per_sample} call(s)"
+    if flushed:
+        note += ", each right after a cache flush"
+    return LatencyFloor(device=m.device, floor_s=m.time_s, note=note)
 
 
 #: the CPU latency floors measured in this process, by (flushed, backend)
@@ -82,9 +81,5 @@ def cpu_latency_floor(
         policy = CPU_FLUSHED_LATENCY_POLICY if flushed else CPU_LATENCY_POLICY
         if max_time_s is not None and max_time_s < policy.max_time_s:
             policy = dataclasses.replace(policy, max_time_s=max_time_s)
-        floor = measure_latency_floor(backend if flushed else None, policy=policy, flushed=flushed)
-        if flushed:
-            note = f"{floor.note}, each right after a cache flush"
-            floor = LatencyFloor(floor.device, floor.floor_s, note=note)
-        _CPU_FLOORS[key] = floor
+        _CPU_FLOORS[key] = measure_latency_floor(backend if flushed else None, policy=policy, flushed=flushed)
     return _CPU_FLOORS[key]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KernelActivity", "KernelInterval", "busy_s", "load_cupti"]
+__all__ = ["KernelActivity", "KernelInterval", "busy_s"]
 
 #: CUPTI's activity buffer: the size cupti-python's samples ask for; no cap on records
 BUFFER_BYTES = 8 * 2**20
@@ -29,19 +29,8 @@ class KernelInterval:
 
     start_ns: int
     end_ns: int
-    device_id: int
-    stream_id: int
-    correlation_id: int
     #: the kernel's name (``extern "C"`` names as written, C++ ones mangled); "" when not reported
     name: str = ""
-
-
-def load_cupti() -> Any | None:
-    """``cupti.cupti``, or None where cupti-python is not installed or cannot load libcupti."""
-    try:
-        return importlib.import_module("cupti.cupti")
-    except Exception:  # ImportError, or an OSError from a missing libcupti
-        return None
 
 
 class KernelActivity:
@@ -70,9 +59,6 @@ class KernelActivity:
                     KernelInterval(
                         int(record.start),
                         int(record.end),
-                        int(getattr(record, "device_id", -1)),
-                        int(getattr(record, "stream_id", -1)),
-                        int(getattr(record, "correlation_id", 0)),
                         str(getattr(record, "name", "") or ""),
                     )
                 )
@@ -100,12 +86,9 @@ def collector() -> KernelActivity | None:
     the callbacks: another tool holds them)."""
     global _registered
     if _registered is None:
-        module = load_cupti()
-        if module is None:
-            return None
         try:
-            _registered = KernelActivity(module)
-        except Exception:  # cuptiError: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and the like
+            _registered = KernelActivity(importlib.import_module("cupti.cupti"))
+        except Exception:  # ImportError, an OSError from a missing libcupti, or a cuptiError
             return None
     return _registered
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -20,16 +21,16 @@ from typing import TYPE_CHECKING
 from pytest_roofline.errors import InvalidTypeError, InvalidValueError
 from pytest_roofline.model.measurement import Measurement, StopReason
 from pytest_roofline.model.policy import Policy
+from pytest_roofline.model.units import seconds
 from pytest_roofline.timing.base import Backend, Kernel, Probe
 from pytest_roofline.timing.budget import (
     WARMUP_SHARE,
-    budget_note,
     floor_fits,
     saw_flush,
     seen_flush_s,
 )
 from pytest_roofline.timing.cache import FLUSHED, CachePlan
-from pytest_roofline.timing.calls import KernelCall, check_backend, check_call
+from pytest_roofline.timing.calls import KernelCall, check_call
 from pytest_roofline.timing.sampling import Readings, Sampler, Seed, ceil_count
 
 if TYPE_CHECKING:
@@ -141,14 +142,17 @@ def measure(
         raise InvalidTypeError(f"probe must be a Probe; got {probe!r} ({type(probe).__name__})")
     if backend is None:
         backend = _default_backend()
-    else:
-        check_backend(backend)
+    elif not isinstance(backend, Backend):
+        raise InvalidTypeError(
+            f"backend must be a pytest_roofline.timing.base.Backend (a subclass of it);"
+            f" got {backend!r} ({type(backend).__name__})"
+        )
     if not isinstance(cache, CachePlan):
         raise InvalidTypeError(
             f"cache must be a CachePlan (timing.cache.FLUSHED, timing.cache.WARM or plan_cache()'s);"
             f" got {cache!r} ({type(cache).__name__})"
         )
-    if cache.rotation is not None and cache.rotation.copies > MAX_GRAPH_COPIES and _replays_graphs(backend):
+    if cache.rotation is not None and cache.rotation.copies > MAX_GRAPH_COPIES and backend.graph is True:
         # flushed instead: a graph of that many calls costs more to capture than the flushes
         cache = CachePlan(
             "flush",
@@ -171,7 +175,7 @@ def measure(
         each_setup = call.setup is not None  # setup before every call
         flush = cache.flush
         start = backend.clock()
-        replayed = rotation is not None and _replays_graphs(backend)
+        replayed = rotation is not None and backend.graph is True
         # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
         # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old. A
         # cycle made as the calls need it has none: the samples' sets are made out of the cache
@@ -217,8 +221,10 @@ def measure(
         if snapshot is not None and before is not None:
             from pytest_roofline.timing.contention import between
 
+            affinity = getattr(os, "sched_getaffinity", None)
+            cores = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
             contention = between(
-                before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=_cores()
+                before, snapshot(), samples=len(samples), preempted=sampler.preempted, cores=cores
             )
         return Measurement(
             samples_s=tuple(samples),
@@ -265,12 +271,18 @@ def measure(
 def _budget_note(
     policy: Policy, warmup_calls: int, samples: int, per_sample_s: float, reason: StopReason
 ) -> str:
-    """Why the budget cut the measurement short of its wanted calls, or "" where it did not."""
+    """Why the budget cut the measurement short of its wanted calls, or "" where it did not: ``the 1 s
+    time budget held 1 warm-up call and 1 sample of 410 ms (10 wanted): a longer max_time gives more``."""
     wanted_warmup = min(policy.warmup_calls, DEFAULT_POLICY.warmup_calls)
     short = samples < policy.min_samples or warmup_calls < wanted_warmup
     if reason is not StopReason.TIME or not short:
         return ""
-    return budget_note(policy.max_time_s, warmup_calls, samples, per_sample_s, policy.min_samples)
+    calls = f"{warmup_calls} warm-up call{'s' if warmup_calls != 1 else ''}"
+    taken = f"{samples} sample{'s' if samples != 1 else ''}"
+    return (
+        f"the {seconds(policy.max_time_s)} time budget held {calls} and {taken} of {seconds(per_sample_s)}"
+        f" ({policy.min_samples} wanted): a longer max_time gives more"
+    )
 
 
 def _cache_note(
@@ -307,13 +319,6 @@ def _cache_note(
     if k > 1:
         note += f"; {k} calls per sample"
     return f"{note}; setup before every call (one call per sample)" if setup else note
-
-
-def _cores() -> int:
-    import os
-
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @functools.cache
@@ -390,7 +395,7 @@ def _warm_up(
         cost_s = (backend.clock() - round_start) / size
         calls += size
         rounds += 1
-        this = _Round(window / size, _page_faults(backend))
+        this = _Round(window / size, backend.last_page_faults)
         if rounds > 1 and size >= largest:
             largest, per_call_s = size, window / size
         if rounds > 1:
@@ -442,11 +447,6 @@ class _Round:
     faults: float | None
 
 
-def _page_faults(backend: Backend) -> float | None:
-    faults = backend.last_page_faults
-    return None if faults is None else float(faults)
-
-
 def _faulting(r: _Round) -> bool:
     return r.faults is not None and r.faults >= SETTLED_FAULTS
 
@@ -484,10 +484,6 @@ def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_ti
     (docs/measurement.md, "The time budget")."""
     flush_s = seen_flush_s(backend)
     return rest_s > max(CYCLE_SHARE * max_time_s if flush_s is None else flush_s, warmup_left_s)
-
-
-def _replays_graphs(backend: Backend) -> bool:
-    return backend.graph is True
 
 
 def _calls_per_sample(per_call_s: float, resolution_s: float, batch_factor: float) -> int:

@@ -22,10 +22,7 @@ class FlushChoice:
 
 def choose_flush(op_bytes: float, llc_bytes: int | None) -> FlushChoice:
     """Flush only when the op's bytes could still be in the last-level cache."""
-    past_cache = bool(llc_bytes) and op_bytes >= NO_FLUSH_MULTIPLE * (llc_bytes or 0)
-    if llc_bytes and past_cache:
-        multiple = op_bytes / llc_bytes
-        return FlushChoice(
-            False, f"no flush needed: the op moves {multiple:.1f}x the last-level cache", past_cache=True
-        )
+    if llc_bytes and op_bytes >= NO_FLUSH_MULTIPLE * llc_bytes:
+        note = f"no flush needed: the op moves {op_bytes / llc_bytes:.1f}x the last-level cache"
+        return FlushChoice(False, note, past_cache=True)
     return FlushChoice(True, "")

@@ -155,7 +155,7 @@ class _Arrays:
         if is_array(value) and shape_of(value) is not None:  # a shape and a dtype: what is counted
             self.found.append((where, value))
         elif _is_module(value):
-            self._scan_module(value, where)
+            self._scan_module(value)
         elif isinstance(value, types.MethodType):
             self.scan(value.__self__, where, depth=depth)
             self._add(where, value.__func__, depth=depth)
@@ -171,14 +171,14 @@ class _Arrays:
             fn = fn.__func__
         if _is_module(fn) and id(fn) not in self._seen:
             self._seen.add(id(fn))
-            self._scan_module(fn, where)
+            self._scan_module(fn)
         elif isinstance(fn, types.FunctionType) and depth < _CLOSURE_DEPTH:
             names = fn.__code__.co_freevars
             for name, cell in zip(names, fn.__closure__ or (), strict=False):
                 with contextlib.suppress(ValueError):  # an empty cell: a name not bound yet
                     self.scan(cell.cell_contents, f"captured {name!r}", depth=depth + 1)
 
-    def _scan_module(self, module: Any, where: str) -> None:
+    def _scan_module(self, module: Any) -> None:
         """A PyTorch module's parameters and buffers: what calling it reads."""
         self.modules.append(module)
         for kind, named in (("parameter", module.named_parameters), ("buffer", module.named_buffers)):

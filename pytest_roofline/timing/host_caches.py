@@ -51,19 +51,14 @@ def parse_cache_size(text: str) -> int:
 
 
 def _shared_by(index: Path) -> int | None:
-    """How many CPUs share the cache (``shared_cpu_list``), None where sysfs does not say."""
+    """How many CPUs share the cache (``shared_cpu_list``, ``0-3,8``: 5), None where sysfs does not say."""
     try:
-        return _cpu_count((index / "shared_cpu_list").read_text())
+        cpu_list = (index / "shared_cpu_list").read_text()
+        count = 0
+        for part in cpu_list.strip().split(","):
+            if part:
+                first, _, last = part.partition("-")
+                count += int(last or first) - int(first) + 1
     except (OSError, ValueError):
         return None
-
-
-def _cpu_count(cpu_list: str) -> int:
-    """``0-3,8`` -> 5: the CPUs of a sysfs list."""
-    count = 0
-    for part in cpu_list.strip().split(","):
-        if not part:
-            continue
-        first, _, last = part.partition("-")
-        count += int(last or first) - int(first) + 1
     return count

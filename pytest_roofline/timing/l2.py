@@ -28,10 +28,9 @@ def measure_l2_roof(index: int = 0, *, block: bool | str | None = None) -> Figur
 
     cupy = require_device(index)
     backend = CudaBackend(index, block=block)
-    props = backend.properties
     try:
         with using_device(index):
-            return measure_l2_bandwidth(cupy, backend, l2_bytes=props.l2_bytes, sms=props.multiprocessors)
+            return measure_l2_bandwidth(cupy, backend, l2_bytes=backend.properties.l2_bytes)
     finally:  # its buffer goes back to the driver with the pool's other free blocks
         backend.release_memory()
 
@@ -48,20 +47,17 @@ def l2_rate_at(index: int = 0, *, block: bool | str | None = None) -> Callable[[
 
     cupy = require_device(index)
     backend = CudaBackend(index, block=block)
-    sms = backend.properties.multiprocessors
 
     def rate_at(footprint: int) -> float:
         with using_device(index):
-            figure = measure_l2_bandwidth(
-                cupy, backend, l2_bytes=footprint, sms=sms, policy=SWEEP_POLICY, fill=1.0
-            )
+            figure = measure_l2_bandwidth(cupy, backend, l2_bytes=footprint, policy=SWEEP_POLICY, fill=1.0)
         return figure.value
 
     return rate_at
 
 
 def measure_l2_bandwidth(
-    cupy: Any, backend: Any, *, l2_bytes: int, sms: int, policy: Policy | None = None, fill: float = L2_FILL
+    cupy: Any, backend: Any, *, l2_bytes: int, policy: Policy | None = None, fill: float = L2_FILL
 ) -> Figure:
     """The L2's read bandwidth of the GPU ``backend`` times, in bytes/s, as a measured figure: over a
     buffer of ``fill`` x ``l2_bytes``."""
@@ -73,7 +69,7 @@ def measure_l2_bandwidth(
     buffer = cupy.zeros(n4 * 4, dtype=cupy.float32)
     sink = cupy.zeros(1, dtype=cupy.float32)
     kernel = cupy.RawKernel(L2_READ_SOURCE, "roofline_l2_read")
-    grid, block = (max(sms, 1) * BLOCKS_PER_SM,), (L2_READ_THREADS,)
+    grid, block = (max(backend.properties.multiprocessors, 1) * BLOCKS_PER_SM,), (L2_READ_THREADS,)
     args = (buffer, cupy.uint64(n4), cupy.int32(L2_PASSES), sink)
 
     def read() -> None:

@@ -94,14 +94,6 @@ def _use(run: Counting, values: Sequence[object]) -> None:
             _use(run, value)
 
 
-def _out(kwargs: Mapping[str, object]) -> dict[str, object]:
-    """A ufunc's ``out`` of one array as that array: how the catalogue reads it."""
-    out = kwargs.get("out")
-    if isinstance(out, tuple) and len(out) == 1:
-        return {**kwargs, "out": out[0]}
-    return dict(kwargs)
-
-
 def _call(
     name: str,
     fn: Callable[..., Any],
@@ -117,7 +109,10 @@ def _call(
         return fn(*plain_args, **plain_kwargs)
     what, keywords = priced if priced is not None else (fn, kwargs)
     _use(run, (*args, *kwargs.values()))
-    run.calls.append(SeenCall(name, what, plain_args, _out(plain(dict(keywords)))))
+    seen_kwargs = plain(dict(keywords))
+    if isinstance(out := seen_kwargs.get("out"), tuple) and len(out) == 1:
+        seen_kwargs["out"] = out[0]  # a ufunc's out of one array as that array: how the catalogue reads it
+    run.calls.append(SeenCall(name, what, plain_args, seen_kwargs))
     run.depth += 1
     try:
         return fn(*plain_args, **plain_kwargs)

@@ -32,15 +32,12 @@ def matmul_probe_n(flops_per_s: float) -> int:
     return min(max(n, 64), 2048)
 
 
-def work(kind: str, size: int) -> float:
-    """Bytes (copy: two arrays of ``size`` bytes) or FLOPs (matmul: 2 n^3) of one probe call."""
-    return 2.0 * size if kind == "copy" else 2.0 * size**3
-
-
 def probe_for(reference: ProbeReference) -> Probe:
-    """The probe a calibration measured as ``reference``, ready to time."""
+    """The probe a calibration measured as ``reference``, ready to time: a call's work is bytes (copy:
+    two arrays of ``size`` bytes) or FLOPs (matmul: 2 n^3)."""
     fn = kernel(reference.resource, reference.kind, reference.size)
-    amount = work(reference.kind, reference.size)
+    size = reference.size
+    amount = 2.0 * size if reference.kind == "copy" else 2.0 * size**3
     return Probe(reference.name, reference.resource, amount, fn, warmup_calls=int(reference.kind == "matmul"))
 
 

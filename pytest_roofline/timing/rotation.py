@@ -56,7 +56,7 @@ MAX_COPIED_OBJECTS = 1 << 18
 MAX_COPY_SHARE = 0.25
 #: ... as projected from the time the first 1/FIRST_FILL_SHARE of the sets took
 FIRST_FILL_SHARE = 16
-#: a cycle of at least this many sets of host arrays is made as the calls need it (:class:`_Growth`),
+#: a cycle of at least this many sets of host arrays is made as the calls need it (:meth:`_Rotating.take`),
 #: from its first 1/FIRST_FILL_SHARE: a kernel that short calls far fewer sets than a cycle holds in
 #: its samples (grown, 43,352 sets of 24 KiB cost 0.37x as much, 10,902 of 96 KiB 0.79x, 5,457 of
 #: 192 KiB 0.95x, 2,730 of 384 KiB 1.25x: ``benchmarks/grown_cycle.py``) ...
@@ -93,7 +93,7 @@ class Rotation:
         from pytest_roofline.model.units import binary_bytes
 
         sets = self.kernel.made
-        if sets < self.copies:  # made as the calls needed them (_Growth)
+        if sets < self.copies:  # made as the calls needed them (_Rotating.take)
             return (
                 f"cold by rotation over {sets} argument sets ({binary_bytes(sets * self.set_bytes)}), each"
                 f" called once after a flush: the {self.copies} sets of a cycle out of the cache were"
@@ -165,7 +165,7 @@ def plan_rotation(
         fn(*args, **(kwargs or {}))
     made = _Made(units, copies - own_set + (setup is not None), clock)
     gpu_arrays = [array for array in found.arrays if gpu_of(array) is not None]
-    # a long cycle of host copies is made as the calls need it (:class:`_Growth`); not an A/B
+    # a long cycle of host copies is made as the calls need it (:meth:`_Rotating.take`); not an A/B
     # comparison's, whose many short rounds would each pay a flush where a whole cycle turns on
     grown = setup is None and own_set and not gpu_arrays and copies >= GROWN_FROM
     if why := made.fill(budget_s, spent_s=clock() - start - made.grown_s, stop=0 if grown else made.n):
@@ -190,11 +190,11 @@ def plan_rotation(
     # the caller's own objects, as given
     calls: list[Callable[[], object]] = [functools.partial(fn, *args, **(kwargs or {}))] if own_set else []
     calls += calls_on(0, min(made.made, copies - own_set))
-    outputs = _Outputs(cycle_target(llc_bytes), copies)
+    cycle_bytes = cycle_target(llc_bytes)
     rotating = (
-        _Rotating(calls, gpu_arrays, outputs, _Growth(calls, copies, grow) if grown else None)
+        _Rotating(calls, gpu_arrays, cycle_bytes, copies, grow if grown else None)
         if setup is None
-        else _Resetting(calls, gpu_arrays, outputs, setup, made)
+        else _Resetting(calls, gpu_arrays, cycle_bytes, setup, made)
     )
     return Rotation(
         kernel=rotating,
@@ -423,86 +423,52 @@ def free_memory(on_device: bool) -> int | None:
     return None
 
 
-def release_host_pool() -> None:
-    """Free this thread's host buffer that rotation copies are carved from (the session's end); another
-    thread's goes when that thread ends."""
-    HostPool.release()
-
-
 def _released() -> Callable[[], object]:
     raise RuntimeError("this rotation's copies were released: its measurement is over")
-
-
-class _Outputs:
-    """What the kernel's calls return, each kept until a cycle of them has been made. An output the
-    kernel allocates itself (``torch.add(x, y)``, ``np.multiply(x, 2)``) would otherwise land in the
-    block its last call freed, still in the cache, and be written at the cache's speed: faster than
-    the floor's DRAM. Kept, the block handed out is the one freed a cycle ago, out of the cache."""
-
-    __slots__ = ("_cycle_bytes", "_sets")
-
-    def __init__(self, cycle_bytes: int, sets: int) -> None:
-        self._cycle_bytes, self._sets = cycle_bytes, sets
-
-    def ring_for(self, result: object) -> collections.deque[object]:
-        """The ring for results like the first call's: as many as a cycle holds (appending the newest
-        drops the one a cycle ago)."""
-        nbytes = sum(map(nbytes_of, _arrays_returned(result)))
-        kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
-        return collections.deque(maxlen=kept)
-
-
-def _arrays_returned(result: object) -> list[object]:
-    """The arrays a call returned: the result, or those in a tuple or list of them."""
-    if isinstance(result, (tuple, list)):
-        return [value for value in result if is_array(value)]
-    return [result] if is_array(result) else []
-
-
-class _Growth:
-    """A cycle of host copies made as the calls need it (:meth:`_Rotating.take`). Until the whole
-    cycle is made, each set is called at most once between flushes, and a growth ends in a flush
-    (why: docs/cache.md, "Rotation")."""
-
-    __slots__ = ("calls", "fresh", "grow", "sets")
-
-    def __init__(
-        self,
-        calls: list[Callable[[], object]],
-        sets: int,
-        grow: Callable[[int], list[Callable[[], object]]],
-    ) -> None:
-        #: the calls on the sets made so far, in the order they are called
-        self.calls = calls
-        #: the sets of the whole cycle
-        self.sets = sets
-        #: the sets ahead of the next call that no call has touched since the last flush
-        self.fresh = 0
-        #: ``grow(sets)``: the cycle made up to ``sets`` sets, the calls on the new ones returned
-        self.grow = grow
 
 
 class _Rotating:
     """The kernel as rotation calls it: each call on the next argument set (the engine passes none)."""
 
-    __slots__ = ("_gpu_arrays", "_growth", "_keep", "_next", "_outputs", "made", "turned")
+    __slots__ = (
+        "_calls",
+        "_cycle_bytes",
+        "_fresh",
+        "_gpu_arrays",
+        "_grow",
+        "_keep",
+        "_next",
+        "_sets",
+        "made",
+        "turned",
+    )
 
     def __init__(
         self,
-        calls: Sequence[Callable[[], object]],
+        calls: list[Callable[[], object]],
         gpu_arrays: Sequence[object],
-        outputs: _Outputs | None = None,
-        growth: _Growth | None = None,
+        cycle_bytes: int = 0,
+        sets: int = 0,
+        grow: Callable[[int], list[Callable[[], object]]] | None = None,
     ) -> None:
-        #: the cycle as it is made, None once it is whole (or made whole at the start)
-        self._growth = growth
+        #: while the cycle is made as the calls need it (None once it is whole, or made whole at the
+        #: start), ``grow(sets)``: the cycle made up to ``sets`` sets, the calls on the new ones returned.
+        #: Until the whole cycle is made, each set is called at most once between flushes, and a growth
+        #: ends in a flush (why: docs/cache.md, "Rotation")
+        self._grow = grow
+        #: the calls on the sets made so far, in the order they are called
+        self._calls = calls
         #: the argument sets made so far
         self.made = len(calls)
+        #: while growing, the sets ahead of the next call that no call has touched since the last flush
+        self._fresh = 0
         self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
         #: the caller's arrays on a GPU, whose copies' memory goes back to it on release
         self._gpu_arrays = list(gpu_arrays)
-        #: how the calls' results are kept for a cycle (None: nothing kept)
-        self._outputs = outputs if outputs is not None else _Outputs(0, 0)
+        #: the calls' results are kept for a cycle, of ``sets`` sets touching ``cycle_bytes`` (an
+        #: output the kernel allocates then lands in a block freed a cycle ago); 0: none kept
+        self._cycle_bytes = cycle_bytes
+        self._sets = sets
         #: keeps a result: sizes the ring on the first call, then the ring's own append (no Python
         #: frame of ours inside a timed window)
         self._keep: Callable[[object], None] = self._first_result
@@ -510,7 +476,11 @@ class _Rotating:
         self.turned = False
 
     def _first_result(self, result: object) -> None:
-        self._keep = self._outputs.ring_for(result).append
+        # the arrays the call returned: the result, or those in a tuple or list of them
+        returned = result if isinstance(result, (tuple, list)) else [result]
+        nbytes = sum(nbytes_of(value) for value in returned if is_array(value))
+        kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
+        self._keep = collections.deque[object](maxlen=kept).append
         self._keep(result)
 
     def __call__(self, *_: object) -> object:
@@ -521,37 +491,36 @@ class _Rotating:
     @property
     def grows(self) -> bool:
         """Whether the cycle is made as the calls need it, and not whole yet (:meth:`take`)."""
-        return self._growth is not None
+        return self._grow is not None
 
     def took(self, calls: int) -> None:
         """``calls`` calls were made, on sets out of the cache as far as there were any."""
-        if self._growth is not None:
-            self._growth.fresh = max(self._growth.fresh - calls, 0)
+        if self._grow is not None:
+            self._fresh = max(self._fresh - calls, 0)
 
     def take(self, calls: int, ahead: int, flush: Callable[[], object]) -> None:
         """The next ``calls`` calls each on a set out of the cache: where fewer are left, a flush, and
         where the sets made are fewer than the ``ahead`` calls predicted in all, more sets first (at
         least :data:`GROWTH` times those made: each growth costs a flush). Once the whole cycle is
         made and flushed, it turns as one made whole at the start does."""
-        growth = self._growth
-        if growth is None:
+        if self._grow is None:
             return
-        if calls > growth.fresh:
-            sets = made = len(growth.calls)
+        if calls > self._fresh:
+            sets = made = len(self._calls)
             if (needed := max(calls, ahead)) > made:
-                sets = growth.sets if 2 * needed > growth.sets else max(needed, GROWTH * made)
-                sets = min(sets, growth.sets)
-                growth.calls += growth.grow(sets)
+                sets = self._sets if 2 * needed > self._sets else max(needed, GROWTH * made)
+                sets = min(sets, self._sets)
+                self._calls += self._grow(sets)
             flush()
-            growth.fresh, self.made = sets, sets
-            self._next = itertools.cycle(growth.calls).__next__
-            if sets == growth.sets:
-                self._growth = None
+            self._fresh, self.made = sets, sets
+            self._next = itertools.cycle(self._calls).__next__
+            if sets == self._sets:
+                self._grow = None
                 return
-        growth.fresh -= calls
+        self._fresh -= calls
 
     def release(self) -> None:
-        self._growth = None
+        self._grow = None
         self._next = _released
         self._keep = self._first_result  # the kept results go with the ring
         release_device_memory(self._gpu_arrays)
@@ -560,18 +529,18 @@ class _Rotating:
 class _Resetting(_Rotating):
     """Rotation with ``setup=``: :meth:`reset`, run before every call, resets the set called last."""
 
-    __slots__ = ("_last", "_made", "_sets", "_setup", "_turn")
+    __slots__ = ("_last", "_made", "_setup", "_turn")
 
     def __init__(
         self,
-        calls: Sequence[Callable[[], object]],
+        calls: list[Callable[[], object]],
         gpu_arrays: Sequence[object],
-        outputs: _Outputs,
+        cycle_bytes: int,
         setup: Callable[[], object],
         made: _Made,
     ) -> None:
-        super().__init__(calls, gpu_arrays, outputs)
-        self._sets, self._setup, self._made = len(calls), setup, made
+        super().__init__(calls, gpu_arrays, cycle_bytes, len(calls))
+        self._setup, self._made = setup, made
         self._turn = 0
         self._last: int | None = None
 

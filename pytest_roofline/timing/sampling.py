@@ -74,9 +74,8 @@ class Sampler:
         self.transient, self.kept_at = 0, -math.inf
         #: what the backend said after each of its runs (:meth:`_read_backend`)
         self._readings: list[_Reading] = []
-        self._probe_rates: list[float] = []
-        self._probe_times: list[float] = []
-        self._probe_preempted: list[bool] = []
+        #: each probe timed: when it ended, its rate, and whether it was preempted
+        self._probes: list[tuple[float, float, bool]] = []
         self._probe_wall, self._last_probe = 0.0, -math.inf
         #: (when it ended, how long it took) of each making of sets (``ready``), not the samples' span
         self._making: list[tuple[float, float]] = []
@@ -127,7 +126,7 @@ class Sampler:
                 )
                 self.slow.rest()
                 if self.ready is not None:  # the call's frames stay few: a flush is the backend's
-                    made_at, flush = backend.clock(), _no_flush if self._evicted else backend.flush_cache
+                    made_at, flush = backend.clock(), (lambda: None) if self._evicted else backend.flush_cache
                     self.ready(size * self.k, ahead * self.k, flush)
                     self._making.append((backend.clock(), backend.clock() - made_at))
                 self._evicted = False
@@ -252,13 +251,11 @@ class Sampler:
         backend = self.backend
         t0 = backend.clock()
         # untimed calls first where the probe wants them (BLAS wakes its threads), then the one timed
-        for calls in (probe.warmup_calls, 1) if not self._probe_rates and probe.warmup_calls else (1,):
+        for calls in (probe.warmup_calls, 1) if not self._probes and probe.warmup_calls else (1,):
             timed = backend.run(probe.fn, (), calls=calls, samples=1, flush=False)
             (window,), (preempted,) = checked_windows(backend, timed, 1)
-        self._probe_rates.append(probe.work / max(window, 1e-12))
         self._last_probe = self.backend.clock()
-        self._probe_times.append(self._last_probe)
-        self._probe_preempted.append(preempted)
+        self._probes.append((self._last_probe, probe.work / max(window, 1e-12), preempted))
         self._probe_s = self._last_probe - t0
         self._evicted = probe.resource == BANDWIDTH and probe.work >= (backend.flush_bytes or math.inf)
         self._probe_wall += self._probe_s
@@ -275,11 +272,11 @@ class Sampler:
 
     def probe_run(self) -> ProbeRun | None:
         """The probe's rates beside the kept samples: the last one timed before them, and all after."""
-        if self.probe is None or not self._probe_rates:
+        if self.probe is None or not self._probes:
             return None
-        first = max(bisect.bisect_right(self._probe_times, self.kept_at) - 1, 0)
-        rates = self._probe_rates[first:]
-        clean = [r for r, hit in zip(rates, self._probe_preempted[first:], strict=True) if not hit]
+        first = max(bisect.bisect_right(self._probes, self.kept_at, key=lambda p: p[0]) - 1, 0)
+        rates = [rate for _, rate, _ in self._probes[first:]]
+        clean = [rate for _, rate, hit in self._probes[first:] if not hit]
         return ProbeRun(
             name=self.probe.name,
             resource=self.probe.resource,
@@ -379,10 +376,6 @@ def _cut_for_probe(size: int, per_sample_s: float, probe: Probe | None, policy: 
     if probe is None or per_sample_s <= 0:
         return size
     return max(1, min(size, math.floor(policy.probe_interval_s / per_sample_s)))
-
-
-def _no_flush() -> None:
-    """A flush a probe made needless."""
 
 
 def _next_round(

@@ -1,5 +1,5 @@
 """Samples taken while the GPU had slowed its clocks: left out, and the GPU let to recover
-(:class:`Recovery`), as nvbench does; the sampler (:mod:`.sampling`) asks a
+(:class:`SlowedSamples`), as nvbench does; the sampler (:mod:`.sampling`) asks a
 :class:`~.clocks.ClockWatcher` after each round which samples ran slowed. The rule, and the H200 run
 that called for it: docs/gpu.md ("The clocks each test ran at"), docs/floor.md.
 """
@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_RECOVERY_STEP_S",
     "RECOVERY_S",
-    "Recovery",
     "SlowedSamples",
 ]
 
@@ -26,34 +25,20 @@ MAX_RECOVERY_STEP_S = 0.5
 _STEADY_RESTS = 3
 
 
-class Recovery:
-    """How long the GPU rests after each round that ended slowed (nvbench's schedule)."""
-
-    def __init__(self) -> None:
-        self.rest_s = RECOVERY_S
-        self.in_a_row = 0
-
-    def after(self, ended_slowed: bool) -> float:
-        """The seconds to rest after a round: none when it did not end slowed."""
-        if not ended_slowed:
-            self.in_a_row = 0
-            return 0.0
-        if self.in_a_row >= _STEADY_RESTS:
-            self.rest_s += min(self.rest_s * 1.5, MAX_RECOVERY_STEP_S)
-        self.in_a_row += 1
-        return self.rest_s
-
-
 class SlowedSamples:
     """The sampler's record of which samples ran at slowed clocks (:attr:`flags`, one per sample),
-    and the rest due before its next round; without a throttle, none ran slowed and none rests."""
+    and the rest due before its next round, after a round that ended slowed (nvbench's schedule);
+    without a throttle, none ran slowed and none rests."""
 
     def __init__(self, throttle: ClockWatcher | None) -> None:
         self.throttle = throttle
         self.flags: list[bool] = []
         #: the rest due before the next round, in seconds
         self.rest_s = 0.0
-        self._recovery = Recovery()
+        #: the rest after a round that ended slowed, grown (and kept grown) past :data:`_STEADY_RESTS`
+        #: such rounds in a row
+        self._recovery_s = RECOVERY_S
+        self._slowed_in_a_row = 0
 
     def judge(self, spans: list[tuple[float, float]], left_s: float) -> None:
         """Flags a round's samples, which ran over ``spans``; a round that ended slowed is followed
@@ -65,7 +50,14 @@ class SlowedSamples:
         if len(slowed) != len(spans):
             raise ValueError(f"{self.throttle!r} answered {len(slowed)} of {len(spans)} spans")
         self.flags.extend(slowed)
-        self.rest_s = max(0.0, min(self._recovery.after(bool(slowed) and slowed[-1]), left_s))
+        if not (slowed and slowed[-1]):
+            self._slowed_in_a_row = 0
+            self.rest_s = 0.0
+            return
+        if self._slowed_in_a_row >= _STEADY_RESTS:
+            self._recovery_s += min(self._recovery_s * 1.5, MAX_RECOVERY_STEP_S)
+        self._slowed_in_a_row += 1
+        self.rest_s = max(0.0, min(self._recovery_s, left_s))
 
     def rest(self) -> None:
         """The rest due, if any, before the next round."""

@@ -28,7 +28,7 @@ from pytest_roofline.timing.cpu import (
     last_level_cache_bytes,
 )
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.timing.host_caches import parse_cache_size
+from pytest_roofline.timing.host_caches import cpu_caches, parse_cache_size
 
 KiB = 2**10
 
@@ -235,18 +235,18 @@ def test_linux_llc_is_the_highest_data_level(tmp_path: Path) -> None:
             ("3", "Unified", "307200K"),
         ],
     )
-    assert cpu._linux_llc_bytes(root) == 307200 * KiB
+    assert cpu_caches(root)[-1].size_bytes == 307200 * KiB
 
 
 def test_linux_llc_ignores_instruction_caches_and_junk(tmp_path: Path) -> None:
     root = make_sysfs(
         tmp_path, [("2", "Unified", "1M"), ("3", "Instruction", "64M"), ("4", "Unified", "huge")]
     )
-    assert cpu._linux_llc_bytes(root) == 2**20
+    assert cpu_caches(root)[-1].size_bytes == 2**20
 
 
 def test_linux_llc_without_sysfs(tmp_path: Path) -> None:
-    assert cpu._linux_llc_bytes(tmp_path / "missing") is None
+    assert cpu_caches(tmp_path / "missing") == ()
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupy:
 
 
 def interval(start: int, end: int) -> KernelInterval:
-    return KernelInterval(start, end, 0, 0, 0)
+    return KernelInterval(start, end)
 
 
 def test_busy_time_is_the_union_of_the_intervals() -> None:

@@ -250,7 +250,7 @@ def test_the_pool_is_reused_and_released() -> None:
     assert pool is not None
     assert isinstance(plan(lambda a: None, x, llc_bytes=0), Rotation)
     assert HostPool.current() is pool
-    rot.release_host_pool()
+    HostPool.release()
     assert HostPool.current() is None
 
 
@@ -449,7 +449,7 @@ def test_an_object_speaking_no_array_protocol_is_not_an_array() -> None:
 def test_a_rotation_planned_on_another_thread_leaves_this_ones_copies_alone() -> None:
     import numpy as np
 
-    from pytest_roofline.timing.rotation import Rotation, plan_rotation, release_host_pool
+    from pytest_roofline.timing.rotation import Rotation, plan_rotation
 
     def plan(array: np.ndarray[Any, Any], seen: list[float]) -> Rotation:
         kernel = functools.partial(lambda a: seen.append(float(a.sum())))
@@ -464,4 +464,4 @@ def test_a_rotation_planned_on_another_thread_leaves_this_ones_copies_alone() ->
     for _ in range(mine.copies):
         mine.kernel()
     assert seen == [ones.sum()] * mine.copies  # no copy of mine became one of the other thread's
-    release_host_pool()
+    HostPool.release()

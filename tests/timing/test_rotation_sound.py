@@ -76,7 +76,8 @@ class Seen:
 
 OBJECTS_AFTER_FLOATS = """
 import numpy as np
-from pytest_roofline.timing.rotation import plan_rotation, release_host_pool
+from pytest_roofline.timing.copies import HostPool
+from pytest_roofline.timing.rotation import plan_rotation
 
 floats = np.random.default_rng(0).random(2**16) * 1e300
 plan_rotation(np.negative, (floats,), None, op_bytes=2 * floats.nbytes, llc_bytes=2**26)
@@ -88,7 +89,7 @@ for _ in range(r.copies):
 assert len(set(map(id, seen))) == r.copies > 2
 assert list(seen[-1]) == list(a), "a copy's objects differ"
 del r, seen
-release_host_pool()
+HostPool.release()
 print("alive")
 """
 

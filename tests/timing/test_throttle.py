@@ -8,6 +8,7 @@ power limit and a call took 1.63 ms; the median was the slowed one.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 from fake_nvml import FakeNvml, Reading
@@ -20,7 +21,7 @@ from pytest_roofline.timing.base import Probe
 from pytest_roofline.timing.cache import WARM
 from pytest_roofline.timing.clocks import ClockWatcher
 from pytest_roofline.timing.engine import measure
-from pytest_roofline.timing.throttle import MAX_RECOVERY_STEP_S, RECOVERY_S, Recovery
+from pytest_roofline.timing.throttle import MAX_RECOVERY_STEP_S, RECOVERY_S, SlowedSamples
 
 MAX_SM = 1980
 FULL_S = 1.39e-3
@@ -191,13 +192,25 @@ def test_without_nvml_no_span_is_slowed(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_the_rest_grows_as_nvbench_s_from_the_fourth_slowed_round_in_a_row() -> None:
-    recovery = Recovery()
-    rests = [recovery.after(True) for _ in range(7)]
+    answers: list[bool] = []
+
+    class Told(ClockWatcher):
+        def slowed(self, spans: list[tuple[float, float]]) -> list[bool]:
+            return [answers[-1]] * len(spans)
+
+    samples = SlowedSamples(Told())
+
+    def rest_after(ended_slowed: bool) -> float:
+        answers.append(ended_slowed)
+        samples.judge([(0.0, 1.0)], left_s=math.inf)
+        return samples.rest_s
+
+    rests = [rest_after(True) for _ in range(7)]
     assert rests[:3] == [RECOVERY_S] * 3
     assert rests[3:5] == pytest.approx([0.125, 0.3125])  # += 1.5x itself
     assert rests[6] - rests[5] == pytest.approx(MAX_RECOVERY_STEP_S)  # by at most 0.5 s a step
-    assert recovery.after(False) == 0.0
-    assert recovery.after(True) == rests[-1]  # nvbench keeps the grown rest; only the count restarts
+    assert rest_after(False) == 0.0
+    assert rest_after(True) == rests[-1]  # nvbench keeps the grown rest; only the count restarts
 
 
 class Journal(ClockWatcher):

@@ -48,27 +48,16 @@ TIMERS = ("auto", "events", "cupti")
 
 class CudaBackend(Backend):
     """Times windows of back-to-back calls on GPU ``device`` with CUDA event pairs, or CUPTI's kernel
-    records (``timer``: one of :data:`TIMERS`). What each option does: docs/measurement.md ("The CUDA
-    timer").
-
-    ``stream``: where the events are recorded and the calls run (entered as ``with stream:``, and
-    made PyTorch's current stream when PyTorch has initialized CUDA): a CuPy stream, an int handle,
-    or an object with ``cuda_stream`` (``torch.cuda.Stream``) or ``__cuda_stream__``; ``None``: the
-    framework's current stream at each :meth:`run` (:mod:`.streams`). Kernels of other libraries must
-    launch on that same stream. :meth:`on_stream` names one for a block of runs.
-
-    ``flush_bytes``: the device buffer read before every window of ``run(flush=True)``, allocated on
-    the first flush and reused; default max(2 × cache, 256 MiB), the cache the larger of the L2 the
-    driver reports and ``llc_bytes`` (the device table's last-level cache).
-
-    ``graph=True``: each :meth:`run` makes one eager call, captures its ``calls`` calls into one CUDA
-    graph (on a private non-blocking stream where ``stream=None``), launches it once untimed and
-    times one replay per window; what cannot be captured is a RuntimeError that says so.
-
-    ``block`` (``"auto"``, ``"on"``, ``"off"``; True is ``"on"``, False ``"off"``, None ``"auto"``):
-    whether the blocking kernel holds the stream until a sampling window's first calls are queued
-    (:mod:`.blocking`); ``block_timeout_s``: a hold lasting that long gives up on the GPU: ``auto``
-    then times that kernel unheld, ``on`` raises.
+    records (``timer``: one of :data:`TIMERS`); what each option does: docs/measurement.md ("The CUDA
+    timer"). ``stream``: where the events are recorded and the calls must launch, a CuPy stream, an
+    int handle, or an object with ``cuda_stream`` (``torch.cuda.Stream``) or ``__cuda_stream__``;
+    None: the framework's current stream at each :meth:`run` (:mod:`.streams`). ``flush_bytes``: the
+    buffer each flush reads, default max(2 × cache, 256 MiB), the cache the larger of the L2 the
+    driver reports and ``llc_bytes``. ``graph=True``: each :meth:`run` times replays of one CUDA
+    graph of its calls (:mod:`.graphs`). ``block`` (``"auto"``, ``"on"``, ``"off"``; True is
+    ``"on"``, False ``"off"``, None ``"auto"``): whether the blocking kernel holds a sampling window's
+    stream (:mod:`.blocking`); ``block_timeout_s``: a hold lasting that long gives up on the GPU:
+    ``auto`` then times that kernel unheld, ``on`` raises.
     """
 
     name = "cuda"
@@ -130,8 +119,8 @@ class CudaBackend(Backend):
     @property
     def block_note(self) -> str:
         """Why no window is held ("" when they may be)."""
-        cupti = getattr(self, "_activity", None) is not None
-        return hold_refusal(self.block_mode, rocm=self.properties.kind == "rocm", cupti=cupti)
+        rocm = self.properties.kind == "rocm"
+        return hold_refusal(self.block_mode, rocm=rocm, cupti=self._activity is not None)
 
     @property
     def flush_bytes(self) -> int:
@@ -164,10 +153,14 @@ class CudaBackend(Backend):
     def watch_clocks(self, interval_s: float = 0.02) -> ClockWatcher:
         """An NVML watcher of this GPU's clocks (:mod:`.clocks`), found by PCI bus id: wrap a measurement
         in ``with backend.watch_clocks() as watcher:`` and read ``watcher.log``."""
-        bus_id: str | None = None
-        with suppress(Exception), using_device(self.device) as device:  # no pci_bus_id on ROCm builds
-            bus_id = str(device.pci_bus_id)
-        return ClockWatcher(index=self.device, pci_bus_id=bus_id, interval_s=interval_s)
+        return ClockWatcher(index=self.device, pci_bus_id=self.pci_bus_id, interval_s=interval_s)
+
+    @property
+    def pci_bus_id(self) -> str | None:
+        """This GPU's PCI bus id, by which NVML finds it; None where CuPy has none (ROCm builds)."""
+        with suppress(Exception), using_device(self.device) as device:
+            return str(device.pci_bus_id)
+        return None
 
     def run(
         self, fn: Kernel, args: Sequence[object], *, calls: int, samples: int, flush: bool

@@ -219,7 +219,7 @@ class Blocker:
         self._ticket += 1
         args = (np.uint64(self._ptr), np.int64(self._ticket), np.uint64(int(self._timeout_s * 1e9)))
         self._kernel((1,), (1,), args, stream=stream)
-        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), HOLD_WATCHDOG_S, self._queued)
+        self._watch = WATCHDOG.arm(self._release_ticket(self._ticket), HOLD_WATCHDOG_S, lambda: self.queued)
 
     def _release_ticket(self, ticket: int) -> Callable[[], None]:
         released = self._released  # its memory is never freed (PinnedSlots): safe to write later
@@ -229,9 +229,6 @@ class Blocker:
                 released.value = ticket
 
         return release
-
-    def _queued(self) -> int:
-        return self.queued
 
     def delay(self, stream: Any, seconds: float) -> None:
         self._delay((1,), (1,), (self._numpy.uint64(int(seconds * 1e9)),), stream=stream)

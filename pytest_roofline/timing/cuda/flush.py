@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from pytest_roofline.timing.cuda.kernels import BLOCKS_PER_SM, FLUSH_KERNEL, L2_READ_SOURCE, L2_READ_THREADS
 from pytest_roofline.timing.cuda.loading import compiling
 from pytest_roofline.timing.cuda.persisting import PersistingLines
+
+from ...errors import UnavailableError
 
 
 class L2Flush:
@@ -26,11 +29,12 @@ class L2Flush:
 
     def begin(self) -> None:
         """Before a run's cold windows: read the set-aside (a kernel may have asked for one since),
-        and where it is unknown reset once, now."""
+        and where it is unknown reset once, now, as far as the driver lets it (best effort)."""
         size = self._persisting.set_aside()
         self._reset_each = bool(size)
         if size is None:
-            self._persisting.reset_if_any()
+            with suppress(UnavailableError):
+                self._persisting.reset()
 
     def __call__(self, stream: Any) -> None:
         cupy = self._cupy

@@ -26,11 +26,13 @@ def check_graph_support(cupy: Any, props: DeviceProperties) -> None:
         raise UnavailableError("graph mode needs CuPy >= 10 (cupy.cuda.Stream.begin_capture)")
 
 
-def capture_calls(
-    fn: Kernel, args: Sequence[object], calls: int, stream: Any, activity: Any
-) -> tuple[Any, int | None]:
-    """``calls`` calls of ``fn(*args)`` captured on ``stream``, and how many kernels one eager call
-    ran (counted by CUPTI's ``activity``; None without it)."""
+def capture_graph(
+    cupy: Any, fn: Kernel, args: Sequence[object], calls: int, stream: Any, activity: Any
+) -> tuple[Any, int | None, int | None]:
+    """``calls`` calls of ``fn(*args)`` captured on ``stream`` and launched once, untimed (the first
+    launch uploads the graph); the graph, and its kernel nodes and all nodes (None when unreadable).
+    A RuntimeError when launches escaped the capture: the graph holds nothing, or fewer kernels than
+    ``calls`` eager calls ran (counted by CUPTI's ``activity``; not checked without it)."""
     # one eager call first: kernel compilation, module loading and memory-pool growth belong
     # outside the capture (older drivers refuse module loading while capturing)
     fn(*args)
@@ -42,38 +44,22 @@ def capture_calls(
     except BaseException as exc:
         with suppress(Exception):  # leave capture mode; the kernel's error is the one to see
             stream.end_capture()
-        if _is_capture_error(exc):
+        # the CUDA runtime's stream-capture errors (cudaErrorStreamCapture*), as CuPy and PyTorch word them
+        if isinstance(exc, Exception) and re.search(r"captur", str(exc), re.IGNORECASE):
             raise MeasurementError(_capture_message(fn, exc)) from exc
         raise
     try:
-        return stream.end_capture(), eager
+        graph = stream.end_capture()
     except Exception as exc:
         raise MeasurementError(_capture_message(fn, exc)) from exc
-
-
-def capture_graph(
-    cupy: Any, fn: Kernel, args: Sequence[object], calls: int, stream: Any, activity: Any
-) -> tuple[Any, int | None, int | None]:
-    """``calls`` calls of ``fn(*args)`` captured on ``stream`` and launched once, untimed (the first
-    launch uploads the graph); the graph, and its kernel nodes and all nodes (None when unreadable).
-    A RuntimeError when launches escaped the capture (:func:`check_captured`)."""
-    graph, eager = capture_calls(fn, args, calls, stream, activity)
     verbose = getattr(cupy.cuda.runtime, "cudaGraphDebugDotFlagsVerbose", DOT_VERBOSE)
     kernels, nodes = graph_nodes(graph, verbose)
-    check_captured(fn, calls, eager=eager, kernels=kernels, nodes=nodes)
-    graph.launch(stream)
-    return graph, kernels, nodes
-
-
-def check_captured(
-    fn: Kernel, calls: int, *, eager: int | None, kernels: int | None, nodes: int | None
-) -> None:
-    """A RuntimeError when launches escaped the capture: the graph holds nothing, or fewer kernels
-    than ``calls`` eager calls ran."""
     if nodes == 0:
         raise MeasurementError(_escape_message(fn, calls))
     if eager is not None and kernels is not None and kernels < eager * calls:
         raise MeasurementError(_escape_message(fn, calls, eager=eager, captured=kernels))
+    graph.launch(stream)
+    return graph, kernels, nodes
 
 
 def _eager_kernels(fn: Kernel, args: Sequence[object], stream: Any, activity: Any) -> int | None:
@@ -134,11 +120,6 @@ def _escape_message(fn: Kernel, calls: int, *, eager: int | None = None, capture
         " stream, a launch runs at once and is missing from the graph), so a replay would time"
         " nothing; launch on the current stream (the one given as stream=), or time it without graph=True"
     )
-
-
-def _is_capture_error(exc: BaseException) -> bool:
-    """The CUDA runtime's stream-capture errors (cudaErrorStreamCapture*), as CuPy and PyTorch word them."""
-    return isinstance(exc, Exception) and re.search(r"captur", str(exc), re.IGNORECASE) is not None
 
 
 def _capture_message(fn: Kernel, exc: BaseException) -> str:

@@ -4,14 +4,12 @@ device and mode with an empty kernel launch, after the GPU's clocks ramp up."""
 from __future__ import annotations
 
 import time
-from contextlib import suppress
-from typing import Any
 
 from pytest_roofline.model.policy import Policy
 from pytest_roofline.timing.base import empty_call
 from pytest_roofline.timing.cpu_latency import LatencyFloor
 from pytest_roofline.timing.cuda.backend import CudaBackend
-from pytest_roofline.timing.cuda.blocking import blocking_environment, check_block
+from pytest_roofline.timing.cuda.blocking import check_block, hold_refusal
 from pytest_roofline.timing.cuda.kernels import EMPTY_SOURCE
 from pytest_roofline.timing.cuda.loading import compiling, require_cupy, require_device, using_device
 
@@ -47,7 +45,9 @@ def latency_floor(
     from pytest_roofline.timing.engine import measure
 
     cupy = require_device(index)
-    key = (index, graph, _holds(cupy, block))
+    # whether a backend built with ``block`` would hold windows, without building one
+    rocm = getattr(cupy.cuda.runtime, "is_hip", False)
+    key = (index, graph, not hold_refusal(check_block(block), rocm=rocm, cupti=False))
     if not refresh and key in _latency_floors:
         return _latency_floors[key]
     backend = CudaBackend(index, graph=graph, block=block)
@@ -80,15 +80,6 @@ def latency_floor(
     return found
 
 
-def _holds(cupy: Any, block: bool | str | None) -> bool:
-    """Whether a backend built with ``block`` would hold windows (:attr:`CudaBackend.block`),
-    without building one."""
-    mode = check_block(block)
-    if mode == "off" or getattr(cupy.cuda.runtime, "is_hip", False):
-        return False
-    return mode == "on" or blocking_environment() is None
-
-
 def ramp_clocks(backend: CudaBackend) -> str:
     """Keep the GPU busy (the delay kernel, :data:`RAMP_STEP_S` at a time) until NVML reports
     :data:`RAMP_CLOCK_SHARE` of the maximum SM clock, or :data:`RAMP_MAX_S` passed; say what happened.
@@ -98,9 +89,7 @@ def ramp_clocks(backend: CudaBackend) -> str:
     if backend.properties.kind == "rocm":  # the delay kernel reads %globaltimer, which ROCm lacks
         return "clocks not ramped first (ROCm)"
     blocker = backend.holder()
-    bus_id: str | None = None
-    with suppress(Exception), using_device(backend.device) as device:
-        bus_id = str(device.pci_bus_id)
+    bus_id = backend.pci_bus_id
     start = time.perf_counter()
     with using_device(backend.device):
         stream = require_cupy().cuda.get_current_stream()

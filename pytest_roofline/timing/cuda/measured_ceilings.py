@@ -65,9 +65,7 @@ def _measure_ceilings(
         del src, dst
         copy = 2 * nbytes / m.time_s
         copy_note = f"cupy.copyto of {nbytes / 2**20:.0f} MiB (read + write), {m.stat} of {m.stats.n} samples"
-        read = measure_l2_bandwidth(
-            cupy, backend, l2_bytes=nbytes, sms=props.multiprocessors, policy=policy, fill=1.0
-        )
+        read = measure_l2_bandwidth(cupy, backend, l2_bytes=nbytes, policy=policy, fill=1.0)
         if read.value > copy:
             note = f"{read.note}; beside {copy_note}: {copy / 1e9:,.1f} GB/s"
             bandwidth = Figure(read.value, Source.MEASURED, note)

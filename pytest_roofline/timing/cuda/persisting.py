@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from contextlib import suppress
 from typing import Any
 
 from ...errors import UnavailableError
@@ -57,11 +56,6 @@ class PersistingLines:
                 " aside for persisting lines, so a flush may leave a kernel's data in the L2; measure"
                 " it warm (cache='warm') or without the set-aside"
             )
-
-    def reset_if_any(self) -> None:
-        """A reset where the set-aside is unknown: best effort, once before a run's windows."""
-        with suppress(UnavailableError):
-            self.reset()
 
 
 _loaded: Any = None
