@@ -49,24 +49,19 @@ __all__ = [
 
 #: upper bound on the calls batched into one sample
 MAX_CALLS_PER_SAMPLE = 1_000_000
-#: a graph-mode measurement captures a whole rotation cycle, one call per copy, into the graph each
-#: window replays; a cycle of more copies is flushed instead (capturing and instantiating a graph of
-#: that many nodes costs more than the flushes)
+#: a graph-mode measurement captures a whole rotation cycle of at most this many copies; a longer one
+#: is flushed instead (capturing that many nodes costs more than the flushes)
 MAX_GRAPH_COPIES = 1024
 #: before a flush's cost on the backend is known, rotation's untimed cycle runs in full where it
 #: costs at most this share of the time budget (or what the warm-up runs anyway); past it, a flush
-#: evicts the fresh copies instead (a pass over twice the cache)
 CYCLE_SHARE = 0.1
 #: the warm-up goes on past ``policy.warmup_s`` while a round's time per call falls by this share or
 #: more from the round before, or its calls still fault in pages (:func:`_settling`) ...
 SETTLING_SHIFT = 0.05
 #: ... at least this many minor page faults per call (a page or more of memory never touched) ...
 SETTLED_FAULTS = 1.0
-#: ... up to this share of the time budget: the samples must start on the settled kernel, or the
-#: first measurement of a process reads its first touches of fresh memory (7-10x too slow). Rounds
-#: whose calls fault are paid apart from the budget, up to one budget more: the process populating
-#: its memory (rotation's first cycle of kept outputs in pages never touched) is once a process, as
-#: its flush buffer and the rotation pool are, and no one measurement's
+#: ... up to this share of the time budget; rounds whose calls fault are paid apart from it, up to one
+#: budget more (docs/measurement.md, "The phases of one measurement")
 SETTLE_SHARE = 0.5
 DEFAULT_POLICY = Policy()
 
@@ -79,11 +74,10 @@ _MEASURING = threading.RLock()
 class measuring_alone:  # lower case, like contextlib.suppress: it reads as a with-statement
     """Hold the process's measurement lock, then ``then`` (a device's lock across processes): a
     measurement on another thread waits until this one ends. ``with`` gives whether this one waited.
-
-    Always the process's lock first, so a thread that holds a device's lock never waits for another
-    thread. A class, not a generator: an exception from the kernel passes through with no frame of ours.
     """
 
+    # the process's lock always first: a thread holding a device's lock never waits for another thread.
+    # A class, not a generator: an exception from the kernel passes with no frame of ours
     def __init__(self, then: AbstractContextManager[object] | None = None) -> None:
         self._then = then
 
@@ -153,7 +147,6 @@ def measure(
             f" got {cache!r} ({type(cache).__name__})"
         )
     if cache.rotation is not None and cache.rotation.copies > MAX_GRAPH_COPIES and backend.graph is True:
-        # flushed instead: a graph of that many calls costs more to capture than the flushes
         cache = CachePlan(
             "flush",
             f"graph mode: {cache.rotation.copies} copies are too many to capture into one graph (at most"
@@ -170,15 +163,12 @@ def measure(
     else:
         call = KernelCall(rotation.kernel, setup=rotation.reset)
     with measuring_alone():  # the budget starts once this thread has the machine to itself
-        # the measurement runs in this frame, not a callee's: the frames from the fixture to the
-        # timer stay few
-        each_setup = call.setup is not None  # setup before every call
+        # in this frame, not a callee's: the frames from the fixture to the timer stay few
+        each_setup = call.setup is not None
         flush = cache.flush
         start = backend.clock()
         replayed = rotation is not None and backend.graph is True
-        # the copies' untimed first cycle, once per rotation: a later measurement with it (an A/B
-        # round, a re-measure) takes up the cycle where the last left it, each copy a cycle old. A
-        # cycle made as the calls need it has none: the samples' sets are made out of the cache
+        # the copies' untimed first cycle, once per rotation (docs/measurement.md, "The time budget")
         grows = rotation is not None and rotation.kernel.grows
         turns = rotation is not None and not grows and (replayed or not rotation.kernel.turned)
         cycle = rotation.copies if rotation is not None and turns else 0
@@ -188,11 +178,9 @@ def measure(
         warmup_s = (warm.seed.start if warm.seed is not None else backend.clock()) - start
         batched = _calls_per_sample(warm.per_call_s, backend.resolution_s, policy.batch_factor)
         if rotation is not None:  # each call of a window on a copy of its own
-            # a graph replays the calls it captured: fewer than the whole cycle would touch the same few
-            # copies in every window, warm after the first (FlashInfer #4468), so it captures them all
+            # a graph captures the whole cycle (docs/cache.md, "On a GPU")
             batched = rotation.copies if replayed else min(batched, rotation.copies)
-        # setup comes before every call, a flush before every cold call: a batch would time k - 1 calls
-        # without them
+        # setup or a flush comes before every call: a batch would time k - 1 calls without them
         k = 1 if each_setup or flush else batched
         if warm.seed is not None and k != 1:  # a batched sample is k calls: the seed was a warm-up call
             warm = dataclasses.replace(warm, calls=warm.calls + 1, seed=None)
@@ -257,7 +245,7 @@ def measure(
             slowed=sampler.slowed,
             slowed_kept=sampler.slowed_kept,
             clocks_per_sample=throttle is not None,
-            # the least any round showed: BLAS threads that a probe woke spin on for a while after it
+            # the least any round showed: BLAS threads a probe woke spin on for a while
             parallelism=min(parallelism) if (parallelism := readings.parallelism) else None,
             cpu_share=_middle(readings.cpu_share),
             threads=_kernel_threads(readings),
@@ -271,8 +259,7 @@ def measure(
 def _budget_note(
     policy: Policy, warmup_calls: int, samples: int, per_sample_s: float, reason: StopReason
 ) -> str:
-    """Why the budget cut the measurement short of its wanted calls, or "" where it did not: ``the 1 s
-    time budget held 1 warm-up call and 1 sample of 410 ms (10 wanted): a longer max_time gives more``."""
+    """Why the budget cut the measurement short of its wanted calls, or "" where it did not."""
     wanted_warmup = min(policy.warmup_calls, DEFAULT_POLICY.warmup_calls)
     short = samples < policy.min_samples or warmup_calls < wanted_warmup
     if reason is not StopReason.TIME or not short:
@@ -294,7 +281,7 @@ def _cache_note(
     cycle_flushed: bool = False,
     replayed: bool = False,
 ) -> str:
-    """How the cache was kept, in words: ``cold by rotation over 8 argument sets ...``, ``warm: ...``."""
+    """How the cache was kept, in words."""
     if cache.rotation is not None:
         batch = f"; {k} calls per sample" if k > 1 else ""
         if replayed:
@@ -323,7 +310,7 @@ def _cache_note(
 
 @functools.cache
 def _default_backend() -> Backend:
-    # imported here so that importing the engine does not build a backend (it measures its clock)
+    # lazily: building a backend measures its clock
     from pytest_roofline.timing.cpu import CpuBackend
 
     return CpuBackend()
@@ -340,8 +327,7 @@ class _WarmUp:
     cost_s: float
     flushed_for_cycle: bool = False
     seed: Seed | None = None
-    #: the time of the rounds whose calls faulted in pages, paid apart from the budget (see
-    #: :data:`SETTLE_SHARE`)
+    #: the time of the rounds whose calls faulted in pages, paid apart from the budget
     apart_s: float = 0.0
 
 
@@ -354,20 +340,17 @@ def _warm_up(
     flush: bool = False,
     cut: bool = True,
 ) -> _WarmUp:
-    """Run the warm-up rounds; return the calls made, the per-call estimate in seconds, and what a
-    call cost in wall time in the last round (setup and the backend's bookkeeping included).
-    ``cycle``: the rotation's copies, each called once here, untimed (or one flush where the rest of
-    the cycle costs more: :func:`_flush_instead`). A kernel too slow for the floor's samples has its
-    second call taken as a sample (``seed``; flushed with ``flush``): docs/measurement.md ("The time
-    budget"). ``cut``: False where a sample is not one call (a graph replays the whole cycle).
+    """Run the warm-up rounds (:class:`_WarmUp`). ``cycle``: the rotation's copies, each called once
+    here, untimed, or one flush for the rest (:func:`_flush_instead`). ``flush``: flush before a
+    second call taken as a sample (docs/measurement.md, "The time budget"). ``cut``: False where a
+    sample is not one call (a graph replays the whole cycle).
     """
     __tracebackhide__ = True  # a failing kernel shows its own frames, not ours
-    # what the warm-up wants, set here and where a flush stands in for the cycle; never the policy's
     wanted_calls = max(policy.warmup_calls, cycle)  # rotation's untimed cycle, one call a copy
     budget_s = policy.max_time_s
     warmup_s = min(policy.warmup_s, WARMUP_SHARE * budget_s)  # a short budget warms up for less
     settle_until_s = max(warmup_s, SETTLE_SHARE * budget_s)
-    sets = cycle  # the rotation's sets: a cycle of calls fills its ring of kept outputs
+    sets = cycle
     start = backend.clock()
     calls = rounds = 0
     size = 1
@@ -383,9 +366,7 @@ def _warm_up(
             seed = Seed(window, preempted, round_start, backend.clock())
             if window >= first_s / 2:  # as long as the first: the kernel's own time, a sample
                 return _WarmUp(calls, first_s, cost_s, flushed_for_cycle, seed)
-            # far shorter: the first call paid a one-off. Where even a budget of its own would hold
-            # no second warm-up call and the floor at this call's cost, the call is the first sample
-            # (the one-off was the warm-up: one call and one sample, as the budget promises)
+            # far shorter: the first call paid a one-off (docs/measurement.md, "The time budget")
             cost_s = backend.clock() - round_start
             if not floor_fits(0.0, cost_s, budget_s):
                 return _WarmUp(calls, window, cost_s, flushed_for_cycle, seed)
@@ -415,9 +396,7 @@ def _warm_up(
             continue
         if rounds > 1 and calls < cycle:
             rest_s = (cycle - calls) * max(per_call_s, cost_s)
-            # calls that fault are filling the ring of kept outputs with memory never touched: a
-            # flush in place of the rest of the cycle would leave that to the samples, so the cycle
-            # runs on where the settling time holds it
+            # faulting calls fill the ring of kept outputs: a flush would leave that to the samples
             filling = _faulting(this) and rest_s <= budget_s - apart_s
             if not filling and _flush_instead(backend, rest_s, warmup_s - elapsed, budget_s):
                 wanted_calls, flushed_for_cycle, cycle = _flush_for_cycle(backend, calls), True, 0
@@ -428,8 +407,7 @@ def _warm_up(
             size *= 2
             per_call_cost = max(per_call_s, cost_s)
             if per_call_cost > 0:
-                # never run much past the warm-up time (or, while settling, the settling time): a
-                # 2 s kernel warms up in 2 calls
+                # never run much past the warm-up (or settling) time
                 if settling and elapsed >= warmup_s:
                     left_s = settle_until_s - charged + (budget_s - apart_s) * _faulting(this)
                 else:
@@ -452,11 +430,9 @@ def _faulting(r: _Round) -> bool:
 
 
 def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> bool:
-    """Whether the warm-up has not settled yet, after the round ``now`` (``before``: the round before
-    it, the first round left out): its time per call still falling by :data:`SETTLING_SHIFT` or more,
-    or its calls still faulting in pages while the rotation's first cycle of outputs is made, or fewer
-    of them each round; faulting as much round after round after that is settled (docs/measurement.md,
-    "The phases of one measurement")."""
+    """Whether the warm-up has not settled yet after the round ``now`` (``before``: the round before
+    it, None for the first after the first; ``sets``: the rotation's cycle). Rule: docs/measurement.md,
+    "The phases of one measurement"."""
     if before is None:
         return _faulting(now) and calls <= sets
     if now.per_call_s < (1 - SETTLING_SHIFT) * before.per_call_s:
@@ -468,9 +444,8 @@ def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> b
 
 
 def _flush_for_cycle(backend: Backend, calls: int) -> int:
-    """One flush in place of the rest of rotation's untimed cycle (:meth:`~.base.Backend.flush_cache`;
-    what it took is remembered, :func:`.budget.saw_flush`); the calls the warm-up then wants: no more
-    than it has made, or the default's."""
+    """One flush in place of the rest of rotation's untimed cycle, its time remembered
+    (:func:`.budget.saw_flush`); returns the calls the warm-up then wants."""
     start = backend.clock()
     backend.flush_cache()
     saw_flush(backend, backend.clock() - start)
@@ -479,9 +454,8 @@ def _flush_for_cycle(backend: Backend, calls: int) -> int:
 
 def _flush_instead(backend: Backend, rest_s: float, warmup_left_s: float, max_time_s: float) -> bool:
     """Whether one flush should stand in for the ``rest_s`` of rotation's untimed cycle: where that
-    costs more than a flush on this backend (once one was seen; else more than :data:`CYCLE_SHARE`
-    of the budget), and more than the warm-up still to run, which the cycle's calls are part of
-    (docs/measurement.md, "The time budget")."""
+    costs more than a flush on this backend (else :data:`CYCLE_SHARE` of the budget) and more than the
+    warm-up still to run."""
     flush_s = seen_flush_s(backend)
     return rest_s > max(CYCLE_SHARE * max_time_s if flush_s is None else flush_s, warmup_left_s)
 
@@ -496,9 +470,8 @@ def _calls_per_sample(per_call_s: float, resolution_s: float, batch_factor: floa
 
 
 def _kernel_threads(readings: Readings) -> int | None:
-    """The threads the kernel ran on: the middle round's count (a BLAS thread starved below the
-    count's cut in one round beside a neighbour is still the kernel's), but one where a round ran it
-    alone (:attr:`~.contention.ThreadWait.alone`)."""
+    """The threads the kernel ran on: the middle round's count, but one where a round ran it alone
+    (:attr:`~.contention.ThreadWait.alone`)."""
     if not readings.threads:
         return None
     return 1 if readings.alone else int(_middle(readings.threads) or 0)

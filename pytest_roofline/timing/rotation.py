@@ -26,13 +26,9 @@ if TYPE_CHECKING:
     from pytest_roofline.timing.base import Kernel
 
 #: the shortest cycle, in multiples of the effective last-level cache, after which a rotated kernel's
-#: time stops changing: every copy is out of the cache when its turn comes. A cache that replaces
-#: lines in no strict LRU order still holds some of a cycle of twice its size
-#: (``benchmarks/cold_cycle.py`` measures it; ``docs/methodology.md``)
+#: time stops changing (docs/methodology.md, "The rotation cycle")
 COLD_CYCLE_MULTIPLE = 4
-#: the margin over it: a calibration taken beside a busy neighbour finds a smaller cache than a quiet
-#: machine has (a neighbour's data only evicts ours sooner, so the margin is for the figure, not the
-#: neighbour)
+#: the margin over it, for a cache figure calibrated under load
 CYCLE_MARGIN = 1.5
 #: so one cycle through the copies aims at this many times the effective last-level cache ...
 CYCLE_MULTIPLE = round(COLD_CYCLE_MULTIPLE * CYCLE_MARGIN)
@@ -47,19 +43,15 @@ MAX_ROTATION_BYTES = 2**30
 MAX_FREE_SHARE = 0.10
 #: the arrays rotated must hold at least this share of the op's bytes, or the rest is out of reach
 MIN_VISIBLE_SHARE = 0.5
-#: at most this many objects made for the copies (each array's copies, each rebuilt container): a
-#: kernel of a few bytes would need millions of sets to cycle through the cache, a list of 20,000
-#: arrays as many copies per set; both are flushed instead
+#: at most this many objects made for the copies (each array's copies, each rebuilt container);
+#: more is flushed instead
 MAX_COPIED_OBJECTS = 1 << 18
-#: making the copies takes at most this share of the measurement's time budget: the first set is
-#: timed, and a rotation whose copies would take longer is not made
+#: making the copies takes at most this share of the measurement's time budget
 MAX_COPY_SHARE = 0.25
 #: ... as projected from the time the first 1/FIRST_FILL_SHARE of the sets took
 FIRST_FILL_SHARE = 16
 #: a cycle of at least this many sets of host arrays is made as the calls need it (:meth:`_Rotating.take`),
-#: from its first 1/FIRST_FILL_SHARE: a kernel that short calls far fewer sets than a cycle holds in
-#: its samples (grown, 43,352 sets of 24 KiB cost 0.37x as much, 10,902 of 96 KiB 0.79x, 5,457 of
-#: 192 KiB 0.95x, 2,730 of 384 KiB 1.25x: ``benchmarks/grown_cycle.py``) ...
+#: from its first 1/FIRST_FILL_SHARE (docs/cache.md, "Rotation") ...
 GROWN_FROM = 8192
 #: ... growing to this many times the sets made, or what the calls are predicted to need where that
 #: is more, and whole where that is more than half of it
@@ -134,12 +126,10 @@ def plan_rotation(
 
     ``free_bytes(device)``: the memory free on the host (False) or the GPU (True), None when unknown
     (default: :func:`free_memory`). ``clock`` times the planning (:attr:`Rotation.made_s`; default
-    ``time.perf_counter``), growing the host pool, once a process, not counted. ``budget_s``: the
-    measurement's time budget, of which the copies may take :data:`MAX_COPY_SHARE` (None: no bound).
-    ``setup``: the call's ``setup=`` (docs/cache.md, "Rotation"), called here once and before every
-    call through :attr:`Rotation.reset`. ``own_set=False`` (an A/B comparison's, without ``setup``):
-    every set is a copy in the pool, none the caller's (whose memory is its process's alone), and the
-    caller's arguments get one untimed call, so that what the test reads holds the kernel's results.
+    ``time.perf_counter``). ``budget_s``: the measurement's time budget, of which the copies may take
+    :data:`MAX_COPY_SHARE` (None: no bound). ``setup``: the call's ``setup=``, called here once and
+    before every call through :attr:`Rotation.reset`. ``own_set=False`` (an A/B comparison's, without
+    ``setup``): every set is a copy, none the caller's, whose arguments get one untimed call.
     """
     own_set = own_set or setup is not None
     clock = clock or time.perf_counter
@@ -232,8 +222,7 @@ def _plan(
             f"{binary_bytes(int(op_bytes))}: the rest is out of reach (captured by a closure?{kept})"
         )
     most = max(MAX_COPIED_OBJECTS // max(per_set, 1), 2)
-    # arrays that share memory span at most 1 / MIN_SPAN_COVER of their bytes: with no more sets than
-    # `most`, a cycle this short is too short whatever their layouts (not read yet: 20,000 arrays' are slow)
+    # a bound before reading layouts (slow for 20,000 arrays): shared memory spans >= 1/MIN_SPAN_COVER
     nbytes = sum(map(nbytes_of, found.arrays))
     if _too_few(most, nbytes / MIN_SPAN_COVER, llc_bytes):
         return NoRotation(f"{_objects(most, per_set)}, {_too_few(most, nbytes, llc_bytes)}")
@@ -247,8 +236,6 @@ def _plan(
     # each copy's memory, padded as the pool carves it; the caller's own set is no new memory
     per_copy = sum(unit.footprint(1) for unit in units)
     fixed = sum(unit.footprint(0) for unit in units)
-    # the cycle aims at CYCLE_MULTIPLE x the cache, within what memory allows; a cycle of less than
-    # MIN_CYCLE_MULTIPLE x the cache would find its copies still there when they come round again
     wanted = math.ceil(cycle_target(llc_bytes) / set_bytes)
     by_memory = max(cap - fixed, 0) // per_copy + own_set
     copies = max(2, min(wanted, by_memory, most))
@@ -330,9 +317,7 @@ class _Made:
 
         allowed = math.inf if budget_s is None else MAX_COPY_SHARE * budget_s
         projected = spent_s
-        # the first sets, timed: n sets will take n / first times as long. A share of them, not one:
-        # a pooled array's copies are filled in one NumPy call, whose overhead one small set's time
-        # would count n times (10,901 sets of three 32 KiB arrays: 290 ms projected from one set)
+        # projected from a share of the sets, not one: a pooled fill's overhead would count n times
         first = -(-self.n // FIRST_FILL_SHARE)
         try:
             start = self.clock()
@@ -368,9 +353,8 @@ class _Made:
 def _calls(
     fn: Template, args: Items, kwargs: Entries, columns: list[list[object]], copies: int, *, rebuilt: bool
 ) -> list[Callable[[], object]]:
-    """One bound call per argument set. Arguments that are arrays or plain values (no partial, list
-    or dict holding arrays: the common case) are bound with one C-level partial per set; a tiny
-    kernel's cycle has a hundred thousand of them."""
+    """One bound call per argument set (``copies`` of them); ``rebuilt``: containers are rebuilt
+    around each set."""
     if rebuilt:
         sets = ([column[i] for column in columns] for i in range(copies))
         return [functools.partial(fn.build(a), *args.build(a), **kwargs.build(a)) for a in sets]
@@ -451,12 +435,9 @@ class _Rotating:
         sets: int = 0,
         grow: Callable[[int], list[Callable[[], object]]] | None = None,
     ) -> None:
-        #: while the cycle is made as the calls need it (None once it is whole, or made whole at the
-        #: start), ``grow(sets)``: the cycle made up to ``sets`` sets, the calls on the new ones returned.
-        #: Until the whole cycle is made, each set is called at most once between flushes, and a growth
-        #: ends in a flush (why: docs/cache.md, "Rotation")
+        #: while the cycle is made as the calls need it (None once whole), ``grow(sets)``: the cycle
+        #: made up to ``sets`` sets, the calls on the new ones returned (docs/cache.md, "Rotation")
         self._grow = grow
-        #: the calls on the sets made so far, in the order they are called
         self._calls = calls
         #: the argument sets made so far
         self.made = len(calls)
@@ -465,18 +446,16 @@ class _Rotating:
         self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
         #: the caller's arrays on a GPU, whose copies' memory goes back to it on release
         self._gpu_arrays = list(gpu_arrays)
-        #: the calls' results are kept for a cycle, of ``sets`` sets touching ``cycle_bytes`` (an
-        #: output the kernel allocates then lands in a block freed a cycle ago); 0: none kept
+        #: the calls' results are kept for a cycle, of ``sets`` sets touching ``cycle_bytes``; 0: none
         self._cycle_bytes = cycle_bytes
         self._sets = sets
         #: keeps a result: sizes the ring on the first call, then the ring's own append (no Python
-        #: frame of ours inside a timed window)
+        #: frame of ours in a timed window)
         self._keep: Callable[[object], None] = self._first_result
         #: a whole cycle has run untimed (or a flush stood in for it) since the copies were made
         self.turned = False
 
     def _first_result(self, result: object) -> None:
-        # the arrays the call returned: the result, or those in a tuple or list of them
         returned = result if isinstance(result, (tuple, list)) else [result]
         nbytes = sum(nbytes_of(value) for value in returned if is_array(value))
         kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0
@@ -499,10 +478,8 @@ class _Rotating:
             self._fresh = max(self._fresh - calls, 0)
 
     def take(self, calls: int, ahead: int, flush: Callable[[], object]) -> None:
-        """The next ``calls`` calls each on a set out of the cache: where fewer are left, a flush, and
-        where the sets made are fewer than the ``ahead`` calls predicted in all, more sets first (at
-        least :data:`GROWTH` times those made: each growth costs a flush). Once the whole cycle is
-        made and flushed, it turns as one made whole at the start does."""
+        """Make the next ``calls`` calls each find a set out of the cache: ``flush`` where too few are
+        left, after growing the cycle where fewer sets are made than the ``ahead`` calls predicted."""
         if self._grow is None:
             return
         if calls > self._fresh:
