@@ -22,30 +22,20 @@ from pytest_roofline.timing.cuda.kernels import BLOCK_SOURCE
 from ...errors import InvalidValueError, RooflineError
 
 #: the blocking kernel gives up holding a stream after this long, on the GPU: the last resort, for a
-#: host that cannot run the watchdog (a thread that waits for the GPU holding the GIL)
+#: host that cannot run the watchdog (a thread holding the GIL waits for the GPU)
 BLOCK_TIMEOUT_S = 10.0
 #: a hold the host has not released this long after it began is released by a watchdog thread, and
-#: the window is taken as not held: a kernel that synchronizes while held waits this long once, not
-#: the GPU's timeout once per window (nvbench reads its timeout flag at every unblock,
-#: ``blocking_kernel.cuh``; its own timeout is 30 s, state.cuh)
+#: the window is taken as not held (docs/measurement.md, "The CUDA timer")
 HOLD_WATCHDOG_S = 0.1
-#: the longest a hold is left while the host is still queueing calls behind it: well inside the
-#: GPU's own :data:`BLOCK_TIMEOUT_S`
+#: the longest a hold is left while the host is still queueing calls behind it
 HOLD_LIMIT_S = 2.0
 #: calls queued behind one hold at most: the rest of a longer window is queued after the release,
 #: while the GPU works through these
 MAX_HELD_CALLS = 32
-#: calls held for a kernel no probe has yet shown the launch queue takes more of. The driver's
-#: queue is finite (about a thousand launches), a call may launch a hundred kernels (a PyTorch
-#: block), and a host blocked in a launch behind a held stream waits for the watchdog; nvbench holds
-#: 2 launches of a hot batch (``measure_hot.cuh``: "Limit the number of kernel executions while
-#: blocked to prevent deadlocks"; ``blocking_kernel.cuh``: "~32 kernel launches max")
+#: calls held for a kernel no probe has yet shown the launch queue takes more of
 UNPROVEN_HELD_CALLS = 2
-#: environment variables that profilers and sanitizers set in the process they run: CUDA's injection
-#: hook (nsys, ncu, compute-sanitizer and CUPTI tools), Nsight Systems' session, Nsight Compute's
-#: PerfWorks directory, compute-sanitizer's port range, Nsight's transport (the set FlashMLA's
-#: ``tests/kernelkit/utils.py`` and GROMACS' ``gpu_utils.cu`` test). Under them a launch may be
-#: serialized or replayed, and the blocker's own launch would wait out its timeout (nvbench#45).
+#: environment variables that profilers and sanitizers set in the process they run; under them the
+#: blocker stays off (docs/measurement.md, "The CUDA timer")
 PROFILER_ENVIRONMENT = (
     "CUDA_INJECTION64_PATH",
     "NSYS_PROFILING_SESSION_ID",
@@ -53,12 +43,9 @@ PROFILER_ENVIRONMENT = (
     "NV_SANITIZER_INJECTION_PORT_RANGE_BEGIN",
     "NV_NSIGHT_INJECTION_TRANSPORT_TYPE",
 )
-#: ``auto`` proves a kernel asynchronous before holding it: an unheld window starts behind a kernel
-#: that spins this long on the GPU, and an event after it still pending when the window's calls
-#: have returned means they did not wait for the GPU
+#: how long the delay kernel of ``auto``'s probe spins before an unheld window
 PROBE_DELAY_S = 2e-3
-#: unheld windows probed per kernel before ``auto`` stops trying (a first call that compiles
-#: outlasts the probe without synchronizing; one that synchronizes every time never passes)
+#: unheld windows probed per kernel before ``auto`` stops trying
 PROBE_TRIES = 3
 #: the longest a probe's delay grows to, for calls slower on the host than the last delay
 PROBE_MAX_DELAY_S = 0.1
@@ -69,9 +56,7 @@ _MAX_KERNELS = 4096
 @dataclass(slots=True)
 class _Watch:
     """One hold watched: released once it has gone :attr:`after_s` with no call queued behind it, or
-    :data:`HOLD_LIMIT_S` in all. A host still queueing calls is slow, not waiting for the GPU (a busy
-    machine can keep a launching thread off its core for longer than one period), so each call it
-    queues buys the hold another period."""
+    :data:`HOLD_LIMIT_S` in all."""
 
     release: Callable[[], None]
     after_s: float
@@ -93,8 +78,7 @@ class _Watch:
 
 
 class HoldWatchdog:
-    """One thread that releases every hold the host has not released in time (a host that waits for
-    the GPU inside a held window cannot release it; only another thread can). Idle, it keeps no
+    """One thread that releases every hold the host has not released in time. Idle, it keeps no
     reference to any hold."""
 
     def __init__(self) -> None:
@@ -193,16 +177,14 @@ class Blocker:
         self._timeout_s = timeout_s
         self._ticket = 0
         self._watch: int | None = None
-        #: calls queued behind this blocker's holds, counted by the backend: the watchdog's sign of a
-        #: host that is still queueing rather than waiting for the GPU
+        #: calls queued behind this blocker's holds, counted by the backend (the watchdog reads it)
         self.queued = 0
         #: whether the watchdog released a hold of this run
         self._released_late = False
 
     def warm(self, stream: Any) -> None:
-        """Launch both kernels once, released before they start (ticket 0, no delay): their modules
-        load now, unheld, not on the first held window (lazy loading may synchronize; nvbench's
-        ``measure_cold`` does the same before its warm-up run)."""
+        """Launch both kernels once, released before they start, so that their modules load now,
+        unheld."""
         np = self._numpy
         self._kernel((1,), (1,), (np.uint64(self._ptr), np.int64(0), np.uint64(0)), stream=stream)
         self._delay((1,), (1,), (np.uint64(0),), stream=stream)
@@ -298,9 +280,8 @@ def hold_refusal(mode: str, *, rocm: bool, cupti: bool) -> str:
 
 
 def blocking_environment() -> str | None:
-    """Why the blocker must stay off in this process's environment, or None: under
-    ``CUDA_LAUNCH_BLOCKING=1`` every launch returns only once it has run, so the blocker's own
-    launch would wait out its timeout (nvbench#45); a profiler or sanitizer serializes launches."""
+    """Why the blocker must stay off in this process's environment (``CUDA_LAUNCH_BLOCKING``, a
+    profiler or sanitizer), or None."""
     value = os.environ.get("CUDA_LAUNCH_BLOCKING", "").strip()
     if value not in ("", "0"):
         return f"CUDA_LAUNCH_BLOCKING={value}: every launch is synchronous"
@@ -311,11 +292,9 @@ def blocking_environment() -> str | None:
 
 
 class KernelProbes:
-    """What the probes found of each kernel (known by :func:`kernel_key`): not yet told (0 ..
-    :data:`PROBE_TRIES` - 1 probes that could not), asynchronous or synchronizing; and the delays of
-    the next probes. An asynchronous kernel's larger unheld windows are probed again, up to
-    :data:`MAX_HELD_CALLS` calls, until one the queue (or the host) could not keep ahead of: the most
-    calls the launch queue took behind the delay kernel is what a hold may take (:meth:`held_calls`).
+    """What the probes found of each kernel (known by :func:`kernel_key`): not yet told,
+    asynchronous or synchronizing; the delays of the next probes; and how many calls the launch queue
+    took behind the delay kernel, which is what a hold may take (:meth:`held_calls`).
     """
 
     def __init__(self) -> None:
@@ -341,7 +320,7 @@ class KernelProbes:
 
     def held_calls(self, key: tuple[int, ...], calls: int) -> int:
         """Calls of a window of ``calls`` the hold takes: as many as a probe showed the launch queue
-        takes (launches, not calls, fill it), :data:`UNPROVEN_HELD_CALLS` before any probe did."""
+        takes, :data:`UNPROVEN_HELD_CALLS` before any probe did."""
         return min(calls, MAX_HELD_CALLS, self._queued.get(key, UNPROVEN_HELD_CALLS))
 
     def wanted(self, key: tuple[int, ...], calls: int = 1, *, block: bool, mode: str) -> bool:
@@ -366,8 +345,7 @@ class KernelProbes:
         return 0 <= state < PROBE_TRIES
 
     def start(self, blocker: Blocker, stream: Any, key: tuple[int, ...], calls: int = 1) -> AsyncProbe:
-        """The delay kernel, then an event: queued before the window's calls. A larger probe of a
-        kernel proved asynchronous spins well past what its calls took the host last time."""
+        """Queue the delay kernel, then an event, before the window's calls."""
         delay_s = self._probe_delays.get(key, PROBE_DELAY_S)
         per_call = self._host_per_call.get(key)
         if per_call is not None:
@@ -376,12 +354,10 @@ class KernelProbes:
         return AsyncProbe(stream.record(), time.perf_counter(), delay_s, calls)
 
     def end(self, key: tuple[int, ...], probe: AsyncProbe) -> None:
-        """Still spinning when the calls returned: they did not wait for the GPU, and the launch queue
-        took them all. Done: they waited (for the GPU, or for room in the launch queue), or the host
-        took longer than the delay (a first call that compiles, a slow Python wrapper). Before the
-        kernel is proved asynchronous, the next probe spins longer than these calls took, up to
-        :data:`PROBE_MAX_DELAY_S`, and after :data:`PROBE_TRIES` a kernel that waited out every
-        delay is never held; after, a larger probe that waited ends the growing."""
+        """Record what ``probe`` showed once the window's calls have returned: the delay kernel still
+        spinning proves the calls asynchronous; done, the probe could not tell (the next one spins
+        longer, and after :data:`PROBE_TRIES` the kernel is taken as synchronizing); a larger probe of
+        a kernel proved asynchronous that waited caps the calls held."""
         host_s = time.perf_counter() - probe.t0
         if not probe.marker.done:
             self._kernels[key] = _ASYNC
