@@ -144,12 +144,10 @@ def _steal_fraction(before: Snapshot, after: Snapshot) -> float | None:
 # -- the kernel's own threads: how long they waited for a core --------------------------------------
 
 #: a thread that ran at least this share of what the round's busiest thread ran is one of the
-#: kernel's threads: BLAS threads share the work evenly, while one that spins on for a few ms after
-#: an earlier call (the probe's) runs far less than the thread calling the kernel
+#: kernel's threads (docs/measurement.md, "The CPU timer")
 KERNEL_THREAD_SHARE = 0.5
 #: a round ran the kernel alone where the process's other threads together ran or waited for a core
-#: less than this share of what its one thread ran: they slept (a BLAS thread that waited instead,
-#: starved beside a neighbour, was still the kernel's)
+#: less than this share of what its one thread ran
 ALONE_SHARE = 0.1
 
 _TASKS = Path("/proc/self/task")
@@ -190,9 +188,7 @@ class ThreadWait:
     threads: int
     #: of those threads' runnable time (running or waiting for a core), the share spent waiting
     wait_share: float
-    #: one thread ran the kernel and the others slept (:data:`ALONE_SHARE`): whatever other rounds
-    #: count (BLAS threads that a probe woke spin on for up to about 0.1 s after it), the kernel
-    #: runs on one thread
+    #: one thread ran the kernel and the others slept (:data:`ALONE_SHARE`)
     alone: bool = False
 
 

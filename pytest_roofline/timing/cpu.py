@@ -28,9 +28,8 @@ if TYPE_CHECKING:
 
 #: a window is preempted when the OS switched this thread out and it ran less than this share of it
 PREEMPTED_SHARE = 0.05
-#: windows shorter than this are not read for preemption one by one. The reads are system calls,
-#: which slow the window after them (docs/methodology.md). And a window this short that is
-#: preempted lasts several times its length (a slice is milliseconds), an outlier the median passes over.
+#: windows shorter than this are not read for preemption one by one (docs/measurement.md, "The CPU
+#: timer")
 PER_WINDOW_FROM_S = 1e-3
 #: last-level cache size assumed when the OS does not say
 FALLBACK_LLC_BYTES = 64 * 2**20
@@ -127,7 +126,7 @@ class CpuBackend(Backend):
     def flush_cache(self) -> None:
         """Evict the caches by reading a buffer twice the size of the last-level cache, written once
         when it is made (why: docs/cache.md, "When rotation cannot apply")."""
-        # a max reads 1.3x as fast as a bitwise or, single-threaded (benchmarks/flush_read.py)
+        # a max, the fastest read (docs/cache.md, "When rotation cannot apply")
         self.flush_checksum = int(self.prepare_flush().max())
 
     def prepare_flush(self) -> npt.NDArray[np.uint64]:
@@ -172,8 +171,7 @@ class CpuBackend(Backend):
                     process_total += process_ns() - process_before
                     thread_total += thread_cpu
                     wall_total += stop - start
-                    # switched out, and for long enough to matter: a tick's switch in a 20 ms window
-                    # costs microseconds, not the window
+                    # switched out, and for long enough to matter (not a tick's switch)
                     lost = (stop - start) - thread_cpu
                     preempted.append(switches() != before and lost > PREEMPTED_SHARE * (stop - start))
                     if stop - start < PER_WINDOW_FROM_S * 1e9:

@@ -12,22 +12,17 @@ from pytest_roofline.model.stats import median_ci_ranks, quantile_of_sorted
 
 #: the fewest samples in each half for a comparison: below six, a median's 95% interval is [min, max]
 MIN_HALF = 6
-#: the least gap between the halves' medians worth a cut, whatever the precision asked for: on a
-#: shared machine the speed drifts, and a cut that chased drift would pick the faster stretches;
-#: a settled kernel's halves differ by less than this in most measurements (docs/methodology.md)
+#: the least gap between the halves' medians worth a cut, whatever the precision asked for: less is
+#: drift (docs/methodology.md, "Why a slow start is cut, and why at 5%")
 MIN_SHIFT = 0.05
-#: a cut reaches no later than this into the sampling: past the slowdowns measured after other work
-#: (docs/methodology.md), a slower stretch later in a long measurement is the machine's drift, which
-#: a cut would turn into a bias towards its faster stretches
+#: a cut reaches no later than this into the sampling: a slower stretch later is the machine's drift
 SETTLE_WITHIN_S = 0.25
 
 
 def slower_start(samples: Sequence[float], *, min_shift: float = MIN_SHIFT) -> bool:
-    """Whether the first half of ``samples`` ran slower than the second, beyond doubt: the 95%
-    intervals of the halves' medians (:func:`~pytest_roofline.model.stats.median_ci_ranks`) apart,
-    the first's lower end above the second's upper end, and the medians at least ``min_shift`` of
-    the second's apart (the engine passes the larger of :data:`MIN_SHIFT` and its precision target).
-    Only a *slower* start counts (docs/measurement.md, "The phases of one measurement")."""
+    """Whether the first half of ``samples`` ran slower than the second, beyond doubt: the halves'
+    medians' 95% intervals apart, the first above, and the medians at least ``min_shift`` of the
+    second's apart."""
     half = len(samples) // 2
     if half < MIN_HALF:
         return False
