@@ -1,9 +1,6 @@
-"""What an array is, answered once for every part of the package that looks at a kernel's arguments:
-rotation (:mod:`.arguments`, :mod:`.copies`), the device a kernel runs on (:func:`placement_of`,
-``plugin/placement.py``), the op inference's first call (:mod:`.footprint`) and the dtype read from a
-call's arguments (``plugin/request.py``). Each keeps its own concern; what an array is, how many bytes
-it holds, where they lie, on which device and in what format, is said here (docs/development.md,
-"What the package counts as an array"). Nothing here imports NumPy, CuPy or PyTorch.
+"""What an array is, how many bytes it holds, where they lie and on which device, for every part
+of the package that looks at a kernel's arguments (docs/development.md, "What the package counts as
+an array"). Nothing here imports NumPy, CuPy or PyTorch.
 """
 
 from __future__ import annotations
@@ -126,7 +123,7 @@ def gpu_of(value: object) -> int | None:
 
 
 def _framework_home(value: object) -> Home | None:
-    """What the array's framework says of where it lives, in the order the module docstring gives."""
+    """What the array's framework says of where it lives: PyTorch's, NumPy 2's, DLPack's or CuPy's device."""
     device = _attribute(value, "device")
     kind = _attribute(device, "type") if device is not None else None
     if isinstance(kind, str) and _holds_data(value):  # PyTorch

@@ -113,8 +113,8 @@ class Sampler:
         # what a sample is expected to cost: a flush's, where a flush comes before each, once known
         flush_s = seen_flush_s(backend) if self.flush else 0.0
         per_sample_s = max(per_call_s * self.k + (flush_s or 0.0), 1e-12)
-        # the first round: min_samples, or what the budget affords; one sample where the flush's
-        # cost is not known yet (it may be most of a sample's), so the next round knows it
+        # the first round: min_samples, or what the budget affords; one sample while the flush's
+        # cost is not known yet
         size = 1 if flush_s is None else self._within(0, policy.min_samples, per_sample_s)
         size = 0 if seed is not None else min(size, policy.max_samples)
         ahead = size  # the samples the statistics are predicted to want
@@ -160,8 +160,7 @@ class Sampler:
             self.slowed = len(samples) - self.transient - len(steady_at)
             self.slowed_kept = sum(slow[i] for i in used_at)
             reason = _stop(len(samples), stats, policy)
-            # the span matters from 10 µs a call: shorter kernels gained nothing measurable by it,
-            # and a suite of them would pay it per test
+            # the span matters from MIN_TIME_FROM_S a call (docs/measurement.md, "Stopping" bullet)
             spans = stats.median >= MIN_TIME_FROM_S
             short_s = policy.min_time_s - self._sampled_s() if spans else 0.0
             precise_but_short = reason is StopReason.PRECISION and short_s > 0
@@ -171,9 +170,8 @@ class Sampler:
                 self._time_probe()
             if reason is None:
                 now, elapsed_s = backend.clock(), self._sampled_s()
-                # what a sample costs, flush and bookkeeping included, predicts the next ones: the
-                # last round's (and its probe's), or the average since the cut where that is less (a
-                # round that paid a one-off, a first flush's buffer, must not stop the measurement)
+                # what a sample costs, flush and bookkeeping included: the last round's, or the
+                # average since the cut where less (docs/measurement.md, "The budget is used")
                 last = rounds[-1]
                 per_sample_s = min((now - last.start) / last.size, elapsed_s / max(len(kept), 1))
                 wanted, ahead = _next_round(len(kept), stats.ci_rel, elapsed_s, policy, short_s=short_s)
@@ -193,9 +191,8 @@ class Sampler:
 
     def _within(self, n: int, wanted: int, per_sample_s: float) -> int:
         """Of ``wanted`` more samples after ``n``, those the budget affords (:func:`.budget.samples_within`),
-        with the last probe's cost kept for the probe that ends the measurement and the GPU's rest
-        before the round: the budget counts from the start of the measurement, warm-up included, so
-        that --roofline-max-time bounds its cost."""
+        with the last probe's cost and the GPU's rest before the round kept out; the budget counts
+        from the start of the measurement, warm-up included."""
         policy = self.policy
         left_s = self._left_s() - self.slow.rest_s
         return samples_within(n, wanted, left_s, per_sample_s, policy.max_time_s)

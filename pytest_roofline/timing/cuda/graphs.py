@@ -76,23 +76,15 @@ def _eager_kernels(fn: Kernel, args: Sequence[object], stream: Any, activity: An
     return len(records)
 
 
-#: ``cudaGraphDebugDotFlagsVerbose`` (``cupy_backends/cuda/api/_runtime_enum.pxd``, CUDA's value):
-#: every node's type heads its label, ``label="{KERNEL``; CuPy's own test
-#: (``tests/cupy_tests/cuda_tests/test_graph.py``, ``test_debug_dot_str``) asserts that the default
-#: print (flags 0) differs from this one
+#: ``cudaGraphDebugDotFlagsVerbose``: every node's type heads its label, ``label="{KERNEL``
 DOT_VERBOSE = 1
-#: a node statement's first line: a node id at the start of a line, then its attributes. An edge,
-#: ``"graph_1_node_0" -> "graph_1_node_1" [headlabel=0];`` in a verbose print, starts with an id too,
-#: but ``->`` follows it, not ``[``
+#: a node statement's first line: a node id at the start of a line, then ``[`` (an edge has ``->``)
 _NODE = re.compile(r'^"graph_\d+_node_\d+"\[([^\n]*)', re.MULTILINE)
 
 
 def graph_nodes(graph: Any, verbose: int = DOT_VERBOSE) -> tuple[int | None, int | None]:
-    """Kernel nodes and all nodes of a captured graph, from CUDA's DOT print of it
-    (``Graph.debug_dot_str(flags)``, ``cudaGraphDebugDotPrint``); (None, None) where it cannot be
-    read. Asked for at ``verbose`` (``runtime.cudaGraphDebugDotFlagsVerbose``), where a kernel node's
-    label starts ``{KERNEL``; the default print, where a kernel node is ``shape="octagon"``, is read
-    too."""
+    """Kernel nodes and all nodes of a captured graph, from CUDA's DOT print of it at ``verbose``
+    flags (``Graph.debug_dot_str``); (None, None) where it cannot be read."""
     dump = getattr(graph, "debug_dot_str", None)
     if dump is None:
         return None, None
@@ -101,6 +93,7 @@ def graph_nodes(graph: Any, verbose: int = DOT_VERBOSE) -> tuple[int | None, int
     except Exception:  # an old CuPy or driver without cudaGraphDebugDotPrint
         return None, None
     heads = _NODE.findall(text)
+    # the default print (flags 0) marks a kernel node as an octagon
     kernels = sum(1 for head in heads if 'label="{KERNEL' in head or 'shape="octagon"' in head)
     return kernels, len(heads)
 

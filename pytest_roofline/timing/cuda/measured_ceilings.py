@@ -20,10 +20,8 @@ MIN_COPY_BYTES = 512 * 2**20
 #: square matmul sizes for the FLOP/s ceilings, the best of which is kept: 4096 saturates most GPUs,
 #: 8192 the largest (and an 8192² fp64 operand is 512 MiB, within any datacenter GPU's memory)
 MATMUL_SIZES = (4096, 8192)
-#: the precisions whose tensor-core rates are one: every GPU with both runs fp16 and bf16 at the same
-#: dense rate (the A100, H100, H200, B200 and MI300X datasheets), so a library's slower path for one
-#: (cupy.matmul's bf16 read 766 of fp16's 817 TFLOP/s on the first H200 run, where torch.mm's bf16
-#: reached 814) does not lower the other's ceiling
+#: the precisions whose tensor-core rates are one, each taking the group's fastest (docs/measurement.md,
+#: "Calibration")
 SHARED_RATE = ((Precision.FP16, Precision.BF16),)
 #: names how :func:`measure_ceilings` measures, in the calibration cache's key: change it with the method
 CEILINGS_METHOD = (
