@@ -105,8 +105,8 @@ class Backend(ABC):
     #: of the last run: minor page faults per call (None: not known); a warm-up whose calls still
     #: fault has not settled
     last_page_faults: float | None = None
-    #: every window replays one captured graph (``cuda.CudaBackend(graph=True)``): a window of k
-    #: rotated calls touches the same k sets each time, so the engine captures a whole cycle or flushes
+    #: every window replays one captured graph (``cuda.CudaBackend(graph=True)``): the engine then
+    #: captures a whole rotation cycle, or flushes
     graph: bool = False
 
     @property

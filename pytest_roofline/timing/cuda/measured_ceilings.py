@@ -88,8 +88,7 @@ def _measure_ceilings(
             for n in MATMUL_SIZES:
                 a, b = _random_matrix(cupy, n, dtype), _random_matrix(cupy, n, dtype)
                 c = cupy.empty((n, n), dtype=dtype)
-                # at the power limit the clocks fall within ~35 ms of matmuls (timing.throttle):
-                # a ceiling is the maximum clock's, as the datasheet's is
+                # slowed samples left out: a ceiling is the maximum clock's, as the datasheet's is
                 with backend.watch_clocks() as watcher:
                     matmul = _matmul_into(cupy)
                     m = measure(matmul, a, b, c, policy=policy, backend=backend, cache=WARM, throttle=watcher)
