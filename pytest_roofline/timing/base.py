@@ -37,10 +37,8 @@ def empty_call() -> None:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off inside, as ``timeit`` keeps it off while timing: no
-    collection lands in a timed window, and on a GPU no finalizer it would run (pinned memory's
-    ``cudaFreeHost``, a device-wide sync) waits for a held stream. Garbage made meanwhile is
-    collected after."""
+    """Python's cyclic garbage collector off inside, as in ``timeit`` (no collection, and no finalizer
+    that syncs a GPU, in a timed window); on again after, if it was on."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

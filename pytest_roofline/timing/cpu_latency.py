@@ -71,11 +71,9 @@ _CPU_FLOORS: dict[tuple[bool, Backend | None], LatencyFloor] = {}
 def cpu_latency_floor(
     *, flushed: bool = False, backend: Backend | None = None, max_time_s: float | None = None
 ) -> LatencyFloor:
-    """This process's CPU latency floor: a Python call's own cost, measured once; ``flushed``: right
-    after a cache flush, what a kernel timed cold by a flush is judged against, flushed by
-    ``backend`` (the one the kernel is timed with, its flush sized by the cache this process sees;
-    default: the engine's). ``max_time_s``: the most its measurement may take, where it is paid from
-    a test's time budget (its policy's own, at most)."""
+    """This process's CPU latency floor: a Python call's own cost, measured once; ``flushed``: each
+    call right after a flush by ``backend`` (the kernel's; default: the engine's), for a kernel timed
+    cold by a flush. ``max_time_s``: the most its measurement may take (its policy's own, at most)."""
     key = (flushed, backend if flushed else None)
     if key not in _CPU_FLOORS:
         policy = CPU_FLUSHED_LATENCY_POLICY if flushed else CPU_LATENCY_POLICY

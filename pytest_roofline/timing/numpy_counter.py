@@ -147,12 +147,10 @@ def _method(name: str) -> Callable[..., Any]:
 
 
 class Counted(np.ndarray[Any, Any]):
-    """A NumPy array whose calls are recorded while a run is counted (``__array_ufunc__``,
-    ``__array_function__`` and the computing methods), each with its arguments as plain arrays
-    (:class:`~pytest_roofline.model.inference.SeenCall`), then made on plain arrays: its values are
-    NumPy's own, and the calls it makes inside are not recorded again. A new array it makes comes
-    back counted, an ``out=`` array as given (its writes in the caller's memory); outside a count it
-    records nothing and returns plain arrays."""
+    """A NumPy array whose calls (``__array_ufunc__``, ``__array_function__``, the computing
+    methods) are recorded while a run is counted (:class:`~pytest_roofline.model.inference.SeenCall`),
+    then made on plain arrays, nested calls unrecorded. A new array it makes comes back counted, an
+    ``out=`` as given; outside a count it records nothing and returns plain arrays."""
 
     #: the ``id`` of the argument this is, or a view of; None for an array a call made
     root: int | None = None

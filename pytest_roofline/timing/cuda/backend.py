@@ -335,8 +335,7 @@ def _kernel_windows(
 ) -> tuple[list[float], str | None]:
     """Each window's busy time from CUPTI's kernel records, split in order (the windows ran back
     to back on one stream, each the same calls); the events' times where they do not split, and
-    the timer's note that says so. The backend's own kernels (the L2 flush before each cold window,
-    outside its events) are no part of any window: CUPTI records every kernel of the context."""
+    the timer's note that says so. The backend's own kernels (:data:`HOUSEKEEPING_KERNELS`) are left out."""
     from pytest_roofline.timing.cupti import busy_s
 
     records = [r for r in records if r.name not in HOUSEKEEPING_KERNELS]
