@@ -30,8 +30,8 @@ OVERRUN_SHARE = 0.2
 #: the warm-up runs for ``policy.warmup_s``, or this share of the budget where that is less
 WARMUP_SHARE = 0.25
 
-#: the least a flush took on a backend, per backend object (a backend that cannot be weakly
-#: referenced is not remembered: its flushes cost what the rule without them guesses) ...
+#: the least a flush took on a backend, per backend object (one that cannot be weakly referenced
+#: is not remembered) ...
 _FLUSH_S: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
 #: ... and, before its first, what one is expected to cost
 _EXPECTED_S: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()

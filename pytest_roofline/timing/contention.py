@@ -38,8 +38,7 @@ def _switch_reader() -> Callable[[], int]:
 
 
 #: this thread's involuntary context switches so far (the process's where threads are not counted),
-#: read around every timed window, so it must cost little next to a window (docs/methodology.md);
-#: always 0 where :mod:`resource` is missing (Windows): no window is then seen preempted
+#: read around every timed window; always 0 where :mod:`resource` is missing (Windows)
 involuntary_switches = _switch_reader()
 
 

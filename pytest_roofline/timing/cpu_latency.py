@@ -28,8 +28,7 @@ __all__ = [
 
 #: the CPU latency floor's own measurement: short and warm
 CPU_LATENCY_POLICY = Policy(warmup_s=0.005, min_samples=20, max_time_s=0.1)
-#: and, for kernels timed cold by a flush, an empty call right after a flush: the flush evicts the
-#: interpreter's own code and data too, which the next call, empty or not, fetches again
+#: and, for kernels timed cold by a flush, an empty call right after a flush
 CPU_FLUSHED_LATENCY_POLICY = Policy(warmup_s=0.0, min_samples=10, max_time_s=0.5)
 
 

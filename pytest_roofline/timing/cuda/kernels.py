@@ -40,9 +40,8 @@ EMPTY_SOURCE = 'extern "C" __global__ void roofline_empty() {}'
 
 #: the L2 read: every thread reads the same ``float4`` elements each pass with ``ld.global.cg``
 #: (cached in the L2, not the L1); many passes over a buffer within the L2 are the L2 roof
-#: (``roofline_l2_read``), one pass over a buffer twice the L2 is the backend's flush
-#: (``roofline_l2_flush``: the same read under a name of its own, so that CUPTI's records of it can
-#: be told from the kernel's and left out of a window's busy time)
+#: (``roofline_l2_read``), one pass over twice the L2 the flush (``roofline_l2_flush``, named apart
+#: so that CUPTI's records of it are left out of a window)
 L2_READ_THREADS = 256
 #: blocks per SM: enough warps in flight to cover the L2's latency
 BLOCKS_PER_SM = 8

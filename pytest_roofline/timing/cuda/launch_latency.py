@@ -18,8 +18,7 @@ LATENCY_POLICY = Policy(warmup_s=0.01, min_samples=20, max_time_s=0.25)
 #: event pairs timed around nothing for the latency floor
 LATENCY_EVENT_SAMPLES = 50
 #: before the latency floor, the GPU is kept busy until NVML reports this share of its maximum SM
-#: clock, for at most RAMP_MAX_S (an idle GPU runs its first microseconds at idle clocks, and an
-#: empty launch timed then would be cached inflated)
+#: clock, for at most RAMP_MAX_S (docs/measurement.md, "The latency floor")
 RAMP_CLOCK_SHARE = 0.9
 RAMP_MAX_S = 0.5
 #: one busy stretch of the ramp, on the GPU
