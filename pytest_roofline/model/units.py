@@ -30,10 +30,8 @@ def _sig(x: float, digits: int, max_decimals: int = 3) -> str:
 
 
 def seconds(value: float) -> str:
-    """In µs up to 10 ms (``139.0 µs``, ``1130 µs``), then ms, then s; one decimal at most.
-
-    That is four significant digits from 100 of a unit up, fewer below (``4.0 µs``), as profilers print.
-    """
+    """In µs up to 10 ms (``139.0 µs``, ``1130 µs``), then ms, then s: four significant digits at
+    most, one decimal at most."""
     if not math.isfinite(value) or value == 0:
         return f"{value:g} s"
     rounded = _round_sig(value, 4)
