@@ -1,8 +1,7 @@
 """The built-in op catalogue: what each operation computes and moves, registered on import.
 
 Byte counts are the *ideal* DRAM traffic: every input read once, every output written once, as a
-perfectly fused kernel would. That is what makes the result a floor: a kernel that re-reads memory
-pays for it in measured time, and the gap shows up as a lower attained fraction.
+perfectly fused kernel would (why: docs/floor.md ("Ops")).
 """
 
 from __future__ import annotations

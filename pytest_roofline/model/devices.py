@@ -2,8 +2,8 @@
 
 Figures are dense peaks as their vendors publish them, at the clocks they quote them at
 (``shared/reference/hardware.md`` sections 1, 2 and 6). Where a card has two tensor rates (FP16 vs
-FP32 accumulate) the table holds the higher one, since a floor must never be above the true best
-time; BF16 tensor math only accumulates in FP32, so BF16 takes that rate.
+FP32 accumulate) the table holds the higher one (docs/floor.md ("Ceilings")); BF16 tensor math only
+accumulates in FP32, so BF16 takes that rate.
 """
 
 from __future__ import annotations
@@ -128,8 +128,7 @@ _ROWS: tuple[_Row, ...] = (
          notes=("FP16 and FP8 tensor figures are the FP16-accumulate rates",),
          source="NVIDIA Ada Lovelace GPU architecture whitepaper (v2.02), appendix table 2, as quoted "
                 "publicly: dense, the 'Sparsity Feature' figures halved"),
-    # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (the 419 the
-    # table once held is BF16's sparse figure)
+    # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (419 is sparse)
     _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
          (None, None, _derived(104.8, _per_sm(170, 256, 2407)), None, None, 419, 838,
           _unconfirmed(838, "taken as FP8's FP16-accumulate rate; no INT8 figure checked")),
