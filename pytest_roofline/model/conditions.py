@@ -160,8 +160,7 @@ class ClockSample:
 
     @property
     def busy(self) -> bool:
-        """Taken while the GPU ran something: an SM clock read, and no GPU-idle reason (an idle GPU
-        drops its clocks, which says nothing of the kernel's)."""
+        """Taken while the GPU ran something: an SM clock read, and no GPU-idle reason."""
         return self.sm_mhz > 0 and not (self.reasons or 0) & _GPU_IDLE
 
 

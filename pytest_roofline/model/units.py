@@ -93,7 +93,7 @@ def whole_binary_bytes(nbytes: int) -> str:
 
 def brief(value: object, limit: int = 60) -> str:
     """``repr(value)``, short enough for a message: an integer of 16 digits or more as ``1.00e+200``
-    (its 200 digits help nobody, and past 4300 Python will not print them), a long repr cut."""
+    (past 4300 digits Python will not print one), a long repr cut."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
         import decimal
 

@@ -231,8 +231,8 @@ def judge(
 
 
 def _fastest_reaches(judgement: Judgement, m: Measurement, min_fraction: float) -> bool:
-    """Whether the measurement's fastest call attained the budget: where none did, samples that were
-    still falling judge a miss all the same (a kernel that never once ran fast enough misses)."""
+    """Whether the measurement's fastest call attained the budget (where none did, samples still
+    falling judge a miss all the same)."""
     return m.stats.min <= 0 or judgement.attained * m.time_s / m.stats.min >= min_fraction
 
 
