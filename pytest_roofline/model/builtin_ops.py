@@ -1,8 +1,7 @@
 """The built-in op catalogue: what each operation computes and moves, registered on import.
 
 Byte counts are the *ideal* DRAM traffic: every input read once, every output written once, as a
-perfectly fused kernel would. That is what makes the result a floor: a kernel that re-reads memory
-pays for it in measured time, and the gap shows up as a lower attained fraction.
+perfectly fused kernel would (why: docs/floor.md ("Ops")).
 """
 
 from __future__ import annotations
@@ -24,10 +23,10 @@ def _gemm(p: Params, size: float) -> Cost:
     """C[M,N] = A[M,K] @ B[K,N], ``batch`` times.
 
     FLOPs 2·batch·M·N·K; bytes batch·(M·K·a + K·N·b + M·N·c + scales): A and B read once, C written
-    once, each at its own storage size (``a_dtype``, ``b_dtype``, ``c_dtype``, else ``dtype``'s), and
-    with ``group_size`` g one ``scale_dtype`` per g elements along K of B (of A too where it is stored in
-    4 bits). Assumes C is not read (beta = 0) and a tiled kernel keeps its reuse on chip. Complex data:
-    the count × 4 (a 3M kernel does fewer). Operand dtypes and scales: docs/llm.md ("Per-operand dtypes").
+    once (beta = 0), each at its own storage size (``a_dtype``, ``b_dtype``, ``c_dtype``, else
+    ``dtype``'s), and with ``group_size`` g one ``scale_dtype`` per g elements along K of B (of A too
+    where it is stored in 4 bits). Complex data: the count × 4. Operand dtypes and scales: docs/llm.md
+    ("Per-operand dtypes").
     """
     b, m, n, k = p["batch"], p["M"], p["N"], p["K"]
     operands = (("a", m * k), ("b", k * n))
@@ -103,9 +102,8 @@ register_op(OpSpec(
 def _elementwise(p: Params, size: float) -> Cost:
     """out_j = f(in_1, ..., in_inputs) over n elements.
 
-    FLOPs n·flops_per_element; bytes n·(inputs + outputs)·size: every input read once, every output
-    written once (a fused kernel; an unfused chain pays for its temporaries). On complex data
-    flops_per_element counts real FLOPs, as given (a complex multiply is 6, an add 2).
+    FLOPs n·flops_per_element (real FLOPs on complex data, as given); bytes n·(inputs + outputs)·size:
+    every input read once, every output written once.
     """
     n = p["n"]
     return Cost(flops=n * p["flops_per_element"], bytes=n * (p["inputs"] + p["outputs"]) * size)
@@ -130,10 +128,7 @@ register_op(OpSpec(
 
 
 def _copy(p: Params, size: float) -> Cost:
-    """dst = src over n elements.
-
-    FLOPs 0; bytes 2·n·size (read once, written once; write-allocate traffic is not counted, as in STREAM).
-    """
+    """dst = src over n elements: FLOPs 0; bytes 2·n·size (read once, written once)."""
     return Cost(flops=0, bytes=2 * p["n"] * size)
 
 
@@ -147,10 +142,7 @@ register_op(OpSpec(
 
 
 def _transpose(p: Params, size: float) -> Cost:
-    """out[cols, rows] = in[rows, cols].
-
-    FLOPs 0; bytes 2·rows·cols·size: read once, written once (a tiled kernel keeps both coalesced).
-    """
+    """out[cols, rows] = in[rows, cols]: FLOPs 0; bytes 2·rows·cols·size (read once, written once)."""
     return Cost(flops=0, bytes=2 * p["rows"] * p["cols"] * size)
 
 
@@ -186,9 +178,7 @@ register_op(OpSpec(
 def _softmax(p: Params, size: float) -> Cost:
     """Row-wise softmax of a rows × cols matrix.
 
-    FLOPs 5·rows·cols (max, subtract, exp, sum, divide; exp counted as one); bytes 2·rows·cols·size:
-    one pass in, one pass out (the online/fused formulation; a three-pass kernel reads three times).
-    No complex form: complex numbers have no maximum.
+    FLOPs 5·rows·cols; bytes 2·rows·cols·size: one pass in, one pass out. No complex form.
     """
     rc = p["rows"] * p["cols"]
     return Cost(flops=5 * rc, bytes=2 * rc * size)
@@ -207,7 +197,7 @@ register_op(OpSpec(
 def _layernorm(p: Params, size: float) -> Cost:
     """Row-wise LayerNorm of a rows × cols matrix with affine gamma and beta.
 
-    FLOPs 8·rows·cols (mean, variance, normalize, scale, shift); bytes (2·rows·cols + 2·cols)·size:
+    FLOPs 8·rows·cols; bytes (2·rows·cols + 2·cols)·size:
     input read once, output written once, gamma and beta read once. No complex form.
     """
     r, c = p["rows"], p["cols"]
@@ -226,7 +216,7 @@ register_op(OpSpec(
 def _rmsnorm(p: Params, size: float) -> Cost:
     """Row-wise RMSNorm of a rows × cols matrix with a gain vector.
 
-    FLOPs 4·rows·cols (square, sum, scale, gain); bytes (2·rows·cols + cols)·size. No complex form.
+    FLOPs 4·rows·cols; bytes (2·rows·cols + cols)·size. No complex form.
     """
     r, c = p["rows"], p["cols"]
     return Cost(flops=4 * r * c, bytes=(2 * r * c + c) * size)
@@ -331,9 +321,8 @@ def _conv2d(p: Params, size: float) -> Cost:
     """Direct 2-D convolution, NCHW input, K filters of C×R×S, output N×K×P×Q.
 
     P = (H + 2·padding − R) // stride + 1 and Q likewise from W and S. FLOPs 2·N·K·P·Q·C·R·S; bytes
-    (N·C·H·W + K·C·R·S + N·K·P·Q)·size: input, filters read once, output written once (an implicit
-    GEMM keeps the R·S-fold reuse on chip; a naive kernel re-reads the input up to R·S times).
-    Complex data: 8 real FLOPs per complex multiply-add (the count × 4).
+    (N·C·H·W + K·C·R·S + N·K·P·Q)·size: input, filters read once, output written once. Complex
+    data: the count × 4.
     """
     n, c, h, w, k, r, s = (p[x] for x in ("N", "C", "H", "W", "K", "R", "S"))
     out_p = _conv_out(h, r, p["stride"], p["padding"])
@@ -368,7 +357,7 @@ register_op(OpSpec(
 def _fft(p: Params, size: float) -> Cost:
     """``batch`` complex-to-complex FFTs of n points each: FLOPs 5·batch·n·log2(n), the conventional count
     in real FLOPs; bytes 2·batch·n·size (size: the complex item size), the input read once and the output
-    written once. A multi-dimensional transform is one of n = all its points. Why: docs/floor.md ("Ops").
+    written once. A multi-dimensional transform is one of n = all its points (docs/floor.md, "Ops").
     """
     n, b = p["n"], p["batch"]
     return Cost(flops=5 * b * n * math.log2(n), bytes=2 * b * n * size)

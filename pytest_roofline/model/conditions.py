@@ -18,17 +18,14 @@ from typing import Any, Literal
 
 Level = Literal["quiet", "busy", "heavy"]
 
-# The thresholds. A reading that is missing (None) never raises the level.
-#: steal fractions: 2% is above what an idle cloud host shows (0 to 1%); at 10% this VM lost a
-#: tenth of its cycles, as much as the margin of a typical budget
+# The thresholds (why these: docs/verdicts.md). A reading that is missing (None) never raises the level.
+#: steal fractions
 BUSY_STEAL = 0.02
 HEAVY_STEAL = 0.10
-#: fractions of samples preempted: at 10% the tails of the statistics are someone else's; at 50%
-#: the median itself is drawn from preempted samples
+#: fractions of samples preempted
 BUSY_PREEMPTED = 0.10
 HEAVY_PREEMPTED = 0.50
-#: load from other processes per core: at 1 every core has, on average, one other runnable task
-#: to share with; at 2, two, so a thread of ours gets about a third of a core or less
+#: load from other processes per core
 BUSY_LOAD_PER_CORE = 1.0
 HEAVY_LOAD_PER_CORE = 2.0
 
@@ -132,10 +129,8 @@ def _percent(fraction: float) -> str:
 
 # -- a GPU's clocks, by what NVML said ---------------------------------------------------------
 
-#: NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*; nvidia-ml-py's
-#: ``nvmlClocksEventReasonSwPowerCap`` 0x4, ``...HwSlowdown`` 0x8, ``...SwThermalSlowdown`` 0x20,
-#: ``...HwThermalSlowdown`` 0x40, ``...HwPowerBrakeSlowdown`` 0x80) that are reported. GPU idle,
-#: application-clock and sync-boost settings are not slowdowns of a running kernel.
+#: the NVML clock-event reason bits reported (nvml.h, ``nvmlClocksEventReason*``); GPU idle,
+#: application-clock and sync-boost settings are not slowdowns of a running kernel
 SLOWDOWN_REASONS: dict[int, str] = {
     0x4: "software power cap",
     0x8: "hardware slowdown",
@@ -165,8 +160,7 @@ class ClockSample:
 
     @property
     def busy(self) -> bool:
-        """Taken while the GPU ran something: an SM clock read, and no GPU-idle reason (an idle GPU
-        drops its clocks, which says nothing of the kernel's)."""
+        """Taken while the GPU ran something: an SM clock read, and no GPU-idle reason."""
         return self.sm_mhz > 0 and not (self.reasons or 0) & _GPU_IDLE
 
 
@@ -219,9 +213,8 @@ class ClockLog:
         return lowest / self.max_sm_mhz
 
     def power_cap_note(self) -> str:
-        """What the software power cap did to the SM clock, where it was set and the measurement is not
-        throttled (``at the software power cap, the SM clock down to 77% of its maximum ...``); "".
-        A kernel that draws the power limit runs at that clock for as long as it runs."""
+        """What the software power cap did to the SM clock, in words, where it was set and the
+        measurement is not throttled; "" otherwise."""
         if "software power cap" not in self.events or self.throttled:
             return ""
         cap = "at the software power cap" + (f", drawing {drawn}" if (drawn := self._drawn()) else "")

@@ -53,9 +53,8 @@ class Precision(enum.Enum):
     BF16 = ("bf16", 2)
     FP8_E4M3 = ("fp8_e4m3", 1)
     FP8_E5M2 = ("fp8_e5m2", 1)
-    # e2m1 packed two to a byte (ml_dtypes' float4_e2m1fn takes a byte each: not this); the block
-    # scales of NVFP4 (one FP8 per 16) and MXFP4 (one E8M0 per 32) are not counted, which keeps
-    # the floor below the true best time
+    # e2m1 packed two to a byte (ml_dtypes' float4_e2m1fn takes a byte each: not this); the
+    # itemsize leaves out NVFP4's and MXFP4's block scales (docs/floor.md, "Precisions and units")
     FP4 = ("fp4", 0.5)
     # signed 4-bit integers packed two to a byte (GPTQ, AWQ, Marlin weights): storage only, with
     # no peak of its own (the math runs at the activations' dtype); ml_dtypes' int4 takes a byte each
@@ -204,14 +203,9 @@ ACCEPTED_DTYPES: tuple[str, ...] = tuple(sorted({*_DTYPE_ALIASES, *_TYPE_CODES})
 
 
 def parse_dtype(dtype: object) -> Precision:
-    """Turn what users write into a Precision.
-
-    Accepts a Precision, strings ("float32", "fp32", "f32", "half", "bfloat16", "bf16", "int32",
-    "uint8", "bool", "complex64", numpy's type codes such as "i4" and "c8", ...), numpy dtypes and
-    scalar types (``np.float32``), and CuPy/PyTorch/JAX dtypes by their name (``torch.bfloat16`` ->
-    "bfloat16"). An array-like is read through its ``.dtype``. Anything else is a ValueError naming
-    the spelling: a non-numeric dtype (strings, objects, datetimes) says so; an unknown one lists
-    the accepted spellings and the closest.
+    """Turn what users write into a Precision: a Precision, a name or numpy type code ("bf16",
+    "float32", "i4"), a numpy/CuPy/PyTorch/JAX dtype or scalar type, or an array-like's ``.dtype``.
+    Raises InvalidValueError (a ValueError) for a non-numeric, ambiguous, unsupported or unknown dtype.
     """
     if isinstance(dtype, Precision):
         return dtype
@@ -289,9 +283,8 @@ class Figure:
     value: float
     source: Source
     note: str = ""
-    #: the same unit's rate at the device's maximum SM clock, where ``value`` is quoted at a lower one
-    #: (None otherwise): used only to call a reading faster than light (:func:`~.verdict.ftl_limit`),
-    #: never for a floor (why: docs/floor.md ("Limits"))
+    #: the same unit's rate at the maximum SM clock where ``value`` is quoted at a lower one, else
+    #: None: only for the faster-than-light limit (:func:`~.verdict.ftl_limit`), never for a floor
     at_max_clock: float | None = None
 
     def __post_init__(self) -> None:
@@ -313,10 +306,8 @@ class Figure:
 
 PeakTable = Mapping[tuple[Precision, Unit], Figure]
 
-#: a warm op is judged at the smallest cache level whose capacity, times this, holds its bytes. The
-#: whole capacity: a level serves part of an op that spills past it (the capacity a sweep finds is
-#: where the level stops serving, :mod:`pytest_roofline.machine.capacity`), and an op judged at the
-#: next level's slower roof while part of it still hits would read faster than light
+#: a warm op is judged at the smallest cache level whose capacity, times this, holds its bytes
+#: (why the whole capacity: docs/methodology.md)
 LEVEL_FILL = 1.0
 
 
@@ -352,12 +343,11 @@ class MemoryLevel:
 @dataclass(frozen=True, slots=True)
 class CacheSize:
     """A cache level's capacity as the OS (or the GPU's driver) reports it, and as this process sees it
-    (less where it gets a share: docs/cache.md ("How big the caches are")).
+    (docs/cache.md, "How big the caches are").
 
-    ``effective_bytes`` is where a footprint sweep's bandwidth steps down
-    (:mod:`pytest_roofline.machine.capacity`); None where the sweep went past the level and saw no
-    step: the level is then not used. ``found`` says which: ``knee``, ``unseen``, or ``unreached``
-    (the sweep stopped short of it: the reported size stands). ``note`` says more, for a report.
+    ``effective_bytes``: where a footprint sweep's bandwidth steps down; None where the sweep saw no
+    step (the level is not used). ``found``: ``knee``, ``unseen``, or ``unreached`` (the sweep stopped
+    short of it: the reported size stands).
     """
 
     level: int
@@ -366,8 +356,7 @@ class CacheSize:
     per_core: bool = False
     found: Literal["knee", "unseen", "unreached"] = "knee"
     note: str = ""
-    #: the capacity each sweep found, where it took several (one that disagreed with the OS was
-    #: repeated: the share a process gets moves with its neighbours); ``effective_bytes`` is the largest
+    #: the capacity each sweep found, where it took several; ``effective_bytes`` is the largest
     seen: tuple[int, ...] = ()
 
     @property
@@ -557,8 +546,8 @@ def roofline(
 
     ``precision`` is the data's; ``peak_precision`` (default: the same, a complex format's
     component) is the math's. Where the device has no peak for the math (integers without an
-    integer peak), the compute side is unknown and the floor is the memory time: a floor must never
-    be above the true best time. An op with no bytes to move then has no floor: a ValueError.
+    integer peak), the compute side is unknown and the floor is the memory time; an op with no bytes
+    to move then has no floor: InvalidValueError.
     """
     math_precision = peak_precision or precision.component or precision
     peak, used_unit = device.resolve_peak(math_precision, unit)

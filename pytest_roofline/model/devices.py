@@ -2,8 +2,8 @@
 
 Figures are dense peaks as their vendors publish them, at the clocks they quote them at
 (``shared/reference/hardware.md`` sections 1, 2 and 6). Where a card has two tensor rates (FP16 vs
-FP32 accumulate) the table holds the higher one, since a floor must never be above the true best
-time; BF16 tensor math only accumulates in FP32, so BF16 takes that rate.
+FP32 accumulate) the table holds the higher one (docs/floor.md ("Ceilings")); BF16 tensor math only
+accumulates in FP32, so BF16 takes that rate.
 """
 
 from __future__ import annotations
@@ -128,8 +128,7 @@ _ROWS: tuple[_Row, ...] = (
          notes=("FP16 and FP8 tensor figures are the FP16-accumulate rates",),
          source="NVIDIA Ada Lovelace GPU architecture whitepaper (v2.02), appendix table 2, as quoted "
                 "publicly: dense, the 'Sparsity Feature' figures halved"),
-    # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (the 419 the
-    # table once held is BF16's sparse figure)
+    # BF16 accumulates in FP32 only, at half the FP16-accumulate rate on GeForce: 209.5 (419 is sparse)
     _Row("rtx-5090", ("NVIDIA GeForce RTX 5090",), "cuda", 170, 1792, 96,
          (None, None, _derived(104.8, _per_sm(170, 256, 2407)), None, None, 419, 838,
           _unconfirmed(838, "taken as FP8's FP16-accumulate rate; no INT8 figure checked")),
@@ -138,9 +137,8 @@ _ROWS: tuple[_Row, ...] = (
                 "FP16 and FP8 tensor figures are the FP16-accumulate rates"),
          source="NVIDIA RTX Blackwell GPU architecture whitepaper (v1.1), appendix table 3, as quoted "
                 "publicly: BF16 209.5/419, FP8 419/838 (FP32 acc), FP4 1676/3352 dense/sparse"),
-    # NVIDIA quotes Hopper's TF32-and-narrower tensor figures at a lower clock than the vector and
-    # FP64 tensor ones (hardware.md section 6): each figure stays as quoted, and its rate at the
-    # maximum clock only raises its faster-than-light limit
+    # Hopper's TF32-and-narrower tensor figures are quoted at a lower clock than the vector and FP64
+    # tensor ones (hardware.md section 6; docs/floor.md, "Limits")
     _Row("h100-sxm", ("NVIDIA H100 80GB HBM3",), "cuda", 132, 3350, 50,
          (33.5, 66.9, 66.9, 133.8, 494.7, 989.4, 1978.9, 1978.9), clock_mhz=1980, tensor_clock_mhz=1830,
          source="NVIDIA H100 Tensor Core GPU datasheet, SXM column"),
@@ -174,9 +172,8 @@ _ROWS: tuple[_Row, ...] = (
          source="NVIDIA Blackwell datasheet, GB200 NVL72 column / 72 GPUs, as transcribed publicly "
                 "(tensor figures sparse, halved; NVFP4 20 | 10 PF sparse | dense); checked against "
                 "hardware.md section 6, collected 2026-11 (2500/5000/10000, 8.0 TB/s)"),
-    # The name public logs of HGX B300 nodes show is "NVIDIA B300 SXM6 AC"; "NVIDIA B300" is
-    # unconfirmed. Blackwell Ultra cut FP64 and INT8, and no source in hand gives its vector rates:
-    # FP32 is B200's figure, so every op has a floor (a floor must never be above the true best time)
+    # Public HGX B300 logs show "NVIDIA B300 SXM6 AC"; "NVIDIA B300" is unconfirmed. Blackwell Ultra
+    # cut FP64 and INT8; no source gives its vector rates, so FP32 is B200's figure
     _Row("b300", ("NVIDIA B300 SXM6 AC", "NVIDIA B300"), "cuda", 0, 8000, None,
          (None, None, _unconfirmed(80, "B200's figure: no source gives B300's"), None,
           _derived(1125, "half the BF16 rate, as on A100, H100 and B200 (1100 of 2250)"), 2250, 4500, None),
@@ -249,10 +246,9 @@ def _quoted_mhz(row: _Row, precision: Precision, unit: Unit) -> float | None:
 
 
 def quoted_clock_mhz(estimate: Estimate) -> float | None:
-    """The SM clock the peak bounding a compute-bound ``estimate`` assumes: the clock its device
-    table row quotes it at (tensor figures are quoted below the top boost clock). None for any other
-    figure (measured, a peaks file's, derived from the driver's properties, a MIG slice's) and for a
-    row that names no clock: what clock it assumes is not known."""
+    """The SM clock (MHz) the device table row quotes the peak bounding a compute-bound ``estimate``
+    at; None for a figure not from the table (measured, a peaks file's, derived, a MIG slice's) and
+    for a row that names no clock."""
     precision, unit = estimate.peak_precision, estimate.unit
     row = _ROW_OF.get(estimate.device.key)
     figure = estimate.device.peaks.get((precision, unit))
@@ -309,9 +305,8 @@ def _build(row: _Row) -> Device:
     )
 
 
-#: per-GPU interconnect bandwidth, bytes/s in each direction, and where it comes from. An
-#: all-reduce's floor is its bytes over this (``roofline llm --tp``). NVLink figures are NVIDIA's aggregate
-#: bidirectional ones halved; xGMI AMD's.
+#: per-GPU interconnect bandwidth, bytes/s in each direction (NVIDIA's bidirectional NVLink figures
+#: halved), and its source: an all-reduce's floor is its bytes over this (``roofline llm --tp``)
 INTERCONNECTS: Mapping[str, tuple[float, str]] = {
     "v100-sxm2": (150e9, "NVLink 2: 300 GB/s bidirectional per GPU (V100 datasheet)"),
     "a100-sxm-40gb": (300e9, "NVLink 3: 600 GB/s bidirectional per GPU (A100 datasheet)"),

@@ -21,9 +21,7 @@ FP32_BYTES = 4
 def _swiglu(p: Params, size: float) -> Cost:
     """out[rows, cols] = act(x[:, :cols]) · x[:, cols:], vLLM's silu_and_mul / gelu_and_mul.
 
-    FLOPs 5·rows·cols (the activation as x·sigmoid(x): negate, exp, add, divide, then the multiply
-    by the gate; GELU's tanh form does a few more, all of them far below any ridge); bytes
-    3·rows·cols·size: the gate and up halves read, the product written.
+    FLOPs 5·rows·cols; bytes 3·rows·cols·size: the gate and up halves read, the product written.
     """
     rc = p["rows"] * p["cols"]
     return Cost(flops=5 * rc, bytes=3 * rc * size)
@@ -60,10 +58,9 @@ register_op(OpSpec(
 def _rope(p: Params, size: float) -> Cost:
     """Rotary embedding of q and k in place: vLLM's rotary_embedding.
 
-    Each rotated pair is 4 multiplies and 2 adds, 3 FLOPs per element of the rotary_dim (default
-    head_dim) part of q (heads) and k (kv_heads): FLOPs 3·tokens·(heads + kv_heads)·rotary_dim.
-    Bytes (2·tokens·(heads + kv_heads)·rotary_dim + tokens·rotary_dim)·size: q and k read and
-    written, the cos/sin cache row of each token read (rotary_dim/2 cosines and as many sines).
+    FLOPs 3·tokens·(heads + kv_heads)·rotary_dim (rotary_dim: default head_dim); bytes
+    (2·tokens·(heads + kv_heads)·rotary_dim + tokens·rotary_dim)·size: q and k read and written,
+    each token's cos/sin cache row read.
     """
     t, heads, rot = p["tokens"], p["heads"] + (p["kv_heads"] or p["heads"]), p["rotary_dim"] or p["head_dim"]
     return Cost(flops=3 * t * heads * rot, bytes=(2 * t * heads * rot + t * rot) * size)
@@ -132,8 +129,7 @@ register_op(OpSpec(
 def _kv_cache_write(p: Params, size: float) -> Cost:
     """Write this step's K and V into the paged cache: vLLM's reshape_and_cache.
 
-    FLOPs 0 (an fp8 cache's scaling is one multiply per element, not counted); bytes
-    2·tokens·kv_heads·head_dim·(size + kv) + 8·tokens: k and v read at dtype, written at
+    FLOPs 0; bytes 2·tokens·kv_heads·head_dim·(size + kv) + 8·tokens: k and v read at dtype, written at
     ``kv_dtype``, the slot mapping (int64) read. ``shared_kv`` (MLA's latent cache, vLLM's
     concat_and_cache_mla) writes one row per token and head, not two.
     """
@@ -178,9 +174,9 @@ _QUANTIZED = {"fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
 def _quantize(p: Params, size: float) -> Cost:
     """Dynamic quantization to fp8 or int8, per token (one fp32 scale per row) or per tensor.
 
-    FLOPs 2·rows·cols (the absolute maximum, then the scaling); bytes rows·cols·(size + 1) +
-    scales·4: read at dtype, the quantized values written (1 byte each), the scales written (rows
-    of them per token, 1 per tensor). vLLM's scaled_fp8_quant and scaled_int8_quant.
+    FLOPs 2·rows·cols; bytes rows·cols·(size + 1) + scales·4: read at dtype, the quantized values
+    written (1 byte each), the scales written (rows of them per token, 1 per tensor). vLLM's
+    scaled_fp8_quant and scaled_int8_quant.
     """
     rc = p["rows"] * p["cols"]
     scales = p["rows"] if p["per"] == "token" else 1
@@ -202,9 +198,8 @@ register_op(OpSpec(
 def _cross_entropy(p: Params, size: float) -> Cost:
     """Softmax cross-entropy of rows × vocab logits against integer labels (Liger's fused kernel).
 
-    FLOPs 4·rows·vocab (max, subtract, exp, sum; the log and the label's pick are per row); bytes
-    rows·vocab·size + 12·rows: the logits read once, the labels (int64) read, the losses (fp32)
-    written. The fused-linear variant (logits never stored) is a gemm plus this with no logits traffic.
+    FLOPs 4·rows·vocab; bytes rows·vocab·size + 12·rows: the logits read once, the labels (int64)
+    read, the losses (fp32) written.
     """
     r, v = p["rows"], p["vocab"]
     return Cost(flops=4 * r * v, bytes=r * v * size + r * (INDEX_BYTES + FP32_BYTES))

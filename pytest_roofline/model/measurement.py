@@ -85,24 +85,21 @@ class Measurement:
     #: over the samples after (:mod:`.transient`): the machine had not settled on it yet
     transient: int = 0
     #: the samples the statistics use still ran slower first than last, beyond doubt, when sampling
-    #: stopped (a slower start no cut could take: past its reach, or too few samples after it): the
-    #: kernel had not settled, and its time is an upper bound
+    #: stopped: the kernel had not settled, and its time is an upper bound
     still_falling: bool = False
     #: the kernel's parallelism while sampled: process CPU time over the timing thread's (1 for a
     #: single-threaded kernel), the least of its rounds, when the backend can tell (``last_parallelism``)
     parallelism: float | None = None
     #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
     cpu_share: float | None = None
-    #: the threads the kernel ran on and the share of their time they waited for a core (each the
-    #: median of the rounds, as ``engine._kernel_threads`` reads them), when the backend can tell
-    #: (``last_thread_wait``)
+    #: the threads the kernel ran on and the share of their time they waited for a core (medians of
+    #: the rounds), when the backend can tell (``last_thread_wait``)
     threads: int | None = None
     wait_share: float | None = None
     #: what a GPU's clocks did while it was measured (:mod:`.clocks`), when the backend watched them
     clocks: ClockLog | None = None
-    #: whether the clocks were asked about sample by sample (:mod:`.throttle`); then ``slowed``
-    #: samples ran at slowed clocks and were left out, and ``slowed_kept`` did and were kept, too few
-    #: others being left
+    #: whether the clocks were asked about sample by sample (:mod:`.throttle`); then ``slowed`` samples
+    #: ran slowed and were left out, ``slowed_kept`` did and were kept (too few others left)
     clocks_per_sample: bool = False
     slowed: int = 0
     slowed_kept: int = 0

@@ -146,9 +146,8 @@ class OpSpec:
     bytes_formula: str
     #: matrix-shaped ops may run on tensor units; the rest use the vector peak
     matrix: bool
-    #: real FLOPs per counted FLOP on complex data, or None where the op has no complex form. A
-    #: formula counts real arithmetic; a complex multiply-add is 8 real FLOPs where a real one is
-    #: 2 (4 for multiply-add ops), a complex add 2 where a real one is 1 (2 for sums)
+    #: real FLOPs per counted FLOP on complex data (4 for multiply-add ops, 2 for sums), or None where
+    #: the op has no complex form
     complex_flops: float | None
     #: whether the op takes real (and integer) data; False for ops defined on complex data (fft)
     real: bool

@@ -19,23 +19,18 @@ class Policy:
     #: ``warmup_calls`` calls have passed; a kernel too slow for the budget, one call
     warmup_s: float = 0.025
     warmup_calls: int = 2
-    #: take at least this many samples when the time budget affords them; a slow kernel gets as
-    #: many as ``max_time_s`` allows, at least
-    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` where they run past it by at most a
-    #: fifth of it, and one (low confidence)
+    #: take at least this many samples when the time budget affords them (a slow kernel's fewer:
+    #: docs/measurement.md, "The time budget")
     min_samples: int = 10
     #: hard cap on the number of samples
     max_samples: int = 10_000
-    #: wall-time budget for one measurement (warm-up, rotation's untimed cycle, flushes and probes
-    #: included), in seconds; overrun by at most a fifth of it for the floor (a second warm-up call,
-    #: :data:`~pytest_roofline.timing.base.MIN_SAMPLES_FLOOR` samples), or by the one warm-up call
-    #: and one sample every measurement takes (:mod:`pytest_roofline.timing.budget`)
+    #: wall-time budget for one measurement, seconds (warm-up, rotation's untimed cycle, flushes and
+    #: probes included); how far it may overrun: :mod:`pytest_roofline.timing.budget`
     max_time_s: float = 1.0
     #: stop once the 95% confidence half-width of the median is within this fraction of it
     target_rel_ci: float = 0.01
-    #: and, for a kernel of 10 µs or more a call (``engine.MIN_TIME_FROM_S``), once the samples
-    #: span at least this much wall time (nvbench's ``--min-time``; why, and why not shorter
-    #: kernels: docs/methodology.md ("Why 60 ms of samples"))
+    #: and, for a kernel of 10 µs or more a call (``engine.MIN_TIME_FROM_S``), once the samples span
+    #: at least this much wall time (nvbench's ``--min-time``; docs/methodology.md, "Why 60 ms of samples")
     min_time_s: float = 0.06
     #: with a probe, time it at least this often while sampling (seconds), and once before and after
     probe_interval_s: float = 0.1

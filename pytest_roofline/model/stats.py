@@ -28,9 +28,8 @@ MIN_PRECISION_SAMPLES = 6
 
 def median_ci_ranks(n: int) -> tuple[int, int]:
     """1-based ranks ``(lo, hi)`` of the order statistics bounding a distribution-free 95% interval for
-    the median: ``lo = ⌊n/2 − 1.96·√n/2⌋``, ``hi = n + 1 − lo``, clamped to ``[1, n]`` ((40, 61) for
-    n = 100). For n < 6 that is ``[min, max]``, narrower than an honest interval. Why: docs/verdicts.md
-    ("Budgets and verdicts").
+    the median: ``lo = ⌊n/2 − 1.96·√n/2⌋``, ``hi = n + 1 − lo``, clamped to ``[1, n]`` (for n < 6,
+    ``[min, max]``). Why: docs/verdicts.md ("Budgets and verdicts").
     """
     if n < 1:
         raise InvalidValueError(f"n must be >= 1; got {n}")

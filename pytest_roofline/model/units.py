@@ -30,10 +30,8 @@ def _sig(x: float, digits: int, max_decimals: int = 3) -> str:
 
 
 def seconds(value: float) -> str:
-    """In µs up to 10 ms (``139.0 µs``, ``1130 µs``), then ms, then s; one decimal at most.
-
-    That is four significant digits from 100 of a unit up, fewer below (``4.0 µs``), as profilers print.
-    """
+    """In µs up to 10 ms (``139.0 µs``, ``1130 µs``), then ms, then s: four significant digits at
+    most, one decimal at most."""
     if not math.isfinite(value) or value == 0:
         return f"{value:g} s"
     rounded = _round_sig(value, 4)
@@ -95,7 +93,7 @@ def whole_binary_bytes(nbytes: int) -> str:
 
 def brief(value: object, limit: int = 60) -> str:
     """``repr(value)``, short enough for a message: an integer of 16 digits or more as ``1.00e+200``
-    (its 200 digits help nobody, and past 4300 Python will not print them), a long repr cut."""
+    (past 4300 digits Python will not print one), a long repr cut."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
         import decimal
 

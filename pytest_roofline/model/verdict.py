@@ -28,9 +28,8 @@ if TYPE_CHECKING:
     from .pairing import Pairing, Unpaired
 
 
-#: attained fractions above these fail as faster than light (measured ceilings carry noise, and a
-#: well-tuned BLAS call can beat the np.matmul that measured the ceiling by a few percent); a figure
-#: quoted below the device's maximum SM clock raises its limit by the clock's ratio (:func:`ftl_limit`)
+#: attained fractions above these fail as faster than light (docs/verdicts.md); a figure quoted below
+#: the device's maximum SM clock raises its limit by the clocks' ratio (:func:`ftl_limit`)
 FTL_LIMIT_DATASHEET = 1.05
 FTL_LIMIT_MEASURED = 1.10
 #: a kernel whose process used at least this many CPU seconds per second of its timing thread's
@@ -39,9 +38,8 @@ MULTITHREADED = 1.5
 #: a multi-threaded compute-bound kernel whose threads waited for a core more than this share of
 #: their time was slowed by another job in a way no probe follows (see :func:`_threads_waited`)
 WAITED_SHARE = 0.15
-#: the relative half-width a kernel's time is given when its samples are too few for an interval of
-#: their own (:data:`.stats.MIN_PRECISION_SAMPLES`): twice :data:`.run_noise.RUN_NOISE` (why:
-#: docs/measurement.md ("The time budget"))
+#: the relative half-width of a kernel's time when its samples are too few for an interval of their
+#: own (:data:`.stats.MIN_PRECISION_SAMPLES`): twice :data:`.run_noise.RUN_NOISE`
 FEW_SAMPLES_CI = 0.16
 #: what is left of the first measurement's budget once what came before it (rotation's copies) took
 #: the rest: with it, the measurement takes its least, a warm-up call and a sample
@@ -104,8 +102,7 @@ class Judgement:
 
 
 # Not slots=True: a frozen slots dataclass cannot refuse an assignment to one of its properties
-# (``floor_s``, ``time_s``, ...) with FrozenInstanceError (its generated __setattr__ names the class
-# it replaced)
+# (``floor_s``, ...) with FrozenInstanceError
 @dataclass(frozen=True, kw_only=True)
 class Result(Judgement):
     """One judged measurement: the :class:`Judgement` of the measurement judged (attained, its noise,
@@ -234,8 +231,8 @@ def judge(
 
 
 def _fastest_reaches(judgement: Judgement, m: Measurement, min_fraction: float) -> bool:
-    """Whether the measurement's fastest call attained the budget: where none did, samples that were
-    still falling judge a miss all the same (a kernel that never once ran fast enough misses)."""
+    """Whether the measurement's fastest call attained the budget (where none did, samples still
+    falling judge a miss all the same)."""
     return m.stats.min <= 0 or judgement.attained * m.time_s / m.stats.min >= min_fraction
 
 
@@ -261,9 +258,7 @@ def _judge(
     if waited:
         pass  # judged against the calibrated ceiling: the machine's best, which load cannot raise
     elif _single_threaded_compute(estimate, m):
-        # The compute probes are BLAS matmuls on every core; beside a neighbour a single-threaded
-        # kernel keeps much more of its speed than they do (docs/methodology.md).
-        # Its ceiling beside it is the share of its core it got: a neighbour on that core halves both.
+        # not the all-core BLAS probe (docs/methodology.md): its ceiling is the share of its core it got
         if m.cpu_share and estimate.peak_flops is not None:
             ceiling = PairedCeiling(
                 estimate.peak_precision.label, estimate.peak_flops, min(m.cpu_share, 1.0), 0.0,
@@ -278,9 +273,8 @@ def _judge(
             if ceiling.speed > most:
                 ceiling = dataclasses.replace(ceiling, speed=most)
     floor_s = paired_floor_s(estimate, ceiling) if ceiling is not None else estimate.floor_s
-    # no call is shorter than an empty one: below that, the roofline cannot judge the kernel. The
-    # latency floor was measured at another moment, maybe in another mode: it raises the floor up
-    # to the measured time at most, so it caps attained at 1 and is never grounds for faster than light
+    # no call is shorter than an empty one; measured at another moment, the latency floor raises the
+    # floor to the measured time at most: it caps attained at 1, never makes it faster than light
     latency_bound = latency_floor_s > floor_s
     floor_s = max(floor_s, min(latency_floor_s, m.time_s) if m.time_s > 0 else latency_floor_s)
     timed = m.time_s > 0
@@ -337,9 +331,8 @@ def result_of(
     spent_s: float = 0.0,
 ) -> Result:
     """The result of one or more measurements of one kernel: a conclusive verdict over an
-    inconclusive one, then the one that attained most (with paired ceilings not always the
-    fastest: each was judged against its own window's ceiling). ``spent_s``: what the measurement
-    cost before its first timing (rotation's copies), part of the result's ``wall_s``."""
+    inconclusive one, then the one that attained most. ``spent_s``: what the measurement cost
+    before its first timing (rotation's copies), part of the result's ``wall_s``."""
 
     def judged_one(m: Measurement) -> Judgement:
         return judge(
@@ -374,7 +367,7 @@ def first_budget_s(budget_s: float, spent_s: float) -> float:
 def second_look(first: Result, suspect: Callable[[Result], bool] | None = None) -> bool:
     """Whether ``first`` is measured once more before it stands, the better of the two then judged
     (:func:`result_of`): a miss, an inconclusive result, or a result ``suspect`` doubts (a regression
-    against the baseline). Not asked in report mode: nothing fails, so nothing is worth a second look."""
+    against the baseline). Not asked in report mode."""
     doubted = first.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE)
     return doubted or (suspect is not None and suspect(first))
 
@@ -446,9 +439,8 @@ def _measured(result: Result) -> str:
 
 
 def cache_words(result: Result) -> str:
-    """Where the measurement's bytes came from: ``cold by rotation over 8 argument sets``, ``cold: cache
-    flushed before every call``, ``cold: the op moves 3.1x the last-level cache``, ``warm in L2,
-    judged at 61 GB/s`` or ``warm, judged at DRAM's 20 GB/s``."""
+    """Where the measurement's bytes came from, in words: cold by rotation, by flushing or past the
+    cache, or warm and the level judged at."""
     m, est = result.measurement, result.estimate
     if m.cold_method == "rotation":
         return f"cold by rotation over {m.rotation_copies} argument sets"
@@ -487,12 +479,8 @@ def _power_cap(result: Result) -> str:
 
 
 def failure_message(result: Result) -> str:
-    """Everything a kernel engineer needs, a line per step (the plugin wraps each to the terminal):
-
-    ``attained 12.3% of speed of light (budget 70%): gemm[M=4096 N=4096 K=4096 bf16] on NVIDIA H100
-    80GB HBM3:`` / ``floor 139.0 µs, compute-bound at 989 TFLOP/s bf16 tensor;`` / ``measured 1130 µs
-    (median of 57, ±0.4%), 121.6 TFLOP/s achieved; needs 5.7× faster.`` / ``Next: ...``
-    """
+    """The verdict's message: everything a kernel engineer needs, a line per step (the plugin wraps
+    each to the terminal); the first line is what pytest's short summary shows."""
     est = result.estimate
     device = est.device.name
     floor = f"floor {units.seconds(result.floor_s)}, {_wall(result)}"

@@ -76,8 +76,7 @@ def _above_peak(f: Facts) -> str | None:
 
 
 #: how much more than its paired ceiling heavy contention may slow a kernel (or the ceiling more
-#: than the kernel): a process sharing its core with one other runs at half speed. A miss by more
-#: than this under heavy contention is still a miss; within it, inconclusive
+#: than the kernel): within it, inconclusive; beyond it, still a miss (docs/verdicts.md)
 CONTENTION_SLACK = 2.0
 
 
@@ -88,9 +87,8 @@ def _above_limit_under_load(f: Facts) -> str | None:
 
 
 def _above_limit_probe_slowed(f: Facts) -> str | None:
-    # the load slowed the probe beside the kernel more than the kernel (a neighbour in the probe's
-    # window, a kernel on more threads than the probe): no faster than the calibrated ceiling,
-    # which load cannot raise, so no counting bug is shown
+    # the load slowed the probe more than the kernel: within the calibrated ceiling, which load
+    # cannot raise, no counting bug is shown
     if not (f.lo > f.limit and f.ceiling is not None and f.ceiling.speed < 1):
         return None
     if f.estimate.floor_s / f.measurement.time_s / (1 + f.kernel_ci) > f.limit:
@@ -117,9 +115,8 @@ def _clocks_slowed(f: Facts) -> str | None:
     return None
 
 
-#: how much more than that waiting alone explains a multi-threaded kernel may slow beside another job
-#: (by how much depends on its shape: docs/methodology.md): a miss by more than this is still a
-#: miss, so a suite's deliberately bad variants keep failing under pytest-xdist
+#: how far below the budget a multi-threaded kernel whose threads waited may be and be inconclusive;
+#: a bigger miss is still a miss (docs/verdicts.md, "The rules, in order")
 WAITED_SLACK = 10.0
 
 
