@@ -434,13 +434,9 @@ def diagnose(
     *,
     limit: int = 4,
 ) -> Diagnosis:
-    """The likely causes of ``judged``, best first, at most ``limit`` of them.
-
-    ``judged``: a :class:`~pytest_roofline.model.verdict.Result`, a :class:`Standing`, an unmeasured
-    :class:`~pytest_roofline.model.core.Estimate`, or None when only the static facts are known; ``facts``:
-    those of the kernel(s) the test ran (:func:`~pytest_roofline.analysis.kernelfacts.facts_for`), an
-    :class:`~pytest_roofline.analysis.kernelfacts.Unavailable` saying why there are none, or None.
-    """
+    """The likely causes of ``judged`` (a Result, a :class:`Standing`, an unmeasured Estimate, or None:
+    static facts only), best first, at most ``limit``. ``facts``: the test's kernel(s)'
+    (:func:`~.kernelfacts.facts_for`), an :class:`~.kernelfacts.Unavailable` saying why none, or None."""
     standing = _standing(judged)
     unavailable = ""
     known: tuple[StaticFacts, ...]

@@ -182,11 +182,10 @@ def _plain(symbol: str) -> str:
 
 
 def kernel_entries(ptx: str) -> tuple[KernelEntry, ...]:
-    """The kernels a compiled module defines, with their source names and signatures: the compiler's
-    list (macro-made kernels in, commented-out ones out, one entry per overload)."""
+    """The kernels a compiled module's PTX defines (one per overload), with source names and signatures."""
     symbols = ptxlib.entries(ptx)
     demangled = demangle([s for s in symbols if s.startswith("_Z")])
-    # a function template's mangling carries its return type, and a kernel's is always void
+    # a template's mangling carries its return type (void)
     return tuple(KernelEntry(s, _plain(s), demangled.get(s, s).removeprefix("void ")) for s in symbols)
 
 
@@ -202,10 +201,8 @@ def _listing(entries: Sequence[KernelEntry]) -> str:
 
 def find_kernel(entries: Sequence[KernelEntry], kernel: str | None, where: str = "the source") -> KernelEntry:
     """The entry ``kernel`` names: its PTX name, its signature (spaces aside), or its name, plain
-    (``scale``) or qualified (``ns::scale``) when no overload shares it. None: the only kernel.
-
-    Raises KernelFactsError naming ``where`` and listing the kernels (overloads by signature).
-    """
+    (``scale``) or qualified (``ns::scale``) when no overload shares it; None: the only kernel.
+    Raises KernelFactsError naming ``where`` and listing the kernels."""
     if not entries:
         raise KernelFactsError(f"{where} defines no kernel (no __global__ function)")
     if kernel is None:
@@ -248,8 +245,7 @@ def static_facts(
     ``kernel``: as :func:`find_kernel` takes it (None: the only kernel ``source`` defines); ``block``:
     threads per block of the launch (no occupancy without it); ``where``: the source's name in errors.
     Raises :class:`~.occupancy.ArchError` or :class:`KernelFactsError` (ValueErrors) for a bad argument,
-    :class:`~.compiler.ToolchainUnavailable` without nvcc, :class:`~.compiler.CompileError` if nvcc fails.
-    """
+    :class:`~.compiler.ToolchainUnavailable` without nvcc, :class:`~.compiler.CompileError` if nvcc fails."""
     target = normalize_arch(arch)
     if block is not None and (
         isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= 1024
@@ -315,8 +311,7 @@ def _facts(
 def _check_launch(
     kernel: str, arch: str, body: str, block: int | None, static_smem: int, dynamic_smem: int
 ) -> None:
-    """A launch that cannot run is an error naming the parameter, not a slow kernel (occupancy
-    names the rest: the threads, registers and shared memory no SM can hold)."""
+    """KernelFactsError naming the parameter for a launch that cannot run (see also :func:`occupancy`)."""
     if isinstance(dynamic_smem, bool) or not isinstance(dynamic_smem, int) or dynamic_smem < 0:
         raise KernelFactsError(f"dynamic_smem must be a byte count (0 or more); got {dynamic_smem!r}")
     most = limits_for(arch).smem_per_block_optin
@@ -333,12 +328,9 @@ def _check_launch(
 
 
 def triton_facts(compiled: Any, arch: str | None = None) -> StaticFacts:
-    """Facts of a Triton compiled kernel (duck-typed; Triton is never imported).
-
-    Reads ``.asm["ptx"]``, ``.n_regs`` and ``.n_spills`` (Triton counts spilled 4-byte words;
-    both are filled in once the kernel is loaded), shared memory and warps from ``.metadata``
-    (``shared``, ``num_warps``) and the architecture from ``.metadata.target.arch`` unless given.
-    """
+    """Facts of a Triton compiled kernel (duck-typed, never imported): ``.asm["ptx"]``, ``.n_regs`` and
+    ``.n_spills`` (4-byte words; set once loaded), ``.metadata``'s ``shared``, ``num_warps`` and, unless
+    ``arch`` is given, ``target.arch``."""
     ptx_text = compiled.asm["ptx"]
     metadata = getattr(compiled, "metadata", None)
     if arch is None:
@@ -437,12 +429,9 @@ def _one(k: Any, arch: str, block: int | None, cache_dir: Path | str | None) -> 
 
 
 def load_source(spec: str) -> str:
-    """The CUDA source of a ``.cu`` path or ``FILE.py:NAME``, for ``roofline analyze``.
-
-    ``NAME`` is a module-level CUDA source string, or an object with a ``.code`` string (a CuPy
-    RawKernel or RawModule, an example's ``CudaSource``); dots and mapping keys reach into
-    objects (``CUDA_SOURCES.transpose_naive``). Raises KernelFactsError naming what is missing.
-    """
+    """The CUDA source of a ``.cu`` path or ``FILE.py:NAME`` (``roofline analyze``): ``NAME`` a source
+    string or an object with a ``.code`` string (a RawKernel, a RawModule), dots and mapping keys reaching
+    into objects (``CUDA_SOURCES.transpose_naive``). Raises KernelFactsError naming what is missing."""
     path, sep, attr = spec.rpartition(":")
     if sep and attr and path.endswith(".py"):
         return _python_source(path, attr)
@@ -465,8 +454,7 @@ def _python_source(path: str, attr: str) -> str:
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
-        # the user's module failed (its sys.exit must not end the command with its own status);
-        # repr keeps a multi-line message on one line. Ctrl-C still interrupts.
+        # its sys.exit must not end the command; repr keeps the message on one line
         raise KernelFactsError(f"{path}: importing it raised {exc!r}") from None
     finally:
         sys.modules.pop(name, None)

@@ -16,8 +16,7 @@ from ..timing.host_caches import CacheInfo
 
 #: buffers fill these shares of a level: all of them served by it, with room for the rest (code, stack)
 FILLS = (0.5, 0.7)
-#: no measuring buffer is larger than this, whatever the level (a large L3 is measured in its
-#: first 64 MiB)
+#: no measuring buffer is larger than this, whatever the level
 MAX_BUFFER_BYTES = 64 * 2**20
 #: each kernel's timed windows last about this long (seconds), and the best of REPEATS counts
 WINDOW_S = 0.002
@@ -65,8 +64,7 @@ def measure_capacities(
 
 class AddSweep:
     """``np.add(a, b, out=c)`` warm over a footprint of three equal float64 arrays, its best rate in
-    bytes/s; the arrays are carved from one buffer that grows (and is touched once) with the sweep,
-    so that page faults are paid once and never timed."""
+    bytes/s; the arrays are carved from one buffer that grows (touched once, untimed) with the sweep."""
 
     kernel = "np.add"
 

@@ -55,8 +55,7 @@ __all__ = [
 ]
 
 _LOCK_TIMEOUT_S = 60.0
-#: float formats that take fp32's figure on the CPU; integers take none (no float rate bounds
-#: integer work: their compute side stays unknown unless a peaks file gives it)
+#: float formats that take fp32's figure on the CPU; integers take none
 _NARROW = (Precision.TF32, Precision.FP16, Precision.BF16, Precision.FP8_E4M3)
 
 
@@ -141,10 +140,9 @@ def calibrate_cpu(
     measure: Callable[[], Ceilings] | None = None,
     peak: CpuPeak | Literal["auto"] | None = "auto",
 ) -> Calibration:
-    """This CPU's measured ceilings, from the cache when it has them; ``force`` and ``reset`` measure
-    again, as :func:`_calibrate` says. A measurement that breaks a sanity rule (:func:`sanity_problems`)
-    is taken once more, with a warning. ``measure`` and ``peak`` replace :func:`measure_cpu` and the
-    CPU's theoretical peak (tests inject both)."""
+    """This CPU's measured ceilings, from the cache when it has them; ``force`` and ``reset`` as in
+    :func:`_calibrate`; a measurement breaking a sanity rule is taken once more, with a warning.
+    ``measure`` and ``peak`` replace :func:`measure_cpu` and the CPU's theoretical peak."""
     if peak == "auto":
         from .cpupeak import cpu_peak
 
@@ -221,7 +219,7 @@ def cpu_device() -> Device:
 
 def cached_cpu_device(*, cache_dir: Path | str | None = None) -> Device | None:
     """This CPU as a Device when its ceilings are known without measuring (calibrated earlier in this
-    process, or in the cache file), else None: what an estimate may use without asking to measure."""
+    process, or in the cache file), else None."""
     if "cpu" in _cpu_memo:
         return _cpu_memo["cpu"].device
     key = cpu_identity()
@@ -248,8 +246,7 @@ def _cpu_device(ceilings: Ceilings) -> Device:
     name = cpu_model_name()
     rates = rates_from_details(ceilings.details)
     caches = capacities_from_details(ceilings.details)
-    # the levels a warm measurement may be served by, at the sizes this process sees (sysfs's where
-    # the calibration has no sweep)
+    # sysfs's sizes where the calibration has no sweep
     served_by = usable_caches(caches) if caches else cpu_caches()
     levels = levels_of(served_by, rates, dram=ceilings.bandwidth.value)
     return Device(
@@ -295,8 +292,7 @@ def calibrate_cuda(
     key: dict[str, object] = {
         **_gpu_identity(base),
         "tf32": tf32_requested(),  # CUPY_TF32 turns the fp32 matmul into a TF32 one
-        # how the ceilings are measured: a calibration taken another way (constant 4096² inputs, fp64
-        # keyed vector though cuBLAS ran it on tensor cores) is measured again, not reused
+        # a calibration measured another way is measured again, not reused
         "method": CEILINGS_METHOD,
         "l2_method": L2_METHOD,
     }
@@ -306,7 +302,7 @@ def calibrate_cuda(
 
     def run() -> Ceilings:
         bandwidth, peaks = measure_fn(index)
-        # and the L2's capacity as this GPU sees it (a MIG slice's share)
+        # the L2's capacity as this GPU sees it (a MIG slice's share)
         details = {}
         if sweep_fn is not None and base.llc_bytes:
             l2_guess = CacheInfo(2, base.llc_bytes, per_core=False)

@@ -40,8 +40,7 @@ __all__ = [
     "write_ceilings",
 ]
 
-#: 3: the cache capacities and their levels' roofs are always there (a file of another schema is
-#: measured again)
+#: 3: the cache capacities and their levels' roofs are always there; another schema is measured again
 SCHEMA = 3
 #: a re-measure that comes out below this share of a cached figure is worth a warning
 _MUCH_LOWER = 0.8
@@ -230,10 +229,8 @@ def ceilings_payload(
 
 
 def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceilings:
-    """Per figure, the better of ``old`` and ``new``, kept together with the probe measured beside it.
-
-    Warns, naming each figure, where ``new`` came out below :data:`_MUCH_LOWER` of ``old``.
-    """
+    """Per figure, the better of ``old`` and ``new``, kept together with the probe measured beside it;
+    warns, naming each figure, where ``new`` came out below :data:`_MUCH_LOWER` of ``old``."""
     peaks = dict(new.peaks)
     probes = dict(new.probes)
     bandwidth = new.bandwidth
@@ -275,8 +272,7 @@ def keep_best(old: Ceilings, new: Ceilings, *, where: str = "the cache") -> Ceil
 def _best_levels(
     old: Mapping[str, float | int | str], new: Mapping[str, float | int | str]
 ) -> dict[str, float | int | str]:
-    """``new``'s details with each cache level's roof the better of the two calibrations' (a roof
-    measured at a busy moment must not lower it, as no figure is lowered)."""
+    """``new``'s details with each cache level's roof the better of the two calibrations'."""
     from .cachelevels import level_details, rates_from_details
 
     best = rates_from_details(new)

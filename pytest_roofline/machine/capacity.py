@@ -45,14 +45,12 @@ SWEEP_START = 16 * 2**10
 STEP = math.sqrt(2)
 #: points within this share below a plateau's first rate are on it
 PLATEAU_TOL = 0.15
-#: a level's plateau spans at least this many doublings of the footprint (three points at STEP; a
-#: GPU's sweep steps finer, so that the far half of an L2 in two partitions is a plateau of its own)
+#: a level's plateau spans at least this many doublings of the footprint (three points at STEP)
 MIN_PLATEAU_OCTAVES = 0.75
 #: two plateaus meet at a knee when the upper one's rate is at least this many times the lower's
 MIN_STEP = 1.25
-#: a level's knee lies within these factors of its reported size: down for a share of the level
-#: (a per-core level is the core's own; a shared one may be a small share), up for a level that
-#: holds more than it says (a victim L3 adds the L2s)
+#: a level's knee lies within these factors (down, up) of its reported size: a shared level may be
+#: a small share; a victim L3 holds more than it says
 WINDOW = {"per core": (4.0, 4.0), "shared": (64.0, 4.0)}
 #: a knee is where the rate has come this share of the way (in log) down to the next plateau: where
 #: the level stops serving, not where it starts to miss (docs/methodology.md, "How big the caches are")
@@ -103,8 +101,7 @@ class Sweep:
         )
 
     def below_reported(self) -> bool:
-        """Whether the last level's knee lies more than a :data:`STEP` below its reported size: this
-        process saw less of it than the OS says, and how much less may move from sweep to sweep."""
+        """Whether the last level's knee lies more than a :data:`STEP` below its reported size."""
         if not self.caches:
             return False
         last = self.caches[-1]
@@ -282,8 +279,7 @@ def larger_capacities(
     old: Mapping[str, float | int | str], new: Mapping[str, float | int | str]
 ) -> dict[str, float | int | str]:
     """``new``'s details with each level's capacity the larger knee of the two sweeps (a knee beats
-    none): a sweep taken under load, a neighbour's data in the shared cache, must not shrink what a
-    quieter one found, as no figure of a calibration is lowered by a re-measure."""
+    none): a re-measure never lowers a calibration's figure."""
     kept = {cache.level: cache for cache in capacities_from_details(old) if cache.found == "knee"}
     merged = dict(new)
     for cache in capacities_from_details(new):
@@ -344,8 +340,7 @@ def _median_of_three(values: Sequence[float]) -> list[float]:
 
 
 def _non_increasing(values: Sequence[float]) -> list[float]:
-    """The least-squares non-increasing fit (pool adjacent violators): a faster point after a slower
-    one is noise, as the rate never rises with the footprint past the ramp."""
+    """The least-squares non-increasing fit (pool adjacent violators)."""
     blocks: list[list[float]] = []  # [mean, count]
     for value in values:
         blocks.append([value, 1.0])

@@ -1,8 +1,6 @@
-"""Measuring this CPU's ceilings with numpy: DRAM bandwidth (the best of STREAM's copy, scale, add
-and triad and a BLAS dot, over arrays of 4x the effective last-level cache) and fp64/fp32 matmul
-FLOP/s, each with the probe measured beside it, within a time budget (:data:`CPU_BUDGET_S`), and the
-sanity rules a measurement must keep. Which kernels, how their bytes are counted and why:
-docs/measurement.md, "Calibration".
+"""This CPU's ceilings measured with numpy: DRAM bandwidth (STREAM's kernels and a BLAS dot) and
+fp64/fp32 matmul FLOP/s, each with its probe, within :data:`CPU_BUDGET_S`; and the sanity rules a
+measurement must keep. Which kernels and why: docs/measurement.md, "Calibration".
 """
 
 from __future__ import annotations
@@ -58,8 +56,7 @@ CPU_NOTE = "measured with numpy (single-threaded elementwise; BLAS dot and matmu
 
 #: two rounds of one calibration kernel further apart than this are not a measurement
 _DISAGREE = 2.0
-#: a figure / probe ratio outside this range means the two did not run under one load (the probe
-#: is the same kind of kernel, a little smaller: quietly the ratio is 1 to 3)
+#: a figure / probe ratio outside this range means the two did not run under one load
 PROBE_RATIO_RANGE = (0.5, 10.0)
 
 
@@ -112,8 +109,7 @@ def measure_cpu(
     matmuls = ((Precision.FP64, np.float64), (Precision.FP32, np.float32))
     sizes = {p: matmul_n or _matmul_size(dtype, matmul_target_s, clock) for p, dtype in matmuls}
     probe_n = {p: probe_kernels.matmul_probe_n(_matmul_rate(dtype, 256, 2, clock)) for p, dtype in matmuls}
-    # Each figure's probe runs right after it, run by run, so each figure/probe ratio is taken under
-    # one load; their median is what a probe rate measured later is scaled by.
+    # each probe runs right after its figure, so that each figure/probe ratio is taken under one load
     first = {p: _paired_matmul(dtype, sizes[p], probe_n[p], matmul_runs, clock) for p, dtype in matmuls}
 
     copy_bytes = probe_kernels.copy_probe_bytes(array_bytes // LLC_MULTIPLE)
@@ -124,8 +120,7 @@ def measure_cpu(
     rates.pop("probe")
     runs.pop("probe")
 
-    # Matmul runs again seconds later: a ceiling caught in a moment when the host slowed this VM
-    # down would make every later kernel look faster than light, so the better of the two counts.
+    # matmul again seconds later, the better round counting: one slowed moment must not set a ceiling
     peaks: dict[tuple[Precision, Unit], Figure] = {}
     found: dict[str, ProbeReference] = {}
     for precision, dtype in matmuls:
@@ -271,7 +266,7 @@ def _stream(
         run(*kernel)
     end_pass()
     more = True
-    while more:  # then more passes while the budget allows, the fastest kernels first: they set the figure
+    while more:  # more passes while the budget allows, the fastest kernels first
         more = False
         for name, arrays, fn in sorted(kernels, key=lambda kernel: -rates[kernel[0]]):
             if runs[name] < MAX_KERNEL_RUNS and clock() + last[name] <= deadline:

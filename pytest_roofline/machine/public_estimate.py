@@ -1,9 +1,5 @@
 """``pytest_roofline.estimate()``: the model's :func:`~pytest_roofline.model.estimate.estimate`, on this
-machine's devices too.
-
-``device="cpu"`` (or ``"auto"`` with no GPU) is this CPU with its measured ceilings: the ones cached by
-an earlier calibration, or measured now (a few seconds) only when the caller passes ``measure=True``;
-``"cuda[:N]"`` and ``"auto"`` find the GPU. A table key or a reported name needs no hardware at all.
+machine's devices too (this CPU's cached or, with ``measure=True``, measured ceilings; a visible GPU).
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ def estimate(
     """
     from ..model.ops import get_op
 
-    get_op(op)  # a misspelled op before any device is looked for: it is the likelier mistake
+    get_op(op)  # a misspelled op is reported before any device is looked for
     found = resolve_device(device, measure=measure)
     return model_estimate(op, dtype=dtype, device=found, math=math, **params)
 

@@ -26,8 +26,7 @@ from .interleave import ROUNDS, RoundTimer, interleave, round_policy, share_coun
 #: the engine's figure every other timer is set beside
 ENGINE = "engine warm"
 #: a CPU timer's paired ratio to the engine differs from 1 by this much without either being wrong:
-#: what alternating rounds do not cancel (frequency or a neighbour's load changing within a round);
-#: benchmarks/cpu_accuracy.py's target
+#: the drift within a round that alternating rounds do not cancel (benchmarks/cpu_accuracy.py's target)
 CPU_FLOOR = 0.05
 #: kernels shorter than this (by the engine's median) are shown, not judged
 MIN_JUDGED_S = 100e-6
@@ -39,8 +38,7 @@ TIMEIT_REPEAT_S = 0.01
 #: pytest-benchmark: its time budget over all rounds (its default ``max_time``), in seconds
 BENCHMARK_MAX_TIME_S = 1.0
 
-#: a timer: a kernel and its arguments in, its rounds out (each call one round's per-call statistics,
-#: seconds)
+#: a timer: a kernel and its arguments in, its rounds out (each call one round's per-call seconds)
 Timer = Callable[[Kernel, tuple[object, ...]], RoundTimer]
 
 
@@ -132,9 +130,8 @@ def timeit_timer(clock: Callable[[], float] = time.perf_counter, rounds: int = R
 def pytest_benchmark_timer(
     clock: Callable[[], float] = time.perf_counter, rounds: int = ROUNDS
 ) -> Timer | None:
-    """pytest-benchmark's ``BenchmarkFixture`` with its default settings but a round's share of its
-    ``max_time``, on ``clock``; None when pytest-benchmark is not installed. Its rounds (per-call
-    times) are the samples."""
+    """pytest-benchmark's ``BenchmarkFixture`` at its defaults but a round's share of its ``max_time``,
+    on ``clock``, its rounds the samples; None when pytest-benchmark is not installed."""
     try:
         fixture_module = importlib.import_module("pytest_benchmark.fixture")
         utils = importlib.import_module("pytest_benchmark.utils")

@@ -1,9 +1,8 @@
 """``roofline selfcheck --fake``: the GPU self-check over the test suite's fakes, for CI.
 
-The fakes (``tests/fake_cupy.py``, ``tests/fake_cupti.py``, ``tests/fake_timers.py``: a CuPy,
-cupyx and CUPTI, ``torch.cuda`` events and Triton's ``do_bench``) ship with a source checkout, not
-with the installed package, so ``--fake`` runs from a clone. Its figures mean nothing; what it shows
-is that a first run on a real GPU cannot die of a Python error in the self-check or the backend.
+The fakes (``tests/fake_cupy.py``, ``fake_cupti.py``, ``fake_timers.py``) ship with a source checkout
+only, so ``--fake`` runs from a clone. Its figures mean nothing: it shows the self-check and the backend
+run without a Python error.
 """
 
 from __future__ import annotations

@@ -16,9 +16,8 @@ from ...model.policy import Policy
 from ...model.stats import Stats
 from .compare import CaseResult, Timing
 
-#: rounds per kernel: enough that the 95% interval of the median of the paired ratios leaves out
-#: the two most extreme rounds at each end (:func:`~pytest_roofline.model.stats.median_ci_ranks`),
-#: so one round that a step in speed splits cannot widen the noise alone
+#: rounds per kernel: the median's 95% interval leaves out the two most extreme rounds at each end
+#: (docs/cli.md, "roofline selfcheck")
 ROUNDS = 15
 
 #: one round of one timer: a short measurement, its samples' statistics (seconds per call)
@@ -43,8 +42,7 @@ def round_policy(policy: Policy, rounds: int) -> Policy:
 
 def interleave(case: str, timers: Sequence[tuple[str, RoundTimer]], rounds: int = ROUNDS) -> CaseResult:
     """Run ``timers`` in ``rounds`` rounds, each in a freshly shuffled order; every timer's rounds,
-    index by index the same rounds. A timer that raises is a finding, kept with its error and not
-    run again (its rounds so far are dropped: its figures could no longer be paired)."""
+    index by index the same rounds. A timer that raises is kept with its error and no rounds."""
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
         raise InvalidValueError(f"rounds must be an integer >= 1; got {rounds!r}")
     order = random.Random(case)

@@ -32,8 +32,7 @@ AGREE_REL, AGREE_ABS_S = 0.05, 0.5e-6
 MIN_JUDGED_S = 2e-6
 #: what one ncu run may take, all its kernels profiled
 TIMEOUT_S = 120
-#: ncu's units in base units, where ``--print-units base`` is not honoured: times in seconds (its CSV
-#: says "ns", ncu 2025.3 on the H200; older ones "nsecond"), bytes in bytes; counts have none
+#: ncu's units in base units (seconds, bytes), where ``--print-units base`` is not honoured (docs/gpu.md)
 UNITS = {
     "ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3, "s": 1.0,
     "second": 1.0, "byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kibyte": 2.0**10,
