@@ -174,8 +174,7 @@ class MeasurementRecord:
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
     history: tuple[float, ...] | None = None
     #: the GPU it ran on, as the run numbers them (a pytest-xdist worker's by the controller's index);
-    #: None on the CPU and in files from before this field; a baseline compares it with the same
-    #: model's record whatever its slot
+    #: None on the CPU and in older files
     device_index: int | None = None
     #: what chose its device: ``arguments`` (where the kernel's arrays live, under ``auto``),
     #: ``session`` (no array among them), ``option`` (``--roofline-device``) or ``keyword`` (``device=``)
@@ -194,8 +193,7 @@ class MeasurementRecord:
         device_index: int | None = None,
         device_from: str | None = None,
     ) -> MeasurementRecord:
-        """The one place a record is made from a judged measurement (the bottleneck diagnosis, asked
-        for and worked out after the verdict, is added to it: ``dataclasses.replace``)."""
+        """The one place a record is made from a judged measurement (a diagnosis is added later)."""
         est, m = result.estimate, result.measurement
         c = result.ceiling
         ceiling = None
@@ -345,8 +343,8 @@ class MeasurementRecord:
 
 
 def machine_of(device: str, device_name: str) -> str:
-    """What a record was measured on: a table device by its key (the model: every GPU of a node of one
-    model has the same); a CPU by its model too, since every CPU's key is ``cpu``."""
+    """What a record was measured on: a table device's key (its model); a CPU's model (every CPU's key is
+    ``cpu``)."""
     return f"cpu:{device_name}" if device == "cpu" else device
 
 
@@ -583,8 +581,7 @@ _NESTED = (Stats, CeilingRecord, PeakRecord, LevelRecord)
 
 
 def figures_id(device: Device) -> str:
-    """A short name for the set of ceilings a device has: a device measured again during a run (a
-    forced calibration, another worker's cache) has two, and each row says which judged it."""
+    """A short name for the set of ceilings a device has (docs/json.md: a device may have several a run)."""
     figures = [(str(p), str(u), f.value, str(f.source)) for p, u, f in describe_peaks(device)]
     figures.append(("bandwidth", "", device.bandwidth.value, str(device.bandwidth.source)))
     return hashlib.sha256(json.dumps(figures).encode()).hexdigest()[:8]
