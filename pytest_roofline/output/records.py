@@ -349,8 +349,7 @@ def machine_of(device: str, device_name: str) -> str:
 
 
 def _json_value(value: object) -> object:
-    """A record field's value as JSON: its verdict a string, its statistics, a nested record (a
-    ceiling, a device's peaks, levels and caches) and a tuple of them plain."""
+    """A record field's value as JSON: a verdict a string; nested records, caches and tuples plain."""
     if isinstance(value, Verdict):
         return str(value)
     if isinstance(value, _NESTED):
