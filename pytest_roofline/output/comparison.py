@@ -138,8 +138,7 @@ class Comparison:
         )
 
     def to_json(self) -> dict[str, object]:
-        """What the run's JSON keeps of it (``comparisons``): the figures the change is computed from,
-        its 95% interval, the noise it was judged against and the verdict."""
+        """What the run's JSON keeps of it (``comparisons``, docs/json.md)."""
         old, new, ratio = self.old, self.new, self.ratio
         low, high = _interval(ratio, self.ci_rel) if ratio is not None else (None, None)
         return {

@@ -77,8 +77,7 @@ def check_path(path: str | os.PathLike[str]) -> Path:
 
 
 def check_devices(devices: object) -> list[Record]:
-    """``devices`` as a report holds them, if each has what its panel draws; PlotError naming the first
-    fault otherwise."""
+    """``devices`` as a report holds them, if each has what its panel draws; else a PlotError."""
     if not isinstance(devices, list | tuple):
         raise PlotError(f"'devices' must be a list of objects; got a {json_kind(devices)}")
     for index, device in enumerate(devices):
@@ -106,8 +105,7 @@ def check_devices(devices: object) -> list[Record]:
 
 
 def fault(record: Record) -> str | None:
-    """Why a measurement cannot be a point on the plot, or None (no FLOPs is no fault: the caption
-    counts it)."""
+    """Why a measurement cannot be a point on the plot, or None (having no FLOPs is no fault)."""
     for name in ("flops", "bytes", "time_s"):
         if name not in record:
             return f"no {name!r} field"

@@ -162,8 +162,7 @@ class MeasurementRecord:
     #: the comparison with the base's version of this measurement (``--roofline-against``), as
     #: :meth:`~..model.pairing.Pairing.to_record` writes it; None without one
     vs_base: JsonObject | None = None
-    #: attained at the clock the GPU held (``Result.attained_at_held_clock``); None where it is not
-    #: known (the CPU, clocks not watched, a figure whose clock is not known)
+    #: attained at the clock the GPU held (``Result.attained_at_held_clock``); None where not known
     attained_at_held_clock: float | None = None
     threads: int | None = None
     thread_wait_share: float | None = None

@@ -21,8 +21,8 @@ AnyRecord = TypeVar("AnyRecord", bound="Record")
 
 
 def format_device_headers(devices: Iterable[DeviceRecord], records: Sequence[Record]) -> list[str]:
-    """Every device's header; a device whose figures changed during the run has one per set of
-    figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
+    """Every device's header; a device whose figures changed during the run has one per set, each with
+    the count of rows it judged."""
     lines: list[str] = []
     judged = device_judgements(devices, records)
     numbers = _figures_numbers(device for device, _, _ in judged)
@@ -177,8 +177,7 @@ def _op_cell(record: Record) -> str:
 
 
 def achieved_cell(record: MeasurementRecord) -> str:
-    """What the kernel reached of the resource that bounds it: GB/s when memory-bound, FLOP/s when
-    compute-bound (the failure message's figure, for every row)."""
+    """What the kernel reached of the resource that bounds it: GB/s memory-bound, FLOP/s compute-bound."""
     rate = record.achieved_rate
     if rate is None:
         return ""
@@ -226,8 +225,7 @@ def _machine(row: Row) -> str:
 
 
 def _clock_cell(read: Callable[[Mapping[str, Any]], str]) -> Callable[[Row], str]:
-    """A clock column's cell, read from the record's ``clocks``: empty where they were not watched (a
-    CPU has none)."""
+    """A clock column's cell, read from the record's ``clocks``: empty where they were not watched."""
     return _measured(lambda r: read(r.clocks) if r.clocks and r.clocks.get("watched") else "")
 
 
