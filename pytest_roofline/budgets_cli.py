@@ -16,9 +16,8 @@ from typing import Any
 
 from .errors import InvalidValueError
 
-#: the share of the lowest fraction seen that a budget is, unless ``--fraction`` says otherwise: over a
-#: half, so that a kernel made 2x slower than its slowest run misses it, and 40% under that run, more
-#: than a GPU's or the reference CPU's noise between runs (±17%; :mod:`.model.run_noise`)
+#: the share of the lowest fraction seen that a budget is, unless ``--fraction`` says otherwise (why:
+#: docs/cli.md, ``roofline budgets``)
 DEFAULT_FRACTION = 0.6
 
 
@@ -103,7 +102,6 @@ def suggest(paths: Sequence[str], fraction: float) -> list[Suggestion]:
         extra = {"math": last.peak_precision} if last.peak_precision != last.dtype else {}
         if last.inferred and isinstance(last.inferred.get("marker"), str):
             # the inferred op's marker (less the budget the run had), and any note after it
-            # (``  # FLOPs unknown: ...``)
             text, note, rest = str(last.inferred["marker"]).partition("  #")
             text = re.sub(r", min_fraction=[^,)]*", "", text.rstrip())
             marker = f"{text[:-1]}, min_fraction={budget!r}){note}{rest}"

@@ -581,8 +581,8 @@ def _selfcheck(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def _negative_values(argv: Sequence[str]) -> list[str]:
-    """``--threshold -5%`` as ``--threshold=-5%``: argparse reads a value that starts with '-' as an
-    option and says "expected one argument", where the range error is the one that helps."""
+    """``--threshold -5%`` as ``--threshold=-5%``, so that argparse gives the range error, not "expected
+    one argument"."""
     joined: list[str] = []
     for arg in argv:
         number = arg[:1] == "-" and (arg[1:2].isdigit() or arg[1:2] == ".")

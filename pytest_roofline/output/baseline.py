@@ -32,14 +32,12 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 #: a record with this verdict (``Verdict.SKIPPED``'s) measured nothing
 _UNMEASURED = "skipped"
-#: the attained fractions a baseline may hold, its own and its history's: a kernel at a trillionth of
-#: its floor, or a thousand times past it, is a broken figure (and its logarithms and ratios would
-#: overflow what the comparison computes with them)
+#: the attained fractions a baseline may hold, its own and its history's: outside, a figure is broken
+#: (and its logarithms and ratios would overflow the comparison)
 ATTAINED_RANGE = (1e-12, 1e3)
 #: the longest a call may have taken, in seconds (eleven days)
 MAX_TIME_S = 1e6
-#: the runs a baseline keeps per test (the newest): enough for a median, few enough that a change
-#: the team accepted is outvoted after a few saves
+#: the runs a baseline keeps per test, the newest (docs/ci.md, "The saved baseline")
 HISTORY_RUNS = 8
 
 #: a test and its measurement's name
@@ -64,8 +62,7 @@ class Baseline:
     devices: Mapping[str, str]
     #: one record per test, for what does not ask which device (a test kept for several: its first)
     records: Mapping[Key, MeasurementRecord] = field(default_factory=dict)
-    #: how the run that wrote it was cut short (``-x``, ^C, a worker that went down), None if it was not:
-    #: its measurements are not all there, so it is no baseline unless the user says so
+    #: how the run that wrote it was cut short (``-x``, ^C, a worker that went down), None if it was not
     interruption: str | None = None
     #: every record, by test and machine (a store keeps one per device); empty: ``records`` alone
     stored: Mapping[StoreKey, MeasurementRecord] = field(default_factory=dict)
@@ -136,7 +133,7 @@ def read_records(rows: Iterable[tuple[int, Mapping[str, Any]]], where: str) -> l
             raise BaselineError(f"{named}: 'nodeid' is {row.get('nodeid')!r}, not a string")
         try:
             records.append(record_from_json(row))
-        except OverflowError:  # a nested number past the largest float (a top-level one is checked)
+        except OverflowError:  # a nested number past the largest float
             raise BaselineError(f"{named} ({row['nodeid']}): a number too large for a float") from None
         except (ValueError, TypeError, KeyError) as exc:  # a field of another kind than the record's
             raise BaselineError(f"{named} ({row['nodeid']}): cannot be read back ({exc})") from None
@@ -216,8 +213,8 @@ def baseline_of(
 
 
 def refuse_interrupted(baseline: Baseline, how_to_accept: str) -> None:
-    """A baseline saved from a run cut short is missing the tests it never reached (they would read as
-    new, not compared): a :class:`BaselineError` unless the user accepts it with ``how_to_accept``."""
+    """A :class:`BaselineError` for a baseline saved from a run cut short, unless the user accepts it
+    with ``how_to_accept``."""
     if baseline.interruption is not None:
         raise BaselineError(
             f"baseline {baseline.path}: saved from a run that was cut short ({baseline.interruption}), so"
@@ -274,8 +271,7 @@ def _short(value: object, limit: int = 80) -> str:
 
 
 def finite_number(value: object) -> TypeGuard[float]:
-    """Whether a JSON value is a finite number (a bool is none; an integer too large for a float is
-    not finite, where ``math.isfinite`` would raise OverflowError)."""
+    """Whether a JSON value is a finite number (a bool is none, nor an integer too large for a float)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False
     try:

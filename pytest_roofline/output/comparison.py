@@ -25,12 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["Change", "Comparison", "RegressionRule"]
 
 DEFAULT_THRESHOLD = 0.10
-#: how many runs' worth of evidence a record's prior run-to-run noise
-#: (:func:`pytest_roofline.model.run_noise.prior`: the reference machine's of its kind, assumed until a
-#: baseline's own runs say otherwise) weighs against a history's own spread
+#: how many runs' worth of evidence the prior run-to-run noise (:func:`~..model.run_noise.prior`)
+#: weighs against a history's own spread
 PRIOR_RUNS = 4
-#: the most run-to-run noise a comparison computes with (log sd: a factor of 20 a run): a test that
-#: moves more measures nothing a gate could use, and past it exp() of the bounds would overflow
+#: the most run-to-run noise a comparison computes with (log sd): past it exp() of the bounds overflows
 MAX_LOG_SD = 3.0
 #: the share of runs of unchanged code in which the whole suite may show one false regression
 FALSE_ALARMS = 0.05
@@ -140,8 +138,7 @@ class Comparison:
         )
 
     def to_json(self) -> dict[str, object]:
-        """What the run's JSON keeps of it (``comparisons``): the figures the change is computed from,
-        its 95% interval, the noise it was judged against and the verdict."""
+        """What the run's JSON keeps of it (``comparisons``, docs/json.md)."""
         old, new, ratio = self.old, self.new, self.ratio
         low, high = _interval(ratio, self.ci_rel) if ratio is not None else (None, None)
         return {
@@ -164,18 +161,16 @@ class Comparison:
 
 @dataclass(frozen=True, slots=True)
 class RegressionRule:
-    """When a measurement regressed against its baseline record, as the module says: what the gate
-    fails a test on and what ``roofline compare`` exits 1 for, both asking this rule."""
+    """When a measurement regressed against its baseline record: the gate and ``roofline compare`` both
+    ask this rule."""
 
-    #: the drop of attained, as a fraction, beyond which a measurement is suspect (a regression when
-    #: beyond the run-to-run noise too)
+    #: the drop of attained, as a fraction, beyond which a measurement is suspect
     threshold: float = DEFAULT_THRESHOLD
     #: compare a record with one measured on another machine (otherwise: :attr:`Change.OTHER_DEVICE`)
     across_devices: bool = False
 
     def dropped(self, ratio: float) -> bool:
-        """A drop beyond the threshold: a regression, or inconclusive where the noise could explain it;
-        in the gate, a reason to measure again before the verdict."""
+        """A drop beyond the threshold (a regression, or inconclusive where noise could explain it)."""
         return ratio < 1 - self.threshold
 
     def compare(
@@ -204,9 +199,7 @@ class RegressionRule:
         if old.machine != new.machine and not self.across_devices:
             return Comparison(key, Change.OTHER_DEVICE, old, new, ratio, ci, threshold, source, *noise_of)
         if self.dropped(ratio):
-            # a measurement the machine's load could have disturbed (contention the OS saw, threads
-            # waiting for a core, a verdict already inconclusive), now or in the baseline, confirms
-            # nothing (the baseline's side: when it is a single run; a median of several runs stands)
+            # load confirms nothing (docs/ci.md, "Load confirms nothing"); a baseline median of 3+ runs stands
             old_disturbed = disturbed(old) and len(old.runs) < 3
             confirmed = ratio < 1 - noise_drop and not disturbed(new) and not old_disturbed
             change = Change.REGRESSION if confirmed else Change.INCONCLUSIVE
@@ -237,14 +230,13 @@ class RegressionRule:
 
 
 def reference(record: MeasurementRecord) -> float:
-    """The baseline's figure for a test: the median of the runs it keeps (one slow run moves it little)."""
+    """The baseline's figure for a test: the median of the runs it keeps."""
     return statistics.median(record.runs)
 
 
 def run_noise(runs: Sequence[float], prior: float = RUN_NOISE) -> float:
     """How far a test moves from run to run (sd of log attained): the spread of its kept runs, pooled
-    with ``prior`` (the record's kind's, :mod:`pytest_roofline.model.run_noise`) weighing
-    :data:`PRIOR_RUNS` runs (a few runs that happened to agree prove little)."""
+    with ``prior`` weighing :data:`PRIOR_RUNS` runs."""
     logs = [math.log(a) for a in runs]
     if len(logs) < 2:
         return prior
@@ -259,8 +251,7 @@ def confidence_z(tests: int) -> float:
 
 
 def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> float:
-    """The sd of log(new / reference): each side moves by the run-to-run noise, or by its own interval
-    where that is wider; the reference, a median of n runs, by less (docs/ci.md)."""
+    """The sd of log(new / reference) (docs/ci.md, "The regression verdict")."""
     n = len(old.runs)
     share = 1 / n if n <= 2 else math.pi / (2 * n)
     new_var = max(noise, math.log1p(interval_rel(new)) / _Z95) ** 2
@@ -269,8 +260,7 @@ def _log_sd(old: MeasurementRecord, new: MeasurementRecord, noise: float) -> flo
 
 
 def disturbed(record: MeasurementRecord) -> bool:
-    """Whether the machine's load could have slowed it, so that a regression it shows is not told from
-    the load (docs/ci.md, "Load confirms nothing")."""
+    """Whether the machine's load could have slowed it (docs/ci.md, "Load confirms nothing")."""
     from ..model.verdict import WAITED_SHARE, Verdict
 
     share = record.thread_wait_share
@@ -330,8 +320,7 @@ _ORDER = (
 
 
 def other_gpu_lines(comparisons: Iterable[Comparison]) -> list[str]:
-    """One line per pair of GPUs whose records were compared though their slots differ (GPU 3's
-    measurement with GPU 0's baseline record): they are one model, so the comparison stands."""
+    """One line per pair of GPUs of one model whose records were compared though their slots differ."""
     pairs = Counter(
         (*gpus, c.new.device_name)
         for c in comparisons

@@ -62,9 +62,8 @@ def payload(
     interruption: str | None = None,
     comparisons: Sequence[Comparison] = (),
 ) -> JsonObject:
-    """The JSON file: every device with the figures that judged the measurements, whether the run
-    was cut short (``interruption`` says how: its measurements are not all there), and each test's
-    comparison with a baseline (``--roofline-compare``; an empty list without one)."""
+    """The JSON file (docs/json.md); ``interruption``: how the run was cut short, None if it was not;
+    ``comparisons``: each test's with a baseline (``--roofline-compare``), empty without one."""
     return {
         "schema": SCHEMA_VERSION,
         "environment": environment(),

@@ -31,8 +31,7 @@ Record = Mapping[str, Any]
 
 
 def _as_json(item: object) -> Record:
-    """A typed record or device record as the JSON this module reads (one shape to check: a report's
-    file and this run's records are drawn alike)."""
+    """A typed record or device record as the JSON this module reads."""
     to_json = getattr(item, "to_json", None)
     return to_json() if callable(to_json) else item  # type: ignore[return-value]
 
@@ -67,8 +66,7 @@ def require_matplotlib() -> None:
 
 
 def check_path(path: str | os.PathLike[str]) -> Path:
-    """The plot's path, if its suffix is one we draw and it can be written; PlotError naming it
-    otherwise."""
+    """The plot's path, if its suffix is one we draw and it can be written; PlotError otherwise."""
     target = Path(path).expanduser()
     if target.suffix.lower() not in FORMATS:
         raise PlotError(f"{path}: the plot is written as .svg or .png; got {target.suffix or 'no suffix'!r}")
@@ -79,8 +77,7 @@ def check_path(path: str | os.PathLike[str]) -> Path:
 
 
 def check_devices(devices: object) -> list[Record]:
-    """``devices`` as a report holds them, if each has what its panel draws; PlotError naming the first
-    fault otherwise (a device is no measurement to leave out: its panel's every point would go too)."""
+    """``devices`` as a report holds them, if each has what its panel draws; else a PlotError."""
     if not isinstance(devices, list | tuple):
         raise PlotError(f"'devices' must be a list of objects; got a {json_kind(devices)}")
     for index, device in enumerate(devices):
@@ -108,8 +105,7 @@ def check_devices(devices: object) -> list[Record]:
 
 
 def fault(record: Record) -> str | None:
-    """Why a measurement cannot be a point on the plot, or None. No FLOPs (a copy) is no fault: such a
-    measurement has no place on a FLOP/s axis, and the caption counts it."""
+    """Why a measurement cannot be a point on the plot, or None (having no FLOPs is no fault)."""
     for name in ("flops", "bytes", "time_s"):
         if name not in record:
             return f"no {name!r} field"
@@ -250,8 +246,7 @@ def _panel(
 
 @dataclass(slots=True)
 class _Spot:
-    """Where markers are drawn over each other: the first one's place (and in points on the
-    panel), the largest one's size, and the names of them all."""
+    """Markers drawn over each other: the first one's place (also in points), the largest size, all names."""
 
     x: float
     y: float
@@ -266,9 +261,7 @@ class _Spot:
 
 
 def _spots(ax: Axes, records: Sequence[Record]) -> list[_Spot]:
-    """The spots the points are drawn at: a point joins the first spot whose marker its centre lies
-    in (``roofline llm``'s qkv_proj, o_proj and lm_head share one intensity and rate), so that their
-    names read as one label, not printed over each other."""
+    """The spots the points are drawn at: a point joins the first spot whose marker its centre lies in."""
     to_points = 72 / ax.figure.dpi if ax.figure is not None else 1.0
     spots: list[_Spot] = []
     for r in records:
@@ -285,17 +278,15 @@ def _spots(ax: Axes, records: Sequence[Record]) -> list[_Spot]:
     return spots
 
 
-#: where a point's label may go, in this order: right of it and below, left and above (on a roof's
-#: slope both sides of the line are free), left and below, right and above; its near corner at
-#: (x · reach, y · 3) points from the point, reach clear of the point's marker
+#: where a point's label may go, in this order (right-below, left-above, left-below, right-above); its
+#: near corner at (x · reach, y · 3) points from the point
 _PLACES = ((1, -1), (-1, 1), (-1, -1), (1, 1))
 
 
 def _lead_apart(drawn: Figure, labels: Sequence[tuple[Annotation, float]]) -> None:
-    """Place each point's label, top point first, where it overlaps no marker and no text placed
-    before it (the roofs' labels, the labels of points above) and stays inside its panel: the first
-    such place beside its point, else the first place inside the panel, moved down below what is in
-    its way. The figure is laid out first: a label's extent depends on it."""
+    """Place each point's label, top point first, inside its panel where it covers no marker and no
+    text placed before it, else moved down below what is in its way (docs/ci.md, "Outputs people
+    look at")."""
     gap = 1.0  # points between two texts
     to_points = 72 / drawn.dpi
 

@@ -162,8 +162,7 @@ class MeasurementRecord:
     #: the comparison with the base's version of this measurement (``--roofline-against``), as
     #: :meth:`~..model.pairing.Pairing.to_record` writes it; None without one
     vs_base: JsonObject | None = None
-    #: attained at the clock the GPU held (``Result.attained_at_held_clock``); None where it is not
-    #: known (the CPU, clocks not watched, a figure whose clock is not known)
+    #: attained at the clock the GPU held (``Result.attained_at_held_clock``); None where not known
     attained_at_held_clock: float | None = None
     threads: int | None = None
     thread_wait_share: float | None = None
@@ -174,8 +173,7 @@ class MeasurementRecord:
     #: a saved baseline's earlier runs of this test (``--roofline-save``), None in a plain report
     history: tuple[float, ...] | None = None
     #: the GPU it ran on, as the run numbers them (a pytest-xdist worker's by the controller's index);
-    #: None on the CPU and in files from before this field; a baseline compares it with the same
-    #: model's record whatever its slot
+    #: None on the CPU and in older files
     device_index: int | None = None
     #: what chose its device: ``arguments`` (where the kernel's arrays live, under ``auto``),
     #: ``session`` (no array among them), ``option`` (``--roofline-device``) or ``keyword`` (``device=``)
@@ -194,8 +192,7 @@ class MeasurementRecord:
         device_index: int | None = None,
         device_from: str | None = None,
     ) -> MeasurementRecord:
-        """The one place a record is made from a judged measurement (the bottleneck diagnosis, asked
-        for and worked out after the verdict, is added to it: ``dataclasses.replace``)."""
+        """The one place a record is made from a judged measurement (a diagnosis is added later)."""
         est, m = result.estimate, result.measurement
         c = result.ceiling
         ceiling = None
@@ -345,14 +342,13 @@ class MeasurementRecord:
 
 
 def machine_of(device: str, device_name: str) -> str:
-    """What a record was measured on: a table device by its key (the model: every GPU of a node of one
-    model has the same); a CPU by its model too, since every CPU's key is ``cpu``."""
+    """What a record was measured on: a table device's key (its model); a CPU's model (every CPU's key is
+    ``cpu``)."""
     return f"cpu:{device_name}" if device == "cpu" else device
 
 
 def _json_value(value: object) -> object:
-    """A record field's value as JSON: its verdict a string, its statistics, a nested record (a
-    ceiling, a device's peaks, levels and caches) and a tuple of them plain."""
+    """A record field's value as JSON: a verdict a string; nested records, caches and tuples plain."""
     if isinstance(value, Verdict):
         return str(value)
     if isinstance(value, _NESTED):
@@ -583,8 +579,7 @@ _NESTED = (Stats, CeilingRecord, PeakRecord, LevelRecord)
 
 
 def figures_id(device: Device) -> str:
-    """A short name for the set of ceilings a device has: a device measured again during a run (a
-    forced calibration, another worker's cache) has two, and each row says which judged it."""
+    """A short name for the set of ceilings a device has (docs/json.md: a device may have several a run)."""
     figures = [(str(p), str(u), f.value, str(f.source)) for p, u, f in describe_peaks(device)]
     figures.append(("bandwidth", "", device.bandwidth.value, str(device.bandwidth.source)))
     return hashlib.sha256(json.dumps(figures).encode()).hexdigest()[:8]

@@ -67,8 +67,7 @@ def read_reports(paths: Sequence[str], device: Device, *, across_devices: bool) 
 
 
 def _timed(record: MeasurementRecord) -> bool:
-    """A measurement that says how fast its op ran: timed, and not faster than light (a wrong count,
-    a test parameter filling an op's, would predict a step faster than its floor)."""
+    """A measurement that says how fast its op ran: timed, and not faster than light (a wrong count)."""
     usable = record.verdict is not Verdict.FASTER_THAN_LIGHT
     return usable and record.attained is not None and math.isfinite(record.attained) and record.attained > 0
 

@@ -62,8 +62,7 @@ def read_run(path: str | Path, what: str = "baseline") -> RunFile:
 
 
 def read_store(path: str | Path) -> RunFile | None:
-    """The baseline a save at ``path`` merges into; None where there is none (no file, or a device
-    or a pipe, written in place: ``/dev/stdout``)."""
+    """The baseline a save at ``path`` merges into; None for no file, or a device or pipe."""
     return read_run(path) if os.path.isfile(path) else None
 
 

@@ -21,8 +21,8 @@ AnyRecord = TypeVar("AnyRecord", bound="Record")
 
 
 def format_device_headers(devices: Iterable[DeviceRecord], records: Sequence[Record]) -> list[str]:
-    """Every device's header; a device whose figures changed during the run has one per set of
-    figures, each saying how many rows it judged (the rows' ``machine`` cells say which)."""
+    """Every device's header; a device whose figures changed during the run has one per set, each with
+    the count of rows it judged."""
     lines: list[str] = []
     judged = device_judgements(devices, records)
     numbers = _figures_numbers(device for device, _, _ in judged)
@@ -81,14 +81,13 @@ def format_device_header(device: DeviceRecord) -> list[str]:
 
 
 def max_clock_words(rate: float) -> str:
-    """``1.07 PFLOP/s at the max SM clock, for the faster-than-light limit only``: how the report names
-    a figure's rate at the maximum clock (:attr:`.records.PeakRecord.at_max_clock`)."""
+    """How the report names a figure's rate at the maximum SM clock (:attr:`.PeakRecord.at_max_clock`)."""
     return f"{units.flop_rate(rate)} at the max SM clock, for the faster-than-light limit only"
 
 
 def _caches(d: DeviceRecord) -> str:
     """The cache levels as reported and as this process sees them, with their roofs, and the
-    last-level cache that cold measurements are sized by ("" for a device with none)."""
+    last-level cache ("" for a device with none)."""
     from ..model.devices import describe_cache
 
     roofs = {level.name: level.bandwidth for level in d.levels}
@@ -178,8 +177,7 @@ def _op_cell(record: Record) -> str:
 
 
 def achieved_cell(record: MeasurementRecord) -> str:
-    """What the kernel reached of the resource that bounds it: GB/s when memory-bound, FLOP/s when
-    compute-bound (the failure message's figure, for every row)."""
+    """What the kernel reached of the resource that bounds it: GB/s memory-bound, FLOP/s compute-bound."""
     rate = record.achieved_rate
     if rate is None:
         return ""
@@ -227,8 +225,7 @@ def _machine(row: Row) -> str:
 
 
 def _clock_cell(read: Callable[[Mapping[str, Any]], str]) -> Callable[[Row], str]:
-    """A clock column's cell, read from the record's ``clocks``: empty where they were not watched (a
-    CPU has none)."""
+    """A clock column's cell, read from the record's ``clocks``: empty where they were not watched."""
     return _measured(lambda r: read(r.clocks) if r.clocks and r.clocks.get("watched") else "")
 
 
@@ -394,9 +391,8 @@ def format_table(
     clocks: bool = False,
     against: bool = False,
 ) -> list[str]:
-    """The table as lines: ``columns`` when given, else the columns that fit ``width`` (every one
-    when no width is given), the essential ones first, then others by priority; if the essential ones
-    alone are wider, the op and test columns are cut. The rest as :func:`table_rows`."""
+    """The table as lines: ``columns`` when given, else those that fit ``width`` (all when None), the op
+    and test cells cut when the essential columns alone are wider. The rest as :func:`table_rows`."""
     table = table_columns(clocks, against)
     rows = table_rows(records, devices, clocks=clocks, against=against)
     if columns is not None:  # as asked, then the clock and comparison columns
