@@ -26,11 +26,13 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
         write(f"roofline: {note}", yellow=True)
     if settings.report:
         _write_report(tr, state, write)
-    elif state.records and _messages_shown(state):  # no table, but a message used its terms
+    elif records:  # no table, but a test's message (a miss, inconclusive, faster than light) used its terms
+        from ..model.verdict import Verdict
         from ..output.legend import legend_lines
 
-        for line in legend_lines(records):
-            write(line)
+        if any(r.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE, Verdict.FASTER_THAN_LIGHT) for r in records):
+            for line in legend_lines(records):
+                write(line)
     if settings.suggest:
         from ..output.suggestions import suggestion_lines
 
@@ -73,14 +75,6 @@ class _Writer:
 
         for part in wrap(line, self.width, hang=4).splitlines():
             self._tr.write_line(part, **markup)
-
-
-def _messages_shown(state: RunState) -> bool:
-    """Whether a test's message (a miss, an inconclusive or faster-than-light result) was shown."""
-    from ..model.verdict import Verdict
-
-    shown = (Verdict.MISS, Verdict.INCONCLUSIVE, Verdict.FASTER_THAN_LIGHT)
-    return any(record.verdict in shown for record in state.records)
 
 
 def table_width() -> int | None:
