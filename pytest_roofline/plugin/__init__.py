@@ -162,10 +162,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def roofline_mode(config: pytest.Config) -> str:
-    """This session's mode: ``enforce``, ``report`` or ``off`` (for conftest.py files).
-
-    Its use: docs/usage.md ("Hooks").
-    """
+    """This session's mode, ``enforce``, ``report`` or ``off``, for conftest.py files (docs/usage.md)."""
     settings = config.stash.get(SETTINGS_KEY, None)
     return "off" if settings is None else settings.mode  # -p no:roofline enforces nothing
 

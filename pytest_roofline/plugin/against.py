@@ -247,11 +247,6 @@ class Against:
             elif message[0] == "ready":
                 self.connection.send(("skip",))
 
-    def gone(self, ran: Sequence[str]) -> list[str]:
-        """The base's tests not among ``ran`` (this run's collected tests): only the base has them."""
-        have = set(ran)
-        return sorted(nodeid for nodeid in self.collected if nodeid not in have)
-
     def close(self) -> None:
         """End the follower and remove the base's checkout: at the session's end, after ^C too."""
         try:
@@ -277,9 +272,8 @@ class Against:
 
 @contextlib.contextmanager
 def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
-    """This thread on ``cpus`` for the block (nothing for None). A single-threaded kernel's rounds
-    run on one CPU on both sides: on a shared VM, which CPU each process happened to run on moved
-    one side's times by up to 15% for a whole comparison (2 vCPUs, a neighbour's load on one)."""
+    """This thread on ``cpus`` for the block (nothing for None): a single-threaded kernel's rounds run
+    on one CPU on both sides (why: docs/ci.md, "Gate a pull request against its base")."""
     if cpus is None or not hasattr(os, "sched_setaffinity"):
         yield
         return
@@ -378,9 +372,9 @@ class Follower:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
                 self.connection.send(("finished", message[1]))
 
-    def serve(self, name: str, base_round: Callable[[float], Round]) -> bool:
+    def serve(self, name: str, base_round: Callable[[float], Round]) -> None:
         """The base's ``roofline(...)`` call ``name``: ready, then each round the head asks for, until
-        ``done`` (True: measured) or ``skip`` (False: the head made no such call)."""
+        ``done`` (measured) or ``skip`` (the head made no such call)."""
         self.connection.send(("ready", name))
         while True:
             message = _receive(self.connection, 86400.0, "waiting for the head")
@@ -392,5 +386,5 @@ class Follower:
                     self.connection.send(("error", f"{type(exc).__name__}: {exc}"))
                     raise
                 self.connection.send(("time", r.time_s, r.floor_s, r.heavy))
-            else:  # done: measured; skip: the head made no such call
-                return bool(message[0] == "done")
+            else:  # done or skip
+                return

@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-__all__ = ["VISIBLE", "WORKER_GPU", "Spread", "check_gpus", "count_gpus", "spread_workers", "visible_entries"]
-
 #: the variable CUDA reads, once, to number the GPUs a process sees
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 #: ROCm's, which narrow further where set: spreading leaves such a machine alone

@@ -183,12 +183,9 @@ def located(item: pytest.Item, op: str, params: Mapping[str, Any]) -> dict[str, 
 def check_op_params(
     op: str, params: Mapping[str, Any], *, complete: bool, forwarded: Collection[str] = ()
 ) -> OpSpec:
-    """Each given parameter against the op's real ones; with ``complete``, all of them together.
-
-    Raises an OpError (a ValueError) naming the op, the parameter and the value. ``forwarded`` are
-    the keywords a fixture call passed on to the kernel (:func:`.request.split_keywords`): a
-    required parameter missing while one of them is a close match says so.
-    """
+    """Each given parameter against the op's real ones; with ``complete``, all of them together. An
+    OpError names the op, the parameter and the value, and a required one missing while a call passed
+    keywords on to the kernel (``forwarded``) names them, or the one close to it."""
     from ..model.core import did_you_mean
     from ..model.op_registry import OpError, check_params
     from ..model.ops import get_op
