@@ -25,16 +25,6 @@ WORKER_GPU = "roofline_gpu"
 _WORKER_ID = re.compile(r"gw(?P<index>\d+)")
 
 
-def visible_entries(count: int, environ: Mapping[str, str]) -> list[str]:
-    """What to put in ``CUDA_VISIBLE_DEVICES`` for each of the ``count`` GPUs this process sees: its
-    own entries (indices, UUIDs or MIG ids; CUDA stops at the first it cannot use, so only the first
-    ``count`` are real), or the indices when it is not set."""
-    text = environ.get(VISIBLE)
-    if text is None:
-        return [str(i) for i in range(count)]
-    return [entry.strip() for entry in text.split(",")][:count]
-
-
 def count_gpus() -> int:
     """The GPUs this process sees, numbered as CUDA numbers them (``CUDA_VISIBLE_DEVICES`` applied),
     at no cost to a run on a machine without them: through CuPy when something has loaded it
@@ -113,7 +103,12 @@ def spread_workers(
         return spread  # a machine without GPUs: nothing to say
     # a LIST was checked at configure (:func:`check_gpus`); "all" is every GPU seen
     chosen = list(range(seen)) if isinstance(gpus, str) else list(gpus)
-    entries = visible_entries(seen, environ)
+    # each GPU's entry for CUDA_VISIBLE_DEVICES: this process's own (indices, UUIDs or MIG ids; CUDA
+    # stops at the first it cannot use, so only the first ``seen`` are real), else its index
+    if VISIBLE in environ:
+        entries = [entry.strip() for entry in environ[VISIBLE].split(",")][:seen]
+    else:
+        entries = [str(i) for i in range(seen)]
     placed: dict[int, list[str]] = {}
     kept: list[str] = []
     for position, spec in enumerate(specs):

@@ -80,10 +80,8 @@ class Devices:
         """The device that judges measurements made with ``spec``: the hooks first, then detection; a
         ``--roofline-peaks`` file overrides its figures."""
         if spec not in self._devices:
-            # Calibration may warn (a corrupt cache replaced). Inside a test, a suite's
-            # filterwarnings=error would turn that into the test's failure, so the warnings
-            # are kept and printed with the terminal summary instead. Calibrating measures too,
-            # so it holds the device's lock.
+            # calibration's warnings (a corrupt cache replaced) go to the summary, not to fail the test
+            # under filterwarnings=error; calibrating measures too, so it holds the device's lock
             with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 from .hookcalls import first_result, is_device
