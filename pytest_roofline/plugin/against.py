@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pytest
 
@@ -80,7 +80,7 @@ class Against:
     running: str | None = None
     #: the follower's message that came while the head waited for it to be ready, not yet acted on
     pending: tuple[Any, ...] | None = None
-    follows = False
+    follows: ClassVar[Literal[False]] = False
 
     @classmethod
     def start(cls, config: pytest.Config, settings: SessionSettings) -> Against:
@@ -339,7 +339,7 @@ def follower_args(args: Sequence[str]) -> list[str]:
 class Follower:
     """The base's pytest process: it runs the tests the head asks for, and serves their rounds."""
 
-    follows = True
+    follows: ClassVar[Literal[True]] = True
 
     def __init__(self, fd: int, pool_fd: int | None = None) -> None:
         from ..timing.copies import SharedPool

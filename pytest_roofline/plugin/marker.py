@@ -269,7 +269,11 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         from ..timing.cache import check_cache_state
 
         check_cache_state(kw["cache"])
-    if "stream" in kw and not _is_stream(kw["stream"]):
+    # a stream= the CUDA backend can time on (its _wrap reads it), by shape only: no framework imported
+    stream = kw.get("stream")
+    handle = isinstance(stream, int) and not isinstance(stream, bool)
+    shaped = any(hasattr(stream, name) for name in ("cuda_stream", "__cuda_stream__", "ptr"))  # ptr: CuPy's
+    if "stream" in kw and not (handle or shaped):
         raise InvalidValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
             f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
@@ -281,19 +285,6 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         )
     if "device" in kw and not isinstance(kw["device"], str):
         raise InvalidValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
-
-
-def _is_stream(value: object) -> bool:
-    """What the CUDA backend can time on (its ``_wrap`` reads it): checked here by shape only, so no
-    framework is imported to check a marker."""
-    if isinstance(value, bool):
-        return False
-    return (
-        isinstance(value, int)
-        or hasattr(value, "cuda_stream")
-        or hasattr(value, "__cuda_stream__")
-        or hasattr(value, "ptr")  # a CuPy stream
-    )
 
 
 # -- parametrize values ------------------------------------------------------------------------------
