@@ -6,16 +6,6 @@ What a test shows for each: docs/usage.md ("The fixture").
 
 from __future__ import annotations
 
-__all__ = [
-    "InvalidTypeError",
-    "InvalidValueError",
-    "MeasurementError",
-    "RooflineError",
-    "RooflineUsageError",
-    "RooflineWarning",
-    "UnavailableError",
-]
-
 
 class RooflineError(Exception):
     """An error pytest-roofline raises on purpose, with a message meant for the user."""

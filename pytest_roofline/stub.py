@@ -75,20 +75,17 @@ class Untimed:
     ) -> None:
         __tracebackhide__ = True
         from .errors import RooflineError
+        from .plugin.failing import failing_the_test
         from .plugin.request import kernel_call
         from .timing.calls import KernelCall, SetupError, call_once, check_call
 
-        try:
+        with failing_the_test(RooflineError):
             check_call(kwargs, setup)
             # the keywords neither the op's nor the fixture's go to the kernel, as with the plugin
             call = {"op": op} if op is not None else {}
             _, kernel = kernel_call(self._item, KernelCall(fn, tuple(args), kwargs, setup), call, keywords)
-        except RooflineError as exc:
-            _fail(f"roofline: {exc}")
-        try:
+        with failing_the_test(SetupError):
             call_once(fn, args, kernel.kwargs, setup)  # the kernel's and setup's own errors pass unchanged
-        except SetupError as exc:
-            _fail(f"roofline: {exc}")
 
     measure = __call__
 
@@ -103,9 +100,10 @@ class Untimed:
         from .model.estimate import estimate
         from .model.keywords import CALL_KEYWORDS
         from .model.ops import get_op
+        from .plugin.failing import failing_the_test
         from .plugin.marker import op_params, parametrize_values, read_marker
 
-        try:
+        with failing_the_test(RooflineError):  # ours only: a bug keeps its traceback
             marker = read_marker(self._item)
             op = op or (marker.op if marker is not None else None)
             keywords = dict(marker.keywords) if marker is not None else {}
@@ -124,15 +122,10 @@ class Untimed:
             if dtype is None:
                 dtype = keywords.get("dtype", parametrized.get("dtype"))
             return estimate(op, dtype=dtype, device=lookup(device), math=keywords.get("math"), **merged)
-        except RooflineError as exc:  # ours only: a bug keeps its traceback
-            _fail(f"roofline: {exc}")
 
     @property
     def device(self) -> NoReturn:
         __tracebackhide__ = True
-        _fail(f"roofline: {DISABLED}: there is no session device (enable the plugin to measure)")
+        from .plugin.failing import fail_test
 
-
-def _fail(message: str) -> NoReturn:
-    __tracebackhide__ = True
-    raise pytest.fail.Exception(message, pytrace=False) from None
+        fail_test(f"roofline: {DISABLED}: there is no session device (enable the plugin to measure)")

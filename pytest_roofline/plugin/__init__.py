@@ -143,12 +143,9 @@ def session_of(config: pytest.Config) -> RooflineSession:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Make the session if a collected test measures (most suites' tests never do), and let it skip
     the tests whose marker names a device this machine lacks."""
-    if SESSION_KEY in config.stash or any(_measures(item) for item in items):
+    measures = (FIXTURE in getattr(item, "fixturenames", ()) or has_marker(item) for item in items)
+    if SESSION_KEY in config.stash or any(measures):
         session_of(config).skip_absent_devices(items)
-
-
-def _measures(item: pytest.Item) -> bool:
-    return FIXTURE in getattr(item, "fixturenames", ()) or has_marker(item)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -165,10 +162,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def roofline_mode(config: pytest.Config) -> str:
-    """This session's mode: ``enforce``, ``report`` or ``off`` (for conftest.py files).
-
-    Its use: docs/usage.md ("Hooks").
-    """
+    """This session's mode, ``enforce``, ``report`` or ``off``, for conftest.py files (docs/usage.md)."""
     settings = config.stash.get(SETTINGS_KEY, None)
     return "off" if settings is None else settings.mode  # -p no:roofline enforces nothing
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pytest
 
@@ -48,10 +48,6 @@ MAX_BLOCKS = 8
 
 class BaseUnavailable(RooflineUsageError):
     """The base could not be prepared, started or collected: the comparison cannot hold."""
-
-
-def _send(connection: Connection, *message: object) -> None:
-    connection.send(message)
 
 
 def _receive(connection: Connection, timeout_s: float, what: str) -> tuple[Any, ...]:
@@ -84,7 +80,7 @@ class Against:
     running: str | None = None
     #: the follower's message that came while the head waited for it to be ready, not yet acted on
     pending: tuple[Any, ...] | None = None
-    follows = False
+    follows: ClassVar[Literal[False]] = False
 
     @classmethod
     def start(cls, config: pytest.Config, settings: SessionSettings) -> Against:
@@ -180,21 +176,24 @@ class Against:
             return Unpaired("new", "the base has no such test")
         if self.running != nodeid:
             self._drain()
-            _send(self.connection, "run", nodeid)
+            self.connection.send(("run", nodeid))
             self.running = nodeid
         message = self._next(f"running {nodeid}")
         if message[0] == "finished":
             self.running = None
             return Unpaired("new", f"the base's test measures no kernel named {name!r}")
         if message[1] != name:
-            _send(self.connection, "skip")
+            self.connection.send(("skip",))
             said = f"the base's test measured {message[1]!r} where the head measured {name!r}"
             return Unpaired("new", said)
         round_s = max(MIN_ROUND_S, max_time_s / ROUNDS_PER_BUDGET)
         deadline = time.monotonic() + ROUNDS_BUDGET * max_time_s
         threshold = self.settings.regression
         rounds: list[Round] = []
-        cpus = _one_cpu() if one_cpu else None
+        # one CPU of those this process may run on (None where the OS cannot pin)
+        cpus = None
+        if one_cpu and hasattr(os, "sched_getaffinity"):
+            cpus = frozenset({min(os.sched_getaffinity(0))})
         with pinned(cpus):
             for turn in abba(4 * MAX_BLOCKS):
                 if turn == "base":
@@ -208,7 +207,7 @@ class Against:
                 block_done = len(rounds) % 4 == 0
                 if block_done and (decided(rounds, threshold=threshold) or time.monotonic() > deadline):
                     break
-        _send(self.connection, "done")
+        self.connection.send(("done",))
         return judge_pairs(rounds, threshold=threshold)
 
     def wait_ready(self) -> None:
@@ -227,7 +226,7 @@ class Against:
         """The base's round (on ``cpus``, where given), or what its kernel raised."""
         from ..model.pairing import Round
 
-        _send(self.connection, "round", round_s, cpus)
+        self.connection.send(("round", round_s, cpus))
         message = _receive(self.connection, REPLY_TIMEOUT_S, "a round")
         if message[0] == "error":
             return str(message[1])
@@ -246,53 +245,35 @@ class Against:
             if message[0] == "finished":
                 self.running = None
             elif message[0] == "ready":
-                _send(self.connection, "skip")
-
-    def gone(self, ran: Sequence[str]) -> list[str]:
-        """The base's tests not among ``ran`` (this run's collected tests): only the base has them."""
-        have = set(ran)
-        return sorted(nodeid for nodeid in self.collected if nodeid not in have)
+                self.connection.send(("skip",))
 
     def close(self) -> None:
         """End the follower and remove the base's checkout: at the session's end, after ^C too."""
         try:
             if self.process.poll() is None:
                 with contextlib.suppress(OSError):
-                    _send(self.connection, "quit")
+                    self.connection.send(("quit",))
                 try:
                     self.process.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     self.process.kill()
                     self.process.wait()
         finally:
-            _leave_pool()
+            from ..timing.copies import HostPool, SharedPool
+
+            if SharedPool.active is not None:  # its memory goes with the last copy made in it
+                os.close(SharedPool.active.fd)
+                SharedPool.active = None
+                HostPool.release()
             self.connection.close()
             shutil.rmtree(self.log.parent, ignore_errors=True)  # the follower's log and path shim
             self.checkout.remove()
 
 
-def _leave_pool() -> None:
-    """The shared pool is no longer this process's (its memory goes with the last copy made in it)."""
-    from ..timing.copies import HostPool, SharedPool
-
-    if SharedPool.active is not None:
-        os.close(SharedPool.active.fd)
-        SharedPool.active = None
-        HostPool.release()
-
-
-def _one_cpu() -> frozenset[int] | None:
-    """One CPU of those this process may run on (None where the OS cannot pin)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return None
-    return frozenset({min(os.sched_getaffinity(0))})
-
-
 @contextlib.contextmanager
 def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
-    """This thread on ``cpus`` for the block (nothing for None). A single-threaded kernel's rounds
-    run on one CPU on both sides: on a shared VM, which CPU each process happened to run on moved
-    one side's times by up to 15% for a whole comparison (2 vCPUs, a neighbour's load on one)."""
+    """This thread on ``cpus`` for the block (nothing for None): a single-threaded kernel's rounds run
+    on one CPU on both sides (why: docs/ci.md, "Gate a pull request against its base")."""
     if cpus is None or not hasattr(os, "sched_setaffinity"):
         yield
         return
@@ -358,7 +339,7 @@ def follower_args(args: Sequence[str]) -> list[str]:
 class Follower:
     """The base's pytest process: it runs the tests the head asks for, and serves their rounds."""
 
-    follows = True
+    follows: ClassVar[Literal[True]] = True
 
     def __init__(self, fd: int, pool_fd: int | None = None) -> None:
         from ..timing.copies import SharedPool
@@ -378,10 +359,10 @@ class Follower:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         if self._errors:
-            _send(self.connection, "failed", f"cannot collect: {self._errors[0]}")
+            self.connection.send(("failed", f"cannot collect: {self._errors[0]}"))
             return True
         items = {item.nodeid: item for item in session.items}
-        _send(self.connection, "collected", list(items))
+        self.connection.send(("collected", list(items)))
         while True:
             message = _receive(self.connection, 86400.0, "waiting for the head")
             if message[0] == "quit":
@@ -389,12 +370,12 @@ class Follower:
             if message[0] == "run":
                 item = items[message[1]]
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
-                _send(self.connection, "finished", message[1])
+                self.connection.send(("finished", message[1]))
 
-    def serve(self, name: str, base_round: Callable[[float], Round]) -> bool:
+    def serve(self, name: str, base_round: Callable[[float], Round]) -> None:
         """The base's ``roofline(...)`` call ``name``: ready, then each round the head asks for, until
-        ``done`` (True: measured) or ``skip`` (False: the head made no such call)."""
-        _send(self.connection, "ready", name)
+        ``done`` (measured) or ``skip`` (the head made no such call)."""
+        self.connection.send(("ready", name))
         while True:
             message = _receive(self.connection, 86400.0, "waiting for the head")
             if message[0] == "round":
@@ -402,8 +383,8 @@ class Follower:
                     with pinned(message[2]):
                         r = base_round(float(message[1]))
                 except Exception as exc:  # the base's kernel raised: the head says so
-                    _send(self.connection, "error", f"{type(exc).__name__}: {exc}")
+                    self.connection.send(("error", f"{type(exc).__name__}: {exc}"))
                     raise
-                _send(self.connection, "time", r.time_s, r.floor_s, r.heavy)
-            else:  # done: measured; skip: the head made no such call
-                return bool(message[0] == "done")
+                self.connection.send(("time", r.time_s, r.floor_s, r.heavy))
+            else:  # done or skip
+                return

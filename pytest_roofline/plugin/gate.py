@@ -8,11 +8,11 @@ vanished tests), then saves, summarizes and draws it. docs/ci.md ("The saved bas
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..output.baseline import Baseline, BaselineError, load_baseline, refuse_interrupted
+from ..output.baseline import Baseline, BaselineError, refuse_interrupted
 from ..output.comparison import Change, Comparison, RegressionRule, other_gpu_lines, summary_line
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ..output.records import DeviceRecord, MeasurementRecord, Record
     from ..output.store import RunFile
-    from .options import SessionSettings
+    from .options import BaselinePath, SessionSettings
 
 #: GitHub Actions' file of the step's Markdown summary
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -47,11 +47,24 @@ class Gate:
         #: before any test runs, and the file stays as it is (read again at the end, as it is then)
         self._store: RunFile | None = None
         if settings.save and reporting:
-            self._store = _read_store(os.path.expanduser(settings.save))
+            from ..output.store import read_store
+
+            try:
+                self._store = read_store(os.path.expanduser(settings.save))
+            except BaselineError as exc:
+                raise pytest.UsageError(
+                    f"--roofline-save: {exc}; a save merges into the baseline at its path, so it must read"
+                    " it: fix the file, or save to another path"
+                ) from None
             if self._store is not None:
                 self.notes.extend(f"roofline: {note}" for note in self._store.baseline.notes)
         if settings.compare:  # read once, now: a baseline deleted or moved mid-run changes nothing
-            self.baseline = _compared_baseline(settings.compare, self._store)
+            compare = os.path.realpath(os.path.expanduser(settings.compare))
+            if self._store is not None and os.path.realpath(self._store.path) == compare:
+                self.baseline = self._store.baseline  # the save's file, as the save read it
+            else:
+                # as the option read it when it checked it (:func:`.options.parse_baseline_path`)
+                self.baseline = cast("BaselinePath", settings.compare).baseline
             # a compared file that is the save's too had its notes said with the store's
             if reporting and (self._store is None or self.baseline is not self._store.baseline):
                 self.notes.extend(f"roofline: {note}" for note in self.baseline.notes)
@@ -60,11 +73,6 @@ class Gate:
                     refuse_interrupted(self.baseline, "--roofline-compare-interrupted")
                 except BaselineError as exc:
                     raise pytest.UsageError(str(exc)) from None
-
-    @property
-    def _off(self) -> bool:
-        """``--roofline-mode off``: nothing is measured, so a baseline's tests are not run, not vanished."""
-        return self.settings.mode == "off"
 
     def check(self, record: MeasurementRecord) -> None:
         """Fail the current test if ``record`` regressed against its baseline record."""
@@ -111,7 +119,7 @@ class Gate:
         if baseline is not None:
             measured = [r.comparable for r in records if r.comparable is not None]
             not_run = set(deselected)
-            if interruption is not None or self._off:
+            if interruption is not None or self.settings.mode == "off":  # not run, not vanished
                 not_run.update(nodeid for nodeid, _ in baseline.records)
             self.comparisons = self.rule.compare_all(baseline, measured, not_run=not_run)
         save = self.settings.save
@@ -196,7 +204,7 @@ class Gate:
         if not self.comparisons:
             return []
         source = self.baseline.describe() if self.baseline else ""
-        if self._off:
+        if self.settings.mode == "off":
             return [f"roofline: --roofline-mode=off measures nothing, so nothing was compared: the"
                     f" baseline's {len(self.comparisons)} test(s) not run ({source})"]  # fmt: skip
         lines = [f"roofline: {summary_line(self.comparisons)} ({source})"]
@@ -223,25 +231,3 @@ class Gate:
                 " --roofline-against REF measures the base beside this run, in turns (docs/ci.md)"
             )
         return lines
-
-
-def _compared_baseline(compare: str, store: RunFile | None) -> Baseline:
-    """The baseline of ``--roofline-compare``, read once: as the option read it when it checked it
-    (:class:`.options.BaselinePath`) or, where the run saves into the same file, as the save read it."""
-    if store is not None and os.path.realpath(store.path) == os.path.realpath(os.path.expanduser(compare)):
-        return store.baseline
-    read = getattr(compare, "baseline", None)
-    return read if isinstance(read, Baseline) else load_baseline(os.path.expanduser(compare))
-
-
-def _read_store(path: str) -> RunFile | None:
-    """The baseline a save at ``path`` merges into; what cannot be read is a usage error naming it."""
-    from ..output.store import read_store
-
-    try:
-        return read_store(path)
-    except BaselineError as exc:
-        raise pytest.UsageError(
-            f"--roofline-save: {exc}; a save merges into the baseline at its path, so it must read it:"
-            " fix the file, or save to another path"
-        ) from None

@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-__all__ = ["VISIBLE", "WORKER_GPU", "Spread", "check_gpus", "count_gpus", "spread_workers", "visible_entries"]
-
 #: the variable CUDA reads, once, to number the GPUs a process sees
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 #: ROCm's, which narrow further where set: spreading leaves such a machine alone
@@ -25,16 +23,6 @@ _ROCM_VISIBLE = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 #: the key of pytest-xdist's ``workerinput`` that gives a worker its GPU's index on the controller
 WORKER_GPU = "roofline_gpu"
 _WORKER_ID = re.compile(r"gw(?P<index>\d+)")
-
-
-def visible_entries(count: int, environ: Mapping[str, str]) -> list[str]:
-    """What to put in ``CUDA_VISIBLE_DEVICES`` for each of the ``count`` GPUs this process sees: its
-    own entries (indices, UUIDs or MIG ids; CUDA stops at the first it cannot use, so only the first
-    ``count`` are real), or the indices when it is not set."""
-    text = environ.get(VISIBLE)
-    if text is None:
-        return [str(i) for i in range(count)]
-    return [entry.strip() for entry in text.split(",")][:count]
 
 
 def count_gpus() -> int:
@@ -115,7 +103,12 @@ def spread_workers(
         return spread  # a machine without GPUs: nothing to say
     # a LIST was checked at configure (:func:`check_gpus`); "all" is every GPU seen
     chosen = list(range(seen)) if isinstance(gpus, str) else list(gpus)
-    entries = visible_entries(seen, environ)
+    # each GPU's entry for CUDA_VISIBLE_DEVICES: this process's own (indices, UUIDs or MIG ids; CUDA
+    # stops at the first it cannot use, so only the first ``seen`` are real), else its index
+    if VISIBLE in environ:
+        entries = [entry.strip() for entry in environ[VISIBLE].split(",")][:seen]
+    else:
+        entries = [str(i) for i in range(seen)]
     placed: dict[int, list[str]] = {}
     kept: list[str] = []
     for position, spec in enumerate(specs):

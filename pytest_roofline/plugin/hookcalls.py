@@ -26,11 +26,8 @@ class HookResultError(RooflineUsageError, RuntimeError):
 
 
 def first_result(hook: HookCaller, check: Check, **kwargs: Any) -> Any:
-    """The first non-None answer of ``hook``'s implementations (pluggy's ``firstresult``), checked.
-
-    A wrong answer raises HookResultError naming the hook, the plugin and the value; where a
-    wrapper implementation exists, the hook is called as a whole and only the hook is named.
-    """
+    """The first non-None answer of ``hook``'s implementations (pluggy's ``firstresult``); a wrong one
+    raises HookResultError naming the hook, the plugin (unless a wrapper exists) and the value."""
     impls = hook.get_hookimpls()
     if any(impl.wrapper or impl.hookwrapper for impl in impls):
         result = hook(**kwargs)

@@ -181,12 +181,9 @@ def located(item: pytest.Item, op: str, params: Mapping[str, Any]) -> dict[str, 
 def check_op_params(
     op: str, params: Mapping[str, Any], *, complete: bool, forwarded: Collection[str] = ()
 ) -> OpSpec:
-    """Each given parameter against the op's real ones; with ``complete``, all of them together.
-
-    Raises an OpError (a ValueError) naming the op, the parameter and the value. ``forwarded`` are
-    the keywords a fixture call passed on to the kernel (:func:`.request.split_keywords`): a
-    required parameter missing while one of them is a close match says so.
-    """
+    """Each given parameter against the op's real ones; with ``complete``, all of them together. An
+    OpError names the op, the parameter and the value, and a required one missing while a call passed
+    keywords on to the kernel (``forwarded``) names them, or the one close to it."""
     from ..model.core import did_you_mean
     from ..model.op_registry import OpError
     from ..model.ops import get_op
@@ -270,7 +267,11 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         from ..timing.cache import check_cache_state
 
         check_cache_state(kw["cache"])
-    if "stream" in kw and not _is_stream(kw["stream"]):
+    # a stream= the CUDA backend can time on (its _wrap reads it), by shape only: no framework imported
+    stream = kw.get("stream")
+    handle = isinstance(stream, int) and not isinstance(stream, bool)
+    shaped = any(hasattr(stream, name) for name in ("cuda_stream", "__cuda_stream__", "ptr"))  # ptr: CuPy's
+    if "stream" in kw and not (handle or shaped):
         raise InvalidValueError(
             f"stream must be a CUDA stream: a CuPy or PyTorch stream, an object with cuda_stream or "
             f"__cuda_stream__, or an int handle; got {kw['stream']!r} ({type(kw['stream']).__name__})"
@@ -282,19 +283,6 @@ def check_keywords(kw: Mapping[str, Any]) -> None:
         )
     if "device" in kw and not isinstance(kw["device"], str):
         raise InvalidValueError(f"device must be a string such as 'cuda' or 'cpu'; got {kw['device']!r}")
-
-
-def _is_stream(value: object) -> bool:
-    """What the CUDA backend can time on (its ``_wrap`` reads it): checked here by shape only, so no
-    framework is imported to check a marker."""
-    if isinstance(value, bool):
-        return False
-    return (
-        isinstance(value, int)
-        or hasattr(value, "cuda_stream")
-        or hasattr(value, "__cuda_stream__")
-        or hasattr(value, "ptr")  # a CuPy stream
-    )
 
 
 # -- parametrize values ------------------------------------------------------------------------------

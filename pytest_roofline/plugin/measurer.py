@@ -7,6 +7,7 @@ Every step runs inside the test's own call, so what it fails or skips is the tes
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
     from .run_state import RunState
     from .transport import RecordTransport
 
+#: the kinds of function whose call only makes a coroutine or a generator: it runs nothing
+_MAKES_AN_OBJECT = (
+    (inspect.iscoroutinefunction, "a coroutine function (async def)"),
+    (inspect.isasyncgenfunction, "an async generator function"),
+    (inspect.isgeneratorfunction, "a generator function"),
+)
 #: the names (``name=``) this attempt of a test measured under: each is the test's key in a baseline
 NAMES_KEY = pytest.StashKey[set[str]]()
 
@@ -55,11 +62,8 @@ class Measurer:
         )  # fmt: skip
 
     def estimate(self, request: Request) -> Estimate:
-        """The floor of ``request``, nothing measured: a table device needs no local hardware.
-
-        A warm request's floor is the one a warm measurement is judged against: its bytes at the
-        bandwidth of the cache level that holds them (:func:`.pipeline.warm_floor`).
-        """
+        """The floor of ``request``, nothing measured (a table device needs no local hardware); a warm
+        request's as a warm measurement is judged (:func:`.pipeline.warm_floor`)."""
         from .pipeline import estimate_of, warm_floor
 
         spec = request.device_spec
@@ -97,7 +101,8 @@ class Measurer:
         __tracebackhide__ = True
         if not callable(fn):
             fail_test(f"{FIXTURE}: the kernel must be callable; got {fn!r} ({type(fn).__name__})")
-        if (lazy := _runs_nothing(fn)) is not None:
+        lazy = next((kind for makes, kind in _MAKES_AN_OBJECT if makes(fn)), None)
+        if lazy is not None:
             fail_test(
                 f"{FIXTURE}: the kernel is {lazy} ({fn!r}): calling it runs nothing, it only makes"
                 " an object that would run later, so its time would be no time at all; pass a function"
@@ -196,16 +201,3 @@ class _Records:
             )  # fmt: skip
             self._last = (result, record)
         return self._last[1]
-
-
-def _runs_nothing(fn: object) -> str | None:
-    """What kind of function ``fn`` is when calling it only makes a coroutine or a generator."""
-    import inspect
-
-    if inspect.iscoroutinefunction(fn):
-        return "a coroutine function (async def)"
-    if inspect.isasyncgenfunction(fn):
-        return "an async generator function"
-    if inspect.isgeneratorfunction(fn):
-        return "a generator function"
-    return None

@@ -1,7 +1,7 @@
 """The session settings: each ``--roofline-*`` option, its ini twin, its parser and its default.
 
 Every parser raises :class:`argparse.ArgumentTypeError`, a usage error (exit 4) naming the option.
-:func:`resolve_setting` is the one precedence chain, command line > ini > default, under a marker's
+:func:`_resolve` is the one precedence chain, command line > ini > default, under a marker's
 keywords (``request.py``). No hooks: the plugin's ``__init__.py`` declares the options from :data:`SETTINGS`.
 """
 
@@ -22,11 +22,6 @@ from ..model.keywords import BLOCK_SETTINGS, CACHE_STATES
 if TYPE_CHECKING:
     from ..output.baseline import Baseline
 
-MODES = ("enforce", "report", "off")
-INCONCLUSIVE = ("warn", "fail", "skip")
-CEILINGS = ("paired", "cached")
-DIAGNOSE = ("off", "miss", "all")
-LATENCY_FLOOR = ("on", "off")
 PEAK_SOURCES = ("datasheet", "measured")
 DEFAULT_MIN_FRACTION = 0.5
 DEFAULT_MAX_TIME = 1.0
@@ -77,15 +72,6 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
         return text
 
     return parse
-
-
-parse_mode = _choice(MODES)
-parse_inconclusive = _choice(INCONCLUSIVE)
-parse_ceilings = _choice(CEILINGS)
-parse_diagnose = _choice(DIAGNOSE)
-parse_latency_floor = _choice(LATENCY_FLOOR)
-parse_cache = _choice(CACHE_STATES)
-parse_cuda_block = _choice(BLOCK_SETTINGS)
 
 
 def parse_stat(text: str) -> str:
@@ -169,7 +155,7 @@ class BaselinePath(str):
     baseline: Baseline
 
 
-def parse_baseline_path(text: str) -> str:
+def parse_baseline_path(text: str) -> BaselinePath:
     """A baseline we can read: the file exists and is a pytest-roofline JSON report (checked now, so a
     bad baseline is a usage error before any test runs)."""
     from ..output.baseline import BaselineError, load_baseline
@@ -266,21 +252,12 @@ def setting(
     return field(default=default, metadata={"setting": Setting(flag, parse, default, help, metavar, path)})
 
 
-def resolve_setting(config: pytest.Config, name: str) -> tuple[Any, str]:
-    """One precedence chain for session settings: command line > ini > default.
-
-    Returns the value and where it came from (``--roofline-device``, ``ini roofline_device`` or
-    ``default``), for messages. A bad ini value is a usage error naming the key and the value.
-    """
-    setting = _SETTINGS_BY_NAME[name]
-    value = config.getoption(setting.dest)
+def _resolve(config: pytest.Config, s: Setting) -> tuple[Any, str]:
+    """The setting's value and where it came from (``--roofline-device``, ``ini roofline_device`` or
+    ``default``, for messages); a bad ini value is a usage error naming the key and the value."""
+    value = config.getoption(s.dest)
     if value is not None:
-        return value, setting.flag
-    return _in_ini(config, setting)
-
-
-def _in_ini(config: pytest.Config, s: Setting) -> tuple[Any, str]:
-    """The setting's value in the ini file and ``ini <key>``, else its default and ``default``."""
+        return value, s.flag
     raw = config.getini(s.dest)
     if raw is None or not str(raw).strip():
         return s.default, "default"
@@ -327,7 +304,7 @@ class SessionSettings:
         f"(default: {DEFAULT_MIN_FRACTION})",
         "FRACTION")
     mode: str = setting(
-        "--roofline-mode", parse_mode, "enforce",
+        "--roofline-mode", _choice(("enforce", "report", "off")), "enforce",
         "enforce: fail tests below budget; report: measure and report only; off: call each kernel "
         "once, no timing (default: enforce)",
         "MODE")
@@ -342,18 +319,18 @@ class SessionSettings:
         f"gets one warm-up call and one sample (default: {DEFAULT_MAX_TIME})",
         "SECONDS")
     cache: str = setting(
-        "--roofline-cache", parse_cache, "cold",
+        "--roofline-cache", _choice(CACHE_STATES), "cold",
         "cold: every call finds its data out of the cache, as the floor assumes (copies of the "
         "arguments rotated, else a flush before every call); warm: the data stay in the cache, "
         "judged against the bandwidth of the cache level that holds them (default: cold)",
         "STATE")
     inconclusive: str = setting(
-        "--roofline-inconclusive", parse_inconclusive, "warn",
+        "--roofline-inconclusive", _choice(("warn", "fail", "skip")), "warn",
         "what an inconclusive verdict (noise straddling the budget, or heavy contention) does to "
         "its test: warn, fail or skip (default: warn)",
         "ACTION")
     ceilings: str = setting(
-        "--roofline-ceilings", parse_ceilings, "paired",
+        "--roofline-ceilings", _choice(("paired", "cached")), "paired",
         "CPU ceilings to judge against: paired = scaled by a probe timed beside each kernel, "
         "so a busy machine slows both alike; cached = the calibration's figures (default: paired)",
         "CEILINGS")
@@ -363,19 +340,19 @@ class SessionSettings:
         "(default: datasheet; a CPU's are always measured)",
         "SOURCE", path=True)
     diagnose: str = setting(
-        "--roofline-diagnose", parse_diagnose, "miss",
+        "--roofline-diagnose", _choice(("off", "miss", "all")), "miss",
         "when to diagnose a GPU measurement (the bottleneck procedure: the regime, and for CUDA C++ "
         "and Triton kernels what the compiler says of them, which costs a compile): off, miss or "
         "all (default: miss)",
         "WHEN")
     latency_floor: str = setting(
-        "--roofline-latency-floor", parse_latency_floor, "on",
+        "--roofline-latency-floor", _choice(("on", "off")), "on",
         "judge a kernel against max(roofline floor, latency floor), where the latency floor is "
         "what an empty call costs on the timer (an empty kernel launch on a GPU, an empty Python "
         "call on the CPU): on, or off to judge against the roofline floor alone (default: on)",
         "ON|OFF")
     cuda_block: str = setting(
-        "--roofline-cuda-block", parse_cuda_block, "auto",
+        "--roofline-cuda-block", _choice(BLOCK_SETTINGS), "auto",
         "hold the CUDA stream with a blocking kernel while a sampling window's calls are queued, so "
         "that it times the GPU, not the launch rate: auto (not under CUDA_LAUNCH_BLOCKING=1, a "
         "profiler or a sanitizer, nor for a kernel seen to wait for the GPU), on, or off; a "
@@ -457,7 +434,7 @@ class SessionSettings:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> SessionSettings:
-        resolved = {s.name: resolve_setting(config, s.name) for s in SETTINGS}
+        resolved = {s.name: _resolve(config, s) for s in SETTINGS}
         values = {name: value for name, (value, _) in resolved.items()}
         origins = {name: origin for name, (_, origin) in resolved.items()}
         _check_distinct_outputs(values, origins)
@@ -480,7 +457,6 @@ class SessionSettings:
 SETTINGS: tuple[Setting, ...] = tuple(
     f.metadata["setting"] for f in dataclasses.fields(SessionSettings) if "setting" in f.metadata
 )
-_SETTINGS_BY_NAME = {s.name: s for s in SETTINGS}
 
 
 #: the settings that name a file this run writes

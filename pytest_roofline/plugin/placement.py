@@ -15,10 +15,7 @@ from ..errors import InvalidValueError
 if TYPE_CHECKING:
     from ..timing.arrays import Placement
 
-__all__ = ["DEVICE_FROM", "place"]
-
-#: what chose a measurement's device, as its record says
-DEVICE_FROM = ("arguments", "session", "option", "keyword")
+__all__ = ["place"]
 
 
 def place(
@@ -30,11 +27,11 @@ def place(
     session_spec: Callable[[], str],
 ) -> tuple[str, str]:
     """The device spec a kernel whose arrays lie as ``placement`` says is timed with, and what chose
-    it (one of :data:`DEVICE_FROM`). ``keyword``: the marker's or the call's ``device=``; ``setting``:
-    ``--roofline-device`` as given (``origin`` says where: the flag, ``ini roofline_device`` or
-    ``default``); ``session_spec()``: the session's device as this process measures with it (a
-    pytest-xdist worker's own GPU); ``placement`` None (an estimate): ``keyword``, else the session's
-    device. An InvalidValueError names a kernel whose arrays live on a device other than the one named.
+    it: ``arguments``, ``session``, ``option`` or ``keyword`` (``keyword``: the marker's or the call's
+    ``device=``; ``setting``: ``--roofline-device`` as given, from ``origin``). ``session_spec()``: the
+    session's device as this process measures with it (a pytest-xdist worker's own GPU). With
+    ``placement`` None (an estimate): ``keyword``, else the session's device. An InvalidValueError
+    names a kernel whose arrays live on a device other than the one named.
     """
     if placement is None:
         return (keyword, "keyword") if keyword is not None else (session_spec(), "session")

@@ -62,34 +62,9 @@ class Request:
     block: str | None = None
     #: what was inferred of a call that named no op (None: the op was given, or mode off inferred nothing)
     inference: Inference | None = None
-    #: what chose ``device_spec`` (:data:`.placement.DEVICE_FROM`): the kernel's arrays, the session
-    #: (no arrays), ``--roofline-device`` or ``device=``
+    #: what chose ``device_spec`` (:func:`.placement.place`): ``arguments`` (the kernel's arrays),
+    #: ``session`` (no arrays), ``option`` (``--roofline-device``) or ``keyword`` (``device=``)
     device_from: str = "session"
-
-
-def policy_for(settings: SessionSettings, keywords: Mapping[str, Any]) -> Policy:
-    """The measurement policy: the call's and the marker's keywords over the session's settings."""
-    from ..model.policy import Policy
-
-    return Policy(
-        stat=keywords.get("stat", settings.stat),
-        max_time_s=float(keywords.get("max_time", settings.max_time)),
-    )
-
-
-def cache_of(
-    settings: SessionSettings, keywords: Mapping[str, Any], call: Mapping[str, Any]
-) -> tuple[str, str]:
-    """``cold`` or ``warm``, and who asked for it, as the message will say it (``cache='warm'``,
-    ``the marker's cache='warm'``, ``--roofline-cache=warm``).
-
-    ``keywords`` hold the closest level's ``cache=``, the call's (its keys
-    are in ``call``) or a marker's; without it, the session's setting.
-    """
-    if "cache" in keywords:
-        whose = "" if "cache" in call else "the marker's "
-        return str(keywords["cache"]), f"{whose}cache={keywords['cache']!r}"
-    return settings.cache, settings.said("cache")
 
 
 def resolve(
@@ -102,9 +77,10 @@ def resolve(
     infer: bool = True,
 ) -> Request:
     """Call keywords over the marker over parametrize values over session settings; a dtype given
-    nowhere is read from the ``kernel``'s arguments (:func:`dtype_of_arguments`). With no op, the
-    op is inferred from the kernel's call (:func:`_inferred`), unless ``infer`` is false (mode off,
-    which estimates nothing: the request's op is then ``auto``).
+    nowhere is read from the ``kernel``'s arguments (:func:`dtype_of_arguments`). With no op, the op
+    is inferred from the kernel's call (:func:`..timing.footprint.infer_call`, with the ``flops=``
+    and ``bytes=`` given), unless ``infer`` is false (mode off, which estimates nothing: the
+    request's op is then ``auto``).
 
     Raises ValueError (OpError, DeviceError) naming the parameter and the value.
     """
@@ -118,6 +94,7 @@ def resolve(
             f"@pytest.mark.{MARKER}(op, ...) (`roofline ops` lists them)"
         )
     from ..model.ops import get_op
+    from ..model.policy import Policy
 
     parametrized = parametrize_values(item)
     own = {k: call.pop(k) for k in CALL_KEYWORDS if k in call}
@@ -128,7 +105,14 @@ def resolve(
         params = {**marker.params, **call}
         check_no_op_params(params, f"{FIXTURE}(...) with no op")
         if infer and kernel is not None:
-            inference = _inferred(kernel, params, dtype)
+            from ..model.core import parse_dtype
+            from ..timing.footprint import infer_call
+
+            inference = infer_call(
+                kernel.fn, kernel.args, kernel.kwargs, kernel.setup,
+                dtype=parse_dtype(dtype) if dtype is not None else None,
+                flops=params.get("flops"), nbytes=params.get("bytes"),
+            )  # fmt: skip
             op, params, dtype = inference.op, dict(inference.params), dtype or inference.dtype
         else:
             op = "auto"
@@ -146,7 +130,14 @@ def resolve(
             check_dtype_against_arguments(op, dtype, kernel)
     check_keywords({**keywords, "dtype": dtype} if dtype is not None else keywords)
     min_fraction = float(keywords.get("min_fraction", settings.min_fraction))
-    cache, cache_asked = cache_of(settings, keywords, own)
+    # cold or warm, and who asked for it as a message says it: the call's cache=, the marker's, the setting
+    if "cache" in keywords:
+        whose = "" if "cache" in own else "the marker's "
+        cache = str(keywords["cache"])
+        cache_asked = f"{whose}cache={keywords['cache']!r}"
+    else:
+        cache = settings.cache
+        cache_asked = settings.said("cache")
     placement = None
     if kernel is not None:
         from ..timing.arrays import placement_of
@@ -163,7 +154,10 @@ def resolve(
         math=keywords.get("math"),
         min_fraction=min_fraction,
         device_spec=device_spec,
-        policy=policy_for(settings, keywords),
+        policy=Policy(
+            stat=keywords.get("stat", settings.stat),
+            max_time_s=float(keywords.get("max_time", settings.max_time)),
+        ),
         name=name,
         stream=keywords.get("stream"),
         cache=cache,
@@ -172,19 +166,6 @@ def resolve(
         inference=inference,
         device_from=device_from,
     )
-
-
-def _inferred(kernel: KernelCall, given: Mapping[str, Any], dtype: object) -> Inference:
-    """The op of a call that names none (:func:`pytest_roofline.timing.footprint.infer_call`), with
-    the ``flops=`` and ``bytes=`` given and the dtype given (or None)."""
-    from ..model.core import parse_dtype
-    from ..timing.footprint import infer_call
-
-    return infer_call(
-        kernel.fn, kernel.args, kernel.kwargs, kernel.setup,
-        dtype=parse_dtype(dtype) if dtype is not None else None,
-        flops=given.get("flops"), nbytes=given.get("bytes"),
-    )  # fmt: skip
 
 
 def given(call: dict[str, Any]) -> dict[str, Any]:

@@ -50,8 +50,7 @@ class Devices:
         from .gpus import WORKER_GPU
 
         #: the controller's index of the one GPU this worker sees (:mod:`.gpus`), None when not spread
-        gpu = workerinput.get(WORKER_GPU) if workerinput else None
-        self._worker_gpu: int | None = gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None
+        self._worker_gpu: int | None = workerinput.get(WORKER_GPU) if workerinput else None
         self._locks: DeviceLocks | None = None
         self._lock_keys: dict[str, str] = {}
         self._session_spec: str | None = None
@@ -63,11 +62,8 @@ class Devices:
         self.measured_cpu = False
 
     def check_session_device(self) -> None:
-        """Explicitly asking for a device that is not there is a usage error naming it.
-
-        ``auto`` is always there; ``cpu`` too (its calibration waits for the first measurement). Any
-        other spec is resolved now, through the device hooks, after the register hooks have run.
-        """
+        """A ``--roofline-device`` other than ``auto`` and ``cpu`` (always there) that is not there is
+        a usage error naming it: resolved now, through the device hooks, after the register hooks."""
         settings = self.settings
         spec = settings.device
         if settings.mode == "off" or spec.lower() in ("auto", "cpu"):
@@ -81,15 +77,11 @@ class Devices:
             ) from None
 
     def device(self, spec: str) -> Device:
-        """The device that judges measurements made with ``spec``: the hooks first, then detection.
-
-        A peaks file (``--roofline-peaks FILE``) overrides figures of whichever device that is.
-        """
+        """The device that judges measurements made with ``spec``: the hooks first, then detection; a
+        ``--roofline-peaks`` file overrides its figures."""
         if spec not in self._devices:
-            # Calibration may warn (a corrupt cache replaced). Inside a test, a suite's
-            # filterwarnings=error would turn that into the test's failure, so the warnings
-            # are kept and printed with the terminal summary instead. Calibrating measures too,
-            # so it holds the device's lock.
+            # calibration's warnings (a corrupt cache replaced) go to the summary, not to fail the test
+            # under filterwarnings=error; calibrating measures too, so it holds the device's lock
             with self.measuring(spec), warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 from .hookcalls import first_result, is_device
@@ -97,8 +89,6 @@ class Devices:
                 hook = self.config.hook.pytest_roofline_device
                 device = first_result(hook, is_device, config=self.config, spec=spec)
             self.notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
-            if device is None:  # every implementation declined, ours included: cannot happen
-                raise RuntimeError(f"no device for {spec!r}")
             peaks = self.settings.peaks
             if peaks not in PEAK_SOURCES:
                 from ..model.devices import DeviceError
@@ -154,11 +144,8 @@ class Devices:
         return self._session_spec
 
     def measuring(self, spec: str) -> AbstractContextManager[bool]:
-        """Hold the lock of the device ``spec`` measures on: one pytest-xdist worker at a time times it,
-        and one thread of this process (this process's lock first, the device's second).
-
-        The device's lock only under pytest-xdist; only the timing is serialized, never a test's own code.
-        """
+        """Hold the lock of the device ``spec`` measures on, this process's lock first: one thread of
+        this process times it, and under pytest-xdist one worker at a time (never a test's own code)."""
         from ..timing.engine import measuring_alone
 
         if self._run_id is None:
@@ -215,10 +202,8 @@ class Devices:
             from .hookcalls import first_result, is_backend
 
             hook = self.config.hook.pytest_roofline_backend
-            backend = first_result(hook, is_backend, config=self.config, device=device, spec=spec)
-            if backend is None:
-                raise RuntimeError(f"no timer backend for {spec!r}")
-            self._backends[key] = backend
+            # the session's trylast implementation always answers
+            self._backends[key] = first_result(hook, is_backend, config=self.config, device=device, spec=spec)
         return self._backends[key]
 
     def builtin_backend(self, spec: str, device: Device) -> Backend:

@@ -57,8 +57,4 @@ class RunState:
 
     def partner(self) -> Against | None:
         """The head's partner in an A/B comparison; None without one, and in the base's process."""
-        if self.against is None or self.against.follows:
-            return None  # before the import: a run without a comparison imports nothing
-        from .against import Against
-
-        return self.against if isinstance(self.against, Against) else None
+        return None if self.against is None or self.against.follows else self.against

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .run_state import RunState
 
 
@@ -18,19 +20,31 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
     """The notes, then (with ``--roofline-report``) the device headers and the table, colored by
     verdict; then what the run's gate and JSON file have to say. Every line but the table's rows
     (sized by :func:`table_width`) wraps to the terminal's width (``COLUMNS``, as pytest reads it)."""
+    from .failing import terminal_width
+
     settings, records = state.settings, state.records
-    write = _Writer(tr)
+    width = terminal_width(tr.config)
+
+    def write(line: str, **markup: bool) -> None:
+        """``tr.write_line``, the line wrapped to pytest's width, continuations indented."""
+        from ..output.wrapping import wrap
+
+        for part in wrap(line, width, hang=4).splitlines():
+            tr.write_line(part, **markup)
+
     if state.spread:
         write(f"roofline: {state.spread}")
     for note in dict.fromkeys(state.notes):
         write(f"roofline: {note}", yellow=True)
     if settings.report:
         _write_report(tr, state, write)
-    elif state.records and _messages_shown(state):  # no table, but a message used its terms
+    elif records:  # no table, but a test's message (a miss, inconclusive, faster than light) used its terms
+        from ..model.verdict import Verdict
         from ..output.legend import legend_lines
 
-        for line in legend_lines(records):
-            write(line)
+        if any(r.verdict in (Verdict.MISS, Verdict.INCONCLUSIVE, Verdict.FASTER_THAN_LIGHT) for r in records):
+            for line in legend_lines(records):
+                write(line)
     if settings.suggest:
         from ..output.suggestions import suggestion_lines
 
@@ -59,30 +73,6 @@ def write_summary(tr: pytest.TerminalReporter, state: RunState) -> None:
         write(f"roofline: wrote {len(records)} measurement(s) to {settings.json}")
 
 
-class _Writer:
-    """``tr.write_line``, each line wrapped to pytest's width, continuations indented."""
-
-    def __init__(self, tr: pytest.TerminalReporter) -> None:
-        from .failing import terminal_width
-
-        self._tr = tr
-        self.width = terminal_width(tr.config)
-
-    def __call__(self, line: str, **markup: bool) -> None:
-        from ..output.wrapping import wrap
-
-        for part in wrap(line, self.width, hang=4).splitlines():
-            self._tr.write_line(part, **markup)
-
-
-def _messages_shown(state: RunState) -> bool:
-    """Whether a test's message (a miss, an inconclusive or faster-than-light result) was shown."""
-    from ..model.verdict import Verdict
-
-    shown = (Verdict.MISS, Verdict.INCONCLUSIVE, Verdict.FASTER_THAN_LIGHT)
-    return any(record.verdict in shown for record in state.records)
-
-
 def table_width() -> int | None:
     """The width the report's table fits: ``COLUMNS`` where it is set (as pytest reads it), else the
     terminal's; None where stdout is no terminal (a CI log scrolls: every column, whole test ids)."""
@@ -98,7 +88,7 @@ def table_width() -> int | None:
         return None
 
 
-def _write_report(tr: pytest.TerminalReporter, state: RunState, write: _Writer) -> None:
+def _write_report(tr: pytest.TerminalReporter, state: RunState, write: Callable[..., None]) -> None:
     from ..model.verdict import Verdict
     from ..output.table import (
         format_device_headers,
