@@ -41,8 +41,9 @@ def estimate(
 
 
 def resolve_device(spec: Device | str, *, measure: bool) -> Device:
-    """The device an estimate is for (see the module docstring): a Device as it is; this CPU without
-    ``measure`` and with nothing cached is a DeviceError saying how to get its ceilings."""
+    """The device an estimate is for: a Device as it is; a table key or a reported name, no hardware
+    needed; this CPU without ``measure`` and with nothing cached is a DeviceError saying how to get
+    its ceilings."""
     if isinstance(spec, Device):
         return spec
     keyword = spec.strip().lower() if isinstance(spec, str) else ""

@@ -92,8 +92,8 @@ class Measurement:
     parallelism: float | None = None
     #: the share of the sampled windows' wall time the timing thread ran (median of the rounds)
     cpu_share: float | None = None
-    #: the threads the kernel ran on and the share of their time they waited for a core (medians of
-    #: the rounds), when the backend can tell (``last_thread_wait``)
+    #: the threads the kernel ran on (the middle round's count, 1 where a round ran it alone) and the
+    #: share of their time they waited for a core, when the backend can tell (``last_thread_wait``)
     threads: int | None = None
     wait_share: float | None = None
     #: what a GPU's clocks did while it was measured (:mod:`.clocks`), when the backend watched them

@@ -165,7 +165,7 @@ class OpSpec:
 
     @property
     def doc(self) -> str:
-        """The cost function's docstring: its formula and what it assumes."""
+        """The cost function's docstring: its formula (a built-in op's assumptions: docs/floor.md, "Ops")."""
         return (self.cost_fn.__doc__ or "").strip()
 
     @property

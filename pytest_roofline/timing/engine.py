@@ -54,6 +54,7 @@ MAX_CALLS_PER_SAMPLE = 1_000_000
 MAX_GRAPH_COPIES = 1024
 #: before a flush's cost on the backend is known, rotation's untimed cycle runs in full where it
 #: costs at most this share of the time budget (or what the warm-up runs anyway); past it, a flush
+#: evicts the fresh copies instead
 CYCLE_SHARE = 0.1
 #: the warm-up goes on past ``policy.warmup_s`` while a round's time per call falls by this share or
 #: more from the round before, or its calls still fault in pages (:func:`_settling`) ...
@@ -350,7 +351,7 @@ def _warm_up(
     budget_s = policy.max_time_s
     warmup_s = min(policy.warmup_s, WARMUP_SHARE * budget_s)  # a short budget warms up for less
     settle_until_s = max(warmup_s, SETTLE_SHARE * budget_s)
-    sets = cycle
+    sets = cycle  # the cycle as asked: ``cycle`` is zeroed where a flush stands in for it
     start = backend.clock()
     calls = rounds = 0
     size = 1
@@ -431,8 +432,8 @@ def _faulting(r: _Round) -> bool:
 
 def _settling(before: _Round | None, now: _Round, *, calls: int, sets: int) -> bool:
     """Whether the warm-up has not settled yet after the round ``now`` (``before``: the round before
-    it, None for the first after the first; ``sets``: the rotation's cycle). Rule: docs/measurement.md,
-    "The phases of one measurement"."""
+    it, None where ``now`` is the first to compare; ``sets``: the rotation's cycle). Rule:
+    docs/measurement.md, "The phases of one measurement"."""
     if before is None:
         return _faulting(now) and calls <= sets
     if now.per_call_s < (1 - SETTLING_SHIFT) * before.per_call_s:

@@ -456,6 +456,8 @@ class _Rotating:
         self.turned = False
 
     def _first_result(self, result: object) -> None:
+        """Size the ring of kept results to a cycle's bytes, then keep ``result`` (why results are kept:
+        docs/cache.md, "Rotation")."""
         returned = result if isinstance(result, (tuple, list)) else [result]
         nbytes = sum(nbytes_of(value) for value in returned if is_array(value))
         kept = min(self._sets, math.ceil(self._cycle_bytes / nbytes)) if nbytes else 0

@@ -34,6 +34,7 @@ from pytest_roofline.output.records import (
     record_from_json,
 )
 from pytest_roofline.output.table import (
+    COLUMNS,
     TABLE_HEADERS,
     format_device_header,
     format_device_headers,
@@ -281,7 +282,7 @@ def test_the_machine_cell_says_the_share_of_best_and_any_contention() -> None:
         rows = table_rows(
             [MeasurementRecord.from_json({**record, "ceiling": ceiling, "contention": contention})]
         )
-        return rows[0][11]  # the machine column
+        return rows[0][list(COLUMNS).index("machine")]
 
     assert cell(None, None) == ""
     assert cell({"share_of_best": 0.62}, {"level": "quiet"}) == "62.0% of best"

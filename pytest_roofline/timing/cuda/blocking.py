@@ -78,8 +78,8 @@ class _Watch:
 
 
 class HoldWatchdog:
-    """One thread that releases every hold the host has not released in time. Idle, it keeps no
-    reference to any hold."""
+    """One thread that releases every hold the host has not released in time (a host waiting for the
+    GPU inside a held window cannot release it itself). Idle, it keeps no reference to any hold."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
