@@ -423,7 +423,6 @@ class _Rotating:
         "_keep",
         "_next",
         "_sets",
-        "made",
         "turned",
     )
 
@@ -439,8 +438,6 @@ class _Rotating:
         #: made up to ``sets`` sets, the calls on the new ones returned (docs/cache.md, "Rotation")
         self._grow = grow
         self._calls = calls
-        #: the argument sets made so far
-        self.made = len(calls)
         #: while growing, the sets ahead of the next call that no call has touched since the last flush
         self._fresh = 0
         self._next: Callable[[], Callable[[], object]] = itertools.cycle(calls).__next__
@@ -470,6 +467,11 @@ class _Rotating:
         return result
 
     @property
+    def made(self) -> int:
+        """The argument sets made so far."""
+        return len(self._calls)
+
+    @property
     def grows(self) -> bool:
         """Whether the cycle is made as the calls need it, and not whole yet (:meth:`take`)."""
         return self._grow is not None
@@ -491,7 +493,7 @@ class _Rotating:
                 sets = min(sets, self._sets)
                 self._calls += self._grow(sets)
             flush()
-            self._fresh, self.made = sets, sets
+            self._fresh = sets
             self._next = itertools.cycle(self._calls).__next__
             if sets == self._sets:
                 self._grow = None

@@ -128,7 +128,8 @@ class Sampler:
                 if self.ready is not None:  # the call's frames stay few: a flush is the backend's
                     made_at, flush = backend.clock(), (lambda: None) if self._evicted else backend.flush_cache
                     self.ready(size * self.k, ahead * self.k, flush)
-                    self._making.append((backend.clock(), backend.clock() - made_at))
+                    made_by = backend.clock()
+                    self._making.append((made_by, made_by - made_at))
                 self._evicted = False
                 self._rewarm()
                 round_start = backend.clock()
